@@ -1,0 +1,6 @@
+"""``python -m kvlint``."""
+
+from kvlint.cli import main
+
+if __name__ == "__main__":
+    main()
