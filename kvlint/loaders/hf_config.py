@@ -1,0 +1,543 @@
+"""Resolve a raw Hugging Face ``config.json`` dict into an :class:`AttentionGeometry`.
+
+DESIGN §4: read fields by their known spellings, from the text part of multimodal configs;
+when a needed field is absent, ask transformers' config class for that ``model_type``
+(through :class:`ConfigDefaults`, imported lazily by the caller); a remote-code model with no
+KV-head field at all is MHA, as vLLM treats it, and the geometry's notes say so. Anything that
+cannot be resolved raises :class:`~kvlint.errors.ConfigError` naming the field.
+
+This module does no I/O and never imports transformers itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
+
+from kvlint.errors import ConfigError
+from kvlint.model.geometry import AttentionGeometry, LayerGeometry, LayerKind
+
+TEXT_CONFIG_KEYS: Final = ("text_config", "llm_config", "language_config")
+"""Where multimodal configs keep their language model."""
+
+SSM_MODEL_TYPES: Final = frozenset({"mamba", "mamba2", "falcon_mamba", "rwkv", "xlstm"})
+"""Architectures with no attention at all: no KV cache, only a per-sequence state."""
+
+HEAD_DIM_IS_HIDDEN_OVER_HEADS: Final = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "phi", "phi3", "gpt2", "opt", "gptj",
+    "gpt_neox", "gpt_neo", "bloom", "codegen", "starcoder2", "cohere", "falcon", "dbrx", "mpt",
+    "gpt_bigcode", "stablelm", "olmo", "jamba",
+})
+"""Model types whose transformers config derives an absent ``head_dim`` as
+``hidden_size // num_attention_heads`` (checked against transformers by the test suite),
+so resolving it needs no transformers import."""
+
+KV_HEADS_DEFAULT_TO_HEADS: Final = frozenset({
+    "llama", "gpt2", "opt", "gptj", "gpt_neox", "gpt_neo", "bloom", "codegen", "phi",
+})
+"""Model types whose transformers config makes an absent KV-head count equal to the query
+heads (or has no such field: the architecture is MHA); checked by the test suite."""
+
+LAYER_TYPE_KINDS: Final = {
+    "full_attention": LayerKind.FULL,
+    "attention": LayerKind.FULL,
+    "global": LayerKind.FULL,
+    "sliding_attention": LayerKind.SLIDING,
+    "sliding_window_attention": LayerKind.SLIDING,
+    "local": LayerKind.SLIDING,
+    "chunked_attention": LayerKind.CHUNKED,
+    "linear_attention": LayerKind.NONE,
+    "mamba": LayerKind.NONE,
+    "mamba2": LayerKind.NONE,
+    "conv": LayerKind.NONE,
+    "mlp": LayerKind.NONE,
+    "moe": LayerKind.NONE,
+}
+"""Spellings seen in ``layer_types`` / ``layers_block_type``."""
+
+
+class Missing:
+    """Sentinel: transformers' config class has no such attribute."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = Missing()
+
+
+class ConfigDefaults(Protocol):
+    """Answers questions about model types transformers knows (see ``transformers_defaults``)."""
+
+    def knows(self, model_type: str) -> bool:
+        """Whether transformers has a config class for ``model_type``."""
+        ...
+
+    def value(self, model_type: str, config: Mapping[str, Any], name: str) -> Any:
+        """The attribute ``name`` of ``model_type``'s config class built from ``config``
+        (defaults filled in), or :data:`MISSING` when the class has no such attribute."""
+        ...
+
+
+@dataclass
+class _Reader:
+    """Field access on the text config with aliases, defaults and validation."""
+
+    config: Mapping[str, Any]
+    model_type: str
+    defaults: ConfigDefaults | None
+    notes: list[str] = field(default_factory=list)
+    _known: bool | None = None
+
+    def known(self) -> bool:
+        if self._known is None:
+            self._known = bool(
+                self.model_type and self.defaults and self.defaults.knows(self.model_type)
+            )
+        return self._known
+
+    def raw(self, *names: str) -> tuple[str, Any] | None:
+        """The first of ``names`` present with a non-null value (dotted names descend)."""
+        for name in names:
+            value: Any = self.config
+            for part in name.split("."):
+                value = value.get(part) if isinstance(value, Mapping) else None
+            if value is not None:
+                return name, value
+        return None
+
+    def from_transformers(self, name: str) -> Any:
+        if not self.known():
+            return MISSING
+        assert self.defaults is not None
+        return self.defaults.value(self.model_type, self.config, name)
+
+    def int(self, *names: str, required: bool = True, minimum: int = 1) -> int | None:
+        """A positive integer field: from the config, else transformers' default."""
+        found = self.raw(*names)
+        if found is None:
+            value = self.from_transformers(names[0])
+            if value is MISSING or value is None:
+                if required:
+                    raise ConfigError(
+                        f"missing field {_spellings(names)}: cannot determine it"
+                        + (f" (transformers' {self.model_type!r} config has no default)"
+                           if self.known() else ""),
+                        field=names[0],
+                    )
+                return None
+            found = (f"{names[0]} (transformers default)", value)
+        return _as_int(found[0], found[1], minimum)
+
+    def flag(self, name: str) -> bool | None:
+        value = self.config.get(name)
+        return value if isinstance(value, bool) else None
+
+
+def _spellings(names: Sequence[str]) -> str:
+    return " / ".join(f"'{n}'" for n in names)
+
+
+def _as_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(
+            f"field '{name}' must be an integer, got {value!r} ({type(value).__name__})",
+            field=name,
+        )
+    if isinstance(value, float) and not value.is_integer():
+        raise ConfigError(f"field '{name}' must be an integer, got {value!r}", field=name)
+    if value < minimum:
+        raise ConfigError(f"field '{name}' must be at least {minimum}, got {value!r}", field=name)
+    return int(value)
+
+
+def text_part(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    """The language-model part of ``config`` and the key it sits under (None: top level)."""
+    for key in TEXT_CONFIG_KEYS:
+        sub = config.get(key)
+        if isinstance(sub, Mapping):
+            return sub, key
+    return config, None
+
+
+def resolve_geometry(
+    config: Any, *, defaults: ConfigDefaults | None = None
+) -> AttentionGeometry:
+    """Turn a raw ``config.json`` value into an exact :class:`AttentionGeometry`."""
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"expected a JSON object, got {type(config).__name__}")
+    text, key = text_part(config)
+    model_type = _str(text.get("model_type")) or (_str(config.get("model_type")) if key is None
+                                                   else "")
+    dtype = _dtype(config) or _dtype(text)
+    reader = _Reader(text, model_type, defaults)
+    try:
+        return _resolve(reader, dtype)
+    except ConfigError as err:
+        if key and err.field and not err.field.startswith(f"{key}."):
+            raise ConfigError(
+                err.detail.replace(f"'{err.field}'", f"'{key}.{err.field}'"),
+                field=f"{key}.{err.field}",
+            ) from None
+        raise
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dtype(config: Mapping[str, Any]) -> str | None:
+    for name in ("torch_dtype", "dtype"):
+        value = config.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _resolve(r: _Reader, dtype: str | None) -> AttentionGeometry:
+    num_layers = r.int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    assert num_layers is not None
+    if r.model_type in SSM_MODEL_TYPES:
+        layers = (LayerGeometry(LayerKind.NONE),) * num_layers
+        return AttentionGeometry(r.model_type, layers, 0, dtype, tuple(r.notes))
+
+    heads = r.int("num_attention_heads", "n_head", "n_heads", "num_heads")
+    assert heads is not None
+    kinds = _schedule(r, num_layers)
+    if r.raw("kv_lora_rank") is not None:
+        full = _mla_layer(r, heads)
+    else:
+        full = _standard_layer(r, heads)
+    window = _window(r) if any(k in (LayerKind.SLIDING, LayerKind.CHUNKED) for k, _ in kinds) \
+        else None
+    layers = []
+    for kind, override in kinds:
+        if kind is LayerKind.NONE:
+            layers.append(LayerGeometry(LayerKind.NONE))
+            continue
+        base = override(full) if override else full
+        layers.append(_with_kind(base, kind, window))
+    return AttentionGeometry(r.model_type, tuple(layers), heads, dtype, tuple(r.notes))
+
+
+def _with_kind(layer: LayerGeometry, kind: LayerKind, window: int | None) -> LayerGeometry:
+    if kind is LayerKind.FULL:
+        return LayerGeometry(kind, layer.num_attention_heads, layer.num_kv_heads,
+                             layer.k_head_dim, layer.v_head_dim, None,
+                             layer.kv_lora_rank, layer.qk_rope_head_dim)
+    return LayerGeometry(kind, layer.num_attention_heads, layer.num_kv_heads, layer.k_head_dim,
+                         layer.v_head_dim, layer.window or window, layer.kv_lora_rank,
+                         layer.qk_rope_head_dim)
+
+
+def _window(r: _Reader) -> int:
+    for names in (("sliding_window", "sliding_window_size"), ("attention_chunk_size",)):
+        found = r.raw(*names)
+        if found is not None:
+            return _as_int(found[0], found[1])
+    value = r.from_transformers("sliding_window")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise ConfigError("windowed layers but no 'sliding_window' / 'attention_chunk_size'",
+                      field="sliding_window")
+
+
+# --- per-layer head geometry ----------------------------------------------------------
+
+
+def _head_dim(r: _Reader, heads: int) -> int:
+    found = r.raw("head_dim", "kv_channels", "attn_config.d_head")
+    if found is not None:
+        return _as_int(found[0], found[1])
+    if r.model_type not in HEAD_DIM_IS_HIDDEN_OVER_HEADS:
+        value = r.from_transformers("head_dim")
+        if value is not MISSING and value is not None:
+            return _as_int("head_dim (transformers default)", value)
+    hidden = r.int("hidden_size", "n_embd", "d_model", "model_dim")
+    assert hidden is not None
+    if hidden % heads:
+        raise ConfigError(
+            f"hidden size {hidden} is not divisible by {heads} attention heads and no "
+            "'head_dim' is given",
+            field="head_dim",
+        )
+    return hidden // heads
+
+
+def _kv_heads(r: _Reader, heads: int) -> int:
+    """KV heads of the standard-attention layers, by every spelling configs use."""
+    found = r.raw("num_key_value_heads", "n_head_kv")
+    if found is not None:
+        return _as_int(*found)
+    if r.model_type == "falcon" and not r.flag("new_decoder_architecture"):
+        return 1 if r.config.get("multi_query", True) else heads
+    found = r.raw("num_kv_heads")
+    if found is not None:
+        return _as_int(*found)
+    if r.config.get("multi_query_attention"):
+        found = r.raw("multi_query_group_num")
+        if found is not None:
+            return _as_int(*found)
+    attn_type = r.raw("attn_config.attn_type")
+    if attn_type is not None and attn_type[1] == "multihead_attention":
+        return heads
+    if attn_type is not None and attn_type[1] == "multiquery_attention":
+        return 1
+    found = r.raw("attn_config.kv_n_heads")
+    if found is not None:
+        return _as_int(*found)
+    multi_query = r.flag("multi_query")
+    if multi_query is not None:
+        return 1 if multi_query else heads
+    if r.model_type in KV_HEADS_DEFAULT_TO_HEADS:
+        return heads
+    if r.known():
+        value = r.from_transformers("num_key_value_heads")
+        if value is MISSING or value is None:
+            return heads
+        return _as_int("num_key_value_heads (transformers default)", value)
+    r.notes.append(
+        f"no KV-head field and model_type {r.model_type or '(none)'!r} is not known to "
+        f"transformers: assumed MHA ({heads} KV heads), as vLLM does"
+    )
+    return heads
+
+
+def _check_group(heads: int, kv: int, kv_field: str) -> None:
+    if kv > heads:
+        raise ConfigError(
+            f"{kv_field} ({kv}) exceeds num_attention_heads ({heads})", field=kv_field
+        )
+    if heads % kv:
+        raise ConfigError(
+            f"num_attention_heads ({heads}) is not a multiple of {kv_field} ({kv})",
+            field=kv_field,
+        )
+
+
+def _standard_layer(r: _Reader, heads: int) -> LayerGeometry:
+    kv = _kv_heads(r, heads)
+    _check_group(heads, kv, "num_key_value_heads")
+    k_dim = _head_dim(r, heads)
+    v_found = r.raw("v_head_dim")
+    v_dim = _as_int(*v_found) if v_found else k_dim
+    return LayerGeometry(LayerKind.FULL, heads, kv, k_dim, v_dim)
+
+
+def _mla_layer(r: _Reader, heads: int) -> LayerGeometry:
+    rank = r.int("kv_lora_rank")
+    rope = r.int("qk_rope_head_dim")
+    nope = r.int("qk_nope_head_dim")
+    assert rank is not None and rope is not None and nope is not None
+    kv_found = r.raw("num_key_value_heads")
+    kv = _as_int(*kv_found) if kv_found else heads
+    v_found = r.raw("v_head_dim")
+    if v_found is not None:
+        v_dim = _as_int(*v_found)
+    else:
+        value = r.from_transformers("v_head_dim")
+        if value is not MISSING and value is not None:
+            v_dim = _as_int("v_head_dim (transformers default)", value)
+        else:
+            hidden = r.int("hidden_size")
+            assert hidden is not None
+            v_dim = hidden // heads
+            r.notes.append(
+                f"no 'v_head_dim': assumed hidden_size / num_attention_heads = {v_dim}"
+            )
+    return LayerGeometry(LayerKind.FULL, heads, kv, nope + rope, v_dim, None, rank, rope)
+
+
+# --- layer schedules ------------------------------------------------------------------
+
+Override = Callable[[LayerGeometry], LayerGeometry]
+Schedule = list[tuple[LayerKind, Override | None]]
+
+
+def _schedule(r: _Reader, num_layers: int) -> Schedule:
+    """Each layer's kind (and head override) from whichever schedule the config uses."""
+    for build in (_block_configs, _hybrid_override_pattern, _hybrid_layer_pattern,
+                  _layer_types, _attn_layer_period, _full_attention_interval,
+                  _sliding_window_pattern, _gemma2, _chunked, _uniform_window):
+        schedule = build(r, num_layers)
+        if schedule is not None:
+            if len(schedule) != num_layers:
+                raise ConfigError(
+                    f"the layer schedule describes {len(schedule)} layers but the config has "
+                    f"{num_layers}",
+                    field=build.__name__.strip("_"),
+                )
+            return schedule
+    return [(LayerKind.FULL, None)] * num_layers
+
+
+def _list(r: _Reader, name: str) -> list[Any] | None:
+    value = r.config.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise ConfigError(f"field '{name}' must be a list, got {type(value).__name__}",
+                          field=name)
+    return value
+
+
+def _block_configs(r: _Reader, num_layers: int) -> Schedule | None:
+    """Nemotron-NAS: per-layer ``attention`` blocks with ``n_heads_in_group`` or ``no_op``."""
+    blocks = _list(r, "block_configs")
+    if blocks is None:
+        return None
+    schedule: Schedule = []
+    for i, block in enumerate(blocks):
+        attention = block.get("attention") if isinstance(block, Mapping) else None
+        if not isinstance(attention, Mapping):
+            raise ConfigError(f"block_configs[{i}] has no 'attention' object",
+                              field=f"block_configs[{i}].attention")
+        if attention.get("no_op") or attention.get("replace_with_linear"):
+            schedule.append((LayerKind.NONE, None))
+            continue
+        name = f"block_configs[{i}].attention.n_heads_in_group"
+        group = _as_int(name, attention.get("n_heads_in_group"))
+
+        def per_layer(layer: LayerGeometry, group: int = group, name: str = name) -> LayerGeometry:
+            if layer.num_attention_heads % group:
+                raise ConfigError(
+                    f"{layer.num_attention_heads} attention heads do not split into groups "
+                    f"of {group}", field=name)
+            return LayerGeometry(layer.kind, layer.num_attention_heads,
+                                 layer.num_attention_heads // group, layer.k_head_dim,
+                                 layer.v_head_dim)
+
+        schedule.append((LayerKind.FULL, per_layer))
+    return schedule
+
+
+def _hybrid_override_pattern(r: _Reader, num_layers: int) -> Schedule | None:
+    """Nemotron-H: one character per layer, ``*`` = attention, ``M`` Mamba, ``-``/``E`` MLP/MoE."""
+    pattern = r.config.get("hybrid_override_pattern")
+    if pattern is None:
+        return None
+    if not isinstance(pattern, str):
+        raise ConfigError("field 'hybrid_override_pattern' must be a string",
+                          field="hybrid_override_pattern")
+    return [(LayerKind.FULL if c == "*" else LayerKind.NONE, None) for c in pattern]
+
+
+def _hybrid_layer_pattern(r: _Reader, num_layers: int) -> Schedule | None:
+    """MiMo-V2: ``hybrid_layer_pattern`` 0 = full attention, 1 = sliding window with the
+    ``swa_*`` head counts and dims."""
+    pattern = _list(r, "hybrid_layer_pattern")
+    if pattern is None:
+        return None
+    swa = _swa_override(r)
+    schedule: Schedule = []
+    for i, value in enumerate(pattern):
+        if value not in (0, 1):
+            raise ConfigError(f"hybrid_layer_pattern[{i}] must be 0 or 1, got {value!r}",
+                              field="hybrid_layer_pattern")
+        schedule.append((LayerKind.SLIDING, swa) if value == 1 else (LayerKind.FULL, None))
+    return schedule
+
+
+def _swa_override(r: _Reader) -> Override | None:
+    names = ("swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim",
+             "swa_v_head_dim")
+    if all(r.config.get(n) is None for n in names):
+        return None
+    values = {n: (_as_int(n, r.config[n]) if r.config.get(n) is not None else None)
+              for n in names}
+
+    def swa(layer: LayerGeometry) -> LayerGeometry:
+        heads = values["swa_num_attention_heads"] or layer.num_attention_heads
+        kv = values["swa_num_key_value_heads"] or layer.num_kv_heads
+        _check_group(heads, kv, "swa_num_key_value_heads")
+        k_dim = values["swa_head_dim"] or layer.k_head_dim
+        v_dim = values["swa_v_head_dim"] or (values["swa_head_dim"] or layer.v_head_dim)
+        return LayerGeometry(layer.kind, heads, kv, k_dim, v_dim)
+
+    return swa
+
+
+def _kinds_from_names(r: _Reader, name: str, values: list[Any]) -> Schedule:
+    schedule: Schedule = []
+    for i, value in enumerate(values):
+        kind = LAYER_TYPE_KINDS.get(value) if isinstance(value, str) else None
+        if kind is None:
+            raise ConfigError(
+                f"{name}[{i}] is {value!r}; expected one of "
+                f"{', '.join(sorted(LAYER_TYPE_KINDS))}", field=name)
+        schedule.append((kind, None))
+    return schedule
+
+
+def _layer_types(r: _Reader, num_layers: int) -> Schedule | None:
+    for name in ("layer_types", "layers_block_type"):
+        values = _list(r, name)
+        if values is not None:
+            return _kinds_from_names(r, name, values)
+    return None
+
+
+def _attn_layer_period(r: _Reader, num_layers: int) -> Schedule | None:
+    """Jamba: attention on layers with ``i % attn_layer_period == attn_layer_offset``."""
+    if r.config.get("attn_layer_period") is None:
+        return None
+    period = _as_int("attn_layer_period", r.config["attn_layer_period"])
+    offset = _as_int("attn_layer_offset", r.config.get("attn_layer_offset", 0), minimum=0)
+    return [(LayerKind.FULL if i % period == offset else LayerKind.NONE, None)
+            for i in range(num_layers)]
+
+
+def _full_attention_interval(r: _Reader, num_layers: int) -> Schedule | None:
+    """Qwen3-Next: full attention every ``full_attention_interval`` layers, linear otherwise."""
+    if r.config.get("full_attention_interval") is None:
+        return None
+    interval = _as_int("full_attention_interval", r.config["full_attention_interval"])
+    return [(LayerKind.FULL if (i + 1) % interval == 0 else LayerKind.NONE, None)
+            for i in range(num_layers)]
+
+
+def _sliding_window_pattern(r: _Reader, num_layers: int) -> Schedule | None:
+    """Gemma 3 / Cohere 2: every ``sliding_window_pattern``-th layer is global."""
+    if r.config.get("sliding_window_pattern") is None or r.config.get("sliding_window") is None:
+        return None
+    pattern = _as_int("sliding_window_pattern", r.config["sliding_window_pattern"])
+    return [(LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING, None)
+            for i in range(num_layers)]
+
+
+def _gemma2(r: _Reader, num_layers: int) -> Schedule | None:
+    """Gemma 2: sliding and global attention alternate, starting with sliding."""
+    if r.model_type != "gemma2" or r.config.get("sliding_window") is None:
+        return None
+    return [(LayerKind.SLIDING if i % 2 == 0 else LayerKind.FULL, None)
+            for i in range(num_layers)]
+
+
+def _chunked(r: _Reader, num_layers: int) -> Schedule | None:
+    """Llama 4: chunked attention on RoPE layers, global attention on the NoPE layers
+    (``no_rope_layers``, else every ``no_rope_layer_interval``-th layer)."""
+    if r.config.get("attention_chunk_size") is None:
+        return None
+    flags = _list(r, "no_rope_layers")
+    if flags is None or not flags:
+        interval_found = r.raw("no_rope_layer_interval")
+        interval_value = interval_found[1] if interval_found else \
+            r.from_transformers("no_rope_layer_interval")
+        if interval_value is MISSING or interval_value is None:
+            return [(LayerKind.CHUNKED, None)] * num_layers
+        interval = _as_int("no_rope_layer_interval", interval_value)
+        flags = [int((i + 1) % interval != 0) for i in range(num_layers)]
+    return [(LayerKind.CHUNKED if flag else LayerKind.FULL, None) for flag in flags]
+
+
+def _uniform_window(r: _Reader, num_layers: int) -> Schedule | None:
+    """Mistral/Phi-3/Starcoder2: ``sliding_window`` on every layer, unless
+    ``use_sliding_window`` is false; Qwen2 applies it from ``max_window_layers`` on."""
+    if r.config.get("sliding_window") is None or r.flag("use_sliding_window") is False:
+        return None
+    if r.flag("use_sliding_window") and r.config.get("max_window_layers") is not None:
+        first = _as_int("max_window_layers", r.config["max_window_layers"], minimum=0)
+        return [(LayerKind.SLIDING if i >= first else LayerKind.FULL, None)
+                for i in range(num_layers)]
+    return [(LayerKind.SLIDING, None)] * num_layers

@@ -1,0 +1,69 @@
+"""Defaults of model types transformers knows, read from its config classes.
+
+transformers is imported here lazily, only when a config lacks a field kvlint needs; its
+import costs seconds, so ``kvlint check`` on a complete config never reaches this module's
+imports.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from kvlint.errors import ConfigError
+from kvlint.loaders.hf_config import MISSING
+
+_IGNORED_KEYS = frozenset({"model_type", "architectures", "auto_map", "transformers_version",
+                           "_name_or_path"})
+
+
+@cache
+def _config_mapping() -> Mapping[str, Any] | None:
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    try:
+        from transformers import CONFIG_MAPPING
+    except ImportError:  # pragma: no cover - transformers is a runtime dependency
+        return None
+    mapping: Mapping[str, Any] = CONFIG_MAPPING
+    return mapping
+
+
+class TransformersDefaults:
+    """:class:`~kvlint.loaders.hf_config.ConfigDefaults` backed by transformers' config classes.
+
+    The config object is built from the raw config (so derived defaults such as
+    ``num_key_value_heads = num_attention_heads`` follow transformers' own logic); if
+    transformers rejects the raw values, the class defaults are used.
+    """
+
+    def __init__(self) -> None:
+        self._built: dict[tuple[str, int], Any] = {}
+
+    def knows(self, model_type: str) -> bool:
+        mapping = _config_mapping()
+        return mapping is not None and model_type in mapping
+
+    def value(self, model_type: str, config: Mapping[str, Any], name: str) -> Any:
+        built = self._build(model_type, config)
+        return getattr(built, name, MISSING)
+
+    def _build(self, model_type: str, config: Mapping[str, Any]) -> Any:
+        key = (model_type, id(config))
+        if key not in self._built:
+            mapping = _config_mapping()
+            assert mapping is not None
+            cls = mapping[model_type]
+            kwargs = {k: v for k, v in config.items() if k not in _IGNORED_KEYS}
+            try:
+                self._built[key] = cls(**kwargs)
+            except Exception:
+                try:
+                    self._built[key] = cls()
+                except Exception as err:
+                    raise ConfigError(
+                        f"transformers could not build its {model_type!r} config: {err}"
+                    ) from None
+        return self._built[key]

@@ -1,0 +1,269 @@
+"""KV-cache arithmetic (DESIGN §3). Pure functions over an :class:`AttentionGeometry`.
+
+Per layer that holds KV, per token, in bytes, with ``b`` bytes per element:
+
+* standard attention: ``(d_k + d_v) * n_kv * b``;
+* MLA with a latent cache: ``(kv_lora_rank + qk_rope_head_dim) * b`` (one latent, no x2);
+  vLLM's ``fp8_ds_mla`` layout is 656 bytes per token per layer;
+* layers without KV: 0.
+
+Tensor parallelism follows vLLM: query heads must divide by tp; with ``n_kv >= tp`` the KV
+heads must divide by tp and each GPU holds ``n_kv / tp``; with ``n_kv < tp``, tp must divide
+by ``n_kv`` and each GPU holds one head, replicated ``tp / n_kv`` times. MLA latents are
+replicated on every rank of the attention TP group (``tp / dp`` with DP attention).
+Pipeline parallelism splits layers as vLLM's ``get_pp_indices`` does: the remainder goes one
+layer each to the stages before the last, starting from the second-to-last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvlint.model.geometry import AttentionGeometry, LayerGeometry
+
+FP8_DS_MLA_BYTES_PER_LAYER = 656
+"""vLLM ``fp8_ds_mla``: 512 fp8 latent values, 4 float32 scales, 64 bf16 rope values."""
+FP8_DS_MLA_LATENT = (512, 64)
+
+SIXTEEN_BIT = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16",
+               "fp16": "float16", "half": "float16"}
+FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
+KV_CACHE_DTYPES: tuple[str, ...] = ("auto", "bfloat16", "float16", *FP8, "fp8_ds_mla")
+"""Values accepted for ``--kv-cache-dtype``."""
+
+
+@dataclass(frozen=True)
+class KvDtype:
+    """The element type of the KV cache."""
+
+    name: str
+    """What is stored: ``bfloat16``, ``float16``, ``16-bit`` (engine's choice), ``fp8...``."""
+    bytes_per_element: int
+    requested: str = "auto"
+    ds_mla: bool = False
+    """vLLM's packed ``fp8_ds_mla`` layout (656 B per token per MLA layer)."""
+
+    def layer_bytes_per_token(self, layer: LayerGeometry) -> int:
+        """Bytes one token occupies in ``layer`` (one logical copy)."""
+        if self.ds_mla and layer.is_mla:
+            return FP8_DS_MLA_BYTES_PER_LAYER
+        return layer.elements_per_token * self.bytes_per_element
+
+    @property
+    def effective_bytes_per_element(self) -> float:
+        """Bytes per element as stored, counting the fp8_ds_mla scales and bf16 rope part."""
+        if self.ds_mla:
+            return FP8_DS_MLA_BYTES_PER_LAYER / sum(FP8_DS_MLA_LATENT)
+        return float(self.bytes_per_element)
+
+
+def resolve_kv_dtype(requested: str, geometry: AttentionGeometry) -> KvDtype:
+    """Resolve ``--kv-cache-dtype`` against the model.
+
+    ``auto`` is the dtype the engine serves: bf16/fp16 as the config says; float32 or
+    unspecified configs are served in 16-bit (2 bytes). Raises ``ValueError`` for a value
+    outside :data:`KV_CACHE_DTYPES` or ``fp8_ds_mla`` on a model without a 512+64 latent.
+    """
+    value = requested.strip().lower()
+    if value == "auto":
+        config_dtype = SIXTEEN_BIT.get((geometry.dtype or "").lower())
+        return KvDtype(config_dtype or "16-bit", 2, requested="auto")
+    if value in SIXTEEN_BIT:
+        return KvDtype(SIXTEEN_BIT[value], 2, requested=value)
+    if value in FP8:
+        return KvDtype(value, 1, requested=value)
+    if value == "fp8_ds_mla":
+        latent = (geometry.kv_lora_rank, geometry.qk_rope_head_dim)
+        if latent != FP8_DS_MLA_LATENT:
+            raise ValueError(
+                "fp8_ds_mla needs an MLA model with kv_lora_rank 512 and qk_rope_head_dim 64 "
+                f"(this model: {'not MLA' if geometry.kv_lora_rank is None else latent})"
+            )
+        return KvDtype("fp8_ds_mla", 1, requested=value, ds_mla=True)
+    raise ValueError(
+        f"unknown KV cache dtype {requested!r}; expected one of {', '.join(KV_CACHE_DTYPES)}"
+    )
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """How the model is split over GPUs."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    dp_attention: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if self.dp_attention and self.tp % self.dp:
+            raise ValueError(f"DP attention needs tp divisible by dp (tp={self.tp}, dp={self.dp})")
+
+    @property
+    def attention_tp(self) -> int:
+        """The TP degree attention runs at: ``tp / dp`` with DP attention, else ``tp``."""
+        return self.tp // self.dp if self.dp_attention else self.tp
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one deployment needs: tp x pp, times dp unless DP attention reuses the TP group."""
+        return self.tp * self.pp * (1 if self.dp_attention else self.dp)
+
+
+def kv_heads_per_gpu(num_kv_heads: int, tp: int) -> int | None:
+    """KV heads one GPU holds under vLLM semantics, ``None`` when vLLM refuses the tp."""
+    if num_kv_heads >= tp:
+        return num_kv_heads // tp if num_kv_heads % tp == 0 else None
+    return 1 if tp % num_kv_heads == 0 else None
+
+
+def valid_tp_degrees(geometry: AttentionGeometry, limit: int = 64) -> tuple[int, ...]:
+    """TP degrees up to ``limit`` that vLLM accepts for this model's heads."""
+    return tuple(
+        tp for tp in range(1, limit + 1)
+        if heads_fit(geometry, tp) and kv_heads_fit(geometry, tp)
+    )
+
+
+def heads_fit(geometry: AttentionGeometry, tp: int) -> bool:
+    """Every head-sharding engine needs the query heads divisible by tp."""
+    counts = {geometry.num_attention_heads} | {
+        layer.num_attention_heads for layer in geometry.kv_layers
+    }
+    return all(n % tp == 0 for n in counts)
+
+
+def kv_heads_fit(geometry: AttentionGeometry, tp: int) -> bool:
+    return all(kv_heads_per_gpu(n, tp) is not None for n in geometry.distinct_kv_head_counts)
+
+
+def layer_bytes_per_token_per_gpu(layer: LayerGeometry, dtype: KvDtype, tp: int) -> int | None:
+    """Bytes one token occupies in ``layer`` on one GPU of the attention TP group."""
+    if not layer.holds_kv:
+        return 0
+    if layer.is_mla:
+        return dtype.layer_bytes_per_token(layer)
+    heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
+    if heads is None:
+        return None
+    return (layer.k_head_dim + layer.v_head_dim) * heads * dtype.bytes_per_element
+
+
+def pipeline_stages(num_layers: int, pp: int) -> tuple[int, ...]:
+    """Layers per pipeline stage, as vLLM's ``get_pp_indices`` splits them."""
+    stages = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        stages[-i] += 1
+    return tuple(stages)
+
+
+def tokens_held(layer: LayerGeometry, context: int, windowed: bool = True) -> int:
+    """Tokens of a ``context``-long sequence that ``layer`` keeps in its cache."""
+    if windowed and layer.is_windowed and layer.window is not None:
+        return min(context, layer.window)
+    return context
+
+
+@dataclass(frozen=True)
+class KvFootprint:
+    """What the KV cache costs under a parallel layout (DESIGN §3, §7 ``kv``)."""
+
+    dtype: KvDtype
+    layout: ParallelLayout
+    bytes_per_token: int
+    heads_ok: bool
+    kv_ok: bool
+    kv_heads_per_gpu: int | None
+    bytes_per_token_per_gpu: int | None
+    bytes_per_token_cluster: int | None
+    replication_factor: float | None
+    stages: tuple[int, ...]
+
+    @property
+    def duplicate_bytes_per_token(self) -> int | None:
+        """Bytes per token stored more than once across the attention TP group."""
+        if self.bytes_per_token_cluster is None:
+            return None
+        return self.bytes_per_token_cluster - self.bytes_per_token
+
+
+def bytes_per_token(geometry: AttentionGeometry, dtype: KvDtype) -> int:
+    """One logical copy, all layers, every layer as if the context fits its window."""
+    return sum(dtype.layer_bytes_per_token(layer) for layer in geometry.layers)
+
+
+def _stage_slices(geometry: AttentionGeometry, pp: int) -> list[tuple[LayerGeometry, ...]]:
+    slices, start = [], 0
+    for size in pipeline_stages(geometry.num_layers, pp):
+        slices.append(geometry.layers[start : start + size])
+        start += size
+    return slices
+
+
+def footprint(geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout) -> KvFootprint:
+    """KV bytes per token: logical, per GPU (largest pipeline stage) and across the group."""
+    tp = layout.attention_tp
+    logical = bytes_per_token(geometry, dtype)
+    per_layer = [layer_bytes_per_token_per_gpu(layer, dtype, tp) for layer in geometry.layers]
+    kv_ok = all(b is not None for b in per_layer)
+    ref = geometry.reference_layer
+    heads_per_gpu = (
+        kv_heads_per_gpu(ref.num_kv_heads, tp) if ref is not None and not ref.is_mla else None
+    )
+    per_gpu = cluster = None
+    replication: float | None = None
+    if kv_ok:
+        sizes = [b or 0 for b in per_layer]
+        stage_sums, start = [], 0
+        for size in pipeline_stages(geometry.num_layers, layout.pp):
+            stage_sums.append(sum(sizes[start : start + size]))
+            start += size
+        per_gpu = max(stage_sums) if stage_sums else 0
+        cluster = tp * sum(sizes)
+        replication = cluster / logical if logical else 1.0
+    return KvFootprint(
+        dtype=dtype,
+        layout=layout,
+        bytes_per_token=logical,
+        heads_ok=heads_fit(geometry, tp),
+        kv_ok=kv_ok,
+        kv_heads_per_gpu=heads_per_gpu if kv_ok else None,
+        bytes_per_token_per_gpu=per_gpu,
+        bytes_per_token_cluster=cluster,
+        replication_factor=replication,
+        stages=pipeline_stages(geometry.num_layers, layout.pp),
+    )
+
+
+def bytes_per_sequence(
+    geometry: AttentionGeometry, dtype: KvDtype, context: int, *, windowed: bool = True
+) -> int:
+    """One logical copy of a ``context``-token sequence; windowed layers keep at most their
+    window when the engine allocates windowed caches (``windowed``)."""
+    return sum(
+        dtype.layer_bytes_per_token(layer) * tokens_held(layer, context, windowed)
+        for layer in geometry.layers
+    )
+
+
+def bytes_per_sequence_per_gpu(
+    geometry: AttentionGeometry,
+    dtype: KvDtype,
+    layout: ParallelLayout,
+    context: int,
+    *,
+    windowed: bool = True,
+) -> int | None:
+    """A ``context``-token sequence on the fullest GPU; ``None`` when the tp is refused."""
+    best = 0
+    for stage in _stage_slices(geometry, layout.pp):
+        total = 0
+        for layer in stage:
+            per_token = layer_bytes_per_token_per_gpu(layer, dtype, layout.attention_tp)
+            if per_token is None:
+                return None
+            total += per_token * tokens_held(layer, context, windowed)
+        best = max(best, total)
+    return best
