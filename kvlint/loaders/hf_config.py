@@ -208,7 +208,7 @@ def _resolve(r: _Reader, dtype: str | None) -> AttentionGeometry:
     if r.raw("kv_lora_rank") is not None:
         full = _mla_layer(r, heads)
     else:
-        full = _standard_layer(r, heads)
+        full = _standard_layer(r, heads, kv_per_layer="block_configs" in r.config)
     window = _window(r) if any(k in (LayerKind.SLIDING, LayerKind.CHUNKED) for k, _ in kinds) \
         else None
     layers = []
@@ -316,8 +316,10 @@ def _check_group(heads: int, kv: int, kv_field: str) -> None:
         )
 
 
-def _standard_layer(r: _Reader, heads: int) -> LayerGeometry:
-    kv = _kv_heads(r, heads)
+def _standard_layer(r: _Reader, heads: int, *, kv_per_layer: bool = False) -> LayerGeometry:
+    """The common shape of the standard-attention layers; with ``kv_per_layer`` the KV
+    heads come from each layer's own block (set by the schedule)."""
+    kv = heads if kv_per_layer else _kv_heads(r, heads)
     _check_group(heads, kv, "num_key_value_heads")
     k_dim = _head_dim(r, heads)
     v_found = r.raw("v_head_dim")

@@ -7,9 +7,12 @@ imports.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from kvlint.errors import ConfigError
@@ -31,6 +34,41 @@ def _config_mapping() -> Mapping[str, Any] | None:
     return mapping
 
 
+def cache_dir() -> Path:
+    """Where kvlint keeps small derived data (``KVLINT_CACHE_DIR``, else the XDG cache)."""
+    explicit = os.environ.get("KVLINT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kvlint"
+
+
+@cache
+def known_model_types() -> frozenset[str]:
+    """Model types transformers has config classes for.
+
+    Importing transformers costs about a second, so the list is kept in kvlint's cache dir,
+    keyed by the installed transformers version; only the first run per version pays.
+    """
+    try:
+        version = metadata.version("transformers")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a runtime dependency
+        return frozenset()
+    file = cache_dir() / f"transformers-{version}-model-types.json"
+    try:
+        return frozenset(json.loads(file.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        pass
+    mapping = _config_mapping()
+    types = frozenset(mapping) if mapping is not None else frozenset()
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(json.dumps(sorted(types)), encoding="utf-8")
+    except OSError:
+        pass
+    return types
+
+
 class TransformersDefaults:
     """:class:`~kvlint.loaders.hf_config.ConfigDefaults` backed by transformers' config classes.
 
@@ -43,8 +81,7 @@ class TransformersDefaults:
         self._built: dict[tuple[str, int], Any] = {}
 
     def knows(self, model_type: str) -> bool:
-        mapping = _config_mapping()
-        return mapping is not None and model_type in mapping
+        return model_type in known_model_types()
 
     def value(self, model_type: str, config: Mapping[str, Any], name: str) -> Any:
         built = self._build(model_type, config)

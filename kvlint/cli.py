@@ -1,0 +1,179 @@
+"""The command line (DESIGN §6). The only module that imports click."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from kvlint import __version__
+from kvlint.diagnostics import FAIL_ON_CHOICES
+from kvlint.errors import KvlintError, UsageError
+from kvlint.model.kv import KV_CACHE_DTYPES, ParallelLayout
+from kvlint.model.serving import DEFAULT_CONTEXT, ServingPlan
+from kvlint.registry import Registry
+
+F = TypeVar("F", bound=Callable[..., Any])
+OFFLINE_ENV = "HF_HUB_OFFLINE"
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"kvlint: error: {message}", err=True)
+    sys.exit(2)
+
+
+def _registry(no_plugins: bool) -> Registry:
+    from kvlint.plugins import get_plugin_manager
+
+    return Registry.from_plugins(get_plugin_manager(load_entry_points=not no_plugins))
+
+
+def _codes(values: Sequence[str]) -> list[str]:
+    """``--select KV2,KV101 --select KV9`` -> ``['KV2', 'KV101', 'KV9']``."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"{output}: cannot write: {err.strerror or err}") from None
+    else:
+        click.echo(text, nl=False)
+
+
+def _default_format() -> str:
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+
+
+def common_options(func: F) -> F:
+    """The output and selection options every linting command shares."""
+    decorators = [
+        click.option("--format", "fmt", default=None, metavar="FORMAT",
+                     help="Output format: text (default), json; plugins may add more."),
+        click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+                     help="Write the report to FILE instead of stdout."),
+        click.option("--select", multiple=True, metavar="CODES",
+                     help="Only these rules (codes, prefixes like KV2, or names); repeatable."),
+        click.option("--ignore", multiple=True, metavar="CODES",
+                     help="Skip these rules (codes, prefixes or names); repeatable."),
+        click.option("--fail-on", type=click.Choice(FAIL_ON_CHOICES), default="error",
+                     show_default=True, help="Exit 1 when a finding is at least this severe."),
+        click.option("--no-plugins", is_flag=True,
+                     help="Do not load third-party plugins (entry-point group 'kvlint')."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+class _Group(click.Group):
+    """Turns kvlint errors into one line on stderr and exit 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KvlintError as err:
+            _fail(str(err))
+        except KeyboardInterrupt:
+            _fail("interrupted")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kvlint")
+def main() -> None:
+    """Lint LLM serving configurations for KV-cache waste and engine incompatibilities."""
+
+
+@main.command()
+@click.argument("models", nargs=-1, required=True, metavar="MODEL...")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel degree.")
+@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Pipeline-parallel degree.")
+@click.option("--dp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Data-parallel degree.")
+@click.option("--dp-attention", is_flag=True,
+              help="Data-parallel attention: attention runs at tp/dp (SGLang "
+                   "--enable-dp-attention, vLLM DP with expert parallelism).")
+@click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES, case_sensitive=False),
+              default="auto", show_default=True, help="KV cache element type.")
+@click.option("--context", type=click.IntRange(min=1), default=DEFAULT_CONTEXT,
+              show_default=True, help="Sequence length for per-sequence figures.")
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Concurrent sequences for batch figures.")
+@click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
+@click.option("--offline", is_flag=True, help="Read Hub configs from the local cache only.")
+@common_options
+def check(models: tuple[str, ...], tp: int, pp: int, dp: int, dp_attention: bool,
+          kv_cache_dtype: str, context: int, batch: int, revision: str | None, offline: bool,
+          fmt: str | None, output: str | None, select: tuple[str, ...],
+          ignore: tuple[str, ...], fail_on: str, no_plugins: bool) -> None:
+    """Check MODEL (a Hub id, id@revision, a config.json or a model directory) under a
+    serving plan: KV bytes per token, per GPU and per sequence, and findings."""
+    from kvlint.linter import check_models
+
+    registry = _registry(no_plugins)
+    reporter = registry.reporter(fmt) if fmt else _fallback_reporter(registry)
+    rules = registry.select(_codes(select) or None, _codes(ignore))
+    try:
+        plan = ServingPlan(
+            layout=ParallelLayout(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention),
+            kv_cache_dtype=kv_cache_dtype.lower(), context=context, batch=batch)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    run = check_models(models, plan, rules, revision=revision, offline=offline, fail_on=fail_on)
+    _emit(reporter().render(run), output)
+    for result in run.results:
+        if result.config_error:
+            click.echo(f"kvlint: error: {result.config_error}", err=True)
+    sys.exit(run.exit_code)
+
+
+def _fallback_reporter(registry: Registry) -> Any:
+    wanted = _default_format()
+    names = {r.name for r in registry.reporters}
+    return registry.reporter(wanted if wanted in names else "text")
+
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.option("--no-plugins", is_flag=True, help="Do not load third-party plugins.")
+def rules_command(fmt: str, no_plugins: bool) -> None:
+    """List every rule: code, name, default severity and what it flags."""
+    registry = _registry(no_plugins)
+    if fmt == "json":
+        rows = [{"code": r.code, "name": r.name, "severity": r.severity.value,
+                 "summary": r.summary(), "module": r.__module__} for r in registry.rules]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from tabulate import tabulate
+
+    table = [[r.code, r.name, r.severity.value, r.summary()] for r in registry.rules]
+    click.echo(tabulate(table, headers=["code", "name", "severity", "flags"],
+                        tablefmt="plain", maxcolwidths=[None, None, None, 60]))
+
+
+@main.command("rule")
+@click.argument("key", metavar="CODE|NAME")
+@click.option("--no-plugins", is_flag=True, help="Do not load third-party plugins.")
+def rule_command(key: str, no_plugins: bool) -> None:
+    """Explain one rule (its documentation)."""
+    rule = _registry(no_plugins).rule(key)
+    click.echo(f"# {rule.code} {rule.name} ({rule.severity.value})\n")
+    click.echo(rule.documentation())
+
+
+@main.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of --format json output."""
+    from kvlint.report import json_schema
+
+    click.echo(json.dumps(json_schema(), indent=2))

@@ -1,0 +1,43 @@
+"""Findings: what a rule reports, with a stable code, a severity and the numbers behind it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """Higher is more severe: info 1, warning 2, error 3."""
+        return {"info": 1, "warning": 2, "error": 3}[self.value]
+
+
+FAIL_ON_CHOICES = ("error", "warning", "info", "never")
+
+
+def fails(severity: Severity, fail_on: str) -> bool:
+    """Whether a finding of ``severity`` makes the run fail under ``--fail-on``."""
+    if fail_on == "never":
+        return False
+    return severity.rank >= Severity(fail_on).rank
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnostic. ``data`` carries the numbers in machine-readable form."""
+
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    path: str | None = None
+    line: int | None = None
+    column: int | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)

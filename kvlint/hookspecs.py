@@ -1,0 +1,42 @@
+"""kvlint's plugin hooks. Built-ins implement them exactly as third-party plugins do.
+
+A plugin is a module or object registered under the ``kvlint`` entry-point group. pluggy
+calls hooks with keyword arguments, and an implementation may accept fewer arguments than
+its spec, so new arguments can be added without breaking plugins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from kvlint.reporters.base import Reporter
+    from kvlint.rules.base import Rule
+
+PROJECT = "kvlint"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def kvlint_rules() -> Sequence[type[Rule]]:
+    """Offer rule classes.
+
+    :return: :class:`kvlint.rules.base.Rule` subclasses, each with a unique ``code``
+        (``[A-Z]+[0-9]{3}``) and kebab-case ``name``. Every implementation is called; the
+        results are merged and validated by :mod:`kvlint.registry`.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def kvlint_reporters() -> Sequence[type[Reporter]]:
+    """Offer output formats.
+
+    :return: :class:`kvlint.reporters.base.Reporter` subclasses, each with a unique
+        ``name`` (the value of ``--format``).
+    """
+    raise NotImplementedError

@@ -1,0 +1,136 @@
+"""``--format text``: a compact table per model, then the findings with their fix."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tabulate import tabulate
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.hookspecs import hookimpl
+from kvlint.model.geometry import AttentionGeometry, AttentionKind, LayerKind
+from kvlint.reporters.base import Reporter
+from kvlint.units import fmt_bytes, fmt_int, fmt_ratio
+
+if TYPE_CHECKING:
+    from kvlint.linter import LintRun, ModelResult
+    from kvlint.model.serving import KvAnalysis
+
+WIDTH = 96
+
+
+def _attention(g: AttentionGeometry) -> str:
+    kind = g.attention
+    if kind is AttentionKind.MLA:
+        return (f"MLA latent {g.kv_lora_rank} + rope {g.qk_rope_head_dim} per token per layer")
+    if kind is AttentionKind.NONE:
+        return "none (no attention layer holds a KV cache)"
+    label = {"mha": "MHA", "gqa": "GQA", "mqa": "MQA"}[kind.value]
+    return f"{label} {g.num_attention_heads} query / {g.num_kv_heads} KV heads"
+
+
+def _layers(g: AttentionGeometry) -> str:
+    parts = [f"{g.num_kv_layers} of {g.num_layers} hold KV"]
+    sliding = [la for la in g.layers if la.is_windowed]
+    if sliding:
+        kinds = {la.kind for la in sliding}
+        word = "chunked" if kinds == {LayerKind.CHUNKED} else "sliding"
+        parts.append(f"{len(sliding)} {word} (window {fmt_int(g.sliding_window or 0)})")
+    none = g.num_layers - g.num_kv_layers
+    if none and g.num_kv_layers:
+        parts.append(f"{none} without KV")
+    return " · ".join(parts)
+
+
+def _heads(g: AttentionGeometry) -> str:
+    if g.attention is AttentionKind.NONE:
+        return "-"
+    kv_counts = g.distinct_kv_head_counts
+    kv = " / ".join(map(str, kv_counts)) if len(kv_counts) > 1 else str(g.num_kv_heads)
+    dims = f"head dim {g.head_dim}"
+    if g.v_head_dim != g.head_dim:
+        dims += f" (v {g.v_head_dim})"
+    return f"{g.num_attention_heads} query · {kv} KV · {dims}"
+
+
+def _per_gpu(a: KvAnalysis) -> str:
+    fp = a.footprint
+    layout = a.plan.layout
+    where = f"tp={layout.tp}" + (f" pp={layout.pp}" if layout.pp > 1 else "")
+    if layout.dp_attention and layout.dp > 1:
+        where += f" dp={layout.dp} (attention tp={layout.attention_tp})"
+    if fp.bytes_per_token_per_gpu is None:
+        return f"refused at {where} (see KV202)"
+    text = f"{fmt_int(fp.bytes_per_token_per_gpu)} B at {where}"
+    if fp.kv_heads_per_gpu is not None:
+        text += f" · {fp.kv_heads_per_gpu} KV head{'s' if fp.kv_heads_per_gpu > 1 else ''} per GPU"
+    return text
+
+
+def _table(r: ModelResult) -> list[list[str]]:
+    a = r.analysis
+    if a is None:
+        return [["config", "unresolved (see KV900)"]]
+    g = a.geometry
+    fp = a.footprint
+    rows = [
+        ["attention", _attention(g)],
+        ["layers", _layers(g)],
+        ["heads", _heads(g)],
+        ["KV per token", f"{fmt_int(fp.bytes_per_token)} B ({fmt_bytes(fp.bytes_per_token)})"
+                         f" · {a.dtype.name}"],
+        ["per GPU", _per_gpu(a)],
+    ]
+    if fp.replication_factor is not None and fp.bytes_per_token:
+        rows.append(["replication", f"{fmt_ratio(fp.replication_factor)}x · the group holds "
+                                    f"{fmt_int(fp.bytes_per_token_cluster or 0)} B/token"])
+    seq = f"{fmt_int(a.plan.context)} tokens → {fmt_bytes(a.bytes_per_sequence)}"
+    if a.bytes_per_sequence_per_gpu is not None and a.plan.layout.tp * a.plan.layout.pp > 1:
+        seq += f" · {fmt_bytes(a.bytes_per_sequence_per_gpu)} on the fullest GPU"
+    rows.append(["per sequence", seq])
+    rows.extend(["note", note] for note in g.notes)
+    return rows
+
+
+def _header(r: ModelResult) -> str:
+    parts = [r.target.ref + (f" @ {r.target.revision}" if r.target.revision else "")]
+    if r.analysis is not None:
+        g = r.analysis.geometry
+        parts += [g.model_type or "(no model_type)", g.dtype or "dtype unspecified"]
+    return " · ".join(parts)
+
+
+def _finding(ref: str, f: Finding) -> str:
+    where = f"{f.path}:{f.line}:{f.column or 1}: " if f.path and f.line else ""
+    head = f"{where}{ref}  {f.code} {f.severity.value}  {f.name}"
+    body = textwrap.fill(f.message, WIDTH, initial_indent="  ", subsequent_indent="  ")
+    return f"{head}\n{body}"
+
+
+def _summary(run: LintRun) -> str:
+    counts = [(run.count(s), s.value) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)]
+    parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in counts if n]
+    return (f"{' · '.join(parts) or 'no findings'} · exit {run.exit_code} "
+            f"(fail-on: {run.fail_on})")
+
+
+class TextReporter(Reporter):
+    name = "text"
+    description = "a table per model and the findings, for people"
+
+    def render(self, run: LintRun) -> str:
+        blocks = []
+        for r in run.results:
+            table = tabulate(_table(r), tablefmt="plain")
+            blocks.append(_header(r) + "\n" + textwrap.indent(table, "  "))
+        for r in run.results:
+            blocks.extend(_finding(r.target.ref, f) for f in r.findings)
+        blocks.append(_summary(run))
+        return "\n\n".join(blocks) + "\n"
+
+
+@hookimpl
+def kvlint_reporters() -> Sequence[type[Reporter]]:
+    return [TextReporter]

@@ -1,0 +1,62 @@
+"""The rule interface. Built-in and third-party rules subclass :class:`Rule` and are
+registered through the ``kvlint_rules`` hook.
+
+Rules are pure: they see model objects (geometry, plan, KV analysis), never files.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.model.serving import KvAnalysis, ServingPlan
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
+"""ruff's rule documentation sections every rule docstring must have (``Options`` and
+``References`` are optional)."""
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """What a rule is run on: one model (``target``) under one serving plan.
+
+    ``analysis`` is ``None`` when the geometry could not be resolved; ``problem`` then says
+    why (only rules with ``needs_geometry = False`` run).
+    """
+
+    target: str
+    plan: ServingPlan
+    analysis: KvAnalysis | None
+    problem: str | None = None
+    problem_field: str | None = None
+
+
+class Rule:
+    """Base class of every rule. Subclasses set ``code``, ``name``, ``severity`` and a
+    docstring with ruff's sections, and implement :meth:`check`."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+    needs_geometry: ClassVar[bool] = True
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        """Yield findings for ``ctx``."""
+        raise NotImplementedError
+
+    def finding(self, message: str, **data: Any) -> Finding:
+        return Finding(self.code, self.name, self.severity, message, data=data)
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first paragraph of the "What it does" section."""
+        doc = cls.documentation()
+        after = doc.split("## What it does", 1)[-1].strip()
+        return " ".join(after.split("\n\n", 1)[0].split())
+
+    @classmethod
+    def documentation(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")

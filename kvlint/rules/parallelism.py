@@ -1,0 +1,274 @@
+"""Rules about splitting the KV cache over GPUs (KV2xx), vLLM semantics (DESIGN §3)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.hookspecs import hookimpl
+from kvlint.model import kv
+from kvlint.model.geometry import AttentionGeometry
+from kvlint.rules.base import Rule, RuleContext
+from kvlint.units import fmt_bytes, fmt_int, fmt_ratio, fmt_tokens
+
+
+def _valid(g: AttentionGeometry) -> str:
+    limit = max(64, g.num_attention_heads)
+    return "{" + ", ".join(str(tp) for tp in kv.valid_tp_degrees(g, limit)) + "}"
+
+
+def _tp_label(ctx: RuleContext) -> str:
+    layout = ctx.plan.layout
+    if layout.dp_attention and layout.dp > 1:
+        return f"attention tp={layout.attention_tp} (tp={layout.tp} / dp={layout.dp})"
+    return f"tp={layout.tp}"
+
+
+def _kv_head_layers(g: AttentionGeometry) -> Counter[int]:
+    """KV-head count -> number of standard-attention layers with it."""
+    return Counter(layer.num_kv_heads for layer in g.kv_layers if not layer.is_mla)
+
+
+def _layers_note(g: AttentionGeometry, count: int) -> str:
+    return "" if count == g.num_kv_layers else f" ({count} of {g.num_layers} layers)"
+
+
+class TpReplicatesKvHeads(Rule):
+    """## What it does
+    Flags a tensor-parallel degree larger than the model's KV-head count, where the engine
+    replicates each KV head on several GPUs.
+
+    ## Why is this bad?
+    vLLM and SGLang give each GPU at least one KV head: with 8 KV heads at tp=16 every head
+    is stored twice, so the group spends twice the memory on the same KV. The duplicates
+    are pure waste: per-GPU capacity stops growing with tp.
+
+    ## Example
+    ```console
+    $ kvlint check meta-llama/Llama-3.1-8B --tp 16
+    KV201 warning tp-replicates-kv-heads: 8 KV heads over tp=16: each head is stored on
+    2 GPUs; ...
+    ```
+
+    ## Use instead
+    Use a tp no larger than the KV-head count and put the other GPUs into pipeline or data
+    parallelism (`--tp 8 --pp 2`, or two replicas at tp=8).
+    """
+
+    code = "KV201"
+    name = "tp-replicates-kv-heads"
+    severity = Severity.WARNING
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a = ctx.analysis
+        if a is None or not a.footprint.kv_ok:
+            return
+        tp = ctx.plan.layout.attention_tp
+        g = a.geometry
+        replicated = {n: c for n, c in _kv_head_layers(g).items() if n < tp}
+        if not replicated:
+            return
+        heads = ", ".join(
+            f"{n} KV head{'s' if n > 1 else ''}{_layers_note(g, c)}"
+            for n, c in sorted(replicated.items())
+        )
+        copies = ", ".join(f"{tp // n}" for n in sorted(replicated))
+        fp = a.footprint
+        cluster = fp.bytes_per_token_cluster or 0
+        dup = fp.duplicate_bytes_per_token or 0
+        dup_seq = a.duplicate_bytes_per_sequence or 0
+        fewest = min(replicated)
+        yield self.finding(
+            f"{heads} over {_tp_label(ctx)}: each head is stored on {copies} GPUs; the group "
+            f"holds {fmt_int(cluster)} B/token for {fmt_int(fp.bytes_per_token)} B of KV, "
+            f"{fmt_int(dup)} of them duplicates ({fmt_bytes(dup_seq)} per "
+            f"{fmt_tokens(ctx.plan.context)}-token sequence; replication "
+            f"{fmt_ratio(fp.replication_factor or 1.0)}x). Use tp <= {fewest} and pipeline "
+            "or data parallelism for the remaining GPUs.",
+            tp=tp,
+            kv_heads=sorted(replicated),
+            replication_factor=fp.replication_factor,
+            bytes_per_token=fp.bytes_per_token,
+            bytes_per_token_cluster=cluster,
+            duplicate_bytes_per_token=dup,
+            duplicate_bytes_per_sequence=dup_seq,
+        )
+
+
+class TpIndivisibleKvHeads(Rule):
+    """## What it does
+    Flags a tensor-parallel degree the engine refuses for the model's KV heads.
+
+    ## Why is this bad?
+    vLLM needs the KV heads divisible by tp (tp <= KV heads) or tp divisible by the KV
+    heads (tp > KV heads). Otherwise the engine fails at start-up, minutes into a pod's
+    life, after the weights were downloaded.
+
+    ## Example
+    ```console
+    $ kvlint check microsoft/phi-4 --tp 8
+    KV202 error tp-indivisible-kv-heads: vLLM refuses tp=8 for 10 KV heads ...
+    ```
+
+    ## Use instead
+    One of the valid degrees the message lists (for phi-4: 1, 2, 5, 10, 20, 40).
+    """
+
+    code = "KV202"
+    name = "tp-indivisible-kv-heads"
+    severity = Severity.ERROR
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a = ctx.analysis
+        if a is None or a.footprint.kv_ok:
+            return
+        tp = ctx.plan.layout.attention_tp
+        bad = sorted(n for n in _kv_head_layers(a.geometry) if kv.kv_heads_per_gpu(n, tp) is None)
+        counts = " and ".join(f"{n}" for n in bad)
+        yield self.finding(
+            f"vLLM refuses {_tp_label(ctx)} for {counts} KV heads: "
+            f"{counts} is neither divisible by {tp} nor a divisor of it. "
+            f"Valid on vLLM for this model: tp \u2208 {_valid(a.geometry)}.",
+            tp=tp,
+            kv_heads=bad,
+            valid_tp=list(kv.valid_tp_degrees(a.geometry, max(64, a.geometry.num_attention_heads))),
+        )
+
+
+class TpIndivisibleAttentionHeads(Rule):
+    """## What it does
+    Flags a tensor-parallel degree that does not divide the query-head count.
+
+    ## Why is this bad?
+    Every engine that shards attention by heads (vLLM, SGLang, TensorRT-LLM, TGI,
+    LMDeploy) requires `num_attention_heads % tp == 0` and refuses to start otherwise.
+
+    ## Example
+    ```console
+    $ kvlint check 01-ai/Yi-34B --tp 16
+    KV203 error tp-indivisible-attention-heads: 56 attention heads do not split over tp=16
+    ```
+
+    ## Use instead
+    A tp that divides the head count (Yi-34B: 1, 2, 4, 8), with pipeline parallelism for
+    more GPUs.
+    """
+
+    code = "KV203"
+    name = "tp-indivisible-attention-heads"
+    severity = Severity.ERROR
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a = ctx.analysis
+        if a is None or a.footprint.heads_ok:
+            return
+        g = a.geometry
+        tp = ctx.plan.layout.attention_tp
+        counts = sorted({g.num_attention_heads} | {la.num_attention_heads for la in g.kv_layers})
+        bad = [n for n in counts if n % tp]
+        yield self.finding(
+            f"{' and '.join(map(str, bad))} attention heads do not split over "
+            f"{_tp_label(ctx)} ({bad[0]} % {tp} = {bad[0] % tp}): every head-sharding "
+            f"engine refuses it. Valid on vLLM for this model: tp \u2208 {_valid(g)}.",
+            tp=tp,
+            num_attention_heads=bad,
+        )
+
+
+class MlaLatentReplicated(Rule):
+    """## What it does
+    Flags an MLA model (DeepSeek-V2/V3, Kimi-K2, MiniCPM3) served with tensor-parallel
+    attention.
+
+    ## Why is this bad?
+    The MLA latent (kv_lora_rank + qk_rope_head_dim per token per layer) has no head
+    dimension to shard: every rank of the TP group stores the whole latent. At tp=16 the
+    group holds 16 copies and per-GPU KV capacity does not grow with tp.
+
+    ## Example
+    ```console
+    $ kvlint check deepseek-ai/DeepSeek-V2 --tp 16
+    KV204 warning mla-latent-replicated: ... each of the 16 GPUs stores the full
+    69,120 B/token ...
+    ```
+
+    ## Use instead
+    Data-parallel attention, so each rank caches only its own requests: SGLang
+    `--enable-dp-attention --dp 16`, vLLM `--data-parallel-size 16
+    --enable-expert-parallel` (kvlint: `--dp 16 --dp-attention`).
+    """
+
+    code = "KV204"
+    name = "mla-latent-replicated"
+    severity = Severity.WARNING
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a = ctx.analysis
+        tp = ctx.plan.layout.attention_tp
+        if a is None or not a.geometry.is_mla or tp <= 1:
+            return
+        fp = a.footprint
+        per_gpu = fp.bytes_per_token_per_gpu or 0
+        dup = fp.duplicate_bytes_per_token or 0
+        yield self.finding(
+            "The MLA latent is not sharded by tensor parallelism: each of the "
+            f"{tp} GPUs of {_tp_label(ctx)} stores the full {fmt_int(per_gpu)} B/token, so "
+            f"{fmt_int(dup)} B/token are copies ({fmt_bytes(a.duplicate_bytes_per_sequence or 0)}"
+            f" per {fmt_tokens(ctx.plan.context)}-token sequence across the group). Per-GPU "
+            "KV capacity does not grow with tp. Use data-parallel attention (SGLang "
+            "--enable-dp-attention; vLLM --data-parallel-size with --enable-expert-parallel) "
+            "so each rank caches only its own requests.",
+            tp=tp,
+            replication_factor=fp.replication_factor,
+            bytes_per_token_per_gpu=per_gpu,
+            duplicate_bytes_per_token=dup,
+            duplicate_bytes_per_sequence=a.duplicate_bytes_per_sequence,
+        )
+
+
+class PpUnevenLayers(Rule):
+    """## What it does
+    Notes a pipeline-parallel degree that does not divide the number of layers.
+
+    ## Why is this bad?
+    vLLM gives the leftover layers one each to the stages before the last, so one stage
+    holds more layers and more KV per token than the others; the fullest stage limits how
+    many tokens fit, and the other GPUs' spare memory is unused.
+
+    ## Example
+    ```console
+    $ kvlint check deepseek-ai/DeepSeek-V3 --tp 8 --pp 2
+    KV205 info pp-uneven-layers: 61 layers over pp=2 split 31/30 ...
+    ```
+
+    ## Use instead
+    A pp that divides the layer count, or `VLLM_PP_LAYER_PARTITION` to place layers by hand.
+    """
+
+    code = "KV205"
+    name = "pp-uneven-layers"
+    severity = Severity.INFO
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a = ctx.analysis
+        pp = ctx.plan.layout.pp
+        if a is None or pp <= 1 or a.geometry.num_layers % pp == 0:
+            return
+        stages = a.footprint.stages
+        yield self.finding(
+            f"{a.geometry.num_layers} layers over pp={pp} split "
+            f"{'/'.join(map(str, stages))} (vLLM gives the extra layers to the stages before "
+            f"the last): the fullest stage holds {max(stages)} layers and "
+            f"{fmt_int(a.footprint.bytes_per_token_per_gpu or 0)} B/token per GPU. Use a pp "
+            "that divides the layer count, or set VLLM_PP_LAYER_PARTITION.",
+            pp=pp,
+            stages=list(stages),
+            bytes_per_token_per_gpu=a.footprint.bytes_per_token_per_gpu,
+        )
+
+
+@hookimpl
+def kvlint_rules() -> Sequence[type[Rule]]:
+    return [TpReplicatesKvHeads, TpIndivisibleKvHeads, TpIndivisibleAttentionHeads,
+            MlaLatentReplicated, PpUnevenLayers]
