@@ -13,7 +13,7 @@ from kvlint import __version__
 from kvlint.linter import LintRun, ModelResult
 from kvlint.model.serving import KvAnalysis
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 
 
 class _Strict(BaseModel):

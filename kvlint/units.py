@@ -15,11 +15,13 @@ def fmt_bytes(value: float) -> str:
     if abs(value) < 1024:
         return f"{value:,.0f} B"
     size = float(value)
-    unit = "B"
-    for unit in _UNITS:
+    index = 0
+    while True:
         size /= 1024
-        if abs(size) < 1024:
+        if abs(size) < 1024 or index == len(_UNITS) - 1:
             break
+        index += 1
+    unit = _UNITS[index]
     return f"{size:.0f} {unit}" if abs(size) >= 100 else f"{size:.1f} {unit}"
 
 

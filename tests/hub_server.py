@@ -23,6 +23,7 @@ Nothing here imports huggingface_hub.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import secrets
@@ -82,8 +83,8 @@ class FakeHub:
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.hub = self
-        host, port = self._server.server_address[:2]
-        self.url = f"http://{host}:{port}"
+        port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{port}"
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -103,7 +104,7 @@ class FakeHub:
         gated: bool = False,
         private_token: str | None = None,
     ) -> str:
-        """Add a commit holding ``files`` to ``repo_id`` (created if new) and point ``branch`` at it.
+        """Add a commit with ``files`` to ``repo_id`` (created if new) and point ``branch`` at it.
 
         Calling it again for the same repo adds another revision (other branch, or a newer commit
         on the same branch; the older commit stays reachable by its sha). ``gated`` and
@@ -171,10 +172,8 @@ class _Server(ThreadingHTTPServer):
         with self._connections_lock:
             connections = list(self._connections)
         for conn in connections:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 @dataclass
@@ -274,7 +273,7 @@ class _Handler(BaseHTTPRequestHandler):
             return _error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
         files = repo.commits[commit]
         if filename not in files:
-            reply = _error(404, "EntryNotFound", f"{filename} does not exist on \"{revision}\"")
+            reply = _error(404, "EntryNotFound", f'{filename} does not exist on "{revision}"')
             reply.headers["X-Repo-Commit"] = commit
             return reply
         content = files[filename]

@@ -199,8 +199,8 @@ def _resolve(r: _Reader, dtype: str | None) -> AttentionGeometry:
     num_layers = r.int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
     assert num_layers is not None
     if r.model_type in SSM_MODEL_TYPES:
-        layers = (LayerGeometry(LayerKind.NONE),) * num_layers
-        return AttentionGeometry(r.model_type, layers, 0, dtype, tuple(r.notes))
+        no_kv = (LayerGeometry(LayerKind.NONE),) * num_layers
+        return AttentionGeometry(r.model_type, no_kv, 0, dtype, tuple(r.notes))
 
     heads = r.int("num_attention_heads", "n_head", "n_heads", "num_heads")
     assert heads is not None
@@ -211,7 +211,7 @@ def _resolve(r: _Reader, dtype: str | None) -> AttentionGeometry:
         full = _standard_layer(r, heads, kv_per_layer="block_configs" in r.config)
     window = _window(r) if any(k in (LayerKind.SLIDING, LayerKind.CHUNKED) for k, _ in kinds) \
         else None
-    layers = []
+    layers: list[LayerGeometry] = []
     for kind, override in kinds:
         if kind is LayerKind.NONE:
             layers.append(LayerGeometry(LayerKind.NONE))

@@ -1,0 +1,421 @@
+"""Fetch a model's ``config.json`` from the Hugging Face Hub (or its local cache).
+
+This is the only module that talks to the Hub. huggingface_hub is imported lazily, inside
+:func:`download_config`, so ``kvlint`` commands that never touch the Hub do not pay for it.
+
+huggingface_hub reads ``HF_ENDPOINT``, ``HF_HUB_CACHE``/``HF_HOME`` and ``HF_HUB_OFFLINE`` once,
+when it is first imported; kvlint reads them at call time and passes them explicitly, so the
+environment seen by each call is the one that counts. Every failure becomes a one-line
+:class:`~kvlint.errors.HubError` that says what to do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kvlint.errors import HubError
+
+__all__ = ["HubConfig", "download_config", "looks_like_hub_id", "split_hub_ref"]
+
+_DEFAULT_ENDPOINT = "https://huggingface.co"
+_DEFAULT_ETAG_TIMEOUT = 10.0
+
+_TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+_COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
+# One segment of a repo id, as huggingface_hub validates it: ASCII letters, digits, '_', '-', '.',
+# at most 96, starting and ending with a letter, digit or '_'.
+_SEGMENT = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
+# A git revision: anything but whitespace and the characters git forbids in ref names.
+_REVISION = r"[^\s@~^:?*\[\\]+"
+_HUB_REF = re.compile(rf"(?:{_SEGMENT}/)?{_SEGMENT}(?:@{_REVISION})?")
+# Names that are clearly files, not repos: a missing local config should not be looked up online.
+_FILE_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".py", ".git")
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    """A ``config.json`` resolved from the Hub, as a file in the local cache."""
+
+    repo_id: str
+    revision: str | None  # what the user asked for (None = default branch)
+    commit: str | None  # commit sha the file came from, when known
+    path: Path  # local path of the cached config.json
+
+
+def split_hub_ref(ref: str) -> tuple[str, str | None]:
+    """'org/name@rev' -> ('org/name', 'rev'); 'org/name' -> ('org/name', None)."""
+    repo_id, _, revision = ref.strip().partition("@")
+    return repo_id, (revision or None)
+
+
+def looks_like_hub_id(ref: str) -> bool:
+    """True for 'name' or 'org/name' (optionally '@rev') made of Hub-legal characters.
+
+    A pure syntactic check: the caller looks for a local path first. Names ending in a config
+    file suffix (``config.json``, ``values.yaml``...) are not taken for repo ids.
+    """
+    if not _HUB_REF.fullmatch(ref):
+        return False
+    repo_id, _ = split_hub_ref(ref)
+    return not ("--" in repo_id or ".." in repo_id or repo_id.lower().endswith(_FILE_SUFFIXES))
+
+
+def download_config(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    offline: bool = False,
+    filename: str = "config.json",
+) -> HubConfig:
+    """Return the cached ``filename`` of ``repo_id`` at ``revision``, downloading it if needed.
+
+    ``offline=True`` (``--offline``) or a truthy ``HF_HUB_OFFLINE`` reads the local cache only and
+    makes no request. Raises :class:`HubError` with a one-line message on any failure.
+    """
+    # huggingface_hub also honours TRANSFORMERS_OFFLINE; name whichever switch is on.
+    env_switch = next(
+        (name for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if _env_true(name)), None
+    )
+    context = _Context(
+        repo_id=repo_id,
+        revision=revision,
+        filename=filename,
+        endpoint=_endpoint(),
+        cache_dir=_cache_dir(),
+        offline_switch="--offline" if offline else env_switch,
+    )
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError as exc:  # pragma: no cover - huggingface_hub is a dependency
+        raise HubError(
+            "reading models from the Hugging Face Hub needs huggingface_hub:"
+            " pip install huggingface_hub"
+        ) from exc
+
+    token = os.environ.get("HF_TOKEN") or None  # None: huggingface_hub finds the saved login
+    try:
+        local_path = hf_hub_download(
+            repo_id,
+            filename,
+            revision=revision,
+            cache_dir=str(context.cache_dir),
+            endpoint=context.endpoint,
+            local_files_only=context.offline_switch is not None,
+            etag_timeout=_etag_timeout(),
+            token=token,
+        )
+    except Exception as exc:
+        error = _translate(exc, context)
+        if error is None:
+            raise
+        raise error from exc
+    path = Path(local_path)
+    return HubConfig(repo_id=repo_id, revision=revision, commit=_commit_from_path(path), path=path)
+
+
+# ------------------------------------------------------------------------------ environment
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE_VALUES
+
+
+def _endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or _DEFAULT_ENDPOINT).rstrip("/")
+
+
+def _expand(path: str) -> Path:
+    return Path(os.path.expandvars(os.path.expanduser(path)))
+
+
+def _cache_dir() -> Path:
+    """The hub cache huggingface_hub would use with the current environment."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        value = os.environ.get(name)
+        if value:
+            return _expand(value)
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache"), "huggingface"
+    )
+    return _expand(home) / "hub"
+
+
+def _etag_timeout() -> float:
+    try:
+        value = float(os.environ.get("HF_HUB_ETAG_TIMEOUT", ""))
+    except ValueError:
+        return _DEFAULT_ETAG_TIMEOUT
+    return value if value > 0 else _DEFAULT_ETAG_TIMEOUT
+
+
+def _commit_from_path(path: Path) -> str | None:
+    """``.../snapshots/<40-hex>/config.json`` -> the sha (works online and offline)."""
+    parts = path.parts
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] == "snapshots" and _COMMIT_SHA.fullmatch(parts[index + 1]):
+            return parts[index + 1]
+    return None
+
+
+# ----------------------------------------------------------------------------------- errors
+@dataclass(frozen=True)
+class _Context:
+    repo_id: str
+    revision: str | None
+    filename: str
+    endpoint: str
+    cache_dir: Path
+    offline_switch: str | None  # "--offline", the offline env variable, or None (online)
+
+    @property
+    def rev(self) -> str:
+        return self.revision or "main"
+
+    @property
+    def repo_url(self) -> str:
+        return f"{self.endpoint}/{self.repo_id}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _reason(exc: BaseException) -> str:
+    """A short, single-line description of ``exc`` for the end of a message."""
+    server_message = getattr(exc, "server_message", None)
+    text = server_message if isinstance(server_message, str) and server_message else str(exc)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    reason = lines[0] if lines else type(exc).__name__
+    return reason if len(reason) <= 200 else reason[:197] + "..."
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _http_client_errors(*names: str) -> tuple[type[BaseException], ...]:
+    """Exception classes of the HTTP libraries huggingface_hub may use (httpx2, httpx, requests).
+
+    Looked up among already imported modules: huggingface_hub imported its client before raising.
+    """
+    found: list[type[BaseException]] = []
+    for module_name in ("httpx2", "httpx", "requests", "requests.exceptions"):
+        module = sys.modules.get(module_name)
+        for name in names:
+            cls = getattr(module, name, None) if module is not None else None
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                found.append(cls)
+    return tuple(found)
+
+
+def _offline_missing(ctx: _Context, switch: str) -> HubError:
+    undo = "drop --offline" if switch == "--offline" else f"unset {switch}"
+    return HubError(
+        f"{ctx.repo_id}: {ctx.filename} at revision {ctx.rev} is not in the local Hugging Face"
+        f" cache ({ctx.cache_dir}) and {switch} forbids downloading it; run once online to cache"
+        f" it ({undo})"
+    )
+
+
+def _unreachable(ctx: _Context, reason: str) -> HubError:
+    return HubError(
+        f"Could not reach the Hugging Face Hub at {ctx.endpoint} to fetch {ctx.repo_id} ({reason});"
+        f" check your network, proxy or HF_ENDPOINT, or pass --offline to read the local cache"
+        f" ({ctx.cache_dir})"
+    )
+
+
+def _sent_token(exc: BaseException) -> bool:
+    """Whether the failed request carried a token (read from the response: in huggingface_hub
+    2.x, ``HfHubHTTPError.request`` is an httpx2 property that raises when unset)."""
+    try:
+        headers = exc.response.request.headers  # type: ignore[attr-defined]
+        return headers.get("authorization") is not None
+    except Exception:
+        return False
+
+
+def _from_status(exc: BaseException, status: int, ctx: _Context) -> HubError:
+    """A Hub HTTP error without a more specific class."""
+    reason = _reason(exc)
+    if status == 401:
+        if "invalid credentials" in reason.lower():
+            return HubError(
+                f"The Hugging Face Hub rejected your token for '{ctx.repo_id}' (401 invalid"
+                " credentials); run 'hf auth login' again or set HF_TOKEN to a valid token"
+            )
+        return HubError(
+            f"The Hugging Face Hub refused '{ctx.repo_id}' as unauthorised (401: {reason});"
+            " authenticate with 'hf auth login' or set HF_TOKEN"
+        )
+    if status == 403:
+        return HubError(
+            f"The Hugging Face Hub forbids access to '{ctx.repo_id}' (403: {reason}); use a token"
+            " with read access ('hf auth login' or HF_TOKEN) and accept the licence at"
+            f" {ctx.repo_url} if the model is gated"
+        )
+    if status == 429:
+        return HubError(
+            f"The Hugging Face Hub rate-limited the request for '{ctx.repo_id}' (429); wait and"
+            " retry, authenticate ('hf auth login' or HF_TOKEN) for higher limits, or pass"
+            " --offline to read the local cache"
+        )
+    if status >= 500:
+        return HubError(
+            f"The Hugging Face Hub at {ctx.endpoint} failed with HTTP {status} for"
+            f" '{ctx.repo_id}' and it is not in the local cache; retry later, or pass --offline"
+            " to read the local cache"
+        )
+    return HubError(
+        f"The Hugging Face Hub answered HTTP {status} for '{ctx.repo_id}' ({ctx.filename} at"
+        f" revision {ctx.rev}): {reason}"
+    )
+
+
+def _in_cache(exc: OSError, ctx: _Context) -> bool:
+    """Whether ``exc`` is about a path inside the cache (not writable, not a directory...)."""
+    filename = exc.filename
+    if not isinstance(filename, str):
+        return False
+    try:
+        return Path(filename).resolve().is_relative_to(ctx.cache_dir.resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def _status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _translate(exc: Exception, ctx: _Context) -> HubError | None:
+    """Map what ``hf_hub_download`` raised to a one-line HubError (None: not ours to handle)."""
+    error = _translate_raw(exc, ctx)
+    return None if error is None else HubError(_one_line(str(error)))
+
+
+def _translate_raw(exc: Exception, ctx: _Context) -> HubError | None:
+    from huggingface_hub.errors import (
+        DisabledRepoError,
+        EntryNotFoundError,
+        FileMetadataError,
+        GatedRepoError,
+        HfHubHTTPError,
+        HFValidationError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    timeouts = _http_client_errors("TimeoutException", "Timeout")
+    bad_urls = _http_client_errors(
+        "InvalidURL", "UnsupportedProtocol", "MissingSchema", "InvalidSchema"
+    )
+    transport = _http_client_errors("TransportError", "RequestError", "ConnectionError")
+
+    # Order matters: GatedRepoError subclasses RepositoryNotFoundError, RemoteEntryNotFoundError
+    # and every Hub error subclass HfHubHTTPError, LocalEntryNotFoundError is a FileNotFoundError.
+    if isinstance(exc, GatedRepoError):
+        if _status(exc) == 403 or _sent_token(exc):
+            return HubError(
+                f"Hugging Face repo '{ctx.repo_id}' is gated and your token has no access to it;"
+                f" accept its licence at {ctx.repo_url} with the account that owns the token, or"
+                " use another token ('hf auth login' or HF_TOKEN)"
+            )
+        return HubError(
+            f"Hugging Face repo '{ctx.repo_id}' is gated and the request was not authenticated;"
+            f" accept its licence at {ctx.repo_url}, then run 'hf auth login' or set HF_TOKEN"
+        )
+    if isinstance(exc, DisabledRepoError):
+        return HubError(f"Hugging Face repo '{ctx.repo_id}' has been disabled by its owner")
+    if isinstance(exc, RepositoryNotFoundError):
+        if _sent_token(exc):
+            return HubError(
+                f"Hugging Face repo '{ctx.repo_id}' not found or not visible to your token (check"
+                " the id; private repos need a token with read access: run 'hf auth login' or"
+                " set HF_TOKEN)"
+            )
+        return HubError(
+            f"Hugging Face repo '{ctx.repo_id}' not found (check the id; private repos need a"
+            " token: run 'hf auth login' or set HF_TOKEN)"
+        )
+    if isinstance(exc, RevisionNotFoundError):
+        return HubError(
+            f"Revision '{ctx.rev}' not found in Hugging Face repo '{ctx.repo_id}' (check the"
+            " branch, tag or commit sha)"
+        )
+    if isinstance(exc, LocalEntryNotFoundError):
+        # The Hub could not be asked (offline, unreachable, error) and the cache has no copy:
+        # what went wrong is the exception it was raised from.
+        if ctx.offline_switch is not None:
+            return _offline_missing(ctx, ctx.offline_switch)
+        for cause in _causes(exc)[1:]:
+            if isinstance(cause, OfflineModeIsEnabled):
+                return _offline_missing(ctx, "HF_HUB_OFFLINE")
+            if isinstance(cause, FileMetadataError):
+                return HubError(
+                    f"{ctx.endpoint} did not answer like a Hugging Face Hub for {ctx.repo_id} (no"
+                    " X-Repo-Commit/ETag headers); check HF_ENDPOINT and your proxy settings, or"
+                    " pass --offline to read the local cache"
+                )
+            status = _status(cause)
+            if isinstance(cause, HfHubHTTPError) and status is not None:
+                return _from_status(cause, status, ctx)
+            if timeouts and isinstance(cause, timeouts):
+                return _unreachable(ctx, f"timed out: {_reason(cause)}")
+            if transport and isinstance(cause, transport):
+                return _unreachable(ctx, _reason(cause))
+        return _unreachable(ctx, "no connection and no cached copy")
+    if isinstance(exc, EntryNotFoundError):
+        return HubError(f"{ctx.repo_id} has no {ctx.filename} at revision {ctx.rev}")
+    if isinstance(exc, HfHubHTTPError):
+        status = _status(exc)
+        if status is not None:
+            return _from_status(exc, status, ctx)
+        return HubError(f"Hugging Face Hub request for '{ctx.repo_id}' failed: {_reason(exc)}")
+    if isinstance(exc, OfflineModeIsEnabled):
+        return _offline_missing(ctx, ctx.offline_switch or "HF_HUB_OFFLINE")
+    if bad_urls and isinstance(exc, bad_urls):
+        return HubError(
+            f"HF_ENDPOINT '{ctx.endpoint}' is not a usable URL ({_reason(exc)}); set it to"
+            f" something like {_DEFAULT_ENDPOINT} or unset it"
+        )
+    if timeouts and isinstance(exc, timeouts):
+        return _unreachable(ctx, f"timed out: {_reason(exc)}")
+    if transport and isinstance(exc, transport):
+        return _unreachable(ctx, _reason(exc))
+    http_errors = _http_client_errors("HTTPError", "RequestException")
+    if http_errors and isinstance(exc, http_errors):
+        return HubError(f"Hugging Face Hub request for '{ctx.repo_id}' failed: {_reason(exc)}")
+    if isinstance(exc, HFValidationError):
+        return HubError(
+            f"'{ctx.repo_id}' is not a valid Hugging Face repo id ({_reason(exc)}); expected"
+            " 'name' or 'org/name'"
+        )
+    if isinstance(exc, OSError) and (isinstance(exc, PermissionError) or _in_cache(exc, ctx)):
+        return HubError(
+            f"Cannot use the Hugging Face cache at {ctx.cache_dir} ({_reason(exc)}); set"
+            " HF_HUB_CACHE to a writable directory"
+        )
+    if isinstance(exc, ConnectionError):
+        return _unreachable(ctx, _reason(exc))
+    if isinstance(exc, OSError):
+        return HubError(
+            f"Could not fetch {ctx.filename} of {ctx.repo_id} from the Hugging Face Hub:"
+            f" {_reason(exc)}"
+        )
+    if isinstance(exc, ValueError):
+        return HubError(
+            f"Invalid Hugging Face request for '{ctx.repo_id}' (revision {ctx.rev}): {_reason(exc)}"
+        )
+    return None
