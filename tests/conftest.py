@@ -71,3 +71,18 @@ def dead_endpoint(
     url = f"http://127.0.0.1:{unused_port()}"
     _isolate_hf_env(monkeypatch, tmp_path, url)
     return url
+
+
+# --------------------------------------------------------------------- kvlint's own cache
+@pytest.fixture(autouse=True, scope="session")
+def _kvlint_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep kvlint's derived-data cache (transformers' model types) out of the user's home."""
+    import os
+
+    old = os.environ.get("KVLINT_CACHE_DIR")
+    os.environ["KVLINT_CACHE_DIR"] = str(tmp_path_factory.mktemp("kvlint-cache"))
+    yield
+    if old is None:
+        os.environ.pop("KVLINT_CACHE_DIR", None)
+    else:
+        os.environ["KVLINT_CACHE_DIR"] = old
