@@ -1,0 +1,58 @@
+"""The hot path stays light: no transformers, torch or huggingface_hub at CLI start-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import CONFIGS, ROOT
+
+HEAVY = ("transformers", "torch", "huggingface_hub", "numpy")
+
+
+def _modules_after(code: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, check=True, timeout=120)
+    return set(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_importing_the_cli_imports_nothing_heavy() -> None:
+    loaded = _modules_after("import sys, json, kvlint.cli; print(json.dumps(list(sys.modules)))")
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY}
+
+
+def test_checking_a_complete_local_config_imports_nothing_heavy() -> None:
+    config = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
+    code = (
+        "import sys, json\n"
+        "from click.testing import CliRunner\n"
+        "from kvlint.cli import main\n"
+        f"r = CliRunner().invoke(main, ['check', {config!r}, '--format', 'json'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(json.dumps(list(sys.modules)))\n"
+    )
+    loaded = _modules_after(code)
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY}
+
+
+@pytest.mark.skipif(shutil.which("kvlint") is None, reason="console script not installed")
+def test_console_script_runs() -> None:
+    env = {**os.environ, "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.run(
+        ["kvlint", "check", str(CONFIGS / "deepseek-ai--DeepSeek-V2.5.json"), "--tp", "16",
+         "--format", "json"], capture_output=True, text=True, env=env, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    kv = json.loads(proc.stdout)["results"][0]["kv"]
+    assert (kv["bytes_per_token"], kv["replication_factor"]) == (69_120, 16.0)
+
+
+def test_python_dash_m() -> None:
+    proc = subprocess.run([sys.executable, "-m", "kvlint", "--version"], capture_output=True,
+                          text=True, cwd=ROOT, check=False, timeout=60)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("kvlint, version ")
