@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kvlint.cli import main
+from kvlint.report import Report
 from tests.helpers import CONFIGS
 from tests.hub_server import FakeHub
 
@@ -144,6 +145,7 @@ def schema() -> dict[str, Any]:
 def test_json_output_is_exact_and_valid() -> None:
     data = as_json(DSV25, "--tp", "16", "--context", "4096")
     jsonschema.validate(data, schema())
+    assert Report.model_validate(data).model_dump(mode="json") == data
     assert data["schema_version"] == 1
     result = data["results"][0]
     assert result["target"] == {"kind": "model", "ref": DSV25, "revision": None, "path": DSV25,

@@ -232,7 +232,8 @@ def _with_kind(layer: LayerGeometry, kind: LayerKind, window: int | None) -> Lay
 
 
 def _window(r: _Reader) -> int:
-    for names in (("sliding_window", "sliding_window_size"), ("attention_chunk_size",)):
+    for names in (("sliding_window", "sliding_window_size", "window_size"),
+                  ("attention_chunk_size",)):
         found = r.raw(*names)
         if found is not None:
             return _as_int(found[0], found[1])
@@ -473,11 +474,25 @@ def _kinds_from_names(r: _Reader, name: str, values: list[Any]) -> Schedule:
 
 
 def _layer_types(r: _Reader, num_layers: int) -> Schedule | None:
-    for name in ("layer_types", "layers_block_type"):
+    for name in ("layer_types", "layers_block_type", "attention_layers"):
         values = _list(r, name)
         if values is not None:
             return _kinds_from_names(r, name, values)
-    return None
+    return _attention_types(r)
+
+
+def _attention_types(r: _Reader) -> Schedule | None:
+    """GPT-Neo: ``attention_types`` = [[["global", "local"], 12]] repeats a pattern."""
+    spec = _list(r, "attention_types")
+    if spec is None:
+        return None
+    names: list[Any] = []
+    for i, item in enumerate(spec):
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)):
+            raise ConfigError(f"attention_types[{i}] must be [[kinds...], repeat]",
+                              field="attention_types")
+        names.extend(item[0] * _as_int(f"attention_types[{i}][1]", item[1]))
+    return _kinds_from_names(r, "attention_types", names)
 
 
 def _attn_layer_period(r: _Reader, num_layers: int) -> Schedule | None:

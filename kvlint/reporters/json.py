@@ -1,15 +1,79 @@
-"""``--format json``: DESIGN §7, schema_version 1."""
+"""``--format json``: DESIGN §7, schema_version 1 (``kvlint schema`` prints its JSON Schema)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from kvlint import __version__
+from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.reporters.base import Reporter
 
 if TYPE_CHECKING:
-    from kvlint.linter import LintRun
+    from kvlint.linter import LintRun, ModelResult
+    from kvlint.model.serving import KvAnalysis
+
+SCHEMA_VERSION = 1
+
+
+def _geometry(a: KvAnalysis) -> dict[str, Any]:
+    g = a.geometry
+    return {
+        "model_type": g.model_type, "attention": g.attention.value, "num_layers": g.num_layers,
+        "num_kv_layers": g.num_kv_layers, "num_sliding_layers": g.num_sliding_layers,
+        "sliding_window": g.sliding_window, "num_attention_heads": g.num_attention_heads,
+        "num_kv_heads": g.num_kv_heads, "head_dim": g.head_dim, "kv_lora_rank": g.kv_lora_rank,
+        "qk_rope_head_dim": g.qk_rope_head_dim, "dtype": g.dtype or "unspecified",
+    }
+
+
+def _kv(a: KvAnalysis) -> dict[str, Any] | None:
+    fp = a.footprint
+    if fp.bytes_per_token_per_gpu is None or fp.bytes_per_token_cluster is None:
+        return None  # the engine refuses this tp: KV202 says why
+    return {
+        "dtype": a.dtype.name, "bytes_per_element": a.dtype.effective_bytes_per_element,
+        "bytes_per_token": fp.bytes_per_token,
+        "bytes_per_token_per_gpu": fp.bytes_per_token_per_gpu,
+        "kv_heads_per_gpu": fp.kv_heads_per_gpu,
+        "replication_factor": float(fp.replication_factor or 1.0),
+        "bytes_per_token_cluster": fp.bytes_per_token_cluster, "context": a.plan.context,
+        "bytes_per_sequence": a.bytes_per_sequence,
+    }
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    return {"code": f.code, "name": f.name, "severity": f.severity.value, "message": f.message,
+            "path": f.path, "line": f.line, "column": f.column, "data": dict(f.data)}
+
+
+def _result(r: ModelResult) -> dict[str, Any]:
+    p, layout, t = r.plan, r.plan.layout, r.target
+    return {
+        "target": {"kind": t.kind, "ref": t.ref, "revision": t.revision, "path": t.path,
+                   "line": t.line},
+        "serving": {"engine": p.engine, "engine_version": p.engine_version, "tp": layout.tp,
+                    "pp": layout.pp, "dp": layout.dp, "dp_attention": layout.dp_attention,
+                    "kv_cache_dtype": p.kv_cache_dtype, "gpu": p.gpu,
+                    "max_model_len": p.max_model_len, "max_num_seqs": p.max_num_seqs},
+        "geometry": _geometry(r.analysis) if r.analysis else None,
+        "kv": _kv(r.analysis) if r.analysis else None,
+        "capacity": None,
+        "findings": [_finding(f) for f in r.findings],
+    }
+
+
+def report(run: LintRun) -> dict[str, Any]:
+    """The whole report as plain JSON-ready data."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kvlint_version": __version__,
+        "results": [_result(r) for r in run.results],
+        "summary": {s.value: run.count(s) for s in (Severity.ERROR, Severity.WARNING,
+                                                     Severity.INFO)},
+    }
 
 
 class JsonReporter(Reporter):
@@ -17,9 +81,7 @@ class JsonReporter(Reporter):
     description = "machine-readable results (kvlint schema prints the JSON Schema)"
 
     def render(self, run: LintRun) -> str:
-        from kvlint.report import build_report  # pydantic only when JSON is asked for
-
-        return build_report(run).model_dump_json(indent=2) + "\n"
+        return json.dumps(report(run), indent=2) + "\n"
 
 
 @hookimpl

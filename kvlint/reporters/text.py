@@ -6,8 +6,6 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tabulate import tabulate
-
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.model.geometry import AttentionGeometry, AttentionKind, LayerKind
@@ -121,6 +119,8 @@ class TextReporter(Reporter):
     description = "a table per model and the findings, for people"
 
     def render(self, run: LintRun) -> str:
+        from tabulate import tabulate  # imported only when text is rendered
+
         blocks = []
         for r in run.results:
             table = tabulate(_table(r), tablefmt="plain")

@@ -185,3 +185,10 @@ def test_errors_in_text_config_name_the_nested_field() -> None:
 def test_not_an_object() -> None:
     with pytest.raises(ConfigError, match="expected a JSON object, got list"):
         resolve_geometry([1, 2])
+
+
+def test_gpt_neo_attention_types() -> None:
+    g = resolve({"model_type": "gpt_neo", "num_layers": 4, "num_heads": 16, "hidden_size": 2048,
+                 "attention_types": [[["global", "local"], 2]], "window_size": 256})
+    assert [la.kind for la in g.layers] == [LayerKind.FULL, LayerKind.SLIDING] * 2
+    assert g.sliding_window == 256
