@@ -83,6 +83,13 @@ class _Group(click.Group):
             _fail(str(err))
         except KeyboardInterrupt:
             _fail("interrupted")
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as err:
+            if os.environ.get("KVLINT_DEBUG"):
+                raise
+            _fail(f"internal error: {type(err).__name__}: {err} (please report it; "
+                  "KVLINT_DEBUG=1 shows the traceback)")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

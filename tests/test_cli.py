@@ -346,3 +346,8 @@ def test_hub_invalid_json_names_the_repo(fake_hub: FakeHub) -> None:
 def test_offline_without_cache(fake_hub: FakeHub) -> None:
     assert_one_line_error(run("org/model", "--offline"), "cache")
     assert fake_hub.requests == []
+
+
+def test_batch_in_text_output() -> None:
+    out = run(LLAMA31, "--batch", "4", "--context", "4096").stdout
+    assert "4,096 tokens → 512 MiB · batch 4: 2.0 GiB" in out

@@ -157,3 +157,13 @@ def test_broken_entry_point_is_one_line_exit_2(installed_plugin: dict[str, str],
     assert proc.returncode == 2
     assert proc.stderr.startswith("kvlint: error: a kvlint plugin failed to load: ")
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_crashing_plugin_rule_is_one_line(installed_plugin: dict[str, str],
+                                          tmp_path: Path) -> None:
+    (tmp_path / "kvlint_example_plugin-0.1.dist-info" / "entry_points.txt").write_text(
+        "[kvlint]\ncrash = kvlint_crashing_plugin\n")
+    proc = kvlint(installed_plugin, "check", str(CONFIGS / "meta-llama--Llama-2-7b-hf.json"))
+    assert proc.returncode == 2
+    assert proc.stderr == ("kvlint: error: internal error: RuntimeError: boom (please report "
+                           "it; KVLINT_DEBUG=1 shows the traceback)\n")

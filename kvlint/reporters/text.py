@@ -87,6 +87,8 @@ def _table(r: ModelResult) -> list[list[str]]:
     seq = f"{fmt_int(a.plan.context)} tokens → {fmt_bytes(a.bytes_per_sequence)}"
     if a.bytes_per_sequence_per_gpu is not None and a.plan.layout.tp * a.plan.layout.pp > 1:
         seq += f" · {fmt_bytes(a.bytes_per_sequence_per_gpu)} on the fullest GPU"
+    if a.plan.batch > 1:
+        seq += (f" · batch {a.plan.batch}: {fmt_bytes(a.bytes_per_sequence * a.plan.batch)}")
     rows.append(["per sequence", seq])
     rows.extend(["note", note] for note in g.notes)
     return rows
