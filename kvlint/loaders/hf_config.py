@@ -12,7 +12,7 @@ This module does no I/O and never imports transformers itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from kvlint.errors import ConfigError
@@ -222,13 +222,8 @@ def _resolve(r: _Reader, dtype: str | None) -> AttentionGeometry:
 
 
 def _with_kind(layer: LayerGeometry, kind: LayerKind, window: int | None) -> LayerGeometry:
-    if kind is LayerKind.FULL:
-        return LayerGeometry(kind, layer.num_attention_heads, layer.num_kv_heads,
-                             layer.k_head_dim, layer.v_head_dim, None,
-                             layer.kv_lora_rank, layer.qk_rope_head_dim)
-    return LayerGeometry(kind, layer.num_attention_heads, layer.num_kv_heads, layer.k_head_dim,
-                         layer.v_head_dim, layer.window or window, layer.kv_lora_rank,
-                         layer.qk_rope_head_dim)
+    return replace(layer, kind=kind,
+                   window=None if kind is LayerKind.FULL else layer.window or window)
 
 
 def _window(r: _Reader) -> int:
@@ -407,9 +402,7 @@ def _block_configs(r: _Reader, num_layers: int) -> Schedule | None:
                 raise ConfigError(
                     f"{layer.num_attention_heads} attention heads do not split into groups "
                     f"of {group}", field=name)
-            return LayerGeometry(layer.kind, layer.num_attention_heads,
-                                 layer.num_attention_heads // group, layer.k_head_dim,
-                                 layer.v_head_dim)
+            return replace(layer, num_kv_heads=layer.num_attention_heads // group)
 
         schedule.append((LayerKind.FULL, per_layer))
     return schedule
@@ -456,7 +449,8 @@ def _swa_override(r: _Reader) -> Override | None:
         _check_group(heads, kv, "swa_num_key_value_heads")
         k_dim = values["swa_head_dim"] or layer.k_head_dim
         v_dim = values["swa_v_head_dim"] or (values["swa_head_dim"] or layer.v_head_dim)
-        return LayerGeometry(layer.kind, heads, kv, k_dim, v_dim)
+        return replace(layer, num_attention_heads=heads, num_kv_heads=kv, k_head_dim=k_dim,
+                       v_head_dim=v_dim)
 
     return swa
 

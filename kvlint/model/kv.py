@@ -194,45 +194,52 @@ def bytes_per_token(geometry: AttentionGeometry, dtype: KvDtype) -> int:
     return sum(dtype.layer_bytes_per_token(layer) for layer in geometry.layers)
 
 
-def _stage_slices(geometry: AttentionGeometry, pp: int) -> list[tuple[LayerGeometry, ...]]:
-    slices, start = [], 0
-    for size in pipeline_stages(geometry.num_layers, pp):
-        slices.append(geometry.layers[start : start + size])
+def _per_gpu_layer_bytes(
+    geometry: AttentionGeometry, dtype: KvDtype, tp: int, context: int | None = None,
+    windowed: bool = True,
+) -> list[int] | None:
+    """Each layer's bytes on one GPU of the attention TP group: per token, or per
+    ``context``-token sequence; ``None`` when vLLM refuses the tp."""
+    sizes = []
+    for layer in geometry.layers:
+        per_token = layer_bytes_per_token_per_gpu(layer, dtype, tp)
+        if per_token is None:
+            return None
+        held = 1 if context is None else tokens_held(layer, context, windowed)
+        sizes.append(per_token * held)
+    return sizes
+
+
+def _fullest_stage(sizes: list[int], pp: int) -> int:
+    """The largest per-stage sum of per-layer ``sizes`` under vLLM's pipeline split."""
+    best, start = 0, 0
+    for size in pipeline_stages(len(sizes), pp):
+        best = max(best, sum(sizes[start : start + size]))
         start += size
-    return slices
+    return best
 
 
 def footprint(geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout) -> KvFootprint:
-    """KV bytes per token: logical, per GPU (largest pipeline stage) and across the group."""
+    """KV bytes per token: logical, per GPU (fullest pipeline stage) and across the group."""
     tp = layout.attention_tp
     logical = bytes_per_token(geometry, dtype)
-    per_layer = [layer_bytes_per_token_per_gpu(layer, dtype, tp) for layer in geometry.layers]
-    kv_ok = all(b is not None for b in per_layer)
+    sizes = _per_gpu_layer_bytes(geometry, dtype, tp)
     ref = geometry.reference_layer
     heads_per_gpu = (
-        kv_heads_per_gpu(ref.num_kv_heads, tp) if ref is not None and not ref.is_mla else None
+        kv_heads_per_gpu(ref.num_kv_heads, tp)
+        if sizes is not None and ref is not None and not ref.is_mla else None
     )
-    per_gpu = cluster = None
-    replication: float | None = None
-    if kv_ok:
-        sizes = [b or 0 for b in per_layer]
-        stage_sums, start = [], 0
-        for size in pipeline_stages(geometry.num_layers, layout.pp):
-            stage_sums.append(sum(sizes[start : start + size]))
-            start += size
-        per_gpu = max(stage_sums) if stage_sums else 0
-        cluster = tp * sum(sizes)
-        replication = cluster / logical if logical else 1.0
+    cluster = None if sizes is None else tp * sum(sizes)
     return KvFootprint(
         dtype=dtype,
         layout=layout,
         bytes_per_token=logical,
         heads_ok=heads_fit(geometry, tp),
-        kv_ok=kv_ok,
-        kv_heads_per_gpu=heads_per_gpu if kv_ok else None,
-        bytes_per_token_per_gpu=per_gpu,
+        kv_ok=sizes is not None,
+        kv_heads_per_gpu=heads_per_gpu,
+        bytes_per_token_per_gpu=None if sizes is None else _fullest_stage(sizes, layout.pp),
         bytes_per_token_cluster=cluster,
-        replication_factor=replication,
+        replication_factor=None if cluster is None else (cluster / logical if logical else 1.0),
         stages=pipeline_stages(geometry.num_layers, layout.pp),
     )
 
@@ -249,21 +256,18 @@ def bytes_per_sequence(
 
 
 def bytes_per_sequence_per_gpu(
-    geometry: AttentionGeometry,
-    dtype: KvDtype,
-    layout: ParallelLayout,
-    context: int,
-    *,
-    windowed: bool = True,
+    geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout, context: int,
+    *, windowed: bool = True,
 ) -> int | None:
     """A ``context``-token sequence on the fullest GPU; ``None`` when the tp is refused."""
-    best = 0
-    for stage in _stage_slices(geometry, layout.pp):
-        total = 0
-        for layer in stage:
-            per_token = layer_bytes_per_token_per_gpu(layer, dtype, layout.attention_tp)
-            if per_token is None:
-                return None
-            total += per_token * tokens_held(layer, context, windowed)
-        best = max(best, total)
-    return best
+    sizes = _per_gpu_layer_bytes(geometry, dtype, layout.attention_tp, context, windowed)
+    return None if sizes is None else _fullest_stage(sizes, layout.pp)
+
+
+def bytes_per_sequence_cluster(
+    geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout, context: int,
+    *, windowed: bool = True,
+) -> int | None:
+    """A ``context``-token sequence summed over its attention TP group and all stages."""
+    sizes = _per_gpu_layer_bytes(geometry, dtype, layout.attention_tp, context, windowed)
+    return None if sizes is None else layout.attention_tp * sum(sizes)

@@ -50,15 +50,9 @@ class KvAnalysis:
     @property
     def bytes_per_sequence_cluster(self) -> int | None:
         """The sequence summed over the GPUs of its attention TP group, all stages."""
-        tp = self.plan.layout.attention_tp
-        total = 0
-        for layer in self.geometry.layers:
-            per_token = kv.layer_bytes_per_token_per_gpu(layer, self.dtype, tp)
-            if per_token is None:
-                return None
-            held = kv.tokens_held(layer, self.plan.context, self.plan.windowed_sliding_cache)
-            total += per_token * held
-        return tp * total
+        return kv.bytes_per_sequence_cluster(self.geometry, self.dtype, self.plan.layout,
+                                             self.plan.context,
+                                             windowed=self.plan.windowed_sliding_cache)
 
     @property
     def duplicate_bytes_per_sequence(self) -> int | None:
