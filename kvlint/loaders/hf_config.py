@@ -79,6 +79,10 @@ class ConfigDefaults(Protocol):
         (defaults filled in), or :data:`MISSING` when the class has no such attribute."""
         ...
 
+    def text_model_type(self, model_type: str) -> str | None:
+        """The model_type of the default text config of multimodal ``model_type``."""
+        ...
+
 
 @dataclass
 class _Reader:
@@ -168,8 +172,13 @@ def resolve_geometry(
     if not isinstance(config, Mapping):
         raise ConfigError(f"expected a JSON object, got {type(config).__name__}")
     text, key = text_part(config)
-    model_type = _str(text.get("model_type")) or (_str(config.get("model_type")) if key is None
-                                                   else "")
+    outer_type = _str(config.get("model_type"))
+    if key is None:
+        model_type = outer_type
+    else:
+        model_type = _str(text.get("model_type"))
+        if not model_type and outer_type and defaults and defaults.knows(outer_type):
+            model_type = defaults.text_model_type(outer_type) or ""
     dtype = _dtype(config) or _dtype(text)
     reader = _Reader(text, model_type, defaults)
     try:

@@ -87,6 +87,17 @@ class TransformersDefaults:
         built = self._build(model_type, config)
         return getattr(built, name, MISSING)
 
+    def text_model_type(self, model_type: str) -> str | None:
+        mapping = _config_mapping()
+        if mapping is None:  # pragma: no cover - a runtime dependency
+            return None
+        try:
+            text = mapping[model_type]().get_text_config()
+        except Exception:
+            return None
+        value = getattr(text, "model_type", None)
+        return value if isinstance(value, str) and value != model_type else None
+
     def _build(self, model_type: str, config: Mapping[str, Any]) -> Any:
         key = (model_type, id(config))
         if key not in self._built:

@@ -23,6 +23,9 @@ class NoTransformers:
     def value(self, model_type: str, config: Mapping[str, Any], name: str) -> Any:
         return MISSING
 
+    def text_model_type(self, model_type: str) -> str | None:
+        return None
+
 
 def resolve(config: dict[str, Any], known: bool = False) -> AttentionGeometry:
     return resolve_geometry(config, defaults=TransformersDefaults() if known else NoTransformers())
@@ -192,3 +195,11 @@ def test_gpt_neo_attention_types() -> None:
                  "attention_types": [[["global", "local"], 2]], "window_size": 256})
     assert [la.kind for la in g.layers] == [LayerKind.FULL, LayerKind.SLIDING] * 2
     assert g.sliding_window == 256
+
+
+def test_text_config_without_model_type_takes_the_outer_types_default() -> None:
+    config = fixture_config("llava-hf--llava-1.5-7b-hf")
+    del config["text_config"]["model_type"]
+    g = resolve(config, known=True)  # LlavaConfig's default text config is a LlamaConfig
+    assert (g.model_type, g.num_layers, g.num_attention_heads, g.num_kv_heads) == \
+        ("llama", 32, 32, 32)
