@@ -351,3 +351,20 @@ def test_offline_without_cache(fake_hub: FakeHub) -> None:
 def test_batch_in_text_output() -> None:
     out = run(LLAMA31, "--batch", "4", "--context", "4096").stdout
     assert "4,096 tokens → 512 MiB · batch 4: 2.0 GiB" in out
+
+
+def test_unreachable_hub_is_one_line(dead_endpoint: str) -> None:
+    assert_one_line_error(run("org/model"), f"Could not reach the Hugging Face Hub at "
+                          f"{dead_endpoint}", "--offline")
+
+
+def test_kv205_uneven_pipeline() -> None:
+    data = as_json(str(CONFIGS / "deepseek-ai--DeepSeek-V3.json"), "--tp", "8", "--pp", "4",
+                   "--select", "KV205")
+    [finding] = data["results"][0]["findings"]
+    assert finding["message"].startswith("61 layers over pp=4 split 15/15/16/15")
+    assert "the fullest stage holds 16 layers and 18,432 B/token per GPU" in finding["message"]
+    assert finding["data"] == {"pp": 4, "stages": [15, 15, 16, 15],
+                               "bytes_per_token_per_gpu": 16 * 1152}
+    refused = as_json(PHI4, "--tp", "8", "--pp", "3", "--select", "KV205")
+    assert "B/token per GPU" not in refused["results"][0]["findings"][0]["message"]

@@ -11,6 +11,7 @@ environment seen by each call is the one that counts. Every failure becomes a on
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -97,6 +98,11 @@ def download_config(
         ) from exc
 
     token = os.environ.get("HF_TOKEN") or None  # None: huggingface_hub finds the saved login
+    # huggingface_hub logs each retry ("Retrying in 1s ...") to stderr; kvlint's own one-line
+    # error says what happened, so its warnings are muted for the duration of the call.
+    hf_logger = logging.getLogger("huggingface_hub")
+    level = hf_logger.level
+    hf_logger.setLevel(logging.ERROR)
     try:
         local_path = hf_hub_download(
             repo_id,
@@ -113,6 +119,8 @@ def download_config(
         if error is None:
             raise
         raise error from exc
+    finally:
+        hf_logger.setLevel(level)
     path = Path(local_path)
     return HubConfig(repo_id=repo_id, revision=revision, commit=_commit_from_path(path), path=path)
 

@@ -99,6 +99,9 @@ def _header(r: ModelResult) -> str:
     if r.analysis is not None:
         g = r.analysis.geometry
         parts += [g.model_type or "(no model_type)", g.dtype or "dtype unspecified"]
+    plan = r.plan
+    parts.append(f"{plan.engine} {plan.engine_version or '(version unknown)'}" if plan.engine
+                 else "vLLM semantics (newest known)")
     return " · ".join(parts)
 
 

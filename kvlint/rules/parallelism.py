@@ -256,12 +256,14 @@ class PpUnevenLayers(Rule):
         if a is None or pp <= 1 or a.geometry.num_layers % pp == 0:
             return
         stages = a.footprint.stages
+        per_gpu = a.footprint.bytes_per_token_per_gpu
+        cost = "" if per_gpu is None else f" and {fmt_int(per_gpu)} B/token per GPU"
         yield self.finding(
             f"{a.geometry.num_layers} layers over pp={pp} split "
             f"{'/'.join(map(str, stages))} (vLLM gives the extra layers to the stages before "
-            f"the last): the fullest stage holds {max(stages)} layers and "
-            f"{fmt_int(a.footprint.bytes_per_token_per_gpu or 0)} B/token per GPU. Use a pp "
-            "that divides the layer count, or set VLLM_PP_LAYER_PARTITION.",
+            f"the last): the fullest stage holds {max(stages)} layers{cost}, and it bounds "
+            "how many tokens fit. Use a pp that divides the layer count, or set "
+            "VLLM_PP_LAYER_PARTITION.",
             pp=pp,
             stages=list(stages),
             bytes_per_token_per_gpu=a.footprint.bytes_per_token_per_gpu,
