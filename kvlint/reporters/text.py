@@ -26,7 +26,8 @@ def _attention(g: AttentionGeometry) -> str:
     if kind is AttentionKind.NONE:
         return "none (no attention layer holds a KV cache)"
     label = {"mha": "MHA", "gqa": "GQA", "mqa": "MQA"}[kind.value]
-    return f"{label} {g.num_attention_heads} query / {g.num_kv_heads} KV heads"
+    plural = "s" if g.num_kv_heads != 1 else ""
+    return f"{label} {g.num_attention_heads} query / {g.num_kv_heads} KV head{plural}"
 
 
 def _layers(g: AttentionGeometry) -> str:
