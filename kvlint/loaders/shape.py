@@ -1,0 +1,531 @@
+"""Resolve a raw ``config.json`` dict into a :class:`~kvlint.model.weights.ModelShape`.
+
+The attention part (per-layer heads, head dims, MLA, which layers hold no attention) comes
+from :func:`kvlint.loaders.hf_config.resolve_geometry`, so both agree on every layer; this
+module adds what a parameter count needs on top: vocabulary, MLP widths, MoE layout, Mamba
+and linear-attention dimensions, tied embeddings. Fields are read by the spellings configs
+use (``n_embd``, ``d_model``, ``ffn_hidden_size``, ``n_inner``, ``ffn_dim``,
+``ffn_config.*``...), from the text part of multimodal configs; an absent field takes
+transformers' default for the ``model_type`` (through :class:`ConfigDefaults`); what cannot be
+resolved raises :class:`~kvlint.errors.ConfigError` naming the field.
+
+No I/O; transformers is never imported here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kvlint.errors import ConfigError
+from kvlint.loaders.hf_config import (
+    MISSING,
+    SSM_MODEL_TYPES,
+    ConfigDefaults,
+    resolve_geometry,
+    text_part,
+)
+from kvlint.model.geometry import AttentionGeometry, LayerGeometry
+from kvlint.model.weights import (
+    LayerShape,
+    LinearAttentionShape,
+    MambaShape,
+    Mixer,
+    Mlp,
+    ModelShape,
+    WeightFormat,
+    weight_format,
+)
+
+__all__ = ["resolve_shape", "resolve_weight_format"]
+
+TWO_MATRIX_MLP: Final = frozenset({
+    "gpt2", "opt", "gptj", "gpt_neox", "gpt_neo", "bloom", "phi", "falcon", "RefinedWeb",
+    "RefinedWebModel", "mpt", "gpt_bigcode", "starcoder2", "codegen", "nemotron", "nemotron_h",
+    "biogpt", "xglm",
+})
+"""Model types whose MLP is ``up -> activation -> down`` (two matrices); every other model
+type is taken as gated (gate, up, down: Llama, Mistral, Qwen, Gemma, DeepSeek, ChatGLM's
+SwiGLU ``dense_h_to_4h``, Phi-3-small's GeGELU...)."""
+
+FFN_DEFAULTS_TO_4X: Final = frozenset({
+    "gpt2", "gptj", "gpt_bigcode", "gpt_neo", "falcon", "RefinedWeb", "RefinedWebModel",
+    "bloom", "codegen",
+})
+"""Model types whose absent or null MLP width means ``4 * hidden_size`` (``n_inner: null``)."""
+
+TIED_BY_DEFAULT: Final = frozenset({
+    "gpt2", "opt", "gpt_neo", "bloom", "falcon", "RefinedWeb", "RefinedWebModel", "mpt",
+    "starcoder2", "gpt_bigcode", "cohere", "cohere2", "gemma", "gemma2", "gemma3_text",
+    "mamba", "falcon_mamba",
+})
+UNTIED_BY_DEFAULT: Final = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+    "gptj", "gpt_neox", "phi", "phi3", "dbrx", "deepseek_v2", "deepseek_v3", "glm4_moe", "jamba",
+    "nemotron_h", "llama4_text", "gpt_oss", "olmo", "stablelm", "mamba2",
+})
+"""Where transformers' config class puts ``tie_word_embeddings`` when a config omits it
+(checked against transformers by the test suite); other types ask transformers."""
+
+LEARNED_POSITIONS: Final = {
+    "gpt2": ("n_positions", 0),
+    "gpt_bigcode": ("n_positions", 0),
+    "gpt_neo": ("max_position_embeddings", 0),
+    "opt": ("max_position_embeddings", 2),  # OPT's learned positions have an offset of 2
+}
+"""Model types with a learned absolute position table: (field with its rows, extra rows)."""
+
+SHARED_EXPERT_OF_EXPERT_SIZE: Final = frozenset({"llama4_text", "llama4"})
+"""Llama 4: every MoE layer has one shared expert as wide as a routed one."""
+
+NAS_FFN_MULTIPLE: Final = 256
+"""Nemotron-NAS: MLP width = ``2 · ffn_mult · hidden / 3`` rounded up to a multiple of 256."""
+
+
+@dataclass
+class _Fields:
+    """Field access on the text config, with aliases and transformers' defaults."""
+
+    config: Mapping[str, Any]
+    model_type: str
+    defaults: ConfigDefaults | None
+    notes: list[str] = field(default_factory=list)
+
+    def raw(self, *names: str) -> tuple[str, Any] | None:
+        """The first of ``names`` present with a non-null value (dotted names descend)."""
+        for name in names:
+            value: Any = self.config
+            for part in name.split("."):
+                value = value.get(part) if isinstance(value, Mapping) else None
+            if value is not None:
+                return name, value
+        return None
+
+    def default(self, *names: str) -> tuple[str, Any] | None:
+        """transformers' value for the first of ``names`` its config class has."""
+        if not (self.model_type and self.defaults and self.defaults.knows(self.model_type)):
+            return None
+        for name in names:
+            if "." in name:
+                continue
+            value = self.defaults.value(self.model_type, self.config, name)
+            if value is not MISSING and value is not None:
+                return f"{name} (transformers default)", value
+        return None
+
+    def required(self, *names: str, minimum: int = 1) -> int:
+        found = self.raw(*names) or self.default(*names)
+        if found is None:
+            raise ConfigError(
+                f"missing field {_spellings(names)}: cannot count the model's parameters",
+                field=names[0],
+            )
+        return _as_int(found[0], found[1], minimum)
+
+    def optional(self, *names: str, minimum: int = 0) -> int | None:
+        found = self.raw(*names) or self.default(*names)
+        return None if found is None else _as_int(found[0], found[1], minimum)
+
+    def list(self, name: str) -> list[Any] | None:
+        value = self.config.get(name)
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            raise ConfigError(f"field '{name}' must be a list, got {type(value).__name__}",
+                              field=name)
+        return value
+
+
+def _spellings(names: Sequence[str]) -> str:
+    return " / ".join(f"'{n}'" for n in names)
+
+
+def _as_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(
+            f"field '{name}' must be an integer, got {value!r} ({type(value).__name__})",
+            field=name.split(" ")[0],
+        )
+    if isinstance(value, float) and not value.is_integer():
+        raise ConfigError(f"field '{name}' must be an integer, got {value!r}",
+                          field=name.split(" ")[0])
+    if value < minimum:
+        raise ConfigError(f"field '{name}' must be at least {minimum}, got {value!r}",
+                          field=name.split(" ")[0])
+    return int(value)
+
+
+def resolve_shape(config: Any, *, defaults: ConfigDefaults | None = None) -> ModelShape:
+    """Turn a raw ``config.json`` value into the :class:`ModelShape` a parameter count needs."""
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"expected a JSON object, got {type(config).__name__}")
+    geometry = resolve_geometry(config, defaults=defaults)
+    text, key = text_part(config)
+    fields = _Fields(text, geometry.model_type, defaults, list(geometry.notes))
+    try:
+        return _resolve(fields, config, geometry)
+    except ConfigError as err:
+        if key and err.field and not err.field.startswith(f"{key}."):
+            raise ConfigError(
+                err.detail.replace(f"'{err.field}'", f"'{key}.{err.field}'"),
+                field=f"{key}.{err.field}",
+            ) from None
+        raise
+
+
+def resolve_weight_format(config: Any) -> WeightFormat:
+    """The :class:`WeightFormat` of a raw config: its dtype and quantization settings."""
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"expected a JSON object, got {type(config).__name__}")
+    text, _ = text_part(config)
+    dtype = _dtype(config) or _dtype(text)
+    quant = config.get("quantization_config") or text.get("quantization_config")
+    mlx = config.get("quantization")
+    if quant is not None and not isinstance(quant, Mapping):
+        raise ConfigError("field 'quantization_config' must be an object",
+                          field="quantization_config")
+    if mlx is not None and not isinstance(mlx, Mapping):
+        raise ConfigError("field 'quantization' must be an object", field="quantization")
+    return weight_format(dtype, quant, mlx_quantization=mlx)
+
+
+def _dtype(config: Mapping[str, Any]) -> str | None:
+    for name in ("torch_dtype", "dtype"):
+        value = config.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+# ------------------------------------------------------------------------------ resolution
+def _resolve(f: _Fields, outer: Mapping[str, Any], geometry: AttentionGeometry) -> ModelShape:
+    mt = f.model_type
+    if mt in SSM_MODEL_TYPES and mt not in ("mamba", "falcon_mamba", "mamba2"):
+        raise ConfigError(f"counting the parameters of {mt!r} models is not supported",
+                          field="model_type")
+    hidden = f.required("hidden_size", "n_embd", "d_model", "model_dim")
+    padded = f.raw("padded_vocab_size")  # ChatGLM: the embedding's real row count
+    vocab = _as_int(*padded) if padded else f.required("vocab_size", "n_vocab")
+    mixers = _mixers(f, geometry)
+    num_experts = f.optional("n_routed_experts", "num_local_experts", "num_experts",
+                            "moe_num_experts", "ffn_config.moe_num_experts") or 0
+    mlps = _mlps(f, len(mixers), hidden, num_experts)
+    needs_dense = any(m is Mlp.DENSE and width is None for m, width in mlps)
+    dense_width, expert_width = _widths(f, hidden, num_experts, needs_dense)
+    top_k = 0
+    shared = 0
+    if any(m is Mlp.MOE for m, _ in mlps):
+        top_k = f.required("num_experts_per_tok", "experts_per_token", "moe_top_k",
+                      "ffn_config.moe_top_k", "num_experts_per_token")
+        shared = _shared_width(f, expert_width)
+    ref = geometry.reference_layer
+    layers = tuple(
+        _layer(mixer, mlp, width, geometry.layers[i], ref)
+        for i, (mixer, (mlp, width)) in enumerate(zip(mixers, mlps, strict=True))
+    )
+    mla = ref is not None and ref.is_mla
+    rope = ref.qk_rope_head_dim if ref is not None and mla else None
+    mtp = f.optional("num_nextn_predict_layers") or 0
+    if mtp:
+        f.notes.append(
+            f"{mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) not counted: "
+            "engines load them only for speculative decoding"
+        )
+    if any(isinstance(outer.get(k), Mapping) for k in ("vision_config", "audio_config")):
+        f.notes.append("vision/audio encoder not counted: language model only")
+    return ModelShape(
+        model_type=mt,
+        hidden_size=hidden,
+        num_layers=len(layers),
+        vocab_size=vocab,
+        intermediate_size=dense_width or 0,
+        num_attention_heads=geometry.num_attention_heads,
+        num_kv_heads=ref.num_kv_heads if ref else 0,
+        head_dim=ref.k_head_dim if ref else 0,
+        v_head_dim=ref.v_head_dim if ref else None,
+        tie_word_embeddings=_tied(f, outer),
+        gated_mlp=_gated(f),
+        position_embeddings=_positions(f),
+        attention_output_gate=mt == "qwen3_next",
+        q_lora_rank=(f.optional("q_lora_rank") or None) if mla else None,
+        kv_lora_rank=ref.kv_lora_rank if ref is not None and mla else None,
+        qk_nope_head_dim=(ref.k_head_dim - (rope or 0)) if ref is not None and mla else None,
+        qk_rope_head_dim=rope,
+        num_experts=num_experts if top_k else 0,
+        num_experts_per_tok=top_k,
+        moe_intermediate_size=expert_width if top_k else None,
+        shared_expert_intermediate_size=shared,
+        layers=layers,
+        mamba=_mamba(f, hidden) if any(m in (Mixer.MAMBA, Mixer.MAMBA2) for m in mixers)
+        else None,
+        linear_attention=_linear_attention(f)
+        if Mixer.LINEAR_ATTENTION in mixers else None,
+        mtp_layers=mtp,
+        notes=tuple(f.notes),
+    )
+
+
+def _layer(mixer: Mixer, mlp: Mlp, width: int | None, geo: LayerGeometry,
+           ref: LayerGeometry | None) -> LayerShape:
+    """A layer; attention overrides only where it differs from the reference layer."""
+    if mixer is not Mixer.ATTENTION or ref is None or geo == ref or not geo.holds_kv:
+        return LayerShape(mixer, mlp, intermediate_size=width)
+    return LayerShape(
+        mixer, mlp,
+        num_attention_heads=geo.num_attention_heads,
+        num_kv_heads=geo.num_kv_heads,
+        head_dim=geo.k_head_dim,
+        v_head_dim=geo.v_head_dim,
+        intermediate_size=width,
+    )
+
+
+# ----------------------------------------------------------------------------- token mixers
+_MIXER_NAMES: Final = {
+    "mamba": Mixer.MAMBA,
+    "mamba2": Mixer.MAMBA2,
+    "linear_attention": Mixer.LINEAR_ATTENTION,
+}
+
+
+def _mixers(f: _Fields, geometry: AttentionGeometry) -> list[Mixer]:
+    """Each layer's token mixer: attention where the geometry holds KV, else by schedule."""
+    n = geometry.num_layers
+    if f.model_type in ("mamba", "falcon_mamba"):
+        return [Mixer.MAMBA] * n
+    if f.model_type == "mamba2":
+        return [Mixer.MAMBA2] * n
+    pattern = f.config.get("hybrid_override_pattern")
+    blocks = f.list("block_configs")
+    names: list[Any] | None = None
+    for name in ("layer_types", "layers_block_type"):
+        names = f.list(name)
+        if names is not None:
+            break
+    mixers: list[Mixer] = []
+    unknown: list[int] = []
+    for i, layer in enumerate(geometry.layers):
+        if layer.holds_kv:
+            mixers.append(Mixer.ATTENTION)
+            continue
+        mixer = Mixer.NONE
+        if isinstance(pattern, str) and i < len(pattern):
+            mixer = Mixer.MAMBA2 if pattern[i] == "M" else Mixer.NONE
+        elif blocks is not None:
+            attention = blocks[i].get("attention") if isinstance(blocks[i], Mapping) else None
+            if isinstance(attention, Mapping) and attention.get("replace_with_linear"):
+                mixer = Mixer.LINEAR
+        elif names is not None and i < len(names) and isinstance(names[i], str) \
+                and names[i] in _MIXER_NAMES:
+            mixer = _MIXER_NAMES[names[i]]
+        elif f.config.get("attn_layer_period") is not None:  # Jamba
+            mixer = Mixer.MAMBA
+        elif f.config.get("full_attention_interval") is not None:  # Qwen3-Next
+            mixer = Mixer.LINEAR_ATTENTION
+        else:
+            unknown.append(i)
+        mixers.append(mixer)
+    if unknown:
+        f.notes.append(
+            f"{len(unknown)} layer(s) without attention and of no known mixer type: their "
+            "token mixer is not counted"
+        )
+    return mixers
+
+
+def _mamba(f: _Fields, hidden: int) -> MambaShape:
+    if f.model_type in ("mamba", "falcon_mamba", "jamba"):
+        expand = f.optional("mamba_expand", "expand", minimum=1) or 2
+        d_inner = (f.optional("intermediate_size", minimum=1) if f.model_type != "jamba"
+                   else None) or expand * hidden
+        rank_found = f.raw("mamba_dt_rank", "time_step_rank") or f.default(
+            "mamba_dt_rank", "time_step_rank")
+        if rank_found is None or rank_found[1] == "auto":
+            dt_rank = math.ceil(hidden / 16)
+        else:
+            dt_rank = _as_int(rank_found[0], rank_found[1])
+        return MambaShape(
+            version=1,
+            d_inner=d_inner,
+            d_state=f.required("mamba_d_state", "state_size"),
+            d_conv=f.required("mamba_d_conv", "conv_kernel"),
+            dt_rank=dt_rank,
+            conv_bias=_flag(f, "mamba_conv_bias", "use_conv_bias", default=True),
+            proj_bias=_flag(f, "mamba_proj_bias", "use_bias", default=False),
+        )
+    heads = f.required("mamba_num_heads", "num_heads")
+    head_dim = f.required("mamba_head_dim", "head_dim")
+    return MambaShape(
+        version=2,
+        d_inner=heads * head_dim,
+        d_state=f.required("ssm_state_size", "state_size", "mamba_d_state"),
+        d_conv=f.required("conv_kernel", "mamba_d_conv"),
+        num_heads=heads,
+        n_groups=f.optional("n_groups", "mamba_n_groups", minimum=1) or 1,
+        conv_bias=_flag(f, "use_conv_bias", "mamba_conv_bias", default=True),
+        proj_bias=_flag(f, "mamba_proj_bias", "use_bias", default=False),
+    )
+
+
+def _linear_attention(f: _Fields) -> LinearAttentionShape:
+    return LinearAttentionShape(
+        num_key_heads=f.required("linear_num_key_heads"),
+        num_value_heads=f.required("linear_num_value_heads"),
+        key_head_dim=f.required("linear_key_head_dim"),
+        value_head_dim=f.required("linear_value_head_dim"),
+        conv_kernel=f.optional("linear_conv_kernel_dim", minimum=1) or 4,
+    )
+
+
+def _flag(f: _Fields, *names: str, default: bool) -> bool:
+    found = f.raw(*names) or f.default(*names)
+    return bool(found[1]) if found is not None else default
+
+
+# ------------------------------------------------------------------------------------ MLPs
+def _mlps(f: _Fields, n: int, hidden: int, num_experts: int) -> list[tuple[Mlp, int | None]]:
+    """Each layer's MLP kind and, where the layer sets its own, its width."""
+    if f.model_type in ("mamba", "falcon_mamba", "mamba2"):
+        return [(Mlp.NONE, None)] * n
+    pattern = f.config.get("hybrid_override_pattern")
+    if isinstance(pattern, str):
+        kinds = {"-": Mlp.DENSE, "E": Mlp.MOE}
+        return [(kinds.get(c, Mlp.NONE), None) for c in pattern]
+    blocks = f.list("block_configs")
+    if blocks is not None:
+        return [_nas_mlp(block, i, hidden) for i, block in enumerate(blocks)]
+    if not num_experts:
+        return [(Mlp.DENSE, None)] * n
+    return [(Mlp.MOE if moe else Mlp.DENSE, None) for moe in _moe_layers(f, n)]
+
+
+def _nas_mlp(block: Any, i: int, hidden: int) -> tuple[Mlp, int | None]:
+    """Nemotron-NAS ``block_configs[i].ffn``: no-op, a linear, or an MLP of ``ffn_mult``."""
+    ffn = block.get("ffn") if isinstance(block, Mapping) else None
+    name = f"block_configs[{i}].ffn"
+    if not isinstance(ffn, Mapping):
+        raise ConfigError(f"{name} is not an object", field=name)
+    if ffn.get("no_op"):
+        return Mlp.NONE, None
+    if ffn.get("replace_with_linear"):
+        return Mlp.LINEAR, None
+    if ffn.get("intermediate_size") is not None:
+        return Mlp.DENSE, _as_int(f"{name}.intermediate_size", ffn["intermediate_size"])
+    mult = ffn.get("ffn_mult")
+    if isinstance(mult, bool) or not isinstance(mult, (int, float)) or mult <= 0:
+        raise ConfigError(f"{name}.ffn_mult must be a positive number, got {mult!r}",
+                          field=f"{name}.ffn_mult")
+    width = int(2 * mult * hidden / 3)
+    return Mlp.DENSE, -(-width // NAS_FFN_MULTIPLE) * NAS_FFN_MULTIPLE
+
+
+def _moe_layers(f: _Fields, n: int) -> list[bool]:
+    """Which layers are MoE, by whichever schedule the config uses."""
+    explicit = f.list("moe_layers")
+    if explicit is not None:  # Llama 4 (resolved form)
+        chosen = {_as_int("moe_layers[]", i, minimum=0) for i in explicit}
+        return [i in chosen for i in range(n)]
+    freq = f.config.get("moe_layer_freq")
+    if isinstance(freq, list):  # MiMo-V2: one 0/1 flag per layer
+        if len(freq) != n:
+            raise ConfigError(f"moe_layer_freq lists {len(freq)} layers, the model has {n}",
+                              field="moe_layer_freq")
+        return [bool(v) for v in freq]
+    step = f.optional("interleave_moe_layer_step", minimum=1)
+    if step is not None:  # Llama 4: every step-th layer, the last of each group
+        return [i % step == step - 1 for i in range(n)]
+    sparse_step = f.optional("decoder_sparse_step", minimum=1)
+    if sparse_step is not None:  # Qwen2/3-MoE, Qwen3-Next
+        dense_only = {_as_int("mlp_only_layers[]", i, minimum=0)
+                      for i in f.list("mlp_only_layers") or []}
+        return [i not in dense_only and (i + 1) % sparse_step == 0 for i in range(n)]
+    period = f.optional("expert_layer_period", minimum=1)
+    if period is not None:  # Jamba
+        offset = f.optional("expert_layer_offset") or 0
+        return [i % period == offset for i in range(n)]
+    first_dense = f.optional("first_k_dense_replace") or 0  # DeepSeek, GLM-4.5, Kimi K2
+    every = f.optional("moe_layer_freq", minimum=1) or 1
+    return [i >= first_dense and i % every == 0 for i in range(n)]
+
+
+def _widths(f: _Fields, hidden: int, num_experts: int, needs_dense: bool
+            ) -> tuple[int | None, int]:
+    """(dense MLP width, routed expert width)."""
+    expert = f.optional("moe_intermediate_size", "ffn_config.ffn_hidden_size",
+                       "expert_intermediate_size", minimum=1) if num_experts else None
+    mlp_width = f.optional("intermediate_size_mlp", minimum=1)  # Llama 4's dense layers
+    base = _dense_width(f, hidden, required=(needs_dense and mlp_width is None)
+                        or (bool(num_experts) and expert is None))
+    if not num_experts:
+        return mlp_width or base, 0
+    expert = expert or base
+    assert expert is not None  # required above
+    return mlp_width or base, expert
+
+
+def _dense_width(f: _Fields, hidden: int, *, required: bool) -> int | None:
+    found = f.raw("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim",
+                  "ff_intermediate_size", "d_ff", "inner_hidden_size")
+    if found is not None:
+        return _as_int(*found)
+    if f.model_type == "mpt":
+        return (f.optional("expansion_ratio", minimum=1) or 4) * hidden
+    if f.model_type in FFN_DEFAULTS_TO_4X:
+        return 4 * hidden
+    found = f.default("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
+    if found is not None:
+        return _as_int(*found)
+    if required:
+        raise ConfigError(
+            "missing field 'intermediate_size' / 'ffn_hidden_size' / 'n_inner' / 'ffn_dim': "
+            "cannot size the MLP", field="intermediate_size")
+    return None
+
+
+def _shared_width(f: _Fields, expert_width: int) -> int:
+    total = f.optional("shared_expert_intermediate_size")
+    if total:
+        return total
+    count = f.optional("n_shared_experts", "num_shared_experts")
+    if count:
+        return count * expert_width
+    if f.model_type in SHARED_EXPERT_OF_EXPERT_SIZE:
+        return expert_width
+    return 0
+
+
+def _gated(f: _Fields) -> bool:
+    if f.model_type == "mpt":
+        ffn_type = f.raw("ffn_config.ffn_type")
+        return ffn_type is not None and ffn_type[1] == "mptglu"
+    return f.model_type not in TWO_MATRIX_MLP
+
+
+def _positions(f: _Fields) -> int:
+    entry = LEARNED_POSITIONS.get(f.model_type)
+    if entry is None:
+        return 0
+    name, extra = entry
+    return f.required(name) + extra
+
+
+def _tied(f: _Fields, outer: Mapping[str, Any]) -> bool:
+    for config in (f.config, outer):
+        value = config.get("tie_word_embeddings")
+        if isinstance(value, bool):
+            return value
+    if f.model_type in TIED_BY_DEFAULT:
+        return True
+    if f.model_type in UNTIED_BY_DEFAULT:
+        return False
+    found = f.default("tie_word_embeddings")
+    if found is not None and isinstance(found[1], bool):
+        return found[1]
+    f.notes.append(
+        "no 'tie_word_embeddings' and model_type "
+        f"{f.model_type or '(none)'!r} is not known to transformers: embeddings assumed tied "
+        "(the PretrainedConfig default remote-code configs inherit)"
+    )
+    return True

@@ -1,0 +1,643 @@
+"""Model weights: parameter counts, bytes, bytes per GPU and bytes read per decode step.
+
+Pure arithmetic over a :class:`ModelShape` (built from a ``config.json`` by
+``kvlint.loaders.shape``); exact sizes, when a checkpoint is at hand, come from
+``kvlint.loaders.checkpoint``. Everything here is an *estimate* from the config's dimensions:
+
+* counted: token (and learned position) embeddings, the LM head unless tied, every layer's
+  token mixer (standard attention, MLA, Mamba-1/2, Gated DeltaNet linear attention, or a plain
+  linear block), dense MLPs, routed experts, shared experts, MoE routers, and norms;
+* norms are approximated as one ``hidden_size`` vector per sub-block (two per layer for a
+  layer with a mixer and an MLP) plus the final norm, and MLA's two latent norms; projection
+  biases, QK-norms, attention sinks and Gemma's extra post-norms are ignored. Each of these is
+  below 0.1 % of the total for every model kvlint ships a fixture for (< 0.5 % in any case);
+* multi-token-prediction modules (DeepSeek-V3/R1 and GLM-4.5 ``num_nextn_predict_layers``) are
+  **not** counted: engines load them only for speculative decoding, so they are not part of
+  the serving weights (DeepSeek-V3: 671B counted, its ~14B MTP module not);
+* vision/audio towers of multimodal models are not counted (the language model only);
+* the count is that of the tensors the engine keeps, so checkpoint-only tensors (fp8 scales)
+  live in :class:`WeightFormat`'s bytes per parameter instead.
+
+MoE: ``active_per_token`` counts everything but the routed experts, plus ``num_experts_per_tok``
+routed experts per MoE layer. ``decode_read_params(batch)`` assumes tokens are routed
+uniformly and independently, so a MoE layer touches ``E · (1 - (1 - k/E)^B)`` distinct experts
+for a batch of ``B`` tokens (real routers are skewed, which touches fewer experts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Final
+
+
+# --------------------------------------------------------------------------- model shape
+class Mixer(str, Enum):
+    """What mixes tokens in a layer."""
+
+    ATTENTION = "attention"
+    """Softmax attention: standard (MHA/GQA/MQA) or MLA when the model has ``kv_lora_rank``."""
+    MAMBA = "mamba"
+    """Mamba-1 selective SSM (Mamba, Falcon-Mamba, Jamba's Mamba layers)."""
+    MAMBA2 = "mamba2"
+    """Mamba-2 SSM (Nemotron-H, Mamba-2)."""
+    LINEAR_ATTENTION = "linear_attention"
+    """Gated DeltaNet linear attention (Qwen3-Next)."""
+    LINEAR = "linear"
+    """A single ``hidden x hidden`` matrix (Nemotron-NAS ``replace_with_linear``)."""
+    NONE = "none"
+    """No mixer: a no-op attention block, or an MLP-only layer (Nemotron-H ``-``)."""
+
+
+class Mlp(str, Enum):
+    """The feed-forward part of a layer."""
+
+    DENSE = "dense"
+    MOE = "moe"
+    LINEAR = "linear"
+    """A single ``hidden x hidden`` matrix (Nemotron-NAS ``replace_with_linear``)."""
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """One layer; ``None`` fields take the model-wide value from :class:`ModelShape`."""
+
+    mixer: Mixer = Mixer.ATTENTION
+    mlp: Mlp = Mlp.DENSE
+    num_attention_heads: int | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    v_head_dim: int | None = None
+    intermediate_size: int | None = None
+    """Dense MLP width of this layer (Nemotron-NAS ``ffn_mult``)."""
+
+
+@dataclass(frozen=True)
+class MambaShape:
+    """The SSM dimensions of Mamba layers (``version`` 1 or 2)."""
+
+    version: int
+    d_inner: int
+    d_state: int
+    d_conv: int
+    dt_rank: int = 0
+    """Mamba-1 only: rank of the time-step projection."""
+    num_heads: int = 0
+    """Mamba-2 only."""
+    n_groups: int = 1
+    """Mamba-2 only: groups sharing B and C."""
+    conv_bias: bool = True
+    proj_bias: bool = False
+
+
+@dataclass(frozen=True)
+class LinearAttentionShape:
+    """Gated DeltaNet (Qwen3-Next ``linear_*`` fields)."""
+
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int = 4
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The dimensions that decide a decoder-only model's parameter count.
+
+    The attention fields describe the reference (full-attention) layer; ``layers``, when not
+    empty, gives every layer's mixer, MLP kind and per-layer overrides. With ``layers`` empty,
+    every layer is attention plus a MoE block (``num_experts > 0``) or a dense MLP.
+    """
+
+    model_type: str
+    hidden_size: int
+    num_layers: int
+    vocab_size: int
+    intermediate_size: int = 0
+    """Dense MLP width (0: the model has no dense MLP)."""
+    num_attention_heads: int = 0
+    num_kv_heads: int = 0
+    head_dim: int = 0
+    """Query/key head dim (MLA: ``qk_nope_head_dim + qk_rope_head_dim``)."""
+    v_head_dim: int | None = None
+    """Value head dim; ``None``: ``head_dim``."""
+    tie_word_embeddings: bool = False
+    gated_mlp: bool = True
+    """Three matrices (gate, up, down: Llama family) or two (up, down: GPT-2, OPT, Falcon...)."""
+    position_embeddings: int = 0
+    """Rows of a learned absolute position table (GPT-2, OPT...); 0 for RoPE/ALiBi models."""
+    attention_output_gate: bool = False
+    """Qwen3-Next: ``q_proj`` also produces a per-head output gate (twice the query width)."""
+    # MLA (DeepSeek-V2/V3, Kimi K2, MiniCPM3)
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+    # MoE
+    num_experts: int = 0
+    """Routed experts per MoE layer (``n_routed_experts`` / ``num_local_experts`` / ...)."""
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int | None = None
+    """Width of one routed expert; ``None``: ``intermediate_size``."""
+    shared_expert_intermediate_size: int = 0
+    """Total width of the shared experts of a MoE layer (``n_shared_experts x width``)."""
+    # per-layer detail and other mixers
+    layers: tuple[LayerShape, ...] = ()
+    mamba: MambaShape | None = None
+    linear_attention: LinearAttentionShape | None = None
+    mtp_layers: int = 0
+    """Multi-token-prediction layers in the checkpoint; never counted (see the module doc)."""
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("hidden_size", "num_layers", "vocab_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.layers and len(self.layers) != self.num_layers:
+            raise ValueError(
+                f"{len(self.layers)} layer shapes for a model of {self.num_layers} layers"
+            )
+        if self.num_experts and not 0 < self.num_experts_per_tok <= self.num_experts:
+            raise ValueError(
+                f"num_experts_per_tok ({self.num_experts_per_tok}) must be in 1..num_experts "
+                f"({self.num_experts})"
+            )
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0 and any(la.mlp is Mlp.MOE for la in self.layer_plan)
+
+    @property
+    def expert_intermediate_size(self) -> int:
+        return self.moe_intermediate_size or self.intermediate_size
+
+    @property
+    def layer_plan(self) -> tuple[LayerShape, ...]:
+        """Every layer's shape (the uniform default when ``layers`` is empty)."""
+        if self.layers:
+            return self.layers
+        mlp = Mlp.MOE if self.num_experts else Mlp.DENSE
+        return (LayerShape(Mixer.ATTENTION, mlp),) * self.num_layers
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(1 for layer in self.layer_plan if layer.mlp is Mlp.MOE)
+
+
+# ------------------------------------------------------------------------------ estimates
+class Part(str, Enum):
+    """Buckets of a parameter count (and the unit bytes per parameter apply to)."""
+
+    EMBEDDINGS = "embeddings"
+    LM_HEAD = "lm_head"
+    ATTENTION = "attention"
+    MIXER = "mixer"
+    """Non-attention token mixers: Mamba, linear attention, plain linear blocks."""
+    DENSE_MLP = "dense_mlp"
+    EXPERTS = "experts"
+    """All routed experts of all MoE layers."""
+    SHARED_EXPERTS = "shared_experts"
+    ROUTER = "router"
+    NORMS = "norms"
+
+
+LINEAR_PARTS: Final = frozenset({
+    Part.ATTENTION, Part.MIXER, Part.DENSE_MLP, Part.EXPERTS, Part.SHARED_EXPERTS,
+})
+"""The projection matrices that weight quantization methods convert."""
+
+
+@dataclass(frozen=True)
+class ParameterEstimate:
+    """A model's parameters by :class:`Part`, with what MoE and decode arithmetic needs."""
+
+    embeddings: int
+    lm_head: int
+    attention: int
+    mixer: int
+    dense_mlp: int
+    experts: int
+    shared_experts: int
+    router: int
+    norms: int
+    hidden_size: int
+    vocab_size: int
+    position_embeddings: int = 0
+    tied: bool = False
+    moe_layers: int = 0
+    num_experts: int = 0
+    experts_per_token: int = 0
+    params_per_expert: int = 0
+    replicated_attention: int = 0
+    """MLA's latent down-projections and their norms (``q_a_proj``, ``kv_a_proj_with_mqa``),
+    which vLLM keeps whole on every TP rank (counted in ``attention``)."""
+    notes: tuple[str, ...] = ()
+
+    def parts(self) -> dict[Part, int]:
+        return {part: getattr(self, part.value) for part in Part}
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts().values())
+
+    @property
+    def replicated(self) -> int:
+        """Parameters every TP rank holds whole: norms, routers, MLA down-projections."""
+        return self.norms + self.router + self.replicated_attention
+
+    @property
+    def dense(self) -> int:
+        """Everything but the routed experts (what every token uses)."""
+        return self.total - self.experts
+
+    @property
+    def active_per_token(self) -> int:
+        """Parameters one token uses: dense part + ``num_experts_per_tok`` routed experts
+        per MoE layer (embeddings and LM head included, as model cards count them)."""
+        return self.dense + self.moe_layers * self.experts_per_token * self.params_per_expert
+
+    def expected_experts_touched(self, batch: int) -> float:
+        """Distinct routed experts a MoE layer reads for ``batch`` tokens, under uniform
+        independent routing: ``E · (1 - (1 - k/E)^B)``."""
+        if batch < 0:
+            raise ValueError(f"batch must be >= 0, got {batch}")
+        if not self.num_experts:
+            return 0.0
+        e, k = self.num_experts, self.experts_per_token
+        return e * (1.0 - (1.0 - k / e) ** batch)
+
+    def decode_read_parts(self, batch: int) -> dict[Part, float]:
+        """Parameters one decode step reads for ``batch`` sequences, by part.
+
+        Every dense weight is read once; routed experts as
+        :meth:`expected_experts_touched`; of an untied embedding table only the ``batch``
+        rows looked up (a tied table is read whole by the LM head matmul).
+        """
+        parts: dict[Part, float] = {part: float(n) for part, n in self.parts().items()}
+        rows = min(batch, self.position_embeddings) * self.hidden_size
+        if self.tied:
+            parts[Part.EMBEDDINGS] = float(self.vocab_size * self.hidden_size + rows)
+        else:
+            parts[Part.EMBEDDINGS] = float(min(batch, self.vocab_size) * self.hidden_size + rows)
+        parts[Part.EXPERTS] = (
+            self.moe_layers * self.params_per_expert * self.expected_experts_touched(batch)
+        )
+        return parts
+
+    def decode_read_params(self, batch: int) -> int:
+        """Parameters one decode step reads for ``batch`` sequences (see
+        :meth:`decode_read_parts`; uniform routing assumed for MoE)."""
+        return round(sum(self.decode_read_parts(batch).values()))
+
+
+def _mlp_params(hidden: int, width: int, gated: bool) -> int:
+    return (3 if gated else 2) * hidden * width
+
+
+def _attention_params(shape: ModelShape, layer: LayerShape) -> tuple[int, int]:
+    """(parameters, of which replicated across TP) of one attention layer."""
+    h = shape.hidden_size
+    heads = layer.num_attention_heads or shape.num_attention_heads
+    if shape.is_mla:
+        rank = shape.kv_lora_rank or 0
+        rope = shape.qk_rope_head_dim or 0
+        nope = shape.qk_nope_head_dim if shape.qk_nope_head_dim is not None else \
+            (layer.head_dim or shape.head_dim) - rope
+        v_dim = layer.v_head_dim or shape.v_head_dim or nope
+        q_out = heads * (nope + rope)
+        if shape.q_lora_rank:
+            q_down = h * shape.q_lora_rank + shape.q_lora_rank  # q_a_proj + q_a_layernorm
+            q = q_down + shape.q_lora_rank * q_out
+        else:
+            q_down = 0
+            q = h * q_out
+        kv_down = h * (rank + rope) + rank  # kv_a_proj_with_mqa + kv_a_layernorm
+        kv_up = rank * heads * (nope + v_dim)
+        out = heads * v_dim * h
+        return q + kv_down + kv_up + out, q_down + kv_down
+    kv = layer.num_kv_heads or shape.num_kv_heads or heads
+    k_dim = layer.head_dim or shape.head_dim or h // max(heads, 1)
+    v_dim = layer.v_head_dim or (shape.v_head_dim if layer.head_dim is None else None) or k_dim
+    q = h * heads * k_dim * (2 if shape.attention_output_gate else 1)
+    return q + h * kv * (k_dim + v_dim) + heads * v_dim * h, 0
+
+
+def _mamba_params(shape: ModelShape) -> int:
+    m = shape.mamba
+    if m is None:
+        raise ValueError(f"{shape.model_type}: Mamba layers but no Mamba dimensions")
+    h, di = shape.hidden_size, m.d_inner
+    if m.version == 1:
+        in_proj = h * 2 * di + (2 * di if m.proj_bias else 0)
+        conv = di * m.d_conv + (di if m.conv_bias else 0)
+        x_proj = di * (m.dt_rank + 2 * m.d_state)
+        dt_proj = m.dt_rank * di + di
+        ssm = di * m.d_state + di  # A_log, D
+        out = di * h + (h if m.proj_bias else 0)
+        return in_proj + conv + x_proj + dt_proj + ssm + out
+    bc = 2 * m.n_groups * m.d_state
+    in_proj = h * (2 * di + bc + m.num_heads)
+    conv = (di + bc) * m.d_conv + ((di + bc) if m.conv_bias else 0)
+    ssm = 3 * m.num_heads + di  # dt_bias, A_log, D, gated norm
+    return in_proj + conv + ssm + di * h
+
+
+def _linear_attention_params(shape: ModelShape) -> int:
+    la = shape.linear_attention
+    if la is None:
+        raise ValueError(f"{shape.model_type}: linear-attention layers but no dimensions")
+    h = shape.hidden_size
+    key_dim = la.num_key_heads * la.key_head_dim
+    value_dim = la.num_value_heads * la.value_head_dim
+    in_proj = h * (2 * key_dim + 2 * value_dim) + h * 2 * la.num_value_heads  # qkvz, ba
+    conv = (2 * key_dim + value_dim) * la.conv_kernel
+    return in_proj + conv + 2 * la.num_value_heads + la.value_head_dim + value_dim * h
+
+
+def estimate_parameters(shape: ModelShape) -> ParameterEstimate:
+    """Count ``shape``'s parameters by part (see the module doc for what is approximated)."""
+    h = shape.hidden_size
+    attention = mixer = dense = experts = shared = router = replicated = 0
+    norms = h  # final norm
+    per_expert = _mlp_params(h, shape.expert_intermediate_size, shape.gated_mlp)
+    moe_layers = 0
+    for layer in shape.layer_plan:
+        blocks = 0
+        if layer.mixer is Mixer.ATTENTION:
+            params, rep = _attention_params(shape, layer)
+            attention += params
+            replicated += rep
+        elif layer.mixer is Mixer.MAMBA or layer.mixer is Mixer.MAMBA2:
+            mixer += _mamba_params(shape)
+        elif layer.mixer is Mixer.LINEAR_ATTENTION:
+            mixer += _linear_attention_params(shape)
+        elif layer.mixer is Mixer.LINEAR:
+            mixer += h * h
+        blocks += layer.mixer is not Mixer.NONE
+        if layer.mlp is Mlp.DENSE:
+            width = layer.intermediate_size or shape.intermediate_size
+            if width <= 0:
+                raise ValueError(f"{shape.model_type}: a dense MLP layer without a width")
+            dense += _mlp_params(h, width, shape.gated_mlp)
+        elif layer.mlp is Mlp.MOE:
+            moe_layers += 1
+            experts += shape.num_experts * per_expert
+            router += h * shape.num_experts
+            if shape.shared_expert_intermediate_size:
+                shared += _mlp_params(h, shape.shared_expert_intermediate_size, shape.gated_mlp)
+        elif layer.mlp is Mlp.LINEAR:
+            dense += h * h
+        blocks += layer.mlp is not Mlp.NONE
+        norms += blocks * h
+    embeddings = (shape.vocab_size + shape.position_embeddings) * h
+    lm_head = 0 if shape.tie_word_embeddings else shape.vocab_size * h
+    return ParameterEstimate(
+        embeddings=embeddings,
+        lm_head=lm_head,
+        attention=attention,
+        mixer=mixer,
+        dense_mlp=dense,
+        experts=experts,
+        shared_experts=shared,
+        router=router,
+        norms=norms,
+        hidden_size=h,
+        vocab_size=shape.vocab_size,
+        position_embeddings=shape.position_embeddings,
+        tied=shape.tie_word_embeddings,
+        moe_layers=moe_layers,
+        num_experts=shape.num_experts if moe_layers else 0,
+        experts_per_token=shape.num_experts_per_tok if moe_layers else 0,
+        params_per_expert=per_expert if moe_layers else 0,
+        replicated_attention=replicated,
+        notes=shape.notes,
+    )
+
+
+# ---------------------------------------------------------------------------- weight bytes
+SIXTEEN_BIT: Final = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16",
+                      "fp16": "float16", "half": "float16"}
+FLOAT32: Final = frozenset({"float32", "fp32", "float"})
+MXFP4_BYTES: Final = 0.5 + 1 / 32
+"""OCP MX FP4: 4-bit values plus one 8-bit (E8M0) scale per block of 32 = 4.25 bits."""
+NVFP4_BYTES: Final = 0.5 + 1 / 16
+"""NVFP4: 4-bit values plus one FP8 scale per block of 16 = 4.5 bits."""
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """Bytes per parameter of each :class:`Part` as the engine holds the weights."""
+
+    name: str
+    base_bytes: float = 2.0
+    """Bytes per parameter of tensors left unquantized."""
+    quantized_bytes: float = 2.0
+    """Bytes per parameter of quantized tensors, scales included."""
+    quantized_parts: frozenset[Part] = frozenset()
+    exact: bool = True
+    """False when the bytes per parameter is an approximation (quantization scales...)."""
+    notes: tuple[str, ...] = field(default=())
+
+    def bytes_per_param(self, part: Part) -> float:
+        return self.quantized_bytes if part in self.quantized_parts else self.base_bytes
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    """Weight bytes of a model in a :class:`WeightFormat` (an estimate: see WeightFormat.exact
+    for whether the bytes per parameter are approximate)."""
+
+    total: int
+    replicated: int
+    """Bytes of the parameters every TP rank holds whole (see ParameterEstimate.replicated)."""
+    by_part: Mapping[Part, int]
+
+
+def _sixteen_bit(dtype: str | None) -> tuple[str, list[str]]:
+    if dtype is None:
+        return "16-bit", ["no torch_dtype in the config: weights assumed served in 16-bit"]
+    name = dtype.lower().removeprefix("torch.")
+    if name in SIXTEEN_BIT:
+        return SIXTEEN_BIT[name], []
+    if name in FLOAT32:
+        return "16-bit", [f"config dtype {dtype}: engines serve float32 checkpoints in 16-bit"
+                          " (vLLM --dtype auto), so 2 bytes per parameter"]
+    return "16-bit", [f"unrecognised dtype {dtype!r}: weights assumed served in 16-bit"]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _group_overhead(group_size: float | None, per_group_bytes: float) -> float:
+    """Scale bytes per parameter for a group size (``-1``/absent: per channel, ~0)."""
+    if group_size is None or group_size <= 0:
+        return 0.0
+    return per_group_bytes / group_size
+
+
+def weight_format(
+    dtype: str | None,
+    quantization_config: Mapping[str, Any] | None = None,
+    *,
+    mlx_quantization: Mapping[str, Any] | None = None,
+) -> WeightFormat:
+    """The bytes per parameter a config's weights take in an engine.
+
+    * no quantization: bf16/fp16 = 2; float32 or no dtype = 2 (served in 16-bit, as for KV);
+    * ``quant_method: fp8`` / ``fbgemm_fp8`` / modelopt FP8: projections 1 byte + one float32
+      scale per ``weight_block_size`` block; embeddings, LM head, norms, routers 16-bit;
+    * ``mxfp4`` (gpt-oss): routed experts 4.25 bits (0.53125 B); everything else 16-bit
+      (gpt-oss's ``modules_to_not_convert``);
+    * 4/8-bit integer (``awq``, ``gptq``, ``bitsandbytes``, ``compressed-tensors``, and
+      mlx ``quantization``): ``bits/8`` + group scales (AWQ/GPTQ: fp16 scale + packed zero per
+      group; mlx: fp16 scale + fp16 bias per group, and mlx also quantizes embeddings and LM
+      head; bitsandbytes NF4: one fp32 absmax per 64, double-quant ~8.5 bits per 64);
+      embeddings and LM head stay 16-bit otherwise.
+
+    Anything quantized is labelled ``exact=False``; an unknown method is treated as 16-bit
+    (an upper bound) with a note.
+    """
+    base_name, notes = _sixteen_bit(dtype)
+    if (mlx_quantization is None and quantization_config
+            and not quantization_config.get("quant_method") and "bits" in quantization_config):
+        mlx_quantization = quantization_config  # newer mlx-lm writes it here, unnamed
+    if mlx_quantization is not None:
+        bits = _number(mlx_quantization.get("bits")) or 4.0
+        group = _number(mlx_quantization.get("group_size")) or 64.0
+        per = bits / 8 + _group_overhead(group, 4.0)
+        return WeightFormat(
+            f"mlx {bits:g}-bit (group {group:g})", 2.0, per,
+            LINEAR_PARTS | {Part.EMBEDDINGS, Part.LM_HEAD}, False,
+            (*notes, f"mlx {bits:g}-bit: ~{per:.4g} bytes per parameter with fp16 scale and "
+             "bias per group (approximate)"),
+        )
+    if not quantization_config:
+        return WeightFormat(base_name, notes=tuple(notes))
+    raw_method = str(quantization_config.get("quant_method") or "")
+    method = raw_method.lower().replace("-", "_")
+    if method in ("fp8", "fbgemm_fp8") or (
+        method == "modelopt" and str(quantization_config.get("quant_algo", "")).upper() == "FP8"
+    ):
+        block = quantization_config.get("weight_block_size")
+        per = 1.0
+        if isinstance(block, list) and len(block) == 2 and all(_number(b) for b in block):
+            per += 4.0 / (float(block[0]) * float(block[1]))
+        return WeightFormat(
+            f"fp8 ({method})", 2.0, per, LINEAR_PARTS, False,
+            (*notes, "fp8 weights: projections ~1 byte per parameter (+ block scales); "
+             "embeddings, LM head, norms and routers 16-bit (approximate)"),
+        )
+    if method == "mxfp4":
+        return WeightFormat(
+            "mxfp4 experts", 2.0, MXFP4_BYTES, frozenset({Part.EXPERTS}), False,
+            (*notes, "mxfp4: routed experts 4.25 bits per parameter, the rest 16-bit "
+             "(approximate)"),
+        )
+    if method == "modelopt" and "FP4" in str(quantization_config.get("quant_algo", "")).upper():
+        return WeightFormat(
+            "nvfp4", 2.0, NVFP4_BYTES, LINEAR_PARTS, False,
+            (*notes, "NVFP4: projections 4.5 bits per parameter (approximate)"),
+        )
+    int_format = _integer_format(method, quantization_config)
+    if int_format is not None:
+        name, per = int_format
+        return WeightFormat(
+            name, 2.0, per, LINEAR_PARTS, False,
+            (*notes, f"{name}: projections ~{per:.4g} bytes per parameter with group "
+             "scales; embeddings and LM head 16-bit (approximate)"),
+        )
+    return WeightFormat(
+        base_name, notes=(*notes, f"quantization method {raw_method or '(unnamed)'!r} not "
+                          "modelled: weights counted at 16-bit (an upper bound)"),
+        exact=False,
+    )
+
+
+def _integer_format(method: str, q: Mapping[str, Any]) -> tuple[str, float] | None:
+    """(name, bytes per parameter) of integer weight-only quantization methods."""
+    if method in ("awq", "gptq", "awq_marlin", "gptq_marlin", "marlin"):
+        bits = _number(q.get("bits")) or _number(q.get("w_bit")) or 4.0
+        group = _number(q.get("group_size"))
+        if group is None:
+            group = _number(q.get("q_group_size"))
+        return f"{method} {bits:g}-bit", bits / 8 + _group_overhead(group, 2.0 + bits / 8)
+    if method == "bitsandbytes":
+        if q.get("load_in_4bit"):
+            double = bool(q.get("bnb_4bit_use_double_quant"))
+            # absmax per 64 values: fp32, or 8-bit with a second-level fp32 per 256 blocks
+            per = 0.5 + (1.0 / 64 + 4.0 / (64 * 256) if double else 4.0 / 64)
+            return "bitsandbytes 4-bit", per
+        if q.get("load_in_8bit"):
+            return "bitsandbytes 8-bit", 1.0
+        return None
+    if method == "compressed_tensors":
+        groups = q.get("config_groups")
+        if not isinstance(groups, Mapping) or not groups:
+            return None
+        first = next(iter(groups.values()))
+        weights = first.get("weights") if isinstance(first, Mapping) else None
+        if not isinstance(weights, Mapping):
+            return None
+        num_bits = _number(weights.get("num_bits"))
+        if num_bits is None:
+            return None
+        group = _number(weights.get("group_size")) if weights.get("strategy") == "group" \
+            else None
+        zero = 0.0 if weights.get("symmetric", True) else num_bits / 8
+        return (f"compressed-tensors {num_bits:g}-bit",
+                num_bits / 8 + _group_overhead(group, 2.0 + zero))
+    if method == "eetq":
+        return "eetq 8-bit", 1.0
+    return None
+
+
+def weight_bytes(estimate: ParameterEstimate, fmt: WeightFormat) -> WeightBytes:
+    """The bytes ``estimate``'s weights take in ``fmt`` (ceil per part)."""
+    by_part = {part: math.ceil(n * fmt.bytes_per_param(part))
+               for part, n in estimate.parts().items()}
+    replicated = math.ceil(
+        estimate.norms * fmt.bytes_per_param(Part.NORMS)
+        + estimate.router * fmt.bytes_per_param(Part.ROUTER)
+        + estimate.replicated_attention * fmt.bytes_per_param(Part.ATTENTION)
+    )
+    return WeightBytes(sum(by_part.values()), replicated, by_part)
+
+
+def decode_read_bytes(estimate: ParameterEstimate, fmt: WeightFormat, batch: int) -> int:
+    """Weight bytes one decode step reads for ``batch`` sequences (uniform MoE routing)."""
+    parts = estimate.decode_read_parts(batch)
+    return math.ceil(sum(n * fmt.bytes_per_param(part) for part, n in parts.items()))
+
+
+def weight_bytes_per_gpu(
+    total_bytes: int, tp: int = 1, pp: int = 1, *, replicated_bytes: int = 0
+) -> int:
+    """Weight bytes on the most loaded GPU, approximately: ``(total - replicated) / (tp·pp)
+    + replicated / pp``.
+
+    Approximations: every TP-sharded weight, embeddings and LM head included (vLLM's
+    ``VocabParallelEmbedding`` / ``ParallelLMHead`` shard the vocabulary by tp), divides
+    evenly by ``tp``; ``replicated_bytes`` (norms, routers, MLA latent down-projections, which
+    every TP rank holds whole) divide by ``pp`` only. Pipeline stages are taken as equal,
+    although vLLM gives the remainder layers to the leading stages, the first stage also holds
+    the embeddings and the last the LM head; KV heads replicated when ``n_kv < tp`` and DP
+    attention's replicated attention weights are not added. Expert parallelism shards experts
+    over the same GPUs, so it does not change the total per GPU.
+    """
+    if tp < 1 or pp < 1:
+        raise ValueError(f"tp and pp must be >= 1, got tp={tp} pp={pp}")
+    if not 0 <= replicated_bytes <= total_bytes:
+        raise ValueError("replicated_bytes must be between 0 and total_bytes")
+    sharded = total_bytes - replicated_bytes
+    return math.ceil(sharded / (tp * pp) + replicated_bytes / pp)
