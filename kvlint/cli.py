@@ -13,6 +13,7 @@ import click
 
 from kvlint import __version__
 from kvlint.diagnostics import FAIL_ON_CHOICES
+from kvlint.engines import ENGINES, load_engines, parse_version
 from kvlint.errors import KvlintError, UsageError
 from kvlint.model.kv import KV_CACHE_DTYPES, ParallelLayout
 from kvlint.model.serving import DEFAULT_CONTEXT, ServingPlan
@@ -73,6 +74,28 @@ def common_options(func: F) -> F:
     return func
 
 
+def plan_options(func: F) -> F:
+    """The GPU and capacity options of ``check`` and ``compare``."""
+    decorators = [
+        click.option("--gpu", default=None, metavar="NAME",
+                     help="GPU model (H100-80GB, H200, L4, MI300X...): adds weights, KV budget, "
+                          "max sequences and the decode roofline."),
+        click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True),
+                     default=None, help="Fraction of GPU memory the engine may use "
+                                        "(default: the engine's own default)."),
+        click.option("--overhead", "overhead_gib", type=click.FloatRange(min=0), default=None,
+                     metavar="GIB", help="Per-GPU memory for activations, CUDA graphs and "
+                                         "buffers, in GiB (default 2)."),
+        click.option("--max-model-len", type=click.IntRange(min=1), default=None,
+                     help="Longest sequence the engine admits (default: the model's own)."),
+        click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
+                     help="Most sequences the engine runs at once."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
 class _Group(click.Group):
     """Turns kvlint errors into one line on stderr and exit 2, never a traceback."""
 
@@ -109,19 +132,27 @@ def main() -> None:
 @click.option("--dp-attention", is_flag=True,
               help="Data-parallel attention: attention runs at tp/dp (SGLang "
                    "--enable-dp-attention, vLLM DP with expert parallelism).")
+@click.option("--engine", type=click.Choice(ENGINES, case_sensitive=False), default=None,
+              help="Serving engine whose semantics apply (default: the newest vLLM known).")
+@click.option("--engine-version", default=None, metavar="VERSION",
+              help="Engine version (0.6.3, v0.6.3; latest/nightly = the newest known).")
 @click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES, case_sensitive=False),
               default="auto", show_default=True, help="KV cache element type.")
 @click.option("--context", type=click.IntRange(min=1), default=DEFAULT_CONTEXT,
               show_default=True, help="Sequence length for per-sequence figures.")
 @click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
               help="Concurrent sequences for batch figures.")
+@plan_options
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
 @click.option("--offline", is_flag=True, help="Read Hub configs from the local cache only.")
 @common_options
 def check(models: tuple[str, ...], tp: int, pp: int, dp: int, dp_attention: bool,
-          kv_cache_dtype: str, context: int, batch: int, revision: str | None, offline: bool,
-          fmt: str | None, output: str | None, select: tuple[str, ...],
-          ignore: tuple[str, ...], fail_on: str, no_plugins: bool) -> None:
+          engine: str | None, engine_version: str | None, kv_cache_dtype: str, context: int,
+          batch: int, gpu: str | None, gpu_memory_utilization: float | None,
+          overhead_gib: float | None, max_model_len: int | None, max_num_seqs: int | None,
+          revision: str | None, offline: bool, fmt: str | None, output: str | None,
+          select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str,
+          no_plugins: bool) -> None:
     """Check MODEL (a Hub id, id@revision, a config.json or a model directory) under a
     serving plan: KV bytes per token, per GPU and per sequence, and findings."""
     from kvlint.linter import check_models
@@ -129,12 +160,11 @@ def check(models: tuple[str, ...], tp: int, pp: int, dp: int, dp_attention: bool
     registry = _registry(no_plugins)
     reporter = registry.reporter(fmt) if fmt else _fallback_reporter(registry)
     rules = registry.select(_codes(select) or None, _codes(ignore))
-    try:
-        plan = ServingPlan(
-            layout=ParallelLayout(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention),
-            kv_cache_dtype=kv_cache_dtype.lower(), context=context, batch=batch)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    plan = _plan(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention, engine=engine,
+                 engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
+                 context=context, batch=batch, gpu=gpu,
+                 gpu_memory_utilization=gpu_memory_utilization, overhead_gib=overhead_gib,
+                 max_model_len=max_model_len, max_num_seqs=max_num_seqs)
     run = check_models(models, plan, rules, revision=revision, offline=offline, fail_on=fail_on)
     _emit(reporter().render(run), output)
     for result in run.results:
@@ -143,10 +173,74 @@ def check(models: tuple[str, ...], tp: int, pp: int, dp: int, dp_attention: bool
     sys.exit(run.exit_code)
 
 
+def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
+          engine_version: str | None, kv_cache_dtype: str, context: int, batch: int,
+          gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
+          max_model_len: int | None, max_num_seqs: int | None) -> ServingPlan:
+    """The serving plan of the command line, validated (UsageError on nonsense)."""
+    try:
+        if engine_version is not None:
+            parse_version(load_engines()[(engine or "vllm").lower()], engine_version)
+        return ServingPlan(
+            layout=ParallelLayout(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention),
+            kv_cache_dtype=kv_cache_dtype.lower(), context=context, batch=batch,
+            engine=engine.lower() if engine else None, engine_version=engine_version,
+            gpu=gpu, gpu_memory_utilization=gpu_memory_utilization,
+            overhead_bytes=None if overhead_gib is None else int(overhead_gib * 1024**3),
+            max_model_len=max_model_len, max_num_seqs=max_num_seqs)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
 def _fallback_reporter(registry: Registry) -> Any:
     wanted = _default_format()
     names = {r.name for r in registry.reporters}
     return registry.reporter(wanted if wanted in names else "text")
+
+
+@main.command()
+@click.argument("models", nargs=-1, required=True, metavar="MODEL...")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--engine", type=click.Choice(ENGINES, case_sensitive=False), default=None)
+@click.option("--engine-version", default=None, metavar="VERSION")
+@click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES, case_sensitive=False),
+              default="auto", show_default=True)
+@click.option("--context", type=click.IntRange(min=1), default=DEFAULT_CONTEXT,
+              show_default=True, help="Sequence length the models are compared at.")
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
+@plan_options
+@click.option("--revision", default=None, help="Hub revision (applies to every model).")
+@click.option("--offline", is_flag=True, help="Read Hub configs from the local cache only.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+              default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default=None)
+def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
+            engine_version: str | None, kv_cache_dtype: str, context: int, batch: int,
+            gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
+            max_model_len: int | None, max_num_seqs: int | None, revision: str | None,
+            offline: bool, fmt: str, output: str | None) -> None:
+    """Rank models by KV cost: bytes per token, or with --gpu, concurrent sequences at the
+    context beside the weights."""
+    from kvlint import compare as ranking
+    from kvlint.linter import check_models
+
+    plan = _plan(tp=tp, pp=pp, dp=1, dp_attention=False, engine=engine,
+                 engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
+                 context=context, batch=batch, gpu=gpu,
+                 gpu_memory_utilization=gpu_memory_utilization, overhead_gib=overhead_gib,
+                 max_model_len=max_model_len or (context if gpu else None),
+                 max_num_seqs=max_num_seqs)
+    run = check_models(models, plan, (), revision=revision, offline=offline)
+    for result in run.results:
+        if result.config_error:
+            raise UsageError(result.config_error)
+    rows = ranking.rank(run.results, [r.capacity for r in run.results])
+    if fmt == "json":
+        text = ranking.render_json(rows, gpu)
+    else:
+        text = ranking.render_table(rows, "github" if fmt == "markdown" else "plain")
+    _emit(text, output)
 
 
 @main.command("rules")

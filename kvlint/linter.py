@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from kvlint.diagnostics import Finding, Severity, fails
+from kvlint.engines import behaviour as engine_behaviour
+from kvlint.engines import load_engines
 from kvlint.errors import ConfigError, UsageError
-from kvlint.loaders.hf_config import ConfigDefaults, resolve_geometry
+from kvlint.loaders.hf_config import ConfigDefaults, max_context_length, resolve_geometry
 from kvlint.loaders.models import LoadedConfig, load_config
+from kvlint.loaders.weight_size import plan_weights
+from kvlint.model.capacity import DEFAULT_OVERHEAD_BYTES, Capacity, GpuSpec, capacity
+from kvlint.model.hardware import find_gpu
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
 from kvlint.rules.base import Rule, RuleContext
 
 TargetKind = Literal["model", "manifest", "source"]
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+"""When neither the command line nor the engine table gives one (vLLM's historical default)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class ModelResult:
     findings: tuple[Finding, ...]
     config_error: str | None = None
     """Why the geometry could not be resolved (a KV900 finding says so too)."""
+    capacity: Capacity | None = None
 
 
 @dataclass(frozen=True)
@@ -74,28 +82,66 @@ def lint_config(
     *,
     source: str | None = None,
     defaults: ConfigDefaults | None = None,
+    offline: bool = False,
 ) -> ModelResult:
-    """Resolve one raw config and run ``rules`` on it."""
+    """Resolve one raw config, size it under ``plan`` and run ``rules`` on it."""
+    defaults = defaults or default_config_defaults()
     analysis: KvAnalysis | None = None
+    cap: Capacity | None = None
     problem = problem_field = None
     try:
-        geometry = resolve_geometry(config, defaults=defaults or default_config_defaults())
-    except ConfigError as err:
-        err.source = err.source or source
-        problem, problem_field = str(err), err.field
-    else:
+        geometry = resolve_geometry(config, defaults=defaults)
         try:
+            plan = replace(
+                plan,
+                behaviour=engine_behaviour(plan.engine, plan.engine_version,
+                                           geometry.model_type, is_mla=geometry.is_mla),
+                max_model_len=plan.max_model_len or (
+                    max_context_length(config) if plan.gpu else None))
             analysis = analyze(geometry, plan)
         except ValueError as err:
             raise UsageError(f"{target.ref}: {err}") from None
-    ctx = RuleContext(target.ref, plan, analysis, problem, problem_field)
+        if plan.gpu:
+            cap = _capacity(target, config, analysis, defaults, offline)
+    except ConfigError as err:
+        err.source = err.source or source
+        problem, problem_field = str(err), err.field
+        analysis = cap = None
+    ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap)
     findings = tuple(
         finding
         for rule in rules
         if analysis is not None or not rule.needs_geometry
         for finding in rule().check(ctx)
     )
-    return ModelResult(target, plan, analysis, findings, problem)
+    return ModelResult(target, plan, analysis, findings, problem, cap)
+
+
+def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
+              defaults: ConfigDefaults, offline: bool) -> Capacity | None:
+    plan = analysis.plan
+    assert plan.gpu is not None
+    try:
+        gpu = find_gpu(plan.gpu)
+    except ValueError as err:
+        raise UsageError(str(err).strip("'\"")) from None
+    engine = load_engines()[plan.behaviour.engine]
+    weights = plan_weights(config, ref=target.ref, path=target.path, revision=target.revision,
+                           offline=offline, tp=plan.layout.tp, pp=plan.layout.pp,
+                           batch=plan.batch, defaults=defaults)
+    return capacity(
+        analysis,
+        GpuSpec(gpu.name, gpu.runtime_memory_bytes, gpu.bandwidth_bytes_per_s),
+        weight_bytes_per_gpu=weights.per_gpu_bytes,
+        decode_weight_bytes_per_gpu=weights.decode_read_per_gpu_bytes,
+        weights_estimated=weights.estimated,
+        weights_source=weights.source,
+        gpu_memory_utilization=plan.gpu_memory_utilization or
+        engine.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
+        fraction_of_free_memory=engine.memory_fraction_semantics == "free-after-weights",
+        overhead_bytes=DEFAULT_OVERHEAD_BYTES if plan.overhead_bytes is None
+        else plan.overhead_bytes,
+    )
 
 
 def check_models(
@@ -114,5 +160,5 @@ def check_models(
         loaded: LoadedConfig = load_config(ref, revision=revision, offline=offline)
         target = Target(loaded.ref, "model", loaded.revision, loaded.path)
         results.append(lint_config(target, loaded.config, plan, rules, source=loaded.source,
-                                   defaults=defaults))
+                                   defaults=defaults, offline=offline))
     return LintRun(tuple(results), fail_on, tuple(rules))

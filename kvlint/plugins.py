@@ -13,6 +13,8 @@ from kvlint.errors import PluginError
 BUILTIN_PLUGINS = (
     "kvlint.rules.attention",
     "kvlint.rules.parallelism",
+    "kvlint.rules.engines",
+    "kvlint.rules.capacity",
     "kvlint.rules.config",
     "kvlint.reporters.text",
     "kvlint.reporters.json",

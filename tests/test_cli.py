@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from kvlint.cli import main
+from kvlint.engines import load_engines
 from kvlint.report import Report
 from tests.helpers import CONFIGS
 from tests.hub_server import FakeHub
@@ -150,7 +151,8 @@ def test_json_output_is_exact_and_valid() -> None:
     result = data["results"][0]
     assert result["target"] == {"kind": "model", "ref": DSV25, "revision": None, "path": DSV25,
                                 "line": None}
-    assert result["serving"] == {"engine": None, "engine_version": None, "tp": 16, "pp": 1,
+    newest = str(load_engines()["vllm"].latest)
+    assert result["serving"] == {"engine": "vllm", "engine_version": newest, "tp": 16, "pp": 1,
                                  "dp": 1, "dp_attention": False, "kv_cache_dtype": "auto",
                                  "gpu": None, "max_model_len": None, "max_num_seqs": None}
     assert result["geometry"] == {
@@ -212,7 +214,8 @@ def test_rules_lists_every_builtin() -> None:
     result = CliRunner().invoke(main, ["rules", "--format", "json", "--no-plugins"])
     rows = json.loads(result.stdout)
     assert [r["code"] for r in rows] == ["KV101", "KV102", "KV201", "KV202", "KV203", "KV204",
-                                         "KV205", "KV900"]
+                                         "KV205", "KV301", "KV302", "KV303", "KV304", "KV501",
+                                         "KV502", "KV503", "KV900"]
     text = CliRunner().invoke(main, ["rules", "--no-plugins"]).stdout
     assert "KV204   mla-latent-replicated" in text
 

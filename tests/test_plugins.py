@@ -22,7 +22,8 @@ from kvlint.rules.base import DOC_SECTIONS, Rule, RuleContext
 from tests.helpers import CONFIGS, ROOT
 from tests.plugins import kvlint_example_plugin
 
-BUILTIN_CODES = ["KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV900"]
+BUILTIN_CODES = ["KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV301", "KV302",
+                 "KV303", "KV304", "KV501", "KV502", "KV503", "KV900"]
 
 
 def registry_with(*plugins: object) -> Registry:
@@ -60,7 +61,8 @@ def test_selection() -> None:
     registry = registry_with()
     assert [r.code for r in registry.select(["KV2"])] == ["KV201", "KV202", "KV203", "KV204",
                                                            "KV205"]
-    assert [r.code for r in registry.select(["ALL"], ["KV1", "config-unresolved"])] == \
+    assert [r.code for r in registry.select(["ALL"], ["KV1", "KV3", "KV5",
+                                                      "config-unresolved"])] == \
         ["KV201", "KV202", "KV203", "KV204", "KV205"]
     assert registry.select(None) == registry.rules
     with pytest.raises(UsageError, match="unknown rule or prefix 'XX'"):

@@ -561,3 +561,18 @@ def _uniform_window(r: _Reader, num_layers: int) -> Schedule | None:
         return [(LayerKind.SLIDING if i >= first else LayerKind.FULL, None)
                 for i in range(num_layers)]
     return [(LayerKind.SLIDING, None)] * num_layers
+
+
+CONTEXT_KEYS: Final = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                       "model_max_length", "max_sequence_length", "max_seq_length", "seq_len")
+"""Where configs state the longest sequence (vLLM takes the smallest of those present)."""
+
+
+def max_context_length(config: Mapping[str, Any]) -> int | None:
+    """The model's own maximum sequence length, as vLLM derives ``max_model_len`` by
+    default: the smallest positive integer among :data:`CONTEXT_KEYS` of the text config.
+    RoPE-scaling extensions that some engines apply on top are not modelled."""
+    text, _ = text_part(config)
+    values = [v for k in CONTEXT_KEYS
+              if isinstance(v := text.get(k), int) and not isinstance(v, bool) and v > 0]
+    return min(values) if values else None

@@ -7,17 +7,20 @@ Per layer that holds KV, per token, in bytes, with ``b`` bytes per element:
   vLLM's ``fp8_ds_mla`` layout is 656 bytes per token per layer;
 * layers without KV: 0.
 
-Tensor parallelism follows vLLM: query heads must divide by tp; with ``n_kv >= tp`` the KV
-heads must divide by tp and each GPU holds ``n_kv / tp``; with ``n_kv < tp``, tp must divide
-by ``n_kv`` and each GPU holds one head, replicated ``tp / n_kv`` times. MLA latents are
-replicated on every rank of the attention TP group (``tp / dp`` with DP attention).
+Tensor parallelism follows the engine's KV-head sharding (``KV_SHARDINGS``; vLLM by default):
+query heads must divide by tp; vLLM/SGLang/LMDeploy (``replicate``) need ``n_kv % tp == 0`` when
+``n_kv >= tp`` (``n_kv / tp`` heads per GPU) and ``tp % n_kv == 0`` otherwise (one head per GPU,
+replicated ``tp / n_kv`` times); TensorRT-LLM (``ceil``) holds ``ceil(n_kv / tp)``; MLC-LLM
+(``refuse``) and TGI (``refuse-except-mqa``) need ``n_kv % tp == 0`` and ``n_kv >= tp``;
+llama.cpp (``layers``) splits layers, not heads, over its GPUs. MLA latents are replicated on
+every rank of the attention TP group (``tp / dp`` with DP attention).
 Pipeline parallelism splits layers as vLLM's ``get_pp_indices`` does: the remainder goes one
 layer each to the stages before the last, starting from the second-to-last.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry
 
@@ -112,43 +115,78 @@ class ParallelLayout:
         return self.tp * self.pp * (1 if self.dp_attention else self.dp)
 
 
-def kv_heads_per_gpu(num_kv_heads: int, tp: int) -> int | None:
-    """KV heads one GPU holds under vLLM semantics, ``None`` when vLLM refuses the tp."""
+KV_SHARDINGS = ("replicate", "ceil", "refuse", "refuse-except-mqa", "layers")
+"""How engines split KV heads over tensor-parallel GPUs (DESIGN §3)."""
+
+
+def kv_heads_per_gpu(num_kv_heads: int, tp: int, sharding: str = "replicate") -> int | None:
+    """KV heads one GPU holds, ``None`` when the engine refuses the tp."""
+    if sharding == "layers" or tp == 1:
+        return num_kv_heads
+    if sharding == "ceil":
+        return -(-num_kv_heads // tp)
     if num_kv_heads >= tp:
         return num_kv_heads // tp if num_kv_heads % tp == 0 else None
-    return 1 if tp % num_kv_heads == 0 else None
+    if sharding == "replicate" or (sharding == "refuse-except-mqa" and num_kv_heads == 1):
+        return 1 if tp % num_kv_heads == 0 else None
+    return None
 
 
-def valid_tp_degrees(geometry: AttentionGeometry, limit: int = 64) -> tuple[int, ...]:
-    """TP degrees up to ``limit`` that vLLM accepts for this model's heads."""
+def valid_tp_degrees(geometry: AttentionGeometry, limit: int = 64,
+                     sharding: str = "replicate") -> tuple[int, ...]:
+    """TP degrees up to ``limit`` that the engine accepts for this model's heads."""
     return tuple(
         tp for tp in range(1, limit + 1)
-        if heads_fit(geometry, tp) and kv_heads_fit(geometry, tp)
+        if heads_fit(geometry, tp, sharding) and kv_heads_fit(geometry, tp, sharding)
     )
 
 
-def heads_fit(geometry: AttentionGeometry, tp: int) -> bool:
+def heads_fit(geometry: AttentionGeometry, tp: int, sharding: str = "replicate") -> bool:
     """Every head-sharding engine needs the query heads divisible by tp."""
+    if sharding == "layers":
+        return True
     counts = {geometry.num_attention_heads} | {
         layer.num_attention_heads for layer in geometry.kv_layers
     }
     return all(n % tp == 0 for n in counts)
 
 
-def kv_heads_fit(geometry: AttentionGeometry, tp: int) -> bool:
-    return all(kv_heads_per_gpu(n, tp) is not None for n in geometry.distinct_kv_head_counts)
+def kv_heads_fit(geometry: AttentionGeometry, tp: int, sharding: str = "replicate") -> bool:
+    return all(kv_heads_per_gpu(n, tp, sharding) is not None
+               for n in geometry.distinct_kv_head_counts)
 
 
-def layer_bytes_per_token_per_gpu(layer: LayerGeometry, dtype: KvDtype, tp: int) -> int | None:
+def layer_bytes_per_token_per_gpu(layer: LayerGeometry, dtype: KvDtype, tp: int,
+                                  sharding: str = "replicate") -> int | None:
     """Bytes one token occupies in ``layer`` on one GPU of the attention TP group."""
     if not layer.holds_kv:
         return 0
     if layer.is_mla:
         return dtype.layer_bytes_per_token(layer)
-    heads = kv_heads_per_gpu(layer.num_kv_heads, tp)
+    heads = kv_heads_per_gpu(layer.num_kv_heads, tp, sharding)
     if heads is None:
         return None
     return (layer.k_head_dim + layer.v_head_dim) * heads * dtype.bytes_per_element
+
+
+MLA_CACHES = ("latent", "full", "full-padded-v")
+"""What an engine caches for an MLA layer: the latent, or the up-projected per-head K/V
+(with V padded to the K head dim by engines that need equal dims)."""
+
+
+def as_cached(geometry: AttentionGeometry, mla_cache: str = "latent") -> AttentionGeometry:
+    """The geometry as the engine caches it: MLA layers become per-head K/V layers when the
+    engine does not cache the latent."""
+    if mla_cache == "latent" or not geometry.is_mla:
+        return geometry
+    pad = mla_cache == "full-padded-v"
+    layers = tuple(
+        replace(layer, kv_lora_rank=None, qk_rope_head_dim=None,
+                v_head_dim=max(layer.v_head_dim, layer.k_head_dim) if pad else layer.v_head_dim)
+        if layer.is_mla else layer
+        for layer in geometry.layers
+    )
+    return replace(geometry, layers=layers)
 
 
 def pipeline_stages(num_layers: int, pp: int) -> tuple[int, ...]:
@@ -194,15 +232,23 @@ def bytes_per_token(geometry: AttentionGeometry, dtype: KvDtype) -> int:
     return sum(dtype.layer_bytes_per_token(layer) for layer in geometry.layers)
 
 
+def _split(layout: ParallelLayout, sharding: str) -> tuple[int, int]:
+    """(GPUs that share each layer's heads, layer stages). llama.cpp's layer split spreads
+    layers, not heads, over its tensor-parallel GPUs."""
+    if sharding == "layers":
+        return 1, layout.attention_tp * layout.pp
+    return layout.attention_tp, layout.pp
+
+
 def _per_gpu_layer_bytes(
-    geometry: AttentionGeometry, dtype: KvDtype, tp: int, context: int | None = None,
-    windowed: bool = True,
+    geometry: AttentionGeometry, dtype: KvDtype, tp: int, sharding: str,
+    context: int | None = None, windowed: bool = True,
 ) -> list[int] | None:
     """Each layer's bytes on one GPU of the attention TP group: per token, or per
-    ``context``-token sequence; ``None`` when vLLM refuses the tp."""
+    ``context``-token sequence; ``None`` when the engine refuses the tp."""
     sizes = []
     for layer in geometry.layers:
-        per_token = layer_bytes_per_token_per_gpu(layer, dtype, tp)
+        per_token = layer_bytes_per_token_per_gpu(layer, dtype, tp, sharding)
         if per_token is None:
             return None
         held = 1 if context is None else tokens_held(layer, context, windowed)
@@ -219,14 +265,15 @@ def _fullest_stage(sizes: list[int], pp: int) -> int:
     return best
 
 
-def footprint(geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout) -> KvFootprint:
+def footprint(geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout,
+              sharding: str = "replicate") -> KvFootprint:
     """KV bytes per token: logical, per GPU (fullest pipeline stage) and across the group."""
-    tp = layout.attention_tp
+    tp, stages = _split(layout, sharding)
     logical = bytes_per_token(geometry, dtype)
-    sizes = _per_gpu_layer_bytes(geometry, dtype, tp)
+    sizes = _per_gpu_layer_bytes(geometry, dtype, tp, sharding)
     ref = geometry.reference_layer
     heads_per_gpu = (
-        kv_heads_per_gpu(ref.num_kv_heads, tp)
+        kv_heads_per_gpu(ref.num_kv_heads, tp, sharding)
         if sizes is not None and ref is not None and not ref.is_mla else None
     )
     cluster = None if sizes is None else tp * sum(sizes)
@@ -234,13 +281,13 @@ def footprint(geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayou
         dtype=dtype,
         layout=layout,
         bytes_per_token=logical,
-        heads_ok=heads_fit(geometry, tp),
+        heads_ok=heads_fit(geometry, layout.attention_tp, sharding),
         kv_ok=sizes is not None,
         kv_heads_per_gpu=heads_per_gpu,
-        bytes_per_token_per_gpu=None if sizes is None else _fullest_stage(sizes, layout.pp),
+        bytes_per_token_per_gpu=None if sizes is None else _fullest_stage(sizes, stages),
         bytes_per_token_cluster=cluster,
         replication_factor=None if cluster is None else (cluster / logical if logical else 1.0),
-        stages=pipeline_stages(geometry.num_layers, layout.pp),
+        stages=pipeline_stages(geometry.num_layers, stages),
     )
 
 
@@ -257,17 +304,19 @@ def bytes_per_sequence(
 
 def bytes_per_sequence_per_gpu(
     geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout, context: int,
-    *, windowed: bool = True,
+    *, windowed: bool = True, sharding: str = "replicate",
 ) -> int | None:
     """A ``context``-token sequence on the fullest GPU; ``None`` when the tp is refused."""
-    sizes = _per_gpu_layer_bytes(geometry, dtype, layout.attention_tp, context, windowed)
-    return None if sizes is None else _fullest_stage(sizes, layout.pp)
+    tp, stages = _split(layout, sharding)
+    sizes = _per_gpu_layer_bytes(geometry, dtype, tp, sharding, context, windowed)
+    return None if sizes is None else _fullest_stage(sizes, stages)
 
 
 def bytes_per_sequence_cluster(
     geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout, context: int,
-    *, windowed: bool = True,
+    *, windowed: bool = True, sharding: str = "replicate",
 ) -> int | None:
     """A ``context``-token sequence summed over its attention TP group and all stages."""
-    sizes = _per_gpu_layer_bytes(geometry, dtype, layout.attention_tp, context, windowed)
-    return None if sizes is None else layout.attention_tp * sum(sizes)
+    tp, _ = _split(layout, sharding)
+    sizes = _per_gpu_layer_bytes(geometry, dtype, tp, sharding, context, windowed)
+    return None if sizes is None else tp * sum(sizes)

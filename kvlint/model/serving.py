@@ -10,6 +10,48 @@ from kvlint.model.geometry import AttentionGeometry
 DEFAULT_CONTEXT = 8192
 """Sequence length for per-sequence figures when none is given."""
 
+KvSharding = str
+"""``replicate`` | ``ceil`` | ``refuse`` | ``refuse-except-mqa`` | ``layers`` (see kv.py)."""
+
+
+@dataclass(frozen=True)
+class EngineBehaviour:
+    """What the chosen engine and version do with this model's KV cache.
+
+    Resolved from the engine table (``kvlint.engines``) at the edge; the defaults are the
+    newest vLLM kvlint knows. ``sources`` maps each behaviour to where the fact comes from.
+    """
+
+    engine: str = "vllm"
+    display: str = "vLLM"
+    version: str | None = None
+    """The version the behaviour was resolved for (the newest known when not pinned)."""
+    pinned: bool = False
+    """Whether the user named a version (else the newest known was assumed)."""
+    named: bool = False
+    """Whether the user named the engine at all (else vLLM was assumed)."""
+    kv_sharding: KvSharding = "replicate"
+    mla_cache: str = "latent"
+    """``latent`` | ``full`` | ``full-padded-v`` for MLA models."""
+    mla_latent_versions: str | None = None
+    """Versions in which this engine caches this model's MLA latent (for messages)."""
+    mla_alternatives: tuple[str, ...] = ()
+    """Engines (``vLLM ≥ 0.7.1``) whose newest version caches this model's latent."""
+    fp8_mla: bool | None = None
+    """Whether an fp8 KV cache works with MLA here (``None``: unknown)."""
+    fp8_mla_versions: str | None = None
+    windowed_sliding_cache: bool = True
+    windowed_versions: str | None = None
+    unverified: tuple[str, ...] = ()
+    """Behaviours that rest on facts the engine table marks as unverified."""
+    sources: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        """``vLLM 0.6.3`` or ``vLLM 0.11.0 (newest known)``."""
+        version = self.version or "?"
+        return f"{self.display} {version}" + ("" if self.pinned else " (newest known)")
+
 
 @dataclass(frozen=True)
 class ServingPlan:
@@ -22,23 +64,40 @@ class ServingPlan:
     engine: str | None = None
     engine_version: str | None = None
     gpu: str | None = None
+    gpu_memory_utilization: float | None = None
+    """``None``: the engine's default (engines.toml)."""
+    overhead_bytes: int | None = None
+    """Per-GPU memory reserved besides weights and KV; ``None``: kvlint's default."""
     max_model_len: int | None = None
     max_num_seqs: int | None = None
-    windowed_sliding_cache: bool = True
-    """Whether the engine allocates windowed caches for sliding/chunked layers (vLLM does)."""
+    behaviour: EngineBehaviour = field(default_factory=EngineBehaviour)
+
+    @property
+    def windowed_sliding_cache(self) -> bool:
+        """Whether the engine allocates windowed caches for sliding/chunked layers."""
+        return self.behaviour.windowed_sliding_cache
 
     def __post_init__(self) -> None:
         if self.context < 1:
             raise ValueError(f"context must be a positive number of tokens, got {self.context}")
         if self.batch < 1:
             raise ValueError(f"batch must be at least 1, got {self.batch}")
+        util = self.gpu_memory_utilization
+        if util is not None and not 0 < util <= 1:
+            raise ValueError(f"gpu memory utilization must be in (0, 1], got {util}")
 
 
 @dataclass(frozen=True)
 class KvAnalysis:
-    """Every KV figure kvlint reports for one model under one plan."""
+    """Every KV figure kvlint reports for one model under one plan.
+
+    ``geometry`` is the model's; ``cached`` is what the engine stores (they differ for MLA
+    models on engines that cache the up-projected per-head K/V instead of the latent). All
+    byte figures are of ``cached``.
+    """
 
     geometry: AttentionGeometry
+    cached: AttentionGeometry
     plan: ServingPlan
     dtype: kv.KvDtype
     footprint: kv.KvFootprint
@@ -48,11 +107,16 @@ class KvAnalysis:
     """The same sequence on the fullest GPU (``None`` when the engine refuses the tp)."""
 
     @property
+    def latent_bytes_per_token(self) -> int:
+        """Bytes per token of the model's own geometry (the MLA latent where it has one)."""
+        return kv.bytes_per_token(self.geometry, self.dtype)
+
+    @property
     def bytes_per_sequence_cluster(self) -> int | None:
         """The sequence summed over the GPUs of its attention TP group, all stages."""
-        return kv.bytes_per_sequence_cluster(self.geometry, self.dtype, self.plan.layout,
-                                             self.plan.context,
-                                             windowed=self.plan.windowed_sliding_cache)
+        return kv.bytes_per_sequence_cluster(
+            self.cached, self.dtype, self.plan.layout, self.plan.context,
+            windowed=self.plan.windowed_sliding_cache, sharding=self.plan.behaviour.kv_sharding)
 
     @property
     def duplicate_bytes_per_sequence(self) -> int | None:
@@ -61,17 +125,21 @@ class KvAnalysis:
 
 
 def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
-    """Resolve the KV dtype and compute the footprint. Raises ``ValueError`` for a KV dtype
-    the model cannot use."""
+    """Resolve the KV dtype and compute the footprint under the plan's engine behaviour.
+    Raises ``ValueError`` for a KV dtype the model cannot use."""
     dtype = kv.resolve_kv_dtype(plan.kv_cache_dtype, geometry)
+    behaviour = plan.behaviour
+    cached = kv.as_cached(geometry, behaviour.mla_cache)
     windowed = plan.windowed_sliding_cache
     return KvAnalysis(
         geometry=geometry,
+        cached=cached,
         plan=plan,
         dtype=dtype,
-        footprint=kv.footprint(geometry, dtype, plan.layout),
-        bytes_per_sequence=kv.bytes_per_sequence(geometry, dtype, plan.context,
+        footprint=kv.footprint(cached, dtype, plan.layout, behaviour.kv_sharding),
+        bytes_per_sequence=kv.bytes_per_sequence(cached, dtype, plan.context,
                                                  windowed=windowed),
         bytes_per_sequence_per_gpu=kv.bytes_per_sequence_per_gpu(
-            geometry, dtype, plan.layout, plan.context, windowed=windowed),
+            cached, dtype, plan.layout, plan.context, windowed=windowed,
+            sharding=behaviour.kv_sharding),
     )

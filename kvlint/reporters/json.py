@@ -13,6 +13,7 @@ from kvlint.reporters.base import Reporter
 
 if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
+    from kvlint.model.capacity import Capacity
     from kvlint.model.serving import KvAnalysis
 
 SCHEMA_VERSION = 1
@@ -44,6 +45,15 @@ def _kv(a: KvAnalysis) -> dict[str, Any] | None:
     }
 
 
+def _capacity(c: Capacity) -> dict[str, Any]:
+    return {
+        "gpu": c.gpu.name, "weight_bytes_per_gpu": c.weight_bytes_per_gpu,
+        "kv_budget_bytes_per_gpu": c.kv_budget_bytes_per_gpu, "max_tokens": c.max_tokens,
+        "max_sequences": c.max_sequences, "crossover_batch": c.crossover_batch,
+        "tpot_floor_ms": c.tpot_floor_ms,
+    }
+
+
 def _finding(f: Finding) -> dict[str, Any]:
     return {"code": f.code, "name": f.name, "severity": f.severity.value, "message": f.message,
             "path": f.path, "line": f.line, "column": f.column, "data": dict(f.data)}
@@ -54,13 +64,15 @@ def _result(r: ModelResult) -> dict[str, Any]:
     return {
         "target": {"kind": t.kind, "ref": t.ref, "revision": t.revision, "path": t.path,
                    "line": t.line},
-        "serving": {"engine": p.engine, "engine_version": p.engine_version, "tp": layout.tp,
+        "serving": {"engine": p.behaviour.engine if r.analysis else p.engine,
+                    "engine_version": p.behaviour.version if r.analysis else p.engine_version,
+                    "tp": layout.tp,
                     "pp": layout.pp, "dp": layout.dp, "dp_attention": layout.dp_attention,
                     "kv_cache_dtype": p.kv_cache_dtype, "gpu": p.gpu,
                     "max_model_len": p.max_model_len, "max_num_seqs": p.max_num_seqs},
         "geometry": _geometry(r.analysis) if r.analysis else None,
         "kv": _kv(r.analysis) if r.analysis else None,
-        "capacity": None,
+        "capacity": _capacity(r.capacity) if r.capacity else None,
         "findings": [_finding(f) for f in r.findings],
     }
 

@@ -14,6 +14,7 @@ from kvlint.units import fmt_bytes, fmt_int, fmt_ratio
 
 if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
+    from kvlint.model.capacity import Capacity
     from kvlint.model.serving import KvAnalysis
 
 WIDTH = 96
@@ -91,7 +92,33 @@ def _table(r: ModelResult) -> list[list[str]]:
     if a.plan.batch > 1:
         seq += (f" · batch {a.plan.batch}: {fmt_bytes(a.bytes_per_sequence * a.plan.batch)}")
     rows.append(["per sequence", seq])
+    if r.capacity is not None:
+        rows.extend(_capacity_rows(r.capacity))
     rows.extend(["note", note] for note in g.notes)
+    return rows
+
+
+def _capacity_rows(c: Capacity) -> list[list[str]]:
+    weights = ("~" if c.weights_estimated else "") + fmt_bytes(c.weight_bytes_per_gpu)
+    how = ("of the memory left after weights" if c.fraction_of_free_memory
+           else "gpu_memory_utilization")
+    rows = [
+        ["GPU", f"{c.gpu.name} · {fmt_bytes(c.gpu.memory_bytes)} · {how} "
+                f"{c.gpu_memory_utilization:.2f} · overhead {fmt_bytes(c.overhead_bytes)}"],
+        ["weights", f"{weights} per GPU ({c.weights_source})"],
+    ]
+    if c.kv_budget_bytes_per_gpu <= 0:
+        rows.append(["KV budget", "none: the weights and overhead fill the GPU (see KV503)"])
+        return rows
+    seqs = (f" · {fmt_int(c.max_sequences)} sequences of {fmt_int(c.context)}"
+            if c.max_sequences is not None else "")
+    rows.append(["KV budget", f"{fmt_bytes(c.kv_budget_bytes_per_gpu)} per GPU → "
+                              f"{fmt_int(c.max_tokens)} tokens{seqs}"])
+    if c.tpot_floor_ms is not None:
+        cross = (f" · KV reads pass weight reads above batch {c.crossover_batch:,.0f}"
+                 if c.crossover_batch else "")
+        rows.append(["decode", f"TPOT ≥ {c.tpot_floor_ms:.1f} ms at batch {c.batch} x "
+                               f"{fmt_int(c.decode_context)} tokens (HBM roofline){cross}"])
     return rows
 
 
@@ -100,9 +127,7 @@ def _header(r: ModelResult) -> str:
     if r.analysis is not None:
         g = r.analysis.geometry
         parts += [g.model_type or "(no model_type)", g.dtype or "dtype unspecified"]
-    plan = r.plan
-    parts.append(f"{plan.engine} {plan.engine_version or '(version unknown)'}" if plan.engine
-                 else "vLLM semantics (newest known)")
+        parts.append(r.plan.behaviour.label)
     return " · ".join(parts)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kvlint.diagnostics import Finding, Severity
+from kvlint.model.capacity import Capacity
 from kvlint.model.serving import KvAnalysis, ServingPlan
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
@@ -32,6 +33,8 @@ class RuleContext:
     analysis: KvAnalysis | None
     problem: str | None = None
     problem_field: str | None = None
+    capacity: Capacity | None = None
+    """Set when a GPU was given: memory budget, fit and the decode roofline."""
 
 
 class Rule:

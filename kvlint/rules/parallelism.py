@@ -13,9 +13,12 @@ from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int, fmt_ratio, fmt_tokens
 
 
-def _valid(g: AttentionGeometry) -> str:
-    limit = max(64, g.num_attention_heads)
-    return "{" + ", ".join(str(tp) for tp in kv.valid_tp_degrees(g, limit)) + "}"
+def _valid_list(g: AttentionGeometry, sharding: str) -> list[int]:
+    return list(kv.valid_tp_degrees(g, max(64, g.num_attention_heads), sharding))
+
+
+def _valid(g: AttentionGeometry, sharding: str) -> str:
+    return "{" + ", ".join(map(str, _valid_list(g, sharding))) + "}"
 
 
 def _tp_label(ctx: RuleContext) -> str:
@@ -65,27 +68,37 @@ class TpReplicatesKvHeads(Rule):
         if a is None or not a.footprint.kv_ok:
             return
         tp = ctx.plan.layout.attention_tp
-        g = a.geometry
-        replicated = {n: c for n, c in _kv_head_layers(g).items() if n < tp}
-        if not replicated:
+        sharding = ctx.plan.behaviour.kv_sharding
+        g = a.cached
+        per_gpu = {n: kv.kv_heads_per_gpu(n, tp, sharding) or n for n in _kv_head_layers(g)}
+        replicated = {n: c for n, c in _kv_head_layers(g).items() if per_gpu[n] * tp > n}
+        if not replicated or sharding == "layers":
             return
         heads = ", ".join(
             f"{n} KV head{'s' if n > 1 else ''}{_layers_note(g, c)}"
             for n, c in sorted(replicated.items())
         )
-        copies = ", ".join(f"{tp // n}" for n in sorted(replicated))
+        how = "; ".join(
+            f"each head is stored on {tp // n} GPUs" if per_gpu[n] == 1 and tp % n == 0
+            else f"{ctx.plan.behaviour.display} holds {per_gpu[n]} per GPU, {per_gpu[n] * tp} "
+                 f"head copies for {n} heads"
+            for n in sorted(replicated)
+        )
         fp = a.footprint
         cluster = fp.bytes_per_token_cluster or 0
         dup = fp.duplicate_bytes_per_token or 0
         dup_seq = a.duplicate_bytes_per_sequence or 0
         fewest = min(replicated)
+        advice = (
+            "A single KV head cannot be split: serve more replicas (data parallelism) "
+            "instead of a larger tp." if fewest == 1 else
+            f"Use a tp that divides {fewest} and pipeline or data parallelism for the "
+            "remaining GPUs.")
         yield self.finding(
-            f"{heads} over {_tp_label(ctx)}: each head is stored on {copies} GPUs; the group "
-            f"holds {fmt_int(cluster)} B/token for {fmt_int(fp.bytes_per_token)} B of KV, "
-            f"{fmt_int(dup)} of them duplicates ({fmt_bytes(dup_seq)} per "
-            f"{fmt_tokens(ctx.plan.context)}-token sequence; replication "
-            f"{fmt_ratio(fp.replication_factor or 1.0)}x). Use tp <= {fewest} and pipeline "
-            "or data parallelism for the remaining GPUs.",
+            f"{heads} over {_tp_label(ctx)}: {how}; the group holds {fmt_int(cluster)} B/token "
+            f"for {fmt_int(fp.bytes_per_token)} B of KV, {fmt_int(dup)} of them duplicates "
+            f"({fmt_bytes(dup_seq)} per {fmt_tokens(ctx.plan.context)}-token sequence; "
+            f"replication {fmt_ratio(fp.replication_factor or 1.0)}x). {advice}",
             tp=tp,
             kv_heads=sorted(replicated),
             replication_factor=fp.replication_factor,
@@ -124,15 +137,26 @@ class TpIndivisibleKvHeads(Rule):
         if a is None or a.footprint.kv_ok:
             return
         tp = ctx.plan.layout.attention_tp
-        bad = sorted(n for n in _kv_head_layers(a.geometry) if kv.kv_heads_per_gpu(n, tp) is None)
+        b = ctx.plan.behaviour
+        bad = sorted(n for n in _kv_head_layers(a.cached)
+                     if kv.kv_heads_per_gpu(n, tp, b.kv_sharding) is None)
         counts = " and ".join(f"{n}" for n in bad)
+        if b.kv_sharding == "replicate":
+            why = f"{counts} is neither divisible by {tp} nor a divisor of it"
+            alternative = ""
+        else:
+            mqa = " (MQA excepted)" if b.kv_sharding == "refuse-except-mqa" else ""
+            why = ("it shards KV heads without replicating them, so the KV heads must be a "
+                   f"multiple of tp{mqa}")
+            alternative = (", or vLLM/SGLang/TensorRT-LLM, which replicate heads"
+                           if b.kv_sharding in ("refuse", "refuse-except-mqa") else "")
         yield self.finding(
-            f"vLLM refuses {_tp_label(ctx)} for {counts} KV heads: "
-            f"{counts} is neither divisible by {tp} nor a divisor of it. "
-            f"Valid on vLLM for this model: tp \u2208 {_valid(a.geometry)}.",
+            f"{b.label} refuses {_tp_label(ctx)} for {counts} KV heads: {why}. Use tp "
+            f"\u2208 {_valid(a.cached, b.kv_sharding)}{alternative}.",
+            engine=b.engine,
             tp=tp,
             kv_heads=bad,
-            valid_tp=list(kv.valid_tp_degrees(a.geometry, max(64, a.geometry.num_attention_heads))),
+            valid_tp=_valid_list(a.cached, b.kv_sharding),
         )
 
 
@@ -163,14 +187,15 @@ class TpIndivisibleAttentionHeads(Rule):
         a = ctx.analysis
         if a is None or a.footprint.heads_ok:
             return
-        g = a.geometry
+        g = a.cached
         tp = ctx.plan.layout.attention_tp
         counts = sorted({g.num_attention_heads} | {la.num_attention_heads for la in g.kv_layers})
         bad = [n for n in counts if n % tp]
         yield self.finding(
             f"{' and '.join(map(str, bad))} attention heads do not split over "
             f"{_tp_label(ctx)} ({bad[0]} % {tp} = {bad[0] % tp}): every head-sharding "
-            f"engine refuses it. Valid on vLLM for this model: tp \u2208 {_valid(g)}.",
+            f"engine refuses it. Valid on {ctx.plan.behaviour.label} for this model: "
+            f"tp \u2208 {_valid(g, ctx.plan.behaviour.kv_sharding)}.",
             tp=tp,
             num_attention_heads=bad,
         )
@@ -206,8 +231,10 @@ class MlaLatentReplicated(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         a = ctx.analysis
         tp = ctx.plan.layout.attention_tp
-        if a is None or not a.geometry.is_mla or tp <= 1:
-            return
+        if a is None or not a.cached.is_mla or tp <= 1:
+            return  # no MLA latent in the cache (KV301 covers engines caching full K/V)
+        if ctx.plan.behaviour.kv_sharding == "layers":
+            return  # layer split: each GPU holds its own layers' latent once
         fp = a.footprint
         per_gpu = fp.bytes_per_token_per_gpu or 0
         dup = fp.duplicate_bytes_per_token or 0

@@ -1,0 +1,264 @@
+"""The engine capability table (``engines.toml``) with typed, version-aware lookup.
+
+Each fact in the table names its source and an evidence mark (V read in source, D docs or
+PR, I inferred/unverified). :func:`behaviour` resolves the facts that matter for one model
+on one engine version into a pure :class:`~kvlint.model.serving.EngineBehaviour`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from kvlint.model.kv import KV_SHARDINGS, MLA_CACHES
+from kvlint.model.serving import EngineBehaviour
+
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "tgi", "lmdeploy", "llamacpp",
+                            "mlc-llm", "transformers")
+"""The values ``--engine`` accepts."""
+
+UNPINNED = ("latest", "nightly", "main", "master", "head")
+"""Version spellings that name no version: the newest known is assumed (KV304)."""
+
+
+class EngineDataError(ValueError):
+    """engines.toml is malformed (a packaging bug, caught by the tests)."""
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One versioned entry of the table: the first entry whose versions (and model types)
+    match decides."""
+
+    versions: SpecifierSet
+    values: Mapping[str, Any]
+    source: str
+    evidence: str
+    note: str = ""
+    model_types: tuple[str, ...] = ("*",)
+
+    def matches(self, version: Version, model_type: str | None = None) -> bool:
+        if not self.versions.contains(version, prereleases=True):
+            return False
+        return model_type is None or "*" in self.model_types or model_type in self.model_types
+
+    @property
+    def verified(self) -> bool:
+        return self.evidence in ("V", "D")
+
+
+@dataclass(frozen=True)
+class Engine:
+    key: str
+    display: str
+    latest: Version
+    latest_source: str
+    kv_sharding: tuple[Fact, ...]
+    mla: tuple[Fact, ...]
+    fp8_mla: tuple[Fact, ...]
+    sliding_window: tuple[Fact, ...]
+    flags: Mapping[str, tuple[str, ...]]
+    env: Mapping[str, tuple[str, ...]]
+    dp_attention: Mapping[str, Any]
+    gpu_memory_utilization: float | None
+    memory_fraction_semantics: str | None
+    pipeline_parallel: bool
+
+    def _first(self, facts: Sequence[Fact], version: Version,
+               model_type: str | None = None) -> Fact | None:
+        return next((f for f in facts if f.matches(version, model_type)), None)
+
+    def kv_sharding_at(self, version: Version) -> Fact:
+        fact = self._first(self.kv_sharding, version)
+        if fact is None:  # pragma: no cover - the data tests require a catch-all entry
+            raise EngineDataError(f"{self.key}: no kv_sharding entry for {version}")
+        return fact
+
+    def mla_at(self, version: Version, model_type: str) -> Fact | None:
+        return self._first(self.mla, version, model_type)
+
+    def fp8_mla_at(self, version: Version) -> Fact | None:
+        return self._first(self.fp8_mla, version)
+
+    def sliding_window_at(self, version: Version) -> Fact | None:
+        return self._first(self.sliding_window, version)
+
+    def latent_versions(self, model_type: str) -> SpecifierSet | None:
+        """The versions in which this engine caches ``model_type``'s MLA latent."""
+        specs = [f.versions for f in self.mla
+                 if f.values.get("cache") == "latent"
+                 and ("*" in f.model_types or model_type in f.model_types)]
+        return specs[0] if specs else None
+
+
+def _spec(value: Any, where: str) -> SpecifierSet:
+    try:
+        return SpecifierSet(value or "")
+    except (InvalidSpecifier, TypeError) as err:
+        raise EngineDataError(f"{where}: bad version specifier {value!r}: {err}") from None
+
+
+def _version(value: Any, where: str) -> Version:
+    try:
+        return Version(str(value))
+    except InvalidVersion as err:
+        raise EngineDataError(f"{where}: bad version {value!r}: {err}") from None
+
+
+def _facts(entries: Any, where: str, value_keys: tuple[str, ...]) -> tuple[Fact, ...]:
+    facts = []
+    for i, entry in enumerate(entries or []):
+        here = f"{where}[{i}]"
+        if not isinstance(entry, Mapping) or "source" not in entry:
+            raise EngineDataError(f"{here}: every entry needs a source")
+        facts.append(Fact(
+            versions=_spec(entry.get("versions", ""), here),
+            values={k: entry[k] for k in value_keys if k in entry},
+            source=str(entry["source"]),
+            evidence=str(entry.get("evidence", "I")),
+            note=str(entry.get("note", "")),
+            model_types=tuple(entry.get("model_types", ["*"])),
+        ))
+    return tuple(facts)
+
+
+def _engine(key: str, data: Mapping[str, Any]) -> Engine:
+    where = f"engines.toml [engines.{key}]"
+    sharding = list(data.get("kv_sharding_by_version", []))
+    sharding.append({"versions": "", "kv_sharding": data.get("kv_sharding"),
+                     "source": data.get("kv_sharding_source", ""),
+                     "evidence": data.get("kv_sharding_evidence", "I")})
+    kv_sharding = _facts(sharding, f"{where}.kv_sharding", ("kv_sharding",))
+    for fact in kv_sharding:
+        if fact.values.get("kv_sharding") not in KV_SHARDINGS:
+            raise EngineDataError(f"{where}: kv_sharding must be one of {KV_SHARDINGS}")
+    mla = _facts(data.get("mla"), f"{where}.mla", ("cache",))
+    for fact in mla:
+        if fact.values.get("cache") not in MLA_CACHES:
+            raise EngineDataError(f"{where}.mla: cache must be one of {MLA_CACHES}")
+    flags = data.get("flags", {})
+    env = flags.get("env", {}) if isinstance(flags, Mapping) else {}
+    return Engine(
+        key=key,
+        display=str(data.get("display", key)),
+        latest=_version(data.get("latest"), f"{where}.latest"),
+        latest_source=str(data.get("latest_source", "")),
+        kv_sharding=kv_sharding,
+        mla=mla,
+        fp8_mla=_facts(data.get("fp8_mla"), f"{where}.fp8_mla", ("supported",)),
+        sliding_window=_facts(data.get("sliding_window"), f"{where}.sliding_window",
+                              ("windowed",)),
+        flags={k: tuple(v) for k, v in flags.items() if isinstance(v, list)},
+        env={k: tuple(v) for k, v in env.items()},
+        dp_attention=dict(data.get("dp_attention", {})),
+        gpu_memory_utilization=data.get("gpu_memory_utilization"),
+        memory_fraction_semantics=data.get("memory_fraction_semantics"),
+        pipeline_parallel=bool(data.get("pipeline_parallel", True)),
+    )
+
+
+@cache
+def load_engines() -> Mapping[str, Engine]:
+    """Every engine of the shipped table, by key."""
+    text = resources.files("kvlint.engines").joinpath("engines.toml").read_text("utf-8")
+    data = tomllib.loads(text)
+    table = data.get("engines", {})
+    missing = [key for key in ENGINES if key not in table]
+    if missing:
+        raise EngineDataError(f"engines.toml lacks {', '.join(missing)}")
+    return {key: _engine(key, table[key]) for key in ENGINES}
+
+
+def parse_version(engine: Engine, version: str | None) -> tuple[Version, bool]:
+    """``(version, pinned)``: the given version, or the newest known when none/latest.
+    Raises ``ValueError`` for a string that is not a version."""
+    if version is None or version.strip().lower() in UNPINNED:
+        return engine.latest, False
+    text = version.strip()
+    text = text[1:] if text[:1] in ("v", "b") and text[1:2].isdigit() else text
+    try:
+        return Version(text), True
+    except InvalidVersion:
+        raise ValueError(
+            f"--engine-version {version!r} is not a version (like 0.6.3, v0.6.3, latest)"
+        ) from None
+
+
+def _spec_text(display: str, spec: SpecifierSet | None) -> str | None:
+    if spec is None:
+        return None
+    text = str(spec) or "all versions"
+    return f"{display} {text.replace('>=', '≥ ').replace('<=', '≤ ').replace(',', ', ')}"
+
+
+def behaviour(engine_key: str | None, version: str | None, model_type: str,
+              *, is_mla: bool) -> EngineBehaviour:
+    """What ``engine_key`` at ``version`` does with a model of ``model_type``.
+
+    No engine: the newest vLLM kvlint knows. Raises ``ValueError`` for an unknown engine or
+    an unparsable version.
+    """
+    named = engine_key is not None
+    key = (engine_key or "vllm").lower()
+    if key not in ENGINES:
+        raise ValueError(f"unknown engine {engine_key!r}; expected one of {', '.join(ENGINES)}")
+    engine = load_engines()[key]
+    parsed, pinned = parse_version(engine, version)
+    sharding = engine.kv_sharding_at(parsed)
+    facts: dict[str, Fact] = {"kv_sharding": sharding}
+    mla_cache = "latent"
+    if is_mla:
+        mla = engine.mla_at(parsed, model_type)
+        if mla is not None:
+            facts["mla"] = mla
+            mla_cache = str(mla.values["cache"])
+    fp8 = engine.fp8_mla_at(parsed) if is_mla else None
+    if fp8 is not None:
+        facts["fp8_mla"] = fp8
+    window = engine.sliding_window_at(parsed)
+    if window is not None:
+        facts["sliding_window"] = window
+    fp8_supported = fp8.values.get("supported") if fp8 is not None else None
+    return EngineBehaviour(
+        engine=key,
+        display=engine.display,
+        version=str(parsed),
+        pinned=pinned,
+        named=named,
+        kv_sharding=str(sharding.values["kv_sharding"]),
+        mla_cache=mla_cache,
+        mla_latent_versions=_spec_text(engine.display, engine.latent_versions(model_type)),
+        mla_alternatives=latent_engines(model_type) if mla_cache != "latent" else (),
+        fp8_mla=bool(fp8_supported) if isinstance(fp8_supported, bool) else None,
+        fp8_mla_versions=_spec_text(engine.display, next(
+            (f.versions for f in engine.fp8_mla if f.values.get("supported") is True), None)),
+        windowed_sliding_cache=bool(window.values.get("windowed", True)) if window else True,
+        windowed_versions=_spec_text(engine.display, next(
+            (f.versions for f in engine.sliding_window if f.values.get("windowed") is True),
+            None)),
+        unverified=tuple(name for name, fact in facts.items() if not fact.verified),
+        sources=tuple((name, fact.source) for name, fact in facts.items()),
+    )
+
+
+def latent_engines(model_type: str) -> tuple[str, ...]:
+    """``vLLM ≥ 0.7.1``-style texts of every engine whose newest version caches this MLA
+    model type's latent (for KV301's fix)."""
+    out = []
+    for engine in load_engines().values():
+        fact = engine.mla_at(engine.latest, model_type)
+        if fact is not None and fact.values.get("cache") == "latent":
+            out.append(_spec_text(engine.display, engine.latent_versions(model_type)) or "")
+    return tuple(t for t in out if t)

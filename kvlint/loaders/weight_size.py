@@ -1,0 +1,71 @@
+"""Weight bytes per GPU for a serving plan: from the checkpoint when it can be read, else
+estimated from the config (and labelled as an estimate)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvlint.errors import HubError, InputError
+from kvlint.loaders.checkpoint import CheckpointSize, checkpoint_size, local_checkpoint_size
+from kvlint.loaders.hf_config import ConfigDefaults
+from kvlint.loaders.shape import resolve_shape, resolve_weight_format
+from kvlint.model.weights import (
+    decode_read_bytes,
+    estimate_parameters,
+    weight_bytes,
+    weight_bytes_per_gpu,
+)
+
+
+@dataclass(frozen=True)
+class PlanWeights:
+    total_bytes: int
+    per_gpu_bytes: int
+    decode_read_per_gpu_bytes: int
+    """Weights one decode step reads on one GPU of one stage (MoE: the experts touched)."""
+    estimated: bool
+    source: str
+
+
+def _checkpoint(ref: str, path: str | None, revision: str | None,
+                offline: bool) -> tuple[CheckpointSize | None, str | None]:
+    """The checkpoint's size, or why it is unavailable."""
+    try:
+        if path is not None:
+            return local_checkpoint_size(Path(path).parent), None
+        return checkpoint_size(ref, revision=revision, offline=offline), None
+    except (HubError, InputError) as err:
+        return None, str(err)
+
+
+def plan_weights(
+    config: dict[str, Any], *, ref: str, path: str | None, revision: str | None,
+    offline: bool, tp: int, pp: int, batch: int, defaults: ConfigDefaults | None,
+) -> PlanWeights:
+    """Weights per GPU of ``ref`` under tp x pp. Raises ``ConfigError`` when the config
+    cannot be sized at all."""
+    shape = resolve_shape(config, defaults=defaults)
+    estimate = estimate_parameters(shape)
+    fmt = resolve_weight_format(config)
+    estimated = weight_bytes(estimate, fmt)
+    read = decode_read_bytes(estimate, fmt, batch)
+    found, why = _checkpoint(ref, path, revision, offline)
+    if found is not None and found.total_bytes > 0:
+        total, source, is_estimate = found.total_bytes, f"checkpoint: {found.source}", False
+    else:
+        total, is_estimate = estimated.total, True
+        source = f"estimate: {estimate.total:,} parameters x {fmt.name}" + (
+            f" (checkpoint unavailable: {why})" if why else "")
+    scale = total / estimated.total if estimated.total else 1.0
+    replicated = int(estimated.replicated * scale)
+    return PlanWeights(
+        total_bytes=total,
+        per_gpu_bytes=weight_bytes_per_gpu(total, tp, pp, replicated_bytes=replicated),
+        decode_read_per_gpu_bytes=weight_bytes_per_gpu(int(read * scale), tp, pp,
+                                                       replicated_bytes=replicated),
+        estimated=is_estimate,
+        source=source,
+    )
+

@@ -1,0 +1,157 @@
+"""Rules about fitting weights and KV into the GPUs (KV5xx). They run when a GPU is given."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.hookspecs import hookimpl
+from kvlint.model.capacity import Capacity, longest_fitting_context, sequence_bytes_per_gpu
+from kvlint.rules.base import Rule, RuleContext
+from kvlint.units import fmt_bytes, fmt_int
+
+
+def _budget(cap: Capacity) -> str:
+    """``20.2 GiB (22.5 GiB x 0.90) - 15.0 GiB weights - 2.0 GiB overhead``."""
+    weights = ("~" if cap.weights_estimated else "") + fmt_bytes(cap.weight_bytes_per_gpu)
+    if cap.fraction_of_free_memory:
+        return (f"({fmt_bytes(cap.gpu.memory_bytes)} - {weights} weights - "
+                f"{fmt_bytes(cap.overhead_bytes)} overhead) x {cap.gpu_memory_utilization:.2f}")
+    return (f"{fmt_bytes(cap.gpu.memory_bytes)} x {cap.gpu_memory_utilization:.2f} - {weights} "
+            f"weights - {fmt_bytes(cap.overhead_bytes)} overhead")
+
+
+class MaxModelLenExceedsKvBudget(Rule):
+    """## What it does
+    Flags a `max_model_len` (by default the model's own maximum context) for which not even
+    one full-length sequence fits in the KV memory left on a GPU after weights and overhead.
+
+    ## Why is this bad?
+    vLLM checks this at start-up, after the weights are loaded, and exits with "To serve at
+    least one request with the models's max seq len ... KV cache is needed, which is larger
+    than the available KV cache memory": minutes into a pod's start.
+
+    ## Example
+    ```console
+    $ kvlint check meta-llama/Llama-3.1-8B --gpu L4 --max-model-len 131072
+    ```
+
+    ## Use instead
+    The largest max_model_len the message gives, more GPUs (tp), an fp8 KV cache, or a
+    higher `--gpu-memory-utilization`.
+    """
+
+    code = "KV501"
+    name = "max-model-len-exceeds-kv-budget"
+    severity = Severity.ERROR
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a, cap = ctx.analysis, ctx.capacity
+        length = ctx.plan.max_model_len
+        if a is None or cap is None or length is None or not cap.weights_fit:
+            return
+        need = sequence_bytes_per_gpu(a, length)
+        if need is None or need <= cap.kv_budget_bytes_per_gpu:
+            return
+        budget = max(cap.kv_budget_bytes_per_gpu, 0)
+        longest = longest_fitting_context(a, budget, length)
+        yield self.finding(
+            f"One {fmt_int(length)}-token sequence needs {fmt_bytes(need)} of KV cache per GPU, "
+            f"more than the {fmt_bytes(budget)} left on each {cap.gpu.name} ({_budget(cap)}); the "
+            f"largest max_model_len that fits is {fmt_int(longest)}. Lower --max-model-len, "
+            "add GPUs (tp), use an fp8 KV cache, or raise --gpu-memory-utilization.",
+            max_model_len=length,
+            kv_bytes_needed_per_gpu=need,
+            kv_budget_bytes_per_gpu=cap.kv_budget_bytes_per_gpu,
+            largest_fitting_max_model_len=longest,
+        )
+
+
+class MaxNumSeqsExceedsKvBudget(Rule):
+    """## What it does
+    Notes a `max_num_seqs` larger than the number of full-length sequences that fit in the
+    KV memory of a GPU.
+
+    ## Why is this bad?
+    The engine will not run that many sequences at max_model_len at once: it preempts or
+    queues them, so the batch size you planned throughput around is not reached.
+
+    ## Example
+    ```console
+    $ kvlint check meta-llama/Llama-3.1-8B --gpu L4 --max-model-len 8192 --max-num-seqs 256
+    ```
+
+    ## Use instead
+    A max_num_seqs no larger than the count the message gives, or more KV memory.
+    """
+
+    code = "KV502"
+    name = "max-num-seqs-exceeds-kv-budget"
+    severity = Severity.INFO
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a, cap = ctx.analysis, ctx.capacity
+        seqs = ctx.plan.max_num_seqs
+        if a is None or cap is None or seqs is None or cap.max_sequences is None:
+            return
+        if seqs <= cap.max_sequences or not cap.weights_fit:
+            return
+        per_seq = sequence_bytes_per_gpu(a, cap.context) or 0
+        budget = max(cap.kv_budget_bytes_per_gpu, 0)
+        yield self.finding(
+            f"max_num_seqs {fmt_int(seqs)} sequences of {fmt_int(cap.context)} tokens need "
+            f"{fmt_bytes(per_seq * seqs)} of KV per GPU; {fmt_bytes(budget)} "
+            f"on each {cap.gpu.name} holds {fmt_int(cap.max_sequences)}. Only that many run at "
+            "full length at once; lower --max-num-seqs or add KV memory.",
+            max_num_seqs=seqs,
+            max_sequences=cap.max_sequences,
+            bytes_per_sequence_per_gpu=per_seq,
+        )
+
+
+class WeightsExceedGpuMemory(Rule):
+    """## What it does
+    Flags weights that do not fit on each GPU of the plan.
+
+    ## Why is this bad?
+    The engine runs out of memory while loading the checkpoint, after downloading it.
+
+    ## Example
+    ```console
+    $ kvlint check meta-llama/Llama-3.1-405B --gpu H100-80GB --tp 8
+    ```
+
+    ## Use instead
+    More GPUs (tp x pp), quantized weights (fp8 halves bf16), or a larger GPU.
+    """
+
+    code = "KV503"
+    name = "weights-exceed-gpu-memory"
+    severity = Severity.ERROR
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        cap = ctx.capacity
+        if cap is None or cap.weights_fit:
+            return
+        layout = ctx.plan.layout
+        total = cap.weight_bytes_per_gpu * layout.tp * layout.pp
+        room = cap.usable_bytes - cap.overhead_bytes
+        gpus = math.ceil(total / room) if room > 0 else None
+        estimate = " (estimated from the config)" if cap.weights_estimated else ""
+        need = f"; at least {gpus} such GPUs (tp x pp) hold them" if gpus else ""
+        where = f"tp={layout.tp}" + (f" pp={layout.pp}" if layout.pp > 1 else "")
+        yield self.finding(
+            f"The weights need {fmt_bytes(cap.weight_bytes_per_gpu)} per GPU at {where}"
+            f"{estimate}, but each {cap.gpu.name} offers "
+            f"{fmt_bytes(cap.usable_bytes)} at gpu_memory_utilization "
+            f"{cap.gpu_memory_utilization:.2f}{need}; or quantize the weights (fp8).",
+            weight_bytes_per_gpu=cap.weight_bytes_per_gpu,
+            usable_bytes_per_gpu=cap.usable_bytes,
+            gpus_needed=gpus,
+        )
+
+
+@hookimpl
+def kvlint_rules() -> Sequence[type[Rule]]:
+    return [MaxModelLenExceedsKvBudget, MaxNumSeqsExceedsKvBudget, WeightsExceedGpuMemory]

@@ -1,0 +1,211 @@
+"""Rules about what the chosen engine and version do with the model's KV cache (KV3xx)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.hookspecs import hookimpl
+from kvlint.model import kv
+from kvlint.rules.base import Rule, RuleContext
+from kvlint.units import fmt_bytes, fmt_int, fmt_tokens
+
+
+def _unverified(ctx: RuleContext, fact: str) -> str:
+    return (" (this engine fact is unverified in kvlint's table)"
+            if fact in ctx.plan.behaviour.unverified else "")
+
+
+class MlaWithoutLatentCache(Rule):
+    """## What it does
+    Flags an MLA model (DeepSeek-V2/V3, Kimi-K2, MiniCPM3) on an engine or version that
+    caches the up-projected per-head K and V instead of the compressed latent.
+
+    ## Why is this bad?
+    MLA exists to shrink the KV cache: DeepSeek-V2 needs 576 elements per token per layer as
+    a latent, but 128 heads x (192 + 128) = 40,960 as per-head K/V: 71x more memory (more
+    when the engine pads V to the K head dim), so a fraction of the expected sequences fit.
+
+    ## Example
+    ```console
+    $ kvlint check deepseek-ai/DeepSeek-V2 --tp 8 --engine vllm --engine-version 0.6.3
+    KV301 error mla-without-latent-cache: vLLM 0.6.3 caches DeepSeek-V2's reconstructed
+    per-head K/V: 4,915,200 B/token (614,400 per GPU at tp=8) instead of the 69,120 B latent
+    ```
+
+    ## Use instead
+    An engine version that caches the latent (vLLM >= 0.7.1 or SGLang for DeepSeek-V2/V3).
+
+    ## References
+    - vLLM PR #12601 (MLA latent cache, v0.7.1); kvlint's `engines.toml` lists the source of
+      every engine fact.
+    """
+
+    code = "KV301"
+    name = "mla-without-latent-cache"
+    severity = Severity.ERROR
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a = ctx.analysis
+        if a is None or not a.geometry.is_mla or a.cached.is_mla:
+            return
+        b = ctx.plan.behaviour
+        full = a.footprint.bytes_per_token
+        latent = a.latent_bytes_per_token
+        per_gpu = a.footprint.bytes_per_token_per_gpu
+        where = (f" ({fmt_int(per_gpu)} per GPU at tp={ctx.plan.layout.attention_tp})"
+                 if per_gpu is not None and ctx.plan.layout.tp > 1 else "")
+        pad = b.mla_cache == "full-padded-v"
+        if b.mla_latent_versions:
+            fix = f"latent MLA caching needs {b.mla_latent_versions}"
+        elif b.mla_alternatives:
+            fix = (f"{b.display} never caches this model's latent; "
+                   f"{' and '.join(b.mla_alternatives)} do")
+        else:
+            fix = f"{b.display} never caches this model's latent"
+        yield self.finding(
+            f"{b.label} caches {ctx.target}'s reconstructed per-head K/V"
+            f"{' with V padded to the K head dim' if pad else ''}: "
+            f"{fmt_int(full)} B/token{where} instead of the {fmt_int(latent)} B latent, "
+            f"{full / latent:.0f}x{'' if pad else ' (more if the engine pads V)'}; "
+            f"{fix}{_unverified(ctx, 'mla')}.",
+            engine=b.engine,
+            engine_version=b.version,
+            cached_bytes_per_token=full,
+            latent_bytes_per_token=latent,
+            bytes_per_token_per_gpu=per_gpu,
+            ratio=full / latent,
+        )
+
+
+class Fp8KvCacheMla(Rule):
+    """## What it does
+    Flags an fp8 KV cache for an MLA model on an engine version or backend without fp8 MLA
+    kernels.
+
+    ## Why is this bad?
+    The engine either fails at start-up (vLLM 0.8.5's FlashMLA backend raised
+    `NotImplementedError` for an fp8 KV cache) or silently picks a slower backend; the
+    memory saving the flag promised may not materialise.
+
+    ## Example
+    ```console
+    $ kvlint check deepseek-ai/DeepSeek-V3 --engine vllm --engine-version 0.8.5 --kv-cache-dtype fp8
+    ```
+
+    ## Use instead
+    An engine version with fp8 MLA support, or `--kv-cache-dtype auto`.
+    """
+
+    code = "KV302"
+    name = "fp8-kv-cache-mla"
+    severity = Severity.WARNING
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a = ctx.analysis
+        b = ctx.plan.behaviour
+        if a is None or not a.cached.is_mla or not a.dtype.name.startswith("fp8"):
+            return
+        if b.fp8_mla is not False:
+            return
+        auto = kv.bytes_per_token(a.cached, kv.resolve_kv_dtype("auto", a.cached))
+        fix = f"use {b.fp8_mla_versions}" if b.fp8_mla_versions else \
+            f"{b.display} has no fp8 MLA cache"
+        yield self.finding(
+            f"{b.label} has no fp8 KV cache for MLA models: --kv-cache-dtype "
+            f"{a.dtype.name} ({fmt_int(a.footprint.bytes_per_token)} B/token) fails or falls "
+            f"back; {fix}, or --kv-cache-dtype auto ({fmt_int(auto)} B/token)"
+            f"{_unverified(ctx, 'fp8_mla')}.",
+            engine=b.engine,
+            engine_version=b.version,
+            kv_cache_dtype=a.dtype.name,
+        )
+
+
+class SlidingWindowFullAllocation(Rule):
+    """## What it does
+    Notes a model with sliding-window or chunked attention layers on an engine version
+    that allocates full-length KV blocks for those layers too.
+
+    ## Why is this bad?
+    A sliding layer only ever reads its last `window` tokens; an engine without windowed
+    allocation keeps every token anyway. For gpt-oss (window 128 on half the layers) that
+    is nearly twice the KV memory at long contexts.
+
+    ## Example
+    ```console
+    $ kvlint check openai/gpt-oss-20b --engine tgi --engine-version 3.3.4 --context 131072
+    ```
+
+    ## Use instead
+    An engine version with windowed allocation (vLLM's hybrid KV cache manager, SGLang's
+    hybrid SWA pools, llama.cpp's iSWA cache).
+    """
+
+    code = "KV303"
+    name = "sliding-window-full-allocation"
+    severity = Severity.INFO
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        a = ctx.analysis
+        b = ctx.plan.behaviour
+        if a is None or b.windowed_sliding_cache or not a.cached.num_sliding_layers:
+            return
+        context = ctx.plan.context
+        windowed = kv.bytes_per_sequence(a.cached, a.dtype, context, windowed=True)
+        full = a.bytes_per_sequence
+        if full == windowed:
+            return  # the context fits inside every window
+        fix = f"use {b.windowed_versions}" if b.windowed_versions else \
+            "use an engine with windowed allocation"
+        g = a.cached
+        yield self.finding(
+            f"{b.label} allocates full-length KV for the {g.num_sliding_layers} windowed layers "
+            f"(window {fmt_int(g.sliding_window or 0)}): a {fmt_tokens(context)}-token sequence "
+            f"takes {fmt_bytes(full)} instead of {fmt_bytes(windowed)} "
+            f"(+{fmt_bytes(full - windowed)}); {fix}{_unverified(ctx, 'sliding_window')}.",
+            engine=b.engine,
+            engine_version=b.version,
+            bytes_per_sequence=full,
+            windowed_bytes_per_sequence=windowed,
+        )
+
+
+class EngineVersionUnpinned(Rule):
+    """## What it does
+    Notes an engine named without a version (or as `latest`/`nightly`).
+
+    ## Why is this bad?
+    MLA caches, fp8 MLA kernels and windowed allocation all changed between releases; kvlint
+    assumed the newest version it knows, and the image you deploy may be older or newer.
+
+    ## Example
+    ```console
+    $ kvlint check deepseek-ai/DeepSeek-V3 --engine vllm
+    ```
+
+    ## Use instead
+    `--engine-version 0.11.0` (or pin the image tag in the manifest).
+    """
+
+    code = "KV304"
+    name = "engine-version-unpinned"
+    severity = Severity.INFO
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        b = ctx.plan.behaviour
+        if ctx.analysis is None or not b.named or b.pinned:
+            return
+        yield self.finding(
+            f"no {b.display} version given: kvlint assumed the newest it knows ({b.version}); "
+            f"pin the version (--engine-version, or the image tag) so the engine checks apply "
+            f"to what you deploy.",
+            engine=b.engine,
+            assumed_version=b.version,
+        )
+
+
+@hookimpl
+def kvlint_rules() -> Sequence[type[Rule]]:
+    return [MlaWithoutLatentCache, Fp8KvCacheMla, SlidingWindowFullAllocation,
+            EngineVersionUnpinned]
