@@ -1,0 +1,183 @@
+"""Capacity (KV501-503), the decode roofline and `kvlint compare` (DESIGN §3)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.model import kv
+from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.hardware import find_gpu
+from kvlint.model.serving import ServingPlan, analyze
+from tests.helpers import CONFIGS, geometry
+
+LLAMA31_8B = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
+GIB = 1024**3
+
+
+def check(*args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(main, ["check", *args, "--format", "json", "--no-plugins"])
+    assert result.exit_code in (0, 1), result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    schema = json.loads(CliRunner().invoke(main, ["schema"]).stdout)
+    jsonschema.validate(data, schema)
+    first: dict[str, Any] = data["results"][0]
+    return first
+
+
+def codes(result: dict[str, Any]) -> list[str]:
+    return [f["code"] for f in result["findings"]]
+
+
+def with_kv_heads(g: AttentionGeometry, n: int) -> AttentionGeometry:
+    return replace(g, layers=tuple(replace(la, num_kv_heads=n) for la in g.layers))
+
+
+def seq_bytes(g: AttentionGeometry, context: int) -> int:
+    return kv.bytes_per_sequence(g, kv.resolve_kv_dtype("auto", g), context)
+
+
+# --- the seeds' worked figures --------------------------------------------------------------
+
+
+def test_llama3_70b_at_8k_times_32() -> None:
+    g = geometry("meta-llama--Meta-Llama-3.1-70B")  # the Llama-3-70B geometry: 80 x GQA-8
+    assert seq_bytes(g, 8192) * 32 == 85_899_345_920  # 86 GB
+    assert seq_bytes(with_kv_heads(g, 64), 8192) * 32 == 687_194_767_360  # ~688 GB as MHA
+    assert seq_bytes(g, 8192) == 2_684_354_560  # 2.7 GB per 8K sequence
+    assert seq_bytes(g, 131_072) == 40 * GIB
+
+
+def test_deepseek_v2_540_mib_per_8k_sequence() -> None:
+    assert seq_bytes(geometry("deepseek-ai--DeepSeek-V2.5"), 8192) == 540 * 1024**2
+
+
+def test_llama31_8b_gqa_mha_mqa() -> None:
+    g = geometry("meta-llama--Meta-Llama-3.1-8B")
+    dtype = kv.resolve_kv_dtype("auto", g)
+    assert kv.bytes_per_token(g, dtype) == 128 * 1024
+    assert kv.bytes_per_token(with_kv_heads(g, 32), dtype) == 512 * 1024
+    assert kv.bytes_per_token(with_kv_heads(g, 1), dtype) == 16 * 1024
+
+
+def test_eight_kv_heads_at_tp16_replicate_twice() -> None:
+    assert check(LLAMA31_8B, "--tp", "16")["kv"]["replication_factor"] == 2.0
+
+
+# --- capacity -------------------------------------------------------------------------------
+
+
+def test_llama31_8b_on_one_l4() -> None:
+    l4 = find_gpu("l4")
+    weights = 16_060_522_496  # 8,030,261,248 parameters x 2 bytes (estimate)
+    budget = int(l4.runtime_memory_bytes * 0.92) - weights - 2 * GIB  # vLLM's 0.92 default
+    # a decode step reads every weight but the embedding table, of which it reads one row
+    read = weights - (128_256 - 1) * 4096 * 2
+    fits = check(LLAMA31_8B, "--gpu", "L4", "--max-model-len", "8192")
+    assert fits["capacity"] == {
+        "gpu": "L4", "weight_bytes_per_gpu": weights, "kv_budget_bytes_per_gpu": budget,
+        "max_tokens": budget // 131_072, "max_sequences": budget // (8192 * 131_072),
+        "crossover_batch": pytest.approx(read / (8192 * 131_072)),
+        "tpot_floor_ms": pytest.approx((read + 8192 * 131_072) / 300e9 * 1000),
+    }
+    assert "KV501" not in codes(fits)
+
+    too_long = check(LLAMA31_8B, "--gpu", "L4", "--max-model-len", "131072")
+    kv501 = next(f for f in too_long["findings"] if f["code"] == "KV501")
+    assert kv501["data"]["kv_bytes_needed_per_gpu"] == 131_072 * 131_072  # 16 GiB
+    assert kv501["data"]["largest_fitting_max_model_len"] == budget // 131_072
+    assert "One 131,072-token sequence needs 16.0 GiB of KV cache per GPU" in kv501["message"]
+
+
+def test_default_max_model_len_is_the_models_own() -> None:
+    # Llama-3.1's config says 131,072: on one L4 that does not fit.
+    assert "KV501" in codes(check(LLAMA31_8B, "--gpu", "L4"))
+
+
+def test_llama31_405b_bf16_tp8_h100_weights_do_not_fit() -> None:
+    result = check(str(CONFIGS / "meta-llama--Meta-Llama-3.1-405B.json"), "--gpu", "H100-80GB",
+                   "--tp", "8")
+    assert "KV503" in codes(result)
+    assert "KV501" not in codes(result)  # the weights are the problem, not the context
+    assert result["capacity"]["kv_budget_bytes_per_gpu"] < 0
+
+
+def test_kv502_max_num_seqs() -> None:
+    result = check(LLAMA31_8B, "--gpu", "H100", "--max-model-len", "8192", "--max-num-seqs",
+                   "256")
+    kv502 = next(f for f in result["findings"] if f["code"] == "KV502")
+    assert kv502["data"]["max_sequences"] == result["capacity"]["max_sequences"] < 256
+
+
+def test_gpu_memory_utilization_and_overhead_options() -> None:
+    a = check(LLAMA31_8B, "--gpu", "H100", "--max-model-len", "8192")["capacity"]
+    b = check(LLAMA31_8B, "--gpu", "H100", "--max-model-len", "8192",
+              "--gpu-memory-utilization", "0.5", "--overhead", "1")["capacity"]
+    h100 = find_gpu("H100").runtime_memory_bytes
+    assert a["kv_budget_bytes_per_gpu"] - b["kv_budget_bytes_per_gpu"] == \
+        int(h100 * 0.92) - int(h100 * 0.5) - GIB
+
+
+def test_windowed_layers_fit_more_sequences() -> None:
+    g = geometry("openai--gpt-oss-20b")
+    plan = ServingPlan(context=131_072)
+    a = analyze(g, plan)
+    per_seq = a.bytes_per_sequence_per_gpu
+    assert per_seq == 12 * 128 * 2048 + 12 * 131_072 * 2048
+    assert per_seq < 131_072 * a.footprint.bytes_per_token
+
+
+def test_unknown_gpu_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["check", LLAMA31_8B, "--gpu", "H10", "--no-plugins"])
+    assert result.exit_code == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("kvlint: error: unknown GPU 'H10'")
+
+
+def test_text_shows_capacity() -> None:
+    out = CliRunner().invoke(main, ["check", LLAMA31_8B, "--gpu", "L4", "--max-model-len",
+                                    "8192", "--no-plugins"]).stdout
+    assert "L4 · 22.5 GiB · gpu_memory_utilization 0.92 · overhead 2.0 GiB" in out
+    assert "~15.0 GiB per GPU (estimate: 8,030,261,248 parameters x bfloat16)" in out
+    assert "TPOT ≥ 53.6 ms at batch 1 x 8,192 tokens (HBM roofline)" in out
+
+
+# --- compare --------------------------------------------------------------------------------
+
+
+def compare(*args: str) -> str:
+    result = CliRunner().invoke(main, ["compare", *args])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+MODELS = [str(CONFIGS / f"{n}.json") for n in (
+    "meta-llama--Llama-2-70b-hf", "meta-llama--Meta-Llama-3.1-70B", "Qwen--Qwen2.5-72B",
+    "deepseek-ai--DeepSeek-V3")]
+
+
+def test_compare_ranks_by_bytes_per_token_with_ties() -> None:
+    rows = json.loads(compare(*MODELS, "--format", "json"))["rows"]
+    assert [(r["rank"], r["ref"].rsplit("/", 1)[-1]) for r in rows] == [
+        (1, "deepseek-ai--DeepSeek-V3.json"), (2, "meta-llama--Llama-2-70b-hf.json"),
+        (2, "meta-llama--Meta-Llama-3.1-70B.json"), (2, "Qwen--Qwen2.5-72B.json")]
+    assert [r["attention_label"] for r in rows] == ["MLA 512+64", "GQA 64/8", "GQA 64/8",
+                                                    "GQA 64/8"]
+    assert rows[0]["bytes_per_token"] == 70_272 and rows[1]["bytes_per_token"] == 327_680
+    assert rows[1]["factor"] == pytest.approx(327_680 / 70_272)
+    text = compare(*MODELS)
+    assert "MLA 512+64" in text and "68.6 KiB" in text and "4.7" in text
+    assert compare(*MODELS, "--format", "markdown").startswith("| rank")
+
+
+def test_compare_with_gpu_ranks_by_sequences() -> None:
+    rows = json.loads(compare(*MODELS, "--gpu", "H200", "--tp", "8", "--format", "json"))["rows"]
+    seqs = [r["max_sequences"] for r in rows]
+    assert seqs == sorted(seqs, reverse=True)
+    assert all(r["weight_bytes_per_gpu"] for r in rows)
