@@ -12,9 +12,7 @@ from kvlint.engines import load_engines
 from kvlint.errors import ConfigError, UsageError
 from kvlint.loaders.hf_config import ConfigDefaults, max_context_length, resolve_geometry
 from kvlint.loaders.models import LoadedConfig, load_config
-from kvlint.loaders.weight_size import plan_weights
 from kvlint.model.capacity import DEFAULT_OVERHEAD_BYTES, Capacity, GpuSpec, capacity
-from kvlint.model.hardware import find_gpu
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
 from kvlint.rules.base import Rule, RuleContext
 
@@ -119,6 +117,9 @@ def lint_config(
 
 def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
               defaults: ConfigDefaults, offline: bool) -> Capacity | None:
+    from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
+    from kvlint.model.hardware import find_gpu
+
     plan = analysis.plan
     assert plan.gpu is not None
     try:

@@ -169,12 +169,35 @@ def _engine(key: str, data: Mapping[str, Any]) -> Engine:
     )
 
 
+def _read_table() -> dict[str, Any]:
+    """engines.toml as data. Parsing TOML costs ~30 ms of every run, so the parsed table is
+    kept as JSON in kvlint's cache dir, keyed by a hash of the file's text."""
+    import hashlib
+    import json
+
+    from kvlint.cache import cache_dir
+
+    text = resources.files("kvlint.engines").joinpath("engines.toml").read_text("utf-8")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    cached = cache_dir() / f"engines-{digest}.json"
+    try:
+        data: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
+        return data
+    except (OSError, ValueError):
+        pass
+    data = tomllib.loads(text)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(data), encoding="utf-8")
+    except (OSError, TypeError):
+        pass
+    return data
+
+
 @cache
 def load_engines() -> Mapping[str, Engine]:
     """Every engine of the shipped table, by key."""
-    text = resources.files("kvlint.engines").joinpath("engines.toml").read_text("utf-8")
-    data = tomllib.loads(text)
-    table = data.get("engines", {})
+    table = _read_table().get("engines", {})
     missing = [key for key in ENGINES if key not in table]
     if missing:
         raise EngineDataError(f"engines.toml lacks {', '.join(missing)}")

@@ -11,10 +11,9 @@ import json
 import os
 from collections.abc import Mapping
 from functools import cache
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
+from kvlint.cache import cache_dir
 from kvlint.errors import ConfigError
 from kvlint.loaders.hf_config import MISSING
 
@@ -34,15 +33,6 @@ def _config_mapping() -> Mapping[str, Any] | None:
     return mapping
 
 
-def cache_dir() -> Path:
-    """Where kvlint keeps small derived data (``KVLINT_CACHE_DIR``, else the XDG cache)."""
-    explicit = os.environ.get("KVLINT_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kvlint"
-
-
 @cache
 def known_model_types() -> frozenset[str]:
     """Model types transformers has config classes for.
@@ -50,6 +40,8 @@ def known_model_types() -> frozenset[str]:
     Importing transformers costs about a second, so the list is kept in kvlint's cache dir,
     keyed by the installed transformers version; only the first run per version pays.
     """
+    from importlib import metadata  # ~15 ms: only when a field must come from transformers
+
     try:
         version = metadata.version("transformers")
     except metadata.PackageNotFoundError:  # pragma: no cover - a runtime dependency

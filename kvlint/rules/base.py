@@ -6,7 +6,7 @@ Rules are pure: they see model objects (geometry, plan, KV analysis), never file
 
 from __future__ import annotations
 
-import inspect
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -62,4 +62,6 @@ class Rule:
 
     @classmethod
     def documentation(cls) -> str:
-        return inspect.cleandoc(cls.__doc__ or "")
+        """The docstring with its indentation removed (as ``inspect.cleandoc``)."""
+        first, _, rest = (cls.__doc__ or "").partition("\n")
+        return (first.strip() + "\n" + textwrap.dedent(rest)).strip()
