@@ -26,7 +26,8 @@ def _versions(fact: Fact) -> str:
 def _mla(engine: Engine) -> str:
     parts = []
     for fact in engine.mla:
-        types = "" if "*" in fact.model_types else f" for {', '.join(fact.model_types)}"
+        names = ", ".join(t or "(no model_type)" for t in fact.model_types)
+        types = "" if "*" in fact.model_types else f" for {names}"
         parts.append(f"{fact.values['cache']}{types}: {_versions(fact)}{_mark(fact)}")
     return "; ".join(parts) or "-"
 
@@ -37,10 +38,12 @@ def _versioned(facts: Sequence[Fact], key: str) -> str:
 
 
 def _sharding(engine: Engine) -> str:
+    versioned = [f for f in engine.kv_sharding if str(f.versions)]
+    facts = versioned or engine.kv_sharding  # the catch-all is shown only when alone
     return "; ".join(
         f"{SHARDING_TEXT[str(f.values['kv_sharding'])]}"
         f"{'' if not str(f.versions) else f' ({f.versions})'}{_mark(f)}"
-        for f in engine.kv_sharding)
+        for f in facts)
 
 
 def markdown() -> str:
