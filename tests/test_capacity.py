@@ -181,3 +181,15 @@ def test_compare_with_gpu_ranks_by_sequences() -> None:
     seqs = [r["max_sequences"] for r in rows]
     assert seqs == sorted(seqs, reverse=True)
     assert all(r["weight_bytes_per_gpu"] for r in rows)
+
+
+def test_moe_decode_reads_only_touched_experts() -> None:
+    qwen = str(CONFIGS / "Qwen--Qwen3-30B-A3B.json")
+    one = check(qwen, "--gpu", "H100", "--batch", "1")["capacity"]
+    many = check(qwen, "--gpu", "H100", "--batch", "64")["capacity"]
+    assert one["weight_bytes_per_gpu"] == many["weight_bytes_per_gpu"]
+    # batch 1 reads the dense part and 8 of 128 experts per layer; batch 64 touches most experts
+    assert one["tpot_floor_ms"] * 3 < many["tpot_floor_ms"]
+    out = CliRunner().invoke(main, ["check", qwen, "--gpu", "H100", "--batch", "8",
+                                    "--no-plugins"]).stdout
+    assert "(MoE: the experts 8 sequences touch under uniform routing)" in out

@@ -117,8 +117,12 @@ def _capacity_rows(c: Capacity) -> list[list[str]]:
     if c.tpot_floor_ms is not None:
         cross = (f" · KV reads pass weight reads above batch {c.crossover_batch:,.0f}"
                  if c.crossover_batch else "")
+        moe = (f" · reads {fmt_bytes(c.decode_weight_bytes_per_gpu)} of the weights per step "
+               f"(MoE: the experts {c.batch} sequence{'s' if c.batch > 1 else ''} touch under "
+               "uniform routing)"
+               if c.decode_weight_bytes_per_gpu < 0.8 * c.weight_bytes_per_gpu else "")
         rows.append(["decode", f"TPOT ≥ {c.tpot_floor_ms:.1f} ms at batch {c.batch} x "
-                               f"{fmt_int(c.decode_context)} tokens (HBM roofline){cross}"])
+                               f"{fmt_int(c.decode_context)} tokens (HBM roofline){cross}{moe}"])
     return rows
 
 
