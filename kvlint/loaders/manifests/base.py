@@ -1,0 +1,122 @@
+"""What a manifest parser extracts: one :class:`ServedModel` per served model, per document
+and role, with the line of every value so findings can point at it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Located(Generic[T]):
+    """A value and where it was read: 1-based line (and column) in ``ServedModel.path``.
+
+    ``line`` is ``None`` for values that come from defaults or platform facts.
+    ``source`` says how it was obtained (``--tensor-parallel-size``, ``env NUM_SHARD``,
+    ``$(($SKYPILOT_NUM_GPUS_PER_NODE * $SKYPILOT_NUM_NODES))``, ``image tag``...).
+    """
+
+    value: T
+    line: int | None = None
+    column: int | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A value the manifest does not determine (an unset variable, a template, a file not in
+    the repo). Never guessed: the linter reports it (KV902 for the model)."""
+
+    reason: str
+    line: int | None = None
+    column: int | None = None
+    text: str = ""
+    """The raw text (``${LLM_MODEL_ID}``, ``/models/qwen``, ``<image>``)."""
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """One served model in one document and role of a manifest."""
+
+    path: str
+    line: int
+    """Line of the model or of the engine command (the result's location)."""
+    format: str
+    """``k8s``, ``lws``, ``rbg``, ``kserve``, ``dynamo``, ``vllm-runtime``, ``ray-service``,
+    ``helm-production-stack``, ``helm-llm-d``, ``helm-vllm-chart``, ``helm-tgi``, ``compose``,
+    ``vllm-config``, ``sglang-config``, ``trtllm-config``, ``trtllm-disagg``, ``ray-serve``,
+    ``skypilot``, ``dstack``, ``azureml``..."""
+    document: int = 0
+    """0-based index of the YAML document in the file."""
+    name: str = ""
+    """Workload / service / role name, for messages (``decode``, ``tgi-service``)."""
+    role: str | None = None
+    """``prefill``, ``decode``, ``leader``, ``worker``... when a manifest has several."""
+    model: Located[str] | Unresolved | None = None
+    """The served checkpoint: a Hub id, or a local path (an Unresolved when it cannot be
+    known); ``None`` when the manifest names none at all."""
+    served_name: str | None = None
+    engine: Located[str] | None = None
+    """An ``kvlint.engines.ENGINES`` key."""
+    engine_version: Located[str] | Unresolved | None = None
+    """A version string (``0.8.5``); ``Located("latest")`` for latest/nightly/sha tags."""
+    image: Located[str] | None = None
+    tp: Located[int] | Unresolved | None = None
+    pp: Located[int] | Unresolved | None = None
+    dp: Located[int] | Unresolved | None = None
+    dp_attention: Located[bool] | None = None
+    ep: Located[int] | Unresolved | None = None
+    kv_cache_dtype: Located[str] | Unresolved | None = None
+    max_model_len: Located[int] | Unresolved | None = None
+    max_num_seqs: Located[int] | Unresolved | None = None
+    gpu_memory_utilization: Located[float] | Unresolved | None = None
+    gpus: Located[int] | Unresolved | None = None
+    """GPUs requested per replica of this role (pods x GPUs per pod for multi-node groups)."""
+    gpu_type: Located[str] | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class ManifestProblem:
+    """A file that could not be read as a manifest (invalid YAML, a Helm template, a YAML
+    bomb): reported as a finding on its line, never a traceback."""
+
+    path: str
+    line: int | None
+    message: str
+    kind: str
+    """``invalid-yaml``, ``helm-template``, ``alias-bomb``, ``unreadable``."""
+
+
+@dataclass(frozen=True)
+class DocumentContext:
+    """What a parser may look at besides its own document."""
+
+    path: str
+    """The file, as given on the command line."""
+    index: int
+    """0-based index of this document in the file."""
+    documents: tuple[object, ...]
+    """Every document of the file (line-aware containers from ``yaml_marks``), so a workload
+    can follow a ConfigMap defined next to it."""
+
+
+class ManifestParser:
+    """A manifest format. Registered through the ``kvlint_manifest_parsers`` hook; the format
+    of each document is chosen by the firstresult ``kvlint_manifest_format`` hook.
+
+    Parsers never execute anything and never read files outside the scanned tree except
+    those a manifest references by relative path (Ray Serve ``llm_configs``).
+    """
+
+    name: str = ""
+
+    def detect(self, document: object, ctx: DocumentContext) -> bool:
+        """Whether ``document`` is in this format."""
+        raise NotImplementedError
+
+    def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
+        """Every served model of ``document`` (empty when it serves none)."""
+        raise NotImplementedError
