@@ -199,6 +199,48 @@ def _fallback_reporter(registry: Registry) -> Any:
 
 
 @main.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="File names to lint under directories (default *.yaml, *.yml, *.json).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Paths or names to skip.")
+@click.option("--model-map", multiple=True, metavar="NAME=REF",
+              help="Resolve a manifest's local path or placeholder to a Hub id or config.")
+@click.option("--gpu", default=None, metavar="NAME",
+              help="GPU to size against when a manifest does not name one.")
+@click.option("--offline", is_flag=True,
+              help="Read Hub configs from the local cache only (unresolved models are KV902).")
+@common_options
+def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
+         model_map: tuple[str, ...], gpu: str | None, offline: bool, fmt: str | None,
+         output: str | None, select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str,
+         no_plugins: bool) -> None:
+    """Lint deployment manifests (Kubernetes, Helm values, compose, engine configs, Ray
+    Serve, SkyPilot, dstack): one result per served model, findings on their lines."""
+    from kvlint.manifest_linter import DEFAULT_INCLUDE, lint_paths
+    from kvlint.plugins import get_plugin_manager
+
+    pm = get_plugin_manager(load_entry_points=not no_plugins)
+    registry = Registry.from_plugins(pm)
+    reporter = registry.reporter(fmt) if fmt else _fallback_reporter(registry)
+    rules = registry.select(_codes(select) or None, _codes(ignore))
+    mapping = {}
+    for item in model_map:
+        name, sep, ref = item.partition("=")
+        if not sep or not name or not ref:
+            raise UsageError(f"--model-map {item!r}: expected NAME=REF")
+        mapping[name] = ref
+    run = lint_paths(paths, rules, pm, base=ServingPlan(gpu=gpu),
+                     include=include or DEFAULT_INCLUDE, exclude=exclude,
+                     offline=offline or _env_offline(), model_map=mapping, fail_on=fail_on)
+    _emit(reporter().render(run), output)
+    sys.exit(run.exit_code)
+
+
+def _env_offline() -> bool:
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@main.command()
 @click.argument("models", nargs=-1, required=True, metavar="MODEL...")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from kvlint.loaders.manifests.base import DocumentContext, ManifestParser
     from kvlint.reporters.base import Reporter
     from kvlint.rules.base import Rule
 
@@ -38,5 +39,29 @@ def kvlint_reporters() -> Sequence[type[Reporter]]:
 
     :return: :class:`kvlint.reporters.base.Reporter` subclasses, each with a unique
         ``name`` (the value of ``--format``).
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def kvlint_manifest_parsers() -> Sequence[type[ManifestParser]]:
+    """Offer manifest formats.
+
+    :return: :class:`kvlint.loaders.manifests.base.ManifestParser` subclasses, each with a
+        unique ``name``.
+    """
+    raise NotImplementedError
+
+
+@hookspec(firstresult=True)
+def kvlint_manifest_format(
+    document: object, ctx: DocumentContext, parsers: Sequence[ManifestParser]
+) -> str | None:
+    """Name the format of one YAML/JSON document, or return ``None`` to let other plugins
+    decide. Stops at the first non-None result.
+
+    :param document: the document, as line-aware containers (``yaml_marks``).
+    :param ctx: the file and its other documents.
+    :param parsers: every registered parser, in registration order.
     """
     raise NotImplementedError

@@ -41,6 +41,8 @@ class ModelResult:
     config_error: str | None = None
     """Why the geometry could not be resolved (a KV900 finding says so too)."""
     capacity: Capacity | None = None
+    notes: tuple[str, ...] = ()
+    """What the manifest parser noticed (flags a chart drops, ambiguous GPU counts...)."""
 
 
 @dataclass(frozen=True)
@@ -74,38 +76,45 @@ def default_config_defaults() -> ConfigDefaults:
 
 def lint_config(
     target: Target,
-    config: dict[str, Any],
+    config: dict[str, Any] | None,
     plan: ServingPlan,
     rules: Sequence[type[Rule]],
     *,
     source: str | None = None,
     defaults: ConfigDefaults | None = None,
     offline: bool = False,
+    model_problem: str | None = None,
+    gpus_requested: int | None = None,
+    manifest_problem: tuple[str, str] | None = None,
 ) -> ModelResult:
-    """Resolve one raw config, size it under ``plan`` and run ``rules`` on it."""
-    defaults = defaults or default_config_defaults()
+    """Resolve one raw config (``None`` when the model is unknown: ``model_problem`` says
+    why), size it under ``plan`` and run ``rules`` on it."""
     analysis: KvAnalysis | None = None
     cap: Capacity | None = None
     problem = problem_field = None
-    try:
-        geometry = resolve_geometry(config, defaults=defaults)
+    if config is not None:
+        defaults = defaults or default_config_defaults()
         try:
-            plan = replace(
-                plan,
-                behaviour=engine_behaviour(plan.engine, plan.engine_version,
-                                           geometry.model_type, is_mla=geometry.is_mla),
-                max_model_len=plan.max_model_len or (
-                    max_context_length(config) if plan.gpu else None))
-            analysis = analyze(geometry, plan)
-        except ValueError as err:
-            raise UsageError(f"{target.ref}: {err}") from None
-        if plan.gpu:
-            cap = _capacity(target, config, analysis, defaults, offline)
-    except ConfigError as err:
-        err.source = err.source or source
-        problem, problem_field = str(err), err.field
-        analysis = cap = None
-    ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap)
+            geometry = resolve_geometry(config, defaults=defaults)
+            try:
+                plan = replace(
+                    plan,
+                    behaviour=engine_behaviour(plan.engine, plan.engine_version,
+                                               geometry.model_type, is_mla=geometry.is_mla),
+                    max_model_len=plan.max_model_len or (
+                        max_context_length(config) if plan.gpu else None))
+                analysis = analyze(geometry, plan)
+            except ValueError as err:
+                raise UsageError(f"{target.ref}: {err}") from None
+            if plan.gpu:
+                cap = _capacity(target, config, analysis, defaults, offline)
+        except ConfigError as err:
+            err.source = err.source or source
+            problem, problem_field = str(err), err.field
+            analysis = cap = None
+    ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
+                      model_problem=model_problem, gpus_requested=gpus_requested,
+                      manifest_problem=manifest_problem)
     findings = tuple(
         finding
         for rule in rules

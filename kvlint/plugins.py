@@ -15,9 +15,11 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.parallelism",
     "kvlint.rules.engines",
     "kvlint.rules.capacity",
+    "kvlint.rules.manifest",
     "kvlint.rules.config",
     "kvlint.reporters.text",
     "kvlint.reporters.json",
+    "kvlint.loaders.manifests.builtin",
 )
 """Modules registered on every manager, through the same hooks third parties implement."""
 

@@ -22,8 +22,9 @@ from kvlint.rules.base import DOC_SECTIONS, Rule, RuleContext
 from tests.helpers import CONFIGS, ROOT
 from tests.plugins import kvlint_example_plugin
 
-BUILTIN_CODES = ["KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV301", "KV302",
-                 "KV303", "KV304", "KV501", "KV502", "KV503", "KV900"]
+BUILTIN_CODES = [
+    "KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV206", "KV301", "KV302",
+    "KV303", "KV304", "KV501", "KV502", "KV503", "KV900", "KV902", "KV903"]
 
 
 def registry_with(*plugins: object) -> Registry:
@@ -60,9 +61,9 @@ def test_third_party_plugin_adds_rule_and_reporter() -> None:
 def test_selection() -> None:
     registry = registry_with()
     assert [r.code for r in registry.select(["KV2"])] == ["KV201", "KV202", "KV203", "KV204",
-                                                           "KV205"]
-    assert [r.code for r in registry.select(["ALL"], ["KV1", "KV3", "KV5",
-                                                      "config-unresolved"])] == \
+                                                           "KV205", "KV206"]
+    assert [r.code for r in registry.select(["ALL"], ["KV1", "KV3", "KV5", "KV90",
+                                                      "gpu-count-mismatch"])] == \
         ["KV201", "KV202", "KV203", "KV204", "KV205"]
     assert registry.select(None) == registry.rules
     with pytest.raises(UsageError, match="unknown rule or prefix 'XX'"):

@@ -145,6 +145,13 @@ def _finding(ref: str, f: Finding) -> str:
 def _summary(run: LintRun) -> str:
     counts = [(run.count(s), s.value) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)]
     parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in counts if n]
+    manifests = [r for r in run.results if r.target.kind == "manifest"]
+    if manifests:
+        files = len({r.target.path for r in manifests})
+        served = sum(1 for r in manifests if r.analysis is not None or not any(
+            f.code == "KV903" for f in r.findings))
+        parts.insert(0, f"{served} served model{'s' if served != 1 else ''} in {files} "
+                        f"file{'s' if files != 1 else ''}")
     return (f"{' · '.join(parts) or 'no findings'} · exit {run.exit_code} "
             f"(fail-on: {run.fail_on})")
 
@@ -158,6 +165,8 @@ class TextReporter(Reporter):
 
         blocks = []
         for r in run.results:
+            if r.target.kind != "model":
+                continue  # manifests: findings only, quiet enough for every commit
             table = tabulate(_table(r), tablefmt="plain")
             blocks.append(_header(r) + "\n" + textwrap.indent(table, "  "))
         for r in run.results:

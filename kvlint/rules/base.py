@@ -35,6 +35,12 @@ class RuleContext:
     problem_field: str | None = None
     capacity: Capacity | None = None
     """Set when a GPU was given: memory budget, fit and the decode roofline."""
+    model_problem: str | None = None
+    """Why a manifest's model could not be resolved (KV902)."""
+    gpus_requested: int | None = None
+    """GPUs a manifest requests for this model's group (KV206)."""
+    manifest_problem: tuple[str, str] | None = None
+    """``(kind, message)`` of a manifest that could not be read (KV903)."""
 
 
 class Rule:

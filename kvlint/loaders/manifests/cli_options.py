@@ -1,0 +1,508 @@
+"""Option tables of the engines' command lines, for ``shell.parse_engine_args``.
+
+Generated once from the engines' own sources and pasted here as data (no engine is imported):
+
+- vLLM: the union of ``vllm serve``'s options in the vllm 0.33.0 and 0.8.5 wheels (PyPI),
+  read with ``ast`` from ``vllm/engine/arg_utils.py`` (``add_cli_args``: option strings, and
+  the type of the config-dataclass field each ``**x_kwargs["field"]`` refers to: ``bool`` →
+  ``argparse.BooleanOptionalAction``, list/tuple/set → ``nargs="+"``),
+  ``vllm/entrypoints/common/cli_args.py`` / ``openai/cli_args.py`` (``FrontendArgs``) and
+  ``vllm/entrypoints/cli/serve.py``. vLLM's ``FlexibleArgumentParser``
+  (``vllm/utils/argparse_utils.py``) turns ``_`` into ``-`` in long option names before
+  argparse sees them, and argparse (``allow_abbrev=True``) accepts unique prefixes.
+- SGLang: the union of the sglang 0.5.23 and 0.4.6.post1 wheels: ``A[type, Arg(...)]`` fields of
+  ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``, ``List`` → ``nargs="+"``,
+  ``cli_name``/``aliases``) and the ``add_argument`` calls of ``sglang/srt/server_args.py``.
+  ``prepare_server_args`` uses a plain ``argparse.ArgumentParser``: unique prefixes are accepted
+  (``--tp`` → ``--tp-size``), underscores are NOT turned into dashes.
+- LMDeploy: ``lmdeploy serve api_server`` in the lmdeploy 0.18.0 wheel
+  (``lmdeploy/cli/serve.py`` ``add_parser_api_server`` and the ``ArgumentHelper`` methods it
+  calls in ``lmdeploy/cli/utils.py``); plain argparse (prefixes yes, underscores no).
+- TensorRT-LLM: ``trtllm-serve serve`` click options of ``tensorrt_llm/commands/serve.py``
+  @00209af1 (click: exact names only, underscore spellings), plus the dash spellings of
+  ``python -m dynamo.trtllm`` (ai-dynamo/dynamo ``components/src/dynamo/trtllm`` argparse).
+- TGI: ``text-generation-launcher`` clap options of ``launcher/src/main.rs`` (clap: exact long
+  names, no abbreviations; ``bool`` fields are flags).
+- llama.cpp: ``llama-server`` options of ``common/arg.cpp`` (exact names only; ``-fa`` takes an
+  optional ``on|off|auto`` in newer builds). Only the options that matter for arity are listed;
+  unknown options take the next word as their value when it does not start with ``-``.
+
+Kinds: ``flag`` takes no value; ``negatable`` is a flag that also has a ``--no-`` form;
+``optional`` takes a value only when one follows; ``many`` takes one or more values;
+``value`` takes exactly one.
+"""
+
+from __future__ import annotations
+
+OPTION_TABLES: dict[str, dict[str, str]] = {
+    "vllm": {
+        "flag": """
+            --aggregate-engine-logging --data-parallel-multi-port-external-lb
+            --disable-async-output-proc --disable-frontend-multiprocessing
+            --disable-log-requests --disable-log-stats --disable-mm-preprocessor-cache
+            --enable-reasoning --grpc --headless --use-v2-block-manager -dpm
+        """,
+        "negatable": """
+            --allow-credentials --allow-deprecated-quantization --async-scheduling
+            --calculate-kv-scales --cohere-is-reasoning-model --cudagraph-metrics
+            --data-parallel-external-lb --data-parallel-hybrid-lb --dcp-q-replicate
+            --disable-cascade-attn --disable-chunked-mm-input --disable-custom-all-reduce
+            --disable-fastapi-docs --disable-hybrid-kv-cache-manager
+            --disable-nccl-for-dp-synchronization --disable-sliding-window
+            --disable-uvicorn-access-log --enable-auto-tool-choice
+            --enable-batch-sharded-sampling --enable-chunked-prefill
+            --enable-cumem-allocator --enable-dbo --enable-elastic-ep
+            --enable-ep-weight-filter --enable-eplb --enable-expert-parallel
+            --enable-fault-tolerance --enable-flash-late-interaction
+            --enable-flashinfer-autotune --enable-force-include-usage --enable-hc-sp
+            --enable-layerwise-nvtx-tracing --enable-log-deltas --enable-log-outputs
+            --enable-log-requests --enable-logging-iteration-details --enable-lora
+            --enable-lora-bias --enable-mamba-cache-stochastic-rounding
+            --enable-mamba-shared-prefix-checkpoint --enable-mfu-metrics
+            --enable-mixed-moe-lora-format --enable-mm-embeds --enable-moe-shared-loras
+            --enable-nccl-comm-suspend --enable-offline-docs --enable-per-request-metrics
+            --enable-prefix-caching --enable-prompt-adapter --enable-prompt-embeds
+            --enable-prompt-tokens-details --enable-request-id-headers
+            --enable-return-routed-experts --enable-scale-out
+            --enable-server-load-tracking --enable-shm-tensor-arena --enable-sleep-mode
+            --enable-ssl-refresh --enable-tokenizer-info-endpoint
+            --enable-tower-connector-lora --enable-trace-replay --enforce-eager
+            --exclude-tools-when-tool-choice-none --fail-on-environ-validation
+            --fully-sharded-loras --interleave-mm-strings --jit-monitor-verbose
+            --kv-cache-metrics --kv-sharing-fast-prefill --language-model-only
+            --log-error-stack --long-prefill-token-threshold-adaptive
+            --mm-device-do-normalize --mm-encoder-only --monokernel
+            --multi-step-stream-outputs --numa-bind --ray-workers-use-nsight
+            --return-sampling-mask --return-tokens-as-token-ids
+            --scheduler-reserve-full-isl --skip-mm-profiling --skip-tokenizer-init
+            --sleep-mode-offload-cudagraph --specialize-active-lora --swa-bounded-replay
+            --tokens-only --trust-remote-code --trust-request-chat-template
+            --trust-request-mm-kwargs --use-fp64-gumbel --use-replayssm --use-tqdm-on-load
+            -dpe -dph -ep
+        """,
+        "optional": """
+            --hf-token
+        """,
+        "many": """
+            --allowed-headers --allowed-media-domains --allowed-methods --allowed-origins
+            --api-key --collect-detailed-traces --cpu-offload-params
+            --cudagraph-capture-sizes --custom-histogram-buckets --ignore-patterns
+            --kv-cache-dtype-skip-layers --logits-processors --long-lora-scaling-factors
+            --lora-modules --lora-target-modules --middleware --numa-bind-cpus
+            --numa-bind-nodes --offload-params --prompt-adapters --served-model-name
+            --sleep-preserve-parameter-names
+        """,
+        "value": """
+            --additional-config --all2all-backend --allowed-local-media-path
+            --anthropic-disabled-thinking-effort --api-server-count --attention-backend
+            --attention-config --aux-output-config --block-size --chat-template
+            --chat-template-content-format --code-revision --cohere-format
+            --compilation-config --config --config-format --convert
+            --cp-kv-cache-interleave-size --cpu-distributed-timeout-seconds
+            --cpu-offload-gb --data-parallel-address --data-parallel-backend
+            --data-parallel-rank --data-parallel-rpc-port --data-parallel-size
+            --data-parallel-size-local --data-parallel-start-rank
+            --data-parallel-supervisor-port --dbo-decode-token-threshold
+            --dbo-prefill-token-threshold --dcp-comm-backend
+            --dcp-kv-cache-interleave-size --decode-context-parallel-size
+            --default-chat-template-kwargs --default-mm-loras --device --device-ids
+            --device-memory-utilization --diffusion-config
+            --disable-access-log-for-endpoints --distributed-executor-backend
+            --distributed-timeout-seconds --download-dir
+            --dp-supervisor-probe-failure-threshold --dp-supervisor-probe-interval-s
+            --dp-supervisor-probe-timeout-s --dp-sync-interval --dtype --ec-manager-config
+            --ec-transfer-config --elastic-ep-max-dp-size --engram-config --eplb-config
+            --expert-placement-strategy --fault-tolerance-config --fingerprint-mode
+            --fingerprint-value --gdn-prefill-backend --generation-config
+            --gpu-memory-utilization --grpc-port --guided-decoding-backend
+            --h11-max-header-count --h11-max-incomplete-event-size --hf-config-path
+            --hf-overrides --host --io-processor-plugin --ir-op-priority
+            --jit-monitor-mode --kda-decode-backend --kda-prefill-backend --kernel-config
+            --kv-cache-dtype --kv-cache-memory-bytes --kv-cache-metrics-sample
+            --kv-events-config --kv-offloading-backend --kv-offloading-size
+            --kv-transfer-config --limit-mm-per-prompt --linear-backend --load-format
+            --log-config-file --log-level --logging-config --logits-processor-pattern
+            --logprobs-mode --long-prefill-token-threshold --lora-dtype
+            --lora-extra-vocab-size --mamba-backend --mamba-block-size --mamba-cache-dtype
+            --mamba-cache-mode --mamba-cache-philox-rounds --mamba-ssm-cache-dtype
+            --mamba-ssu-algorithm --master-addr --master-port --max-cpu-loras
+            --max-cudagraph-capture-size --max-log-len --max-logprobs
+            --max-long-partial-prefills --max-lora-cls-labels --max-lora-rank --max-loras
+            --max-model-len --max-num-active-seqs --max-num-batched-tokens
+            --max-num-partial-prefills --max-num-queued-reqs --max-num-queued-tokens
+            --max-num-scheduled-tokens --max-num-seqs --max-parallel-loading-workers
+            --max-prompt-adapter-token --max-prompt-adapters --max-seq-len-to-capture
+            --media-io-kwargs --mm-encoder-attn-backend --mm-encoder-attn-dtype
+            --mm-encoder-fp8-scale-path --mm-encoder-fp8-scale-save-margin
+            --mm-encoder-fp8-scale-save-path --mm-encoder-tp-mode --mm-hasher-algorithm
+            --mm-ipc-gpu-memory-gb --mm-processor-cache-gb --mm-processor-cache-type
+            --mm-processor-device --mm-processor-kwargs --mm-shm-cache-max-object-size-mb
+            --mm-tensor-ipc --model --model-class-overrides --model-impl
+            --model-loader-extra-config --moe-backend --nnodes --node-rank
+            --num-gpu-blocks-override --num-lookahead-slots --num-scheduler-steps
+            --offload-backend --offload-group-size --offload-num-in-group
+            --offload-prefetch-step --optimization-level --otlp-traces-endpoint
+            --override-generation-config --override-neuron-config --override-pooler-config
+            --per-request-spec-decode-metrics --performance-mode --pipeline-parallel-size
+            --pooler-config --port --preemption-mode --prefill-context-parallel-size
+            --prefill-schedule-interval --prefix-cache-retention-interval
+            --prefix-caching-hash-algo --prefix-match-unit --profiler-config
+            --pt-load-map-location --qlora-adapter-name-or-path --quantization
+            --quantization-config --reasoning-config --reasoning-effort-map
+            --reasoning-parser --reasoning-parser-plugin --renderer-num-workers
+            --replayssm-buffer-len --response-role --revision --root-path --rope-scaling
+            --rope-theta --runner --safetensors-load-strategy
+            --safetensors-prefetch-block-size --safetensors-prefetch-num-threads
+            --scheduler-cls --scheduler-delay-factor --scheduling-policy --seed
+            --show-hidden-metrics-for-version --shutdown-timeout --sleep-mode-backend
+            --sparse-indexer-topk-backend --spec-method --spec-model --spec-tokens
+            --speculative-config --sse-keep-alive-interval --ssl-ca-certs --ssl-cert-reqs
+            --ssl-certfile --ssl-ciphers --ssl-keyfile --stream-interval
+            --structured-outputs-config --swap-space --task --tensor-parallel-size
+            --tokenizer --tokenizer-mode --tokenizer-pool-extra-config
+            --tokenizer-pool-size --tokenizer-pool-type --tokenizer-revision
+            --tool-call-parser --tool-parser-plugin --tool-server --tool-strict-level
+            --ubatch-size --uds --uvicorn-log-level --video-pruning-method
+            --video-pruning-rate --watchdog-config --watermark --watermark-config
+            --weight-transfer-config --worker-cls --worker-extension-cls -O -ac -asc -cc
+            -dc -dcp -dp -dpa -dpb -dpl -dpn -dpp -dpr -n -pcp -pp -q -r -sc -tp
+        """,
+    },
+    "sglang": {
+        "flag": """
+            --abort-on-priority-when-disabled --allow-auto-truncate
+            --checkpoint-engine-wait-weights-before-ready
+            --constrained-json-disable-any-whitespace --debug-cuda-graph
+            --delete-ckpt-after-loading --disable-aiter-allreduce-fusion-in-decode
+            --disable-aiter-allreduce-fusion-in-prefill --disable-attn-tp-gather
+            --disable-chunked-prefix-cache --disable-cuda-graph-padding
+            --disable-custom-all-reduce --disable-decode-cuda-graph
+            --disable-fast-image-processor --disable-flashinfer-autotune
+            --disable-flashinfer-cutlass-moe-fp4-allgather --disable-hybrid-swa-memory
+            --disable-outlines-disk-cache --disable-overlap-schedule
+            --disable-prefill-cuda-graph --disable-priority-preemption
+            --disable-radix-cache --disable-shared-experts-fusion
+            --disable-tokenizer-batch-decode
+            --disaggregation-decode-enable-offload-kvcache
+            --disaggregation-decode-enable-radix-cache --disaggregation-enable-kv-checksum
+            --enable-adaptive-dispatch-to-encoder --enable-aiter-allreduce-fusion
+            --enable-amd-monokernel --enable-attn-tp-input-scattered
+            --enable-broadcast-mm-inputs-process --enable-cache-report
+            --enable-cp-decode-attn-tp --enable-cudagraph-gc
+            --enable-custom-logit-processor --enable-deepep-moe
+            --enable-deepseek-v4-fp4-indexer --enable-dense-mlp-attn-tp
+            --enable-deterministic-inference --enable-double-sparsity
+            --enable-dp-attention --enable-dp-attention-local-control-broadcast
+            --enable-dp-lm-head --enable-draft-weights-cpu-backup
+            --enable-dsa-cache-layer-split --enable-dynamic-batch-tokenizer
+            --enable-dynamic-chunking --enable-elastic-expert-backup
+            --enable-encoder-swa-bounded-replay --enable-ep-moe --enable-eplb
+            --enable-flashinfer-allreduce-fusion --enable-flexkv
+            --enable-forward-pass-metrics --enable-fp32-lm-head
+            --enable-fused-moe-sum-all-reduce --enable-hicache --enable-hierarchical-cache
+            --enable-hisparse --enable-http-worker-reuseport --enable-http2
+            --enable-int8-mamba-checkpoint --enable-kv-cache-sharding
+            --enable-layernorm-sp --enable-layerwise-nvtx-marker --enable-lean-attention
+            --enable-linear-replayssm --enable-linear-replayssm-spec
+            --enable-linker-mla-dedup --enable-lmcache --enable-lora
+            --enable-lora-overlap-loading --enable-mamba-cache-stochastic-rounding
+            --enable-megamoe-for-layernorm-sp --enable-memory-saver --enable-metrics
+            --enable-metrics-for-all-schedulers --enable-mfu-metrics --enable-mis
+            --enable-mixed-chunk --enable-mm-global-cache --enable-mscclpp
+            --enable-multi-layer-eagle --enable-multimodal --enable-nan-detection
+            --enable-nccl-nvls --enable-nvidia-megakernel --enable-p2p-check
+            --enable-page-major-kv-layout --enable-paged-experts --enable-pd-role-switch
+            --enable-pdmux --enable-precise-embedding-interpolation --enable-prefill-cp
+            --enable-prefill-delayer --enable-prefix-mm-cache --enable-priority-scheduling
+            --enable-profile-cuda-graph --enable-quant-communications
+            --enable-request-time-stats-logging --enable-response-store
+            --enable-return-aux-hidden-states --enable-return-hidden-states
+            --enable-return-indexer-topk --enable-return-routed-experts
+            --enable-scattered-sconv --enable-session-radix-cache
+            --enable-shared-experts-attn-tp --enable-single-batch-overlap
+            --enable-ssl-refresh --enable-streaming-session --enable-strict-thinking
+            --enable-symm-mem --enable-tokenizer-batch-encode --enable-torch-compile
+            --enable-torch-compile-debug-mode --enable-torch-symm-mem --enable-trace
+            --enable-two-batch-overlap --enable-unified-cache-external-linker
+            --enable-unified-memory --enable-w4a4-mxfp4-megamoe --enable-waterfill
+            --enable-watermark --enable-weights-cpu-backup --encoder-only
+            --enforce-disable-flashinfer-allreduce-fusion --enforce-shared-experts-fusion
+            --export-metrics-to-file --flashinfer-mla-disable-ragged --grpc-mode
+            --incremental-streaming-output --is-embedding --language-model-only
+            --language-only --log-requests --lora-use-virtual-experts
+            --mlx-enable-sampling --pre-warm-nccl --prefill-only-disable-kv-cache
+            --quantize-and-serve
+            --remote-instance-weight-loader-start-seed-via-transfer-engine
+            --return-input-ids --return-output-ids --schedule-low-priority-values-first
+            --show-time-cost --skip-server-warmup --skip-tokenizer-init --sleep-on-idle
+            --smg-grpc-mode --speculative-adaptive
+            --speculative-dspark-align-verify-tokens-to-graph-tier
+            --speculative-use-block-verification --speculative-use-rejection-sampling
+            --stream-output --stream-response-default-include-usage --strip-thinking-cache
+            --triton-attention-reduce-in-fp32 --trust-mm-content-hashes
+            --trust-remote-code --trust-request-chat-template --use-ray
+            --weight-loader-disable-mmap --weight-loader-drop-cache-after-load
+            --weight-loader-prefetch-checkpoints
+        """,
+        "negatable": """
+            --dcp-replicate-q-proj --dllm-fdfo --enable-decoder-swa-bounded-replay
+            --enable-dsa-fused-indexer --enable-fused-qk-norm-rope --enable-tf32-matmul
+            --enable-tp-lm-head-all-to-all --experts-shared-outer-loras
+            --lora-strict-loading --mm-enable-dp-encoder --ple-offload-embedding
+            --speculative-enable-w4a4-mxfp4-megamoe
+        """,
+        "optional": """
+            --model-checksum
+        """,
+        "many": """
+            --allowed-media-domains --bucket-e2e-request-latency
+            --bucket-inter-token-latency --bucket-time-to-first-token --cuda-graph-bs
+            --cuda-graph-bs-decode --cuda-graph-bs-prefill --custom-weight-loader
+            --debug-tensor-dump-layers --encoder-register-urls --encoder-urls
+            --flashinfer-autotune-skip-ops --gc-threshold --generation-tokens-buckets
+            --log-requests-target --lora-target-modules --numa-node
+            --prefill-delayer-forward-passes-buckets
+            --prefill-delayer-wait-seconds-buckets --prompt-tokens-buckets
+            --return-aux-hidden-state-layer-ids --tokenizer-metrics-allowed-custom-labels
+            --uvicorn-access-log-exclude-prefixes
+        """,
+        "value": """
+            --admin-api-key --api-key --asr-max-buffer-seconds
+            --asr-max-concurrent-sessions --attention-backend
+            --attention-context-parallel-size --attention-data-parallel-size
+            --attn-cp-size --attn-dp-size --base-gpu-id --batch-notify-size
+            --bf16-gemm-backend --boundary-reduction --c128-page-size --chat-template
+            --chunked-prefill-size --completion-template --config
+            --constrained-json-max-whitespace-cnt --constrained-json-whitespace-pattern
+            --context-bucket --context-length --cp-strategy --cpu-offload-gb
+            --crash-dump-folder --cuda-graph-backend-decode --cuda-graph-backend-prefill
+            --cuda-graph-config --cuda-graph-max-bs --cuda-graph-max-bs-decode
+            --cuda-graph-max-bs-prefill --cuda-graph-max-seq-len-prefill
+            --cuda-graph-prefill-max-context --data-parallel-size --dcp-comm-backend
+            --dcp-size --debug-tensor-dump-inject --debug-tensor-dump-input-file
+            --debug-tensor-dump-output-folder --decode-attention-backend
+            --decode-context-parallel-size --decode-log-interval
+            --decoupled-spec-bind-endpoint --decoupled-spec-connect-endpoints
+            --decoupled-spec-rank --decoupled-spec-role --decrypted-config-file
+            --decrypted-draft-config-file --deepep-config --deepep-dispatcher-output-dtype
+            --deepep-mode --deepep-v2-mode --default-chat-template-kwargs
+            --default-priority-value --detokenizer-worker-num --device
+            --disable-cuda-graph --disaggregation-bootstrap-port
+            --disaggregation-decode-allocation-policy --disaggregation-decode-extra-slots
+            --disaggregation-decode-host-receive-threshold
+            --disaggregation-decode-polling-interval
+            --disaggregation-decode-retraction-backup --disaggregation-ib-device
+            --disaggregation-mode --disaggregation-transfer-backend --dist-init-addr
+            --dist-timeout --dllm-algorithm --dllm-algorithm-config --download-dir
+            --dp-size --ds-channel-config-path --ds-heavy-channel-num
+            --ds-heavy-channel-type --ds-heavy-token-num --ds-sparse-decode-threshold
+            --dsa-decode-backend --dsa-paged-mqa-logits-backend --dsa-prefill-backend
+            --dsa-topk-backend --dsa-triton-union --dsv4-attn-backend
+            --dsv4-prefill-backend --dtype --dwdp-size
+            --dynamic-batch-tokenizer-batch-size --dynamic-batch-tokenizer-batch-timeout
+            --elastic-ep-backend --elastic-ep-initial-size --elastic-ep-join-mode
+            --elastic-ep-join-rank-offset --elastic-ep-scale-timeout
+            --enable-flashinfer-mla --enable-flashmla --encoder-bootstrap-port
+            --encoder-transfer-backend --engine-info-bootstrap-port --ep
+            --ep-dispatch-algorithm --ep-num-redundant-experts --ep-size --eplb-algorithm
+            --eplb-min-rebalancing-utilization-threshold --eplb-rebalance-layers-per-chunk
+            --eplb-rebalance-num-iterations --expert-balancedness-report-mode
+            --expert-distribution-recorder-buffer-size --expert-distribution-recorder-mode
+            --expert-parallel-size --export-metrics-to-file-dir --extra-metric-labels
+            --fastapi-root-path --file-storage-path --flashinfer-a2a-dispatch-type
+            --flashinfer-allreduce-fusion-backend --flashinfer-mxfp4-moe-precision
+            --flexkv-config-file --forward-hooks --forward-pass-metrics-ipc-name
+            --forward-pass-metrics-worker-id --fp4-gemm-backend --fp8-gemm-backend
+            --fuseep-mode --gated-launch-port --gc-warning-threshold-secs --gpu-id-step
+            --grammar-backend --grpc-http-sidecar-port --grpc-port
+            --grpc-response-timeout-secs --hf-chat-template-name
+            --hicache-host-memory-fraction --hicache-host-memory-mode --hicache-io-backend
+            --hicache-mem-layout --hicache-ratio --hicache-size --hicache-storage-backend
+            --hicache-storage-backend-extra-config --hicache-storage-prefetch-policy
+            --hicache-storage-prefetch-retry-max-attempts
+            --hicache-storage-prefetch-retry-poll-interval --hicache-write-policy
+            --hierarchical-sparse-attention-extra-config --hisparse-config --host
+            --http2-initial-connection-window-size --http2-max-concurrent-streams
+            --image-processor-backend --init-expert-location --int8-mamba-ckpt-size
+            --json-model-override-args --kt-cpuinfer --kt-max-deferred-experts-per-token
+            --kt-method --kt-num-gpu-experts --kt-threadpool-count --kt-weight-path
+            --kv-cache-dtype --kv-canary --kv-canary-real-data --kv-canary-sweep-interval
+            --kv-events-config --limit-mm-data-per-request --linear-attn-backend
+            --linear-attn-decode-backend --linear-attn-prefill-backend
+            --linear-attn-verify-backend --linear-replayssm-cache-len
+            --lmcache-config-file --load-balance-method --load-format
+            --load-publish-endpoint --load-snapshot-publish-interval --log-level
+            --log-level-http --log-requests-format --log-requests-level --lora-backend
+            --lora-drain-wait-threshold --lora-eviction-policy --lora-paths
+            --mamba-backend --mamba-cache-philox-rounds --mamba-full-memory-ratio
+            --mamba-max-states-per-path --mamba-radix-cache-strategy --mamba-ssm-dtype
+            --mamba-track-interval --max-ep-size --max-loaded-loras --max-lora-chunk-size
+            --max-lora-rank --max-loras-per-batch --max-mamba-cache-size
+            --max-prefill-tokens --max-queued-requests --max-running-requests
+            --max-total-tokens --media-url-max-file-size-mb --mem-fraction-static
+            --min-free-slots-delay --mm-attention-backend --mm-feature-transport
+            --mm-global-cache-backend --mm-io-worker-num --mm-preprocess-cache-size-mb
+            --mm-process-config --mm-processor-worker-num --model --model-config-parser
+            --model-impl --model-loader-extra-config --model-path --modelexpress-config
+            --modelopt-checkpoint-restore-path --modelopt-checkpoint-save-path
+            --modelopt-export-path --modelopt-quant --moe-a2a-backend
+            --moe-data-parallel-size --moe-dense-tp-size --moe-dp-size
+            --moe-runner-backend --monokernel-backend --mooncake-ib-device
+            --msprobe-dump-config --n-share-experts-fusion --nccl-init-addr --nccl-port
+            --nnodes --node-rank --num-continuous-decode-steps
+            --num-reserved-decode-tokens --offload-group-size --offload-mode
+            --offload-num-in-group --offload-prefetch-step --optimistic-prefill-attempts
+            --otlp-service-name --otlp-traces-endpoint --page-size
+            --paged-experts-num-resident --pdmux-config-path --pipeline-parallel-size
+            --ple-offload-backend --ple-offload-dir --port --pp-async-batch-depth
+            --pp-max-micro-batch-size --pp-size --preferred-sampling-params
+            --prefill-attention-backend --prefill-decode-interval
+            --prefill-decode-interval-min-bs --prefill-delayer-max-delay-ms
+            --prefill-delayer-max-delay-passes --prefill-delayer-queue-min-ratio
+            --prefill-delayer-token-usage-low-watermark --prefill-kv-cache-dequant-dtype
+            --prefill-max-requests --priority-scheduling-preemption-threshold
+            --qsa-indexer-dtype --quantization --quantization-param-path
+            --radix-cache-backend --radix-eviction-policy --radix-eviction-policy-config
+            --random-seed --reasoning-parser --remote-instance-weight-loader-backend
+            --remote-instance-weight-loader-seed-instance-ip
+            --remote-instance-weight-loader-seed-instance-service-port
+            --remote-instance-weight-loader-send-weights-group-ports --retraction-policy
+            --return-hidden-states-mode --revision --rl-on-policy-target
+            --rl-quant-profile --sampling-backend --sampling-defaults
+            --sampling-mask-max-tokens --schedule-conservativeness --schedule-policy
+            --scheduler-recv-interval --served-model-name --shared-experts-tp-size
+            --sidecar --sidecar-args --sm-group-num --smg-http-sidecar-port
+            --soft-watchdog-timeout --spec-trace-dir --speculative-accept-threshold-acc
+            --speculative-accept-threshold-single --speculative-adaptive-config
+            --speculative-algorithm --speculative-attention-mode
+            --speculative-dflash-block-size --speculative-domino-candidate-pool-size
+            --speculative-draft-attention-backend --speculative-draft-kv-cache-dtype
+            --speculative-draft-load-format --speculative-draft-model
+            --speculative-draft-model-path --speculative-draft-model-quantization
+            --speculative-draft-model-revision --speculative-draft-sink-size
+            --speculative-draft-window-size --speculative-dsa-topk-backend
+            --speculative-dspark-block-size --speculative-dspark-confidence-sts-path
+            --speculative-dspark-sps-table-path --speculative-eagle-topk
+            --speculative-moe-a2a-backend --speculative-moe-runner-backend
+            --speculative-ngram-capacity --speculative-ngram-external-corpus-max-tokens
+            --speculative-ngram-external-corpus-path
+            --speculative-ngram-external-sam-budget --speculative-ngram-match-type
+            --speculative-ngram-max-bfs-breadth --speculative-ngram-max-trie-depth
+            --speculative-ngram-min-bfs-breadth --speculative-num-draft-tokens
+            --speculative-num-steps --speculative-token-map --ssl-ca-certs --ssl-certfile
+            --ssl-keyfile --ssl-keyfile-password --startup-weight-load-mode
+            --stream-interval --swa-full-tokens-ratio --swa-prefix-tails
+            --tbo-token-distribution-threshold --tensor-parallel-size --tokenizer-backend
+            --tokenizer-metrics-custom-labels-header --tokenizer-mode --tokenizer-path
+            --tokenizer-worker-num --tool-call-parser --tool-server --torch-compile-max-bs
+            --torchao-config --tp-size --trace-modules --triton-attention-num-kv-splits
+            --triton-attention-split-tile-size --unified-cache-external-linker-backend
+            --unified-cache-external-linker-config --uno-lora-path --warmups
+            --watchdog-timeout --watermark-config --weight-cache-mode
+            --weight-cache-socket --weight-cache-timeout
+            --weight-loader-prefetch-num-threads --weight-version
+        """,
+    },
+    "lmdeploy": {
+        "flag": """
+            --allow-credentials --allow-terminate-by-client --disable-fastapi-docs
+            --disable-metrics --eager-mode --empty-init --enable-abort-handling
+            --enable-eplb --enable-microbatch --enable-prefix-caching
+            --enable-return-routed-experts --language-model-only --ssl --trust-remote-code
+        """,
+        "many": """
+            --adapters --allow-headers --allow-methods --allow-origins
+            --allowed-media-domains --api-keys --cudagraph-capture-batch-sizes
+        """,
+        "value": """
+            --async --backend --cache-block-seq-len --cache-max-entry-count
+            --chat-template --communicator --cp --device --dist-init-addr
+            --distributed-executor-backend --dllm-block-length --dllm-confidence-threshold
+            --dllm-denoising-steps --dllm-unmasking-strategy --download-dir --dp --dtype
+            --ep --generation-config --hf-overrides --kernel-block-size
+            --kv-transfer-config --log-level --logprobs-mode --max-batch-size
+            --max-concurrent-requests --max-log-len --max-prefill-iters
+            --max-prefill-token-num --migration-backend --model-format --model-name
+            --moe-a2a-backend --nnodes --node-rank --num-gpu-blocks --num-tokens-per-iter
+            --piecewise-cudagraph-max-tokens --prefix-cache-decode-state-interval
+            --prefix-cache-state-budget --proxy-url --quant-policy --reasoning-parser
+            --revision --role --rope-scaling-factor --server-name --server-port
+            --session-len --speculative-algorithm --speculative-dflash-block-size
+            --speculative-draft-model --speculative-num-draft-tokens --tool-call-parser
+            --tp --vision-max-batch-size
+        """,
+    },
+    "trtllm": {
+        "flag": """
+            --enable_chunked_prefill --fail_fast_on_attention_window_too_large
+            --publish-events-and-metrics --trust-remote-code --trust_remote_code
+        """,
+        "value": """
+            --backend --chat_template --cluster_size --config --context_parallel_size
+            --cp_size --custom_module_dirs --custom_tokenizer --disagg_cluster_uri
+            --disaggregation-mode --disaggregation-strategy --dyn-reasoning-parser
+            --dyn-tool-call-parser --endpoint --ep_size --expert-parallel-size
+            --extra-engine-args --extra_llm_api_options --free-gpu-memory-fraction
+            --free_gpu_memory_fraction --gpus_per_node --host --kv-block-size
+            --kv-cache-dtype --kv_cache_free_gpu_memory_fraction --log_level
+            --max-batch-size --max-num-tokens --max-seq-len --max_batch_size
+            --max_beam_width --max_num_tokens --max_seq_len --media_io_kwargs
+            --metadata_server_config_file --model --model-path --moe_cluster_parallel_size
+            --moe_expert_parallel_size --num_postprocess_workers --otlp_traces_endpoint
+            --pipeline-parallel-size --pipeline_parallel_size --port --pp_size
+            --reasoning-parser --reasoning_parser --revision --served-model-name
+            --server_role --tensor-parallel-size --tensor_parallel_size --tokenizer
+            --tool-call-parser --tool_parser --tp_size
+        """,
+    },
+    "tgi": {
+        "flag": """
+            --disable-crash-reports --disable-custom-kernels --disable-grammar-support
+            --enable-prefill-logprobs --env --json-output --trust-remote-code
+        """,
+        "value": """
+            --api-key --cors-allow-origin --cuda-graphs --cuda-memory-fraction --dtype
+            --graceful-termination-timeout --hostname --huggingface-hub-cache
+            --kv-cache-dtype --lora-adapters --master-addr --master-port
+            --max-batch-prefill-tokens --max-batch-size --max-batch-total-tokens
+            --max-best-of --max-client-batch-size --max-concurrent-requests
+            --max-input-length --max-input-tokens --max-stop-sequences --max-top-n-tokens
+            --max-total-tokens --max-waiting-tokens --model-id --num-shard --otlp-endpoint
+            --otlp-service-name --payload-limit --port --prometheus-port --quantize
+            --revision --rope-factor --rope-scaling --served-model-name --shard-uds-path
+            --sharded --speculate --tokenizer-config-path --usage-stats
+            --validation-workers --waiting-served-ratio --watermark-delta
+            --watermark-gamma --weights-cache-override
+        """,
+    },
+    "llamacpp": {
+        "flag": """
+            --check-tensors --cont-batching --context-shift --cpu-moe --embedding
+            --embeddings --escape --jinja --kv-unified --log-colors --log-disable
+            --metrics --mlock --no-cont-batching --no-context-shift --no-escape
+            --no-kv-offload --no-mmap --no-perf --no-slots --no-warmup --no-webui
+            --offline --props --rerank --reranking --slots --special --swa-full --verbose
+            -cb -cmoe -fit -kvu -nkvo -nocb -sp -v
+        """,
+        "optional": """
+            --flash-attn -fa
+        """,
+        "value": """
+            --alias --api-key --batch-size --cache-reuse --cache-type-k --cache-type-v
+            --chat-template --chat-template-file --ctx-size --ctx-size-draft
+            --defrag-thold --device --draft-max --draft-min --gpu-layers
+            --gpu-layers-draft --grp-attn-n --grp-attn-w --hf-file --hf-repo
+            --hf-repo-draft --hf-token --host --keep --log-file --lora --main-gpu --mem
+            --mmproj --model --model-draft --model-url --n-cpu-moe --n-gpu-layers
+            --n-predict --numa --override-kv --override-tensor --parallel --path --pooling
+            --port --reasoning-budget --reasoning-format --rope-freq-base
+            --rope-freq-scale --rope-scaling --rpc --seed --slot-save-path --split-mode
+            --temp --tensor-split --threads --threads-batch --threads-http --timeout
+            --ubatch-size --verbosity --yarn-orig-ctx -a -b -c -cd -ctk -ctv -dev -dt -hf
+            -hfd -hff -hfr -hfrd -hft -lv -m -md -mg -mu -n -ncmoe -ngl -ngld -np -ot -sm
+            -t -tb -to -ts -ub
+        """,
+    },
+}
+"""Engine → kind → whitespace-separated option names."""
+

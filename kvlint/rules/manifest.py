@@ -1,0 +1,128 @@
+"""Rules about deployment manifests themselves (KV206, KV902-KV904)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.hookspecs import hookimpl
+from kvlint.rules.base import Rule, RuleContext
+
+
+class GpuCountMismatch(Rule):
+    """## What it does
+    Flags a manifest whose GPU request differs from what its parallelism needs: tp x pp,
+    times dp where data parallelism adds replicas inside the same group (vLLM `-dp`,
+    SGLang `--dp-size` without DP attention), per pod group.
+
+    ## Why is this bad?
+    Too few GPUs and the engine fails to start (or waits forever for Ray placement); too
+    many and the extra GPUs sit idle but are billed.
+
+    ## Example
+    ```yaml
+    args: ["--tensor-parallel-size", "8"]
+    resources:
+      limits:
+        nvidia.com/gpu: "4"
+    ```
+
+    ## Use instead
+    Request exactly tp x pp (x dp) GPUs per replica, or change the parallelism.
+    """
+
+    code = "KV206"
+    name = "gpu-count-mismatch"
+    severity = Severity.WARNING
+    needs_geometry = False
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        requested = ctx.gpus_requested
+        if requested is None:
+            return
+        layout = ctx.plan.layout
+        needed = layout.gpus
+        if requested == needed:
+            return
+        how = f"tp={layout.tp}" + (f" x pp={layout.pp}" if layout.pp > 1 else "")
+        if layout.dp > 1:
+            how += (f" (dp={layout.dp} with DP attention runs inside the TP group)"
+                    if layout.dp_attention else f" x dp={layout.dp}")
+        yield self.finding(
+            f"The manifest requests {requested} GPU{'s' if requested != 1 else ''} but "
+            f"{how} needs {needed}: "
+            + ("the engine cannot place every rank and fails to start." if requested < needed
+               else f"{requested - needed} GPU{'s' if requested - needed != 1 else ''} stay "
+                    "idle.")
+            + " Match the GPU request to the parallelism.",
+            requested=requested,
+            needed=needed,
+        )
+
+
+class ModelUnresolved(Rule):
+    """## What it does
+    Notes a served model kvlint cannot resolve to a config: a local path, a placeholder, an
+    unset variable, or a Hub id that is not in the local cache while offline.
+
+    ## Why is this bad?
+    Without the model's config none of the KV checks can run for this deployment.
+
+    ## Example
+    ```yaml
+    args: ["vllm", "serve", "/models/qwen3"]
+    ```
+
+    ## Use instead
+    Map the name to a Hub id or a local config: `--model-map /models/qwen3=Qwen/Qwen3-8B`
+    (or `[tool.kvlint.models]`), or run once online to fill the Hub cache.
+    """
+
+    code = "KV902"
+    name = "model-unresolved"
+    severity = Severity.INFO
+    needs_geometry = False
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if ctx.analysis is None and ctx.model_problem:
+            yield self.finding(ctx.model_problem)
+
+
+class ManifestUnparsable(Rule):
+    """## What it does
+    Reports a manifest file that cannot be read: invalid YAML or JSON (on the line of the
+    error), a YAML alias bomb, or an unrendered Helm template (an info: lint the output of
+    `helm template` instead).
+
+    ## Why is this bad?
+    Nothing in the file was checked; a CI gate that silently skips it gives false comfort.
+
+    ## Example
+    ```yaml
+    image: {{ .Values.image }}
+    ```
+
+    ## Use instead
+    Fix the YAML, or lint rendered templates: `helm template chart/ > rendered.yaml &&
+    kvlint lint rendered.yaml`.
+    """
+
+    code = "KV903"
+    name = "manifest-unparsable"
+    severity = Severity.ERROR
+    needs_geometry = False
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if ctx.manifest_problem is None:
+            return
+        kind, message = ctx.manifest_problem
+        finding = self.finding(message, kind=kind)
+        if kind == "helm-template":
+            finding = Finding(finding.code, finding.name, Severity.INFO, finding.message,
+                              data=finding.data)
+        yield finding
+
+
+@hookimpl
+def kvlint_rules() -> Sequence[type[Rule]]:
+    return [GpuCountMismatch, ModelUnresolved, ManifestUnparsable]

@@ -1,0 +1,95 @@
+"""The real pre-commit, running this checkout's hook (`pre-commit try-repo`) on manifests.
+
+pre-commit builds the hook's environment with virtualenv + pip. To keep the test off the
+network, the environment inherits this interpreter's site-packages (where kvlint's
+dependencies are installed) and pip may not use an index; the model's config sits next to
+the manifest, so no Hub access is needed either.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import CONFIGS, ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None or
+                                shutil.which("git") is None,
+                                reason="pre-commit and git are needed")
+
+MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: phi3
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.8.5
+          command: ["vllm", "serve", "./models/phi-3-medium"]
+          args:
+            - --tensor-parallel-size
+            - "{tp}"
+          resources:
+            limits:
+              nvidia.com/gpu: "{tp}"
+"""
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("pre-commit-home")
+    return {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(home),
+        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
+        "PIP_NO_INDEX": "1",
+        "PIP_NO_BUILD_ISOLATION": "1",
+        "HF_HUB_OFFLINE": "1",
+        "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+
+
+def _repo(tmp_path: Path, tp: int) -> Path:
+    repo = tmp_path / "deploy-repo"
+    (repo / "models" / "phi-3-medium").mkdir(parents=True)
+    shutil.copy(CONFIGS / "microsoft--Phi-3-medium-4k-instruct.json",
+                repo / "models" / "phi-3-medium" / "config.json")
+    (repo / "phi3.yaml").write_text(MANIFEST.format(tp=tp))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    return repo
+
+
+def _try_repo(repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["pre-commit", "try-repo", str(ROOT), "kvlint", "--files", "phi3.yaml", "--verbose"],
+        cwd=repo, env=env, text=True, capture_output=True, timeout=900, check=False)
+
+
+def test_hook_fails_on_an_engine_refused_tp(tmp_path: Path, env: dict[str, str]) -> None:
+    proc = _try_repo(_repo(tmp_path, 8), env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "Failed" in out
+    assert "phi3.yaml:13:" in out and "KV202" in out  # on the line of the tp flag
+    assert "Traceback" not in out
+
+
+def test_hook_passes_on_a_valid_tp(tmp_path: Path, env: dict[str, str]) -> None:
+    proc = _try_repo(_repo(tmp_path, 2), env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Passed" in out

@@ -1,0 +1,170 @@
+"""docker-compose parser against the corpus (fixtures/manifests/SOURCES.md) and edge cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvlint.loaders.manifests import compose, engine_configs, helm, launchers
+from kvlint.loaders.manifests.base import (
+    DocumentContext,
+    Located,
+    ManifestParser,
+    ManifestProblem,
+    ServedModel,
+    Unresolved,
+)
+from kvlint.loaders.manifests.compose import interpolate
+from kvlint.loaders.manifests.yaml_marks import load_documents
+
+CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "manifests"
+MINE = [cls for module in (helm, compose, launchers, engine_configs)
+        for cls in vars(module).values()
+        if isinstance(cls, type) and issubclass(cls, ManifestParser) and cls.name
+        and cls.__module__ == module.__name__]
+
+
+def claims(document: object, ctx: DocumentContext) -> list[str]:
+    return [cls.name for cls in MINE if cls().detect(document, ctx)]
+
+
+def extract_text(text: str, path: str = "compose.yaml") -> list[ServedModel]:
+    docs = load_documents(text, path)
+    assert not isinstance(docs, ManifestProblem), docs
+    out: list[ServedModel] = []
+    for index, doc in enumerate(docs):
+        ctx = DocumentContext(path, index, tuple(docs))
+        names = claims(doc, ctx)
+        assert len(names) <= 1, names
+        if names:
+            parser = next(cls() for cls in MINE if cls.name == names[0])
+            out.extend(parser.parse(doc, ctx))
+    return out
+
+
+def extract(rel: str) -> list[ServedModel]:
+    path = CORPUS / rel
+    return extract_text(path.read_text(encoding="utf-8"), str(path))
+
+
+def v(value: Any) -> Any:
+    return value.value if isinstance(value, Located) else value
+
+
+def line(value: Any) -> int | None:
+    return value.line if isinstance(value, Located | Unresolved) else None
+
+
+def test_sglang_entrypoint_plus_folded_command() -> None:
+    (m,) = extract("sglang/compose-llama3.1-8b-folded-command.yaml")
+    assert m.format == "compose" and m.name == "sglang"
+    assert v(m.model) == "meta-llama/Llama-3.1-8B-Instruct" and line(m.model) == 20
+    assert m.line == 20
+    assert v(m.engine) == "sglang" and line(m.engine) == 19
+    assert v(m.engine_version) == "latest"
+    assert v(m.image) == "lmsysorg/sglang:latest"
+    assert m.tp is None and m.pp is None and m.dp is None and m.max_model_len is None
+    assert v(m.gpus) == 1  # device_ids: ["0"]
+
+
+def test_tgi_service_only_embeddings_are_not_engines() -> None:
+    found = extract("tgi/compose-opea-chatqna-tgi-envvar-model.yaml")
+    assert [m.name for m in found] == ["tgi-service"]  # not the two TEI services
+    (m,) = found
+    assert isinstance(m.model, Unresolved) and "LLM_MODEL_ID" in m.model.text
+    assert line(m.model) == 99
+    assert v(m.engine) == "tgi" and v(m.engine_version) == "2.2.0"
+    assert v(m.image) == "ghcr.io/huggingface/text-generation-inference:2.2.0"
+    assert m.tp is None  # NUM_SHARD not set
+    assert v(m.gpus) == 1 and line(m.gpus) == 105
+
+
+def test_llamacpp_server_alias_is_not_the_model() -> None:
+    (m,) = extract("llama.cpp/compose-llama-server-gemma2-baku-hf-repo-alias.yaml")
+    assert v(m.engine) == "llamacpp"
+    assert v(m.model) == "alfredplpl/gemma-2-baku-2b-it-gguf" and line(m.model) == 19
+    assert m.served_name == "gpt-4o-mini"
+    assert v(m.max_model_len) == 4096 and line(m.max_model_len) == 22
+    assert m.gpus is None and m.tp is None  # the CPU image, no reservation
+    assert v(m.image) == "ghcr.io/ggerganov/llama.cpp:server"
+
+
+def test_interpolation_uses_defaults_only() -> None:
+    assert interpolate("${REGISTRY:-opea}/chatqna:${TAG:-latest}") == "opea/chatqna:latest"
+    assert interpolate("${A-x}$$B") == "x$B"
+    missing = interpolate("--model-id ${LLM_MODEL_ID}")
+    assert isinstance(missing, Unresolved) and "LLM_MODEL_ID" in missing.reason
+
+
+def test_compose_variables_come_from_outside_not_the_container_env() -> None:
+    text = """services:
+  vllm:
+    image: vllm/vllm-openai:v0.9.2
+    environment:
+      MODEL: not/this-one
+    command: ["--model", "${MODEL}", "--served-model-name", "${NAME:-chat}",
+              "--tensor-parallel-size", "${TP:-2}", "--kv-cache-dtype", "fp8"]
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: 2
+              capabilities: [gpu]
+"""
+    (m,) = extract_text(text)
+    assert isinstance(m.model, Unresolved)  # ${MODEL} is compose's, set outside the file
+    assert m.served_name == "chat"
+    assert v(m.tp) == 2 and v(m.kv_cache_dtype) == "fp8" and v(m.gpus) == 2
+    assert v(m.engine) == "vllm" and v(m.engine_version) == "0.9.2"
+
+
+def test_tgi_settings_from_environment_list() -> None:
+    text = """services:
+  tgi:
+    image: ghcr.io/huggingface/text-generation-inference:3.0.1
+    environment:
+      - MODEL_ID=meta-llama/Llama-3.1-8B-Instruct
+      - NUM_SHARD=2
+      - HF_TOKEN
+    gpus: all
+"""
+    (m,) = extract_text(text)
+    assert v(m.model) == "meta-llama/Llama-3.1-8B-Instruct" and line(m.model) == 5
+    assert v(m.tp) == 2 and line(m.tp) == 6
+    assert isinstance(m.gpus, Unresolved)
+
+
+def test_sh_c_command_and_device_count_all() -> None:
+    text = """services:
+  engine:
+    image: ubuntu:22.04
+    entrypoint: ["/bin/bash", "-c"]
+    command:
+      - |
+        pip install vllm==0.8.5
+        vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - capabilities: [gpu]
+              count: all
+"""
+    (m,) = extract_text(text)
+    assert v(m.engine) == "vllm" and v(m.model) == "Qwen/Qwen2.5-7B-Instruct"
+    assert line(m.model) == 8 and v(m.max_model_len) == 8192
+    assert isinstance(m.gpus, Unresolved)
+
+
+@pytest.mark.parametrize("text", [
+    "services:\n  web:\n    image: nginx:1.25\n  db:\n    image: postgres:16\n",
+    "name: ci\non: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    services:\n"
+    "      redis:\n        image: redis\n    steps:\n      - run: make test\n",
+    "services:\n  - name: api\n    port: 8080\n",
+    "services:\n  api:\n    url: http://x\n    timeout: 3\n",
+])
+def test_not_compose_or_not_an_engine(text: str) -> None:
+    assert extract_text(text) == []

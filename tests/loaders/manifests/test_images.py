@@ -1,0 +1,105 @@
+"""Engine and version from container images and pip requirements
+(kvlint.loaders.manifests.images)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvlint.loaders.manifests.images import engine_from_image, engine_from_pip, split_image
+
+
+@pytest.mark.parametrize(("image", "engine", "version"), [
+    ("vllm/vllm-openai:v0.8.5", "vllm", "0.8.5"),
+    ("vllm/vllm-tpu:latest", "vllm", "latest"),
+    ("docker:vllm/vllm-openai:latest", "vllm", "latest"),  # SkyPilot image_id
+    ("ac2-mirror-registry.cn-hangzhou.cr.aliyuncs.com/evaluate/vllm-openai:"
+     "nightly-d00df624f313a6a5a7a6245b71448b068b080cd7", "vllm", "latest"),
+    ("lmsysorg/sglang:v0.4.6.post1-cu124", "sglang", "0.4.6.post1"),
+    ("lmsysorg/sglang:latest", "sglang", "latest"),
+    ("docker.io/lmsysorg/sglang:latest", "sglang", "latest"),
+    ("ac2-mirror-registry.cn-hangzhou.cr.aliyuncs.com/evaluate/mooncake:"
+     "0.3.7.post2-sglang0.5.5.post3-deepep", "sglang", "0.5.5.post3"),
+    ("ghcr.io/huggingface/text-generation-inference:2.2.0", "tgi", "2.2.0"),
+    ("ghcr.io/huggingface/text-generation-inference:latest", "tgi", "latest"),
+    ("ghcr.io/huggingface/text-generation-inference:sha-f852190", "tgi", "latest"),
+    ("ghcr.io/huggingface/text-generation-inference:1.1.0", "tgi", "1.1.0"),
+    ("db4c2190dd824d1f950f5d1555fbadf0.azurecr.io/text-generation-inference:0.3.1", "tgi",
+     "0.3.1"),
+    ("us-docker.pkg.dev/deeplearning-platform-release/gcr.io/"
+     "huggingface-text-generation-inference-cu121.2-2.ubuntu2204:latest", "tgi", "2.2"),
+    ("openmmlab/lmdeploy:v0.4.2", "lmdeploy", "0.4.2"),
+    ("openmmlab/lmdeploy:latest", "lmdeploy", "latest"),
+    ("kube-ai-registry.cn-shanghai.cr.aliyuncs.com/kube-ai/lmdeploy:v0.4.2", "lmdeploy",
+     "0.4.2"),
+    ("nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3", "trtllm", None),
+    ("nvcr.io/nvidia/tensorrt-llm/release:1.0.0", "trtllm", "1.0.0"),
+    ("dstackai/tensorrt_llm:9b931c0f6305aefa3660e6fb84a76a42c0eef167 ", "trtllm", "latest"),
+    ("ghcr.io/ggerganov/llama.cpp:server", "llamacpp", "latest"),
+    ("ghcr.io/ggml-org/llama.cpp:server-b5415", "llamacpp", "b5415"),
+    ("ghcr.io/ggml-org/llama.cpp:server-cuda-b5415", "llamacpp", "b5415"),
+    ("llamacpp-llama3-8b-instruct-bartowski-q5km:latest", "llamacpp", None),
+    ("lmcache/vllm-openai:2025-05-05-v1", "vllm", None),
+    ("lmcache/vllm-openai:latest", "vllm", "latest"),
+    ("us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/pytorch-vllm-serve:"
+     "20250312_0916_RC01", "vllm", None),
+    ("rocm/vllm-dev:20250205_aiter", "vllm", None),
+    ("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.0", "vllm", None),
+    ("nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.0.2", "trtllm", None),
+    ("ghcr.io/llm-d/llm-d-cuda:v0.9.0", "vllm", None),
+    ("ghcr.io/llm-d/llm-d-cuda-dev:pr-429", "vllm", None),
+    ("my-registry/sglang-runtime:my-tag", "sglang", None),
+    ("ghcr.io/huggingface/text-embeddings-inference:cpu-1.5", None, None),
+    ("ghcr.io/huggingface/text-embeddings-inference:1.5", None, None),
+    ("ghcr.io/llm-d/llm-d-routing-sidecar:v0.3.0", None, None),
+    ("rayproject/ray-ml:2.33.0.914af0-py311", None, None),
+    ("lmcache/lmstack-sidecar:latest", None, None),
+    ("ubuntu:22.04", None, None),
+    ("redis/redis-stack:7.2.0-v9", None, None),
+    ("<image>", None, None),
+    ("${REGISTRY:-opea}/chatqna:${TAG:-latest}", None, None),
+])
+def test_engine_from_image(image: str, engine: str | None, version: str | None) -> None:
+    found_engine, found_version, note = engine_from_image(image)
+    assert (found_engine, found_version) == (engine, version)
+    assert isinstance(note, str)
+
+
+def test_notes_explain_misleading_tags() -> None:
+    assert "not an LLM engine" in engine_from_image(
+        "ghcr.io/huggingface/text-embeddings-inference:cpu-1.5")[2]
+    assert "Dynamo" in engine_from_image("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.0")[2]
+    assert "llm-d" in engine_from_image("ghcr.io/llm-d/llm-d-cuda:v0.9.0")[2]
+    assert "date" in engine_from_image("lmcache/vllm-openai:2025-05-05-v1")[2]
+    assert "base" in engine_from_image("rocm/vllm-dev:20250205_aiter")[2]
+    assert "image name" in engine_from_image(
+        "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/"
+        "huggingface-text-generation-inference-cu121.2-2.ubuntu2204:latest")[2]
+    assert "composite tag" in engine_from_image(
+        "mooncake:0.3.7.post2-sglang0.5.5.post3-deepep")[2]
+
+
+def test_split_image() -> None:
+    assert split_image("localhost:5000/vllm/vllm-openai:v0.9.0") == (
+        "localhost:5000/vllm/vllm-openai", "v0.9.0", None)
+    assert split_image("vllm/vllm-openai@sha256:abc") == ("vllm/vllm-openai", None,
+                                                          "sha256:abc")
+    assert engine_from_image("vllm/vllm-openai@sha256:abc")[:2] == ("vllm", None)
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("vllm==0.6.1.post2", ("vllm", "0.6.1.post2")),
+    ("vllm>=0.10.0", ("vllm", None)),
+    ('"sglang[all]>=0.4.2.post4"', ("sglang", None)),
+    ("sglang[all]==0.4.6.post1", ("sglang", "0.4.6.post1")),
+    ("lmdeploy==0.4.2", ("lmdeploy", "0.4.2")),
+    ("tensorrt_llm==1.0.0", ("trtllm", "1.0.0")),
+    ("vllm==0.8.*", ("vllm", None)),
+    ("vllm", ("vllm", None)),
+    ("ray>=2.48.0", None),
+    ("huggingface_hub[cli]", None),
+    ("transformers==4.45.0", None),
+    ("-r requirements.txt", None),
+    ("not a requirement!!", None),
+])
+def test_engine_from_pip(spec: str, expected: tuple[str, str | None] | None) -> None:
+    assert engine_from_pip(spec) == expected

@@ -1,0 +1,193 @@
+"""SkyPilot, dstack and Azure ML parsers against the corpus (fixtures/manifests/SOURCES.md)
+and edge cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kvlint.loaders.manifests import compose, engine_configs, helm, launchers
+from kvlint.loaders.manifests.base import (
+    DocumentContext,
+    Located,
+    ManifestParser,
+    ManifestProblem,
+    ServedModel,
+    Unresolved,
+)
+from kvlint.loaders.manifests.yaml_marks import load_documents
+
+CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "manifests"
+MINE = [cls for module in (helm, compose, launchers, engine_configs)
+        for cls in vars(module).values()
+        if isinstance(cls, type) and issubclass(cls, ManifestParser) and cls.name
+        and cls.__module__ == module.__name__]
+
+
+def claims(document: object, ctx: DocumentContext) -> list[str]:
+    return [cls.name for cls in MINE if cls().detect(document, ctx)]
+
+
+def extract_text(text: str, path: str = "task.yaml") -> list[ServedModel]:
+    docs = load_documents(text, path)
+    assert not isinstance(docs, ManifestProblem), docs
+    out: list[ServedModel] = []
+    for index, doc in enumerate(docs):
+        ctx = DocumentContext(path, index, tuple(docs))
+        names = claims(doc, ctx)
+        assert len(names) <= 1, names
+        if names:
+            parser = next(cls() for cls in MINE if cls.name == names[0])
+            out.extend(parser.parse(doc, ctx))
+    return out
+
+
+def one(rel: str) -> ServedModel:
+    path = CORPUS / rel
+    found = extract_text(path.read_text(encoding="utf-8"), str(path))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def v(value: Any) -> Any:
+    return value.value if isinstance(value, Located) else value
+
+
+def line(value: Any) -> int | None:
+    return value.line if isinstance(value, Located | Unresolved) else None
+
+
+# --- SkyPilot -------------------------------------------------------------------------------
+
+
+def test_skypilot_tp_pp_from_platform_variables() -> None:
+    m = one("skypilot/vllm-llama4-maverick-fp8-2node-tp-pp-from-env.sky.yaml")
+    assert m.format == "skypilot" and v(m.engine) == "vllm" and line(m.engine) == 52
+    assert v(m.model) == "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8"
+    assert line(m.model) == 52 and m.line == 52
+    assert v(m.tp) == 8 and line(m.tp) == 54
+    assert v(m.pp) == 2 and line(m.pp) == 55
+    assert v(m.max_model_len) == 32768
+    assert v(m.gpus) == 16 and v(m.gpu_type) == "H100"
+    assert m.image is None  # image_id is commented out
+    assert v(m.engine_version) == "latest"  # vllm>=0.10.0 pins nothing
+    assert any("replicas 2" in n for n in m.notes)
+
+
+def test_skypilot_accelerator_alternatives_are_not_a_sum() -> None:
+    m = one("skypilot/vllm-llama2-7b-docker-image-accelerator-anyof.yaml")
+    assert v(m.model) == "meta-llama/Llama-2-7b-chat-hf" and line(m.model) == 19
+    assert m.tp is None
+    assert v(m.gpus) == 1  # one of L4, A10G, A10, A100, A100-80GB; not 5
+    gpu_type = v(m.gpu_type)
+    assert all(name in gpu_type for name in ("L4", "A10G", "A10", "A100", "A100-80GB"))
+    assert v(m.image) == "vllm/vllm-openai:latest" and v(m.engine_version) == "latest"
+
+
+def test_skypilot_sglang_tp_from_shell_arithmetic() -> None:
+    m = one("skypilot/sglang-deepseek-r1-bf16-a100-4node-tp32.yaml")
+    assert v(m.engine) == "sglang" and line(m.engine) == 81
+    assert v(m.model) == "DeepSeek-R1-BF16" and line(m.model) == 82  # a local directory
+    assert v(m.dp_attention) is True and m.dp is None
+    assert v(m.gpus) == 32 and v(m.gpu_type) == "A100-80GB"
+    assert v(m.engine_version) == "latest"  # sglang[all]>=0.4.2.post4
+    # TP=$(($SKYPILOT_NUM_GPUS_PER_NODE * $SKYPILOT_NUM_NODES)); --tp abbreviates --tp-size
+    assert v(m.tp) == 32 and line(m.tp) == 83
+
+
+def test_skypilot_pinned_pip_and_mismatched_counts() -> None:
+    text = """resources:
+  accelerators: {L4: 1, A100: 2}
+setup: pip install "vllm==0.6.3.post1"
+run: vllm serve Qwen/Qwen2-7B --tensor-parallel-size $SKYPILOT_NUM_GPUS_PER_NODE
+"""
+    (m,) = extract_text(text)
+    assert v(m.engine_version) == "0.6.3.post1" and line(m.engine_version) == 3
+    assert isinstance(m.gpus, Unresolved)
+    assert isinstance(m.tp, Unresolved)  # the count differs between the alternatives
+
+
+# --- dstack ---------------------------------------------------------------------------------
+
+
+def test_dstack_tgi_num_shard_from_gpus_num() -> None:
+    m = one("dstack/tgi-llama4-scout-numshard-from-gpus-num.dstack.yml")
+    assert m.format == "dstack" and v(m.engine) == "tgi" and line(m.engine) == 17
+    assert v(m.model) == "meta-llama/Llama-4-Scout-17B-16E-Instruct" and line(m.model) == 8
+    assert v(m.tp) == 2 and line(m.tp) == 17
+    assert v(m.max_model_len) == 16384 and line(m.max_model_len) == 10
+    assert v(m.gpus) == 2 and v(m.gpu_type) == "H200"
+    assert v(m.engine_version) == "latest"
+
+
+def test_dstack_trtllm_count_before_type() -> None:
+    m = one("dstack/trtllm-serve-deepseek-r1-h200-envvars.dstack.yml")
+    assert v(m.engine) == "trtllm"
+    # the positional DeepSeek-R1 directory is the download of the Hub repo
+    assert v(m.model) == "deepseek-ai/DeepSeek-R1" and line(m.model) == 25
+    assert any("download" in n for n in m.notes)
+    assert m.served_name == "deepseek-ai/DeepSeek-R1"
+    assert v(m.tp) == 8 and line(m.tp) == 22
+    assert v(m.ep) == 4 and v(m.pp) == 1
+    assert v(m.max_model_len) == 16384 and v(m.max_num_seqs) == 256
+    assert v(m.gpus) == 8 and v(m.gpu_type) == "H200"
+    assert v(m.engine_version) == "latest"  # a git-sha tag
+
+
+@pytest.mark.parametrize(("gpu", "count", "name"), [
+    ("H100:8", 8, "H100"), ("8:H100", 8, "H100"), ("A100:40GB:2", 2, "A100"),
+    ("24GB..", 1, None), ("A100:1..2", None, "A100"),
+])
+def test_dstack_gpu_spellings(gpu: str, count: int | None, name: str | None) -> None:
+    text = f"""type: task
+image: vllm/vllm-openai:v0.9.0
+commands:
+  - vllm serve Qwen/Qwen3-8B
+resources:
+  gpu: {gpu}
+"""
+    (m,) = extract_text(text)
+    assert (v(m.gpus) if count is not None else m.gpus.__class__) == (
+        count if count is not None else Unresolved)
+    assert v(m.gpu_type) == name
+    assert v(m.engine_version) == "0.9.0"
+
+
+# --- Azure ML -------------------------------------------------------------------------------
+
+
+def test_azureml_tgi_legacy_num_gpus() -> None:
+    m = one("tgi/azureml-deployment-bloom-8gpu.yaml")
+    assert m.format == "azureml" and v(m.engine) == "tgi"
+    assert v(m.model) == "bigscience/bloom" and line(m.model) == 8
+    assert v(m.tp) == 8 and line(m.tp) == 9  # NUM_GPUS, not NUM_SHARD
+    assert v(m.engine_version) == "0.3.1"
+    assert v(m.gpus) == 8 and v(m.gpu_type) == "A100-80GB"
+    assert m.max_model_len is None
+
+
+# --- negatives ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "name: CI\non:\n  push:\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+    "    - run: vllm serve x\n",
+    "repos:\n- repo: local\n  hooks:\n  - id: kvlint\n    entry: kvlint lint\n",
+    "name: my-app\nrun: python app.py\nport: 80\n",
+    "type: service\nname: x\nreplicas: 2\n",
+    "steps:\n  setup: make\n  run: ./serve\n",
+])
+def test_other_yaml_is_not_a_launcher_spec(text: str) -> None:
+    assert extract_text(text) == []
+
+
+def test_no_kubernetes_document_is_claimed() -> None:
+    for path in sorted(CORPUS.rglob("*.y*ml")):
+        docs = load_documents(path.read_text(encoding="utf-8"), str(path))
+        if isinstance(docs, ManifestProblem):
+            continue
+        for index, doc in enumerate(docs):
+            if isinstance(doc, dict) and ("kind" in doc or "apiVersion" in doc):
+                assert claims(doc, DocumentContext(str(path), index, tuple(docs))) == [], path
