@@ -54,7 +54,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "PRE_COMMIT_HOME": str(home),
         "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
         "PIP_NO_INDEX": "1",
-        "PIP_NO_BUILD_ISOLATION": "1",
+        "PIP_NO_BUILD_ISOLATION": "false",  # pip reads "no-" options inverted: false = off
         "HF_HUB_OFFLINE": "1",
         "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1",
         "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
