@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kvlint.diagnostics import Finding, Severity, fails
 from kvlint.engines import behaviour as engine_behaviour
@@ -13,6 +13,10 @@ from kvlint.errors import ConfigError, UsageError
 from kvlint.loaders.hf_config import ConfigDefaults, max_context_length, resolve_geometry
 from kvlint.loaders.models import LoadedConfig, load_config
 from kvlint.model.capacity import DEFAULT_OVERHEAD_BYTES, Capacity, GpuSpec, capacity
+from kvlint.model.geometry import AttentionGeometry
+
+if TYPE_CHECKING:
+    from kvlint.loaders.weight_size import PlanWeights
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
 from kvlint.rules.base import Rule, RuleContext
 
@@ -86,6 +90,7 @@ def lint_config(
     model_problem: str | None = None,
     gpus_requested: int | None = None,
     manifest_problem: tuple[str, str] | None = None,
+    geometry: AttentionGeometry | None = None,
 ) -> ModelResult:
     """Resolve one raw config (``None`` when the model is unknown: ``model_problem`` says
     why), size it under ``plan`` and run ``rules`` on it."""
@@ -95,7 +100,7 @@ def lint_config(
     if config is not None:
         defaults = defaults or default_config_defaults()
         try:
-            geometry = resolve_geometry(config, defaults=defaults)
+            geometry = geometry or resolve_geometry(config, defaults=defaults)
             try:
                 plan = replace(
                     plan,
@@ -103,7 +108,7 @@ def lint_config(
                                                geometry.model_type, is_mla=geometry.is_mla),
                     max_model_len=plan.max_model_len or (
                         max_context_length(config) if plan.gpu else None))
-                analysis = analyze(geometry, plan)
+                analysis = _analyze(geometry, plan)
             except ValueError as err:
                 raise UsageError(f"{target.ref}: {err}") from None
             if plan.gpu:
@@ -124,6 +129,25 @@ def lint_config(
     return ModelResult(target, plan, analysis, findings, problem, cap)
 
 
+_ANALYSES: dict[tuple[int, ServingPlan], tuple[AttentionGeometry, KvAnalysis]] = {}
+
+
+def _analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
+    """``analyze``, once per geometry object and plan: a tree of manifests serves the same
+    model under the same plan many times."""
+    key = (id(geometry), plan)
+    hit = _ANALYSES.get(key)
+    if hit is not None and hit[0] is geometry:
+        return hit[1]
+    analysis = analyze(geometry, plan)
+    _ANALYSES[key] = (geometry, analysis)
+    return analysis
+
+
+_WEIGHTS: dict[tuple[object, ...], PlanWeights] = {}
+"""Weight sizes per (model, revision, tp, pp, batch) for this process."""
+
+
 def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
               defaults: ConfigDefaults, offline: bool) -> Capacity | None:
     from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
@@ -136,9 +160,16 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     except ValueError as err:
         raise UsageError(str(err).strip("'\"")) from None
     engine = load_engines()[plan.behaviour.engine]
-    weights = plan_weights(config, ref=target.ref, path=target.path, revision=target.revision,
-                           offline=offline, tp=plan.layout.tp, pp=plan.layout.pp,
-                           batch=plan.batch, defaults=defaults)
+    # A manifest's path is not the model's: only a checked config sits beside its weights.
+    path = target.path if target.kind == "model" else None
+    key = (target.ref, path, target.revision, offline, plan.layout.tp, plan.layout.pp,
+           plan.batch)
+    weights = _WEIGHTS.get(key)
+    if weights is None:  # a tree of manifests sizes the same model many times
+        weights = _WEIGHTS[key] = plan_weights(
+            config, ref=target.ref, path=path, revision=target.revision,
+            offline=offline, tp=plan.layout.tp, pp=plan.layout.pp, batch=plan.batch,
+            defaults=defaults)
     return capacity(
         analysis,
         GpuSpec(gpu.name, gpu.runtime_memory_bytes, gpu.bandwidth_bytes_per_s),

@@ -12,15 +12,16 @@ import fnmatch
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pluggy
 
 from kvlint.diagnostics import Finding
-from kvlint.errors import HubError, InputError, UsageError
+from kvlint.errors import ConfigError, HubError, InputError, UsageError
 from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
-from kvlint.loaders.hf_config import ConfigDefaults
+from kvlint.loaders.hf_config import ConfigDefaults, resolve_geometry
 from kvlint.loaders.manifests.base import (
     DocumentContext,
     Located,
@@ -31,6 +32,7 @@ from kvlint.loaders.manifests.base import (
 )
 from kvlint.loaders.manifests.yaml_marks import load_documents
 from kvlint.loaders.models import LoadedConfig, load_config
+from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
@@ -105,7 +107,20 @@ class ModelResolver:
 
     offline: bool = False
     model_map: Mapping[str, str] = field(default_factory=dict)
+    defaults: ConfigDefaults | None = None
     _cache: dict[str, LoadedConfig | str] = field(default_factory=dict)
+    _geometry: dict[str, AttentionGeometry | None] = field(default_factory=dict)
+
+    def geometry(self, loaded: LoadedConfig) -> AttentionGeometry | None:
+        """The resolved geometry of ``loaded``, once per model (``None``: the config does not
+        resolve, and lint_config reports KV900)."""
+        if loaded.source not in self._geometry:
+            try:
+                self._geometry[loaded.source] = resolve_geometry(
+                    loaded.config, defaults=self.defaults or default_config_defaults())
+            except ConfigError:
+                self._geometry[loaded.source] = None
+        return self._geometry[loaded.source]
 
     def resolve(self, served: ServedModel) -> LoadedConfig | str:
         """The config of ``served``'s model, or a one-line reason it is unresolved."""
@@ -170,6 +185,7 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
     )
 
 
+@cache
 def _known_gpu(name: str) -> bool:
     from kvlint.model.hardware import find_gpu
 
@@ -215,7 +231,7 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
         else:
             result = lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                  defaults=defaults, offline=resolver.offline,
-                                 gpus_requested=gpus)
+                                 gpus_requested=gpus, geometry=resolver.geometry(loaded))
     except UsageError as err:  # e.g. an fp8_ds_mla cache on a non-MLA model
         result = lint_config(target, None, plan, rules, model_problem=str(err),
                              gpus_requested=gpus)
@@ -231,6 +247,41 @@ def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> Mod
     return replace(result, findings=findings)
 
 
+_EXTRACT: tuple[pluggy.PluginManager, list[ManifestParser]] | None = None
+PARALLEL_MIN_FILES = 200
+"""Below this many files a second process costs more than it saves."""
+
+
+def _extract_chunk(files: list[Path]) -> list[list[ServedModel] | ManifestProblem]:
+    assert _EXTRACT is not None
+    pm, parsers = _EXTRACT
+    return [extract(f, pm, parsers) for f in files]
+
+
+def extract_all(files: list[Path], pm: pluggy.PluginManager,
+                parsers: list[ManifestParser]) -> list[list[ServedModel] | ManifestProblem]:
+    """Extract every file, in order. Parsing dominates the cost of a large tree, so on POSIX
+    with several cores it runs in forked workers (ServedModel records are small to send
+    back); resolving models and running rules stays in this process, where the model and
+    geometry caches live."""
+    global _EXTRACT
+    import multiprocessing
+
+    workers = min(os.cpu_count() or 1, 8)
+    if len(files) < PARALLEL_MIN_FILES or workers < 2 or \
+            "fork" not in multiprocessing.get_all_start_methods():
+        return [extract(f, pm, parsers) for f in files]
+    size = max(16, len(files) // (workers * 4))
+    chunks = [files[i : i + size] for i in range(0, len(files), size)]
+    _EXTRACT = (pm, parsers)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            done = pool.map(_extract_chunk, chunks)
+    finally:
+        _EXTRACT = None
+    return [item for chunk in done for item in chunk]
+
+
 def lint_paths(
     paths: Iterable[str],
     rules: Sequence[type[Rule]],
@@ -243,15 +294,17 @@ def lint_paths(
     model_map: Mapping[str, str] | None = None,
     fail_on: str = "error",
 ) -> LintRun:
+    """``kvlint lint``: every served model of every manifest under ``paths``."""
+    files = discover(paths, include, exclude)
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
-    resolver = ModelResolver(offline=offline, model_map=dict(model_map or {}))
     defaults = default_config_defaults()
+    resolver = ModelResolver(offline=offline, model_map=dict(model_map or {}),
+                             defaults=defaults)
     plan = base or ServingPlan()
     results: list[ModelResult] = []
-    for file in discover(paths, include, exclude):
-        found = extract(file, pm, parsers)
+    for found in extract_all(files, pm, parsers):
         if isinstance(found, ManifestProblem):
             results.append(problem_result(found, rules))
-            continue
-        results.extend(lint_served(s, resolver, plan, rules, defaults) for s in found)
+        else:
+            results.extend(lint_served(s, resolver, plan, rules, defaults) for s in found)
     return LintRun(tuple(results), fail_on, tuple(rules))

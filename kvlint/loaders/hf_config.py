@@ -39,6 +39,14 @@ KV_HEADS_DEFAULT_TO_HEADS: Final = frozenset({
 """Model types whose transformers config makes an absent KV-head count equal to the query
 heads (or has no such field: the architecture is MHA); checked by the test suite."""
 
+KNOWN_DEFAULTS: Final[dict[tuple[str, str], int]] = {
+    ("llama4_text", "no_rope_layer_interval"): 4,
+    ("llama4", "no_rope_layer_interval"): 4,
+}
+"""Defaults of transformers' config classes that kvlint needs often enough to keep here
+(importing transformers costs over a second); the test suite checks each against
+transformers."""
+
 LAYER_TYPE_KINDS: Final = {
     "full_attention": LayerKind.FULL,
     "attention": LayerKind.FULL,
@@ -112,6 +120,9 @@ class _Reader:
         return None
 
     def from_transformers(self, name: str) -> Any:
+        known = KNOWN_DEFAULTS.get((self.model_type, name))
+        if known is not None:
+            return known
         if not self.known():
             return MISSING
         assert self.defaults is not None

@@ -84,6 +84,18 @@ NAS_FFN_MULTIPLE: Final = 256
 """Nemotron-NAS: MLP width = ``2 · ffn_mult · hidden / 3`` rounded up to a multiple of 256."""
 
 
+EXPERT_COUNT_FIELDS: Final = ("n_routed_experts", "num_local_experts", "num_experts",
+                               "moe_num_experts")
+MOE_FIELDS: Final = frozenset({
+    *EXPERT_COUNT_FIELDS, "num_nextn_predict_layers", "intermediate_size_mlp",
+    "interleave_moe_layer_step", "decoder_sparse_step", "expert_layer_period",
+    "first_k_dense_replace", "moe_layer_freq", "moe_intermediate_size",
+    "expert_intermediate_size", "shared_expert_intermediate_size", "n_shared_experts",
+    "num_shared_experts",
+})
+"""Fields of MoE/MTP models: not asked of transformers for configs without experts."""
+
+
 @dataclass
 class _Fields:
     """Field access on the text config, with aliases and transformers' defaults."""
@@ -104,8 +116,18 @@ class _Fields:
         return None
 
     def default(self, *names: str) -> tuple[str, Any] | None:
-        """transformers' value for the first of ``names`` its config class has."""
+        """transformers' value for the first of ``names`` its config class has.
+
+        MoE and MTP fields are only looked up for configs that declare experts: a dense
+        config without them is dense, and importing transformers to learn so costs a second.
+        A key present with an explicit null is never replaced by a default.
+        """
         if not (self.model_type and self.defaults and self.defaults.knows(self.model_type)):
+            return None
+        if any(name in self.config for name in names):
+            return None
+        if all(name.rsplit(".", 1)[-1] in MOE_FIELDS for name in names) and \
+                not any(self.config.get(n) for n in EXPERT_COUNT_FIELDS):
             return None
         for name in names:
             if "." in name:

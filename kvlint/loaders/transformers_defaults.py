@@ -40,11 +40,9 @@ def known_model_types() -> frozenset[str]:
     Importing transformers costs about a second, so the list is kept in kvlint's cache dir,
     keyed by the installed transformers version; only the first run per version pays.
     """
-    from importlib import metadata  # ~15 ms: only when a field must come from transformers
 
-    try:
-        version = metadata.version("transformers")
-    except metadata.PackageNotFoundError:  # pragma: no cover - a runtime dependency
+    version = _version()
+    if version is None:  # pragma: no cover - a runtime dependency
         return frozenset()
     file = cache_dir() / f"transformers-{version}-model-types.json"
     try:
@@ -59,6 +57,49 @@ def known_model_types() -> frozenset[str]:
     except OSError:
         pass
     return types
+
+
+def _version() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a runtime dependency
+        return None
+
+
+_ATTRIBUTES: dict[str, frozenset[str]] = {}
+
+
+def known_attributes(model_type: str) -> frozenset[str]:
+    """The attributes a default ``model_type`` config object has.
+
+    Configs are resolved against many alias spellings, most of which a given config class
+    does not have; knowing the attribute names (kept in kvlint's cache dir per transformers
+    version, like the model types) answers those lookups without importing transformers.
+    """
+    if model_type in _ATTRIBUTES:
+        return _ATTRIBUTES[model_type]
+    file = cache_dir() / f"transformers-{_version()}-attributes.json"
+    try:
+        table: dict[str, list[str]] = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        table = {}
+    if model_type not in table:
+        mapping = _config_mapping()
+        try:
+            names = sorted(n for n in dir(mapping[model_type]()) if not n.startswith("_")) \
+                if mapping is not None else []
+        except Exception:
+            names = []
+        table[model_type] = names
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_text(json.dumps(table), encoding="utf-8")
+        except OSError:
+            pass
+    _ATTRIBUTES[model_type] = frozenset(table[model_type])
+    return _ATTRIBUTES[model_type]
 
 
 class TransformersDefaults:
@@ -76,6 +117,9 @@ class TransformersDefaults:
         return model_type in known_model_types()
 
     def value(self, model_type: str, config: Mapping[str, Any], name: str) -> Any:
+        attributes = known_attributes(model_type)
+        if attributes and name not in attributes:
+            return MISSING
         built = self._build(model_type, config)
         return getattr(built, name, MISSING)
 

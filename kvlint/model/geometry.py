@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
 
 class LayerKind(str, Enum):
@@ -100,7 +101,7 @@ class AttentionGeometry:
     def num_layers(self) -> int:
         return len(self.layers)
 
-    @property
+    @cached_property
     def kv_layers(self) -> tuple[LayerGeometry, ...]:
         return tuple(layer for layer in self.layers if layer.holds_kv)
 
@@ -123,7 +124,7 @@ class AttentionGeometry:
     def is_mla(self) -> bool:
         return any(layer.is_mla for layer in self.layers)
 
-    @property
+    @cached_property
     def reference_layer(self) -> LayerGeometry | None:
         """The layer that represents the model in summaries.
 

@@ -27,6 +27,7 @@ import pytest
 import transformers
 from transformers import CONFIG_MAPPING, AutoConfig
 
+from kvlint.loaders import hf_config
 from kvlint.loaders.hf_config import (
     HEAD_DIM_IS_HIDDEN_OVER_HEADS,
     KV_HEADS_DEFAULT_TO_HEADS,
@@ -320,3 +321,10 @@ def test_kv_heads_shortcut_matches_transformers(model_type: str) -> None:
     g = resolve_geometry(raw)
     assert g.num_kv_heads == HEADS
     assert not g.notes, g.notes  # the table answered; no MHA assumption was needed
+
+
+@pytest.mark.parametrize(("model_type", "name"), sorted(hf_config.KNOWN_DEFAULTS))
+def test_known_defaults_match_transformers(model_type: str, name: str) -> None:
+    config = CONFIG_MAPPING[model_type]()
+    value = getattr(config.get_text_config(), name)
+    assert value == hf_config.KNOWN_DEFAULTS[(model_type, name)]

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from kvlint.loaders.manifests.base import (
     DocumentContext,
@@ -42,17 +42,11 @@ from kvlint.loaders.manifests.shell import (
 )
 from kvlint.loaders.manifests.yaml_marks import LStr, load_documents
 
-T = TypeVar("T")
-
 # ============================================================================================
 # Shared helpers (used by helm.py, compose.py and launchers.py too)
 # ============================================================================================
 
 K8S_MARKERS = ("apiVersion", "kind")
-
-
-def is_map(obj: object) -> bool:
-    return isinstance(obj, dict)
 
 
 def plain_map(obj: object) -> bool:
@@ -535,7 +529,8 @@ def served_model(
     model = values.get("model")
     sname = values.pop("served_name", None)
     if served_name is None and isinstance(sname, Located):
-        served_name = str(sname.value)
+        names_ = sname.value if isinstance(sname.value, list) else [sname.value]
+        served_name = str(names_[0]) if names_ else None
     model_line = model.line if isinstance(model, Located | Unresolved) else None
     first = model_line or (engine.line if engine else None) or line or \
         node_line(ctx.documents[ctx.index] if ctx.index < len(ctx.documents) else None) or 1
@@ -911,6 +906,20 @@ def _is_serve_config(obj: object) -> bool:
     return False
 
 
+def _runtime_pins(holder: Any) -> list[Pin]:
+    """Engine pins in a Ray ``runtime_env.pip`` (a list, or ``{packages: [...]}``)."""
+    pip = (get_map(holder, "runtime_env") or {}).get("pip")
+    if isinstance(pip, dict):
+        pip = pip.get("packages")
+    pins: list[Pin] = []
+    for i, spec in enumerate(pip if isinstance(pip, list) else []):
+        if isinstance(spec, str):
+            found = engine_from_pip(spec)
+            if found is not None:
+                pins.append(Pin(found[0], found[1], spec, item_line(pip, i)))
+    return pins
+
+
 @dataclass
 class _Ref:
     """An LLMConfig and the file it was read from."""
@@ -974,6 +983,9 @@ class RayServeParser(ManifestParser):
         if "://" in reference or os.path.isabs(reference) or reference.startswith("~"):
             return _Ref(None, ctx.path, line, problem=f"llm config {reference} is not a "
                         "relative path: it is not read")
+        if not reference.lower().endswith((".yaml", ".yml", ".json")):
+            return _Ref(None, ctx.path, line, problem=f"llm config {reference} is not a "
+                        "YAML or JSON file: it is not read")
         target = Path(ctx.path).parent / reference
         try:
             if target.stat().st_size > MAX_REFERENCED_BYTES:
@@ -1058,9 +1070,13 @@ class RayServeParser(ManifestParser):
                       if autoscaling.get(k) is not None}
             if bounds:
                 notes.append("autoscaling " + ", ".join(f"{k} {v}" for k, v in bounds.items()))
+        pins = _runtime_pins(conf) + (_runtime_pins(app) if app and not source_file else [])
+        version, more = settle_version("vllm", None, pins)
+        notes.extend(more)
         line = model.line if isinstance(model, Located | Unresolved) and model.line else \
             ref.line
         return served_model(ctx, self.name, line=line, name=app_name or (model_id or ""),
                             role=ref.role, engine=engine, args=args, gpus=gpus,
+                            version=version,
                             gpu_type=gpu_type, notes=notes, path=ref.path,
                             served_name=served_name, model=model)

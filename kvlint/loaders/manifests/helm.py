@@ -386,7 +386,7 @@ class VllmChartValuesParser(ManifestParser):
         notes.extend(more)
         notes.extend(replicas_note(document, "replicaCount"))
         if launch is None:
-            notes.append("image.command starts no known engine")
+            return []  # image.command starts no engine kvlint knows
         version, more = settle_version(engine.value if engine else None, image)
         return [served_model(ctx, self.name, line=key_line(spec, "command"),
                              name=get_str(document, "serviceName") or "",
@@ -486,14 +486,7 @@ class SilogenValuesParser(ManifestParser):
         image = loc_str(document, "image", "image")
         notes: list[str] = []
         script = get_str(document, "entrypoint") or ""
-        walked = Script()
-        if script:
-            try:
-                commands = split_script(script, line=value_line(document, "entrypoint"),
-                                        style=getattr(script, "style", None))
-            except ValueError:
-                commands = []
-            walked = walk_script(commands, env)
+        walked = walk_script(split_script(script), env) if script else Script()
         launch, more = first_launch(walked)
         notes.extend(more)
         engine: Located[str] | None = None
@@ -517,9 +510,8 @@ class SilogenValuesParser(ManifestParser):
                 if ctx_size is not None:
                     overrides["max_model_len"] = ctx_size
             else:
-                notes.append("engine unknown: the entrypoint script is not in the file" +
-                             (f" and the image {image.value} is only a base image"
-                              if image else ""))
+                notes.append("engine unknown: the entrypoint script that starts it is not in "
+                             "the file")
         if image is not None and engine is None:
             img_engine = image_engine(image.value)[0]
             if img_engine:
@@ -536,13 +528,16 @@ class SilogenValuesParser(ManifestParser):
         arch = loc_str(env_vars, "ROCM_ARCH", "env_vars.ROCM_ARCH")
         gpu_type = None
         if arch is not None:
+            family = " (the MI300 series)" if arch.value.lower() == "gfx942" else ""
             gpu_type = Located(arch.value, arch.line, None,
-                               "env_vars.ROCM_ARCH (an AMD GPU architecture, not a model: "
-                               "gfx942 is the MI300 series)")
+                               f"env_vars.ROCM_ARCH: an AMD GPU architecture{family}, not a "
+                               "GPU model")
         version = None
         if engine is not None and image is not None:
             version, more = settle_version(engine.value, image)
             notes.extend(n for n in more if n not in notes)
+        if engine is None and "model" not in overrides:
+            return []
         model_line = overrides["model"].line if isinstance(overrides.get("model"),
                                                            Located | Unresolved) else None
         return [served_model(ctx, self.name, line=model_line or node_line(document),

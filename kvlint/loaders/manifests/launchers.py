@@ -31,7 +31,6 @@ from kvlint.loaders.manifests.engine_configs import (
     key_col,
     key_line,
     model_value,
-    node_line,
     plain_map,
     resolve_download,
     scalar_text,
@@ -231,12 +230,10 @@ class SkyPilotParser(ManifestParser):
         version, more = settle_version(engine.value if engine else None, image, script.pins)
         notes.extend(more)
         if engine is None:
-            notes.append("no engine command found in run")
-            if image is None and not script.pins:
-                return []
+            return []  # a task that serves no engine kvlint can see (training, a custom app)
         name = get_str(document, "name") or ""
-        return [served_model(ctx, self.name, line=engine.line if engine else
-                             key_line(document, "run"), name=name, engine=engine, args=args,
+        return [served_model(ctx, self.name, line=engine.line, name=name, engine=engine,
+                             args=args,
                              image=image, version=version, gpus=gpus, gpu_type=gpu_type,
                              notes=notes, model=model)]
 
@@ -366,11 +363,8 @@ class DstackParser(ManifestParser):
         version, more = settle_version(engine.value if engine else None, image, script.pins)
         notes.extend(more)
         if engine is None:
-            if image is None:
-                return []
-            notes.append("no engine command found in commands")
-        return [served_model(ctx, self.name, line=engine.line if engine else
-                             key_line(document, "commands"),
+            return []
+        return [served_model(ctx, self.name, line=engine.line,
                              name=get_str(document, "name") or "", engine=engine, args=args,
                              image=image, version=version, gpus=gpus, gpu_type=gpu_type,
                              notes=notes, served_name=served_name, model=model)]
@@ -459,9 +453,9 @@ class AzureMLDeploymentParser(ManifestParser):
                          "reported")
         version, more = settle_version(engine.value if engine else None, image)
         notes.extend(more)
-        if engine is None and image is None:
+        if engine is None:
             return []
-        return [served_model(ctx, self.name, line=engine.line if engine else
-                             node_line(document), name=get_str(document, "name") or "",
+        return [served_model(ctx, self.name, line=engine.line,
+                             name=get_str(document, "name") or "",
                              engine=engine, args=args, image=image, version=version,
                              gpus=gpus, gpu_type=gpu_type, notes=notes, model=model)]

@@ -32,9 +32,28 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from kvlint.loaders.manifests.base import ManifestProblem
 
 try:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import CSafeLoader as _Loader
+    from yaml import CSafeLoader as _BaseLoader
 except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+_PLAIN_TAGS: dict[str, str] = {}
+"""Implicit tags of plain scalars by value: resolving one runs PyYAML's regexes in Python,
+for every scalar libyaml parses; manifests repeat the same keys and values endlessly."""
+_PLAIN_TAGS_MAX = 50_000
+
+
+class _Loader(_BaseLoader):
+    """The safe loader with a memo of plain-scalar tag resolution (same results)."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is ScalarNode and implicit[0] and isinstance(value, str):
+            tag = _PLAIN_TAGS.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+                if len(_PLAIN_TAGS) < _PLAIN_TAGS_MAX:
+                    _PLAIN_TAGS[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
 
 __all__ = ["MAX_EXPANDED_NODES", "LDict", "LList", "LStr", "line_of", "load_documents"]
 

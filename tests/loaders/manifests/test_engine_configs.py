@@ -214,6 +214,21 @@ def test_ray_serve_unreadable_references(tmp_path: Path) -> None:
     assert v(inline.model) == "Qwen/Qwen3-8B" and v(inline.tp) == 4 and v(inline.gpus) == 4
 
 
+def test_ray_serve_runtime_env_pin_and_non_yaml_reference() -> None:
+    text = """applications:
+- import_path: ray.serve.llm:build_openai_app
+  runtime_env:
+    pip: ["vllm==0.8.5", "boto3"]
+  args:
+    llm_configs:
+      - ./secrets.txt
+      - model_loading_config: {model_id: Qwen/Qwen3-8B}
+"""
+    refused, inline = extract_text(text)
+    assert isinstance(refused.model, Unresolved) and "not a YAML" in refused.model.reason
+    assert v(inline.engine_version) == "0.8.5" and line(inline.engine_version) == 4
+
+
 def test_ray_serve_prefill_decode() -> None:
     text = """applications:
 - import_path: ray.serve.llm:build_pd_openai_app

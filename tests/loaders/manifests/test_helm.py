@@ -298,6 +298,15 @@ def test_helm_template_is_a_problem_not_a_crash() -> None:
     assert isinstance(problem, ManifestProblem) and problem.kind == "helm-template"
 
 
+def test_vllm_chart_with_an_unknown_command_serves_nothing() -> None:
+    text = """image:
+  repository: vllm/vllm-openai
+  tag: latest
+  command: ["python3", "my_server.py"]
+"""
+    assert extract_text(text, "values.yaml") == []
+
+
 @pytest.mark.parametrize("text", [
     "image:\n  repository: nginx\n  tag: '1.25'\nresources:\n  limits:\n    cpu: 1\n",
     "replicaCount: 1\nservice:\n  type: ClusterIP\n",

@@ -172,6 +172,16 @@ def test_azureml_tgi_legacy_num_gpus() -> None:
 
 
 @pytest.mark.parametrize("text", [
+    "resources:\n  accelerators: A100:8\nsetup: pip install torch\nrun: torchrun train.py\n",
+    "type: task\nimage: pytorch/pytorch:2.3.0\ncommands:\n  - python train.py\n"
+    "resources:\n  gpu: 8\n",
+    "type: service\nimage: vllm/vllm-openai:v0.9.0\ncommands:\n  - python my_server.py\n",
+])
+def test_specs_that_start_no_engine_serve_nothing(text: str) -> None:
+    assert extract_text(text) == []
+
+
+@pytest.mark.parametrize("text", [
     "name: CI\non:\n  push:\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
     "    - run: vllm serve x\n",
     "repos:\n- repo: local\n  hooks:\n  - id: kvlint\n    entry: kvlint lint\n",
