@@ -161,7 +161,7 @@ class SlidingWindowFullAllocation(Rule):
         g = a.cached
         yield self.finding(
             f"{b.label} allocates full-length KV for the {g.num_sliding_layers} windowed layers "
-            f"(window {fmt_int(g.sliding_window or 0)}): a {fmt_tokens(context)}-token sequence "
+            f"(window {fmt_int(g.sliding_window or 0)}): one {fmt_tokens(context)}-token sequence "
             f"takes {fmt_bytes(full)} instead of {fmt_bytes(windowed)} "
             f"(+{fmt_bytes(full - windowed)}); {fix}{_unverified(ctx, 'sliding_window')}.",
             engine=b.engine,

@@ -1,0 +1,176 @@
+"""`kvlint lint`: manifests end to end, findings on their lines, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner, Result
+
+from kvlint.cli import main
+from tests.helpers import CONFIGS, ROOT
+from tests.hub_server import FakeHub
+
+CASES = ROOT / "fixtures" / "cases"
+CORPUS = ROOT / "fixtures" / "manifests"
+MAP = [
+    "--model-map", f"microsoft/Phi-3-medium-4k-instruct="
+                   f"{CONFIGS / 'microsoft--Phi-3-medium-4k-instruct.json'}",
+    "--model-map", f"deepseek-ai/DeepSeek-V3={CONFIGS / 'deepseek-ai--DeepSeek-V3.json'}",
+    "--model-map", f"meta-llama/Llama-3.1-8B-Instruct="
+                   f"{CONFIGS / 'meta-llama--Meta-Llama-3.1-8B.json'}",
+]
+
+
+@pytest.fixture(autouse=True)
+def _offline_empty_hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def lint(*args: str) -> Result:
+    return CliRunner().invoke(main, ["lint", *args, "--no-plugins"])
+
+
+def lint_json(*args: str) -> tuple[int, dict[str, Any]]:
+    result = lint(*args, "--format", "json")
+    assert result.exit_code in (0, 1), result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    schema = json.loads(CliRunner().invoke(main, ["schema"]).stdout)
+    jsonschema.validate(data, schema)
+    return result.exit_code, data
+
+
+def findings(data: dict[str, Any]) -> list[tuple[str, int | None, str]]:
+    return sorted((Path(f["path"]).name, f["line"], f["code"])
+                  for r in data["results"] for f in r["findings"])
+
+
+def test_synthetic_cases_each_finding_on_its_line() -> None:
+    code, data = lint_json(str(CASES), *MAP)
+    assert code == 1
+    assert findings(data) == [
+        ("billion-laughs.yaml", 6, "KV903"),
+        ("invalid.yaml", 5, "KV903"),
+        ("sglang-deepseek-tp8-old.yaml", 4, "KV301"),
+        ("tgi-llama31-numshard16.yaml", 16, "KV202"),
+        ("vllm-phi3-medium-tp8.yaml", 11, "KV303"),   # the image carries the version
+        ("vllm-phi3-medium-tp8.yaml", 14, "KV202"),   # the --tensor-parallel-size flag
+        ("vllm-phi3-medium-tp8.yaml", 20, "KV206"),   # the nvidia.com/gpu request
+    ]
+    by_ref = {r["target"]["ref"]: r for r in data["results"] if r["geometry"]}
+    phi = by_ref["microsoft/Phi-3-medium-4k-instruct"]
+    assert phi["target"]["kind"] == "manifest" and phi["target"]["line"] == 12
+    assert phi["serving"] == {
+        "engine": "vllm", "engine_version": "0.8.5", "tp": 8, "pp": 1, "dp": 1,
+        "dp_attention": False, "kv_cache_dtype": "fp8", "gpu": None, "max_model_len": None,
+        "max_num_seqs": None}
+    kv206 = next(f for r in data["results"] for f in r["findings"] if f["code"] == "KV206")
+    assert kv206["data"] == {"requested": 4, "needed": 8}
+
+
+def test_text_output_is_findings_only() -> None:
+    out = lint(str(CASES / "vllm-phi3-medium-tp8.yaml"), *MAP).stdout
+    assert out.startswith(f"{CASES / 'vllm-phi3-medium-tp8.yaml'}:14:1: "
+                          "microsoft/Phi-3-medium-4k-instruct  KV202 error")
+    assert "attention" not in out.split("\n")[0]
+    assert out.rstrip().endswith("1 served model in 1 file · 1 error · 1 warning · 1 info · "
+                                 "exit 1 (fail-on: error)")
+
+
+def test_billion_laughs_is_refused_quickly() -> None:
+    start = time.monotonic()
+    result = lint(str(CASES / "billion-laughs.yaml"))
+    assert time.monotonic() - start < 5
+    assert result.exit_code == 1 and "YAML bomb" in result.stdout
+
+
+def test_whole_corpus_runs_without_tracebacks() -> None:
+    code, data = lint_json(str(CORPUS), "--offline")
+    assert code == 0  # offline with an empty cache: every model is KV902 (info)
+    results = data["results"]
+    assert len(results) >= 50
+    assert all(r["target"]["kind"] == "manifest" for r in results)
+    codes = {f["code"] for r in results for f in r["findings"]}
+    assert codes <= {"KV902", "KV903", "KV206"}
+    helm = [f for r in results for f in r["findings"] if f["code"] == "KV903"]
+    assert [(Path(f["path"]).name, f["severity"]) for f in helm] == \
+        [("helm-template-silogen-deployment-unrendered.yaml", "info")]
+    # text-embeddings services are not engines: the OPEA compose file serves one LLM
+    opea = [r for r in results if r["target"]["path"].endswith("compose-opea-chatqna-tgi-"
+                                                               "envvar-model.yaml")]
+    assert [r["target"]["ref"] for r in opea] == ["${LLM_MODEL_ID}"]
+    # no served model is made up from comments
+    tgi_chart = [r for r in results if "model-only-in-comments" in r["target"]["path"]]
+    assert [r["target"]["ref"] for r in tgi_chart] == ["(unknown model)"]
+
+
+def test_include_and_exclude(tmp_path: Path) -> None:
+    shutil.copy(CASES / "vllm-phi3-medium-tp8.yaml", tmp_path / "a.yaml")
+    shutil.copy(CASES / "vllm-phi3-medium-tp8.yaml", tmp_path / "b.manifest")
+    _, only_yaml = lint_json(str(tmp_path))
+    assert {Path(r["target"]["path"]).name for r in only_yaml["results"]} == {"a.yaml"}
+    _, custom = lint_json(str(tmp_path), "--include", "*.manifest")
+    assert {Path(r["target"]["path"]).name for r in custom["results"]} == {"b.manifest"}
+    _, excluded = lint_json(str(tmp_path), "--exclude", "a.*")
+    assert excluded["results"] == []
+
+
+def test_local_model_directory_next_to_the_manifest(tmp_path: Path) -> None:
+    (tmp_path / "models" / "phi").mkdir(parents=True)
+    shutil.copy(CONFIGS / "microsoft--Phi-3-medium-4k-instruct.json",
+                tmp_path / "models" / "phi" / "config.json")
+    text = (CASES / "vllm-phi3-medium-tp8.yaml").read_text().replace(
+        "microsoft/Phi-3-medium-4k-instruct", "./models/phi")
+    (tmp_path / "deploy.yaml").write_text(text)
+    _, data = lint_json(str(tmp_path / "deploy.yaml"))
+    assert "KV202" in {f["code"] for r in data["results"] for f in r["findings"]}
+
+
+def test_unmapped_local_path_is_kv902() -> None:
+    _, data = lint_json(str(CORPUS / "vllm" / "helm-values-chart-helm-opt125m-localpath.yaml"))
+    [result] = data["results"]
+    [finding] = result["findings"]
+    assert finding["code"] == "KV902"
+    assert "--model-map /data/=ORG/NAME" in finding["message"]
+    mapped = lint_json(str(CORPUS / "vllm" / "helm-values-chart-helm-opt125m-localpath.yaml"),
+                       "--model-map", f"/data/={CONFIGS / 'facebook--opt-125m.json'}")[1]
+    assert mapped["results"][0]["geometry"]["model_type"] == "opt"
+
+
+def test_hub_models_come_from_the_cache(fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
+                                        ) -> None:
+    fake_hub.add_repo("meta-llama/Llama-3.1-8B-Instruct",
+                      {"config.json": (CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
+                       .read_bytes()})
+    manifest = str(CASES / "tgi-llama31-numshard16.yaml")
+    code, online = lint_json(manifest)
+    assert code == 1 and "KV202" in {f["code"] for f in online["results"][0]["findings"]}
+    fake_hub.close()
+    code, offline = lint_json(manifest, "--offline")  # warm cache, no network: same result
+    assert offline["results"][0]["findings"] == online["results"][0]["findings"]
+
+
+def test_uncached_hub_model_offline_is_kv902_not_a_crash() -> None:
+    code, data = lint_json(str(CASES / "tgi-llama31-numshard16.yaml"), "--offline")
+    assert code == 0
+    [finding] = data["results"][0]["findings"]
+    assert finding["code"] == "KV902" and "cache" in finding["message"]
+
+
+def test_bad_model_map_is_a_usage_error() -> None:
+    result = lint(str(CASES), "--model-map", "no-equals-sign")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("kvlint: error: --model-map 'no-equals-sign': expected "
+                                     "NAME=REF")
+
+
+def test_missing_path_is_a_usage_error() -> None:
+    result = lint("does/not/exist.yaml")
+    assert result.exit_code == 2
+    assert "does/not/exist.yaml: no such file or directory" in result.stderr
