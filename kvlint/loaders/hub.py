@@ -90,12 +90,22 @@ def download_config(
         offline_switch="--offline" if offline else env_switch,
     )
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download, try_to_load_from_cache
     except ImportError as exc:  # pragma: no cover - huggingface_hub is a dependency
         raise HubError(
             "reading models from the Hugging Face Hub needs huggingface_hub:"
             " pip install huggingface_hub"
         ) from exc
+
+    if context.offline_switch is not None:
+        # Offline: a cache hit is a file lookup (~0.2 ms, against ~10 ms for the full
+        # download path); a miss goes through hf_hub_download for its precise error.
+        cached = try_to_load_from_cache(repo_id, filename, cache_dir=str(context.cache_dir),
+                                        revision=revision)
+        if isinstance(cached, str):
+            path = Path(cached)
+            return HubConfig(repo_id=repo_id, revision=revision,
+                             commit=_commit_from_path(path), path=path)
 
     token = os.environ.get("HF_TOKEN") or None  # None: huggingface_hub finds the saved login
     # huggingface_hub logs each retry ("Retrying in 1s ...") to stderr; kvlint's own one-line
