@@ -136,35 +136,48 @@ class _Reader:
             if value is MISSING or value is None:
                 if required:
                     raise ConfigError(
-                        f"missing field {_spellings(names)}: cannot determine it"
+                        f"missing field {spellings(names)}: cannot determine it"
                         + (f" (transformers' {self.model_type!r} config has no default)"
                            if self.known() else ""),
                         field=names[0],
                     )
                 return None
             found = (f"{names[0]} (transformers default)", value)
-        return _as_int(found[0], found[1], minimum)
+        return as_int(found[0], found[1], minimum)
 
     def flag(self, name: str) -> bool | None:
         value = self.config.get(name)
         return value if isinstance(value, bool) else None
 
 
-def _spellings(names: Sequence[str]) -> str:
+def spellings(names: Sequence[str]) -> str:
+    """``'a' / 'b'``: the spellings of a field, for messages."""
     return " / ".join(f"'{n}'" for n in names)
 
 
-def _as_int(name: str, value: Any, minimum: int = 1) -> int:
+def as_int(name: str, value: Any, minimum: int = 1) -> int:
+    """``value`` as an int of at least ``minimum``, else a ConfigError naming the field
+    (``name`` may carry a suffix such as ``(transformers default)``)."""
+    field = name.split(" ")[0]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(
             f"field '{name}' must be an integer, got {value!r} ({type(value).__name__})",
-            field=name,
+            field=field,
         )
     if isinstance(value, float) and not value.is_integer():
-        raise ConfigError(f"field '{name}' must be an integer, got {value!r}", field=name)
+        raise ConfigError(f"field '{name}' must be an integer, got {value!r}", field=field)
     if value < minimum:
-        raise ConfigError(f"field '{name}' must be at least {minimum}, got {value!r}", field=name)
+        raise ConfigError(f"field '{name}' must be at least {minimum}, got {value!r}",
+                          field=field)
     return int(value)
+
+
+def under_key(err: ConfigError, key: str | None) -> ConfigError:
+    """``err`` with its field prefixed by the text-config key it was read under."""
+    if key and err.field and not err.field.startswith(f"{key}."):
+        return ConfigError(err.detail.replace(f"'{err.field}'", f"'{key}.{err.field}'"),
+                           field=f"{key}.{err.field}")
+    return err
 
 
 def text_part(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
@@ -190,24 +203,20 @@ def resolve_geometry(
         model_type = _str(text.get("model_type"))
         if not model_type and outer_type and defaults and defaults.knows(outer_type):
             model_type = defaults.text_model_type(outer_type) or ""
-    dtype = _dtype(config) or _dtype(text)
+    dtype = config_dtype(config) or config_dtype(text)
     reader = _Reader(text, model_type, defaults)
     try:
         return _resolve(reader, dtype)
     except ConfigError as err:
-        if key and err.field and not err.field.startswith(f"{key}."):
-            raise ConfigError(
-                err.detail.replace(f"'{err.field}'", f"'{key}.{err.field}'"),
-                field=f"{key}.{err.field}",
-            ) from None
-        raise
+        raise under_key(err, key) from None
 
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _dtype(config: Mapping[str, Any]) -> str | None:
+def config_dtype(config: Mapping[str, Any]) -> str | None:
+    """The dtype a config declares (``torch_dtype`` or ``dtype``)."""
     for name in ("torch_dtype", "dtype"):
         value = config.get(name)
         if isinstance(value, str) and value:
@@ -251,7 +260,7 @@ def _window(r: _Reader) -> int:
                   ("attention_chunk_size",)):
         found = r.raw(*names)
         if found is not None:
-            return _as_int(found[0], found[1])
+            return as_int(found[0], found[1])
     value = r.from_transformers("sliding_window")
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
@@ -265,11 +274,11 @@ def _window(r: _Reader) -> int:
 def _head_dim(r: _Reader, heads: int) -> int:
     found = r.raw("head_dim", "kv_channels", "attn_config.d_head")
     if found is not None:
-        return _as_int(found[0], found[1])
+        return as_int(found[0], found[1])
     if r.model_type not in HEAD_DIM_IS_HIDDEN_OVER_HEADS:
         value = r.from_transformers("head_dim")
         if value is not MISSING and value is not None:
-            return _as_int("head_dim (transformers default)", value)
+            return as_int("head_dim (transformers default)", value)
     hidden = r.int("hidden_size", "n_embd", "d_model", "model_dim")
     assert hidden is not None
     if hidden % heads:
@@ -285,16 +294,16 @@ def _kv_heads(r: _Reader, heads: int) -> int:
     """KV heads of the standard-attention layers, by every spelling configs use."""
     found = r.raw("num_key_value_heads", "n_head_kv")
     if found is not None:
-        return _as_int(*found)
+        return as_int(*found)
     if r.model_type == "falcon" and not r.flag("new_decoder_architecture"):
         return 1 if r.config.get("multi_query", True) else heads
     found = r.raw("num_kv_heads")
     if found is not None:
-        return _as_int(*found)
+        return as_int(*found)
     if r.config.get("multi_query_attention"):
         found = r.raw("multi_query_group_num")
         if found is not None:
-            return _as_int(*found)
+            return as_int(*found)
     attn_type = r.raw("attn_config.attn_type")
     if attn_type is not None and attn_type[1] == "multihead_attention":
         return heads
@@ -302,7 +311,7 @@ def _kv_heads(r: _Reader, heads: int) -> int:
         return 1
     found = r.raw("attn_config.kv_n_heads")
     if found is not None:
-        return _as_int(*found)
+        return as_int(*found)
     multi_query = r.flag("multi_query")
     if multi_query is not None:
         return 1 if multi_query else heads
@@ -312,7 +321,7 @@ def _kv_heads(r: _Reader, heads: int) -> int:
         value = r.from_transformers("num_key_value_heads")
         if value is MISSING or value is None:
             return heads
-        return _as_int("num_key_value_heads (transformers default)", value)
+        return as_int("num_key_value_heads (transformers default)", value)
     r.notes.append(
         f"no KV-head field and model_type {r.model_type or '(none)'!r} is not known to "
         f"transformers: assumed MHA ({heads} KV heads), as vLLM does"
@@ -339,7 +348,7 @@ def _standard_layer(r: _Reader, heads: int, *, kv_per_layer: bool = False) -> La
     _check_group(heads, kv, "num_key_value_heads")
     k_dim = _head_dim(r, heads)
     v_found = r.raw("v_head_dim")
-    v_dim = _as_int(*v_found) if v_found else k_dim
+    v_dim = as_int(*v_found) if v_found else k_dim
     return LayerGeometry(LayerKind.FULL, heads, kv, k_dim, v_dim)
 
 
@@ -349,14 +358,14 @@ def _mla_layer(r: _Reader, heads: int) -> LayerGeometry:
     nope = r.int("qk_nope_head_dim")
     assert rank is not None and rope is not None and nope is not None
     kv_found = r.raw("num_key_value_heads")
-    kv = _as_int(*kv_found) if kv_found else heads
+    kv = as_int(*kv_found) if kv_found else heads
     v_found = r.raw("v_head_dim")
     if v_found is not None:
-        v_dim = _as_int(*v_found)
+        v_dim = as_int(*v_found)
     else:
         value = r.from_transformers("v_head_dim")
         if value is not MISSING and value is not None:
-            v_dim = _as_int("v_head_dim (transformers default)", value)
+            v_dim = as_int("v_head_dim (transformers default)", value)
         else:
             hidden = r.int("hidden_size")
             assert hidden is not None
@@ -415,7 +424,7 @@ def _block_configs(r: _Reader, num_layers: int) -> Schedule | None:
             schedule.append((LayerKind.NONE, None))
             continue
         name = f"block_configs[{i}].attention.n_heads_in_group"
-        group = _as_int(name, attention.get("n_heads_in_group"))
+        group = as_int(name, attention.get("n_heads_in_group"))
 
         def per_layer(layer: LayerGeometry, group: int = group, name: str = name) -> LayerGeometry:
             if layer.num_attention_heads % group:
@@ -460,7 +469,7 @@ def _swa_override(r: _Reader) -> Override | None:
              "swa_v_head_dim")
     if all(r.config.get(n) is None for n in names):
         return None
-    values = {n: (_as_int(n, r.config[n]) if r.config.get(n) is not None else None)
+    values = {n: (as_int(n, r.config[n]) if r.config.get(n) is not None else None)
               for n in names}
 
     def swa(layer: LayerGeometry) -> LayerGeometry:
@@ -505,7 +514,7 @@ def _attention_types(r: _Reader) -> Schedule | None:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)):
             raise ConfigError(f"attention_types[{i}] must be [[kinds...], repeat]",
                               field="attention_types")
-        names.extend(item[0] * _as_int(f"attention_types[{i}][1]", item[1]))
+        names.extend(item[0] * as_int(f"attention_types[{i}][1]", item[1]))
     return _kinds_from_names(r, "attention_types", names)
 
 
@@ -513,8 +522,8 @@ def _attn_layer_period(r: _Reader, num_layers: int) -> Schedule | None:
     """Jamba: attention on layers with ``i % attn_layer_period == attn_layer_offset``."""
     if r.config.get("attn_layer_period") is None:
         return None
-    period = _as_int("attn_layer_period", r.config["attn_layer_period"])
-    offset = _as_int("attn_layer_offset", r.config.get("attn_layer_offset", 0), minimum=0)
+    period = as_int("attn_layer_period", r.config["attn_layer_period"])
+    offset = as_int("attn_layer_offset", r.config.get("attn_layer_offset", 0), minimum=0)
     return [(LayerKind.FULL if i % period == offset else LayerKind.NONE, None)
             for i in range(num_layers)]
 
@@ -523,7 +532,7 @@ def _full_attention_interval(r: _Reader, num_layers: int) -> Schedule | None:
     """Qwen3-Next: full attention every ``full_attention_interval`` layers, linear otherwise."""
     if r.config.get("full_attention_interval") is None:
         return None
-    interval = _as_int("full_attention_interval", r.config["full_attention_interval"])
+    interval = as_int("full_attention_interval", r.config["full_attention_interval"])
     return [(LayerKind.FULL if (i + 1) % interval == 0 else LayerKind.NONE, None)
             for i in range(num_layers)]
 
@@ -532,7 +541,7 @@ def _sliding_window_pattern(r: _Reader, num_layers: int) -> Schedule | None:
     """Gemma 3 / Cohere 2: every ``sliding_window_pattern``-th layer is global."""
     if r.config.get("sliding_window_pattern") is None or r.config.get("sliding_window") is None:
         return None
-    pattern = _as_int("sliding_window_pattern", r.config["sliding_window_pattern"])
+    pattern = as_int("sliding_window_pattern", r.config["sliding_window_pattern"])
     return [(LayerKind.FULL if (i + 1) % pattern == 0 else LayerKind.SLIDING, None)
             for i in range(num_layers)]
 
@@ -557,7 +566,7 @@ def _chunked(r: _Reader, num_layers: int) -> Schedule | None:
             r.from_transformers("no_rope_layer_interval")
         if interval_value is MISSING or interval_value is None:
             return [(LayerKind.CHUNKED, None)] * num_layers
-        interval = _as_int("no_rope_layer_interval", interval_value)
+        interval = as_int("no_rope_layer_interval", interval_value)
         flags = [int((i + 1) % interval != 0) for i in range(num_layers)]
     return [(LayerKind.CHUNKED if flag else LayerKind.FULL, None) for flag in flags]
 
@@ -568,7 +577,7 @@ def _uniform_window(r: _Reader, num_layers: int) -> Schedule | None:
     if r.config.get("sliding_window") is None or r.flag("use_sliding_window") is False:
         return None
     if r.flag("use_sliding_window") and r.config.get("max_window_layers") is not None:
-        first = _as_int("max_window_layers", r.config["max_window_layers"], minimum=0)
+        first = as_int("max_window_layers", r.config["max_window_layers"], minimum=0)
         return [(LayerKind.SLIDING if i >= first else LayerKind.FULL, None)
                 for i in range(num_layers)]
     return [(LayerKind.SLIDING, None)] * num_layers

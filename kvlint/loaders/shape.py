@@ -15,7 +15,7 @@ No I/O; transformers is never imported here.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -24,8 +24,12 @@ from kvlint.loaders.hf_config import (
     MISSING,
     SSM_MODEL_TYPES,
     ConfigDefaults,
+    as_int,
+    config_dtype,
     resolve_geometry,
+    spellings,
     text_part,
+    under_key,
 )
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry
 from kvlint.model.weights import (
@@ -141,14 +145,14 @@ class _Fields:
         found = self.raw(*names) or self.default(*names)
         if found is None:
             raise ConfigError(
-                f"missing field {_spellings(names)}: cannot count the model's parameters",
+                f"missing field {spellings(names)}: cannot count the model's parameters",
                 field=names[0],
             )
-        return _as_int(found[0], found[1], minimum)
+        return as_int(found[0], found[1], minimum)
 
     def optional(self, *names: str, minimum: int = 0) -> int | None:
         found = self.raw(*names) or self.default(*names)
-        return None if found is None else _as_int(found[0], found[1], minimum)
+        return None if found is None else as_int(found[0], found[1], minimum)
 
     def list(self, name: str) -> list[Any] | None:
         value = self.config.get(name)
@@ -158,25 +162,6 @@ class _Fields:
             raise ConfigError(f"field '{name}' must be a list, got {type(value).__name__}",
                               field=name)
         return value
-
-
-def _spellings(names: Sequence[str]) -> str:
-    return " / ".join(f"'{n}'" for n in names)
-
-
-def _as_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(
-            f"field '{name}' must be an integer, got {value!r} ({type(value).__name__})",
-            field=name.split(" ")[0],
-        )
-    if isinstance(value, float) and not value.is_integer():
-        raise ConfigError(f"field '{name}' must be an integer, got {value!r}",
-                          field=name.split(" ")[0])
-    if value < minimum:
-        raise ConfigError(f"field '{name}' must be at least {minimum}, got {value!r}",
-                          field=name.split(" ")[0])
-    return int(value)
 
 
 def resolve_shape(config: Any, *, defaults: ConfigDefaults | None = None) -> ModelShape:
@@ -189,12 +174,7 @@ def resolve_shape(config: Any, *, defaults: ConfigDefaults | None = None) -> Mod
     try:
         return _resolve(fields, config, geometry)
     except ConfigError as err:
-        if key and err.field and not err.field.startswith(f"{key}."):
-            raise ConfigError(
-                err.detail.replace(f"'{err.field}'", f"'{key}.{err.field}'"),
-                field=f"{key}.{err.field}",
-            ) from None
-        raise
+        raise under_key(err, key) from None
 
 
 def resolve_weight_format(config: Any) -> WeightFormat:
@@ -202,7 +182,7 @@ def resolve_weight_format(config: Any) -> WeightFormat:
     if not isinstance(config, Mapping):
         raise ConfigError(f"expected a JSON object, got {type(config).__name__}")
     text, _ = text_part(config)
-    dtype = _dtype(config) or _dtype(text)
+    dtype = config_dtype(config) or config_dtype(text)
     quant = config.get("quantization_config") or text.get("quantization_config")
     mlx = config.get("quantization")
     if quant is not None and not isinstance(quant, Mapping):
@@ -213,13 +193,6 @@ def resolve_weight_format(config: Any) -> WeightFormat:
     return weight_format(dtype, quant, mlx_quantization=mlx)
 
 
-def _dtype(config: Mapping[str, Any]) -> str | None:
-    for name in ("torch_dtype", "dtype"):
-        value = config.get(name)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
 
 # ------------------------------------------------------------------------------ resolution
 def _resolve(f: _Fields, outer: Mapping[str, Any], geometry: AttentionGeometry) -> ModelShape:
@@ -229,7 +202,7 @@ def _resolve(f: _Fields, outer: Mapping[str, Any], geometry: AttentionGeometry) 
                           field="model_type")
     hidden = f.required("hidden_size", "n_embd", "d_model", "model_dim")
     padded = f.raw("padded_vocab_size")  # ChatGLM: the embedding's real row count
-    vocab = _as_int(*padded) if padded else f.required("vocab_size", "n_vocab")
+    vocab = as_int(*padded) if padded else f.required("vocab_size", "n_vocab")
     mixers = _mixers(f, geometry)
     num_experts = f.optional("n_routed_experts", "num_local_experts", "num_experts",
                             "moe_num_experts", "ffn_config.moe_num_experts") or 0
@@ -367,7 +340,7 @@ def _mamba(f: _Fields, hidden: int) -> MambaShape:
         if rank_found is None or rank_found[1] == "auto":
             dt_rank = math.ceil(hidden / 16)
         else:
-            dt_rank = _as_int(rank_found[0], rank_found[1])
+            dt_rank = as_int(rank_found[0], rank_found[1])
         return MambaShape(
             version=1,
             d_inner=d_inner,
@@ -434,7 +407,7 @@ def _nas_mlp(block: Any, i: int, hidden: int) -> tuple[Mlp, int | None]:
     if ffn.get("replace_with_linear"):
         return Mlp.LINEAR, None
     if ffn.get("intermediate_size") is not None:
-        return Mlp.DENSE, _as_int(f"{name}.intermediate_size", ffn["intermediate_size"])
+        return Mlp.DENSE, as_int(f"{name}.intermediate_size", ffn["intermediate_size"])
     mult = ffn.get("ffn_mult")
     if isinstance(mult, bool) or not isinstance(mult, (int, float)) or mult <= 0:
         raise ConfigError(f"{name}.ffn_mult must be a positive number, got {mult!r}",
@@ -447,7 +420,7 @@ def _moe_layers(f: _Fields, n: int) -> list[bool]:
     """Which layers are MoE, by whichever schedule the config uses."""
     explicit = f.list("moe_layers")
     if explicit is not None:  # Llama 4 (resolved form)
-        chosen = {_as_int("moe_layers[]", i, minimum=0) for i in explicit}
+        chosen = {as_int("moe_layers[]", i, minimum=0) for i in explicit}
         return [i in chosen for i in range(n)]
     freq = f.config.get("moe_layer_freq")
     if isinstance(freq, list):  # MiMo-V2: one 0/1 flag per layer
@@ -460,7 +433,7 @@ def _moe_layers(f: _Fields, n: int) -> list[bool]:
         return [i % step == step - 1 for i in range(n)]
     sparse_step = f.optional("decoder_sparse_step", minimum=1)
     if sparse_step is not None:  # Qwen2/3-MoE, Qwen3-Next
-        dense_only = {_as_int("mlp_only_layers[]", i, minimum=0)
+        dense_only = {as_int("mlp_only_layers[]", i, minimum=0)
                       for i in f.list("mlp_only_layers") or []}
         return [i not in dense_only and (i + 1) % sparse_step == 0 for i in range(n)]
     period = f.optional("expert_layer_period", minimum=1)
@@ -491,14 +464,14 @@ def _dense_width(f: _Fields, hidden: int, *, required: bool) -> int | None:
     found = f.raw("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim",
                   "ff_intermediate_size", "d_ff", "inner_hidden_size")
     if found is not None:
-        return _as_int(*found)
+        return as_int(*found)
     if f.model_type == "mpt":
         return (f.optional("expansion_ratio", minimum=1) or 4) * hidden
     if f.model_type in FFN_DEFAULTS_TO_4X:
         return 4 * hidden
     found = f.default("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim")
     if found is not None:
-        return _as_int(*found)
+        return as_int(*found)
     if required:
         raise ConfigError(
             "missing field 'intermediate_size' / 'ffn_hidden_size' / 'n_inner' / 'ffn_dim': "

@@ -4,64 +4,24 @@ Serve LLM) against the corpus (fixtures/manifests/SOURCES.md) and edge cases."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from kvlint.loaders.manifests import compose, engine_configs, helm, launchers
 from kvlint.loaders.manifests.base import (
     DocumentContext,
-    Located,
-    ManifestParser,
     ManifestProblem,
-    ServedModel,
     Unresolved,
 )
 from kvlint.loaders.manifests.yaml_marks import load_documents
-
-CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "manifests"
-MINE = [cls for module in (helm, compose, launchers, engine_configs)
-        for cls in vars(module).values()
-        if isinstance(cls, type) and issubclass(cls, ManifestParser) and cls.name
-        and cls.__module__ == module.__name__]
-
-
-def claims(document: object, ctx: DocumentContext) -> list[str]:
-    return [cls.name for cls in MINE if cls().detect(document, ctx)]
-
-
-def extract_text(text: str, path: str = "config.yaml") -> list[ServedModel]:
-    docs = load_documents(text, path)
-    assert not isinstance(docs, ManifestProblem), docs
-    out: list[ServedModel] = []
-    for index, doc in enumerate(docs):
-        ctx = DocumentContext(path, index, tuple(docs))
-        names = claims(doc, ctx)
-        assert len(names) <= 1, names
-        if names:
-            parser = next(cls() for cls in MINE if cls.name == names[0])
-            out.extend(parser.parse(doc, ctx))
-    return out
-
-
-def extract(rel: str) -> list[ServedModel]:
-    path = CORPUS / rel
-    return extract_text(path.read_text(encoding="utf-8"), str(path))
-
-
-def one(rel: str) -> ServedModel:
-    found = extract(rel)
-    assert len(found) == 1, found
-    return found[0]
-
-
-def v(value: Any) -> Any:
-    return value.value if isinstance(value, Located) else value
-
-
-def line(value: Any) -> int | None:
-    return value.line if isinstance(value, Located | Unresolved) else None
-
+from tests.loaders.manifests.support import (
+    CORPUS,
+    claims,
+    extract,
+    extract_text,
+    line,
+    one,
+    v,
+)
 
 # --- vLLM / SGLang --config -----------------------------------------------------------------
 
