@@ -6,8 +6,9 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -18,6 +19,16 @@ from kvlint.errors import KvlintError, UsageError
 from kvlint.model.kv import KV_CACHE_DTYPES, ParallelLayout
 from kvlint.model.serving import DEFAULT_CONTEXT, ServingPlan
 from kvlint.registry import Registry
+from kvlint.settings import Settings
+from kvlint.suppress import Policy
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from kvlint.diagnostics import Finding
+    from kvlint.linter import LintRun
+    from kvlint.reporters.base import Reporter
+    from kvlint.rules.base import Rule
 
 F = TypeVar("F", bound=Callable[..., Any])
 OFFLINE_ENV = "HF_HUB_OFFLINE"
@@ -56,16 +67,26 @@ def _default_format() -> str:
 def common_options(func: F) -> F:
     """The output and selection options every linting command shares."""
     decorators = [
-        click.option("--format", "fmt", default=None, metavar="FORMAT",
-                     help="Output format: text (default), json; plugins may add more."),
-        click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
-                     help="Write the report to FILE instead of stdout."),
+        click.option("--format", "formats", multiple=True, metavar="FORMAT",
+                     help="Output format: text (default; github under GitHub Actions), json, "
+                          "sarif, github, markdown, junit; plugins may add more. Repeatable."),
+        click.option("--output", "-o", "outputs", multiple=True,
+                     type=click.Path(dir_okay=False),
+                     help="Write a report to FILE. Outputs pair with the last formats: "
+                          "--format text --format sarif -o r.sarif prints text, writes SARIF."),
         click.option("--select", multiple=True, metavar="CODES",
                      help="Only these rules (codes, prefixes like KV2, or names); repeatable."),
+        click.option("--extend-select", multiple=True, metavar="CODES",
+                     help="Rules to add to the selection (of the settings file or --select)."),
         click.option("--ignore", multiple=True, metavar="CODES",
-                     help="Skip these rules (codes, prefixes or names); repeatable."),
-        click.option("--fail-on", type=click.Choice(FAIL_ON_CHOICES), default="error",
-                     show_default=True, help="Exit 1 when a finding is at least this severe."),
+                     help="Skip these rules (codes, prefixes or names); repeatable. The most "
+                          "specific of --select/--ignore decides each rule."),
+        click.option("--fail-on", type=click.Choice(FAIL_ON_CHOICES), default=None,
+                     help="Exit 1 when a finding is at least this severe [default: error]."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False),
+                     default=None, help="Settings file (else the nearest pyproject.toml "
+                                        "[tool.kvlint], .kvlint.toml or kvlint.toml)."),
+        click.option("--isolated", is_flag=True, help="Ignore every settings file."),
         click.option("--no-plugins", is_flag=True,
                      help="Do not load third-party plugins (entry-point group 'kvlint')."),
     ]
@@ -96,6 +117,91 @@ def plan_options(func: F) -> F:
     return func
 
 
+T = TypeVar("T")
+
+
+def _pick(cli: T | None, setting: T | None, default: T) -> T:
+    """The command line wins over the settings file, which wins over the default."""
+    if cli is not None:
+        return cli
+    return setting if setting is not None else default
+
+
+@dataclass
+class Session:
+    """What every linting command sets up: settings, plugins, rules and the outputs."""
+
+    settings: Settings
+    root: Path
+    pm: pluggy.PluginManager
+    registry: Registry
+    rules: tuple[type[Rule], ...]
+    fail_on: str
+    outputs: list[tuple[type[Reporter], str | None]]
+    policy: Policy
+
+    @classmethod
+    def start(cls, starts: list[Path], config_file: str | None, isolated: bool,
+              no_plugins: bool, select: tuple[str, ...], extend_select: tuple[str, ...],
+              ignore: tuple[str, ...], fail_on: str | None, formats: tuple[str, ...],
+              outputs: tuple[str, ...]) -> Session:
+        from kvlint import settings as settings_module
+        from kvlint.plugins import get_plugin_manager
+
+        loaded = settings_module.load(starts, config=config_file, isolated=isolated)
+        d = loaded.settings
+        pm = get_plugin_manager(load_entry_points=not no_plugins)
+        registry = Registry.from_plugins(pm)
+        chosen = _codes(select) or d.select
+        rules = registry.select(chosen, [*d.ignore, *_codes(ignore)],
+                                [*d.extend_select, *_codes(extend_select)])
+        for key in d.severity:
+            registry.rule(key)  # an unknown code in the settings is an error
+        return cls(settings=d, root=loaded.root, pm=pm, registry=registry, rules=rules,
+                   fail_on=fail_on or d.fail_on or "error",
+                   outputs=_outputs(registry, formats, outputs),
+                   policy=Policy(per_file_ignores=d.per_file_ignores, severity=d.severity,
+                                 root=loaded.root))
+
+    @property
+    def unused_suppression(self) -> Finding | None:
+        """The KV901 template, when KV901 is selected."""
+        rule = next((r for r in self.rules if r.code == "KV901"), None)
+        return rule().finding("") if rule else None
+
+    def finish(self, run: LintRun) -> NoReturn:
+        from kvlint.suppress import apply
+
+        if run.results and any(r.target.kind == "model" for r in run.results):
+            run = replace(run, results=tuple(apply(run.results, {}, policy=self.policy)))
+        for reporter, output in self.outputs:
+            _emit(reporter().render(run), output)
+        for result in run.results:
+            if result.config_error:
+                click.echo(f"kvlint: error: {result.config_error}", err=True)
+        sys.exit(run.exit_code)
+
+
+def _outputs(registry: Registry, formats: tuple[str, ...], outputs: tuple[str, ...]
+             ) -> list[tuple[type[Reporter], str | None]]:
+    """Pair formats with outputs: the outputs go to the last formats, the others print."""
+    names = list(formats) or [_default_format_name(registry)]
+    if len(outputs) > len(names):
+        if len(names) == 1 and not formats:
+            names = names * len(outputs)
+        else:
+            raise UsageError(f"{len(outputs)} --output files for {len(names)} --format values")
+    files: list[str | None] = [None] * (len(names) - len(outputs)) + list(outputs)
+    if files.count(None) > 1:
+        raise UsageError("only one --format can print to stdout; give the others --output")
+    return [(registry.reporter(name), file) for name, file in zip(names, files, strict=True)]
+
+
+def _default_format_name(registry: Registry) -> str:
+    wanted = _default_format()
+    return wanted if wanted in {r.name for r in registry.reporters} else "text"
+
+
 class _Group(click.Group):
     """Turns kvlint errors into one line on stderr and exit 2, never a traceback."""
 
@@ -123,12 +229,12 @@ def main() -> None:
 
 @main.command()
 @click.argument("models", nargs=-1, required=True, metavar="MODEL...")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Tensor-parallel degree.")
-@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Pipeline-parallel degree.")
-@click.option("--dp", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Data-parallel degree.")
+@click.option("--tp", type=click.IntRange(min=1), default=None,
+              help="Tensor-parallel degree [default: 1].")
+@click.option("--pp", type=click.IntRange(min=1), default=None,
+              help="Pipeline-parallel degree [default: 1].")
+@click.option("--dp", type=click.IntRange(min=1), default=None,
+              help="Data-parallel degree [default: 1].")
 @click.option("--dp-attention", is_flag=True,
               help="Data-parallel attention: attention runs at tp/dp (SGLang "
                    "--enable-dp-attention, vLLM DP with expert parallelism).")
@@ -137,40 +243,46 @@ def main() -> None:
 @click.option("--engine-version", default=None, metavar="VERSION",
               help="Engine version (0.6.3, v0.6.3; latest/nightly = the newest known).")
 @click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES, case_sensitive=False),
-              default="auto", show_default=True, help="KV cache element type.")
-@click.option("--context", type=click.IntRange(min=1), default=DEFAULT_CONTEXT,
-              show_default=True, help="Sequence length for per-sequence figures.")
-@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Concurrent sequences for batch figures.")
+              default=None, help="KV cache element type [default: auto].")
+@click.option("--context", type=click.IntRange(min=1), default=None,
+              help=f"Sequence length for per-sequence figures [default: {DEFAULT_CONTEXT}].")
+@click.option("--batch", type=click.IntRange(min=1), default=None,
+              help="Concurrent sequences for batch figures [default: 1].")
 @plan_options
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
 @click.option("--offline", is_flag=True, help="Read Hub configs from the local cache only.")
 @common_options
-def check(models: tuple[str, ...], tp: int, pp: int, dp: int, dp_attention: bool,
-          engine: str | None, engine_version: str | None, kv_cache_dtype: str, context: int,
-          batch: int, gpu: str | None, gpu_memory_utilization: float | None,
-          overhead_gib: float | None, max_model_len: int | None, max_num_seqs: int | None,
-          revision: str | None, offline: bool, fmt: str | None, output: str | None,
-          select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str,
+def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | None,
+          dp_attention: bool, engine: str | None, engine_version: str | None,
+          kv_cache_dtype: str | None, context: int | None, batch: int | None,
+          gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
+          max_model_len: int | None, max_num_seqs: int | None, revision: str | None,
+          offline: bool, formats: tuple[str, ...], outputs: tuple[str, ...],
+          select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...],
+          fail_on: str | None, config_file: str | None, isolated: bool,
           no_plugins: bool) -> None:
     """Check MODEL (a Hub id, id@revision, a config.json or a model directory) under a
-    serving plan: KV bytes per token, per GPU and per sequence, and findings."""
+    serving plan: KV bytes per token, per GPU and per sequence, and findings. Options
+    override the settings file's serving defaults."""
     from kvlint.linter import check_models
 
-    registry = _registry(no_plugins)
-    reporter = registry.reporter(fmt) if fmt else _fallback_reporter(registry)
-    rules = registry.select(_codes(select) or None, _codes(ignore))
-    plan = _plan(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention, engine=engine,
-                 engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
-                 context=context, batch=batch, gpu=gpu,
-                 gpu_memory_utilization=gpu_memory_utilization, overhead_gib=overhead_gib,
-                 max_model_len=max_model_len, max_num_seqs=max_num_seqs)
-    run = check_models(models, plan, rules, revision=revision, offline=offline, fail_on=fail_on)
-    _emit(reporter().render(run), output)
-    for result in run.results:
-        if result.config_error:
-            click.echo(f"kvlint: error: {result.config_error}", err=True)
-    sys.exit(run.exit_code)
+    session = Session.start([Path(m) for m in models if Path(m).exists()], config_file,
+                            isolated, no_plugins, select, extend_select, ignore, fail_on,
+                            formats, outputs)
+    d = session.settings
+    plan = _plan(tp=_pick(tp, d.tp, 1), pp=_pick(pp, d.pp, 1), dp=_pick(dp, d.dp, 1),
+                 dp_attention=dp_attention, engine=engine or d.engine,
+                 engine_version=engine_version or d.engine_version,
+                 kv_cache_dtype=kv_cache_dtype or d.kv_cache_dtype or "auto",
+                 context=_pick(context, d.context, DEFAULT_CONTEXT),
+                 batch=_pick(batch, d.batch, 1), gpu=gpu or d.gpu,
+                 gpu_memory_utilization=gpu_memory_utilization or d.gpu_memory_utilization,
+                 overhead_gib=_pick(overhead_gib, d.overhead, None),
+                 max_model_len=max_model_len or d.max_model_len,
+                 max_num_seqs=max_num_seqs or d.max_num_seqs)
+    run = check_models(models, plan, session.rules, revision=revision,
+                       offline=offline or bool(d.offline), fail_on=session.fail_on)
+    session.finish(run)
 
 
 def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
@@ -192,12 +304,6 @@ def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
         raise UsageError(str(err)) from None
 
 
-def _fallback_reporter(registry: Registry) -> Any:
-    wanted = _default_format()
-    names = {r.name for r in registry.reporters}
-    return registry.reporter(wanted if wanted in names else "text")
-
-
 @main.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @click.option("--include", multiple=True, metavar="GLOB",
@@ -211,29 +317,37 @@ def _fallback_reporter(registry: Registry) -> Any:
               help="Read Hub configs from the local cache only (unresolved models are KV902).")
 @common_options
 def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
-         model_map: tuple[str, ...], gpu: str | None, offline: bool, fmt: str | None,
-         output: str | None, select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str,
-         no_plugins: bool) -> None:
+         model_map: tuple[str, ...], gpu: str | None, offline: bool,
+         formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
+         extend_select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str | None,
+         config_file: str | None, isolated: bool, no_plugins: bool) -> None:
     """Lint deployment manifests (Kubernetes, Helm values, compose, engine configs, Ray
-    Serve, SkyPilot, dstack): one result per served model, findings on their lines."""
+    Serve, SkyPilot, dstack): one result per served model, findings on their lines.
+    Suppress with `# kvlint: ignore[KV201] reason` or an `ignore-check.kvlint.io/KV201`
+    annotation."""
     from kvlint.manifest_linter import DEFAULT_INCLUDE, lint_paths
-    from kvlint.plugins import get_plugin_manager
 
-    pm = get_plugin_manager(load_entry_points=not no_plugins)
-    registry = Registry.from_plugins(pm)
-    reporter = registry.reporter(fmt) if fmt else _fallback_reporter(registry)
-    rules = registry.select(_codes(select) or None, _codes(ignore))
-    mapping = {}
+    session = Session.start([Path(p) for p in paths], config_file, isolated, no_plugins,
+                            select, extend_select, ignore, fail_on, formats, outputs)
+    d = session.settings
+    mapping = {name: _local_ref(ref, session.root) for name, ref in d.models.items()}
     for item in model_map:
         name, sep, ref = item.partition("=")
         if not sep or not name or not ref:
             raise UsageError(f"--model-map {item!r}: expected NAME=REF")
         mapping[name] = ref
-    run = lint_paths(paths, rules, pm, base=ServingPlan(gpu=gpu),
-                     include=include or DEFAULT_INCLUDE, exclude=exclude,
-                     offline=offline or _env_offline(), model_map=mapping, fail_on=fail_on)
-    _emit(reporter().render(run), output)
-    sys.exit(run.exit_code)
+    run = lint_paths(paths, session.rules, session.pm,
+                     base=ServingPlan(gpu=gpu or d.gpu), include=include or DEFAULT_INCLUDE,
+                     exclude=exclude, offline=offline or bool(d.offline) or _env_offline(),
+                     model_map=mapping, fail_on=session.fail_on, policy=session.policy,
+                     unused_suppression=session.unused_suppression)
+    session.finish(run)
+
+
+def _local_ref(ref: str, root: Path) -> str:
+    """A models-map value relative to the settings file, when it names a local file."""
+    candidate = root / ref
+    return str(candidate) if not Path(ref).is_absolute() and candidate.exists() else ref
 
 
 def _env_offline() -> bool:

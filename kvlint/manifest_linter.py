@@ -36,6 +36,9 @@ from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
+from kvlint.suppress import MARKERS as SUPPRESSION_MARKERS
+from kvlint.suppress import Policy
+from kvlint.suppress import apply as apply_suppressions
 
 DEFAULT_INCLUDE = ("*.yaml", "*.yml", "*.json")
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
@@ -293,8 +296,12 @@ def lint_paths(
     offline: bool = False,
     model_map: Mapping[str, str] | None = None,
     fail_on: str = "error",
+    policy: Policy | None = None,
+    unused_suppression: Finding | None = None,
 ) -> LintRun:
-    """``kvlint lint``: every served model of every manifest under ``paths``."""
+    """``kvlint lint``: every served model of every manifest under ``paths``, with the
+    suppressions written in the files and the settings' ``policy`` applied; KV901 findings
+    (from the ``unused_suppression`` template) for suppressions that did nothing."""
     files = discover(paths, include, exclude)
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     defaults = default_config_defaults()
@@ -302,9 +309,22 @@ def lint_paths(
                              defaults=defaults)
     plan = base or ServingPlan()
     results: list[ModelResult] = []
-    for found in extract_all(files, pm, parsers):
+    texts: dict[str, str] = {}
+    for file, found in zip(files, extract_all(files, pm, parsers), strict=True):
         if isinstance(found, ManifestProblem):
             results.append(problem_result(found, rules))
         else:
             results.extend(lint_served(s, resolver, plan, rules, defaults) for s in found)
-    return LintRun(tuple(results), fail_on, tuple(rules))
+        text = _text_with_suppressions(file)
+        if text is not None:
+            texts[str(file)] = text
+    final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
+    return LintRun(tuple(final), fail_on, tuple(rules))
+
+
+def _text_with_suppressions(file: Path) -> str | None:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if any(marker in text for marker in SUPPRESSION_MARKERS) else None

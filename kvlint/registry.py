@@ -46,24 +46,40 @@ class Registry:
         known = ", ".join(r.name for r in self.reporters)
         raise UsageError(f"unknown format {name!r}; expected one of {known}")
 
-    def _matching(self, selector: str) -> list[type[Rule]]:
-        """Rules matched by a code, a code prefix (``KV2``), a name, or ``ALL``."""
+    def _check_selector(self, selector: str) -> str:
         s = selector.strip()
+        if s.upper() == "ALL" or any(
+                r.code.startswith(s.upper()) or r.name == s.lower() for r in self.rules):
+            return s
+        raise UsageError(f"unknown rule or prefix {selector!r}; 'kvlint rules' lists them")
+
+    @staticmethod
+    def _specificity(rule: type[Rule], selector: str) -> int:
+        """How specifically ``selector`` names ``rule``: the matched prefix length (a name
+        or a full code is the most specific; ``ALL`` the least); -1 when it does not."""
+        s = selector.strip()
+        if s.lower() == rule.name:
+            return 100
         if s.upper() == "ALL":
-            return list(self.rules)
-        hits = [r for r in self.rules if r.code.startswith(s.upper()) or r.name == s.lower()]
-        if not hits:
-            raise UsageError(f"unknown rule or prefix {selector!r}; 'kvlint rules' lists them")
-        return hits
+            return 0
+        return len(s) if rule.code.startswith(s.upper()) else -1
 
     def select(self, select: Sequence[str] | None = None,
-               ignore: Iterable[str] = ()) -> tuple[type[Rule], ...]:
-        """The active rules: ``select`` (all when None) minus ``ignore``."""
-        chosen = set(self.rules) if select is None else {
-            r for s in select for r in self._matching(s)}
-        for s in ignore:
-            chosen -= set(self._matching(s))
-        return tuple(r for r in self.rules if r in chosen)
+               ignore: Iterable[str] = (), extend_select: Iterable[str] = ()
+               ) -> tuple[type[Rule], ...]:
+        """The active rules, ruff-style: every rule is decided by the most specific selector
+        that matches it (``--select KV2 --ignore KV201`` drops KV201, ``--select KV201
+        --ignore KV2`` keeps it); on a tie, ignore wins. ``select`` None means ALL."""
+        chosen = [self._check_selector(s) for s in (select if select is not None else ["ALL"])]
+        chosen += [self._check_selector(s) for s in extend_select]
+        dropped = [self._check_selector(s) for s in ignore]
+        active = []
+        for rule in self.rules:
+            keep = max((self._specificity(rule, s) for s in chosen), default=-1)
+            drop = max((self._specificity(rule, s) for s in dropped), default=-1)
+            if keep >= 0 and keep > drop:
+                active.append(rule)
+        return tuple(active)
 
 
 def _validate_rules(rules: Sequence[type[Rule]]) -> None:

@@ -24,7 +24,7 @@ from tests.plugins import kvlint_example_plugin
 
 BUILTIN_CODES = [
     "KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV206", "KV301", "KV302",
-    "KV303", "KV304", "KV501", "KV502", "KV503", "KV900", "KV902", "KV903"]
+    "KV303", "KV304", "KV501", "KV502", "KV503", "KV900", "KV901", "KV902", "KV903"]
 
 
 def registry_with(*plugins: object) -> Registry:
@@ -170,3 +170,18 @@ def test_crashing_plugin_rule_is_one_line(installed_plugin: dict[str, str],
     assert proc.returncode == 2
     assert proc.stderr == ("kvlint: error: internal error: RuntimeError: boom (please report "
                            "it; KVLINT_DEBUG=1 shows the traceback)\n")
+
+
+@pytest.mark.parametrize(("select", "ignore", "extend", "want"), [
+    (["KV2"], ["KV201"], [], ["KV202", "KV203", "KV204", "KV205", "KV206"]),
+    (["KV201"], ["KV2"], [], ["KV201"]),  # the longer match wins
+    (["KV20"], ["KV2"], [], ["KV201", "KV202", "KV203", "KV204", "KV205", "KV206"]),
+    (["tp-replicates-kv-heads"], ["KV20"], [], ["KV201"]),  # a name is most specific
+    (["KV1"], [], ["KV901"], ["KV101", "KV102", "KV901"]),
+    (["KV2"], ["KV2"], [], []),  # a tie: ignore wins
+])
+def test_longest_match_selection(select: list[str], ignore: list[str], extend: list[str],
+                                 want: list[str]) -> None:
+    registry = registry_with()
+    got = [r.code for r in registry.select(select, ignore, extend)]
+    assert got == want

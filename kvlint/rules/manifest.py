@@ -123,6 +123,36 @@ class ManifestUnparsable(Rule):
         yield finding
 
 
+class UnusedSuppression(Rule):
+    """## What it does
+    Reports a suppression that suppresses nothing: it matched no finding, or it has no
+    reason (a suppression needs one, so it is ignored).
+
+    ## Why is this bad?
+    Stale suppressions hide the next real finding of that code on the line; suppressions
+    without a reason leave the next reader guessing why the finding was acceptable.
+
+    ## Example
+    ```yaml
+    args: ["--tensor-parallel-size", "16"]  # kvlint: ignore[KV201]
+    ```
+
+    ## Use instead
+    ```yaml
+    args: ["--tensor-parallel-size", "16"]  # kvlint: ignore[KV201] latency beats memory here
+    ```
+    and remove suppressions whose finding is gone.
+    """
+
+    code = "KV901"
+    name = "unused-suppression"
+    severity = Severity.WARNING
+    needs_geometry = False
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        return iter(())  # raised by kvlint.suppress, which sees the files
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
-    return [GpuCountMismatch, ModelUnresolved, ManifestUnparsable]
+    return [GpuCountMismatch, ModelUnresolved, ManifestUnparsable, UnusedSuppression]

@@ -1,0 +1,166 @@
+"""Suppressions (DESIGN §8): inline YAML comments, Kubernetes annotations, file-level
+comments and ``per-file-ignores``; and severity overrides from the settings.
+
+- ``# kvlint: ignore[KV201] reason`` on the finding's line or the line above it;
+- ``# kvlint: ignore-file[KV201,KV206] reason`` anywhere in a file;
+- ``ignore-check.kvlint.io/KV201: "reason"`` in an object's annotations (its YAML document);
+- ``per-file-ignores = {"deploy/legacy/*.yaml" = ["KV101"]}`` in the settings.
+
+A reason is required: a suppression without one suppresses nothing and is reported (KV901),
+as is a suppression that matched no finding.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.linter import ModelResult, Target
+from kvlint.model.serving import ServingPlan
+
+_LINE = re.compile(r"#\s*kvlint:\s*ignore\[([^\]]*)\][ \t]*(.*?)\s*$")
+_FILE = re.compile(r"#\s*kvlint:\s*ignore-file\[([^\]]*)\][ \t]*(.*?)\s*$")
+_ANNOTATION = re.compile(
+    r"""^\s*["']?ignore-check\.kvlint\.io/([A-Za-z0-9-]+)["']?\s*:\s*(.*?)\s*$""")
+_SEPARATOR = re.compile(r"^---(\s|$)")
+MARKERS = ("kvlint:", "ignore-check.kvlint.io/")
+"""A file without any of these has no suppressions (a cheap test before parsing)."""
+
+
+@dataclass
+class Directive:
+    path: str
+    line: int
+    codes: tuple[str, ...]
+    reason: str
+    scope: str
+    """``line``, ``file`` or ``object``."""
+    span: tuple[int, int] = (0, 0)
+    """Lines it covers (inclusive)."""
+    used: set[str] = field(default_factory=set)
+
+    def covers(self, finding: Finding) -> bool:
+        line = finding.line or 0
+        return self.span[0] <= line <= self.span[1] and any(
+            c in (finding.code, finding.name) for c in self.codes)
+
+    @property
+    def text(self) -> str:
+        return ",".join(self.codes)
+
+
+def _codes(raw: str) -> tuple[str, ...]:
+    return tuple(c.strip() for c in raw.split(",") if c.strip())
+
+
+def _reason(raw: str) -> str:
+    return raw.strip().strip("\"'").strip()
+
+
+def directives(path: str, text: str) -> list[Directive]:
+    """Every suppression written in ``text``."""
+    lines = text.splitlines()
+    found: list[Directive] = []
+    doc_start, doc_ranges = 1, []
+    for number, line in enumerate(lines, 1):
+        if _SEPARATOR.match(line):
+            doc_ranges.append((doc_start, number - 1))
+            doc_start = number + 1
+    doc_ranges.append((doc_start, max(len(lines), doc_start)))
+    for number, line in enumerate(lines, 1):
+        if m := _FILE.search(line):
+            found.append(Directive(path, number, _codes(m[1]), _reason(m[2]), "file",
+                                   (1, len(lines))))
+        elif m := _LINE.search(line):
+            found.append(Directive(path, number, _codes(m[1]), _reason(m[2]), "line",
+                                   (number, number + 1)))
+        elif m := _ANNOTATION.match(line):
+            span = next((r for r in doc_ranges if r[0] <= number <= r[1]), (1, len(lines)))
+            found.append(Directive(path, number, (m[1],), _reason(m[2]), "object", span))
+    return found
+
+
+def _matches_any(finding: Finding, selectors: Iterable[str]) -> bool:
+    return any(finding.name == s.lower() or finding.code.startswith(s.upper())
+               for s in selectors)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Settings that change findings after the rules ran."""
+
+    per_file_ignores: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    severity: Mapping[str, str] = field(default_factory=dict)
+    root: Path = field(default_factory=Path.cwd)
+
+    def _relative(self, path: str) -> str:
+        try:
+            return Path(path).resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return Path(path).as_posix()
+
+    def apply(self, finding: Finding) -> Finding | None:
+        if finding.path:
+            rel = self._relative(finding.path)
+            for glob, selectors in self.per_file_ignores.items():
+                if (fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(finding.path, glob)) and \
+                        _matches_any(finding, selectors):
+                    return None
+        level = self.severity.get(finding.code) or self.severity.get(finding.name)
+        return replace(finding, severity=Severity(level)) if level else finding
+
+
+def apply(
+    results: Sequence[ModelResult],
+    texts: Mapping[str, str],
+    *,
+    policy: Policy | None = None,
+    unused: Finding | None = None,
+) -> list[ModelResult]:
+    """``results`` with suppressed findings removed and severities overridden; KV901
+    findings (``unused`` is its template, ``None`` when KV901 is not selected) added for
+    suppressions without a reason or that matched nothing. ``texts`` maps each linted file
+    (that contains a suppression marker) to its text."""
+    policy = policy or Policy()
+    by_path = {path: directives(path, text) for path, text in texts.items()}
+    out: list[ModelResult] = []
+    for result in results:
+        kept: list[Finding] = []
+        for finding in result.findings:
+            changed = policy.apply(finding)
+            if changed is None:
+                continue
+            hits = [d for d in by_path.get(finding.path or "", []) if d.covers(changed)]
+            valid = [d for d in hits if d.reason]
+            for d in valid:
+                d.used.add(changed.code)
+            if not valid:
+                kept.append(changed)
+        out.append(replace(result, findings=tuple(kept)))
+    if unused is None:
+        return out
+    for path, found in by_path.items():
+        extra = [_report(unused, d) for d in found if not d.reason or not d.used]
+        if not extra:
+            continue
+        index = next((i for i, r in enumerate(out) if r.target.path == path), None)
+        if index is None:
+            out.append(ModelResult(Target(path, "manifest", None, path, None), ServingPlan(),
+                                   None, tuple(extra)))
+        else:
+            out[index] = replace(out[index], findings=(*out[index].findings, *extra))
+    return out
+
+
+def _report(template: Finding, d: Directive) -> Finding:
+    if not d.reason:
+        message = (f"suppression of {d.text} has no reason, so it suppresses nothing: write "
+                   f"the reason after the brackets (# kvlint: ignore[{d.text}] why)")
+    else:
+        message = f"suppression of {d.text} matched no finding: remove it"
+    return replace(template, message=message, path=d.path, line=d.line,
+                   data={"codes": list(d.codes), "scope": d.scope, "reason": d.reason})

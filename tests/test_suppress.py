@@ -1,0 +1,89 @@
+"""Suppressions: inline comments, annotations, file level, reasons required, KV901."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from tests.helpers import CONFIGS, ROOT
+
+CASE = (ROOT / "fixtures" / "cases" / "vllm-phi3-medium-tp8.yaml").read_text()
+PHI = f"microsoft/Phi-3-medium-4k-instruct={CONFIGS / 'microsoft--Phi-3-medium-4k-instruct.json'}"
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def lint(path: Path, *args: str) -> tuple[int, list[tuple[int | None, str, str]]]:
+    result = CliRunner().invoke(main, ["lint", str(path), "--model-map", PHI, "--format",
+                                       "json", "--isolated", "--no-plugins", *args])
+    assert result.exit_code in (0, 1), result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    found = sorted((f["line"], f["code"], f["message"]) for r in data["results"]
+                   for f in r["findings"])
+    return result.exit_code, found
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_inline_suppression_on_the_line_above(tmp_path: Path) -> None:
+    # the TP flag is on line 14: the directive goes on the line above it
+    text = CASE.replace("            - --tensor-parallel-size\n",
+                        "            # kvlint: ignore[KV202] we pin tp=8 until the 2-node move\n"
+                        "            - --tensor-parallel-size\n")
+    code, found = lint(write(tmp_path, text))
+    assert sorted(c for _, c, _ in found) == ["KV206", "KV303"]
+    assert code == 0
+
+
+def test_inline_suppression_on_the_same_line_by_name(tmp_path: Path) -> None:
+    text = CASE.replace('              nvidia.com/gpu: "4"\n',
+                        '              nvidia.com/gpu: "4"  # kvlint: ignore[gpu-count-mismatch]'
+                        ' shared node\n')
+    _, found = lint(write(tmp_path, text))
+    assert "KV206" not in [c for _, c, _ in found]
+
+
+def test_suppression_without_reason_suppresses_nothing_and_is_reported(tmp_path: Path) -> None:
+    text = CASE.replace("            - --tensor-parallel-size\n",
+                        "            # kvlint: ignore[KV202]\n            - --tensor-parallel-size\n")
+    code, found = lint(write(tmp_path, text))
+    assert code == 1
+    assert (14, "KV901", "suppression of KV202 has no reason, so it suppresses nothing: "
+            "write the reason after the brackets (# kvlint: ignore[KV202] why)") in found
+    assert any(c == "KV202" for _, c, _ in found)
+
+
+def test_unused_suppression_is_kv901(tmp_path: Path) -> None:
+    text = CASE.replace("  name: phi3\n", "  name: phi3  # kvlint: ignore[KV101] legacy MHA\n")
+    _, found = lint(write(tmp_path, text))
+    assert (5, "KV901", "suppression of KV101 matched no finding: remove it") in found
+    _, quiet = lint(write(tmp_path, text), "--ignore", "KV901")
+    assert "KV901" not in [c for _, c, _ in quiet]
+
+
+def test_file_level_suppression(tmp_path: Path) -> None:
+    text = "# kvlint: ignore-file[KV202,KV206] lab cluster, tp is under test\n" + CASE
+    _, found = lint(write(tmp_path, text))
+    assert [c for _, c, _ in found] == ["KV303"]
+
+
+def test_kubernetes_annotation_covers_its_object(tmp_path: Path) -> None:
+    text = CASE.replace("  name: phi3\n", "  name: phi3\n  annotations:\n"
+                        '    ignore-check.kvlint.io/KV206: "GPUs are shared by MIG"\n')
+    other = text + "---\n" + CASE.replace("name: phi3", "name: phi3-b")
+    _, found = lint(write(tmp_path, other))
+    kv206 = [line for line, c, _ in found if c == "KV206"]
+    assert len(kv206) == 1 and kv206[0] > 25  # only the second object's finding remains
