@@ -57,8 +57,8 @@ def test_inline_suppression_on_the_same_line_by_name(tmp_path: Path) -> None:
 
 
 def test_suppression_without_reason_suppresses_nothing_and_is_reported(tmp_path: Path) -> None:
-    text = CASE.replace("            - --tensor-parallel-size\n",
-                        "            # kvlint: ignore[KV202]\n            - --tensor-parallel-size\n")
+    flag = "            - --tensor-parallel-size\n"
+    text = CASE.replace(flag, "            # kvlint: ignore[KV202]\n" + flag)
     code, found = lint(write(tmp_path, text))
     assert code == 1
     assert (14, "KV901", "suppression of KV202 has no reason, so it suppresses nothing: "
