@@ -27,6 +27,39 @@ ENTRY_POINT_GROUP = hookspecs.PROJECT
 DISABLE_ENV = "KVLINT_DISABLE_PLUGIN_AUTOLOAD"
 
 
+DISTRIBUTIONS: dict[str, str] = {}
+"""Plugin name -> ``distribution version`` that installed it (for error messages)."""
+
+
+def _load_entry_points(pm: pluggy.PluginManager) -> None:
+    """Register every ``kvlint`` entry point; one that fails to import stops the run
+    (exit 2) naming its distribution. Plugins come from installed distributions only,
+    never from the linted repository."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist else "an unknown distribution"
+        if pm.get_plugin(ep.name) is not None:
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as err:
+            raise PluginError(f"kvlint plugin {ep.name!r} from {dist} failed to load: "
+                              f"{type(err).__name__}: {err}") from None
+        try:
+            pm.register(plugin, name=ep.name)
+        except Exception as err:
+            raise PluginError(f"kvlint plugin {ep.name!r} from {dist} is invalid: {err}") \
+                from None
+        DISTRIBUTIONS[ep.name] = dist
+
+
+def describe(plugin_name: str) -> str:
+    """``plugin 'example' (kvlint-example-plugin 0.1.0)`` or ``built-in module``."""
+    dist = DISTRIBUTIONS.get(plugin_name)
+    return f"plugin {plugin_name!r} ({dist})" if dist else f"{plugin_name}"
+
+
 def get_plugin_manager(*, load_entry_points: bool = True) -> pluggy.PluginManager:
     """A fresh manager with the built-ins and, unless disabled (``--no-plugins`` or
     ``KVLINT_DISABLE_PLUGIN_AUTOLOAD``), every installed ``kvlint`` plugin."""
@@ -35,11 +68,7 @@ def get_plugin_manager(*, load_entry_points: bool = True) -> pluggy.PluginManage
     for name in BUILTIN_PLUGINS:
         pm.register(importlib.import_module(name), name=name)
     if load_entry_points and not os.environ.get(DISABLE_ENV):
-        try:
-            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-        except Exception as err:
-            raise PluginError(f"a kvlint plugin failed to load: {type(err).__name__}: {err}") \
-                from None
+        _load_entry_points(pm)
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as err:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import pluggy
 
@@ -24,10 +25,25 @@ class Registry:
 
     @classmethod
     def from_plugins(cls, pm: pluggy.PluginManager) -> Registry:
-        rules = [rule for batch in pm.hook.kvlint_rules() for rule in batch]
-        reporters = [rep for batch in pm.hook.kvlint_reporters() for rep in batch]
-        _validate_rules(rules)
-        _validate_reporters(reporters)
+        from kvlint.plugins import describe
+
+        rules: list[type[Rule]] = []
+        for impl in pm.hook.kvlint_rules.get_hookimpls():
+            try:
+                batch: list[type[Rule]] = list(cast("Iterable[type[Rule]]", impl.function()))
+                _validate_rules([*rules, *batch])
+            except PluginError as err:
+                raise PluginError(f"{describe(impl.plugin_name)}: {err}") from None
+            rules.extend(batch)
+        reporters: list[type[Reporter]] = []
+        for impl in pm.hook.kvlint_reporters.get_hookimpls():
+            try:
+                batch_r: list[type[Reporter]] = list(
+                    cast("Iterable[type[Reporter]]", impl.function()))
+                _validate_reporters([*reporters, *batch_r])
+            except PluginError as err:
+                raise PluginError(f"{describe(impl.plugin_name)}: {err}") from None
+            reporters.extend(batch_r)
         return cls(tuple(sorted(rules, key=lambda r: r.code)),
                    tuple(sorted(reporters, key=lambda r: r.name)))
 

@@ -158,7 +158,8 @@ def test_broken_entry_point_is_one_line_exit_2(installed_plugin: dict[str, str],
         "[kvlint]\nexample = no_such_module_anywhere\n")
     proc = kvlint(installed_plugin, "rules")
     assert proc.returncode == 2
-    assert proc.stderr.startswith("kvlint: error: a kvlint plugin failed to load: ")
+    assert proc.stderr.startswith("kvlint: error: kvlint plugin 'example' from "
+                                  "kvlint-example-plugin 0.1 failed to load: ModuleNotFound")
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
 
@@ -185,3 +186,40 @@ def test_longest_match_selection(select: list[str], ignore: list[str], extend: l
     registry = registry_with()
     got = [r.code for r in registry.select(select, ignore, extend)]
     assert got == want
+
+
+def test_example_plugin_package_installs_and_runs(tmp_path: Path) -> None:
+    """pip-install tests/plugins (its own pyproject.toml and entry point) into a target dir,
+    offline, and run kvlint with it: the rule and the reporter both work."""
+    target = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", "--target", str(target), str(ROOT / "tests" / "plugins")],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert list(target.glob("kvlint_example_plugin-0.1.0.dist-info"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)])}
+    env.pop("KVLINT_DISABLE_PLUGIN_AUTOLOAD", None)
+    llama2 = str(CONFIGS / "meta-llama--Llama-2-7b-hf.json")
+    rules = kvlint(env, "rules", "--format", "json")
+    assert "EX101" in [r["code"] for r in json.loads(rules.stdout)]
+    counted = kvlint(env, "check", llama2, "--format", "count")
+    assert counted.returncode == 0 and counted.stdout == "2\n"  # KV101 and EX101
+    assert kvlint({**env, "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1"}, "check", llama2, "--format",
+                  "count").returncode == 2  # the format is gone without plugins
+
+
+def test_duplicate_code_from_a_plugin_names_it(installed_plugin: dict[str, str],
+                                               tmp_path: Path) -> None:
+    bad = tmp_path / "kvlint_dup_plugin.py"
+    bad.write_text(
+        "from kvlint.hookspecs import hookimpl\n"
+        "from kvlint.rules.attention import MhaKvCache\n"
+        "class Dup(MhaKvCache):\n    __doc__ = MhaKvCache.__doc__\n"
+        "@hookimpl\ndef kvlint_rules():\n    return [Dup]\n")
+    (tmp_path / "kvlint_example_plugin-0.1.dist-info" / "entry_points.txt").write_text(
+        "[kvlint]\ndup = kvlint_dup_plugin\n")
+    proc = kvlint(installed_plugin, "rules")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("kvlint: error: plugin 'dup' (kvlint-example-plugin 0.1): "
+                                  "rule 'KV101' is registered twice")

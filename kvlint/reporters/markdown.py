@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
     from kvlint.rules.base import Rule
 
-ICONS = {Severity.ERROR: "❌", Severity.WARNING: "⚠️", Severity.INFO: "ℹ️"}  # noqa: RUF001
+ICONS = {Severity.ERROR: "❌", Severity.WARNING: "⚠️", Severity.INFO: "\u2139\ufe0f"}  # (i)
 
 
 def cell(text: str) -> str:
