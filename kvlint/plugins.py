@@ -19,6 +19,10 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.config",
     "kvlint.reporters.text",
     "kvlint.reporters.json",
+    "kvlint.reporters.sarif",
+    "kvlint.reporters.github",
+    "kvlint.reporters.markdown",
+    "kvlint.reporters.junit",
     "kvlint.loaders.manifests.builtin",
 )
 """Modules registered on every manager, through the same hooks third parties implement."""

@@ -371,3 +371,12 @@ def test_kv205_uneven_pipeline() -> None:
                                "bytes_per_token_per_gpu": 16 * 1152}
     refused = as_json(PHI4, "--tp", "8", "--pp", "3", "--select", "KV205")
     assert "B/token per GPU" not in refused["results"][0]["findings"][0]["message"]
+
+
+def test_github_format_is_the_default_under_github_actions(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    out = run(PHI4, "--tp", "8").stdout
+    assert out.startswith("::error ") and "title=KV202 tp-indivisible-kv-heads" in out
+    monkeypatch.setenv("GITHUB_ACTIONS", "false")
+    assert not run(PHI4, "--tp", "8").stdout.startswith("::")
