@@ -1,34 +1,39 @@
-"""The built-in manifest parsers, registered through the same hooks as third-party ones."""
+"""The built-in manifest parsers, registered through the same hooks as third-party ones.
+
+The parser modules are imported when the hooks are first called (by ``kvlint lint``), so
+commands that never read manifests do not pay for them.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
+from types import ModuleType
 
 from kvlint.hookspecs import hookimpl
-from kvlint.loaders.manifests import (
-    compose,
-    engine_configs,
-    helm,
-    kubernetes,
-    kubernetes_crds,
-    launchers,
-)
 from kvlint.loaders.manifests.base import DocumentContext, ManifestParser
 
+MODULES = (
+    "kvlint.loaders.manifests.kubernetes",
+    "kvlint.loaders.manifests.kubernetes_crds",
+    "kvlint.loaders.manifests.helm",
+    "kvlint.loaders.manifests.compose",
+    "kvlint.loaders.manifests.launchers",
+    "kvlint.loaders.manifests.engine_configs",
+)
+"""Kubernetes objects first: they are recognised by apiVersion/kind, the others by keys."""
 
-def _parsers(module: object) -> list[type[ManifestParser]]:
-    found = [value for value in vars(module).values()
-             if isinstance(value, type) and issubclass(value, ManifestParser)
-             and value is not ManifestParser and value.name
-             and value.__module__ == getattr(module, "__name__", "")]
-    return found
+
+def _parsers(module: ModuleType) -> list[type[ManifestParser]]:
+    return [value for value in vars(module).values()
+            if isinstance(value, type) and issubclass(value, ManifestParser)
+            and value is not ManifestParser and value.name
+            and value.__module__ == module.__name__]
 
 
 @hookimpl
 def kvlint_manifest_parsers() -> Sequence[type[ManifestParser]]:
-    # Kubernetes objects first: they are recognised by apiVersion/kind, the others by keys.
-    return [p for m in (kubernetes, kubernetes_crds, helm, compose, launchers, engine_configs)
-            for p in _parsers(m)]
+    return [p for name in MODULES for p in _parsers(importlib.import_module(name))]
 
 
 @hookimpl(trylast=True)
