@@ -354,6 +354,43 @@ def _env_offline() -> bool:
     return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+@main.command("github-action")
+@click.option("--paths", default="", help="Files or directories to lint, space-separated "
+              "(default: the manifests a pull request changes; the repository otherwise).")
+@click.option("--config", "config_file", default="", help="Settings file.")
+@click.option("--fail-on", type=click.Choice(["", *FAIL_ON_CHOICES]), default="",
+              help="Threshold for a failing check [default: the settings' or error].")
+@click.option("--sarif-file", default="", help="Write SARIF to this file.")
+@click.option("--summary", type=click.Choice(["true", "false"]), default="true",
+              help="Write the Markdown summary to $GITHUB_STEP_SUMMARY.")
+@click.option("--offline", type=click.Choice(["true", "false"]), default="false",
+              help="Read Hub configs from the runner's cache only.")
+def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, summary: str,
+                  offline: str) -> None:
+    """Run as the GitHub Action does (action.yml calls this): lint the PR's manifests,
+    annotate, summarise, write SARIF and the step outputs; exit by fail-on."""
+    from kvlint.integrations import github
+    from kvlint.manifest_linter import lint_paths
+
+    env = github.environment()
+    workdir = Path.cwd()
+    chosen = github.ChangedFiles(tuple(paths.split()), "the paths given") if paths.strip() \
+        else github.changed_files(env, workdir)
+    session = Session.start([Path(p) for p in chosen.paths], config_file or None, False,
+                            False, (), (), (), fail_on or None, ("github",), ())
+    d = session.settings
+    mapping = {name: _local_ref(ref, session.root) for name, ref in d.models.items()}
+    run = lint_paths([p for p in chosen.paths if Path(p).exists()], session.rules,
+                     session.pm, base=ServingPlan(gpu=d.gpu), offline=offline == "true" or
+                     bool(d.offline) or _env_offline(), model_map=mapping,
+                     fail_on=session.fail_on, policy=session.policy,
+                     unused_suppression=session.unused_suppression)
+    annotations, code = github.report(run, env, chosen, sarif_file=sarif_file or None,
+                                      summary=summary == "true")
+    click.echo(annotations, nl=False)
+    sys.exit(code)
+
+
 @main.command()
 @click.argument("models", nargs=-1, required=True, metavar="MODEL...")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True)

@@ -1,0 +1,150 @@
+"""The GitHub Action: its package-side logic in a simulated runner, and every `run:` step of
+action.yml executed in order with the `${{ }}` expressions substituted as a runner would."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from tests.helpers import CONFIGS, ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed")
+
+REFUSED = (ROOT / "fixtures" / "cases" / "vllm-phi3-medium-tp8.yaml").read_text()
+CLEAN = REFUSED.replace('- "8"', '- "2"').replace('nvidia.com/gpu: "4"', 'nvidia.com/gpu: "2"')
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True, env=env).stdout.strip()
+
+
+@pytest.fixture
+def pull_request(tmp_path: Path) -> dict[str, Any]:
+    """A repository whose PR adds deploy/phi.yaml (tp=8: refused) next to an unchanged,
+    already-refused deploy/old.yaml, and the runner files of a job."""
+    repo = tmp_path / "repo"
+    (repo / "deploy").mkdir(parents=True)
+    (repo / ".kvlint.toml").write_text(
+        '[models]\n"microsoft/Phi-3-medium-4k-instruct" = '
+        f'"{CONFIGS / "microsoft--Phi-3-medium-4k-instruct.json"}"\n')
+    (repo / "deploy" / "old.yaml").write_text(REFUSED)
+    (repo / "deploy" / "clean.yaml").write_text(CLEAN)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "deploy" / "phi.yaml").write_text(REFUSED)
+    (repo / "README.md").write_text("docs change\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "serve phi-3 on 8 GPUs")
+    head = git(repo, "rev-parse", "HEAD")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"base": {"sha": base},
+                                                  "head": {"sha": head}}}))
+    files = {name: tmp_path / name for name in ("summary.md", "output.txt", "env.txt")}
+    for file in files.values():
+        file.write_text("")
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request",
+           "GITHUB_EVENT_PATH": str(event), "GITHUB_STEP_SUMMARY": str(files["summary.md"]),
+           "GITHUB_OUTPUT": str(files["output.txt"]), "GITHUB_ENV": str(files["env.txt"]),
+           "GITHUB_WORKSPACE": str(repo), "HF_HUB_OFFLINE": "1",
+           "HF_HUB_CACHE": str(tmp_path / "hf-cache"), "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return {"repo": repo, "env": env, "files": files, "tmp": tmp_path}
+
+
+def outputs(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def test_action_logic_on_a_pull_request(pull_request: dict[str, Any],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in pull_request["env"].items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(pull_request["repo"])
+    sarif = pull_request["tmp"] / "out" / "kvlint.sarif"
+    result = CliRunner().invoke(main, ["github-action", "--sarif-file", str(sarif)])
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("::error file=deploy/phi.yaml,line=14,col=1,title=KV202 "
+                               "tp-indivisible-kv-heads")
+    assert not any("old.yaml" in line or "clean.yaml" in line for line in lines)
+    summary = pull_request["files"]["summary.md"].read_text()
+    assert summary.startswith("## kvlint\n\n1 manifest(s) changed between ")
+    assert "microsoft/Phi-3-medium-4k-instruct" in summary and "KV202" in summary
+    assert outputs(pull_request["files"]["output.txt"]) == {
+        "findings": "3", "errors": "1", "warnings": "1", "sarif-file": str(sarif)}
+    schema = json.loads((ROOT / "fixtures" / "schemas" / "sarif-schema-2.1.0.json").read_text())
+    jsonschema.Draft7Validator(schema).validate(json.loads(sarif.read_text()))
+
+
+def test_push_event_lints_the_whole_repository(pull_request: dict[str, Any],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {**pull_request["env"], "GITHUB_EVENT_NAME": "push"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(pull_request["repo"])
+    result = CliRunner().invoke(main, ["github-action", "--summary", "false",
+                                       "--fail-on", "never"])
+    assert result.exit_code == 0
+    errors = set(re.findall(r"::error file=deploy/(\w+)\.yaml", result.stdout))
+    assert errors == {"phi", "old"}  # clean.yaml only gets a notice (KV303)
+    assert pull_request["files"]["summary.md"].read_text() == ""
+
+
+def _substitute(text: str, inputs: dict[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        expr = match[1].strip()
+        if expr.startswith("inputs."):
+            return inputs[expr.removeprefix("inputs.")]
+        if expr == "github.action_path":
+            return str(ROOT)
+        raise AssertionError(f"unexpected expression {expr}")
+    return re.sub(r"\$\{\{(.*?)\}\}", value, text)
+
+
+def test_action_yml_run_steps_in_order(pull_request: dict[str, Any]) -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
+    inputs.update({"offline": "true", "hf-token": "hf_secret_value"})
+    target = pull_request["tmp"] / "site"
+    runner_env = {**os.environ, **pull_request["env"],
+                  # install into a scratch dir, offline, without touching this interpreter
+                  "PIP_TARGET": str(target), "PIP_NO_INDEX": "1", "PIP_NO_DEPS": "1",
+                  "PIP_NO_BUILD_ISOLATION": "false",
+                  "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    ran = []
+    for step in action["runs"]["steps"]:
+        if "uses" in step:
+            assert step["uses"].startswith("actions/setup-python@v")
+            continue
+        env = {**runner_env, **{k: _substitute(str(v), inputs)
+                                for k, v in step.get("env", {}).items()}}
+        proc = subprocess.run(["bash", "-e", "-c", _substitute(step["run"], inputs)],
+                              cwd=pull_request["repo"], env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+        ran.append((step["name"], proc))
+        if step.get("id") != "kvlint":
+            assert proc.returncode == 0, proc.stderr
+    assert [name for name, _ in ran] == ["Install kvlint", "Run kvlint"]
+    assert list(target.glob("kvlint-*.dist-info")), "the action installed its own checkout"
+    run = ran[-1][1]
+    assert run.returncode == 1  # the action fails the check
+    assert "::error file=deploy/phi.yaml,line=14,col=1,title=KV202" in run.stdout
+    assert "old.yaml" not in run.stdout  # unchanged files are not reported
+    assert "hf_secret_value" not in run.stdout + run.stderr
+    assert outputs(pull_request["files"]["output.txt"])["errors"] == "1"
