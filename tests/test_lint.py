@@ -149,15 +149,16 @@ def test_hub_models_come_from_the_cache(fake_hub: FakeHub, monkeypatch: pytest.M
                       {"config.json": (CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
                        .read_bytes()})
     manifest = str(CASES / "tgi-llama31-numshard16.yaml")
-    code, online = lint_json(manifest)
+    code, online = lint_json(manifest, "--isolated")  # not the cases' models map
     assert code == 1 and "KV202" in {f["code"] for f in online["results"][0]["findings"]}
     fake_hub.close()
-    code, offline = lint_json(manifest, "--offline")  # warm cache, no network: same result
+    code, offline = lint_json(manifest, "--offline", "--isolated")  # warm cache, no network
     assert offline["results"][0]["findings"] == online["results"][0]["findings"]
 
 
 def test_uncached_hub_model_offline_is_kv902_not_a_crash() -> None:
-    code, data = lint_json(str(CASES / "tgi-llama31-numshard16.yaml"), "--offline")
+    code, data = lint_json(str(CASES / "tgi-llama31-numshard16.yaml"), "--offline",
+                           "--isolated")
     assert code == 0
     [finding] = data["results"][0]["findings"]
     assert finding["code"] == "KV902" and "cache" in finding["message"]
