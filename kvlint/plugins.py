@@ -16,6 +16,7 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.engines",
     "kvlint.rules.capacity",
     "kvlint.rules.manifest",
+    "kvlint.rules.source",
     "kvlint.rules.config",
     "kvlint.reporters.text",
     "kvlint.reporters.json",

@@ -61,9 +61,27 @@ def _reason(raw: str) -> str:
     return raw.strip().strip("\"'").strip()
 
 
+def _python_comments(text: str) -> dict[int, str]:
+    """Line -> comment text of a Python source (strings and docstrings are not comments)."""
+    import io
+    import tokenize
+
+    comments: dict[int, str] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                comments[token.start[0]] = token.string
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return comments
+
+
 def directives(path: str, text: str) -> list[Directive]:
-    """Every suppression written in ``text``."""
+    """Every suppression written in ``text`` (for Python sources, in comments only)."""
     lines = text.splitlines()
+    if path.endswith(".py"):
+        comments = _python_comments(text)
+        lines = [comments.get(number, "") for number in range(1, len(lines) + 1)]
     found: list[Directive] = []
     doc_start, doc_ranges = 1, []
     for number, line in enumerate(lines, 1):

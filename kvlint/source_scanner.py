@@ -1,0 +1,131 @@
+"""``kvlint scan``: find materialised GQA and naive MLA in Python sources.
+
+Sources are files and directories, an installed distribution (``--package``: located through
+importlib metadata, never imported) or a Hub repository's remote code (``--hub``: its ``*.py``
+downloaded into the Hugging Face cache, never executed). One result per file with findings;
+``# kvlint: ignore[KV401] reason`` suppressions work as in manifests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.errors import InputError
+from kvlint.linter import LintRun, ModelResult, Target
+from kvlint.model.serving import ServingPlan
+from kvlint.rules.base import Rule
+from kvlint.suppress import MARKERS, Policy
+from kvlint.suppress import apply as apply_suppressions
+
+SKIPPED_DIRS = frozenset({".git", ".hg", "__pycache__", ".venv", "venv", "node_modules",
+                          ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache", "build",
+                          "dist"})
+
+
+def python_files(paths: Iterable[str]) -> list[Path]:
+    """``.py`` files given or under the given directories, in a stable order."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+                found.extend(Path(root) / f for f in sorted(files) if f.endswith(".py"))
+        else:
+            raise InputError(f"{raw}: no such file or directory")
+    return found
+
+
+def package_files(name: str) -> list[Path]:
+    """The ``.py`` files of an installed distribution (or top-level package), by metadata
+    or the import system's spec origin; nothing is imported."""
+    from importlib import metadata
+    from importlib.util import find_spec
+
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        dist = None
+    if dist is not None and dist.files:
+        files = [Path(str(dist.locate_file(f))) for f in dist.files if str(f).endswith(".py")]
+        existing = sorted(f for f in files if f.is_file())
+        if existing:
+            return existing
+    try:
+        spec = find_spec(name.replace("-", "_"))
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise InputError(f"package {name!r} is not installed (pip show {name})")
+    roots = list(spec.submodule_search_locations or []) or \
+        ([str(Path(spec.origin).parent)] if spec.origin else [])
+    return python_files(roots)
+
+
+def hub_files(repo_id: str, *, revision: str | None = None, offline: bool = False) -> list[Path]:
+    """A Hub repository's ``*.py`` files (remote code), downloaded into the Hugging Face
+    cache with huggingface_hub; they are read as text, never executed."""
+    from kvlint.errors import HubError
+
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:  # pragma: no cover - a runtime dependency
+        raise HubError("scanning Hub code needs huggingface_hub") from None
+    try:
+        root = snapshot_download(repo_id, revision=revision, allow_patterns=["*.py"],
+                                 local_files_only=offline)
+    except Exception as err:
+        raise HubError(f"could not fetch the Python files of {repo_id}: "
+                       f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+                       ) from None
+    return python_files([root])
+
+
+def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: str = "error",
+               policy: Policy | None = None, unused_suppression: Finding | None = None
+               ) -> LintRun:
+    from kvlint.scan.analyzer import scan_source
+
+    active = {r.code: r for r in rules}
+    results: list[ModelResult] = []
+    texts: dict[str, str] = {}
+    for file in files:
+        path = str(file)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise InputError(f"{path}: cannot read: {err}") from None
+        try:
+            found = scan_source(text, path)
+        except ValueError as err:  # invalid Python: report it, keep scanning the rest
+            results.append(_result(path, (_problem(str(err), path, rules),)))
+            continue
+        findings = tuple(
+            replace(active[f.code]().finding(f.message, function=f.function,
+                                             variable=f.variable, **f.data),
+                    path=path, line=f.line, column=f.column)
+            for f in found if f.code in active)
+        if findings:
+            results.append(_result(path, findings))
+        if any(marker in text for marker in MARKERS):
+            texts[path] = text
+    final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
+    return LintRun(tuple(final), fail_on, tuple(rules))
+
+
+def _result(path: str, findings: tuple[Finding, ...]) -> ModelResult:
+    return ModelResult(Target(path, "source", None, path, None), ServingPlan(), None, findings)
+
+
+def _problem(message: str, path: str, rules: Sequence[type[Rule]]) -> Finding:
+    """Invalid Python is reported like an unreadable manifest (KV903), never a traceback."""
+    rule = next((r for r in rules if r.code == "KV903"), None)
+    base = rule().finding(message) if rule else Finding("KV903", "manifest-unparsable",
+                                                        Severity.ERROR, message)
+    return replace(base, path=path)

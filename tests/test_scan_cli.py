@@ -1,0 +1,97 @@
+"""`kvlint scan` end to end: files, packages, suppressions, output, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+
+from kvlint.cli import main
+
+SOURCE = '''\
+import torch
+
+
+def repeat_kv(hidden, n_rep):
+    batch, heads, seq, dim = hidden.shape
+    hidden = hidden[:, :, None, :, :].expand(batch, heads, n_rep, seq, dim)
+    return hidden.reshape(batch, heads * n_rep, seq, dim)
+
+
+class Attention(torch.nn.Module):
+    def forward(self, query, key_states, value_states):
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        weights = torch.matmul(query, key_states.transpose(2, 3))
+        return torch.matmul(weights.softmax(-1), value_states)
+'''
+
+
+def scan(*args: str) -> Result:
+    return CliRunner().invoke(main, ["scan", *args, "--isolated", "--no-plugins"])
+
+
+def as_json(*args: str) -> dict[str, Any]:
+    result = scan(*args, "--format", "json")
+    assert result.exit_code in (0, 1), result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def test_materialised_gqa_is_found_on_its_line(tmp_path: Path) -> None:
+    (tmp_path / "attn.py").write_text(SOURCE)
+    data = as_json(str(tmp_path))
+    [result] = data["results"]
+    assert result["target"]["kind"] == "source"
+    codes = sorted((f["code"], f["line"]) for f in result["findings"])
+    assert ("KV401", 12) in codes
+    assert all(c == "KV401" for c, _ in codes)
+    assert scan(str(tmp_path)).exit_code == 0  # a warning under fail-on error
+    assert scan(str(tmp_path), "--fail-on", "warning").exit_code == 1
+
+
+def test_python_suppression_with_reason(tmp_path: Path) -> None:
+    text = SOURCE.replace(
+        "        key_states = repeat_kv(key_states, self.num_key_value_groups)\n",
+        "        # kvlint: ignore[KV401] reference implementation, never served\n"
+        "        key_states = repeat_kv(key_states, self.num_key_value_groups)\n")
+    (tmp_path / "attn.py").write_text(text)
+    lines = [f["line"] for r in as_json(str(tmp_path))["results"] for f in r["findings"]
+             if f["code"] == "KV401"]
+    assert 13 not in lines
+
+
+def test_safe_sdpa_with_enable_gqa_is_quiet(tmp_path: Path) -> None:
+    (tmp_path / "sdpa.py").write_text(
+        "import torch.nn.functional as F\n\n\n"
+        "def attend(query, key_states, value_states):\n"
+        "    return F.scaled_dot_product_attention(query, key_states, value_states,"
+        " enable_gqa=True)\n")
+    assert as_json(str(tmp_path))["results"] == []
+
+
+def test_invalid_python_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    (tmp_path / "attn.py").write_text(SOURCE)
+    data = as_json(str(tmp_path))
+    codes = {f["code"] for r in data["results"] for f in r["findings"]}
+    assert codes == {"KV401", "KV903"}
+
+
+def test_kvlint_itself_is_clean() -> None:
+    data = as_json("--package", "kvlint")
+    assert [f for r in data["results"] for f in r["findings"]] == []
+
+
+def test_scan_needs_something_to_scan() -> None:
+    result = scan()
+    assert result.exit_code == 2
+    assert "give PATH..., --package NAME or --hub MODEL" in result.stderr
+
+
+def test_unknown_package() -> None:
+    result = scan("--package", "no-such-distribution-xyz")
+    assert result.exit_code == 2
+    assert "package 'no-such-distribution-xyz' is not installed" in result.stderr
