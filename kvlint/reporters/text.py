@@ -137,7 +137,8 @@ def _header(r: ModelResult) -> str:
 
 def _finding(ref: str, f: Finding) -> str:
     where = f"{f.path}:{f.line}:{f.column or 1}: " if f.path and f.line else ""
-    head = f"{where}{ref}  {f.code} {f.severity.value}  {f.name}"
+    label = "" if ref == f.path else f"{ref}  "
+    head = f"{where}{label}{f.code} {f.severity.value}  {f.name}"
     body = textwrap.fill(f.message, WIDTH, initial_indent="  ", subsequent_indent="  ")
     return f"{head}\n{body}"
 
