@@ -65,6 +65,18 @@ LAYER_TYPE_KINDS: Final = {
 """Spellings seen in ``layer_types`` / ``layers_block_type``."""
 
 
+def lookup(config: Mapping[str, Any], *names: str) -> tuple[str, Any] | None:
+    """``(name, value)`` of the first of ``names`` present in ``config`` with a non-null
+    value; dotted names descend into nested objects (``attn_config.kv_n_heads``)."""
+    for name in names:
+        value: Any = config
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is not None:
+            return name, value
+    return None
+
+
 class Missing:
     """Sentinel: transformers' config class has no such attribute."""
 
@@ -110,14 +122,7 @@ class _Reader:
         return self._known
 
     def raw(self, *names: str) -> tuple[str, Any] | None:
-        """The first of ``names`` present with a non-null value (dotted names descend)."""
-        for name in names:
-            value: Any = self.config
-            for part in name.split("."):
-                value = value.get(part) if isinstance(value, Mapping) else None
-            if value is not None:
-                return name, value
-        return None
+        return lookup(self.config, *names)
 
     def from_transformers(self, name: str) -> Any:
         known = KNOWN_DEFAULTS.get((self.model_type, name))

@@ -26,6 +26,7 @@ from kvlint.loaders.hf_config import (
     ConfigDefaults,
     as_int,
     config_dtype,
+    lookup,
     resolve_geometry,
     spellings,
     text_part,
@@ -110,14 +111,7 @@ class _Fields:
     notes: list[str] = field(default_factory=list)
 
     def raw(self, *names: str) -> tuple[str, Any] | None:
-        """The first of ``names`` present with a non-null value (dotted names descend)."""
-        for name in names:
-            value: Any = self.config
-            for part in name.split("."):
-                value = value.get(part) if isinstance(value, Mapping) else None
-            if value is not None:
-                return name, value
-        return None
+        return lookup(self.config, *names)
 
     def default(self, *names: str) -> tuple[str, Any] | None:
         """transformers' value for the first of ``names`` its config class has.
