@@ -310,11 +310,18 @@ def lint_paths(
     plan = base or ServingPlan()
     results: list[ModelResult] = []
     texts: dict[str, str] = {}
+    seen: set[tuple[object, ...]] = set()
     for file, found in zip(files, extract_all(files, pm, parsers), strict=True):
         if isinstance(found, ManifestProblem):
             results.append(problem_result(found, rules))
-        else:
-            results.extend(lint_served(s, resolver, plan, rules, defaults) for s in found)
+            continue
+        for served in found:
+            # A file referenced by another (Ray Serve llm_configs) is reported once.
+            key = (Path(served.path).resolve(), served.line, served.document, served.role,
+                   str(served.model))
+            if key not in seen:
+                seen.add(key)
+                results.append(lint_served(served, resolver, plan, rules, defaults))
         text = _text_with_suppressions(file)
         if text is not None:
             texts[str(file)] = text

@@ -175,3 +175,9 @@ def test_missing_path_is_a_usage_error() -> None:
     result = lint("does/not/exist.yaml")
     assert result.exit_code == 2
     assert "does/not/exist.yaml: no such file or directory" in result.stderr
+
+
+def test_referenced_ray_serve_config_is_reported_once() -> None:
+    _, data = lint_json(str(CORPUS / "ray-serve" / "serve-by-reference"))
+    refs = [(Path(r["target"]["path"]).name, r["target"]["line"]) for r in data["results"]]
+    assert refs == [("llama_3dot1_8b_tp2.yaml", 2)]
