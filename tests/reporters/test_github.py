@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +24,6 @@ from tests.reporters import (
     check_run,
     finding,
     hub_result,
-    isolate,
     lint_run,
     made_up,
     run_of,
@@ -33,11 +31,6 @@ from tests.reporters import (
 )
 
 COMMAND_RE = re.compile(r"^::(error|warning|notice)(?: ([^:]*))?::(.*)$")
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    isolate(monkeypatch, tmp_path)
 
 
 def unescape_data(value: str) -> str:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from pathlib import Path
-
-import pytest
 
 from kvlint.diagnostics import Severity
 from kvlint.linter import LintRun
@@ -18,17 +15,11 @@ from tests.reporters import (
     check_run,
     finding,
     hub_result,
-    isolate,
     lint_run,
     made_up,
     run_of,
     unresolved_result,
 )
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    isolate(monkeypatch, tmp_path)
 
 
 def parse(run: LintRun) -> ET.Element:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -18,17 +17,11 @@ from tests.reporters import (
     check_run,
     finding,
     hub_result,
-    isolate,
     lint_run,
     made_up,
     run_of,
     unresolved_result,
 )
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    isolate(monkeypatch, tmp_path)
 
 
 def table(text: str) -> list[list[str]]:

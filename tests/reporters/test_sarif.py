@@ -39,18 +39,12 @@ from tests.reporters import (
     check_run,
     finding,
     hub_result,
-    isolate,
     lint_run,
     made_up,
     rules,
     run_of,
     unresolved_result,
 )
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    isolate(monkeypatch, tmp_path)
 
 
 def render(run: LintRun) -> dict[str, Any]:

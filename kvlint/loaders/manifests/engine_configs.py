@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kvlint.loaders.manifests.base import (
     DocumentContext,
@@ -134,6 +134,9 @@ def env_of(obj: Any) -> dict[str, str | None]:
     return env
 
 
+T = TypeVar("T")
+
+
 def to_int(value: object) -> int | None:
     if isinstance(value, bool):
         return None
@@ -173,27 +176,26 @@ def scalar_text(value: object) -> str:
     return str(value)
 
 
-def loc_int(obj: Any, key: str, source: str) -> Located[int] | Unresolved | None:
-    """An integer setting read from ``obj[key]``, on the key's line."""
+def _loc_number(obj: Any, key: str, source: str, convert: Callable[[object], T | None],
+                what: str) -> Located[T] | Unresolved | None:
+    """A number read from ``obj[key]`` with ``convert``, on the key's line."""
     if not isinstance(obj, dict) or obj.get(key) is None:
         return None
     value, line = obj[key], key_line(obj, key)
-    number = to_int(value)
+    number = convert(value)
     if number is None:
-        return Unresolved(f"{source} is not an integer", line, key_col(obj, key),
+        return Unresolved(f"{source} is not {what}", line, key_col(obj, key),
                           scalar_text(value))
     return Located(number, line, key_col(obj, key), source)
+
+
+def loc_int(obj: Any, key: str, source: str) -> Located[int] | Unresolved | None:
+    """An integer setting read from ``obj[key]``, on the key's line."""
+    return _loc_number(obj, key, source, to_int, "an integer")
 
 
 def loc_float(obj: Any, key: str, source: str) -> Located[float] | Unresolved | None:
-    if not isinstance(obj, dict) or obj.get(key) is None:
-        return None
-    value, line = obj[key], key_line(obj, key)
-    number = to_float(value)
-    if number is None:
-        return Unresolved(f"{source} is not a number", line, key_col(obj, key),
-                          scalar_text(value))
-    return Located(number, line, key_col(obj, key), source)
+    return _loc_number(obj, key, source, to_float, "a number")
 
 
 def loc_str(obj: Any, key: str, source: str) -> Located[str] | None:
