@@ -18,6 +18,7 @@ from kvlint.model.geometry import AttentionGeometry
 if TYPE_CHECKING:
     from kvlint.loaders.weight_size import PlanWeights
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
+from kvlint.probe.result import ProbeReport
 from kvlint.rules.base import Rule, RuleContext
 
 TargetKind = Literal["model", "manifest", "source"]
@@ -47,6 +48,8 @@ class ModelResult:
     capacity: Capacity | None = None
     notes: tuple[str, ...] = ()
     """What the manifest parser noticed (flags a chart drops, ambiguous GPU counts...)."""
+    probe: ProbeReport | None = None
+    """What ``kvlint probe`` measured for this model (DESIGN §7 ``probe``)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ def lint_config(
     gpus_requested: int | None = None,
     manifest_problem: tuple[str, str] | None = None,
     geometry: AttentionGeometry | None = None,
+    probe: ProbeReport | None = None,
 ) -> ModelResult:
     """Resolve one raw config (``None`` when the model is unknown: ``model_problem`` says
     why), size it under ``plan`` and run ``rules`` on it."""
@@ -119,14 +123,14 @@ def lint_config(
             analysis = cap = None
     ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
                       model_problem=model_problem, gpus_requested=gpus_requested,
-                      manifest_problem=manifest_problem)
+                      manifest_problem=manifest_problem, probe=probe)
     findings = tuple(
         finding
         for rule in rules
         if analysis is not None or not rule.needs_geometry
         for finding in rule().check(ctx)
     )
-    return ModelResult(target, plan, analysis, findings, problem, cap)
+    return ModelResult(target, plan, analysis, findings, problem, cap, probe=probe)
 
 
 _ANALYSES: dict[tuple[int, ServingPlan], tuple[AttentionGeometry, KvAnalysis]] = {}

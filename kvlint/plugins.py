@@ -17,6 +17,7 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.capacity",
     "kvlint.rules.manifest",
     "kvlint.rules.source",
+    "kvlint.rules.probe",
     "kvlint.rules.config",
     "kvlint.reporters.text",
     "kvlint.reporters.json",

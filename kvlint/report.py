@@ -87,6 +87,61 @@ class FindingOut(_Strict):
     data: dict[str, Any]
 
 
+class MaterializationOut(_Strict):
+    op: str = Field(description="The op, and the Python function that ran it.")
+    amplification: float = Field(description="Elements written / unique KV elements read.")
+    bytes: int = Field(description="Bytes written per step, over all calls.")
+    calls: int
+    module: str | None
+
+
+class SdpaCallOut(_Strict):
+    query_shape: list[int]
+    key_shape: list[int]
+    value_shape: list[int]
+    dtype: str
+    enable_gqa: bool
+    has_mask: bool
+    is_causal: bool
+    cuda_backend: Literal["flash", "efficient", "math"]
+    materializes: bool
+    reason: str
+    calls: int
+
+
+class ProbeImplOut(_Strict):
+    impl: str
+    dtype: str
+    theory_read_bytes: int
+    measured_read_bytes: int | None = Field(
+        description="Null when not measured (skipped, or the engine's metrics give "
+                    "allocation only).")
+    read_ratio: float | None
+    theory_cache_bytes: int
+    measured_cache_bytes: int | None
+    cache_ratio: float | None
+    cache_traffic_read_bytes: int | None
+    cache_traffic_write_bytes: int | None
+    materializations: list[MaterializationOut]
+    sdpa_calls: list[SdpaCallOut]
+    verdict: Literal["ok", "warning", "error"]
+    seconds: float | None
+    skipped: str | None
+    notes: list[str]
+    details: dict[str, Any]
+
+
+class ProbeOut(_Strict):
+    device: Literal["cpu", "cuda"]
+    method: Literal["dispatch", "timing", "ncu", "metrics"]
+    context: int
+    batch: int
+    layers: int
+    built: str
+    notes: list[str]
+    impls: list[ProbeImplOut]
+
+
 class ResultOut(_Strict):
     target: TargetOut
     serving: ServingOut
@@ -94,6 +149,7 @@ class ResultOut(_Strict):
     kv: KvOut | None
     capacity: CapacityOut | None
     findings: list[FindingOut]
+    probe: ProbeOut | None = Field(default=None, description="kvlint probe only.")
 
 
 class Summary(_Strict):

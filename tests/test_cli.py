@@ -146,7 +146,8 @@ def schema() -> dict[str, Any]:
 def test_json_output_is_exact_and_valid() -> None:
     data = as_json(DSV25, "--tp", "16", "--context", "4096")
     jsonschema.validate(data, schema())
-    assert Report.model_validate(data).model_dump(mode="json") == data
+    assert Report.model_validate(data).model_dump(mode="json", exclude_unset=True) == data
+    assert "probe" not in data["results"][0]  # kvlint probe only
     assert data["schema_version"] == 1
     result = data["results"][0]
     assert result["target"] == {"kind": "model", "ref": DSV25, "revision": None, "path": DSV25,
@@ -215,7 +216,7 @@ def test_rules_lists_every_builtin() -> None:
     rows = json.loads(result.stdout)
     assert [r["code"] for r in rows] == [
         "KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV206", "KV301", "KV302",
-        "KV303", "KV304", "KV401", "KV402", "KV403", "KV404", "KV501", "KV502", "KV503", "KV900",
+        "KV303", "KV304", "KV401", "KV402", "KV403", "KV404", "KV501", "KV502", "KV503", "KV601", "KV900",
         "KV901", "KV902", "KV903"]
     text = CliRunner().invoke(main, ["rules", "--no-plugins"]).stdout
     assert "KV204   mla-latent-replicated" in text

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
     from kvlint.model.capacity import Capacity
     from kvlint.model.serving import KvAnalysis
+    from kvlint.probe.result import ProbeReport
 
 SCHEMA_VERSION = 1
 
@@ -59,9 +60,40 @@ def _finding(f: Finding) -> dict[str, Any]:
             "path": f.path, "line": f.line, "column": f.column, "data": dict(f.data)}
 
 
+def _probe(p: ProbeReport) -> dict[str, Any]:
+    return {
+        "device": p.device, "method": p.method, "context": p.context, "batch": p.batch,
+        "layers": p.layers, "built": p.built, "notes": list(p.notes),
+        "impls": [{
+            "impl": m.impl, "dtype": m.dtype, "theory_read_bytes": m.theory_read_bytes,
+            "measured_read_bytes": m.measured_read_bytes, "read_ratio": _round(m.read_ratio),
+            "theory_cache_bytes": m.theory_cache_bytes,
+            "measured_cache_bytes": m.measured_cache_bytes,
+            "cache_ratio": _round(m.cache_ratio),
+            "cache_traffic_read_bytes": m.cache_traffic_read_bytes,
+            "cache_traffic_write_bytes": m.cache_traffic_write_bytes,
+            "materializations": [{"op": x.op, "amplification": x.amplification,
+                                  "bytes": x.bytes, "calls": x.calls, "module": x.module}
+                                 for x in m.materializations],
+            "sdpa_calls": [{"query_shape": list(c.query_shape), "key_shape": list(c.key_shape),
+                            "value_shape": list(c.value_shape), "dtype": c.dtype,
+                            "enable_gqa": c.enable_gqa, "has_mask": c.has_mask,
+                            "is_causal": c.is_causal, "cuda_backend": c.cuda_backend,
+                            "materializes": c.materializes, "reason": c.reason,
+                            "calls": c.calls} for c in m.sdpa_calls],
+            "verdict": m.verdict, "seconds": m.seconds, "skipped": m.skipped,
+            "notes": list(m.notes), "details": dict(m.details),
+        } for m in p.impls],
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
 def _result(r: ModelResult) -> dict[str, Any]:
     p, layout, t = r.plan, r.plan.layout, r.target
-    return {
+    out = {
         "target": {"kind": t.kind, "ref": t.ref, "revision": t.revision, "path": t.path,
                    "line": t.line},
         "serving": {"engine": p.behaviour.engine if r.analysis else p.engine,
@@ -75,6 +107,9 @@ def _result(r: ModelResult) -> dict[str, Any]:
         "capacity": _capacity(r.capacity) if r.capacity else None,
         "findings": [_finding(f) for f in r.findings],
     }
+    if r.probe is not None:  # kvlint probe only
+        out["probe"] = _probe(r.probe)
+    return out
 
 
 def report(run: LintRun) -> dict[str, Any]:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
     from kvlint.model.capacity import Capacity
     from kvlint.model.serving import KvAnalysis
+    from kvlint.probe.result import ProbeReport
 
 WIDTH = 96
 
@@ -126,6 +127,44 @@ def _capacity_rows(c: Capacity) -> list[list[str]]:
     return rows
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _probe_block(p: ProbeReport) -> str:
+    """The probe's table: one row per implementation, then its materialisations and notes."""
+    from tabulate import tabulate
+
+    head = (f"probe · {p.device} · {p.method} · {fmt_int(p.context)} tokens x batch {p.batch}"
+            f" · {p.layers} layer{'s' if p.layers != 1 else ''}")
+    rows = []
+    lines = []
+    for m in p.impls:
+        if m.skipped:
+            rows.append([m.impl, "-", fmt_bytes(m.theory_read_bytes), "-", "-", "-", "skipped"])
+            lines.append(f"{m.impl}: skipped: {m.skipped}")
+            continue
+        rows.append([m.impl,
+                     "-" if m.measured_read_bytes is None else fmt_bytes(m.measured_read_bytes),
+                     fmt_bytes(m.theory_read_bytes), _ratio(m.read_ratio),
+                     "-" if m.measured_cache_bytes is None else fmt_bytes(m.measured_cache_bytes),
+                     _ratio(m.cache_ratio), m.verdict])
+        lines.extend(f"{m.impl}: {x.op} writes {x.amplification:g}x the KV it reads "
+                     f"({fmt_bytes(x.bytes)}{f', {x.calls} calls' if x.calls > 1 else ''})"
+                     for x in m.materializations)
+        lines.extend(f"{m.impl}: SDPA {c.key_shape[-3] if len(c.key_shape) > 2 else '?'} KV "
+                     f"heads, enable_gqa={c.enable_gqa}, mask={c.has_mask} -> CUDA "
+                     f"{c.reason}" for c in m.sdpa_calls)
+        lines.extend(f"{m.impl}: {note}" for note in m.notes)
+    table = tabulate(rows, headers=["impl", "KV read/step", "theory", "ratio", "cache",
+                                    "ratio", "verdict"], tablefmt="plain")
+    notes = [f"built: {p.built}"] if p.built else []
+    notes += list(p.notes) + lines
+    wrapped = [textwrap.fill(n, WIDTH - 2, subsequent_indent="    ") for n in notes]
+    return "\n".join([head, textwrap.indent(table, "  "), *(textwrap.indent(w, "  ")
+                                                            for w in wrapped)])
+
+
 def _header(r: ModelResult) -> str:
     parts = [r.target.ref + (f" @ {r.target.revision}" if r.target.revision else "")]
     if r.analysis is not None:
@@ -170,6 +209,8 @@ class TextReporter(Reporter):
                 continue  # manifests: findings only, quiet enough for every commit
             table = tabulate(_table(r), tablefmt="plain")
             blocks.append(_header(r) + "\n" + textwrap.indent(table, "  "))
+            if r.probe is not None:
+                blocks.append(textwrap.indent(_probe_block(r.probe), "  "))
         for r in run.results:
             blocks.extend(_finding(r.target.ref, f) for f in r.findings)
         blocks.append(_summary(run))

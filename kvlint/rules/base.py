@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from kvlint.diagnostics import Finding, Severity
 from kvlint.model.capacity import Capacity
 from kvlint.model.serving import KvAnalysis, ServingPlan
+from kvlint.probe.result import ProbeReport
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 """ruff's rule documentation sections every rule docstring must have (``Options`` and
@@ -41,6 +42,8 @@ class RuleContext:
     """GPUs a manifest requests for this model's group (KV206)."""
     manifest_problem: tuple[str, str] | None = None
     """``(kind, message)`` of a manifest that could not be read (KV903)."""
+    probe: ProbeReport | None = None
+    """What ``kvlint probe`` measured (KV601)."""
 
 
 class Rule:

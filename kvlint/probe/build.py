@@ -1,0 +1,224 @@
+"""The model under test: N decoder layers of a config, random weights, a pre-filled cache
+(needs torch and transformers; imported only by ``kvlint probe``).
+
+Only the config is used: no weights are downloaded and no remote code runs (a model type
+transformers does not ship is refused). What the probe changes is recorded in
+:attr:`BuiltModel.description`: the layer count, MoE layers made dense where the config has
+dense first layers (``first_k_dense_replace``), the vocabulary (embeddings only) and a dropped
+quantization config. The attention geometry is kept exactly.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kvlint.errors import ConfigError, UsageError
+
+PROBE_VOCAB = 1024
+"""Vocabulary of the built model: embeddings and the LM head do not touch the KV cache."""
+_DROPPED = ("auto_map", "architectures", "transformers_version", "model_type",
+            "quantization_config", "_name_or_path")
+NATIVE_IMPLS = ("eager", "sdpa", "flash_attention_2", "flex_attention")
+"""transformers attention implementations ``--impl`` accepts."""
+KERNEL_IMPLS = ("flashinfer", "vllm")
+"""Engine kernels probed only on CUDA, when installed."""
+
+
+@dataclass
+class BuiltModel:
+    model: Any
+    config: Any
+    impl: str
+    dtype: torch.dtype
+    device: torch.device
+    description: str
+    cache_kwarg: str
+    """``cache`` (transformers >= 5.x) or ``past_key_values``."""
+
+
+def transformers_config(raw: Mapping[str, Any], layers: int) -> tuple[Any, list[str]]:
+    """transformers' config object for ``raw``, cut to ``layers`` decoder layers."""
+    from transformers import CONFIG_MAPPING
+
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+        import transformers
+
+        raise ConfigError(
+            f"transformers {transformers.__version__} has no built-in model type "
+            f"{model_type!r}; the probe never runs a repository's remote code",
+            field="model_type")
+    changes: list[str] = []
+    kwargs = {k: v for k, v in raw.items() if k not in _DROPPED}
+    if "quantization_config" in raw:
+        changes.append("quantization config dropped (random bf16/fp16 weights)")
+    config = CONFIG_MAPPING[model_type](**kwargs)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    total = int(getattr(text, "num_hidden_layers", 0) or 0)
+    if total < 1:
+        raise ConfigError("the config has no decoder layers (num_hidden_layers)",
+                          field="num_hidden_layers")
+    built = min(layers, total)
+    for name, value in list(vars(text).items()):
+        if isinstance(value, list) and len(value) == total and name != "num_hidden_layers":
+            setattr(text, name, value[:built])  # per-layer schedules (layer_types...)
+    text.num_hidden_layers = built
+    changes.insert(0, f"{built} of {total} decoder layers")
+    dense = getattr(text, "first_k_dense_replace", None)
+    if isinstance(dense, int) and dense < built:
+        text.first_k_dense_replace = built
+        changes.append(f"MoE layers {dense}..{built - 1} built dense "
+                       "(first_k_dense_replace), as the config's first layers are")
+    vocab = int(getattr(text, "vocab_size", 0) or 0)
+    if vocab > PROBE_VOCAB:
+        text.vocab_size = PROBE_VOCAB
+        for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+            value = getattr(text, name, None)
+            if (isinstance(value, int) and value >= PROBE_VOCAB) or isinstance(value, list):
+                setattr(text, name, None)
+        changes.append(f"vocabulary {vocab:,} -> {PROBE_VOCAB:,} (embeddings only)")
+    text.use_cache = True
+    return text, changes
+
+
+def build(raw: Mapping[str, Any], *, impl: str, layers: int, dtype: str,
+          device: str = "cpu", seed: int = 0) -> BuiltModel:
+    """N layers of ``raw`` with random weights and ``attn_implementation=impl``."""
+    from transformers import AutoModelForCausalLM
+
+    config, changes = transformers_config(raw, layers)
+    torch_dtype = getattr(torch, dtype)
+    torch.manual_seed(seed)
+    try:
+        model = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
+            config, attn_implementation=impl,
+                                                 dtype=torch_dtype)
+    except (ImportError, ValueError, RuntimeError, KeyError) as err:
+        raise UsageError(f"--impl {impl}: transformers cannot build {config.model_type} "
+                         f"with it: {_first_line(err)}") from None
+    model = model.to(device).eval()
+    forward = inspect.signature(model.forward).parameters
+    description = (f"{type(model).__name__} ({config.model_type}): " + ", ".join(changes)
+                   + f"; random {dtype} weights")
+    return BuiltModel(model, config, impl, torch_dtype, torch.device(device), description,
+                      "cache" if "cache" in forward else "past_key_values")
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+def _step_kwargs(built: BuiltModel, cache: Any, context: int, batch: int
+                 ) -> dict[str, Any]:
+    ids = torch.randint(0, PROBE_VOCAB, (batch, 1), device=built.device,
+                        generator=torch.Generator(device=built.device).manual_seed(context))
+    return {"input_ids": ids, built.cache_kwarg: cache, "use_cache": True,
+            "position_ids": torch.full((batch, 1), context, device=built.device)}
+
+
+def _dynamic_cache(config: Any) -> Any:
+    from transformers import DynamicCache
+
+    try:
+        return DynamicCache(config=config)
+    except TypeError:  # pragma: no cover - transformers < 4.56
+        return DynamicCache()
+
+
+def layer_shapes(built: BuiltModel, batch: int) -> list[tuple[tuple[int, ...], ...]]:
+    """Per layer, the shapes of the tensors the cache holds after one token (K, V...)."""
+    cache = _dynamic_cache(built.config)
+    with torch.no_grad():
+        built.model(**_step_kwargs(built, cache, 0, batch))
+    return [tuple(tuple(t.shape) for t in tensors) for tensors in layer_tensors(cache)]
+
+
+def layer_tensors(cache: Any) -> list[list[torch.Tensor]]:
+    """The tensors each cache layer holds (keys, values and any extra state)."""
+    layers = getattr(cache, "layers", None)
+    if layers is None:  # pragma: no cover - transformers < 4.56
+        return [list(pair) for pair in zip(cache.key_cache, cache.value_cache, strict=True)]
+    found = []
+    for layer in layers:
+        found.append([v for k, v in sorted(vars(layer).items())
+                      if isinstance(v, torch.Tensor) and k in ("keys", "values")])
+    return found
+
+
+def cache_tensors(cache: Any) -> list[torch.Tensor]:
+    return [t for tensors in layer_tensors(cache) for t in tensors]
+
+
+def prefilled_cache(built: BuiltModel, shapes: Sequence[tuple[tuple[int, ...], ...]],
+                    context: int, seed: int = 0) -> Any:
+    """A DynamicCache holding ``context`` random tokens per layer, without a prefill."""
+    cache = _dynamic_cache(built.config)
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    for index, layer in enumerate(shapes):
+        if len(layer) != 2:
+            raise UsageError(f"cache layer {index} holds {len(layer)} tensors; the probe "
+                             "pre-fills K/V pairs only")
+        key, value = (_random(shape, context, built, generator) for shape in layer)
+        cache.update(key, value, index)
+    return cache
+
+
+def _random(shape: tuple[int, ...], context: int, built: BuiltModel,
+            generator: torch.Generator) -> torch.Tensor:
+    full = (*shape[:-2], context, shape[-1])  # [batch, heads, tokens, dim]
+    return torch.randn(full, generator=generator, dtype=torch.float32).to(
+        device=built.device, dtype=built.dtype)
+
+
+def decode_step(built: BuiltModel, cache: Any, context: int, batch: int) -> None:
+    """One decode step: token ``context`` for ``batch`` sequences."""
+    with torch.no_grad():
+        built.model(**_step_kwargs(built, cache, context, batch))
+
+
+class ModuleNames:
+    """Forward hooks that keep the name of the running module on ``stack``."""
+
+    def __init__(self, model: Any, stack: list[str]) -> None:
+        self._handles = []
+
+        def enter(name: str) -> Any:
+            return lambda _module, _args: stack.append(name)  # returns None: input kept
+
+        def leave(_module: Any, _args: Any, _output: Any) -> None:
+            stack.pop()  # must return None, or the hook would replace the output
+
+        for name, module in model.named_modules():
+            if name:
+                self._handles.append(module.register_forward_pre_hook(enter(name)))
+                self._handles.append(module.register_forward_hook(leave))
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
+class DecodeHarness:
+    """One decode step at a fixed context, repeatable: ``reset`` restores the pre-filled
+    cache (untimed), ``step`` runs the step (the GPU path times it)."""
+
+    def __init__(self, built: BuiltModel, context: int, batch: int) -> None:
+        self.built, self.context, self.batch = built, context, batch
+        self._shapes = layer_shapes(built, batch)
+        self._saved = prefilled_cache(built, self._shapes, context)
+        self.cache: Any = None
+
+    def reset(self) -> None:
+        cache = _dynamic_cache(self.built.config)
+        for index, tensors in enumerate(layer_tensors(self._saved)):
+            cache.update(*(t.clone() for t in tensors), index)
+        self.cache = cache
+
+    def step(self) -> None:
+        decode_step(self.built, self.cache, self.context, self.batch)

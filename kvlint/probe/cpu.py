@@ -1,0 +1,162 @@
+"""The CPU path of ``kvlint probe`` (method ``dispatch``): build the model under test, run one
+decode step under :class:`~kvlint.probe.accounting.KvAccounting`, compare with theory.
+
+Logical bytes do not depend on the device or on timing, so the figures are exact and
+deterministic for the installed transformers and torch; they grow linearly with the context.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kvlint.errors import UsageError
+from kvlint.model.geometry import AttentionGeometry, LayerGeometry
+from kvlint.probe import theory
+from kvlint.probe.result import ImplMeasurement, Materialization, ProbeReport, SdpaCall
+from kvlint.probe.sdpa_oracle import DEFAULT_SM, choose_backend
+
+
+def probe(raw: Mapping[str, Any], geometry: AttentionGeometry, *, impls: Sequence[str],
+          contexts: Sequence[int], batch: int, layers: int, dtype: str,
+          sm: int = DEFAULT_SM) -> list[ProbeReport]:
+    """One report per context, each with every implementation."""
+    import torch
+
+    from kvlint.probe import build as builder
+
+    torch.set_grad_enabled(False)
+    per_context: dict[int, list[ImplMeasurement]] = {c: [] for c in contexts}
+    built_description = ""
+    for impl in impls:
+        skipped = _unavailable(impl)
+        built = None
+        if skipped is None:
+            try:
+                built = builder.build(raw, impl=impl, layers=layers, dtype=dtype)
+                built_description = built.description
+            except UsageError as err:
+                skipped = str(err)
+        for context in contexts:
+            expected = theory.decode_step(geometry, context=context, batch=batch,
+                                          layers=layers, dtype=dtype)
+            if built is None:
+                per_context[context].append(ImplMeasurement(
+                    impl, dtype, expected.read_bytes, None, expected.cache_bytes, None,
+                    skipped=skipped))
+                continue
+            per_context[context].append(
+                _measure(built, geometry, expected, context=context, batch=batch,
+                         layers=layers, dtype=dtype, sm=sm))
+    return [ProbeReport("cpu", "dispatch", context, batch, layers,
+                        tuple(per_context[context]), built=built_description)
+            for context in contexts]
+
+
+def _unavailable(impl: str) -> str | None:
+    from kvlint.probe.build import KERNEL_IMPLS, NATIVE_IMPLS
+
+    if impl in KERNEL_IMPLS:
+        return f"{impl} kernels run on CUDA only; use --device cuda"
+    if impl == "flash_attention_2":
+        return "flash_attention_2 runs on CUDA only; use --device cuda"
+    if impl == "flex_attention":
+        return ("flex_attention runs as a torch.compile'd kernel, which the CPU byte "
+                "accounting cannot follow; use --device cuda")
+    if impl not in NATIVE_IMPLS:
+        return f"unknown implementation {impl!r}"
+    return None
+
+
+def _measure(built: Any, geometry: AttentionGeometry, expected: theory.Theory, *,
+             context: int, batch: int, layers: int, dtype: str, sm: int) -> ImplMeasurement:
+    from kvlint.probe import build as builder
+    from kvlint.probe.accounting import KvAccounting, SdpaRecorder
+
+    shapes = builder.layer_shapes(built, batch)
+    cache = builder.prefilled_cache(built, shapes, context)
+    accounting = KvAccounting(builder.cache_tensors(cache))
+    hooks = builder.ModuleNames(built.model, accounting.module_stack)
+    recorder = SdpaRecorder(accounting)
+    started = time.perf_counter()
+    try:
+        with recorder, accounting:
+            builder.decode_step(built, cache, context, batch)
+    except RuntimeError as err:
+        return ImplMeasurement(built.impl, dtype, expected.read_bytes, None,
+                               expected.cache_bytes, None,
+                               skipped=f"the decode step failed: {err}".splitlines()[0])
+    finally:
+        hooks.remove()
+    seconds = time.perf_counter() - started
+    traffic = accounting.summarise(builder.cache_tensors(cache))
+    sdpa = _sdpa_calls(recorder.calls, sm)
+    materialisations = tuple(
+        Materialization(m.op + (f" in {m.where}" if m.where else ""), m.amplification,
+                        m.bytes, m.calls, m.module)
+        for m in traffic.materialisations)
+    notes = [*_cache_notes(geometry, layers, traffic.cache_bytes, context + 1, batch, dtype),
+             *(f"on sm{sm}, SDPA would run {c.reason}" for c in sdpa if c.materializes)]
+    if traffic.cache_read_bytes:
+        notes.append(f"cache management moved {traffic.cache_read_bytes:,} B in and "
+                     f"{traffic.cache_write_bytes:,} B out (the cache's append copies its "
+                     "history each step); counted apart from attention reads")
+    return ImplMeasurement(
+        built.impl, dtype, expected.read_bytes, traffic.attention_read_bytes,
+        expected.cache_bytes, traffic.cache_bytes, materialisations,
+        traffic.cache_read_bytes, traffic.cache_write_bytes, sdpa, seconds,
+        details={"attention_write_bytes": traffic.attention_write_bytes,
+                 "kv_ops": len(traffic.ops)},
+        notes=tuple(notes))
+
+
+def _sdpa_calls(calls: Sequence[Any], sm: int) -> tuple[SdpaCall, ...]:
+    grouped: dict[Any, int] = {}
+    for call in calls:
+        grouped[call] = grouped.get(call, 0) + 1
+    found = []
+    for call, count in grouped.items():
+        choice = choose_backend(
+            query_heads=call.query_shape[-3] if len(call.query_shape) >= 3 else 1,
+            kv_heads=call.key_shape[-3] if len(call.key_shape) >= 3 else 1,
+            head_dim=call.key_shape[-1], v_head_dim=call.value_shape[-1], dtype=call.dtype,
+            enable_gqa=call.enable_gqa, has_mask=call.has_mask, sm=sm)
+        found.append(SdpaCall(call.query_shape, call.key_shape, call.value_shape, call.dtype,
+                              call.enable_gqa, call.has_mask, call.is_causal, choice.backend,
+                              choice.materializes, choice.reason, count))
+    return tuple(found)
+
+
+def _cache_notes(geometry: AttentionGeometry, layers: int, cache_bytes: int, tokens: int,
+                 batch: int, dtype: str) -> list[str]:
+    """Name the cause when the cache holds more than theory: full per-head K/V of an MLA
+    model, K/V expanded to the query heads, or a full-length cache of a windowed layer."""
+    element = theory.dtype_bytes(dtype)
+    chosen = theory.probed_layers(geometry, layers)
+    need = sum(theory.layer_bytes_per_token(la, element) * min(tokens, la.window or tokens)
+               if la.is_windowed else theory.layer_bytes_per_token(la, element) * tokens
+               for la in chosen) * batch
+    if cache_bytes <= need * 1.05:
+        return []
+    per_token = cache_bytes / (tokens * batch)
+    candidates = {
+        "per-head K/V of the MLA latent (the latent is not what is cached)":
+            sum(_per_head(la) for la in chosen) * element,
+        "K/V copied to every query head (the GQA saving is lost in the cache)":
+            sum((la.k_head_dim + la.v_head_dim) * la.num_attention_heads for la in chosen
+                if not la.is_mla) * element,
+        "every token of the windowed layers (no window applied to the cache)":
+            sum(theory.layer_bytes_per_token(la, element) for la in chosen),
+    }
+    for cause, size in candidates.items():
+        if size and abs(per_token - size) <= 0.02 * size:
+            return [f"the cache holds {per_token:,.0f} B per token over {len(chosen)} "
+                    f"layer(s) where {need / (tokens * batch):,.0f} B would do: {cause}"]
+    return [f"the cache holds {cache_bytes / need:.2f}x the bytes theory needs"]
+
+
+def _per_head(layer: LayerGeometry) -> int:
+    if not layer.is_mla:
+        return 0
+    return (layer.k_head_dim + layer.v_head_dim) * layer.num_kv_heads

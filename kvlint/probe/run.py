@@ -1,0 +1,222 @@
+"""``kvlint probe`` at the edge: load the config, pick the path (CPU, GPU, staging), run the
+rules on what was measured. torch, transformers and HTTP clients are imported only here and
+below, when the command runs."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from kvlint.errors import ConfigError, UsageError
+from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
+from kvlint.loaders.hf_config import config_dtype, resolve_geometry
+from kvlint.loaders.models import LoadedConfig, load_config
+from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.kv import ParallelLayout
+from kvlint.model.serving import ServingPlan
+from kvlint.probe import theory
+from kvlint.probe.result import ProbeReport
+from kvlint.rules.base import Rule
+
+DEFAULT_CPU_CONTEXTS = (512,)
+DEFAULT_ITL_CONTEXTS = (1024, 2048, 4096, 8192)
+INSTALL_HINT = "pip install 'kvlint[probe]' (torch's CPU build is enough for --device cpu)"
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    impls: tuple[str, ...]
+    device: str
+    contexts: tuple[int, ...]
+    batch: int
+    layers: int
+    dtype: str | None
+    sm: int
+
+
+def require(module: str, what: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise UsageError(f"{what} needs {module}: {INSTALL_HINT}")
+
+
+def _loaded(ref: str, revision: str | None, offline: bool
+            ) -> tuple[LoadedConfig, AttentionGeometry | None]:
+    """The config and its geometry (``None`` when unresolvable: KV900 then says why)."""
+    loaded = load_config(ref, revision=revision, offline=offline)
+    try:
+        return loaded, resolve_geometry(loaded.config, defaults=default_config_defaults())
+    except ConfigError:
+        return loaded, None
+
+
+def _target(loaded: LoadedConfig) -> Target:
+    return Target(loaded.ref, "model", loaded.revision, loaded.path)
+
+
+def _dtype(requested: str | None, config: dict[str, Any]) -> str:
+    if requested:
+        theory.dtype_bytes(requested)  # validates
+        return requested
+    found = config_dtype(config)
+    return found if found in theory.DTYPE_BYTES and found != "float64" else "bfloat16"
+
+
+def _transformers_plan(context: int, batch: int, dtype: str) -> ServingPlan:
+    try:
+        version: str | None = metadata.version("transformers")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a runtime dependency
+        version = None
+    return ServingPlan(kv_cache_dtype=dtype, context=context, batch=batch,
+                       engine="transformers", engine_version=version)
+
+
+def probe_models(refs: Sequence[str], options: ProbeOptions, rules: Sequence[type[Rule]], *,
+                 revision: str | None = None, offline: bool = False,
+                 fail_on: str = "error") -> LintRun:
+    """The CPU or GPU path for each model: one result per model and context."""
+    require("torch", "kvlint probe")
+    device = _device(options.device)
+    results: list[ModelResult] = []
+    for ref in refs:
+        loaded, geometry = _loaded(ref, revision, offline)
+        dtype = _dtype(options.dtype, loaded.config)
+        if geometry is None:
+            results.append(lint_config(_target(loaded), loaded.config,
+                                       _transformers_plan(options.contexts[0] if
+                                                          options.contexts else 512,
+                                                          options.batch, dtype),
+                                       rules, source=loaded.source))
+            continue
+        if options.layers > geometry.num_layers:
+            raise UsageError(f"--layers {options.layers}: {loaded.ref} has "
+                             f"{geometry.num_layers} layers")
+        reports = _run(device, loaded.config, geometry, options, dtype)
+        for report in reports:
+            results.append(lint_config(
+                _target(loaded), loaded.config,
+                _transformers_plan(report.context, report.batch, dtype), rules,
+                source=loaded.source, geometry=geometry, probe=report))
+    return LintRun(tuple(results), fail_on, tuple(rules))
+
+
+def _device(requested: str) -> str:
+    if requested == "cpu":
+        return "cpu"
+    from kvlint.probe.gpu import cuda_unavailable_reason
+
+    reason = cuda_unavailable_reason()
+    if reason is None:
+        return "cuda"
+    if requested == "cuda":
+        raise UsageError(f"--device cuda: {reason}; use --device cpu (or auto)")
+    return "cpu"
+
+
+def _run(device: str, config: dict[str, Any], geometry: AttentionGeometry,
+         options: ProbeOptions, dtype: str) -> list[ProbeReport]:
+    if device == "cpu":
+        from kvlint.probe import cpu
+
+        return cpu.probe(config, geometry, impls=options.impls,
+                         contexts=options.contexts or DEFAULT_CPU_CONTEXTS,
+                         batch=options.batch, layers=options.layers, dtype=dtype,
+                         sm=options.sm)
+    return [_run_gpu(config, geometry, options, dtype)]
+
+
+def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: ProbeOptions,
+             dtype: str) -> ProbeReport:
+    """The timing path: time one decode step over several contexts, fit the slope."""
+    import torch
+
+    from kvlint.probe import build as builder
+    from kvlint.probe import gpu, slope
+    from kvlint.probe.result import ImplMeasurement
+
+    device = torch.device("cuda")
+    bytes_per_token = theory.decode_step(geometry, context=1, batch=1, layers=options.layers,
+                                         dtype=dtype).bytes_per_token
+    contexts = options.contexts or slope.plan_contexts(
+        l2_bytes=gpu.l2_cache_bytes(device), bytes_per_token=bytes_per_token,
+        batch=options.batch)
+    bandwidth = gpu.streaming_bandwidth(device)
+    impls = []
+    built_description = ""
+
+    def at(context: int) -> theory.Theory:
+        return theory.decode_step(geometry, context=context, batch=options.batch,
+                                  layers=options.layers, dtype=dtype)
+
+    for impl in options.impls:
+        try:
+            built = builder.build(config, impl=impl, layers=options.layers, dtype=dtype,
+                                  device="cuda")
+        except UsageError as err:
+            impls.append(ImplMeasurement(impl, dtype, at(max(contexts)).read_bytes, None,
+                                         at(max(contexts)).cache_bytes, None,
+                                         skipped=str(err)))
+            continue
+        built_description = built.description
+
+        def make(context: int, built: builder.BuiltModel = built) -> gpu.Harness:
+            return builder.DecodeHarness(built, context, options.batch)
+
+        impls.append(gpu.measure(
+            impl, make, contexts=contexts, batch=options.batch,
+            theory_bytes_per_token=bytes_per_token,
+            theory_read_bytes_at=lambda c: at(c).read_bytes,
+            theory_cache_bytes_at=lambda c: at(c).cache_bytes,
+            bandwidth=bandwidth, dtype=dtype))
+        del built
+        torch.cuda.empty_cache()
+    return ProbeReport("cuda", "timing", max(contexts), options.batch, options.layers,
+                       tuple(impls), built=built_description,
+                       notes=(f"contexts {', '.join(map(str, contexts))}; streaming read "
+                              f"bandwidth {bandwidth / 1e9:,.0f} GB/s",))
+
+
+def probe_endpoint(endpoint: str, ref: str, rules: Sequence[type[Rule]], *, tp: int,
+                   kv_cache_dtype: str, engine_version: str | None, measure_itl: bool,
+                   contexts: Sequence[int], batch: int, bandwidth: float | None,
+                   gpu_name: str | None, served_model: str | None, revision: str | None,
+                   offline: bool, fail_on: str) -> LintRun:
+    """The staging path: a running vLLM's ``/metrics`` (and ITL) against theory."""
+    require("httpx", "kvlint probe --endpoint")
+    require("prometheus_client", "kvlint probe --endpoint")
+    from kvlint.probe import staging
+
+    loaded, geometry = _loaded(ref, revision, offline)
+    plan = ServingPlan(layout=ParallelLayout(tp=tp), kv_cache_dtype=kv_cache_dtype,
+                       engine="vllm", engine_version=engine_version)
+    if geometry is None:
+        return LintRun((lint_config(_target(loaded), loaded.config, plan, rules,
+                                    source=loaded.source),), fail_on, tuple(rules))
+    metrics_url = endpoint.rstrip("/") + "/metrics"
+    info = staging.parse_metrics(staging.fetch_metrics(endpoint), metrics_url)
+    itl = per_second = None
+    if measure_itl:
+        per_second = bandwidth or _gpu_bandwidth(gpu_name)
+        itl = staging.measure_itl(endpoint, model=served_model or loaded.ref,
+                                  contexts=contexts or DEFAULT_ITL_CONTEXTS, batch=batch)
+    measured = staging.allocation(info, geometry, tp=tp, kv_cache_dtype=kv_cache_dtype,
+                                  engine_version=engine_version, itl=itl,
+                                  bandwidth_bytes_per_s=per_second)
+    report = staging.report(measured, endpoint=endpoint, layers=geometry.num_layers)
+    return LintRun((lint_config(_target(loaded), loaded.config, plan, rules,
+                                source=loaded.source, geometry=geometry, probe=report),),
+                   fail_on, tuple(rules))
+
+
+def _gpu_bandwidth(name: str | None) -> float:
+    if not name:
+        raise UsageError("--measure-itl needs the GPU's bandwidth: give --gpu NAME or "
+                         "--bandwidth GB/s")
+    from kvlint.model.hardware import find_gpu
+
+    try:
+        return float(find_gpu(name).bandwidth_bytes_per_s)
+    except ValueError as err:
+        raise UsageError(str(err).strip("'\"")) from None

@@ -1,0 +1,111 @@
+"""Rules about what ``kvlint probe`` measured (KV6xx)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.hookspecs import hookimpl
+from kvlint.probe.result import ERROR_RATIO, WARNING_RATIO, ImplMeasurement, ProbeReport
+from kvlint.rules.base import Rule, RuleContext
+from kvlint.units import fmt_bytes
+
+
+class KvReadAmplification(Rule):
+    """## What it does
+    Flags an attention implementation that, measured by `kvlint probe`, reads more KV bytes
+    per decode step than the geometry requires, or whose cache holds more than it needs:
+    a warning from 1.3x theory, an error from 2x.
+
+    ## Why is this bad?
+    Decode is bound by memory bandwidth: every extra KV byte read per step is time per
+    output token. Typical causes multiply the traffic: K/V copied to the query heads for
+    grouped-query attention (`repeat_kv`, the group size, 4x for Llama-3.2-1B), MLA per-head
+    K/V rebuilt from the latent every step or cached instead of it (8-71x), a static cache
+    attended to its full length.
+
+    ## Example
+    ```console
+    $ kvlint probe meta-llama/Llama-3.2-1B-Instruct --impl eager
+    KV601 error  kv-read-amplification
+      eager reads 5.00x the KV bytes one decode step needs ...
+    ```
+
+    ## Use instead
+    An implementation that reads the cache once: `sdpa` (with `enable_gqa`, no mask),
+    `flash_attention_2`, or an engine kernel (vLLM, SGLang, FlashInfer, FlashMLA) that
+    keeps GQA heads shared and attends over the MLA latent with absorbed projections.
+
+    ## Options
+    Thresholds: 1.3x (warning) and 2x (error) of the larger of the read and cache ratios.
+
+    ## References
+    - kvlint's probe method: `kvlint probe --help`; the research note behind it covers
+      DispatchMode accounting, the timing slope and Nsight Compute.
+    """
+
+    code = "KV601"
+    name = "kv-read-amplification"
+    severity = Severity.WARNING
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        probe = ctx.probe
+        if probe is None:
+            return
+        for impl in probe.impls:
+            if impl.verdict == "ok" or impl.skipped:
+                continue
+            finding = self.finding(_message(probe, impl), **_data(impl))
+            yield replace(finding, severity=Severity.ERROR) if impl.verdict == "error" \
+                else finding
+
+
+def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
+    where = (f"at {probe.context:,} tokens x batch {probe.batch} over {probe.layers} "
+             f"layer{'s' if probe.layers != 1 else ''} ({probe.device}, {probe.method})")
+    parts = []
+    if m.read_ratio is not None and m.read_ratio >= WARNING_RATIO:
+        parts.append(f"{m.impl} reads {m.read_ratio:.2f}x the KV bytes one decode step needs "
+                     f"({fmt_bytes(m.measured_read_bytes or 0)} against "
+                     f"{fmt_bytes(m.theory_read_bytes)}) {where}")
+    if m.cache_ratio is not None and m.cache_ratio >= WARNING_RATIO:
+        parts.append(f"its cache holds {m.cache_ratio:.2f}x what it needs "
+                     f"({fmt_bytes(m.measured_cache_bytes or 0)} against "
+                     f"{fmt_bytes(m.theory_cache_bytes)})")
+    text = "; ".join(parts) + "."
+    if m.materializations:
+        worst = max(m.materializations, key=lambda x: x.bytes)
+        module = f" ({worst.module})" if worst.module else ""
+        text += (f" Cause: {worst.op}{module} writes {worst.amplification:g}x the KV it reads "
+                 f"({fmt_bytes(worst.bytes)} per step")
+        others = len(m.materializations) - 1
+        text += f"; {others} more cop{'ies' if others > 1 else 'y'})." if others else ")."
+    text += "".join(f" {note[0].upper()}{note[1:]}." for note in m.notes
+                    if note.startswith("the cache holds"))
+    return text + f" Fix: {_fix(m)}"
+
+
+def _fix(m: ImplMeasurement) -> str:
+    ops = " ".join(x.op for x in m.materializations)
+    if "aten.mm" in ops or "addmm" in ops or any("MLA" in n for n in m.notes):
+        return ("serve MLA with an engine that caches the latent and absorbs the up-projection "
+                "(vLLM >= 0.7.1, SGLang, FlashMLA); transformers rebuilds per-head K/V.")
+    if "repeat" in ops or "clone" in ops or "query head" in " ".join(m.notes):
+        return ("use attn_implementation='sdpa' without an attention mask (enable_gqa) or "
+                "'flash_attention_2', which read the shared KV heads in place.")
+    return "compare implementations with `kvlint probe --impl eager,sdpa,...`."
+
+
+def _data(m: ImplMeasurement) -> dict[str, object]:
+    return {"impl": m.impl, "read_ratio": m.read_ratio, "cache_ratio": m.cache_ratio,
+            "measured_read_bytes": m.measured_read_bytes,
+            "theory_read_bytes": m.theory_read_bytes,
+            "measured_cache_bytes": m.measured_cache_bytes,
+            "theory_cache_bytes": m.theory_cache_bytes,
+            "thresholds": {"warning": WARNING_RATIO, "error": ERROR_RATIO}}
+
+
+@hookimpl
+def kvlint_rules() -> Sequence[type[Rule]]:
+    return [KvReadAmplification]
