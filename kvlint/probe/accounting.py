@@ -57,11 +57,13 @@ _METADATA_ONLY = frozenset({
 
 def unique_elements(t: torch.Tensor) -> int:
     """Elements a tensor addresses, counting a stride-0 (broadcast) dimension once."""
+    if t.numel() == 0:
+        return 0
     n = 1
     for size, stride in zip(t.shape, t.stride(), strict=True):
         if stride != 0:
             n *= size
-    return n if t.dim() else 1
+    return n
 
 
 def unique_bytes(t: torch.Tensor) -> int:
@@ -138,16 +140,31 @@ def _caller() -> str | None:
     return None
 
 
-def _written(func: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
-    """The tensors an op writes in place (``self`` of ``index_copy_``, ``out=``)."""
-    found: list[torch.Tensor] = []
+_OVERWRITES = frozenset({"copy_", "index_copy_", "index_put_", "scatter_", "fill_", "zero_",
+                         "masked_fill_", "masked_scatter_", "index_fill_", "set_", "resize_",
+                         "_index_put_impl_"})
+"""In-place ops that write their destination without reading it."""
+_SCATTERS = frozenset({"index_copy_", "index_put_", "scatter_", "masked_scatter_",
+                       "_index_put_impl_"})
+"""In-place ops that write only as many elements as their source holds."""
+
+
+def _written(func: Any, args: Sequence[Any], kwargs: dict[str, Any]
+             ) -> list[tuple[torch.Tensor, bool]]:
+    """The tensors an op writes: ``(tensor, is_out)`` for ``out=`` and in-place ``self``."""
+    found: list[tuple[torch.Tensor, bool]] = []
     for i, argument in enumerate(func._schema.arguments):
         if argument.alias_info is None or not argument.alias_info.is_write:
             continue
         value = args[i] if i < len(args) and not argument.kwarg_only else \
             kwargs.get(argument.name)
-        found.extend(_tensors(value))
+        found.extend((t, argument.kwarg_only) for t in _tensors(value))
     return found
+
+
+def _is_data(t: torch.Tensor) -> bool:
+    """Not an index or a mask."""
+    return t.is_floating_point() or t.is_complex()
 
 
 class KvAccounting(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -186,9 +203,11 @@ class KvAccounting(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if func._overloadpacket.__name__ in _METADATA_ONLY:
             return func(*args, **kwargs)
         inputs = _tensors((args, kwargs))
-        written = _written(func, args, kwargs)
-        written_keys = {_key(t) for t in written}
-        reads = [t for t in inputs if self.is_tainted(t) and _key(t) not in written_keys]
+        name = func._overloadpacket.__name__
+        targets = _written(func, args, kwargs)
+        written = [t for t, _ in targets]
+        unread = {_key(t) for t, is_out in targets if is_out or name in _OVERWRITES}
+        reads = [t for t in inputs if self.is_tainted(t) and _key(t) not in unread]
         into_kv = any(self.is_tainted(t) for t in written)
         in_keys = {_key(t) for t in inputs}
         out = func(*args, **kwargs)
@@ -198,19 +217,20 @@ class KvAccounting(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if not fresh and not written:
             return out  # a view: shares a tainted storage, costs nothing
         seen: set[tuple[int, int, tuple[int, ...], tuple[int, ...]]] = set()
-        unique_in = read = 0
+        unique_in = read = largest_in = 0
         for t in reads:
             region = _region(t)
             if region not in seen:
                 seen.add(region)
                 unique_in += unique_elements(t)
+                largest_in = max(largest_in, unique_elements(t))
                 read += unique_bytes(t)
-        name = func._overloadpacket.__name__
-        if written:  # in place or out=: the bytes written are at most the sources'
-            others = [t for t in inputs if _key(t) not in written_keys]
-            written_bytes = sum(min(unique_bytes(w), max(
-                (t.numel() * t.element_size() for t in others), default=unique_bytes(w)))
-                for w in written)
+        if written:  # in place or out=
+            written_keys = {_key(t) for t in written}
+            sources = [t for t in inputs if _key(t) not in written_keys and _is_data(t)]
+            source_bytes = sum(t.numel() * t.element_size() for t in sources)
+            written_bytes = sum(min(unique_bytes(w), source_bytes) if name in _SCATTERS
+                                else unique_bytes(w) for w in written)
             out_elements = written_bytes // max(written[0].element_size(), 1)
             carries = True
             if reads:
@@ -218,7 +238,9 @@ class KvAccounting(TorchDispatchMode):  # type: ignore[no-untyped-call]
                     self.taint(w)
         else:
             out_elements = sum(o.numel() for o in fresh)
-            carries = name in _DATA_MOVEMENT or out_elements >= unique_in
+            # Data moves, or the output is as large as one KV input (an elementwise op, an
+            # up-projection); attention consumers (QK^T, PV) produce far fewer elements.
+            carries = name in _DATA_MOVEMENT or out_elements >= largest_in
             written_bytes = sum(o.numel() * o.element_size() for o in fresh) if carries else 0
             if carries:
                 for o in fresh:
@@ -228,7 +250,7 @@ class KvAccounting(TorchDispatchMode):  # type: ignore[no-untyped-call]
             read_bytes=read, write_bytes=written_bytes, unique_in_elements=unique_in,
             out_elements=out_elements if carries else 0,
             out_storages=tuple(_key(o) for o in fresh) if carries else (),
-            mutated=tuple(sorted(written_keys)))
+            mutated=tuple(sorted({_key(t) for t in written})))
         if carries and reads and record.amplification >= MATERIALISATION_THRESHOLD:
             record.where = _caller()
         self.records.append(record)

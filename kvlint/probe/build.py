@@ -159,21 +159,16 @@ def prefilled_cache(built: BuiltModel, shapes: Sequence[tuple[tuple[int, ...], .
                     context: int, seed: int = 0) -> Any:
     """A DynamicCache holding ``context`` random tokens per layer, without a prefill."""
     cache = _dynamic_cache(built.config)
-    generator = torch.Generator(device="cpu").manual_seed(seed)
+    generator = torch.Generator(device=built.device).manual_seed(seed)
     for index, layer in enumerate(shapes):
         if len(layer) != 2:
             raise UsageError(f"cache layer {index} holds {len(layer)} tensors; the probe "
                              "pre-fills K/V pairs only")
-        key, value = (_random(shape, context, built, generator) for shape in layer)
+        key, value = (torch.randn((*shape[:-2], context, shape[-1]), generator=generator,
+                                  dtype=built.dtype, device=built.device)
+                      for shape in layer)  # [batch, heads, tokens, dim], made where it runs
         cache.update(key, value, index)
     return cache
-
-
-def _random(shape: tuple[int, ...], context: int, built: BuiltModel,
-            generator: torch.Generator) -> torch.Tensor:
-    full = (*shape[:-2], context, shape[-1])  # [batch, heads, tokens, dim]
-    return torch.randn(full, generator=generator, dtype=torch.float32).to(
-        device=built.device, dtype=built.dtype)
 
 
 def decode_step(built: BuiltModel, cache: Any, context: int, batch: int) -> None:

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     from kvlint.linter import LintRun
 
 MIB = 1024 * 1024
+MARKERS = ("o", "s", "^", "D", "v")
+DASHES = ("-", "--", ":", "-.", (0, (5, 1)))
 
 
 def series(run: LintRun) -> dict[str, dict[str, list[tuple[int, float]]]]:
@@ -46,12 +48,14 @@ def plot_reads(run: LintRun, path: str) -> None:
         raise UsageError("--plot: nothing was measured")
     fig, axes = plt.subplots(1, len(data), figsize=(6.4 * len(data), 4.2), squeeze=False)
     for ax, (model, lines) in zip(axes[0], data.items(), strict=True):
-        for name, points in lines.items():
+        for index, (name, points) in enumerate(lines.items()):
             xs, ys = zip(*points, strict=True)
-            style = {"linestyle": "--", "color": "black"} if name == "theory" else \
-                {"marker": "o"}
-            ax.plot(xs, ys, label=name, **style)
-        ax.set_title(model.rsplit("/", 1)[-1], fontsize=10)
+            if name == "theory":
+                ax.plot(xs, ys, label="theory", color="black", linewidth=2.5, alpha=0.45)
+            else:  # distinct markers and dashes: equal implementations overlap
+                ax.plot(xs, ys, label=name, marker=MARKERS[index % len(MARKERS)],
+                        linestyle=DASHES[index % len(DASHES)], markersize=7 - index)
+        ax.set_title(model.rsplit("/", 1)[-1].removesuffix(".json"), fontsize=10)
         ax.set_xlabel("cached tokens before the step")
         ax.set_ylabel("KV read per decode step (MiB)")
         ax.grid(alpha=0.3)

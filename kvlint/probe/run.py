@@ -139,9 +139,10 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
     device = torch.device("cuda")
     bytes_per_token = theory.decode_step(geometry, context=1, batch=1, layers=options.layers,
                                          dtype=dtype).bytes_per_token
+    memory = int(torch.cuda.get_device_properties(device).total_memory)
     contexts = options.contexts or slope.plan_contexts(
         l2_bytes=gpu.l2_cache_bytes(device), bytes_per_token=bytes_per_token,
-        batch=options.batch)
+        batch=options.batch, max_bytes=memory // 16)  # room for eager's copies of the KV
     bandwidth = gpu.streaming_bandwidth(device)
     impls = []
     built_description = ""

@@ -1,0 +1,239 @@
+"""``kvlint probe`` end to end on CPU: real transformers models built from fixture configs,
+one decode step under the byte accounting, exact figures against hand-computed theory."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner, Result
+
+from kvlint.cli import main
+from tests.helpers import CONFIGS
+from tests.probe.test_staging import FakeVllm, metrics_text, vllm  # noqa: F401 (fixture)
+
+torch = pytest.importorskip("torch")
+
+LLAMA = str(CONFIGS / "meta-llama--Llama-3.2-1B-Instruct.json")
+DSV2_LITE = str(CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.json")
+LLAMA31 = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
+
+
+def probe(*args: str) -> Result:
+    return CliRunner().invoke(main, ["probe", *args, "--no-plugins"])
+
+
+@cache
+def as_json(*args: str) -> dict[str, Any]:
+    result = probe(*args, "--format", "json")
+    assert result.exit_code in (0, 1), result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def impls(data: dict[str, Any], index: int = 0) -> dict[str, dict[str, Any]]:
+    return {m["impl"]: m for m in data["results"][index]["probe"]["impls"]}
+
+
+def schema() -> dict[str, Any]:
+    result = CliRunner().invoke(main, ["schema"])
+    value: dict[str, Any] = json.loads(result.stdout)
+    return value
+
+
+# --- Llama-3.2-1B: 32 query heads, 8 KV heads, head dim 64 ------------------------------------
+
+LLAMA_ARGS = (LLAMA, "--device", "cpu", "--impl", "eager,sdpa", "--context", "128,256")
+
+
+def llama_theory(context: int) -> int:
+    """One layer, bf16: 2 (K, V) x 8 heads x 64 dims x 2 bytes per token, context + 1 tokens."""
+    return 2 * 8 * 64 * 2 * (context + 1)
+
+
+@pytest.mark.parametrize("index,context", [(0, 128), (1, 256)])
+def test_llama_eager_materialises_4x_and_sdpa_reads_theory(index: int, context: int) -> None:
+    data = as_json(*LLAMA_ARGS)
+    block = data["results"][index]["probe"]
+    assert (block["device"], block["method"], block["context"], block["batch"],
+            block["layers"]) == ("cpu", "dispatch", context, 1, 1)
+    found = impls(data, index)
+    eager, sdpa = found["eager"], found["sdpa"]
+    theory = llama_theory(context)
+    assert eager["theory_read_bytes"] == sdpa["theory_read_bytes"] == theory
+    # eager: repeat_kv reads K and V once and writes them 4x; the matmuls read the copies.
+    assert eager["measured_read_bytes"] == 5 * theory
+    assert eager["read_ratio"] == 5.0 and eager["verdict"] == "error"
+    [copy] = eager["materializations"]
+    assert copy["op"].startswith("aten.clone in repeat_kv")
+    assert copy["amplification"] == 4.0 and copy["calls"] == 2
+    assert copy["bytes"] == 4 * theory
+    assert copy["module"] == "model.layers.0.self_attn"
+    # sdpa: enable_gqa, no mask, reads the 8 KV heads once.
+    assert sdpa["measured_read_bytes"] == theory and sdpa["verdict"] == "ok"
+    assert sdpa["materializations"] == []
+    [call] = sdpa["sdpa_calls"]
+    assert call["enable_gqa"] and not call["has_mask"]
+    assert call["key_shape"] == [1, 8, context + 1, 64]
+    assert call["cuda_backend"] == "flash" and not call["materializes"]
+    for m in (eager, sdpa):  # DynamicCache holds exactly the tokens: cache ratio 1
+        assert m["measured_cache_bytes"] == m["theory_cache_bytes"] == theory
+        assert m["cache_traffic_read_bytes"] == llama_theory(context - 1)
+        assert m["cache_traffic_write_bytes"] == theory
+
+
+def test_llama_findings_and_schema() -> None:
+    data = as_json(*LLAMA_ARGS)
+    jsonschema.validate(data, schema())
+    for result in data["results"]:
+        [finding] = result["findings"]
+        assert (finding["code"], finding["severity"]) == ("KV601", "error")
+        assert finding["data"]["impl"] == "eager" and finding["data"]["read_ratio"] == 5.0
+        assert "repeat_kv" in finding["message"] and "sdpa" in finding["message"]
+    assert data["summary"] == {"error": 2, "warning": 0, "info": 0}
+    assert data["results"][0]["serving"]["engine"] == "transformers"
+
+
+def test_text_output_and_exit_code() -> None:
+    result = probe(LLAMA, "--device", "cpu", "--impl", "eager,sdpa", "--context", "128")
+    assert result.exit_code == 1, result.output
+    out = result.stdout
+    assert "probe · cpu · dispatch · 128 tokens x batch 1 · 1 layer" in out
+    assert "eager" in out and "5.00x" in out and "1.00x" in out
+    assert "KV601 error  kv-read-amplification" in out
+    assert "1 of 16 decoder layers" in out
+
+
+def test_sdpa_alone_passes() -> None:
+    result = probe(LLAMA, "--device", "cpu", "--impl", "sdpa", "--context", "64")
+    assert result.exit_code == 0, result.output
+    assert "no findings" in result.stdout
+
+
+def test_batch_and_layers_scale_theory() -> None:
+    data = as_json(LLAMA, "--device", "cpu", "--impl", "sdpa", "--context", "64",
+                   "--batch", "2", "--layers", "2")
+    [sdpa] = impls(data).values()
+    assert sdpa["theory_read_bytes"] == 2 * 2 * llama_theory(64)
+    assert sdpa["measured_read_bytes"] == sdpa["theory_read_bytes"]
+    assert data["results"][0]["probe"]["layers"] == 2
+
+
+# --- DeepSeek-V2-Lite: MLA, 16 heads, latent 512 + rope 64 --------------------------------------
+
+
+def test_deepseek_v2_lite_is_flagged_with_its_installed_behaviour() -> None:
+    data = as_json(DSV2_LITE, "--device", "cpu", "--impl", "eager,sdpa", "--context", "128")
+    tokens = 129
+    latent = (512 + 64) * 2  # bytes per token per layer: what an absorbed kernel reads
+    for m in impls(data).values():
+        assert m["theory_read_bytes"] == m["theory_cache_bytes"] == latent * tokens
+        assert m["verdict"] == "error"
+        full_kv = 16 * (192 + 128) * 2 * tokens  # per-head K/V: 8.89x the latent
+        if m["cache_ratio"] > 2:  # transformers caches the per-head K/V
+            assert m["measured_cache_bytes"] == full_kv
+        else:  # it caches the latent and rebuilds per-head K/V from it every step
+            assert m["measured_cache_bytes"] == latent * tokens
+            assert m["read_ratio"] >= full_kv / (latent * tokens)
+            ops = [x["op"] + " " + str(x["module"]) for x in m["materializations"]]
+            assert any("kv_b_proj" in op for op in ops), ops
+    [finding, _] = data["results"][0]["findings"]
+    assert finding["code"] == "KV601" and finding["severity"] == "error"
+    assert "MLA" in finding["message"] and "latent" in finding["message"]
+
+
+# --- errors and options ---------------------------------------------------------------------
+
+
+def assert_one_line_error(result: Result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kvlint: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is present")
+def test_device_cuda_without_cuda_is_a_clear_error() -> None:
+    assert_one_line_error(probe(LLAMA, "--device", "cuda"), "--device cuda", "no CUDA")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("--context", "0"), "--context"),
+    (("--context", "12,x"), "--context"),
+    (("--layers", "99"), "--layers 99"),
+    (("--impl", ","), "--impl"),
+])
+def test_bad_options(args: tuple[str, ...], fragment: str) -> None:
+    assert_one_line_error(probe(LLAMA, "--device", "cpu", *args), fragment)
+
+
+def test_no_model_is_a_usage_error() -> None:
+    assert_one_line_error(probe(), "MODEL")
+
+
+def test_unavailable_impls_are_skipped_with_a_reason() -> None:
+    data = as_json(LLAMA, "--device", "cpu", "--impl", "flash_attention_2,flashinfer,nope",
+                   "--context", "32")
+    found = impls(data)
+    assert "CUDA" in found["flash_attention_2"]["skipped"]
+    assert "CUDA" in found["flashinfer"]["skipped"]
+    assert "unknown implementation" in found["nope"]["skipped"]
+    assert all(m["measured_read_bytes"] is None and m["verdict"] == "ok"
+               for m in found.values())
+
+
+def test_remote_code_model_type_is_refused(tmp_path: Path) -> None:
+    config = json.loads((CONFIGS / "meta-llama--Llama-3.2-1B-Instruct.json").read_text())
+    config["model_type"] = "acme_remote"
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_acme.AcmeForCausalLM"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    result = probe(str(path), "--device", "cpu", "--impl", "sdpa", "--context", "16")
+    assert result.exit_code == 2
+    assert "remote code" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "probe.png"
+    result = probe(LLAMA, "--device", "cpu", "--impl", "eager,sdpa", "--context", "32,64",
+                   "--plot", str(out), "--fail-on", "never")
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes().startswith(b"\x89PNG")
+
+
+# --- staging: a fake vLLM on 127.0.0.1 ------------------------------------------------------
+
+
+def test_endpoint_reports_allocated_bytes_per_token(vllm: FakeVllm) -> None:  # noqa: F811
+    # 2 GiB for 16,384 tokens = 131,072 B/token: Llama-3.1-8B's theory at tp 1.
+    vllm.metrics = metrics_text(kv_cache_memory_bytes=str(2 * 1024**3),
+                                kv_cache_size_tokens="16384")
+    result = probe("--endpoint", vllm.endpoint, "--model", LLAMA31, "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, schema())
+    block = data["results"][0]["probe"]
+    assert (block["method"], block["context"], block["batch"]) == ("metrics", 1, 1)
+    [m] = block["impls"]
+    assert m["theory_cache_bytes"] == 131_072 and m["measured_cache_bytes"] == 131_072
+    assert m["cache_ratio"] == 1.0 and data["results"][0]["findings"] == []
+
+
+def test_endpoint_flags_a_doubled_allocation(vllm: FakeVllm) -> None:  # noqa: F811
+    vllm.metrics = metrics_text(kv_cache_memory_bytes=str(4 * 1024**3),
+                                kv_cache_size_tokens="16384")
+    result = probe("--endpoint", vllm.endpoint, "--model", LLAMA31)
+    assert result.exit_code == 1, result.output
+    assert "KV601 error" in result.stdout and "2.00x" in result.stdout
+
+
+def test_endpoint_unreachable_is_one_line(vllm: FakeVllm) -> None:  # noqa: F811
+    vllm.metrics_status = 500
+    assert_one_line_error(probe("--endpoint", vllm.endpoint, "--model", LLAMA31),
+                          vllm.endpoint)
