@@ -152,6 +152,11 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
                                   layers=options.layers, dtype=dtype)
 
     for impl in options.impls:
+        reason = _kernel_unavailable(impl)
+        if reason is not None:
+            impls.append(ImplMeasurement(impl, dtype, at(max(contexts)).read_bytes, None,
+                                         at(max(contexts)).cache_bytes, None, skipped=reason))
+            continue
         try:
             built = builder.build(config, impl=impl, layers=options.layers, dtype=dtype,
                                   device="cuda")
@@ -177,6 +182,18 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
                        tuple(impls), built=built_description,
                        notes=(f"contexts {', '.join(map(str, contexts))}; streaming read "
                               f"bandwidth {bandwidth / 1e9:,.0f} GB/s",))
+
+
+def _kernel_unavailable(impl: str) -> str | None:
+    """Why an engine kernel (``flashinfer``, ``vllm``) is not timed."""
+    from kvlint.probe.build import KERNEL_IMPLS
+
+    if impl not in KERNEL_IMPLS:
+        return None
+    if importlib.util.find_spec(impl) is None:
+        return f"{impl} is not installed"
+    return (f"{impl} is installed, but kvlint has no standalone harness for its decode "
+            "kernel yet; time it through transformers' implementations or an --endpoint")
 
 
 def probe_endpoint(endpoint: str, ref: str, rules: Sequence[type[Rule]], *, tp: int,

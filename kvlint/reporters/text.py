@@ -135,8 +135,11 @@ def _probe_block(p: ProbeReport) -> str:
     """The probe's table: one row per implementation, then its materialisations and notes."""
     from tabulate import tabulate
 
-    head = (f"probe · {p.device} · {p.method} · {fmt_int(p.context)} tokens x batch {p.batch}"
-            f" · {p.layers} layer{'s' if p.layers != 1 else ''}")
+    if p.method == "metrics":
+        head = f"probe · {p.device} · engine metrics · KV bytes per token per GPU"
+    else:
+        head = (f"probe · {p.device} · {p.method} · {fmt_int(p.context)} tokens x batch "
+                f"{p.batch} · {p.layers} layer{'s' if p.layers != 1 else ''}")
     rows = []
     lines = []
     for m in p.impls:

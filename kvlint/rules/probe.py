@@ -64,12 +64,19 @@ class KvReadAmplification(Rule):
 def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
     where = (f"at {probe.context:,} tokens x batch {probe.batch} over {probe.layers} "
              f"layer{'s' if probe.layers != 1 else ''} ({probe.device}, {probe.method})")
+    if probe.method == "metrics":
+        where = "per token per GPU, from the engine's metrics"
     parts = []
     if m.read_ratio is not None and m.read_ratio >= WARNING_RATIO:
         parts.append(f"{m.impl} reads {m.read_ratio:.2f}x the KV bytes one decode step needs "
                      f"({fmt_bytes(m.measured_read_bytes or 0)} against "
                      f"{fmt_bytes(m.theory_read_bytes)}) {where}")
-    if m.cache_ratio is not None and m.cache_ratio >= WARNING_RATIO:
+    if m.cache_ratio is not None and m.cache_ratio >= WARNING_RATIO and \
+            probe.method == "metrics":
+        parts.append(f"{m.impl} allocates {m.cache_ratio:.2f}x the KV bytes per token per GPU "
+                     f"that the geometry needs ({fmt_bytes(m.measured_cache_bytes or 0)} "
+                     f"against {fmt_bytes(m.theory_cache_bytes)})")
+    elif m.cache_ratio is not None and m.cache_ratio >= WARNING_RATIO:
         parts.append(f"its cache holds {m.cache_ratio:.2f}x what it needs "
                      f"({fmt_bytes(m.measured_cache_bytes or 0)} against "
                      f"{fmt_bytes(m.theory_cache_bytes)})")
@@ -88,6 +95,10 @@ def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
 
 def _fix(m: ImplMeasurement) -> str:
     ops = " ".join(x.op for x in m.materializations)
+    if m.impl == "vllm":
+        return ("check the server's --kv-cache-dtype, its tensor-parallel degree against the "
+                "KV heads (replication, KV204) and, for MLA, its attention backend "
+                "(`kvlint check MODEL --engine vllm --engine-version V --tp N`).")
     if "aten.mm" in ops or "addmm" in ops or any("MLA" in n for n in m.notes):
         return ("serve MLA with an engine that caches the latent and absorbs the up-projection "
                 "(vLLM >= 0.7.1, SGLang, FlashMLA); transformers rebuilds per-head K/V.")
