@@ -155,20 +155,65 @@ def cache_tensors(cache: Any) -> list[torch.Tensor]:
     return [t for tensors in layer_tensors(cache) for t in tensors]
 
 
-def prefilled_cache(built: BuiltModel, shapes: Sequence[tuple[tuple[int, ...], ...]],
-                    context: int, seed: int = 0) -> Any:
-    """A DynamicCache holding ``context`` random tokens per layer, without a prefill."""
-    cache = _dynamic_cache(built.config)
+@dataclass(frozen=True)
+class CacheSpec:
+    """The cache the step runs against: transformers' ``DynamicCache`` (grows by
+    concatenation) or ``StaticCache`` (``max_cache_len`` positions, written in place)."""
+
+    kind: str = "dynamic"
+    max_cache_len: int | None = None
+
+    def label(self) -> str:
+        if self.kind == "static":
+            return f"StaticCache(max_cache_len={self.max_cache_len})"
+        return "DynamicCache"
+
+
+DYNAMIC = CacheSpec()
+
+
+def new_cache(built: BuiltModel, spec: CacheSpec = DYNAMIC) -> Any:
+    if spec.kind == "dynamic":
+        return _dynamic_cache(built.config)
+    from transformers import StaticCache
+
+    if spec.max_cache_len is None:
+        raise UsageError("a static cache needs --max-cache-len")
+    return StaticCache(config=built.config, max_cache_len=spec.max_cache_len)
+
+
+def random_kv(built: BuiltModel, shapes: Sequence[tuple[tuple[int, ...], ...]],
+              context: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Random K/V of ``context`` tokens for each layer, made on the model's device."""
     generator = torch.Generator(device=built.device).manual_seed(seed)
+    found = []
     for index, layer in enumerate(shapes):
         if len(layer) != 2:
             raise UsageError(f"cache layer {index} holds {len(layer)} tensors; the probe "
                              "pre-fills K/V pairs only")
         key, value = (torch.randn((*shape[:-2], context, shape[-1]), generator=generator,
                                   dtype=built.dtype, device=built.device)
-                      for shape in layer)  # [batch, heads, tokens, dim], made where it runs
+                      for shape in layer)  # [batch, heads, tokens, dim]
+        found.append((key, value))
+    return found
+
+
+def fill(built: BuiltModel, kv: Sequence[tuple[torch.Tensor, torch.Tensor]],
+         spec: CacheSpec = DYNAMIC) -> Any:
+    """A new cache holding ``kv`` (the cache copies it), as if a prefill had written it."""
+    cache = new_cache(built, spec)
+    for index, (key, value) in enumerate(kv):
         cache.update(key, value, index)
     return cache
+
+
+def prefilled_cache(built: BuiltModel, shapes: Sequence[tuple[tuple[int, ...], ...]],
+                    context: int, seed: int = 0, spec: CacheSpec = DYNAMIC) -> Any:
+    """A cache holding ``context`` random tokens per layer, without a prefill."""
+    if spec.kind == "static" and (spec.max_cache_len or 0) <= context:
+        raise UsageError(f"--max-cache-len {spec.max_cache_len} leaves no room for the "
+                         f"step after {context} cached tokens")
+    return fill(built, random_kv(built, shapes, context, seed), spec)
 
 
 def decode_step(built: BuiltModel, cache: Any, context: int, batch: int) -> None:
@@ -203,17 +248,14 @@ class DecodeHarness:
     """One decode step at a fixed context, repeatable: ``reset`` restores the pre-filled
     cache (untimed), ``step`` runs the step (the GPU path times it)."""
 
-    def __init__(self, built: BuiltModel, context: int, batch: int) -> None:
-        self.built, self.context, self.batch = built, context, batch
-        self._shapes = layer_shapes(built, batch)
-        self._saved = prefilled_cache(built, self._shapes, context)
+    def __init__(self, built: BuiltModel, context: int, batch: int,
+                 spec: CacheSpec = DYNAMIC) -> None:
+        self.built, self.context, self.batch, self.spec = built, context, batch, spec
+        self._kv = random_kv(built, layer_shapes(built, batch), context)
         self.cache: Any = None
 
     def reset(self) -> None:
-        cache = _dynamic_cache(self.built.config)
-        for index, tensors in enumerate(layer_tensors(self._saved)):
-            cache.update(*(t.clone() for t in tensors), index)
-        self.cache = cache
+        self.cache = fill(self.built, self._kv, self.spec)
 
     def step(self) -> None:
         decode_step(self.built, self.cache, self.context, self.batch)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvlint.errors import UsageError
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry
@@ -17,16 +17,20 @@ from kvlint.probe import theory
 from kvlint.probe.result import ImplMeasurement, Materialization, ProbeReport, SdpaCall
 from kvlint.probe.sdpa_oracle import DEFAULT_SM, choose_backend
 
+if TYPE_CHECKING:
+    from kvlint.probe.build import CacheSpec
+
 
 def probe(raw: Mapping[str, Any], geometry: AttentionGeometry, *, impls: Sequence[str],
           contexts: Sequence[int], batch: int, layers: int, dtype: str,
-          sm: int = DEFAULT_SM) -> list[ProbeReport]:
+          sm: int = DEFAULT_SM, cache: CacheSpec | None = None) -> list[ProbeReport]:
     """One report per context, each with every implementation."""
     import torch
 
     from kvlint.probe import build as builder
 
     torch.set_grad_enabled(False)
+    spec = cache or builder.DYNAMIC
     per_context: dict[int, list[ImplMeasurement]] = {c: [] for c in contexts}
     built_description = ""
     for impl in impls:
@@ -48,7 +52,9 @@ def probe(raw: Mapping[str, Any], geometry: AttentionGeometry, *, impls: Sequenc
                 continue
             per_context[context].append(
                 _measure(built, geometry, expected, context=context, batch=batch,
-                         layers=layers, dtype=dtype, sm=sm))
+                         layers=layers, dtype=dtype, sm=sm, spec=spec))
+    built_description += f"; {spec.label()} pre-filled with random K/V" if built_description \
+        else ""
     return [ProbeReport("cpu", "dispatch", context, batch, layers,
                         tuple(per_context[context]), built=built_description)
             for context in contexts]
@@ -70,12 +76,13 @@ def _unavailable(impl: str) -> str | None:
 
 
 def _measure(built: Any, geometry: AttentionGeometry, expected: theory.Theory, *,
-             context: int, batch: int, layers: int, dtype: str, sm: int) -> ImplMeasurement:
+             context: int, batch: int, layers: int, dtype: str, sm: int,
+             spec: CacheSpec) -> ImplMeasurement:
     from kvlint.probe import build as builder
     from kvlint.probe.accounting import KvAccounting, SdpaRecorder
 
     shapes = builder.layer_shapes(built, batch)
-    cache = builder.prefilled_cache(built, shapes, context)
+    cache = builder.prefilled_cache(built, shapes, context, spec=spec)
     accounting = KvAccounting(builder.cache_tensors(cache))
     hooks = builder.ModuleNames(built.model, accounting.module_stack)
     recorder = SdpaRecorder(accounting)
@@ -96,8 +103,15 @@ def _measure(built: Any, geometry: AttentionGeometry, expected: theory.Theory, *
         Materialization(m.op + (f" in {m.where}" if m.where else ""), m.amplification,
                         m.bytes, m.calls, m.module)
         for m in traffic.materialisations)
-    notes = [*_cache_notes(geometry, layers, traffic.cache_bytes, context + 1, batch, dtype),
+    positions = spec.max_cache_len if spec.kind == "static" and spec.max_cache_len else \
+        context + 1
+    notes = [*_cache_notes(geometry, layers, traffic.cache_bytes, context + 1, batch, dtype,
+                           positions),
              *(f"on sm{sm}, SDPA would run {c.reason}" for c in sdpa if c.materializes)]
+    if spec.kind == "static":
+        notes.append(f"StaticCache holds max_cache_len={spec.max_cache_len:,} positions per "
+                     f"layer and attention reads all of them (masked), not the {context + 1:,} "
+                     "live tokens; its mask also keeps SDPA off the enable_gqa path")
     if traffic.cache_read_bytes:
         notes.append(f"cache management moved {traffic.cache_read_bytes:,} B in and "
                      f"{traffic.cache_write_bytes:,} B out (the cache's append copies its "
@@ -129,9 +143,10 @@ def _sdpa_calls(calls: Sequence[Any], sm: int) -> tuple[SdpaCall, ...]:
 
 
 def _cache_notes(geometry: AttentionGeometry, layers: int, cache_bytes: int, tokens: int,
-                 batch: int, dtype: str) -> list[str]:
-    """Name the cause when the cache holds more than theory: full per-head K/V of an MLA
-    model, K/V expanded to the query heads, or a full-length cache of a windowed layer."""
+                 batch: int, dtype: str, positions: int) -> list[str]:
+    """Name the cause when the cache holds more per position than theory needs per token:
+    full per-head K/V of an MLA model, K/V expanded to the query heads, or a full-length
+    cache of a windowed layer. (A static cache's extra positions have their own note.)"""
     element = theory.dtype_bytes(dtype)
     chosen = theory.probed_layers(geometry, layers)
     need = sum(theory.layer_bytes_per_token(la, element) * min(tokens, la.window or tokens)
@@ -139,7 +154,9 @@ def _cache_notes(geometry: AttentionGeometry, layers: int, cache_bytes: int, tok
                for la in chosen) * batch
     if cache_bytes <= need * 1.05:
         return []
-    per_token = cache_bytes / (tokens * batch)
+    per_token = cache_bytes / (positions * batch)
+    if positions != tokens and per_token <= need / (tokens * batch) * 1.05:
+        return []  # only the static cache's extra positions
     candidates = {
         "per-head K/V of the MLA latent (the latent is not what is cached)":
             sum(_per_head(la) for la in chosen) * element,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import Any
 
@@ -35,6 +35,8 @@ class ProbeOptions:
     layers: int
     dtype: str | None
     sm: int
+    cache: str = "dynamic"
+    max_cache_len: int | None = None
 
 
 def require(module: str, what: str) -> None:
@@ -123,8 +125,19 @@ def _run(device: str, config: dict[str, Any], geometry: AttentionGeometry,
         return cpu.probe(config, geometry, impls=options.impls,
                          contexts=options.contexts or DEFAULT_CPU_CONTEXTS,
                          batch=options.batch, layers=options.layers, dtype=dtype,
-                         sm=options.sm)
+                         sm=options.sm, cache=_cache_spec(options))
     return [_run_gpu(config, geometry, options, dtype)]
+
+
+def _cache_spec(options: ProbeOptions) -> Any:
+    from kvlint.probe.build import CacheSpec
+
+    if options.cache == "dynamic":
+        if options.max_cache_len is not None:
+            raise UsageError("--max-cache-len applies to --cache static")
+        return CacheSpec()
+    longest = max(options.contexts or DEFAULT_CPU_CONTEXTS)
+    return CacheSpec("static", options.max_cache_len or 2 * (longest + 1))
 
 
 def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: ProbeOptions,
@@ -144,6 +157,7 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
         l2_bytes=gpu.l2_cache_bytes(device), bytes_per_token=bytes_per_token,
         batch=options.batch, max_bytes=memory // 16)  # room for eager's copies of the KV
     bandwidth = gpu.streaming_bandwidth(device)
+    spec = _cache_spec(replace(options, contexts=tuple(contexts)))
     impls = []
     built_description = ""
 
@@ -168,7 +182,7 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
         built_description = built.description
 
         def make(context: int, built: builder.BuiltModel = built) -> gpu.Harness:
-            return builder.DecodeHarness(built, context, options.batch)
+            return builder.DecodeHarness(built, context, options.batch, spec)
 
         impls.append(gpu.measure(
             impl, make, contexts=contexts, batch=options.batch,

@@ -95,6 +95,10 @@ def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
 
 def _fix(m: ImplMeasurement) -> str:
     ops = " ".join(x.op for x in m.materializations)
+    if any(note.startswith("StaticCache") for note in m.notes):
+        return ("decode with a DynamicCache, or size the static cache to the request "
+                "(max_cache_len = prompt + max_new_tokens): a static cache is attended over "
+                "all of its positions.")
     if m.impl == "vllm":
         return ("check the server's --kv-cache-dtype, its tensor-parallel degree against the "
                 "KV heads (replication, KV204) and, for MLA, its attention backend "

@@ -237,3 +237,34 @@ def test_endpoint_unreachable_is_one_line(vllm: FakeVllm) -> None:  # noqa: F811
     vllm.metrics_status = 500
     assert_one_line_error(probe("--endpoint", vllm.endpoint, "--model", LLAMA31),
                           vllm.endpoint)
+
+
+# --- StaticCache: attended over all max_cache_len positions -------------------------------
+
+
+def test_static_cache_reads_every_position() -> None:
+    data = as_json(LLAMA, "--device", "cpu", "--impl", "sdpa", "--context", "128",
+                   "--cache", "static", "--max-cache-len", "512")
+    [sdpa] = impls(data).values()
+    positions = 2 * 8 * 64 * 2 * 512  # K and V of 8 heads x 64 dims, bf16, 512 positions
+    assert sdpa["theory_read_bytes"] == llama_theory(128)
+    assert sdpa["measured_cache_bytes"] == positions
+    assert sdpa["measured_read_bytes"] == positions  # no head copy: only the extra positions
+    assert sdpa["cache_traffic_read_bytes"] == 0  # index_copy_ writes the new token in place
+    assert sdpa["cache_traffic_write_bytes"] == 2 * 8 * 64 * 2
+    assert sdpa["verdict"] == "error"
+    assert any(n.startswith("StaticCache holds max_cache_len=512") for n in sdpa["notes"])
+    assert not any("query head" in n for n in sdpa["notes"])
+    [call] = sdpa["sdpa_calls"]
+    assert call["has_mask"] and call["cuda_backend"] == "efficient"
+    assert "StaticCache(max_cache_len=512)" in data["results"][0]["probe"]["built"]
+    [finding] = data["results"][0]["findings"]
+    assert "DynamicCache" in finding["message"]
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("--max-cache-len", "64"), "--max-cache-len applies to --cache static"),
+    (("--cache", "static", "--context", "64", "--max-cache-len", "64"), "no room"),
+])
+def test_static_cache_options(args: tuple[str, ...], fragment: str) -> None:
+    assert_one_line_error(probe(LLAMA, "--device", "cpu", "--impl", "sdpa", *args), fragment)
