@@ -458,15 +458,20 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
               help="Decoder layers to build (the first N of the config).")
 @click.option("--dtype", type=click.Choice(["bfloat16", "float16", "float32"]), default=None,
               help="Weights and cache dtype [default: the config's, else bfloat16].")
-@click.option("--cache", "cache_kind", type=click.Choice(["dynamic", "static"]),
-              default="dynamic", show_default=True,
-              help="transformers cache: DynamicCache, or StaticCache (attends over all "
-                   "--max-cache-len positions).")
+@click.option("--cache", "cache_kind", type=click.Choice(["dynamic", "static", "inplace"]),
+              default=None,
+              help="dynamic: transformers' DynamicCache (appends with torch.cat, reported "
+                   "apart on CPU); static: StaticCache (attends over all --max-cache-len "
+                   "positions); inplace: a DynamicCache appending into spare room, as "
+                   "engines do [default: dynamic on cpu, inplace on cuda].")
 @click.option("--max-cache-len", type=click.IntRange(min=2), default=None,
               help="StaticCache positions [default: 2 x (longest context + 1)].")
 @click.option("--cuda-sm", "sm", type=click.IntRange(min=30), default=90, show_default=True,
               help="GPU compute capability the SDPA kernel oracle answers for (80 = A100, "
                    "90 = H100/H200, 75 = T4).")
+@click.option("--ncu", is_flag=True,
+              help="With --device cuda: measure DRAM bytes of the attention kernels with "
+                   "Nsight Compute (ncu on PATH, profiling permissions) instead of timing.")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Plot measured KV reads per step against theory by context (PNG/SVG; "
                    "needs matplotlib).")
@@ -492,7 +497,8 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
 @common_options
 def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: str,
           contexts: str | None, batch: int, layers: int, dtype: str | None,
-          cache_kind: str, max_cache_len: int | None, sm: int, plot: str | None,
+          cache_kind: str | None, max_cache_len: int | None, sm: int, ncu: bool,
+          plot: str | None,
           endpoint: str | None, served_model_name: str | None, tp: int,
           engine_version: str | None, kv_cache_dtype: str, measure_itl: bool,
           gpu: str | None, bandwidth: float | None, revision: str | None, offline: bool,
@@ -529,7 +535,7 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
         if not impls:
             raise UsageError("--impl: name at least one implementation")
         options = probing.ProbeOptions(impls, device, points, batch, layers, dtype, sm,
-                                       cache_kind, max_cache_len)
+                                       cache_kind, max_cache_len, ncu)
         run = probing.probe_models(refs, options, rules, revision=revision,
                                    offline=offline or _env_offline(), fail_on=session.fail_on)
     if plot:

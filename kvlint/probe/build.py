@@ -49,9 +49,11 @@ def transformers_config(raw: Mapping[str, Any], layers: int) -> tuple[Any, list[
     if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
         import transformers
 
+        what = f"no built-in model type {model_type!r}" if isinstance(model_type, str) \
+            else "nothing to build without a model_type"
         raise ConfigError(
-            f"transformers {transformers.__version__} has no built-in model type "
-            f"{model_type!r}; the probe never runs a repository's remote code",
+            f"transformers {transformers.__version__} has {what}; the probe builds "
+            "transformers' own classes and never runs a repository's remote code",
             field="model_type")
     changes: list[str] = []
     kwargs = {k: v for k, v in raw.items() if k not in _DROPPED}
@@ -69,11 +71,7 @@ def transformers_config(raw: Mapping[str, Any], layers: int) -> tuple[Any, list[
             setattr(text, name, value[:built])  # per-layer schedules (layer_types...)
     text.num_hidden_layers = built
     changes.insert(0, f"{built} of {total} decoder layers")
-    dense = getattr(text, "first_k_dense_replace", None)
-    if isinstance(dense, int) and dense < built:
-        text.first_k_dense_replace = built
-        changes.append(f"MoE layers {dense}..{built - 1} built dense "
-                       "(first_k_dense_replace), as the config's first layers are")
+    changes.extend(_lighter_mlp(text, built))
     vocab = int(getattr(text, "vocab_size", 0) or 0)
     if vocab > PROBE_VOCAB:
         text.vocab_size = PROBE_VOCAB
@@ -86,6 +84,43 @@ def transformers_config(raw: Mapping[str, Any], layers: int) -> tuple[Any, list[
     return text, changes
 
 
+PROBE_MLP = 1024
+"""MLP width of the built layers: the MLP never touches the KV cache."""
+_EXPERT_COUNTS = ("num_experts", "num_local_experts", "n_routed_experts")
+
+
+def _lighter_mlp(text: Any, built: int) -> list[str]:
+    """Make the layers' MLPs cheap to build and run: MoE layers dense where the config has
+    dense layers to copy, else only the top-k experts; MLP widths capped."""
+    changes = []
+    dense = getattr(text, "first_k_dense_replace", None)
+    sparse_layers = getattr(text, "mlp_only_layers", None)
+    if isinstance(dense, int) and dense < built:
+        text.first_k_dense_replace = built
+        changes.append(f"MoE layers {dense}..{built - 1} built dense "
+                       "(first_k_dense_replace), as the config's first layers are")
+    elif isinstance(sparse_layers, list) and getattr(text, "num_experts", None):
+        text.mlp_only_layers = list(range(built))
+        changes.append("MoE layers built dense (mlp_only_layers)")
+    else:
+        top_k = getattr(text, "num_experts_per_tok", None)
+        for name in _EXPERT_COUNTS:
+            count = getattr(text, name, None)
+            if isinstance(count, int) and isinstance(top_k, int) and 0 < top_k < count:
+                setattr(text, name, top_k)
+                changes.append(f"{count} experts -> {top_k} (the top-k a token uses)")
+    widths = []
+    for name in ("intermediate_size", "moe_intermediate_size",
+                 "shared_expert_intermediate_size"):
+        value = getattr(text, name, None)
+        if isinstance(value, int) and value > PROBE_MLP:
+            setattr(text, name, PROBE_MLP)
+            widths.append(f"{name} {value:,}")
+    if widths:
+        changes.append(f"MLP widths ({', '.join(widths)}) -> {PROBE_MLP:,}")
+    return changes
+
+
 def build(raw: Mapping[str, Any], *, impl: str, layers: int, dtype: str,
           device: str = "cpu", seed: int = 0) -> BuiltModel:
     """N layers of ``raw`` with random weights and ``attn_implementation=impl``."""
@@ -95,9 +130,16 @@ def build(raw: Mapping[str, Any], *, impl: str, layers: int, dtype: str,
     torch_dtype = getattr(torch, dtype)
     torch.manual_seed(seed)
     try:
-        model = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
-            config, attn_implementation=impl,
-                                                 dtype=torch_dtype)
+        try:
+            model = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
+                config, attn_implementation=impl, dtype=torch_dtype)
+        except ValueError as err:
+            if "Unrecognized configuration class" not in str(err):
+                raise
+            from transformers import AutoModel  # a multimodal model's text decoder
+
+            model = AutoModel.from_config(  # type: ignore[no-untyped-call]
+                config, attn_implementation=impl, dtype=torch_dtype)
     except (ImportError, ValueError, RuntimeError, KeyError) as err:
         raise UsageError(f"--impl {impl}: transformers cannot build {config.model_type} "
                          f"with it: {_first_line(err)}") from None
@@ -146,9 +188,30 @@ def layer_tensors(cache: Any) -> list[list[torch.Tensor]]:
         return [list(pair) for pair in zip(cache.key_cache, cache.value_cache, strict=True)]
     found = []
     for layer in layers:
-        found.append([v for k, v in sorted(vars(layer).items())
-                      if isinstance(v, torch.Tensor) and k in ("keys", "values")])
+        names = ("room_keys", "room_values") if hasattr(layer, "room_keys") else \
+            ("keys", "values")
+        found.append([getattr(layer, name) for name in names
+                      if isinstance(getattr(layer, name, None), torch.Tensor)])
     return found
+
+
+def held_bytes(cache: Any) -> int:
+    """Bytes the cache holds for its tokens: each tensor's storage, except the spare room of
+    an in-place cache (the probe's harness, not the implementation under test)."""
+    total = 0
+    seen: set[int] = set()
+    for layer in getattr(cache, "layers", ()):
+        live = hasattr(layer, "room_keys")
+        for name in ("keys", "values"):
+            tensor = getattr(layer, name, None)
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            if live:
+                total += tensor.numel() * tensor.element_size()
+            elif tensor.untyped_storage().data_ptr() not in seen:
+                seen.add(tensor.untyped_storage().data_ptr())
+                total += tensor.untyped_storage().nbytes()
+    return total
 
 
 def cache_tensors(cache: Any) -> list[torch.Tensor]:
@@ -161,11 +224,15 @@ class CacheSpec:
     concatenation) or ``StaticCache`` (``max_cache_len`` positions, written in place)."""
 
     kind: str = "dynamic"
+    """``dynamic`` | ``static`` | ``inplace`` (a DynamicCache that appends into spare room,
+    as engines' caches do, instead of copying its history with ``torch.cat``)."""
     max_cache_len: int | None = None
 
     def label(self) -> str:
         if self.kind == "static":
             return f"StaticCache(max_cache_len={self.max_cache_len})"
+        if self.kind == "inplace":
+            return "DynamicCache appending in place (no per-step copy of the history)"
         return "DynamicCache"
 
 
@@ -173,7 +240,7 @@ DYNAMIC = CacheSpec()
 
 
 def new_cache(built: BuiltModel, spec: CacheSpec = DYNAMIC) -> Any:
-    if spec.kind == "dynamic":
+    if spec.kind in ("dynamic", "inplace"):
         return _dynamic_cache(built.config)
     from transformers import StaticCache
 
@@ -182,12 +249,18 @@ def new_cache(built: BuiltModel, spec: CacheSpec = DYNAMIC) -> Any:
     return StaticCache(config=built.config, max_cache_len=spec.max_cache_len)
 
 
+KvPair = tuple[torch.Tensor, torch.Tensor] | None
+
+
 def random_kv(built: BuiltModel, shapes: Sequence[tuple[tuple[int, ...], ...]],
-              context: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+              context: int, seed: int = 0) -> list[KvPair]:
     """Random K/V of ``context`` tokens for each layer, made on the model's device."""
     generator = torch.Generator(device=built.device).manual_seed(seed)
-    found = []
+    found: list[KvPair] = []
     for index, layer in enumerate(shapes):
+        if not layer:
+            found.append(None)  # a linear-attention or Mamba layer: its state starts empty
+            continue
         if len(layer) != 2:
             raise UsageError(f"cache layer {index} holds {len(layer)} tensors; the probe "
                              "pre-fills K/V pairs only")
@@ -198,13 +271,66 @@ def random_kv(built: BuiltModel, shapes: Sequence[tuple[tuple[int, ...], ...]],
     return found
 
 
-def fill(built: BuiltModel, kv: Sequence[tuple[torch.Tensor, torch.Tensor]],
-         spec: CacheSpec = DYNAMIC) -> Any:
+def fill(built: BuiltModel, kv: Sequence[KvPair], spec: CacheSpec = DYNAMIC) -> Any:
     """A new cache holding ``kv`` (the cache copies it), as if a prefill had written it."""
     cache = new_cache(built, spec)
-    for index, (key, value) in enumerate(kv):
-        cache.update(key, value, index)
+    for index, pair in enumerate(kv):
+        if pair is not None:
+            cache.update(*pair, index)
+    if spec.kind == "inplace":
+        for layer in getattr(cache, "layers", ()):
+            _append_in_place(layer)
     return cache
+
+
+SPARE_TOKENS = 16
+"""Room an in-place cache keeps for the tokens decode steps append."""
+
+
+def _append_in_place(layer: Any) -> None:
+    """Turn a filled ``DynamicLayer`` into one that appends into spare room: the history is
+    copied once, here, and every step writes only its new token."""
+    from transformers.cache_utils import DynamicLayer
+
+    if type(layer) is not DynamicLayer or not layer.is_initialized:
+        return  # sliding layers already keep a bounded window
+    layer = _as_any(layer)
+    tokens = layer.keys.shape[-2]
+    buffers = []
+    for tensor in (layer.keys, layer.values):
+        room = tensor.new_empty((*tensor.shape[:-2], tokens + SPARE_TOKENS, tensor.shape[-1]))
+        room[..., :tokens, :].copy_(tensor)
+        buffers.append(room)
+    layer.__class__ = _in_place_class(DynamicLayer)
+    layer.room_keys, layer.room_values = buffers
+    layer.length = tokens
+    layer.keys = layer.room_keys[..., :tokens, :]
+    layer.values = layer.room_values[..., :tokens, :]
+
+
+def _as_any(value: Any) -> Any:
+    return value
+
+
+_IN_PLACE: dict[type, type] = {}
+
+
+def _in_place_class(base: type) -> type:
+    if base not in _IN_PLACE:
+        def update(self: Any, key_states: torch.Tensor, value_states: torch.Tensor,
+                   *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+            start, end = self.length, self.length + key_states.shape[-2]
+            if end > self.room_keys.shape[-2]:
+                raise UsageError(f"the in-place cache has room for {SPARE_TOKENS} new tokens")
+            self.room_keys[..., start:end, :].copy_(key_states)
+            self.room_values[..., start:end, :].copy_(value_states)
+            self.length = end
+            self.keys = self.room_keys[..., :end, :]
+            self.values = self.room_values[..., :end, :]
+            return self.keys, self.values
+
+        _IN_PLACE[base] = type("InPlaceDynamicLayer", (base,), {"update": update})
+    return _IN_PLACE[base]
 
 
 def prefilled_cache(built: BuiltModel, shapes: Sequence[tuple[tuple[int, ...], ...]],

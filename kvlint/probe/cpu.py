@@ -98,6 +98,7 @@ def _measure(built: Any, geometry: AttentionGeometry, expected: theory.Theory, *
         hooks.remove()
     seconds = time.perf_counter() - started
     traffic = accounting.summarise(builder.cache_tensors(cache))
+    held = builder.held_bytes(cache) or traffic.cache_bytes
     sdpa = _sdpa_calls(recorder.calls, sm)
     materialisations = tuple(
         Materialization(m.op + (f" in {m.where}" if m.where else ""), m.amplification,
@@ -105,7 +106,7 @@ def _measure(built: Any, geometry: AttentionGeometry, expected: theory.Theory, *
         for m in traffic.materialisations)
     positions = spec.max_cache_len if spec.kind == "static" and spec.max_cache_len else \
         context + 1
-    notes = [*_cache_notes(geometry, layers, traffic.cache_bytes, context + 1, batch, dtype,
+    notes = [*_cache_notes(geometry, layers, held, context + 1, batch, dtype,
                            positions),
              *(f"on sm{sm}, SDPA would run {c.reason}" for c in sdpa if c.materializes)]
     if spec.kind == "static":
@@ -118,7 +119,7 @@ def _measure(built: Any, geometry: AttentionGeometry, expected: theory.Theory, *
                      "history each step); counted apart from attention reads")
     return ImplMeasurement(
         built.impl, dtype, expected.read_bytes, traffic.attention_read_bytes,
-        expected.cache_bytes, traffic.cache_bytes, materialisations,
+        expected.cache_bytes, held, materialisations,
         traffic.cache_read_bytes, traffic.cache_write_bytes, sdpa, seconds,
         details={"attention_write_bytes": traffic.attention_write_bytes,
                  "kv_ops": len(traffic.ops)},

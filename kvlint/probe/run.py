@@ -35,8 +35,11 @@ class ProbeOptions:
     layers: int
     dtype: str | None
     sm: int
-    cache: str = "dynamic"
+    cache: str | None = None
+    """``dynamic`` | ``static`` | ``inplace``; default: dynamic on CPU (the accounting
+    reports DynamicCache's append apart), inplace on CUDA (timing cannot split it off)."""
     max_cache_len: int | None = None
+    ncu: bool = False
 
 
 def require(module: str, what: str) -> None:
@@ -95,6 +98,13 @@ def probe_models(refs: Sequence[str], options: ProbeOptions, rules: Sequence[typ
         if options.layers > geometry.num_layers:
             raise UsageError(f"--layers {options.layers}: {loaded.ref} has "
                              f"{geometry.num_layers} layers")
+        if not any(layer.holds_kv for layer in geometry.layers[:options.layers]):
+            first = next((i for i, layer in enumerate(geometry.layers) if layer.holds_kv), None)
+            hint = f"use --layers {first + 1}" if first is not None else \
+                "no layer of it holds a KV cache"
+            raise UsageError(f"--layers {options.layers}: the first {options.layers} "
+                             f"layer(s) of {loaded.ref} hold no KV cache (linear attention "
+                             f"or Mamba); {hint}")
         reports = _run(device, loaded.config, geometry, options, dtype)
         for report in reports:
             results.append(lint_config(
@@ -126,16 +136,19 @@ def _run(device: str, config: dict[str, Any], geometry: AttentionGeometry,
                          contexts=options.contexts or DEFAULT_CPU_CONTEXTS,
                          batch=options.batch, layers=options.layers, dtype=dtype,
                          sm=options.sm, cache=_cache_spec(options))
+    if options.ncu:
+        return [_run_ncu(config, geometry, options, dtype)]
     return [_run_gpu(config, geometry, options, dtype)]
 
 
-def _cache_spec(options: ProbeOptions) -> Any:
+def _cache_spec(options: ProbeOptions, device: str = "cpu") -> Any:
     from kvlint.probe.build import CacheSpec
 
-    if options.cache == "dynamic":
+    kind = options.cache or ("inplace" if device == "cuda" else "dynamic")
+    if kind != "static":
         if options.max_cache_len is not None:
             raise UsageError("--max-cache-len applies to --cache static")
-        return CacheSpec()
+        return CacheSpec(kind)
     longest = max(options.contexts or DEFAULT_CPU_CONTEXTS)
     return CacheSpec("static", options.max_cache_len or 2 * (longest + 1))
 
@@ -146,18 +159,15 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
     import torch
 
     from kvlint.probe import build as builder
-    from kvlint.probe import gpu, slope
+    from kvlint.probe import gpu
     from kvlint.probe.result import ImplMeasurement
 
     device = torch.device("cuda")
     bytes_per_token = theory.decode_step(geometry, context=1, batch=1, layers=options.layers,
                                          dtype=dtype).bytes_per_token
-    memory = int(torch.cuda.get_device_properties(device).total_memory)
-    contexts = options.contexts or slope.plan_contexts(
-        l2_bytes=gpu.l2_cache_bytes(device), bytes_per_token=bytes_per_token,
-        batch=options.batch, max_bytes=memory // 16)  # room for eager's copies of the KV
+    contexts = _gpu_contexts(geometry, options, dtype)
     bandwidth = gpu.streaming_bandwidth(device)
-    spec = _cache_spec(replace(options, contexts=tuple(contexts)))
+    spec = _cache_spec(replace(options, contexts=tuple(contexts)), "cuda")
     impls = []
     built_description = ""
 
@@ -196,6 +206,77 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
                        tuple(impls), built=built_description,
                        notes=(f"contexts {', '.join(map(str, contexts))}; streaming read "
                               f"bandwidth {bandwidth / 1e9:,.0f} GB/s",))
+
+
+def _gpu_contexts(geometry: AttentionGeometry, options: ProbeOptions, dtype: str
+                  ) -> tuple[int, ...]:
+    """The contexts given, else ones whose KV working set is several times the L2 size."""
+    if options.contexts:
+        return options.contexts
+    import torch
+
+    from kvlint.probe import gpu, slope
+
+    device = torch.device("cuda")
+    memory = int(torch.cuda.get_device_properties(device).total_memory)
+    per_token = theory.decode_step(geometry, context=1, batch=1, layers=options.layers,
+                                   dtype=dtype).bytes_per_token
+    return slope.plan_contexts(l2_bytes=gpu.l2_cache_bytes(device), bytes_per_token=per_token,
+                               batch=options.batch, max_bytes=memory // 16)
+
+
+def _run_ncu(config: dict[str, Any], geometry: AttentionGeometry, options: ProbeOptions,
+             dtype: str) -> ProbeReport:
+    """Nsight Compute: DRAM bytes read by the attention kernels (NVTX ``kvlint_attn:L``) at
+    each context, in a child process; the slope over contexts removes the fixed part."""
+    import json
+    import tempfile
+
+    from kvlint.probe import ncu_run
+    from kvlint.probe.result import ImplMeasurement
+
+    if ncu_run.ncu_available() is None:
+        raise UsageError("--ncu: Nsight Compute (ncu) is not on PATH")
+    contexts = _gpu_contexts(geometry, options, dtype)
+    per_token = theory.decode_step(geometry, context=1, batch=1, layers=options.layers,
+                                   dtype=dtype).bytes_per_token
+
+    def at(context: int) -> theory.Theory:
+        return theory.decode_step(geometry, context=context, batch=options.batch,
+                                  layers=options.layers, dtype=dtype)
+
+    spec = _cache_spec(replace(options, contexts=tuple(contexts)), "cuda")
+    impls = []
+    with tempfile.TemporaryDirectory(prefix="kvlint-ncu-") as tmp:
+        path = f"{tmp}/config.json"
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(config, handle)
+        for impl in options.impls:
+            reason = _kernel_unavailable(impl)
+            if reason is not None:
+                impls.append(ImplMeasurement(impl, dtype, at(max(contexts)).read_bytes, None,
+                                             at(max(contexts)).cache_bytes, None,
+                                             skipped=reason))
+                continue
+            rows = ncu_run.run_ncu(path, impl, contexts=contexts, batch=options.batch,
+                                   layers=options.layers, dtype=dtype, cache_kind=spec.kind,
+                                   max_cache_len=spec.max_cache_len)
+            per_context = ncu_run.bytes_per_context(rows, contexts, 3,
+                                                    exclude_kernels=CACHE_APPEND_KERNELS)
+            impls.append(ncu_run.ncu_measurement(
+                impl, per_context, batch=options.batch, dtype=dtype,
+                theory_bytes_per_token=per_token,
+                theory_read_bytes_at=lambda c: at(c).read_bytes,
+                theory_cache_bytes_at=lambda c: at(c).cache_bytes))
+    return ProbeReport("cuda", "ncu", max(contexts), options.batch, options.layers,
+                       tuple(impls), built=f"{spec.label()}, profiled in a child process",
+                       notes=(f"contexts {', '.join(map(str, contexts))}; DRAM bytes read "
+                              "by the kernels inside the attention modules' NVTX ranges, "
+                              "DynamicCache's torch.cat kernels excluded",))
+
+
+CACHE_APPEND_KERNELS = "CatArray"
+"""Kernel names of ``torch.cat`` (DynamicCache's append), left out of attention reads."""
 
 
 def _kernel_unavailable(impl: str) -> str | None:

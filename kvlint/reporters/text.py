@@ -141,7 +141,10 @@ def _probe_block(p: ProbeReport) -> str:
         head = (f"probe · {p.device} · {p.method} · {fmt_int(p.context)} tokens x batch "
                 f"{p.batch} · {p.layers} layer{'s' if p.layers != 1 else ''}")
     rows = []
-    lines = []
+    measured = [m for m in p.impls if not m.skipped]
+    shared = [n for n in measured[0].notes if all(n in m.notes for m in measured[1:])] \
+        if len(measured) > 1 else []
+    lines = [f"all: {note}" for note in shared]
     for m in p.impls:
         if m.skipped:
             rows.append([m.impl, "-", fmt_bytes(m.theory_read_bytes), "-", "-", "-", "skipped"])
@@ -158,7 +161,7 @@ def _probe_block(p: ProbeReport) -> str:
         lines.extend(f"{m.impl}: SDPA {c.key_shape[-3] if len(c.key_shape) > 2 else '?'} KV "
                      f"heads, enable_gqa={c.enable_gqa}, mask={c.has_mask} -> CUDA "
                      f"{c.reason}" for c in m.sdpa_calls)
-        lines.extend(f"{m.impl}: {note}" for note in m.notes)
+        lines.extend(f"{m.impl}: {note}" for note in m.notes if note not in shared)
     table = tabulate(rows, headers=["impl", "KV read/step", "theory", "ratio", "cache",
                                     "ratio", "verdict"], tablefmt="plain")
     notes = [f"built: {p.built}"] if p.built else []

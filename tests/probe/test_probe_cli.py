@@ -268,3 +268,36 @@ def test_static_cache_reads_every_position() -> None:
 ])
 def test_static_cache_options(args: tuple[str, ...], fragment: str) -> None:
     assert_one_line_error(probe(LLAMA, "--device", "cpu", "--impl", "sdpa", *args), fragment)
+
+
+# --- in-place cache: what engines do, and what the GPU path times ---------------------------
+
+
+def test_inplace_cache_appends_only_the_new_token() -> None:
+    data = as_json(LLAMA, "--device", "cpu", "--impl", "eager,sdpa", "--context", "128",
+                   "--cache", "inplace")
+    found = impls(data)
+    for m in found.values():
+        assert m["cache_traffic_read_bytes"] == 0  # no torch.cat of the history
+        assert m["cache_traffic_write_bytes"] == 2 * 8 * 64 * 2  # K and V of one token
+        assert m["measured_cache_bytes"] == m["theory_cache_bytes"] == llama_theory(128)
+    assert found["eager"]["measured_read_bytes"] == 5 * llama_theory(128)
+    assert found["sdpa"]["measured_read_bytes"] == llama_theory(128)
+
+
+def test_inplace_cache_computes_what_dynamic_cache_computes() -> None:
+    from kvlint.probe import build as builder
+    from tests.helpers import fixture_config
+
+    built = builder.build(fixture_config("meta-llama--Llama-3.2-1B-Instruct"), impl="sdpa",
+                          layers=2, dtype="float32")
+    kv = builder.random_kv(built, builder.layer_shapes(built, 2), 40)
+    outputs = []
+    for spec in (builder.CacheSpec("dynamic"), builder.CacheSpec("inplace")):
+        cache = builder.fill(built, kv, spec)
+        with torch.no_grad():
+            for step in range(3):  # three tokens appended in a row
+                logits = built.model(**builder._step_kwargs(built, cache, 40 + step, 2)).logits
+        outputs.append(logits)
+        assert cache.get_seq_length() == 43
+    torch.testing.assert_close(outputs[0], outputs[1])
