@@ -59,7 +59,11 @@ def transformers_config(raw: Mapping[str, Any], layers: int) -> tuple[Any, list[
     kwargs = {k: v for k, v in raw.items() if k not in _DROPPED}
     if "quantization_config" in raw:
         changes.append("quantization config dropped (random bf16/fp16 weights)")
-    config = CONFIG_MAPPING[model_type](**kwargs)
+    try:
+        config = CONFIG_MAPPING[model_type](**kwargs)
+    except Exception as err:  # transformers validates field types strictly
+        raise ConfigError(f"transformers cannot build its {model_type!r} config from this "
+                          f"config: {_first_line(err)}") from None
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     total = int(getattr(text, "num_hidden_layers", 0) or 0)
     if total < 1:
@@ -124,7 +128,10 @@ def _lighter_mlp(text: Any, built: int) -> list[str]:
 def build(raw: Mapping[str, Any], *, impl: str, layers: int, dtype: str,
           device: str = "cpu", seed: int = 0) -> BuiltModel:
     """N layers of ``raw`` with random weights and ``attn_implementation=impl``."""
+    import transformers
     from transformers import AutoModelForCausalLM
+
+    transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
     config, changes = transformers_config(raw, layers)
     torch_dtype = getattr(torch, dtype)

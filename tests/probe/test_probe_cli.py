@@ -301,3 +301,37 @@ def test_inplace_cache_computes_what_dynamic_cache_computes() -> None:
         outputs.append(logits)
         assert cache.get_seq_length() == 43
     torch.testing.assert_close(outputs[0], outputs[1])
+
+
+# --- what is built ------------------------------------------------------------------------
+
+
+def test_hybrid_first_layers_without_kv_say_how_many_to_build() -> None:
+    config = str(CONFIGS / "Qwen--Qwen3-Next-80B-A3B-Thinking.json")
+    assert_one_line_error(probe(config, "--device", "cpu"), "hold no KV cache",
+                          "use --layers 4")
+
+
+@pytest.mark.parametrize("name,layers,expected", [
+    ("deepseek-ai--DeepSeek-V3", 4, "MoE layers 3..3 built dense (first_k_dense_replace)"),
+    ("Qwen--Qwen3-30B-A3B", 1, "MoE layers built dense (mlp_only_layers)"),
+    ("ai21labs--AI21-Jamba-1.5-Mini", 8, "16 experts -> 2 (the top-k a token uses)"),
+    ("meta-llama--Llama-3.2-1B-Instruct", 1, "vocabulary 128,256 -> 1,024"),
+])
+def test_built_config_keeps_attention_and_lightens_the_rest(name: str, layers: int,
+                                                            expected: str) -> None:
+    from kvlint.probe.build import PROBE_MLP, transformers_config
+    from tests.helpers import fixture_config, geometry
+
+    raw = fixture_config(name)
+    config, changes = transformers_config(raw, layers)
+    assert expected in ", ".join(changes)
+    assert config.num_hidden_layers == layers
+    assert config.intermediate_size <= PROBE_MLP
+    want = next(layer for layer in geometry(name).layers if layer.holds_kv)
+    assert config.num_attention_heads == want.num_attention_heads
+    if not want.is_mla:
+        assert config.num_key_value_heads == want.num_kv_heads
+    else:
+        assert (config.kv_lora_rank, config.qk_rope_head_dim) == (want.kv_lora_rank,
+                                                                  want.qk_rope_head_dim)
