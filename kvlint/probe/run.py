@@ -100,11 +100,12 @@ def probe_models(refs: Sequence[str], options: ProbeOptions, rules: Sequence[typ
                              f"{geometry.num_layers} layers")
         if not any(layer.holds_kv for layer in geometry.layers[:options.layers]):
             first = next((i for i, layer in enumerate(geometry.layers) if layer.holds_kv), None)
-            hint = f"use --layers {first + 1}" if first is not None else \
-                "no layer of it holds a KV cache"
+            if first is None:
+                raise UsageError(f"{loaded.ref}: no layer holds a KV cache (Mamba or linear "
+                                 "attention only): nothing to probe")
             raise UsageError(f"--layers {options.layers}: the first {options.layers} "
                              f"layer(s) of {loaded.ref} hold no KV cache (linear attention "
-                             f"or Mamba); {hint}")
+                             f"or Mamba); use --layers {first + 1}")
         reports = _run(device, loaded.config, geometry, options, dtype)
         for report in reports:
             results.append(lint_config(
