@@ -12,7 +12,8 @@ import pytest
 
 from tests.helpers import CONFIGS, ROOT
 
-HEAVY = ("transformers", "torch", "huggingface_hub", "numpy")
+HEAVY = ("transformers", "torch", "huggingface_hub", "numpy", "httpx", "prometheus_client",
+         "matplotlib")
 
 
 def _modules_after(code: str) -> set[str]:

@@ -335,3 +335,24 @@ def test_built_config_keeps_attention_and_lightens_the_rest(name: str, layers: i
     else:
         assert (config.kv_lora_rank, config.qk_rope_head_dim) == (want.kv_lora_rank,
                                                                   want.qk_rope_head_dim)
+
+
+def test_endpoint_measure_itl_fits_the_slope(vllm: FakeVllm) -> None:  # noqa: F811
+    # The fake streams a token every 2 ms + 2 us x prompt length: at 3,000 GB/s a batch of
+    # one reads 2e-6 x 3e12 = 6,000,000 B per context token, 45.8x Llama-3.1-8B's 131,072.
+    result = probe("--endpoint", vllm.endpoint, "--model", LLAMA31, "--measure-itl",
+                   "--context", "256,1024,2048,4096", "--bandwidth", "3000",
+                   "--served-model-name", "served", "--format", "json")
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.stdout)
+    [m] = data["results"][0]["probe"]["impls"]
+    assert m["details"]["itl"]["contexts"] == [256, 1024, 2048, 4096]
+    assert 0.75 * 45.8 < m["read_ratio"] < 1.25 * 45.8
+    assert {r["model"] for r in vllm.requests} == {"served"}
+    assert len(vllm.requests) == 4
+    assert data["results"][0]["findings"][0]["code"] == "KV601"
+
+
+def test_endpoint_measure_itl_needs_a_bandwidth(vllm: FakeVllm) -> None:  # noqa: F811
+    assert_one_line_error(probe("--endpoint", vllm.endpoint, "--model", LLAMA31,
+                                "--measure-itl"), "--gpu", "--bandwidth")
