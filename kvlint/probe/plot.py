@@ -3,7 +3,8 @@ context, one line per implementation (matplotlib, imported only here)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from kvlint.errors import UsageError
 
@@ -24,14 +25,38 @@ def series(run: LintRun) -> dict[str, dict[str, list[tuple[int, float]]]]:
             continue
         lines = found.setdefault(result.target.ref, {})
         for m in probe.impls:
-            if m.measured_read_bytes is not None:
+            swept = _swept(m.details)
+            if swept:  # GPU: one point per timed (or profiled) context, fixed part removed
+                lines.setdefault(m.impl, []).extend(swept)
+                lines.setdefault("theory", []).extend(
+                    (c, m.theory_read_bytes * (c + 1) / (probe.context + 1) / MIB)
+                    for c, _ in swept)
+            elif m.measured_read_bytes is not None:
                 lines.setdefault(m.impl, []).append((probe.context,
                                                      m.measured_read_bytes / MIB))
-        if probe.impls:
+        if probe.impls and probe.method == "dispatch":
             lines.setdefault("theory", []).append((probe.context,
                                                    probe.impls[0].theory_read_bytes / MIB))
     return {model: {name: sorted(set(points)) for name, points in lines.items()}
             for model, lines in found.items()}
+
+
+def _swept(details: Mapping[str, Any]) -> list[tuple[int, float]]:
+    """Bytes per step at each context of a GPU measurement, less the fitted fixed part:
+    ``(t - t0) x bandwidth`` for timings, ``bytes - b0`` for Nsight Compute."""
+    contexts = details.get("contexts")
+    if not isinstance(contexts, list):
+        return []
+    if "seconds" in details and "intercept_s" in details:
+        bandwidth = float(details["bandwidth_bytes_per_s"])
+        return [(int(c), (float(t) - float(details["intercept_s"])) * bandwidth / MIB)
+                for c, t in zip(contexts, details["seconds"], strict=True)]
+    if "dram_read_bytes_per_step" in details and "intercept_bytes" in details:
+        per_step = details["dram_read_bytes_per_step"]
+        values = per_step.values() if isinstance(per_step, dict) else per_step
+        return [(int(c), (float(b) - float(details["intercept_bytes"])) / MIB)
+                for c, b in zip(contexts, values, strict=True)]
+    return []
 
 
 def plot_reads(run: LintRun, path: str) -> None:

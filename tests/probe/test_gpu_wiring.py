@@ -84,3 +84,25 @@ def test_contexts_are_planned_from_the_l2_size(fake_cuda: list[Any]) -> None:
         "contexts"]
     assert len(contexts) >= 4
     assert contexts[0] * PER_TOKEN >= 4 * (1 << 20)  # working set >= 4x L2
+
+
+def test_plot_of_a_timing_run(fake_cuda: list[Any], tmp_path: Any) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "gpu.png"
+    result = CliRunner().invoke(main, [
+        "probe", LLAMA, "--device", "cuda", "--impl", "sdpa", "--context", "64,128,256",
+        "--plot", str(out), "--fail-on", "never", "--no-plugins"])
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_swept_points_remove_the_fixed_part() -> None:
+    from kvlint.probe.plot import MIB, _swept
+
+    timing = {"contexts": [100, 200], "seconds": [1.5e-3, 2.5e-3], "intercept_s": 0.5e-3,
+              "bandwidth_bytes_per_s": 1e12}
+    assert _swept(timing) == [(100, 1e9 / MIB), (200, 2e9 / MIB)]
+    ncu = {"contexts": [100, 200], "dram_read_bytes_per_step": [3e6, 5e6],
+           "intercept_bytes": 1e6}
+    assert _swept(ncu) == [(100, 2e6 / MIB), (200, 4e6 / MIB)]
+    assert _swept({"attention_write_bytes": 0}) == []
