@@ -38,3 +38,21 @@ if [[ ! -s "$OUT_DIR/probe_gpu.json" ]]; then
     exit 1
 fi
 echo "GPU probe: $OUT_DIR/probe_gpu.json (exit $rc, ${elapsed} s)"
+
+# Optional, outside the 2-minute budget: DRAM bytes of the attention kernels from Nsight
+# Compute (needs ncu on PATH and profiling permissions). KVLINT_NCU=1 bench/probe_gpu.sh
+if [[ "${KVLINT_NCU:-0}" == "1" ]]; then
+    if ! command -v ncu >/dev/null 2>&1; then
+        echo "KVLINT_NCU=1 but ncu is not on PATH: Nsight Compute run skipped"
+        exit 0
+    fi
+    rc=0
+    timeout 600 "$PYTHON" -m kvlint probe "$FIXTURE" \
+        --device cuda --ncu --impl eager,sdpa --layers 1 --batch 8 \
+        --format json -o "$OUT_DIR/probe_ncu.json" || rc=$?
+    if [[ $rc -gt 1 ]]; then
+        echo "Nsight Compute probe failed (exit $rc)" >&2
+        exit "$rc"
+    fi
+    echo "Nsight Compute probe: $OUT_DIR/probe_ncu.json (exit $rc)"
+fi
