@@ -17,8 +17,8 @@ from kvlint.model.geometry import AttentionGeometry
 
 if TYPE_CHECKING:
     from kvlint.loaders.weight_size import PlanWeights
+    from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
-from kvlint.probe.result import ProbeReport
 from kvlint.rules.base import Rule, RuleContext
 
 TargetKind = Literal["model", "manifest", "source"]

@@ -9,12 +9,14 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.model.capacity import Capacity
 from kvlint.model.serving import KvAnalysis, ServingPlan
-from kvlint.probe.result import ProbeReport
+
+if TYPE_CHECKING:
+    from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 """ruff's rule documentation sections every rule docstring must have (``Options`` and

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
-from kvlint.probe.result import ERROR_RATIO, WARNING_RATIO, ImplMeasurement, ProbeReport
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes
+
+if TYPE_CHECKING:  # imported when a probe ran: every other command stays lighter
+    from kvlint.probe.result import ImplMeasurement, ProbeReport
 
 
 class KvReadAmplification(Rule):
@@ -62,6 +65,8 @@ class KvReadAmplification(Rule):
 
 
 def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
+    from kvlint.probe.result import WARNING_RATIO
+
     where = (f"at {probe.context:,} tokens x batch {probe.batch} over {probe.layers} "
              f"layer{'s' if probe.layers != 1 else ''} ({probe.device}, {probe.method})")
     if probe.method == "metrics":
@@ -113,6 +118,8 @@ def _fix(m: ImplMeasurement) -> str:
 
 
 def _data(m: ImplMeasurement) -> dict[str, object]:
+    from kvlint.probe.result import ERROR_RATIO, WARNING_RATIO
+
     return {"impl": m.impl, "read_ratio": m.read_ratio, "cache_ratio": m.cache_ratio,
             "measured_read_bytes": m.measured_read_bytes,
             "theory_read_bytes": m.theory_read_bytes,
