@@ -531,6 +531,14 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
             served_model=served_model_name, revision=revision,
             offline=offline or _env_offline(), fail_on=session.fail_on)
     else:
+        staging_only = {"--measure-itl": measure_itl, "--gpu": gpu, "--bandwidth": bandwidth,
+                        "--served-model-name": served_model_name, "--tp": tp != 1,
+                        "--engine-version": engine_version,
+                        "--kv-cache-dtype": kv_cache_dtype.lower() != "auto"}
+        given = [name for name, value in staging_only.items() if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to "
+                             "a running engine: add --endpoint URL")
         impls = tuple(dict.fromkeys(p.strip() for p in impl.split(",") if p.strip()))
         if not impls:
             raise UsageError("--impl: name at least one implementation")

@@ -34,6 +34,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from kvlint.probe.result import RecordedSdpa
+
 MATERIALISATION_THRESHOLD = 1.5
 """An op whose output has at least this many times the unique KV elements it read is
 reported as a materialisation (``cat`` appending one token stays below it)."""
@@ -306,17 +308,6 @@ class KvAccounting(TorchDispatchMode):  # type: ignore[no-untyped-call]
         for (op, amp, where, module), rs in groups.items():
             yield MaterialisationSummary(op, amp, sum(r.write_bytes for r in rs), len(rs),
                                          module, where)
-
-
-@dataclass(frozen=True)
-class RecordedSdpa:
-    query_shape: tuple[int, ...]
-    key_shape: tuple[int, ...]
-    value_shape: tuple[int, ...]
-    dtype: str
-    enable_gqa: bool
-    has_mask: bool
-    is_causal: bool
 
 
 class SdpaRecorder(TorchFunctionMode):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -301,7 +301,7 @@ def _append_in_place(layer: Any) -> None:
 
     if type(layer) is not DynamicLayer or not layer.is_initialized:
         return  # sliding layers already keep a bounded window
-    layer = _as_any(layer)
+    layer = cast(Any, layer)  # gains the room_* attributes below
     tokens = layer.keys.shape[-2]
     buffers = []
     for tensor in (layer.keys, layer.values):
@@ -313,10 +313,6 @@ def _append_in_place(layer: Any) -> None:
     layer.length = tokens
     layer.keys = layer.room_keys[..., :tokens, :]
     layer.values = layer.room_values[..., :tokens, :]
-
-
-def _as_any(value: Any) -> Any:
-    return value
 
 
 _IN_PLACE: dict[type, type] = {}

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 from kvlint.errors import UsageError
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry
 from kvlint.probe import theory
-from kvlint.probe.result import ImplMeasurement, Materialization, ProbeReport, SdpaCall
+from kvlint.probe.result import (
+    CACHE_CAUSE,
+    STATIC_CACHE,
+    ImplMeasurement,
+    Materialization,
+    ProbeReport,
+    SdpaCall,
+)
 from kvlint.probe.sdpa_oracle import DEFAULT_SM, choose_backend
 
 if TYPE_CHECKING:
@@ -46,9 +53,9 @@ def probe(raw: Mapping[str, Any], geometry: AttentionGeometry, *, impls: Sequenc
             expected = theory.decode_step(geometry, context=context, batch=batch,
                                           layers=layers, dtype=dtype)
             if built is None:
-                per_context[context].append(ImplMeasurement(
-                    impl, dtype, expected.read_bytes, None, expected.cache_bytes, None,
-                    skipped=skipped))
+                per_context[context].append(ImplMeasurement.unmeasured(
+                    impl, dtype, expected.read_bytes, expected.cache_bytes,
+                    skipped or "not built"))
                 continue
             per_context[context].append(
                 _measure(built, geometry, expected, context=context, batch=batch,
@@ -91,9 +98,9 @@ def _measure(built: Any, geometry: AttentionGeometry, expected: theory.Theory, *
         with recorder, accounting:
             builder.decode_step(built, cache, context, batch)
     except RuntimeError as err:
-        return ImplMeasurement(built.impl, dtype, expected.read_bytes, None,
-                               expected.cache_bytes, None,
-                               skipped=f"the decode step failed: {err}".splitlines()[0])
+        return ImplMeasurement.unmeasured(
+            built.impl, dtype, expected.read_bytes, expected.cache_bytes,
+            f"the decode step failed: {err}".splitlines()[0])
     finally:
         hooks.remove()
     seconds = time.perf_counter() - started
@@ -106,11 +113,11 @@ def _measure(built: Any, geometry: AttentionGeometry, expected: theory.Theory, *
         for m in traffic.materialisations)
     positions = spec.max_cache_len if spec.kind == "static" and spec.max_cache_len else \
         context + 1
-    notes = [*_cache_notes(geometry, layers, held, context + 1, batch, dtype,
+    notes = [*_cache_notes(geometry, layers, expected, held, batch, dtype,
                            positions),
              *(f"on sm{sm}, SDPA would run {c.reason}" for c in sdpa if c.materializes)]
     if spec.kind == "static":
-        notes.append(f"StaticCache holds max_cache_len={spec.max_cache_len:,} positions per "
+        notes.append(f"{STATIC_CACHE} max_cache_len={spec.max_cache_len:,} positions per "
                      f"layer and attention reads all of them (masked), not the {context + 1:,} "
                      "live tokens; its mask also keeps SDPA off the enable_gqa path")
     if traffic.cache_read_bytes:
@@ -137,22 +144,18 @@ def _sdpa_calls(calls: Sequence[Any], sm: int) -> tuple[SdpaCall, ...]:
             kv_heads=call.key_shape[-3] if len(call.key_shape) >= 3 else 1,
             head_dim=call.key_shape[-1], v_head_dim=call.value_shape[-1], dtype=call.dtype,
             enable_gqa=call.enable_gqa, has_mask=call.has_mask, sm=sm)
-        found.append(SdpaCall(call.query_shape, call.key_shape, call.value_shape, call.dtype,
-                              call.enable_gqa, call.has_mask, call.is_causal, choice.backend,
-                              choice.materializes, choice.reason, count))
+        found.append(SdpaCall(call, choice.backend, choice.materializes, choice.reason, count))
     return tuple(found)
 
 
-def _cache_notes(geometry: AttentionGeometry, layers: int, cache_bytes: int, tokens: int,
-                 batch: int, dtype: str, positions: int) -> list[str]:
+def _cache_notes(geometry: AttentionGeometry, layers: int, expected: theory.Theory,
+                 cache_bytes: int, batch: int, dtype: str, positions: int) -> list[str]:
     """Name the cause when the cache holds more per position than theory needs per token:
     full per-head K/V of an MLA model, K/V expanded to the query heads, or a full-length
     cache of a windowed layer. (A static cache's extra positions have their own note.)"""
     element = theory.dtype_bytes(dtype)
     chosen = theory.probed_layers(geometry, layers)
-    need = sum(theory.layer_bytes_per_token(la, element) * min(tokens, la.window or tokens)
-               if la.is_windowed else theory.layer_bytes_per_token(la, element) * tokens
-               for la in chosen) * batch
+    need, tokens = expected.cache_bytes, expected.tokens
     if cache_bytes <= need * 1.05:
         return []
     per_token = cache_bytes / (positions * batch)
@@ -169,9 +172,9 @@ def _cache_notes(geometry: AttentionGeometry, layers: int, cache_bytes: int, tok
     }
     for cause, size in candidates.items():
         if size and abs(per_token - size) <= 0.02 * size:
-            return [f"the cache holds {per_token:,.0f} B per token over {len(chosen)} "
+            return [f"{CACHE_CAUSE} {per_token:,.0f} B per token over {len(chosen)} "
                     f"layer(s) where {need / (tokens * batch):,.0f} B would do: {cause}"]
-    return [f"the cache holds {cache_bytes / need:.2f}x the bytes theory needs"]
+    return [f"{CACHE_CAUSE} {cache_bytes / need:.2f}x the bytes theory needs"]
 
 
 def _per_head(layer: LayerGeometry) -> int:

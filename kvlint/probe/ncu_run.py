@@ -134,9 +134,6 @@ def ncu_measurement(impl: str, per_context: Mapping[int, float], *, batch: int, 
     notes.append("ncu --cache-control all flushes L2 before each kernel, so kernels that "
                  "legitimately reuse L2 (a repeat_kv copy consumed at once) are slightly "
                  "overstated")
-    notes.append("the NVTX range covers the whole attention module: cache management inside "
-                 "it (DynamicCache's torch.cat of the history) is counted with the attention "
-                 "reads")
     measured = round(effective * (longest + 1) * batch) if line.slope > 0 else None
     return ImplMeasurement(
         impl=impl,

@@ -15,6 +15,12 @@ ERROR_RATIO = 2.0
 """KV601 is an error at this ratio."""
 
 
+CACHE_CAUSE = "the cache holds"
+"""How a note naming why the cache holds more than theory begins (KV601 quotes it)."""
+STATIC_CACHE = "StaticCache holds"
+"""How the note on a static cache's extra positions begins (KV601's fix follows it)."""
+
+
 def verdict(ratio: float | None, warning: float = WARNING_RATIO,
             error: float = ERROR_RATIO) -> Verdict:
     """``ok`` below ``warning``, ``warning`` below ``error``, else ``error``."""
@@ -46,8 +52,8 @@ class Materialization:
 
 
 @dataclass(frozen=True)
-class SdpaCall:
-    """One ``scaled_dot_product_attention`` call and the CUDA kernel it would get."""
+class RecordedSdpa:
+    """One ``scaled_dot_product_attention`` call as the probe saw it."""
 
     query_shape: tuple[int, ...]
     key_shape: tuple[int, ...]
@@ -56,6 +62,13 @@ class SdpaCall:
     enable_gqa: bool
     has_mask: bool
     is_causal: bool
+
+
+@dataclass(frozen=True)
+class SdpaCall:
+    """Identical SDPA calls and the CUDA kernel PyTorch would pick for them."""
+
+    call: RecordedSdpa
     cuda_backend: str
     """``flash`` | ``efficient`` | ``math``: what PyTorch would pick on the chosen GPU."""
     materializes: bool
@@ -87,6 +100,13 @@ class ImplMeasurement:
     notes: tuple[str, ...] = ()
     skipped: str | None = None
     """Why this implementation was not measured (not installed, no CUDA...)."""
+
+    @classmethod
+    def unmeasured(cls, impl: str, dtype: str, theory_read_bytes: int,
+                   theory_cache_bytes: int, reason: str) -> ImplMeasurement:
+        """An implementation that was not measured, and why."""
+        return cls(impl, dtype, theory_read_bytes, None, theory_cache_bytes, None,
+                   skipped=reason)
 
     @property
     def read_ratio(self) -> float | None:

@@ -18,7 +18,7 @@ from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
 from kvlint.probe import theory
-from kvlint.probe.result import ProbeReport
+from kvlint.probe.result import ImplMeasurement, ProbeReport
 from kvlint.rules.base import Rule
 
 DEFAULT_CPU_CONTEXTS = (512,)
@@ -84,6 +84,9 @@ def probe_models(refs: Sequence[str], options: ProbeOptions, rules: Sequence[typ
     """The CPU or GPU path for each model: one result per model and context."""
     require("torch", "kvlint probe")
     device = _device(options.device)
+    if options.ncu and device != "cuda":
+        raise UsageError("--ncu profiles CUDA kernels: it needs --device cuda (or auto on a "
+                         "machine with CUDA)")
     results: list[ModelResult] = []
     for ref in refs:
         loaded, geometry = _loaded(ref, revision, offline)
@@ -154,6 +157,28 @@ def _cache_spec(options: ProbeOptions, device: str = "cpu") -> Any:
     return CacheSpec("static", options.max_cache_len or 2 * (longest + 1))
 
 
+@dataclass(frozen=True)
+class _Theory:
+    """Theory for the probed layers at a context, for the GPU paths."""
+
+    geometry: AttentionGeometry
+    options: ProbeOptions
+    dtype: str
+
+    def at(self, context: int) -> theory.Theory:
+        return theory.decode_step(self.geometry, context=context, batch=self.options.batch,
+                                  layers=self.options.layers, dtype=self.dtype)
+
+    @property
+    def bytes_per_token(self) -> int:
+        return self.at(1).bytes_per_token
+
+    def unmeasured(self, impl: str, contexts: Sequence[int], reason: str) -> ImplMeasurement:
+        longest = self.at(max(contexts))
+        return ImplMeasurement.unmeasured(impl, self.dtype, longest.read_bytes,
+                                          longest.cache_bytes, reason)
+
+
 def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: ProbeOptions,
              dtype: str) -> ProbeReport:
     """The timing path: time one decode step over several contexts, fit the slope."""
@@ -161,34 +186,23 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
 
     from kvlint.probe import build as builder
     from kvlint.probe import gpu
-    from kvlint.probe.result import ImplMeasurement
 
-    device = torch.device("cuda")
-    bytes_per_token = theory.decode_step(geometry, context=1, batch=1, layers=options.layers,
-                                         dtype=dtype).bytes_per_token
-    contexts = _gpu_contexts(geometry, options, dtype)
-    bandwidth = gpu.streaming_bandwidth(device)
+    expected = _Theory(geometry, options, dtype)
+    contexts = _gpu_contexts(expected)
+    bandwidth = gpu.streaming_bandwidth(torch.device("cuda"))
     spec = _cache_spec(replace(options, contexts=tuple(contexts)), "cuda")
     impls = []
     built_description = ""
-
-    def at(context: int) -> theory.Theory:
-        return theory.decode_step(geometry, context=context, batch=options.batch,
-                                  layers=options.layers, dtype=dtype)
-
     for impl in options.impls:
         reason = _kernel_unavailable(impl)
         if reason is not None:
-            impls.append(ImplMeasurement(impl, dtype, at(max(contexts)).read_bytes, None,
-                                         at(max(contexts)).cache_bytes, None, skipped=reason))
+            impls.append(expected.unmeasured(impl, contexts, reason))
             continue
         try:
             built = builder.build(config, impl=impl, layers=options.layers, dtype=dtype,
                                   device="cuda")
         except UsageError as err:
-            impls.append(ImplMeasurement(impl, dtype, at(max(contexts)).read_bytes, None,
-                                         at(max(contexts)).cache_bytes, None,
-                                         skipped=str(err)))
+            impls.append(expected.unmeasured(impl, contexts, str(err)))
             continue
         built_description = built.description
 
@@ -197,9 +211,9 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
 
         impls.append(gpu.measure(
             impl, make, contexts=contexts, batch=options.batch,
-            theory_bytes_per_token=bytes_per_token,
-            theory_read_bytes_at=lambda c: at(c).read_bytes,
-            theory_cache_bytes_at=lambda c: at(c).cache_bytes,
+            theory_bytes_per_token=expected.bytes_per_token,
+            theory_read_bytes_at=lambda c: expected.at(c).read_bytes,
+            theory_cache_bytes_at=lambda c: expected.at(c).cache_bytes,
             bandwidth=bandwidth, dtype=dtype))
         del built
         torch.cuda.empty_cache()
@@ -209,21 +223,19 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
                               f"bandwidth {bandwidth / 1e9:,.0f} GB/s",))
 
 
-def _gpu_contexts(geometry: AttentionGeometry, options: ProbeOptions, dtype: str
-                  ) -> tuple[int, ...]:
+def _gpu_contexts(expected: _Theory) -> tuple[int, ...]:
     """The contexts given, else ones whose KV working set is several times the L2 size."""
-    if options.contexts:
-        return options.contexts
+    if expected.options.contexts:
+        return expected.options.contexts
     import torch
 
     from kvlint.probe import gpu, slope
 
     device = torch.device("cuda")
     memory = int(torch.cuda.get_device_properties(device).total_memory)
-    per_token = theory.decode_step(geometry, context=1, batch=1, layers=options.layers,
-                                   dtype=dtype).bytes_per_token
-    return slope.plan_contexts(l2_bytes=gpu.l2_cache_bytes(device), bytes_per_token=per_token,
-                               batch=options.batch, max_bytes=memory // 16)
+    return slope.plan_contexts(l2_bytes=gpu.l2_cache_bytes(device),
+                               bytes_per_token=expected.bytes_per_token,
+                               batch=expected.options.batch, max_bytes=memory // 16)
 
 
 def _run_ncu(config: dict[str, Any], geometry: AttentionGeometry, options: ProbeOptions,
@@ -234,18 +246,11 @@ def _run_ncu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
     import tempfile
 
     from kvlint.probe import ncu_run
-    from kvlint.probe.result import ImplMeasurement
 
     if ncu_run.ncu_available() is None:
         raise UsageError("--ncu: Nsight Compute (ncu) is not on PATH")
-    contexts = _gpu_contexts(geometry, options, dtype)
-    per_token = theory.decode_step(geometry, context=1, batch=1, layers=options.layers,
-                                   dtype=dtype).bytes_per_token
-
-    def at(context: int) -> theory.Theory:
-        return theory.decode_step(geometry, context=context, batch=options.batch,
-                                  layers=options.layers, dtype=dtype)
-
+    expected = _Theory(geometry, options, dtype)
+    contexts = _gpu_contexts(expected)
     spec = _cache_spec(replace(options, contexts=tuple(contexts)), "cuda")
     impls = []
     with tempfile.TemporaryDirectory(prefix="kvlint-ncu-") as tmp:
@@ -255,9 +260,7 @@ def _run_ncu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
         for impl in options.impls:
             reason = _kernel_unavailable(impl)
             if reason is not None:
-                impls.append(ImplMeasurement(impl, dtype, at(max(contexts)).read_bytes, None,
-                                             at(max(contexts)).cache_bytes, None,
-                                             skipped=reason))
+                impls.append(expected.unmeasured(impl, contexts, reason))
                 continue
             rows = ncu_run.run_ncu(path, impl, contexts=contexts, batch=options.batch,
                                    layers=options.layers, dtype=dtype, cache_kind=spec.kind,
@@ -266,9 +269,9 @@ def _run_ncu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
                                                     exclude_kernels=CACHE_APPEND_KERNELS)
             impls.append(ncu_run.ncu_measurement(
                 impl, per_context, batch=options.batch, dtype=dtype,
-                theory_bytes_per_token=per_token,
-                theory_read_bytes_at=lambda c: at(c).read_bytes,
-                theory_cache_bytes_at=lambda c: at(c).cache_bytes))
+                theory_bytes_per_token=expected.bytes_per_token,
+                theory_read_bytes_at=lambda c: expected.at(c).read_bytes,
+                theory_cache_bytes_at=lambda c: expected.at(c).cache_bytes))
     return ProbeReport("cuda", "ncu", max(contexts), options.batch, options.layers,
                        tuple(impls), built=f"{spec.label()}, profiled in a child process",
                        notes=(f"contexts {', '.join(map(str, contexts))}; DRAM bytes read "

@@ -131,6 +131,10 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
+def _kv_heads(key_shape: tuple[int, ...]) -> str:
+    return str(key_shape[-3]) if len(key_shape) > 2 else "?"
+
+
 def _probe_block(p: ProbeReport) -> str:
     """The probe's table: one row per implementation, then its materialisations and notes."""
     from tabulate import tabulate
@@ -158,8 +162,8 @@ def _probe_block(p: ProbeReport) -> str:
         lines.extend(f"{m.impl}: {x.op} writes {x.amplification:g}x the KV it reads "
                      f"({fmt_bytes(x.bytes)}{f', {x.calls} calls' if x.calls > 1 else ''})"
                      for x in m.materializations)
-        lines.extend(f"{m.impl}: SDPA {c.key_shape[-3] if len(c.key_shape) > 2 else '?'} KV "
-                     f"heads, enable_gqa={c.enable_gqa}, mask={c.has_mask} -> CUDA "
+        lines.extend(f"{m.impl}: SDPA {_kv_heads(c.call.key_shape)} KV heads, "
+                     f"enable_gqa={c.call.enable_gqa}, mask={c.call.has_mask} -> CUDA "
                      f"{c.reason}" for c in m.sdpa_calls)
         lines.extend(f"{m.impl}: {note}" for note in m.notes if note not in shared)
     table = tabulate(rows, headers=["impl", "KV read/step", "theory", "ratio", "cache",

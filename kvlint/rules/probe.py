@@ -65,7 +65,7 @@ class KvReadAmplification(Rule):
 
 
 def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
-    from kvlint.probe.result import WARNING_RATIO
+    from kvlint.probe.result import CACHE_CAUSE, WARNING_RATIO
 
     where = (f"at {probe.context:,} tokens x batch {probe.batch} over {probe.layers} "
              f"layer{'s' if probe.layers != 1 else ''} ({probe.device}, {probe.method})")
@@ -94,13 +94,15 @@ def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
         others = len(m.materializations) - 1
         text += f"; {others} more cop{'ies' if others > 1 else 'y'})." if others else ")."
     text += "".join(f" {note[0].upper()}{note[1:]}." for note in m.notes
-                    if note.startswith("the cache holds"))
+                    if note.startswith(CACHE_CAUSE))
     return text + f" Fix: {_fix(m)}"
 
 
 def _fix(m: ImplMeasurement) -> str:
+    from kvlint.probe.result import STATIC_CACHE
+
     ops = " ".join(x.op for x in m.materializations)
-    if any(note.startswith("StaticCache") for note in m.notes):
+    if any(note.startswith(STATIC_CACHE) for note in m.notes):
         return ("decode with a DynamicCache, or size the static cache to the request "
                 "(max_cache_len = prompt + max_new_tokens): a static cache is attended over "
                 "all of its positions.")

@@ -141,6 +141,13 @@ def test_deepseek_v2_lite_is_flagged_with_its_installed_behaviour() -> None:
             assert m["read_ratio"] >= full_kv / (latent * tokens)
             ops = [x["op"] + " " + str(x["module"]) for x in m["materializations"]]
             assert any("kv_b_proj" in op for op in ops), ops
+            [up] = [x for x in m["materializations"] if "kv_b_proj" in str(x["module"])]
+            # kv_b_proj: the 512-wide latent -> 16 heads x (128 nope + 128 v), 8x, bf16.
+            assert (up["amplification"], up["bytes"]) == (8.0, 16 * 256 * 2 * tokens)
+            # Per token: latent into kv_b_proj 1,024 B + k_nope copied out of its output
+            # 4,096 + k_pe copied to 16 heads 128 + SDPA reading K (16 x 192) 6,144 and
+            # V (16 x 128) 4,096 = 15,488 B: 13.44x the 1,152 B latent.
+            assert m["measured_read_bytes"] == 15_488 * tokens
     [finding, _] = data["results"][0]["findings"]
     assert finding["code"] == "KV601" and finding["severity"] == "error"
     assert "MLA" in finding["message"] and "latent" in finding["message"]
@@ -356,3 +363,15 @@ def test_endpoint_measure_itl_fits_the_slope(vllm: FakeVllm) -> None:  # noqa: F
 def test_endpoint_measure_itl_needs_a_bandwidth(vllm: FakeVllm) -> None:  # noqa: F811
     assert_one_line_error(probe("--endpoint", vllm.endpoint, "--model", LLAMA31,
                                 "--measure-itl"), "--gpu", "--bandwidth")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("--measure-itl",), "--measure-itl applies to a running engine: add --endpoint"),
+    (("--tp", "2", "--gpu", "H100"), "--gpu, --tp apply to a running engine"),
+])
+def test_staging_options_need_an_endpoint(args: tuple[str, ...], fragment: str) -> None:
+    assert_one_line_error(probe(LLAMA, "--device", "cpu", *args), fragment)
+
+
+def test_ncu_needs_cuda() -> None:
+    assert_one_line_error(probe(LLAMA, "--device", "cpu", "--ncu"), "--ncu", "--device cuda")
