@@ -41,3 +41,7 @@ class Finding:
     line: int | None = None
     column: int | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
+    end_line: int | None = None
+    """Last line of the finding's span when it spans several (a flag on one line and its
+    value on the next); ``None``: the span is ``line`` alone. Suppressions match any line
+    of the span."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -89,6 +90,13 @@ def extract(path: Path, pm: pluggy.PluginManager,
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         return ManifestProblem(str(path), None, f"cannot read {path}: {err}", "unreadable")
+    return extract_text(text, path, pm, parsers)
+
+
+def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
+                 parsers: Sequence[ManifestParser]) -> list[ServedModel] | ManifestProblem:
+    """Every served model in ``text``, a manifest read from ``path`` (or from stdin, named
+    ``path``)."""
     documents = load_documents(text, str(path))
     if isinstance(documents, ManifestProblem):
         return documents
@@ -208,15 +216,62 @@ def _kv_dtype(served: ServedModel) -> str | None:
     return aliases.get(text, text)
 
 
-def _line_of(served: ServedModel, name: str) -> int | None:
+def _located_of(served: ServedModel, name: str) -> Located[Any] | Unresolved | None:
     value: Any = getattr(served, name, None)
-    return getattr(value, "line", None)
+    if isinstance(value, (Located, Unresolved)) and value.line is not None:
+        return value
+    return None
 
 
 def _anchor(finding: Finding, served: ServedModel) -> Finding:
-    line = next((ln for name in ANCHORS.get(finding.code, ())
-                 if (ln := _line_of(served, name)) is not None), served.line)
-    return replace(finding, path=served.path, line=line)
+    """``finding`` on the line of the value it is about (else the model's line), at the
+    column of its flag or key, spanning to the value's line when that is another line."""
+    about = next((v for name in ANCHORS.get(finding.code, ())
+                  if (v := _located_of(served, name)) is not None), None)
+    if about is None:
+        return replace(finding, path=served.path, line=served.line)
+    line = about.line
+    column = about.column or _column(served.path, line, about)
+    value_line = about.value_line if isinstance(about, Located) else None
+    end_line = value_line if value_line is not None and line is not None and \
+        value_line > line else None
+    return replace(finding, path=served.path, line=line, column=column, end_line=end_line)
+
+
+def _column(path: str, line: int | None, about: Located[Any] | Unresolved) -> int | None:
+    """The 1-based column of the flag (as ``source`` spells it) or of the value on ``line``
+    of ``path``, for values whose parser knows only the line (shell words); ``None`` when
+    neither is written there."""
+    if line is None:
+        return None
+    text = _source_line(path, line)
+    if not text:
+        return None
+    source = about.source if isinstance(about, Located) else ""
+    words = source.split()
+    candidates = [words[0]] if words and words[0].startswith("-") else []
+    raw = about.value if isinstance(about, Located) else about.text
+    if isinstance(raw, str) and raw.strip():
+        candidates.append(raw.strip())
+    for candidate in candidates:
+        pattern = r"(?<![\w.-])" + re.escape(candidate) + r"(?![\w.-])"
+        if m := re.search(pattern, text):
+            return m.start() + 1
+    return None
+
+
+_LINES: dict[str, list[str]] = {}
+"""Source lines of the files read for columns, for the run (cleared by lint_paths)."""
+
+
+def _source_line(path: str, line: int) -> str:
+    if path not in _LINES:
+        try:
+            _LINES[path] = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            _LINES[path] = []
+    lines = _LINES[path]
+    return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
 def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
@@ -298,11 +353,15 @@ def lint_paths(
     fail_on: str = "error",
     policy: Policy | None = None,
     unused_suppression: Finding | None = None,
+    stdin: tuple[str, str] | None = None,
 ) -> LintRun:
     """``kvlint lint``: every served model of every manifest under ``paths``, with the
     suppressions written in the files and the settings' ``policy`` applied; KV901 findings
-    (from the ``unused_suppression`` template) for suppressions that did nothing."""
+    (from the ``unused_suppression`` template) for suppressions that did nothing.
+    ``stdin``: ``(name, text)`` of a manifest read from standard input, linted as if it
+    were the file ``name`` (``-`` when unnamed)."""
     files = discover(paths, include, exclude)
+    _LINES.clear()
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     defaults = default_config_defaults()
     resolver = ModelResolver(offline=offline, model_map=dict(model_map or {}),
@@ -311,7 +370,13 @@ def lint_paths(
     results: list[ModelResult] = []
     texts: dict[str, str] = {}
     seen: set[tuple[object, ...]] = set()
-    for file, found in zip(files, extract_all(files, pm, parsers), strict=True):
+    extracted = extract_all(files, pm, parsers)
+    if stdin is not None:
+        name, stdin_text = str(Path(stdin[0])), stdin[1]
+        files, texts[name] = [*files, Path(name)], stdin_text
+        _LINES[name] = stdin_text.splitlines()
+        extracted.append(extract_text(stdin_text, Path(name), pm, parsers))
+    for file, found in zip(files, extracted, strict=True):
         if isinstance(found, ManifestProblem):
             results.append(problem_result(found, rules))
             continue
@@ -322,7 +387,7 @@ def lint_paths(
             if key not in seen:
                 seen.add(key)
                 results.append(lint_served(served, resolver, plan, rules, defaults))
-        text = _text_with_suppressions(file)
+        text = _text_with_suppressions(file) if str(file) not in texts else None
         if text is not None:
             texts[str(file)] = text
     final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)

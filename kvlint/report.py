@@ -84,6 +84,9 @@ class FindingOut(_Strict):
     path: str | None
     line: int | None
     column: int | None
+    end_line: int | None = Field(
+        default=None, description="Last line of the finding's span when it spans several "
+        "(a flag's value written on the next line).")
     data: dict[str, Any]
 
 

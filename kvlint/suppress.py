@@ -1,7 +1,12 @@
 """Suppressions (DESIGN §8): inline YAML comments, Kubernetes annotations, file-level
 comments and ``per-file-ignores``; and severity overrides from the settings.
 
-- ``# kvlint: ignore[KV201] reason`` on the finding's line or the line above it;
+- ``# kvlint: ignore[KV201] reason`` on any line of the finding's span (a flag's line and
+  its value's line when the value is written on the next line) or the line above one;
+- in Python sources (``kvlint scan``), flake8's ``# noqa: KV401`` on the finding's line; it
+  needs no reason, and only its KV codes count (a bare ``# noqa``, or one that lists only
+  other tools' codes, is left to those tools: it suppresses nothing here and is never
+  reported);
 - ``# kvlint: ignore-file[KV201,KV206] reason`` anywhere in a file;
 - ``ignore-check.kvlint.io/KV201: "reason"`` in an object's annotations (its YAML document);
 - ``per-file-ignores = {"deploy/legacy/*.yaml" = ["KV101"]}`` in the settings.
@@ -24,10 +29,11 @@ from kvlint.model.serving import ServingPlan
 
 _LINE = re.compile(r"#\s*kvlint:\s*ignore\[([^\]]*)\][ \t]*(.*?)\s*$")
 _FILE = re.compile(r"#\s*kvlint:\s*ignore-file\[([^\]]*)\][ \t]*(.*?)\s*$")
+_NOQA = re.compile(r"#\s*noqa\s*:\s*([A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
 _ANNOTATION = re.compile(
     r"""^\s*["']?ignore-check\.kvlint\.io/([A-Za-z0-9-]+)["']?\s*:\s*(.*?)\s*$""")
 _SEPARATOR = re.compile(r"^---(\s|$)")
-MARKERS = ("kvlint:", "ignore-check.kvlint.io/")
+MARKERS = ("kvlint:", "ignore-check.kvlint.io/", "noqa", "NOQA")
 """A file without any of these has no suppressions (a cheap test before parsing)."""
 
 
@@ -38,15 +44,21 @@ class Directive:
     codes: tuple[str, ...]
     reason: str
     scope: str
-    """``line``, ``file`` or ``object``."""
+    """``line``, ``file``, ``object`` or ``noqa``."""
     span: tuple[int, int] = (0, 0)
     """Lines it covers (inclusive)."""
     used: set[str] = field(default_factory=set)
 
     def covers(self, finding: Finding) -> bool:
-        line = finding.line or 0
-        return self.span[0] <= line <= self.span[1] and any(
+        first = finding.line or 0
+        last = max(finding.end_line or first, first)
+        return self.span[0] <= last and first <= self.span[1] and any(
             c in (finding.code, finding.name) for c in self.codes)
+
+    @property
+    def valid(self) -> bool:
+        """Whether it suppresses: it gives a reason (``# noqa`` needs none)."""
+        return bool(self.reason) or self.scope == "noqa"
 
     @property
     def text(self) -> str:
@@ -99,6 +111,11 @@ def directives(path: str, text: str) -> list[Directive]:
         elif m := _ANNOTATION.match(line):
             span = next((r for r in doc_ranges if r[0] <= number <= r[1]), (1, len(lines)))
             found.append(Directive(path, number, (m[1],), _reason(m[2]), "object", span))
+        if path.endswith(".py") and (m := _NOQA.search(line)):
+            codes = tuple(c.upper() for c in re.split(r"[\s,]+", m[1])
+                          if c.upper().startswith("KV"))
+            if codes:
+                found.append(Directive(path, number, codes, "", "noqa", (number, number)))
     return found
 
 
@@ -153,7 +170,7 @@ def apply(
             if changed is None:
                 continue
             hits = [d for d in by_path.get(finding.path or "", []) if d.covers(changed)]
-            valid = [d for d in hits if d.reason]
+            valid = [d for d in hits if d.valid]
             for d in valid:
                 d.used.add(changed.code)
             if not valid:
@@ -162,7 +179,7 @@ def apply(
     if unused is None:
         return out
     for path, found in by_path.items():
-        extra = [_report(unused, d) for d in found if not d.reason or not d.used]
+        extra = [_report(unused, d) for d in found if not d.valid or not d.used]
         if not extra:
             continue
         index = next((i for i, r in enumerate(out) if r.target.path == path), None)
@@ -175,7 +192,7 @@ def apply(
 
 
 def _report(template: Finding, d: Directive) -> Finding:
-    if not d.reason:
+    if not d.valid:
         message = (f"suppression of {d.text} has no reason, so it suppresses nothing: write "
                    f"the reason after the brackets (# kvlint: ignore[{d.text}] why)")
     else:

@@ -95,3 +95,42 @@ def test_unknown_package() -> None:
     result = scan("--package", "no-such-distribution-xyz")
     assert result.exit_code == 2
     assert "package 'no-such-distribution-xyz' is not installed" in result.stderr
+
+
+KEY_LINE = "        key_states = repeat_kv(key_states, self.num_key_value_groups)\n"
+
+
+def _kv401_lines(tmp_path: Path, text: str) -> tuple[list[int], list[tuple[int, str]]]:
+    (tmp_path / "attn.py").write_text(text)
+    findings = [f for r in as_json(str(tmp_path))["results"] for f in r["findings"]]
+    return ([f["line"] for f in findings if f["code"] == "KV401"],
+            [(f["line"], f["message"]) for f in findings if f["code"] == "KV901"])
+
+
+def test_noqa_suppresses_like_flake8(tmp_path: Path) -> None:
+    """`# noqa: KV401` on the finding's line suppresses it (no reason needed); codes of other
+    tools beside it are left alone."""
+    for comment in ("# noqa: KV401", "# NOQA:KV401", "# noqa: E501, KV401 reference code"):
+        lines, unused = _kv401_lines(tmp_path, SOURCE.replace(
+            KEY_LINE, f"{KEY_LINE[:-1]}  {comment}\n"))
+        assert lines == [13], comment
+        assert unused == []
+
+
+def test_noqa_is_line_only_and_bare_noqa_is_not_ours(tmp_path: Path) -> None:
+    # flake8's noqa covers its own line only: on the line above it matches nothing (KV901)
+    lines, unused = _kv401_lines(tmp_path, SOURCE.replace(
+        KEY_LINE, f"        # noqa: KV401\n{KEY_LINE}"))
+    assert lines == [13, 14]
+    assert unused == [(12, "suppression of KV401 matched no finding: remove it")]
+    # a bare noqa, or one naming only other tools' codes, is not kvlint's (the strings are
+    # split so that ruff does not read them as its own directives)
+    for comment in ("# " + "noqa", "# " + "noqa: E501"):
+        lines, unused = _kv401_lines(tmp_path, SOURCE.replace(
+            KEY_LINE, f"{KEY_LINE[:-1]}  {comment}\n"))
+        assert lines == [12, 13], comment
+        assert unused == []
+    # a noqa inside a string is not a comment
+    lines, _ = _kv401_lines(tmp_path, SOURCE.replace(
+        KEY_LINE, f'{KEY_LINE[:-1]}; note = "# noqa: KV401"\n'))
+    assert lines == [12, 13]

@@ -87,3 +87,59 @@ def test_kubernetes_annotation_covers_its_object(tmp_path: Path) -> None:
     _, found = lint(write(tmp_path, other))
     kv206 = [line for line, c, _ in found if c == "KV206"]
     assert len(kv206) == 1 and kv206[0] > 25  # only the second object's finding remains
+
+
+# The flag is on line 14 (`- --tensor-parallel-size`), its value on line 15 (`- "8"`): the
+# finding spans both, and a reasoned comment on either line or the line above either
+# suppresses it (and is used: no KV901).
+FLAG = "            - --tensor-parallel-size\n"
+VALUE = '            - "8"\n'
+WHY = "# kvlint: ignore[KV202] pinned until the 2-node move"
+
+
+@pytest.mark.parametrize("text", [
+    CASE.replace(FLAG, f"            {WHY}\n{FLAG}"),  # above the flag
+    CASE.replace(FLAG, f"{FLAG[:-1]}  {WHY}\n"),  # on the flag's line
+    CASE.replace(VALUE, f"{VALUE[:-1]}  {WHY}\n"),  # on the value's line
+    CASE.replace(VALUE, f"            {WHY}\n{VALUE}"),  # above the value (below the flag)
+], ids=["above-flag", "flag-line", "value-line", "above-value"])
+def test_suppression_anywhere_on_the_flag_value_span(tmp_path: Path, text: str) -> None:
+    code, found = lint(write(tmp_path, text))
+    assert sorted(c for _, c, _ in found) == ["KV206", "KV303"]
+    assert code == 0
+
+
+def test_suppression_outside_the_span_is_unused(tmp_path: Path) -> None:
+    # two lines above the flag, and below the value: neither touches the span
+    far = CASE.replace("          args:\n", f"          {WHY}\n          args:\n")
+    _, found = lint(write(tmp_path, far))
+    assert [c for _, c, _ in found].count("KV202") == 1
+    assert (13, "KV901", "suppression of KV202 matched no finding: remove it") in found
+    below = CASE.replace("            - --kv-cache-dtype\n",
+                         f"            - --kv-cache-dtype  {WHY}\n")
+    _, found = lint(write(tmp_path, below))
+    assert {c for _, c, _ in found} >= {"KV202", "KV901"}
+
+
+def test_findings_carry_the_flag_column_and_the_value_line(tmp_path: Path) -> None:
+    """`path:line:col` points at the flag; JSON `end_line` and SARIF `endLine` at the value."""
+    path = write(tmp_path, CASE)
+    text = CliRunner().invoke(main, ["lint", str(path), "--model-map", PHI, "--isolated",
+                                     "--no-plugins", "--format", "text"]).stdout
+    assert f"{path}:14:15: microsoft/Phi-3-medium-4k-instruct  KV202 error" in text
+    assert f"{path}:20:15: microsoft/Phi-3-medium-4k-instruct  KV206 warning" in text
+    result = CliRunner().invoke(main, ["lint", str(path), "--model-map", PHI, "--isolated",
+                                       "--no-plugins", "--format", "json"])
+    by_code = {f["code"]: f for r in json.loads(result.stdout)["results"]
+               for f in r["findings"]}
+    assert (by_code["KV202"]["line"], by_code["KV202"]["column"],
+            by_code["KV202"]["end_line"]) == (14, 15, 15)
+    assert "end_line" not in by_code["KV206"]  # `nvidia.com/gpu: "4"`: one line
+    # an inline `--flag=value` is one line; the column is the flag's
+    inline = CASE.replace(FLAG + VALUE, "            - --tensor-parallel-size=8\n")
+    result = CliRunner().invoke(main, ["lint", str(write(tmp_path, inline)), "--model-map",
+                                       PHI, "--isolated", "--no-plugins", "--format", "json"])
+    by_code = {f["code"]: f for r in json.loads(result.stdout)["results"]
+               for f in r["findings"]}
+    assert (by_code["KV202"]["line"], by_code["KV202"]["column"]) == (14, 15)
+    assert "end_line" not in by_code["KV202"]

@@ -57,7 +57,8 @@ def _capacity(c: Capacity) -> dict[str, Any]:
 
 def _finding(f: Finding) -> dict[str, Any]:
     return {"code": f.code, "name": f.name, "severity": f.severity.value, "message": f.message,
-            "path": f.path, "line": f.line, "column": f.column, "data": dict(f.data)}
+            "path": f.path, "line": f.line, "column": f.column,
+            **({"end_line": f.end_line} if f.end_line else {}), "data": dict(f.data)}
 
 
 def _probe(p: ProbeReport) -> dict[str, Any]:

@@ -207,7 +207,9 @@ def _location(result: ModelResult, finding: Finding, root: Path) -> tuple[dict[s
             "artifactLocation": artifact,
             # A finding about a whole config.json has no line: GitHub needs a region.
             "region": {"startLine": max(where.line or 1, 1),
-                       "startColumn": max(where.column or 1, 1)},
+                       "startColumn": max(where.column or 1, 1),
+                       **({"endLine": finding.end_line} if finding.end_line and where.line
+                          and finding.end_line > where.line else {})},
         }
     if names_model(result):
         location["logicalLocations"] = [{

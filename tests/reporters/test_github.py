@@ -125,7 +125,7 @@ def test_lint_annotations() -> None:
         "KV202 tp-indivisible-kv-heads (microsoft/Phi-3-medium-4k-instruct)"]
     assert kind == "error"
     assert props["file"] == "fixtures/cases/vllm-phi3-medium-tp8.yaml"
-    assert (props["line"], props["col"]) == ("14", "1")
+    assert (props["line"], props["col"]) == ("14", "15")  # `--tensor-parallel-size`
     assert message.startswith("vLLM 0.8.5 refuses tp=8 for 10 KV heads")
     assert by_title["KV206 gpu-count-mismatch (microsoft/Phi-3-medium-4k-instruct)"][0] == \
         "warning"

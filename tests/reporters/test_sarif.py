@@ -152,7 +152,8 @@ def test_result_fields_for_a_manifest_finding() -> None:
     assert location["physicalLocation"] == {
         "artifactLocation": {"uri": "fixtures/cases/vllm-phi3-medium-tp8.yaml",
                              "uriBaseId": "%SRCROOT%"},
-        "region": {"startLine": 14, "startColumn": 1},
+        # the flag's column; the span ends on its value's line (`- "8"`)
+        "region": {"startLine": 14, "startColumn": 15, "endLine": 15},
     }
     assert location["logicalLocations"][0]["name"] == "microsoft/Phi-3-medium-4k-instruct"
     assert by_rule["KV206"]["level"] == "warning"

@@ -22,6 +22,9 @@ class Located(Generic[T]):
     line: int | None = None
     column: int | None = None
     source: str = ""
+    value_line: int | None = None
+    """Line of the value when it is written apart from its flag or key (``- --tp`` on
+    ``line``, ``- "8"`` on the next); ``None`` when it is on ``line``."""
 
 
 @dataclass(frozen=True)

@@ -1272,7 +1272,8 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
                           values[0].text if len(values) == 1 else [v.text for v in values])
             if canonical.startswith("--no-") and not values:
                 value = False
-            options[canonical] = Located(value, line, source=_source(spelling, values))
+            options[canonical] = Located(value, line, source=_source(spelling, values),
+                                         value_line=_value_line(line, values))
     notes = list(parsed.notes)
     unknown = list(parsed.unknown)
     for key, names in _field_options(engine).items():
@@ -1285,6 +1286,7 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
                     spelling, values, _ = parsed.values[candidate]
                     fields[key] = _convert(engine, key, spelling, candidate, values,
                                            _line(options.get(candidate)))
+                    fields[key] = _with_value_line(fields[key], values)
     positionals = list(parsed.positionals)
     if grammar.positional_model and positionals and "model" not in fields:
         first = positionals.pop(0)
@@ -1326,6 +1328,19 @@ _ENGINE_ARG_FIELDS = frozenset({
     "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
     "max_model_len", "max_num_seqs", "gpu_memory_utilization", "config_file",
     "expert_parallel", "dp_local", "nnodes", "dtype"})
+
+
+def _value_line(line: int | None, values: list[_Token]) -> int | None:
+    """The line of an option's value when it is not the option's own line."""
+    where = values[0].line if values else None
+    return where if where is not None and where != line else None
+
+
+def _with_value_line(value: Any, values: list[_Token]) -> Any:
+    if isinstance(value, Located) and value.value_line is None:
+        where = _value_line(value.line, values)
+        return replace(value, value_line=where) if where is not None else value
+    return value
 
 
 def _line(value: object) -> int | None:
