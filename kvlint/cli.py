@@ -315,20 +315,33 @@ def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
               help="GPU to size against when a manifest does not name one.")
 @click.option("--offline", is_flag=True,
               help="Read Hub configs from the local cache only (unresolved models are KV902).")
+@click.option("--stdin-filename", default=None, metavar="NAME",
+              help="With PATH '-': the file name of the manifest read from stdin, for "
+                   "locations, settings discovery and per-file-ignores.")
 @common_options
 def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
          model_map: tuple[str, ...], gpu: str | None, offline: bool,
+         stdin_filename: str | None,
          formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
          extend_select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str | None,
          config_file: str | None, isolated: bool, no_plugins: bool) -> None:
     """Lint deployment manifests (Kubernetes, Helm values, compose, engine configs, Ray
     Serve, SkyPilot, dstack): one result per served model, findings on their lines.
+    PATH '-' reads one manifest from stdin (helm template ... | kvlint lint -).
     Suppress with `# kvlint: ignore[KV201] reason` or an `ignore-check.kvlint.io/KV201`
     annotation."""
-    from kvlint.manifest_linter import DEFAULT_INCLUDE, lint_paths
+    from kvlint.manifest_linter import DEFAULT_INCLUDE, discover, lint_paths
 
-    session = Session.start([Path(p) for p in paths], config_file, isolated, no_plugins,
+    stdin = _stdin_manifest(paths, stdin_filename)
+    starts = [Path(stdin[0])] if stdin else [Path(p) for p in paths]
+    session = Session.start(starts, config_file, isolated, no_plugins,
                             select, extend_select, ignore, fail_on, formats, outputs)
+    files: list[str] = []
+    if stdin is None:
+        files = [str(f) for f in discover(paths, include or DEFAULT_INCLUDE, exclude)]
+        if not files:
+            click.echo("kvlint: warning: no manifest files found under the given path(s) "
+                       f"(include: {', '.join(include or DEFAULT_INCLUDE)})", err=True)
     d = session.settings
     mapping = {name: _local_ref(ref, session.root) for name, ref in d.models.items()}
     for item in model_map:
@@ -336,12 +349,29 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
         if not sep or not name or not ref:
             raise UsageError(f"--model-map {item!r}: expected NAME=REF")
         mapping[name] = ref
-    run = lint_paths(paths, session.rules, session.pm,
+    run = lint_paths(files, session.rules, session.pm,
                      base=ServingPlan(gpu=gpu or d.gpu), include=include or DEFAULT_INCLUDE,
                      exclude=exclude, offline=offline or bool(d.offline) or _env_offline(),
                      model_map=mapping, fail_on=session.fail_on, policy=session.policy,
-                     unused_suppression=session.unused_suppression)
+                     unused_suppression=session.unused_suppression, stdin=stdin)
     session.finish(run)
+
+
+def _stdin_manifest(paths: tuple[str, ...], name: str | None) -> tuple[str, str] | None:
+    """``(name, text)`` of the manifest piped in when PATH is ``-``; ``None`` otherwise."""
+    if "-" not in paths:
+        if name is not None:
+            raise UsageError("--stdin-filename applies to PATH '-' (the manifest on stdin)")
+        return None
+    if len(paths) > 1:
+        raise UsageError("PATH '-' reads one manifest from stdin: give it alone")
+    data: bytes = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{name or '-'} (stdin): not UTF-8 text ({err.reason} at byte "
+                         f"{err.start})") from None
+    return (name or "-"), text
 
 
 def _local_ref(ref: str, root: Path) -> str:
@@ -405,25 +435,44 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
     """Run as the GitHub Action does (action.yml calls this): lint the PR's manifests,
     annotate, summarise, write SARIF and the step outputs; exit by fail-on."""
     from kvlint.integrations import github
-    from kvlint.manifest_linter import lint_paths
+    from kvlint.manifest_linter import DEFAULT_INCLUDE, discover, lint_paths
 
     env = github.environment()
     workdir = Path.cwd()
-    chosen = github.ChangedFiles(tuple(paths.split()), "the paths given") if paths.strip() \
+    given = tuple(paths.split())
+    if given:
+        missing = github.missing_paths(given, workdir)
+        if missing:
+            _action_fail(f"--paths: {', '.join(missing)}: no such file or directory")
+        if not discover(given):
+            _action_fail(f"--paths {' '.join(given)}: no manifest files "
+                         f"({', '.join(DEFAULT_INCLUDE)}) to lint")
+    chosen = github.ChangedFiles(given, "the paths given") if given \
         else github.changed_files(env, workdir)
     session = Session.start([Path(p) for p in chosen.paths], config_file or None, False,
                             False, (), (), (), fail_on or None, ("github",), ())
     d = session.settings
     mapping = {name: _local_ref(ref, session.root) for name, ref in d.models.items()}
-    run = lint_paths([p for p in chosen.paths if Path(p).exists()], session.rules,
+    # A pull request's SARIF covers the whole repository (see integrations/github.py).
+    targets = ["."] if chosen.pull_request and sarif_file else \
+        [p for p in chosen.paths if Path(p).exists()]
+    run = lint_paths(targets, session.rules,
                      session.pm, base=ServingPlan(gpu=d.gpu), offline=offline == "true" or
                      bool(d.offline) or _env_offline(), model_map=mapping,
                      fail_on=session.fail_on, policy=session.policy,
                      unused_suppression=session.unused_suppression)
     annotations, code = github.report(run, env, chosen, sarif_file=sarif_file or None,
-                                      summary=summary == "true")
+                                      summary=summary == "true", workdir=workdir)
     click.echo(annotations, nl=False)
     sys.exit(code)
+
+
+def _action_fail(message: str) -> NoReturn:
+    """The Action's input is wrong: an ::error annotation (stdout) and one line, exit 2."""
+    from kvlint.reporters.github import command
+
+    click.echo(command("error", message, {"title": "kvlint"}))
+    _fail(message)
 
 
 def _ints(option: str, value: str | None) -> tuple[int, ...]:

@@ -5,6 +5,11 @@ SHAs), on other events the whole checkout; it prints workflow-command annotation
 Markdown summary to ``$GITHUB_STEP_SUMMARY`` (GitHub shows only about ten annotations per type
 and step, so the summary lists everything), writes SARIF when asked, sets the step outputs
 in ``$GITHUB_OUTPUT`` and returns the exit code the ``fail-on`` threshold gives.
+
+The SARIF of a pull request covers the whole repository: code scanning closes every alert
+of the branch that the PR's analysis does not report, so a SARIF of the changed files alone
+would mark every other file's alerts fixed. Annotations, the summary, the outputs and the
+exit code stay on the changed files.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvlint.diagnostics import Severity
@@ -29,6 +34,8 @@ class ChangedFiles:
 
     paths: tuple[str, ...]
     reason: str
+    pull_request: bool = False
+    """The paths are a pull request's changes (not the whole repository, nor given)."""
 
 
 def changed_files(env: Mapping[str, str], workdir: Path) -> ChangedFiles:
@@ -53,7 +60,26 @@ def changed_files(env: Mapping[str, str], workdir: Path) -> ChangedFiles:
             " (check out with fetch-depth: 0 so both commits are present)")
     names = [n for n in proc.stdout.split("\0") if n.endswith(MANIFEST_SUFFIXES)]
     return ChangedFiles(tuple(sorted(names)),
-                        f"{len(names)} manifest(s) changed between {base[:7]} and {head[:7]}")
+                        f"{plural(len(names), 'manifest')} changed between {base[:7]} and "
+                        f"{head[:7]}", pull_request=True)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 manifest``, ``2 manifests``, ``no manifests``."""
+    return f"{count or 'no'} {noun}{'' if count == 1 else 's'}"
+
+
+def missing_paths(paths: Sequence[str], workdir: Path) -> list[str]:
+    """The given ``paths`` that do not exist (relative to ``workdir``)."""
+    return [p for p in paths if not (workdir / p).exists()]
+
+
+def changed_only(run: LintRun, chosen: ChangedFiles, workdir: Path) -> LintRun:
+    """``run`` restricted to the results of the files in ``chosen``."""
+    wanted = {(workdir / p).resolve() for p in chosen.paths}
+    kept = tuple(r for r in run.results
+                 if r.target.path and (workdir / r.target.path).resolve() in wanted)
+    return replace(run, results=kept)
 
 
 def write_outputs(env: Mapping[str, str], outputs: Mapping[str, str]) -> None:
@@ -93,15 +119,29 @@ def render(run: LintRun, formats: Sequence[str]) -> dict[str, str]:
 
 
 def report(run: LintRun, env: Mapping[str, str], chosen: ChangedFiles, *,
-           sarif_file: str | None, summary: bool) -> tuple[str, int]:
-    """Annotations (returned, for stdout), summary, SARIF and outputs; and the exit code."""
-    wanted = ["github", "markdown"] + (["sarif"] if sarif_file else [])
-    rendered = render(run, wanted)
-    if sarif_file:
+           sarif_file: str | None, summary: bool,
+           workdir: Path | None = None) -> tuple[str, int]:
+    """Annotations (returned, for stdout), summary, SARIF and outputs; and the exit code.
+
+    On a pull request (``chosen.pull_request``) ``run`` may cover the whole repository:
+    the SARIF reports all of it, everything else only the changed files."""
+    reason = chosen.reason
+    if chosen.pull_request:
+        whole = run
+        run = changed_only(run, chosen, workdir or Path.cwd())
+        if sarif_file:
+            reason += (f"; the SARIF report covers the whole repository "
+                       f"({plural(len(whole.results), 'result')})")
+            Path(sarif_file).parent.mkdir(parents=True, exist_ok=True)
+            Path(sarif_file).write_text(render(whole, ["sarif"])["sarif"], encoding="utf-8")
+    elif sarif_file:
         Path(sarif_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(sarif_file).write_text(rendered["sarif"], encoding="utf-8")
+        Path(sarif_file).write_text(render(run, ["sarif"])["sarif"], encoding="utf-8")
+    rendered = render(run, ["github", "markdown"])
     if summary:
-        append_summary(env, f"## kvlint\n\n{chosen.reason}.\n\n{rendered['markdown']}")
+        body = rendered["markdown"]
+        body = body.removeprefix("## kvlint\n").lstrip("\n")  # the summary has its heading
+        append_summary(env, f"## kvlint\n\n{reason}.\n\n{body}")
     write_outputs(env, outputs_of(run, sarif_file))
     return rendered["github"], run.exit_code
 

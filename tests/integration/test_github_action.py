@@ -80,11 +80,13 @@ def test_action_logic_on_a_pull_request(pull_request: dict[str, Any],
     result = CliRunner().invoke(main, ["github-action", "--sarif-file", str(sarif)])
     assert result.exit_code == 1, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("::error file=deploy/phi.yaml,line=14,col=1,title=KV202 "
+    # the column of the flag (`- --tensor-parallel-size`: the `--` is column 15)
+    assert lines[0].startswith("::error file=deploy/phi.yaml,line=14,col=15,title=KV202 "
                                "tp-indivisible-kv-heads")
     assert not any("old.yaml" in line or "clean.yaml" in line for line in lines)
     summary = pull_request["files"]["summary.md"].read_text()
-    assert summary.startswith("## kvlint\n\n1 manifest(s) changed between ")
+    assert summary.startswith("## kvlint\n\n1 manifest changed between ")
+    assert summary.count("## kvlint") == 1
     assert "microsoft/Phi-3-medium-4k-instruct" in summary and "KV202" in summary
     assert outputs(pull_request["files"]["output.txt"]) == {
         "findings": "3", "errors": "1", "warnings": "1", "sarif-file": str(sarif)}
@@ -144,7 +146,84 @@ def test_action_yml_run_steps_in_order(pull_request: dict[str, Any]) -> None:
     assert list(target.glob("kvlint-*.dist-info")), "the action installed its own checkout"
     run = ran[-1][1]
     assert run.returncode == 1  # the action fails the check
-    assert "::error file=deploy/phi.yaml,line=14,col=1,title=KV202" in run.stdout
+    assert "::error file=deploy/phi.yaml,line=14,col=15,title=KV202" in run.stdout
     assert "old.yaml" not in run.stdout  # unchanged files are not reported
     assert "hf_secret_value" not in run.stdout + run.stderr
     assert outputs(pull_request["files"]["output.txt"])["errors"] == "1"
+
+
+def _sarif_files(path: Path) -> dict[str, list[str]]:
+    """SARIF result rule ids by file."""
+    found: dict[str, list[str]] = {}
+    for result in json.loads(path.read_text())["runs"][0]["results"]:
+        uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        found.setdefault(uri, []).append(result["ruleId"])
+    return found
+
+
+def test_pull_request_sarif_covers_the_whole_repository(
+        pull_request: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code scanning closes alerts a PR's analysis omits: the SARIF keeps old.yaml's KV202
+    although the PR does not touch it; annotations, summary, outputs and exit code stay on
+    the changed file."""
+    for key, value in pull_request["env"].items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(pull_request["repo"])
+    sarif = pull_request["tmp"] / "kvlint.sarif"
+    result = CliRunner().invoke(main, ["github-action", "--sarif-file", str(sarif)])
+    assert result.exit_code == 1, result.output
+    files = _sarif_files(sarif)
+    assert set(files) == {"deploy/phi.yaml", "deploy/old.yaml", "deploy/clean.yaml"}
+    assert files["deploy/old.yaml"] == files["deploy/phi.yaml"]
+    assert "KV202" in files["deploy/old.yaml"] and "KV202" not in files["deploy/clean.yaml"]
+    assert set(re.findall(r"file=(deploy/\w+\.yaml)", result.stdout)) == {"deploy/phi.yaml"}
+    summary = pull_request["files"]["summary.md"].read_text()
+    assert "the SARIF report covers the whole repository (3 results)" in summary
+    assert "old.yaml" not in summary.split("the whole repository", 1)[1]
+    assert outputs(pull_request["files"]["output.txt"])["findings"] == "3"
+    # without --sarif-file only the changed files are linted (nothing else to report)
+    second = CliRunner().invoke(main, ["github-action", "--summary", "false"])
+    assert second.exit_code == 1 and "old.yaml" not in second.stdout
+
+
+def test_summary_counts_manifests_in_words(pull_request: dict[str, Any],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = pull_request["repo"]
+    for key, value in pull_request["env"].items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(repo)
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "deploy" / "two.yaml").write_text(CLEAN)
+    (repo / "deploy" / "three.yaml").write_text(CLEAN)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "two more")
+    for head, words in ((base, "no manifests changed"),
+                        (git(repo, "rev-parse", "HEAD"), "2 manifests changed")):
+        event = pull_request["tmp"] / "event.json"
+        event.write_text(json.dumps({"pull_request": {"base": {"sha": base},
+                                                      "head": {"sha": head}}}))
+        summary = pull_request["files"]["summary.md"]
+        summary.write_text("")
+        result = CliRunner().invoke(main, ["github-action", "--fail-on", "never"])
+        assert result.exit_code == 0, result.output
+        assert summary.read_text().startswith(f"## kvlint\n\n{words} between ")
+
+
+@pytest.mark.parametrize(("paths", "message"), [
+    ("typo.yaml", "--paths: typo.yaml: no such file or directory"),
+    ("deploy/phi.yaml depoly", "--paths: depoly: no such file or directory"),
+    ("docs", "--paths docs: no manifest files (*.yaml, *.yml, *.json) to lint"),
+])
+def test_paths_that_match_nothing_fail_the_action(
+        pull_request: dict[str, Any], paths: str, message: str) -> None:
+    """A typo in `paths:` must not pass as "0 results": exit 2, an ::error annotation on
+    stdout (where the runner reads workflow commands) and one line on stderr."""
+    (pull_request["repo"] / "docs").mkdir()
+    (pull_request["repo"] / "docs" / "notes.md").write_text("no manifests here\n")
+    proc = subprocess.run([sys.executable, "-m", "kvlint", "github-action", "--paths", paths],
+                          cwd=pull_request["repo"], env={**os.environ, **pull_request["env"]},
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert proc.stdout == f"::error title=kvlint::{message}\n"
+    assert proc.stderr == f"kvlint: error: {message}\n"
+    assert outputs(pull_request["files"]["output.txt"]) == {}
