@@ -118,11 +118,15 @@ def _substitute(text: str, inputs: dict[str, str]) -> str:
     return re.sub(r"\$\{\{(.*?)\}\}", value, text)
 
 
-def test_action_yml_run_steps_in_order(pull_request: dict[str, Any]) -> None:
+def run_action_steps(pull_request: dict[str, Any], **given: str
+                     ) -> list[tuple[str, subprocess.CompletedProcess[str]]]:
+    """Every `run:` step of action.yml in order, with the inputs' defaults and ``given``
+    (input names with `_` for `-`); the steps before the kvlint step must succeed."""
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     assert action["runs"]["using"] == "composite"
     inputs = {name: str(spec.get("default", "")) for name, spec in action["inputs"].items()}
     inputs.update({"offline": "true", "hf-token": "hf_secret_value"})
+    inputs.update({name.replace("_", "-"): value for name, value in given.items()})
     target = pull_request["tmp"] / "site"
     runner_env = {**os.environ, **pull_request["env"],
                   # install into a scratch dir, offline, without touching this interpreter
@@ -142,6 +146,12 @@ def test_action_yml_run_steps_in_order(pull_request: dict[str, Any]) -> None:
         ran.append((step["name"], proc))
         if step.get("id") != "kvlint":
             assert proc.returncode == 0, proc.stderr
+    return ran
+
+
+def test_action_yml_run_steps_in_order(pull_request: dict[str, Any]) -> None:
+    target = pull_request["tmp"] / "site"
+    ran = run_action_steps(pull_request)
     assert [name for name, _ in ran] == ["Install kvlint", "Run kvlint"]
     assert list(target.glob("kvlint-*.dist-info")), "the action installed its own checkout"
     run = ran[-1][1]
@@ -227,3 +237,19 @@ def test_paths_that_match_nothing_fail_the_action(
     assert proc.stdout == f"::error title=kvlint::{message}\n"
     assert proc.stderr == f"kvlint: error: {message}\n"
     assert outputs(pull_request["files"]["output.txt"]) == {}
+
+
+def test_action_yml_pull_request_sarif_and_a_typo_in_paths(
+        pull_request: dict[str, Any]) -> None:
+    """Through action.yml's own steps: with `sarif-file` on a PR the SARIF holds the
+    unchanged old.yaml's alerts too (annotations do not); `paths: typo.yaml` fails."""
+    sarif = pull_request["tmp"] / "results" / "kvlint.sarif"
+    run = run_action_steps(pull_request, sarif_file=str(sarif))[-1][1]
+    assert run.returncode == 1
+    assert "old.yaml" not in run.stdout
+    assert set(_sarif_files(sarif)) == {"deploy/phi.yaml", "deploy/old.yaml",
+                                        "deploy/clean.yaml"}
+    assert outputs(pull_request["files"]["output.txt"])["sarif-file"] == str(sarif)
+    typo = run_action_steps(pull_request, paths="typo.yaml")[-1][1]
+    assert typo.returncode == 2
+    assert typo.stdout == "::error title=kvlint::--paths: typo.yaml: no such file or directory\n"
