@@ -229,6 +229,8 @@ def _anchor(finding: Finding, served: ServedModel) -> Finding:
     about = next((v for name in ANCHORS.get(finding.code, ())
                   if (v := _located_of(served, name)) is not None), None)
     if about is None:
+        if finding.line is not None:  # placed by its rule (e.g. on an option's word)
+            return replace(finding, path=served.path)
         return replace(finding, path=served.path, line=served.line)
     line = about.line
     column = about.column or _column(served.path, line, about)
