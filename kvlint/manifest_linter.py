@@ -250,8 +250,9 @@ def _column(path: str, line: int | None, about: Located[Any] | Unresolved) -> in
     if not text:
         return None
     source = about.source if isinstance(about, Located) else ""
-    words = source.split()
-    candidates = [words[0]] if words and words[0].startswith("-") else []
+    # the flag as written (`--tensor-parallel-size`), or the expansion that gave the value
+    # (`positional $MODEL_NAME`), then the value itself
+    candidates = [w for w in source.split() if w.startswith("-") or "$" in w]
     raw = about.value if isinstance(about, Located) else about.text
     if isinstance(raw, str) and raw.strip():
         candidates.append(raw.strip())
