@@ -143,3 +143,41 @@ def test_findings_carry_the_flag_column_and_the_value_line(tmp_path: Path) -> No
                for f in r["findings"]}
     assert (by_code["KV202"]["line"], by_code["KV202"]["column"]) == (14, 15)
     assert "end_line" not in by_code["KV202"]
+
+
+SHELL = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: phi3
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.8.5
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              vllm serve microsoft/Phi-3-medium-4k-instruct \\
+                --tensor-parallel-size \\
+                8{comment}
+          resources:
+            limits:
+              nvidia.com/gpu: "8"
+"""
+
+
+def test_a_shell_continuation_spans_flag_and_value(tmp_path: Path) -> None:
+    """In a shell script the value may follow its flag after `\\`-newline: the finding is at
+    the flag (line 15, column 17) and spans to the value (line 16), where a comment
+    suppresses it."""
+    path = write(tmp_path, SHELL.format(comment=""))
+    result = CliRunner().invoke(main, ["lint", str(path), "--model-map", PHI, "--isolated",
+                                       "--no-plugins", "--format", "json"])
+    by_code = {f["code"]: f for r in json.loads(result.stdout)["results"]
+               for f in r["findings"]}
+    assert (by_code["KV202"]["line"], by_code["KV202"]["column"],
+            by_code["KV202"]["end_line"]) == (15, 17, 16)
+    _, found = lint(write(tmp_path, SHELL.format(comment=f"  {WHY}")))
+    assert [c for _, c, _ in found] == ["KV303"]
