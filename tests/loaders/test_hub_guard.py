@@ -185,3 +185,13 @@ def test_scan_hub_goes_through_the_guard(dead_endpoint: str,
             download_python_files(repo)
     assert hub_guard.GUARD.requests == {hub_guard.origin_of(dead_endpoint): 1}
     assert no_backoff_sleep == []
+
+
+def test_checkpoint_index_goes_through_the_guard(fake_hub: FakeHub, tmp_path: Path) -> None:
+    from kvlint.loaders.checkpoint import INDEX_NAME, hub_checkpoint_size
+
+    fake_hub.add_repo("org/model", {"config.json": CONFIG, INDEX_NAME: b"{}"})
+    fake_hub.misbehave = "huge"
+    with pytest.raises(HubUnavailableError, match=f"Refused {INDEX_NAME} of org/model"):
+        hub_checkpoint_size("org/model")
+    assert disk_bytes(tmp_path / "hf-cache") == 0
