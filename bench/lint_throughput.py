@@ -85,7 +85,10 @@ def main() -> None:
             start = time.perf_counter()
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             times.append(time.perf_counter() - start)
-            if proc.returncode not in (0, 1):
+            # exit 2 with one "could not be fetched" line: the models without a fixture
+            uncached = proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and \
+                "could not be fetched from the Hugging Face Hub" in proc.stderr
+            if proc.returncode not in (0, 1) and not uncached:
                 raise SystemExit(f"kvlint lint failed ({proc.returncode}): {proc.stderr[-800:]}")
         best, median = min(times), statistics.median(times)
         print(f"{files} files, {args.runs} runs: median {median:.2f} s = {files / median:.0f} "

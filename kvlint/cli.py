@@ -177,9 +177,17 @@ class Session:
         for reporter, output in self.outputs:
             _emit(reporter().render(run), output)
         for result in run.results:
-            if result.config_error:
+            if result.config_error and result.target.ref not in run.unavailable:
                 click.echo(f"kvlint: error: {result.config_error}", err=True)
+        _echo_unavailable(run)
         sys.exit(run.exit_code)
+
+
+def _echo_unavailable(run: LintRun) -> None:
+    """One line on stderr for every model the Hub could not be asked about."""
+    line = run.unavailable_line()
+    if line is not None:
+        click.echo(f"kvlint: error: {line}", err=True)
 
 
 def _outputs(registry: Registry, formats: tuple[str, ...], outputs: tuple[str, ...]
@@ -206,6 +214,9 @@ class _Group(click.Group):
     """Turns kvlint errors into one line on stderr and exit 2, never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        from kvlint.loaders import hub_guard
+
+        hub_guard.reset()  # each command is a new run: no endpoint known down, no time spent
         try:
             return super().invoke(ctx)
         except KvlintError as err:
@@ -464,6 +475,7 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
     annotations, code = github.report(run, env, chosen, sarif_file=sarif_file or None,
                                       summary=summary == "true", workdir=workdir)
     click.echo(annotations, nl=False)
+    _echo_unavailable(run)
     sys.exit(code)
 
 

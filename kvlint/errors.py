@@ -37,5 +37,12 @@ class HubError(KvlintError):
     """The Hugging Face Hub could not provide the config (not found, gated, offline...)."""
 
 
+class HubUnavailableError(HubError):
+    """The Hub could not be asked or would not answer: the network failed or timed out, the
+    run's deadline for Hub access is spent, a token was refused or the repo is gated, the
+    server is not a Hub or sent too much, or ``--offline`` without a cached copy. The model
+    may well exist: nothing was checked, so a run that meets one exits 2."""
+
+
 class PluginError(KvlintError):
     """A plugin failed to load or registered something invalid."""

@@ -57,6 +57,10 @@ class LintRun:
     results: tuple[ModelResult, ...]
     fail_on: str = "error"
     rules: tuple[type[Rule], ...] = field(default=())
+    unavailable: tuple[str, ...] = ()
+    """Models the Hub could not be asked about (network, deadline, auth, offline without a
+    cached copy): nothing was checked for them, so the run exits 2. Their results carry the
+    reason as ``config_error``."""
 
     def count(self, severity: Severity) -> int:
         return sum(1 for r in self.results for f in r.findings if f.severity is severity)
@@ -65,10 +69,21 @@ class LintRun:
     def has_config_errors(self) -> bool:
         return any(r.config_error for r in self.results)
 
+    def unavailable_line(self) -> str | None:
+        """One line naming every model the Hub could not be asked about, with the first
+        reason (None when there is none)."""
+        if not self.unavailable:
+            return None
+        reason = next(r.config_error for r in self.results
+                      if r.target.ref == self.unavailable[0] and r.config_error)
+        count = len(self.unavailable)
+        return (f"{count} model{'s' if count != 1 else ''} could not be fetched from the "
+                f"Hugging Face Hub: {', '.join(self.unavailable)}; first error: {reason}")
+
     @property
     def exit_code(self) -> int:
-        """DESIGN §6: 2 when a config could not be resolved, 1 for findings at or above
-        ``fail_on``, else 0."""
+        """DESIGN §6: 2 when a config could not be resolved (or the Hub could not be asked
+        about a model), 1 for findings at or above ``fail_on``, else 0."""
         if self.has_config_errors:
             return 2
         failing = any(fails(f.severity, self.fail_on) for r in self.results for f in r.findings)

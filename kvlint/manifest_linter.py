@@ -2,8 +2,10 @@
 
 One result per served model per document and role, located at the line of the model (or of
 the engine command); each finding is moved to the line of the flag or key it is about.
-Model ids are resolved through the core loader (Hub cache, ``--offline``); anything that
-cannot be resolved is a KV902 finding, never a crash, so the pre-commit hook works offline.
+Model ids are resolved through the core loader (Hub cache, ``--offline``). A reference no
+network could resolve (a placeholder, a local path without a config, a repo that does not
+exist) is a KV902 finding; a model the Hub could not be asked about (network, deadline, auth,
+offline without a cached copy) is listed in ``LintRun.unavailable`` and the run exits 2.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import pluggy
 
 from kvlint.diagnostics import Finding
-from kvlint.errors import ConfigError, HubError, InputError, UsageError
+from kvlint.errors import ConfigError, HubError, HubUnavailableError, InputError, UsageError
 from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
 from kvlint.loaders.hf_config import ConfigDefaults, resolve_geometry
 from kvlint.loaders.manifests.base import (
@@ -121,6 +123,8 @@ class ModelResolver:
     defaults: ConfigDefaults | None = None
     _cache: dict[str, LoadedConfig | str] = field(default_factory=dict)
     _geometry: dict[str, AttentionGeometry | None] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """Refs the Hub could not be asked about (network, auth...) -> the one-line reason."""
 
     def geometry(self, loaded: LoadedConfig) -> AttentionGeometry | None:
         """The resolved geometry of ``loaded``, once per model (``None``: the config does not
@@ -160,9 +164,14 @@ class ModelResolver:
         if ref not in self._cache:
             try:
                 self._cache[ref] = load_config(ref, offline=self.offline)
+            except HubUnavailableError as err:
+                self._cache[ref] = self.unavailable[ref] = str(err)
             except (HubError, InputError) as err:
                 self._cache[ref] = str(err)
         return self._cache[ref]
+
+    def is_unavailable(self, loaded: LoadedConfig | str) -> bool:
+        return isinstance(loaded, str) and loaded in self.unavailable.values()
 
 
 def _looks_local(name: str) -> bool:
@@ -286,7 +295,11 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
     plan = plan_for(served, base)
     gpus = _int(served.gpus, 0) or None
     try:
-        if isinstance(loaded, str):
+        if resolver.is_unavailable(loaded):
+            # Not KV902: nothing says the reference is wrong; the run exits 2 (LintRun).
+            result = replace(lint_config(target, None, plan, rules, gpus_requested=gpus),
+                             config_error=str(loaded))
+        elif isinstance(loaded, str):
             result = lint_config(target, None, plan, rules, model_problem=loaded,
                                  gpus_requested=gpus)
         else:
@@ -394,7 +407,10 @@ def lint_paths(
         if text is not None:
             texts[str(file)] = text
     final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
-    return LintRun(tuple(final), fail_on, tuple(rules))
+    unavailable = tuple(r.target.ref for r in final if r.config_error is not None
+                        and resolver.is_unavailable(r.config_error))
+    return LintRun(tuple(final), fail_on, tuple(rules),
+                   unavailable=tuple(dict.fromkeys(unavailable)))
 
 
 def _text_with_suppressions(file: Path) -> str | None:

@@ -153,6 +153,11 @@ class ResultOut(_Strict):
     capacity: CapacityOut | None
     findings: list[FindingOut]
     probe: ProbeOut | None = Field(default=None, description="kvlint probe only.")
+    unavailable: str | None = Field(
+        default=None,
+        description="Why the model's config could not be fetched from the Hugging Face Hub "
+                    "(network, deadline, auth, offline without a cached copy): nothing was "
+                    "checked for it, and the run exits 2.")
 
 
 class Summary(_Strict):

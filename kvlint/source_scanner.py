@@ -70,21 +70,12 @@ def package_files(name: str) -> list[Path]:
 
 def hub_files(repo_id: str, *, revision: str | None = None, offline: bool = False) -> list[Path]:
     """A Hub repository's ``*.py`` files (remote code), downloaded into the Hugging Face
-    cache with huggingface_hub; they are read as text, never executed."""
-    from kvlint.errors import HubError
+    cache with huggingface_hub (through kvlint's Hub guard: timeouts, deadline, size cap);
+    they are read as text, never executed."""
+    from kvlint.loaders.hub import download_python_files
 
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:  # pragma: no cover - a runtime dependency
-        raise HubError("scanning Hub code needs huggingface_hub") from None
-    try:
-        root = snapshot_download(repo_id, revision=revision, allow_patterns=["*.py"],
-                                 local_files_only=offline)
-    except Exception as err:
-        raise HubError(f"could not fetch the Python files of {repo_id}: "
-                       f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-                       ) from None
-    return python_files([root])
+    return python_files([str(download_python_files(repo_id, revision=revision,
+                                                   offline=offline))])
 
 
 def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: str = "error",

@@ -73,6 +73,14 @@ def dead_endpoint(
     return url
 
 
+@pytest.fixture(autouse=True)
+def _new_hub_run() -> None:
+    """Each test is a new run for the Hub guard: no endpoint known down, no time spent."""
+    from kvlint.loaders import hub_guard
+
+    hub_guard.reset()
+
+
 # --------------------------------------------------------------------- kvlint's own cache
 @pytest.fixture(autouse=True, scope="session")
 def _kvlint_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

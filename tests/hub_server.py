@@ -29,6 +29,8 @@ import json
 import secrets
 import socket
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -71,6 +73,10 @@ class FakeHub:
     ``requests`` lists every request as ``(method, path)``, ``request_headers`` their headers
     (lower-cased names), in order. Set ``outage`` to an HTTP status (503, 429...) to make every
     request fail with it, or ``not_a_hub`` to answer like a plain web server (no Hub headers).
+    Set ``misbehave`` to make file downloads hostile: ``"huge"`` announces 10 GB for every file
+    (``X-Linked-Size`` and ``Content-Length``) and streams zeros until the client hangs up;
+    ``"endless"`` announces the true size but the GET streams zeros (chunked) forever;
+    ``"trickle"`` sends the GET body one byte every 0.2 s, forever.
     """
 
     def __init__(self, *, redirect_branches: bool = True) -> None:
@@ -80,6 +86,7 @@ class FakeHub:
         self.redirect_branches = redirect_branches
         self.outage: int | None = None
         self.not_a_hub = False
+        self.misbehave: str | None = None
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.hub = self
@@ -181,6 +188,36 @@ class _Reply:
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
+    chunks: Iterator[bytes] | None = None
+    """A body streamed until it ends or the client hangs up (chunked unless a length is set)."""
+
+
+HUGE = 10 * 1024**3
+"""What the ``huge`` misbehaviour announces: 10 GB."""
+
+
+def _zeros(size: int = 1 << 16) -> Iterator[bytes]:
+    while True:
+        yield b"\0" * size
+
+
+def _trickle() -> Iterator[bytes]:
+    while True:
+        yield b" "
+        time.sleep(0.2)
+
+
+def _hostile(mode: str, commit: str, content: bytes) -> _Reply:
+    meta = {"X-Repo-Commit": commit, "ETag": f'"{git_blob_sha(content)}"',
+            "Content-Type": "application/json"}
+    if mode == "huge":
+        return _Reply(200, {**meta, "Content-Length": str(HUGE), "X-Linked-Size": str(HUGE)},
+                      chunks=_zeros())
+    if mode == "endless":
+        return _Reply(200, {**meta, "X-Linked-Size": str(len(content))}, chunks=_zeros())
+    if mode == "trickle":
+        return _Reply(200, {**meta, "X-Linked-Size": str(len(content))}, chunks=_trickle())
+    raise ValueError(f"unknown misbehaviour {mode!r}")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -206,11 +243,22 @@ class _Handler(BaseHTTPRequestHandler):
         reply = self._route(hub, headers)
         self.send_response(reply.status)
         reply.headers.setdefault("X-Request-Id", f"fake-{secrets.token_hex(4)}")
-        reply.headers.setdefault("Content-Length", str(len(reply.body)))
+        if reply.chunks is not None and "Content-Length" not in reply.headers:
+            reply.headers["Transfer-Encoding"] = "chunked"
+        elif reply.chunks is None:
+            reply.headers.setdefault("Content-Length", str(len(reply.body)))
         for name, value in reply.headers.items():
             self.send_header(name, value)
         self.end_headers()
-        if not head and reply.body:
+        if not head and reply.chunks is not None:
+            chunked = reply.headers.get("Transfer-Encoding") == "chunked"
+            with contextlib.suppress(OSError):  # the client hung up: what the test wants
+                for chunk in reply.chunks:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked
+                                     else chunk)
+                    self.wfile.flush()
+            self.close_connection = True
+        elif not head and reply.body:
             self.wfile.write(reply.body)
 
     def _route(self, hub: FakeHub, headers: dict[str, str]) -> _Reply:
@@ -277,6 +325,9 @@ class _Handler(BaseHTTPRequestHandler):
             reply.headers["X-Repo-Commit"] = commit
             return reply
         content = files[filename]
+        if hub.misbehave is not None and (via_cache or revision == commit or
+                                          not hub.redirect_branches):
+            return _hostile(hub.misbehave, commit, content)
         meta = {
             "X-Repo-Commit": commit,
             "ETag": f'"{git_blob_sha(content)}"',
@@ -284,7 +335,8 @@ class _Handler(BaseHTTPRequestHandler):
         }
         if hub.redirect_branches and not via_cache and revision != commit:
             location = f"{_RESOLVE_CACHE_PREFIX}{repo_id}/{commit}/{quote(filename)}"
-            return _Reply(307, {**meta, "Location": location, "X-Linked-Size": str(len(content))})
+            size = HUGE if hub.misbehave == "huge" else len(content)
+            return _Reply(307, {**meta, "Location": location, "X-Linked-Size": str(size)})
         return _Reply(200, {**meta, "Content-Type": "application/json"}, content)
 
 
@@ -304,6 +356,47 @@ def _bearer(headers: dict[str, str]) -> str | None:
 
 def _is_sha(value: str) -> bool:
     return len(value) == 40 and all(c in "0123456789abcdef" for c in value)
+
+
+class StallServer:
+    """Accepts TCP connections on 127.0.0.1 and never answers (a Hub that hangs).
+
+    ``connections`` counts the connections accepted; sockets stay open until :meth:`close`.
+    """
+
+    def __init__(self) -> None:
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self._listener.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self.connections = 0
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="stall-server", daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            self.connections += 1
+            self._held.append(conn)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for conn in [*self._held, self._listener]:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def __enter__(self) -> StallServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def unused_port() -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -91,13 +92,24 @@ def test_billion_laughs_is_refused_quickly() -> None:
 
 
 def test_whole_corpus_runs_without_tracebacks() -> None:
-    code, data = lint_json(str(CORPUS), "--offline")
-    assert code == 0  # offline with an empty cache: every model is KV902 (info)
+    result = lint(str(CORPUS), "--offline", "--format", "json")
+    # offline with an empty cache: the Hub models were not checked, so exit 2 with one line;
+    # references no network could resolve (local paths, placeholders) are KV902 warnings
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("kvlint: error: ") and "could not be fetched" in line
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, json.loads(CliRunner().invoke(main, ["schema"]).stdout))
     results = data["results"]
     assert len(results) >= 50
     assert all(r["target"]["kind"] == "manifest" for r in results)
+    unavailable = {r["target"]["ref"] for r in results if r.get("unavailable")}
+    assert {"Qwen/Qwen3-32B", "facebook/opt-125m"} <= unavailable
+    assert all(ref in line for ref in unavailable)
     codes = {f["code"] for r in results for f in r["findings"]}
     assert codes <= {"KV902", "KV903", "KV206"}
+    assert {f["severity"] for r in results for f in r["findings"]
+            if f["code"] == "KV902"} == {"warning"}
     helm = [f for r in results for f in r["findings"] if f["code"] == "KV903"]
     assert [(Path(f["path"]).name, f["severity"]) for f in helm] == \
         [("helm-template-silogen-deployment-unrendered.yaml", "info")]
@@ -113,11 +125,11 @@ def test_whole_corpus_runs_without_tracebacks() -> None:
 def test_include_and_exclude(tmp_path: Path) -> None:
     shutil.copy(CASES / "vllm-phi3-medium-tp8.yaml", tmp_path / "a.yaml")
     shutil.copy(CASES / "vllm-phi3-medium-tp8.yaml", tmp_path / "b.manifest")
-    _, only_yaml = lint_json(str(tmp_path))
+    _, only_yaml = lint_json(str(tmp_path), *MAP)
     assert {Path(r["target"]["path"]).name for r in only_yaml["results"]} == {"a.yaml"}
-    _, custom = lint_json(str(tmp_path), "--include", "*.manifest")
+    _, custom = lint_json(str(tmp_path), "--include", "*.manifest", *MAP)
     assert {Path(r["target"]["path"]).name for r in custom["results"]} == {"b.manifest"}
-    _, excluded = lint_json(str(tmp_path), "--exclude", "a.*")
+    _, excluded = lint_json(str(tmp_path), "--exclude", "a.*", *MAP)
     assert excluded["results"] == []
 
 
@@ -156,12 +168,19 @@ def test_hub_models_come_from_the_cache(fake_hub: FakeHub, monkeypatch: pytest.M
     assert offline["results"][0]["findings"] == online["results"][0]["findings"]
 
 
-def test_uncached_hub_model_offline_is_kv902_not_a_crash() -> None:
-    code, data = lint_json(str(CASES / "tgi-llama31-numshard16.yaml"), "--offline",
-                           "--isolated")
-    assert code == 0
-    [finding] = data["results"][0]["findings"]
-    assert finding["code"] == "KV902" and "cache" in finding["message"]
+def test_uncached_hub_model_offline_exits_2_naming_it() -> None:
+    """Offline without a cached copy the model was not checked: not a pass, not KV902."""
+    result = lint(str(CASES / "tgi-llama31-numshard16.yaml"), "--offline", "--isolated",
+                  "--format", "json")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "kvlint: error: 1 model could not be fetched from the Hugging Face Hub: "
+        "meta-llama/Llama-3.1-8B-Instruct; first error: meta-llama/Llama-3.1-8B-Instruct: "
+        "config.json at revision main is not in the local Hugging Face cache "
+        f"({os.environ['HF_HUB_CACHE']}) and --offline forbids downloading it; run once "
+        "online to cache it (drop --offline)"]
+    [result_out] = json.loads(result.stdout)["results"]
+    assert result_out["findings"] == [] and "not in the local" in result_out["unavailable"]
 
 
 def test_bad_model_map_is_a_usage_error() -> None:
@@ -178,6 +197,6 @@ def test_missing_path_is_a_usage_error() -> None:
 
 
 def test_referenced_ray_serve_config_is_reported_once() -> None:
-    _, data = lint_json(str(CORPUS / "ray-serve" / "serve-by-reference"))
+    _, data = lint_json(str(CORPUS / "ray-serve" / "serve-by-reference"), *MAP)
     refs = [(Path(r["target"]["path"]).name, r["target"]["line"]) for r in data["results"]]
     assert refs == [("llama_3dot1_8b_tp2.yaml", 2)]

@@ -6,7 +6,12 @@ This is the only module that talks to the Hub. huggingface_hub is imported lazil
 huggingface_hub reads ``HF_ENDPOINT``, ``HF_HUB_CACHE``/``HF_HOME`` and ``HF_HUB_OFFLINE`` once,
 when it is first imported; kvlint reads them at call time and passes them explicitly, so the
 environment seen by each call is the one that counts. Every failure becomes a one-line
-:class:`~kvlint.errors.HubError` that says what to do.
+:class:`~kvlint.errors.HubError` that says what to do; a failure that says nothing about the
+model (network, deadline, auth, offline without a cached copy) is a
+:class:`~kvlint.errors.HubUnavailableError`.
+
+Every request goes through :mod:`kvlint.loaders.hub_guard`: short timeouts, one failure per
+endpoint per run, a deadline for Hub access per run, a size cap, telemetry off.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvlint.errors import HubError
+from kvlint.errors import HubError, HubUnavailableError
+from kvlint.loaders import hub_guard
 
-__all__ = ["HubConfig", "download_config", "looks_like_hub_id", "split_hub_ref"]
+__all__ = ["HubConfig", "download_config", "download_python_files", "looks_like_hub_id",
+           "split_hub_ref"]
 
 _DEFAULT_ENDPOINT = "https://huggingface.co"
 _DEFAULT_ETAG_TIMEOUT = 10.0
@@ -90,6 +97,7 @@ def download_config(
         offline_switch="--offline" if offline else env_switch,
     )
     try:
+        hub_guard.install()  # before the import below: it turns telemetry off
         from huggingface_hub import hf_hub_download, try_to_load_from_cache
     except ImportError as exc:  # pragma: no cover - huggingface_hub is a dependency
         raise HubError(
@@ -114,17 +122,30 @@ def download_config(
     level = hf_logger.level
     hf_logger.setLevel(logging.ERROR)
     try:
-        local_path = hf_hub_download(
-            repo_id,
-            filename,
-            revision=revision,
-            cache_dir=str(context.cache_dir),
-            endpoint=context.endpoint,
-            local_files_only=context.offline_switch is not None,
-            etag_timeout=_etag_timeout(),
-            token=token,
-        )
+        with hub_guard.GUARD.session():
+            if context.offline_switch is None:
+                # A known-down endpoint or a spent deadline fails here, before any work.
+                hub_guard.GUARD.check(hub_guard.origin_of(context.endpoint))
+            local_path = hf_hub_download(
+                repo_id,
+                filename,
+                revision=revision,
+                cache_dir=str(context.cache_dir),
+                endpoint=context.endpoint,
+                local_files_only=context.offline_switch is not None,
+                etag_timeout=_etag_timeout(),
+                token=token,
+            )
     except Exception as exc:
+        if _guard_error(exc) is not None:
+            # huggingface_hub falls back to its cache only for the httpx errors it retries;
+            # the guard's errors skip that, so the fallback is done here.
+            cached = try_to_load_from_cache(repo_id, filename, cache_dir=str(context.cache_dir),
+                                            revision=revision)
+            if isinstance(cached, str):
+                path = Path(cached)
+                return HubConfig(repo_id=repo_id, revision=revision,
+                                 commit=_commit_from_path(path), path=path)
         error = _translate(exc, context)
         if error is None:
             raise
@@ -133,6 +154,49 @@ def download_config(
         hf_logger.setLevel(level)
     path = Path(local_path)
     return HubConfig(repo_id=repo_id, revision=revision, commit=_commit_from_path(path), path=path)
+
+
+def download_python_files(
+    repo_id: str, *, revision: str | None = None, offline: bool = False
+) -> Path:
+    """The cached snapshot directory of ``repo_id``'s ``*.py`` files (remote code, never
+    executed), downloaded through the same guard and error translation as configs."""
+    context = _Context(repo_id=repo_id, revision=revision, filename="*.py",
+                       endpoint=_endpoint(), cache_dir=_cache_dir(),
+                       offline_switch="--offline" if offline else None)
+    try:
+        hub_guard.install()
+        from huggingface_hub import snapshot_download
+    except ImportError as exc:  # pragma: no cover - a runtime dependency
+        raise HubError("scanning Hub code needs huggingface_hub") from exc
+    hf_logger = logging.getLogger("huggingface_hub")
+    level = hf_logger.level
+    hf_logger.setLevel(logging.ERROR)
+
+    def fetch(local_only: bool) -> str:
+        return str(snapshot_download(repo_id, revision=revision, allow_patterns=["*.py"],
+                                     cache_dir=str(context.cache_dir),
+                                     endpoint=context.endpoint, local_files_only=local_only,
+                                     etag_timeout=_etag_timeout(),
+                                     token=os.environ.get("HF_TOKEN") or None))
+
+    try:
+        with hub_guard.GUARD.session():
+            if not offline:
+                hub_guard.GUARD.check(hub_guard.origin_of(context.endpoint))
+            return Path(fetch(offline))
+    except Exception as exc:
+        if _guard_error(exc) is not None and not offline:
+            try:
+                return Path(fetch(True))
+            except Exception:
+                pass
+        error = _translate(exc, context)
+        if error is None:
+            raise
+        raise error from exc
+    finally:
+        hf_logger.setLevel(level)
 
 
 # ------------------------------------------------------------------------------ environment
@@ -236,7 +300,7 @@ def _http_client_errors(*names: str) -> tuple[type[BaseException], ...]:
 
 def _offline_missing(ctx: _Context, switch: str) -> HubError:
     undo = "drop --offline" if switch == "--offline" else f"unset {switch}"
-    return HubError(
+    return HubUnavailableError(
         f"{ctx.repo_id}: {ctx.filename} at revision {ctx.rev} is not in the local Hugging Face"
         f" cache ({ctx.cache_dir}) and {switch} forbids downloading it; run once online to cache"
         f" it ({undo})"
@@ -244,7 +308,7 @@ def _offline_missing(ctx: _Context, switch: str) -> HubError:
 
 
 def _unreachable(ctx: _Context, reason: str) -> HubError:
-    return HubError(
+    return HubUnavailableError(
         f"Could not reach the Hugging Face Hub at {ctx.endpoint} to fetch {ctx.repo_id} ({reason});"
         f" check your network, proxy or HF_ENDPOINT, or pass --offline to read the local cache"
         f" ({ctx.cache_dir})"
@@ -266,28 +330,28 @@ def _from_status(exc: BaseException, status: int, ctx: _Context) -> HubError:
     reason = _reason(exc)
     if status == 401:
         if "invalid credentials" in reason.lower():
-            return HubError(
+            return HubUnavailableError(
                 f"The Hugging Face Hub rejected your token for '{ctx.repo_id}' (401 invalid"
                 " credentials); run 'hf auth login' again or set HF_TOKEN to a valid token"
             )
-        return HubError(
+        return HubUnavailableError(
             f"The Hugging Face Hub refused '{ctx.repo_id}' as unauthorised (401: {reason});"
             " authenticate with 'hf auth login' or set HF_TOKEN"
         )
     if status == 403:
-        return HubError(
+        return HubUnavailableError(
             f"The Hugging Face Hub forbids access to '{ctx.repo_id}' (403: {reason}); use a token"
             " with read access ('hf auth login' or HF_TOKEN) and accept the licence at"
             f" {ctx.repo_url} if the model is gated"
         )
     if status == 429:
-        return HubError(
+        return HubUnavailableError(
             f"The Hugging Face Hub rate-limited the request for '{ctx.repo_id}' (429); wait and"
             " retry, authenticate ('hf auth login' or HF_TOKEN) for higher limits, or pass"
             " --offline to read the local cache"
         )
-    if status >= 500:
-        return HubError(
+    if status >= 500 or status == 408:
+        return HubUnavailableError(
             f"The Hugging Face Hub at {ctx.endpoint} failed with HTTP {status} for"
             f" '{ctx.repo_id}' and it is not in the local cache; retry later, or pass --offline"
             " to read the local cache"
@@ -318,10 +382,33 @@ def _status(exc: BaseException) -> int | None:
 def _translate(exc: Exception, ctx: _Context) -> HubError | None:
     """Map what ``hf_hub_download`` raised to a one-line HubError (None: not ours to handle)."""
     error = _translate_raw(exc, ctx)
-    return None if error is None else HubError(_one_line(str(error)))
+    return None if error is None else type(error)(_one_line(str(error)))
+
+
+def _guard_error(exc: BaseException) -> hub_guard.GuardError | None:
+    return next((c for c in _causes(exc) if isinstance(c, hub_guard.GuardError)), None)
+
+
+def _from_guard(err: hub_guard.GuardError, ctx: _Context) -> HubError:
+    if isinstance(err, hub_guard.EndpointDown):
+        if err.status is not None:
+            return _from_status(err, err.status, ctx)
+        return _unreachable(ctx, err.reason)
+    if isinstance(err, hub_guard.TooLarge):
+        return HubUnavailableError(
+            f"Refused {ctx.filename} of {ctx.repo_id} from {ctx.endpoint}: {err.reason}"
+        )
+    return HubUnavailableError(
+        f"Gave up fetching {ctx.repo_id} from the Hugging Face Hub at {ctx.endpoint}:"
+        f" {err.reason}; raise it, or pass --offline to read the local cache"
+        f" ({ctx.cache_dir})"
+    )
 
 
 def _translate_raw(exc: Exception, ctx: _Context) -> HubError | None:
+    guarded = _guard_error(exc)
+    if guarded is not None:
+        return _from_guard(guarded, ctx)
     from huggingface_hub.errors import (
         DisabledRepoError,
         EntryNotFoundError,
@@ -345,12 +432,12 @@ def _translate_raw(exc: Exception, ctx: _Context) -> HubError | None:
     # and every Hub error subclass HfHubHTTPError, LocalEntryNotFoundError is a FileNotFoundError.
     if isinstance(exc, GatedRepoError):
         if _status(exc) == 403 or _sent_token(exc):
-            return HubError(
+            return HubUnavailableError(
                 f"Hugging Face repo '{ctx.repo_id}' is gated and your token has no access to it;"
                 f" accept its licence at {ctx.repo_url} with the account that owns the token, or"
                 " use another token ('hf auth login' or HF_TOKEN)"
             )
-        return HubError(
+        return HubUnavailableError(
             f"Hugging Face repo '{ctx.repo_id}' is gated and the request was not authenticated;"
             f" accept its licence at {ctx.repo_url}, then run 'hf auth login' or set HF_TOKEN"
         )
@@ -381,7 +468,7 @@ def _translate_raw(exc: Exception, ctx: _Context) -> HubError | None:
             if isinstance(cause, OfflineModeIsEnabled):
                 return _offline_missing(ctx, "HF_HUB_OFFLINE")
             if isinstance(cause, FileMetadataError):
-                return HubError(
+                return HubUnavailableError(
                     f"{ctx.endpoint} did not answer like a Hugging Face Hub for {ctx.repo_id} (no"
                     " X-Repo-Commit/ETag headers); check HF_ENDPOINT and your proxy settings, or"
                     " pass --offline to read the local cache"
@@ -421,7 +508,7 @@ def _translate_raw(exc: Exception, ctx: _Context) -> HubError | None:
             " 'name' or 'org/name'"
         )
     if isinstance(exc, OSError) and (isinstance(exc, PermissionError) or _in_cache(exc, ctx)):
-        return HubError(
+        return HubUnavailableError(
             f"Cannot use the Hugging Face cache at {ctx.cache_dir} ({_reason(exc)}); set"
             " HF_HUB_CACHE to a writable directory"
         )

@@ -93,9 +93,9 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _result(r: ModelResult) -> dict[str, Any]:
+def _result(r: ModelResult, unavailable: tuple[str, ...] = ()) -> dict[str, Any]:
     p, layout, t = r.plan, r.plan.layout, r.target
-    out = {
+    out: dict[str, Any] = {
         "target": {"kind": t.kind, "ref": t.ref, "revision": t.revision, "path": t.path,
                    "line": t.line},
         "serving": {"engine": p.behaviour.engine if r.analysis else p.engine,
@@ -111,6 +111,8 @@ def _result(r: ModelResult) -> dict[str, Any]:
     }
     if r.probe is not None:  # kvlint probe only
         out["probe"] = _probe(r.probe)
+    if r.target.ref in unavailable and r.config_error:
+        out["unavailable"] = r.config_error
     return out
 
 
@@ -119,7 +121,7 @@ def report(run: LintRun) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "kvlint_version": __version__,
-        "results": [_result(r) for r in run.results],
+        "results": [_result(r, run.unavailable) for r in run.results],
         "summary": {s.value: run.count(s) for s in (Severity.ERROR, Severity.WARNING,
                                                      Severity.INFO)},
     }

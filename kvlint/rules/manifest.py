@@ -62,8 +62,14 @@ class GpuCountMismatch(Rule):
 
 class ModelUnresolved(Rule):
     """## What it does
-    Notes a served model kvlint cannot resolve to a config: a local path, a placeholder, an
-    unset variable, or a Hub id that is not in the local cache while offline.
+    Warns about a served model no network could resolve to a config: a local path without a
+    config, a placeholder or unset variable, a Hub repo, revision or `config.json` that does
+    not exist.
+
+    A model the Hub could not be asked about (no network, a stalled or failing Hub, the run's
+    deadline for Hub access spent, a refused token, a gated repo, `--offline` without a
+    cached copy) is not KV902: the run exits 2 with one line naming those models, because
+    nothing was checked for them.
 
     ## Why is this bad?
     Without the model's config none of the KV checks can run for this deployment.
@@ -75,12 +81,12 @@ class ModelUnresolved(Rule):
 
     ## Use instead
     Map the name to a Hub id or a local config: `--model-map /models/qwen3=Qwen/Qwen3-8B`
-    (or `[tool.kvlint.models]`), or run once online to fill the Hub cache.
+    (or `[tool.kvlint.models]`), or correct the Hub id.
     """
 
     code = "KV902"
     name = "model-unresolved"
-    severity = Severity.INFO
+    severity = Severity.WARNING
     needs_geometry = False
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:

@@ -253,3 +253,24 @@ def test_action_yml_pull_request_sarif_and_a_typo_in_paths(
     typo = run_action_steps(pull_request, paths="typo.yaml")[-1][1]
     assert typo.returncode == 2
     assert typo.stdout == "::error title=kvlint::--paths: typo.yaml: no such file or directory\n"
+
+
+def test_unreachable_hub_fails_the_action_with_one_line(pull_request: dict[str, Any],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.hub_server import unused_port
+
+    (pull_request["repo"] / ".kvlint.toml").write_text("")  # the model must come from the Hub
+    endpoint = f"http://127.0.0.1:{unused_port()}"
+    for key, value in {**pull_request["env"], "HF_ENDPOINT": endpoint}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.chdir(pull_request["repo"])
+    result = CliRunner().invoke(main, ["github-action", "--summary", "false",
+                                       "--fail-on", "never"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "kvlint: error: 1 model could not be fetched from the Hugging Face Hub: "
+        "microsoft/Phi-3-medium-4k-instruct; first error: Could not reach the Hugging Face "
+        f"Hub at {endpoint} to fetch microsoft/Phi-3-medium-4k-instruct ([Errno 111] "
+        "Connection refused); check your network, proxy or HF_ENDPOINT, or pass --offline to "
+        f"read the local cache ({pull_request['tmp'] / 'hf-cache'})"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.errors import HubError, KvlintError
+from kvlint.errors import HubError, HubUnavailableError, KvlintError
 from kvlint.loaders.hub import HubConfig, download_config, looks_like_hub_id, split_hub_ref
 from tests.hub_server import FakeHub, git_blob_sha
 
@@ -35,6 +35,14 @@ def hub_error(**kwargs: object) -> str:
     assert "\n" not in message and "\r" not in message, message
     assert "Traceback" not in message
     return message
+
+
+def _raised(**kwargs: object) -> HubError:
+    repo_id = kwargs.pop("repo_id")
+    assert isinstance(repo_id, str)
+    with pytest.raises(HubError) as info:
+        download_config(repo_id, **kwargs)  # type: ignore[arg-type]
+    return info.value
 
 
 # ------------------------------------------------------------------------------ pure helpers
@@ -386,8 +394,9 @@ def test_unreachable_endpoint(dead_endpoint: str, no_backoff_sleep: list[float])
     assert time.monotonic() - started < 10
     assert message.startswith(f"Could not reach the Hugging Face Hub at {dead_endpoint}")
     assert "--offline" in message
-    # huggingface_hub retried with backoff before giving up (the waits were skipped).
-    assert no_backoff_sleep == [1, 2, 4, 8, 8]
+    # huggingface_hub would retry with backoff (1+2+4+8+8 s); kvlint's guard stops that.
+    assert no_backoff_sleep == []
+    assert isinstance(_raised(repo_id="org/other"), HubUnavailableError)
 
 
 def test_unreachable_endpoint_offline_reads_cache_only(dead_endpoint: str) -> None:
@@ -413,7 +422,11 @@ def test_hub_outage(
     fake_hub.outage = status
     message = hub_error(repo_id="org/model")
     assert needle in message and "--offline" in message
-    assert len(fake_hub.requests) == 7  # one try, then 1 + 5 retries
+    # huggingface_hub would try again 6 times with backoff; the guard lets one through,
+    # and a second model on the same endpoint sends nothing.
+    assert len(fake_hub.requests) == 1 and no_backoff_sleep == []
+    assert needle in hub_error(repo_id="org/other")
+    assert len(fake_hub.requests) == 1
 
 
 def test_endpoint_that_is_not_a_hub(fake_hub: FakeHub) -> None:
