@@ -136,18 +136,9 @@ def lock_options(func: F) -> F:
 
 def _model_lock(starts: Sequence[Path], settings_path: Path | None, lock_file: str | None,
                 locked: bool, *, isolated: bool = False) -> ModelLock:
-    """The run's lock: ``--lock FILE``, else the one next to the settings file (the nearest
-    above the inputs without one; none with ``--isolated``)."""
-    from kvlint.loaders.lock import ModelLock, locate, open_lock
+    from kvlint.loaders.lock import run_lock
 
-    if lock_file is not None:
-        if not Path(lock_file).is_file():
-            raise UsageError(f"--lock {lock_file}: no such file; write it with "
-                             f"`kvlint lock --lock {lock_file}`")
-        return open_lock(Path(lock_file), required=locked)
-    if isolated:
-        return ModelLock(Path.cwd() / "kvlint.lock", None, locked)
-    return open_lock(locate(starts, settings_path), required=locked)
+    return run_lock(starts, settings_path, lock_file, required=locked, isolated=isolated)
 
 
 T = TypeVar("T")
@@ -697,11 +688,12 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
                  config_file: str | None, isolated: bool, no_plugins: bool) -> None:
     """Pin every Hugging Face model the manifests under PATH (default: the settings file's
     directory, else the lock's) and the models map name: its commit, its whole config.json
-    and its checkpoint size, in kvlint.lock. Commit the file; `check`, `lint`, `compare` and the Action then read those
-    models from it without the network, and `--locked` runs read nothing else."""
+    and its checkpoint size, in kvlint.lock. Commit the file; `check`, `lint`, `compare`
+    and the Action then read those models from it without the network, and `--locked` runs
+    read nothing else."""
     from kvlint import locking
     from kvlint import settings as settings_module
-    from kvlint.loaders.lock import locate, read, shown
+    from kvlint.loaders.lock import locate, read, shown, write
     from kvlint.manifest_linter import DEFAULT_INCLUDE
     from kvlint.plugins import get_plugin_manager
 
@@ -740,7 +732,7 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
                             upgrade=upgrade)
     text = result.lockfile.dumps()
     if existing is None or text != path.read_text(encoding="utf-8"):
-        _write_atomically(path, text)
+        write(path, text)
     changes = [f"{label} {', '.join(keys)}" for label, keys in
                (("added", result.added), ("updated", result.updated),
                 ("removed", result.removed)) if keys]
@@ -750,17 +742,6 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
 
 def _models(count: int) -> str:
     return f"{count} model" + ("" if count == 1 else "s")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all (a file beside it, then renamed over it)."""
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    except OSError as err:
-        partial.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write: {err.strerror or err}") from None
 
 
 @main.command("rules")

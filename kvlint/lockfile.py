@@ -106,6 +106,9 @@ def loads(text: str, where: str) -> Lockfile:
     except json.JSONDecodeError as err:
         raise InputError(f"{where}: invalid JSON at line {err.lineno}, column {err.colno}: "
                          f"{err.msg}; regenerate it with `kvlint lock`") from None
+    except RecursionError:
+        raise InputError(f"{where}: nested too deeply to read; regenerate it with "
+                         "`kvlint lock`") from None
     if isinstance(data, dict) and data.get("lock-version", LOCK_VERSION) != LOCK_VERSION:
         raise InputError(f"{where}: 'lock-version' {data['lock-version']!r} is not one this "
                          f"kvlint reads (it reads {LOCK_VERSION}); regenerate it with "

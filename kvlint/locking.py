@@ -81,11 +81,12 @@ class LockUpdate:
     """Re-resolved to another commit, config or size (``--upgrade``)."""
 
 
-def update(existing: Lockfile | None, named: Iterable[str], *, offline: bool = False,
+def update(existing: Lockfile | None, named: Mapping[str, str], *, offline: bool = False,
            upgrade: bool = False) -> LockUpdate:
     """The lock for ``named``: models already locked are kept as they are (``upgrade``:
     resolved again), the others resolved once each through huggingface_hub. Raises one
-    :class:`KvlintError` naming every model that could not be resolved."""
+    :class:`KvlintError` naming every model that could not be resolved and where it is
+    named (``named``: key -> origin)."""
     old = existing.models if existing is not None else {}
     models: dict[str, LockedModel] = {}
     failures: list[str] = []
@@ -96,10 +97,11 @@ def update(existing: Lockfile | None, named: Iterable[str], *, offline: bool = F
         try:
             models[key] = lock_model(key, offline=offline)
         except KvlintError as err:
-            failures.append(f"{key}: {err}")
+            failures.append(f"{key} (named in {named[key]}): {err}")
     if failures:
         noun = "a model" if len(failures) == 1 else f"{len(failures)} models"
-        raise HubError(f"cannot lock {noun} (nothing written): " + "; ".join(failures))
+        raise HubError(f"cannot lock {noun} (nothing written; map or exclude what should not "
+                       "be locked): " + "; ".join(failures))
     return LockUpdate(
         Lockfile(models),
         added=tuple(k for k in models if k not in old),

@@ -158,7 +158,7 @@ def test_lock_keeps_locked_models_and_upgrade_moves_them(hub: dict[str, str], pr
 
 def test_lock_that_cannot_resolve_writes_nothing(project: Path,
                                                  dead_endpoint: str) -> None:
-    one_line_error(cli("lock", "--no-plugins"), "cannot lock 3 models (nothing written)",
+    one_line_error(cli("lock", "--no-plugins"), "cannot lock 3 models (nothing written;",
                    PHI3, LLAMA, PINNED)
     assert not (project / "kvlint.lock").exists()
 
@@ -214,12 +214,15 @@ def test_lint_and_check_from_the_lock_alone_match_the_warm_cache(
     assert warm_lint.exit_code == 1, warm_lint.output
     warm_check = cli(*check_args, "--isolated", "--offline", "--gpu", "H100-80GB")
     assert warm_check.exit_code == 0, warm_check.output
+    warm_text = cli("check", LLAMA, PINNED, "--isolated", "--offline", "--gpu", "H100-80GB",
+                    "--no-plugins")
+    assert warm_text.exit_code == 0, warm_text.output
     fake_hub.close()
 
     env = no_network_env(tmp_path)
     locked_lint, locked_check, sized, cache_only = run_isolated([
         [*lint_args, "--locked"], [*check_args, "--locked"],
-        ["check", LLAMA, "--locked", "--no-plugins"],
+        ["check", LLAMA, PINNED, "--locked", "--no-plugins"],
         ["check", LLAMA, "--isolated", "--offline", "--no-plugins"],  # no lock: this cache
     ], project, env)
     assert locked_lint["code"] == 1, locked_lint
@@ -229,8 +232,10 @@ def test_lint_and_check_from_the_lock_alone_match_the_warm_cache(
     assert locked_check["code"] == 0, locked_check
     assert report(locked_check["stdout"]) == report(warm_check.stdout)
     assert sized["code"] == 0, sized
+    assert sized["stdout"] == warm_text.stdout  # the weights' sources too
     assert (f"14.0 GiB per GPU (checkpoint: {LLAMA}@{hub[LLAMA]}/"
             "model.safetensors.index.json)") in sized["stdout"]  # 15e9 B from the lock
+    assert "(estimate: " in sized["stdout"] and "unavailable" not in sized["stdout"]
     assert not sized["hub_imported"]  # three locked runs: huggingface_hub never imported
     assert cache_only["code"] == 2 and "not in the local Hugging Face cache" in \
         cache_only["stderr"], cache_only
@@ -341,6 +346,9 @@ def test_model_map_values_are_locked(hub: dict[str, str], project: Path) -> None
      ' "checkpoint-bytes": 1}}}', "'models.org/x.config'"),
     ('{"lock-version": 1, "models": {"../x/y": {"commit": "' + "a" * 40 + '", "config": {}}}}',
      "not a Hugging Face reference"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"lock-version": 1, "models": {"org/x": {"commit": "' + "a" * 40 + '", "config": {},'
+     ' "checkpoint-bytes": -1}}}', "'models.org/x.checkpoint-bytes'"),
 ])
 def test_a_broken_lock_is_one_line_naming_the_file(project: Path, text: str,
                                                    fragment: str) -> None:
@@ -384,3 +392,24 @@ def test_github_action_reads_the_lock(hub: dict[str, str], project: Path, fake_h
     (project / "deploy" / "new.yaml").write_text(NEW_MANIFEST)
     one_line_error(cli("github-action", "--paths", "deploy", "--summary", "false",
                        "--locked", "true"), "org/new;", "run `kvlint lock`")
+
+
+def test_lock_offline_from_the_cache_alone(hub: dict[str, str], project: Path,
+                                           fake_hub: FakeHub) -> None:
+    assert cli("lock", "--no-plugins").exit_code == 0
+    online = (project / "kvlint.lock").read_bytes()
+    (project / "kvlint.lock").unlink()
+    fake_hub.close()
+    result = cli("lock", "--no-plugins", "--offline")  # the cache answers, index or not
+    assert result.exit_code == 0, result.output
+    assert (project / "kvlint.lock").read_bytes() == online
+
+
+def test_nothing_named_writes_an_empty_lock(fake_hub: FakeHub, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = cli("lock", "--no-plugins")
+    assert (result.exit_code, result.stdout) == (0, "kvlint.lock: 0 models, unchanged\n")
+    assert json.loads((tmp_path / "kvlint.lock").read_text())["models"] == {}
+    assert cli("lock", "--check", "--no-plugins").exit_code == 0
+    assert fake_hub.requests == []

@@ -9,14 +9,16 @@ error that names it and says to run ``kvlint lock``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvlint.errors import HubError, InputError
+from kvlint.errors import HubError, InputError, UsageError
 from kvlint.lockfile import LOCK_NAME, LockedModel, Lockfile, loads, lock_key
 
-__all__ = ["ModelLock", "hub_reference", "locate", "lock_model", "open_lock", "shown"]
+__all__ = ["ModelLock", "hub_reference", "locate", "lock_model", "open_lock", "read", "run_lock",
+           "shown", "write"]
 
 
 def shown(path: Path) -> str:
@@ -108,6 +110,31 @@ class ModelLock:
 def open_lock(path: Path, *, required: bool = False) -> ModelLock:
     """The run's lock at ``path`` (a lock without a file reads nothing)."""
     return ModelLock(path, read(path), required)
+
+
+def run_lock(starts: Iterable[Path], settings_path: Path | None, lock_file: str | None, *,
+             required: bool, isolated: bool = False) -> ModelLock:
+    """A run's lock: ``--lock FILE`` (which must exist), else the one next to the settings
+    file (the nearest above the inputs without one; none with ``--isolated``)."""
+    if lock_file is not None:
+        if not Path(lock_file).is_file():
+            raise UsageError(f"--lock {lock_file}: no such file; write it with "
+                             f"`kvlint lock --lock {lock_file}`")
+        return open_lock(Path(lock_file), required=required)
+    if isolated:
+        return ModelLock(Path.cwd() / LOCK_NAME, None, required)
+    return open_lock(locate(starts, settings_path), required=required)
+
+
+def write(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a file beside it, then renamed over it)."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as err:
+        partial.unlink(missing_ok=True)
+        raise InputError(f"{shown(path)}: cannot write: {err.strerror or err}") from None
 
 
 def hub_reference(ref: str) -> tuple[str, str | None] | None:
