@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from kvlint.diagnostics import Finding
     from kvlint.linter import LintRun
+    from kvlint.loaders.lock import ModelLock
     from kvlint.reporters.base import Reporter
     from kvlint.rules.base import Rule
 
@@ -117,6 +118,29 @@ def plan_options(func: F) -> F:
     return func
 
 
+def lock_options(func: F) -> F:
+    """The model-lock options of the commands that read models."""
+    decorators = [
+        click.option("--lock", "lock_file", type=click.Path(dir_okay=False), default=None,
+                     metavar="FILE", help="Model lock to read Hub models from [default: "
+                                          "kvlint.lock next to the settings file, else the "
+                                          "nearest one above the inputs or here]."),
+        click.option("--locked", is_flag=True, default=False,
+                     help="Read Hub models from the lock only: a model it lacks is an error "
+                          "(exit 2; also `locked = true`)."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def _model_lock(starts: Sequence[Path], settings_path: Path | None, lock_file: str | None,
+                locked: bool, *, isolated: bool = False) -> ModelLock:
+    from kvlint.loaders.lock import run_lock
+
+    return run_lock(starts, settings_path, lock_file, required=locked, isolated=isolated)
+
+
 T = TypeVar("T")
 
 
@@ -139,6 +163,9 @@ class Session:
     fail_on: str
     outputs: list[tuple[type[Reporter], str | None]]
     policy: Policy
+    settings_path: Path | None = None
+    isolated: bool = False
+    lock: ModelLock | None = None
 
     @classmethod
     def start(cls, starts: list[Path], config_file: str | None, isolated: bool,
@@ -161,7 +188,15 @@ class Session:
                    fail_on=fail_on or d.fail_on or "error",
                    outputs=_outputs(registry, formats, outputs),
                    policy=Policy(per_file_ignores=d.per_file_ignores, severity=d.severity,
-                                 root=loaded.root))
+                                 root=loaded.root),
+                   settings_path=loaded.path, isolated=isolated)
+
+    def model_lock(self, starts: Sequence[Path], lock_file: str | None,
+                   locked: bool) -> ModelLock:
+        """The run's model lock (``--locked`` or ``locked = true``: required)."""
+        self.lock = _model_lock(starts, self.settings_path, lock_file,
+                                locked or bool(self.settings.locked), isolated=self.isolated)
+        return self.lock
 
     @property
     def unused_suppression(self) -> Finding | None:
@@ -172,6 +207,8 @@ class Session:
     def finish(self, run: LintRun) -> NoReturn:
         from kvlint.suppress import apply
 
+        if self.lock is not None:
+            self.lock.raise_missing()  # a locked run that lacked models reports only that
         if run.results and any(r.target.kind == "model" for r in run.results):
             run = replace(run, results=tuple(apply(run.results, {}, policy=self.policy)))
         for reporter, output in self.outputs:
@@ -262,16 +299,17 @@ def main() -> None:
 @plan_options
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
 @click.option("--offline", is_flag=True, help="Read Hub configs from the local cache only.")
+@lock_options
 @common_options
 def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | None,
           dp_attention: bool, engine: str | None, engine_version: str | None,
           kv_cache_dtype: str | None, context: int | None, batch: int | None,
           gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
           max_model_len: int | None, max_num_seqs: int | None, revision: str | None,
-          offline: bool, formats: tuple[str, ...], outputs: tuple[str, ...],
-          select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...],
-          fail_on: str | None, config_file: str | None, isolated: bool,
-          no_plugins: bool) -> None:
+          offline: bool, lock_file: str | None, locked: bool, formats: tuple[str, ...],
+          outputs: tuple[str, ...], select: tuple[str, ...], extend_select: tuple[str, ...],
+          ignore: tuple[str, ...], fail_on: str | None, config_file: str | None,
+          isolated: bool, no_plugins: bool) -> None:
     """Check MODEL (a Hub id, id@revision, a config.json or a model directory) under a
     serving plan: KV bytes per token, per GPU and per sequence, and findings. Options
     override the settings file's serving defaults."""
@@ -291,8 +329,10 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
                  overhead_gib=_pick(overhead_gib, d.overhead, None),
                  max_model_len=max_model_len or d.max_model_len,
                  max_num_seqs=max_num_seqs or d.max_num_seqs)
+    lock = session.model_lock([Path(m) for m in models if Path(m).exists()], lock_file, locked)
+    lock.require(models, revision)
     run = check_models(models, plan, session.rules, revision=revision,
-                       offline=offline or bool(d.offline), fail_on=session.fail_on)
+                       offline=offline or bool(d.offline), fail_on=session.fail_on, lock=lock)
     session.finish(run)
 
 
@@ -329,10 +369,11 @@ def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
 @click.option("--stdin-filename", default=None, metavar="NAME",
               help="With PATH '-': the file name of the manifest read from stdin, for "
                    "locations, settings discovery and per-file-ignores.")
+@lock_options
 @common_options
 def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
          model_map: tuple[str, ...], gpu: str | None, offline: bool,
-         stdin_filename: str | None,
+         stdin_filename: str | None, lock_file: str | None, locked: bool,
          formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
          extend_select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str | None,
          config_file: str | None, isolated: bool, no_plugins: bool) -> None:
@@ -364,7 +405,8 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
                      base=ServingPlan(gpu=gpu or d.gpu), include=include or DEFAULT_INCLUDE,
                      exclude=exclude, offline=offline or bool(d.offline) or _env_offline(),
                      model_map=mapping, fail_on=session.fail_on, policy=session.policy,
-                     unused_suppression=session.unused_suppression, stdin=stdin)
+                     unused_suppression=session.unused_suppression, stdin=stdin,
+                     lock=session.model_lock(starts, lock_file, locked))
     session.finish(run)
 
 
@@ -441,8 +483,12 @@ def scan(paths: tuple[str, ...], packages: tuple[str, ...], hub_repos: tuple[str
               help="Write the Markdown summary to $GITHUB_STEP_SUMMARY.")
 @click.option("--offline", type=click.Choice(["true", "false"]), default="false",
               help="Read Hub configs from the runner's cache only.")
+@click.option("--lock", "lock_file", default="",
+              help="Model lock [default: kvlint.lock next to the settings file, if any].")
+@click.option("--locked", type=click.Choice(["true", "false"]), default="false",
+              help="Read Hub models from the lock only (a model it lacks fails the step).")
 def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, summary: str,
-                  offline: str) -> None:
+                  offline: str, lock_file: str, locked: str) -> None:
     """Run as the GitHub Action does (action.yml calls this): lint the PR's manifests,
     annotate, summarise, write SARIF and the step outputs; exit by fail-on."""
     from kvlint.integrations import github
@@ -464,6 +510,8 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
                             False, (), (), (), fail_on or None, ("github",), ())
     d = session.settings
     mapping = {name: _local_ref(ref, session.root) for name, ref in d.models.items()}
+    lock = session.model_lock([Path(p) for p in chosen.paths], lock_file or None,
+                              locked == "true")
     # A pull request's SARIF covers the whole repository (see integrations/github.py).
     targets = ["."] if chosen.pull_request and sarif_file else \
         [p for p in chosen.paths if Path(p).exists()]
@@ -471,7 +519,8 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
                      session.pm, base=ServingPlan(gpu=d.gpu), offline=offline == "true" or
                      bool(d.offline) or _env_offline(), model_map=mapping,
                      fail_on=session.fail_on, policy=session.policy,
-                     unused_suppression=session.unused_suppression)
+                     unused_suppression=session.unused_suppression, lock=lock)
+    lock.raise_missing()
     annotations, code = github.report(run, env, chosen, sarif_file=sarif_file or None,
                                       summary=summary == "true", workdir=workdir)
     click.echo(annotations, nl=False)
@@ -628,6 +677,7 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
 @plan_options
 @click.option("--revision", default=None, help="Hub revision (applies to every model).")
 @click.option("--offline", is_flag=True, help="Read Hub configs from the local cache only.")
+@lock_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default="text", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None)
@@ -635,7 +685,8 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
             engine_version: str | None, kv_cache_dtype: str, context: int, batch: int,
             gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
             max_model_len: int | None, max_num_seqs: int | None, revision: str | None,
-            offline: bool, fmt: str, output: str | None) -> None:
+            offline: bool, lock_file: str | None, locked: bool, fmt: str,
+            output: str | None) -> None:
     """Rank models by KV cost: bytes per token, or with --gpu, concurrent sequences at the
     context beside the weights."""
     from kvlint import compare as ranking
@@ -647,7 +698,9 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
                  gpu_memory_utilization=gpu_memory_utilization, overhead_gib=overhead_gib,
                  max_model_len=max_model_len or (context if gpu else None),
                  max_num_seqs=max_num_seqs)
-    run = check_models(models, plan, (), revision=revision, offline=offline)
+    lock = _compare_lock(models, lock_file, locked)
+    lock.require(models, revision)
+    run = check_models(models, plan, (), revision=revision, offline=offline, lock=lock)
     for result in run.results:
         if result.config_error:
             raise UsageError(result.config_error)
@@ -657,6 +710,99 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
     else:
         text = ranking.render_table(rows, "github" if fmt == "markdown" else "plain")
     _emit(text, output)
+
+
+def _compare_lock(models: Sequence[str], lock_file: str | None, locked: bool) -> ModelLock:
+    """``compare`` takes no serving settings, but its lock is found as the others' are."""
+    from kvlint import settings as settings_module
+
+    starts = [Path(m) for m in models if Path(m).exists()]
+    loaded = settings_module.load(starts)
+    return _model_lock(starts, loaded.path, lock_file, locked or bool(loaded.settings.locked))
+
+
+@main.command("lock")
+@click.argument("paths", nargs=-1, metavar="[PATH...]")
+@click.option("--check", "check_only", is_flag=True,
+              help="Write nothing, ask no network: exit 1 when the lock lacks a model the "
+                   "manifests name or holds one they no longer name, 0 when in sync.")
+@click.option("--upgrade", is_flag=True,
+              help="Resolve every model again (default: keep the locked ones as they are "
+                   "and resolve only new names).")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="File names to read under directories (default *.yaml, *.yml, *.json).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Paths or names to skip.")
+@click.option("--model-map", multiple=True, metavar="NAME=REF",
+              help="Resolve a manifest's local path or placeholder to a Hub id or config.")
+@click.option("--offline", is_flag=True, help="Resolve from the Hugging Face cache only.")
+@click.option("--lock", "lock_file", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE", help="The lock to write [default: kvlint.lock next to the "
+                                   "settings file, else the nearest one, else here].")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              help="Settings file (its models map is locked too).")
+@click.option("--isolated", is_flag=True, help="Ignore every settings file.")
+@click.option("--no-plugins", is_flag=True,
+              help="Do not load third-party plugins (entry-point group 'kvlint').")
+def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
+                 include: tuple[str, ...], exclude: tuple[str, ...],
+                 model_map: tuple[str, ...], offline: bool, lock_file: str | None,
+                 config_file: str | None, isolated: bool, no_plugins: bool) -> None:
+    """Pin every Hugging Face model the manifests under PATH (default: the settings file's
+    directory, else the lock's) and the models map name: its commit, its whole config.json
+    and its checkpoint size, in kvlint.lock. Commit the file; `check`, `lint`, `compare`
+    and the Action then read those models from it without the network, and `--locked` runs
+    read nothing else."""
+    from kvlint import locking
+    from kvlint import settings as settings_module
+    from kvlint.loaders.lock import locate, read, shown, write
+    from kvlint.manifest_linter import DEFAULT_INCLUDE
+    from kvlint.plugins import get_plugin_manager
+
+    starts = [Path(p) for p in paths]
+    loaded = settings_module.load(starts, config=config_file, isolated=isolated)
+    path = Path(lock_file) if lock_file else locate(starts, loaded.path)
+    where = shown(path)
+    mapping = {name: _local_ref(ref, loaded.root) for name, ref in loaded.settings.models.items()}
+    origins = dict.fromkeys(mapping, f"the models of {shown(loaded.path)}" if loaded.path
+                            else "the models map")
+    for item in model_map:
+        name, sep, ref = item.partition("=")
+        if not sep or not name or not ref:
+            raise UsageError(f"--model-map {item!r}: expected NAME=REF")
+        mapping[name], origins[name] = ref, "--model-map"
+    project = loaded.path.parent if loaded.path else Path.cwd() if lock_file else path.parent
+    named = locking.named_models(list(paths) or [shown(project)],
+                                 get_plugin_manager(load_entry_points=not no_plugins),
+                                 model_map=mapping, map_origins=origins,
+                                 include=include or DEFAULT_INCLUDE, exclude=exclude)
+    existing = read(path)
+    if check_only:
+        diff = locking.diff(existing, named)
+        if diff.in_sync:
+            click.echo(f"{where}: in sync ({_models(len(named))})")
+            sys.exit(0)
+        if existing is None:
+            click.echo(f"{where} does not exist")
+        for key, origin in diff.missing.items():
+            click.echo(f"{where} lacks {key} (named in {origin})")
+        for key in diff.extra:
+            click.echo(f"{where} holds {key}, which nothing names any more")
+        click.echo("run `kvlint lock` to update it")
+        sys.exit(1)
+    result = locking.update(existing, named, offline=offline or _env_offline(),
+                            upgrade=upgrade)
+    text = result.lockfile.dumps()
+    if existing is None or text != path.read_text(encoding="utf-8"):
+        write(path, text)
+    changes = [f"{label} {', '.join(keys)}" for label, keys in
+               (("added", result.added), ("updated", result.updated),
+                ("removed", result.removed)) if keys]
+    click.echo(f"{where}: {_models(len(result.lockfile.models))}"
+               + (f"; {'; '.join(changes)}" if changes else ", unchanged"))
+
+
+def _models(count: int) -> str:
+    return f"{count} model" + ("" if count == 1 else "s")
 
 
 @main.command("rules")

@@ -16,6 +16,7 @@ from kvlint.model.capacity import DEFAULT_OVERHEAD_BYTES, Capacity, GpuSpec, cap
 from kvlint.model.geometry import AttentionGeometry
 
 if TYPE_CHECKING:
+    from kvlint.loaders.lock import ModelLock
     from kvlint.loaders.weight_size import PlanWeights
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
@@ -110,9 +111,13 @@ def lint_config(
     manifest_problem: tuple[str, str] | None = None,
     geometry: AttentionGeometry | None = None,
     probe: ProbeReport | None = None,
+    lock: ModelLock | None = None,
+    weights_of: Target | None = None,
 ) -> ModelResult:
     """Resolve one raw config (``None`` when the model is unknown: ``model_problem`` says
-    why), size it under ``plan`` and run ``rules`` on it."""
+    why), size it under ``plan`` and run ``rules`` on it. The checkpoint sized is
+    ``weights_of``'s (a manifest's model as loaded), else the target's; ``lock`` holds the
+    sizes of locked models."""
     analysis: KvAnalysis | None = None
     cap: Capacity | None = None
     problem = problem_field = None
@@ -131,7 +136,8 @@ def lint_config(
             except ValueError as err:
                 raise UsageError(f"{target.ref}: {err}") from None
             if plan.gpu:
-                cap = _capacity(target, config, analysis, defaults, offline)
+                cap = _capacity(weights_of or target, config, analysis, defaults, offline,
+                                lock)
         except ConfigError as err:
             err.source = err.source or source
             problem, problem_field = str(err), err.field
@@ -168,7 +174,8 @@ _WEIGHTS: dict[tuple[object, ...], PlanWeights] = {}
 
 
 def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
-              defaults: ConfigDefaults, offline: bool) -> Capacity | None:
+              defaults: ConfigDefaults, offline: bool,
+              lock: ModelLock | None = None) -> Capacity | None:
     from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
     from kvlint.model.hardware import find_gpu
 
@@ -181,14 +188,14 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     engine = load_engines()[plan.behaviour.engine]
     # A manifest's path is not the model's: only a checked config sits beside its weights.
     path = target.path if target.kind == "model" else None
-    key = (target.ref, path, target.revision, offline, plan.layout.tp, plan.layout.pp,
+    key = (target.ref, path, target.revision, offline, lock, plan.layout.tp, plan.layout.pp,
            plan.batch)
     weights = _WEIGHTS.get(key)
     if weights is None:  # a tree of manifests sizes the same model many times
         weights = _WEIGHTS[key] = plan_weights(
             config, ref=target.ref, path=path, revision=target.revision,
             offline=offline, tp=plan.layout.tp, pp=plan.layout.pp, batch=plan.batch,
-            defaults=defaults)
+            defaults=defaults, lock=lock)
     return capacity(
         analysis,
         GpuSpec(gpu.name, gpu.runtime_memory_bytes, gpu.bandwidth_bytes_per_s),
@@ -212,13 +219,14 @@ def check_models(
     revision: str | None = None,
     offline: bool = False,
     fail_on: str = "error",
+    lock: ModelLock | None = None,
 ) -> LintRun:
-    """``kvlint check``: one result per model reference."""
+    """``kvlint check``: one result per model reference (locked models from ``lock``)."""
     defaults = default_config_defaults()
     results = []
     for ref in refs:
-        loaded: LoadedConfig = load_config(ref, revision=revision, offline=offline)
+        loaded: LoadedConfig = load_config(ref, revision=revision, offline=offline, lock=lock)
         target = Target(loaded.ref, "model", loaded.revision, loaded.path)
         results.append(lint_config(target, loaded.config, plan, rules, source=loaded.source,
-                                   defaults=defaults, offline=offline))
+                                   defaults=defaults, offline=offline, lock=lock))
     return LintRun(tuple(results), fail_on, tuple(rules))

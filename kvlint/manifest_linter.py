@@ -25,6 +25,7 @@ from kvlint.diagnostics import Finding
 from kvlint.errors import ConfigError, HubError, HubUnavailableError, InputError, UsageError
 from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
 from kvlint.loaders.hf_config import ConfigDefaults, resolve_geometry
+from kvlint.loaders.lock import ModelLock
 from kvlint.loaders.manifests.base import (
     DocumentContext,
     Located,
@@ -121,6 +122,7 @@ class ModelResolver:
     offline: bool = False
     model_map: Mapping[str, str] = field(default_factory=dict)
     defaults: ConfigDefaults | None = None
+    lock: ModelLock | None = None
     _cache: dict[str, LoadedConfig | str] = field(default_factory=dict)
     _geometry: dict[str, AttentionGeometry | None] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -137,33 +139,39 @@ class ModelResolver:
                 self._geometry[loaded.source] = None
         return self._geometry[loaded.source]
 
-    def resolve(self, served: ServedModel) -> LoadedConfig | str:
-        """The config of ``served``'s model, or a one-line reason it is unresolved."""
+    def reference(self, served: ServedModel) -> tuple[str | None, str | None]:
+        """``(ref, None)``: what ``served``'s model loads from (a Hub id or a local config,
+        through the models map); ``(None, reason)``: why it cannot be loaded."""
         model = served.model
         if model is None:
-            return "the manifest names no model"
+            return None, "the manifest names no model"
         if isinstance(model, Unresolved):
             mapped = self.model_map.get(model.text)
-            return self._load(mapped, served) if mapped else \
-                f"model {model.text or '(unknown)'} is unresolved: {model.reason}"
+            return (mapped, None) if mapped else \
+                (None, f"model {model.text or '(unknown)'} is unresolved: {model.reason}")
         name = model.value
         mapped = self.model_map.get(name)
         if mapped:
-            return self._load(mapped, served)
+            return mapped, None
         if _looks_local(name):
             local = (Path(served.path).parent / name) if not Path(name).is_absolute() \
                 else Path(name)
             if (local / "config.json").is_file() or (local.is_file() and
                                                      local.suffix == ".json"):
-                return self._load(str(local), served)
-            return (f"model {name} is a local path; map it to a Hub id or a config with "
-                    f"--model-map {name}=ORG/NAME")
-        return self._load(name, served)
+                return str(local), None
+            return None, (f"model {name} is a local path; map it to a Hub id or a config "
+                          f"with --model-map {name}=ORG/NAME")
+        return name, None
 
-    def _load(self, ref: str, served: ServedModel) -> LoadedConfig | str:
+    def resolve(self, served: ServedModel) -> LoadedConfig | str:
+        """The config of ``served``'s model, or a one-line reason it is unresolved."""
+        ref, reason = self.reference(served)
+        return self._load(ref) if ref is not None else reason or ""
+
+    def _load(self, ref: str) -> LoadedConfig | str:
         if ref not in self._cache:
             try:
-                self._cache[ref] = load_config(ref, offline=self.offline)
+                self._cache[ref] = load_config(ref, offline=self.offline, lock=self.lock)
             except HubUnavailableError as err:
                 self._cache[ref] = self.unavailable[ref] = str(err)
             except (HubError, InputError) as err:
@@ -305,7 +313,10 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
         else:
             result = lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                  defaults=defaults, offline=resolver.offline,
-                                 gpus_requested=gpus, geometry=resolver.geometry(loaded))
+                                 gpus_requested=gpus, geometry=resolver.geometry(loaded),
+                                 lock=resolver.lock,
+                                 weights_of=Target(loaded.ref, "model", loaded.revision,
+                                                   loaded.path))
     except UsageError as err:  # e.g. an fp8_ds_mla cache on a non-MLA model
         result = lint_config(target, None, plan, rules, model_problem=str(err),
                              gpus_requested=gpus)
@@ -370,18 +381,19 @@ def lint_paths(
     policy: Policy | None = None,
     unused_suppression: Finding | None = None,
     stdin: tuple[str, str] | None = None,
+    lock: ModelLock | None = None,
 ) -> LintRun:
     """``kvlint lint``: every served model of every manifest under ``paths``, with the
     suppressions written in the files and the settings' ``policy`` applied; KV901 findings
     (from the ``unused_suppression`` template) for suppressions that did nothing.
     ``stdin``: ``(name, text)`` of a manifest read from standard input, linted as if it
-    were the file ``name`` (``-`` when unnamed)."""
+    were the file ``name`` (``-`` when unnamed). Hub models ``lock`` holds are read from it."""
     files = discover(paths, include, exclude)
     _LINES.clear()
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     defaults = default_config_defaults()
     resolver = ModelResolver(offline=offline, model_map=dict(model_map or {}),
-                             defaults=defaults)
+                             defaults=defaults, lock=lock)
     plan = base or ServingPlan()
     results: list[ModelResult] = []
     texts: dict[str, str] = {}

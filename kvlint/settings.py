@@ -39,6 +39,8 @@ class Settings:
     severity: dict[str, Level] = field(default_factory=dict)
     """Code or name -> severity, replacing the rule's default."""
     offline: bool | None = None
+    locked: bool | None = None
+    """Read Hub models from ``kvlint.lock`` only; one it lacks is an error."""
     engine: str | None = None
     engine_version: str | None = None
     gpu: str | None = None
@@ -115,7 +117,8 @@ def parse(path: Path, table: dict[str, Any]) -> Settings:
     for name, value in table.items():  # TOML has numbers: "2" is a mistake, not a 2
         key = name.replace("-", "_")
         if isinstance(value, str) and isinstance(values.get(key), (int, float)):
-            raise InputError(f"{_where(path)}: '{name}': expected a number, got {value!r}")
+            expected = "true or false" if isinstance(values[key], bool) else "a number"
+            raise InputError(f"{_where(path)}: '{name}': expected {expected}, got {value!r}")
     for name in POSITIVE:
         if values[name] is not None and values[name] < 1:
             raise InputError(f"{_where(path)}: '{name.replace('_', '-')}' must be at least 1, "

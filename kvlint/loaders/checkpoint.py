@@ -170,6 +170,19 @@ def _missing_entry(err: HubError) -> bool:
     return False
 
 
+def _cached_absent(repo_id: str, revision: str | None) -> bool:
+    """Whether the Hugging Face cache records that the repo has no index at ``revision`` (the
+    ``.no_exist`` marker an earlier 404 left): offline, that is the Hub's answer too."""
+    from huggingface_hub import _CACHED_NO_EXIST, try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(repo_id, INDEX_NAME, cache_dir=str(hub._cache_dir()),
+                                       revision=revision)
+    except Exception:  # an id or revision the cache cannot hold: nothing recorded
+        return False
+    return found is _CACHED_NO_EXIST
+
+
 def hub_checkpoint_size(
     repo_id: str, *, revision: str | None = None, offline: bool = False
 ) -> CheckpointSize | None:
@@ -179,7 +192,7 @@ def hub_checkpoint_size(
             repo_id, revision=revision, offline=offline, filename=INDEX_NAME
         )
     except HubError as err:
-        if _missing_entry(err):
+        if _missing_entry(err) or _cached_absent(repo_id, revision):
             return None
         raise
     shown = revision or fetched.commit or "main"

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvlint.errors import InputError, UsageError
 from kvlint.loaders import hub, local
+
+if TYPE_CHECKING:
+    from kvlint.loaders.lock import ModelLock
 
 
 @dataclass(frozen=True)
@@ -24,8 +27,11 @@ class LoadedConfig:
     """For Hub models: the requested revision, else the commit the file came from."""
 
 
-def load_config(ref: str, *, revision: str | None = None, offline: bool = False) -> LoadedConfig:
-    """Read ``ref``'s config: an existing path wins, else ``ref`` is a Hub id (``@rev``)."""
+def load_config(ref: str, *, revision: str | None = None, offline: bool = False,
+                lock: ModelLock | None = None) -> LoadedConfig:
+    """Read ``ref``'s config: an existing path wins, else ``ref`` is a Hub id (``@rev``), read
+    from ``lock`` when it holds it (no request), else from the Hugging Face cache or Hub (a
+    locked run raises instead)."""
     path = Path(ref)
     if path.exists():
         if revision:
@@ -38,6 +44,14 @@ def load_config(ref: str, *, revision: str | None = None, offline: bool = False)
     if at_revision and revision and at_revision != revision:
         raise UsageError(f"{ref!r} names revision {at_revision!r} but --revision is {revision!r}")
     wanted = at_revision or revision
+    if lock is not None:
+        locked = lock.lookup(repo_id, wanted)
+        if locked is not None:
+            shown = wanted or locked.commit
+            return LoadedConfig(repo_id, locked.config, f"{repo_id}@{shown}/config.json",
+                                path=None, revision=shown)
+        if lock.required:
+            raise lock.not_locked(f"{repo_id}@{wanted}" if wanted else repo_id)
     fetched = hub.download_config(repo_id, revision=wanted, offline=offline)
     shown = wanted or fetched.commit or "main"
     source = f"{repo_id}@{shown}/config.json"

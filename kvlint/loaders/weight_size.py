@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvlint.errors import HubError, InputError
-from kvlint.loaders.checkpoint import CheckpointSize, checkpoint_size, local_checkpoint_size
+from kvlint.loaders.checkpoint import (
+    INDEX_NAME,
+    CheckpointSize,
+    checkpoint_size,
+    local_checkpoint_size,
+)
 from kvlint.loaders.hf_config import ConfigDefaults
 from kvlint.loaders.shape import resolve_shape, resolve_weight_format
 from kvlint.model.weights import (
@@ -17,6 +22,9 @@ from kvlint.model.weights import (
     weight_bytes,
     weight_bytes_per_gpu,
 )
+
+if TYPE_CHECKING:
+    from kvlint.loaders.lock import ModelLock
 
 
 @dataclass(frozen=True)
@@ -29,12 +37,26 @@ class PlanWeights:
     source: str
 
 
-def _checkpoint(ref: str, path: str | None, revision: str | None,
-                offline: bool) -> tuple[CheckpointSize | None, str | None]:
-    """The checkpoint's size, or why it is unavailable."""
+def _checkpoint(ref: str, path: str | None, revision: str | None, offline: bool,
+                lock: ModelLock | None = None) -> tuple[CheckpointSize | None, str | None]:
+    """The checkpoint's size, or why it is unavailable. A Hub model the lock holds is sized
+    from the lock, as its safetensors index would size it."""
     try:
         if path is not None:
             return local_checkpoint_size(Path(path).parent), None
+        if lock is not None:
+            from kvlint.loaders.lock import hub_reference
+
+            found = hub_reference(ref)
+            locked = lock.find(found[0], found[1] or revision) if found else None
+            if locked is not None:
+                if locked.checkpoint_bytes is None:
+                    return None, None  # the repo has no index: as the Hub would say
+                shown = found[1] or revision or locked.commit  # type: ignore[index]
+                return CheckpointSize(locked.checkpoint_bytes,
+                                      f"{locked.repo_id}@{shown}/{INDEX_NAME}"), None
+            if found is not None and lock.required:  # a locked run never asks the Hub
+                return None, f"{ref} is not in the lock"
         return checkpoint_size(ref, revision=revision, offline=offline), None
     except (HubError, InputError) as err:
         return None, str(err)
@@ -43,6 +65,7 @@ def _checkpoint(ref: str, path: str | None, revision: str | None,
 def plan_weights(
     config: dict[str, Any], *, ref: str, path: str | None, revision: str | None,
     offline: bool, tp: int, pp: int, batch: int, defaults: ConfigDefaults | None,
+    lock: ModelLock | None = None,
 ) -> PlanWeights:
     """Weights per GPU of ``ref`` under tp x pp. Raises ``ConfigError`` when the config
     cannot be sized at all."""
@@ -51,7 +74,7 @@ def plan_weights(
     fmt = resolve_weight_format(config)
     estimated = weight_bytes(estimate, fmt)
     read = decode_read_bytes(estimate, fmt, batch)
-    found, why = _checkpoint(ref, path, revision, offline)
+    found, why = _checkpoint(ref, path, revision, offline, lock)
     if found is not None and found.total_bytes > 0:
         total, source, is_estimate = found.total_bytes, f"checkpoint: {found.source}", False
     else:

@@ -8,6 +8,7 @@ the manifest, so no Hub access is needed either.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -86,6 +87,35 @@ def test_hook_fails_on_an_engine_refused_tp(tmp_path: Path, env: dict[str, str])
     assert "Failed" in out
     assert "phi3.yaml:13:" in out and "KV202" in out  # on the line of the tp flag
     assert "Traceback" not in out
+
+
+HUB_MANIFEST = MANIFEST.replace("./models/phi-3-medium", "microsoft/Phi-3-medium-4k-instruct")
+
+
+def test_hook_reads_hub_models_from_the_lock_only(tmp_path: Path, env: dict[str, str]) -> None:
+    """The hook's default `--locked`: a Hub model comes from the committed kvlint.lock (no
+    network, no cache); without the lock the hook fails and says to run `kvlint lock`."""
+    from kvlint.lockfile import LockedModel, Lockfile
+
+    repo = _repo(tmp_path, 8)
+    (repo / "phi3.yaml").write_text(HUB_MANIFEST.format(tp=8))
+    hermetic = {**env, "HF_HUB_CACHE": str(tmp_path / "empty-cache"),
+                "HF_ENDPOINT": "http://127.0.0.1:9"}
+    proc = _try_repo(repo, hermetic)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert ("kvlint: error: the run is locked but there is no kvlint.lock to read "
+            "microsoft/Phi-3-medium-4k-instruct from; run `kvlint lock`") in out
+
+    config = json.loads((CONFIGS / "microsoft--Phi-3-medium-4k-instruct.json").read_text())
+    lock = Lockfile({"microsoft/Phi-3-medium-4k-instruct": LockedModel(
+        "microsoft/Phi-3-medium-4k-instruct", "c" * 40, config)})
+    (repo / "kvlint.lock").write_text(lock.dumps())
+    proc = _try_repo(repo, hermetic)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "phi3.yaml:13:" in out and "KV202" in out  # the verdict, from the lock
+    assert "KV902" not in out and "Traceback" not in out
 
 
 def test_hook_passes_on_a_valid_tp(tmp_path: Path, env: dict[str, str]) -> None:
