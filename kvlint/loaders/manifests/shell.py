@@ -871,6 +871,10 @@ class EngineArgs:
     notes: tuple[str, ...] = ()
     options: Mapping[str, Located[Any] | Unresolved] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
+    env: Mapping[str, Located[str] | Unresolved] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
+    """Variables of the process's environment that change what the engine accepts
+    (``manifests.engine_env``)."""
 
 
 @dataclass(frozen=True)
@@ -1478,7 +1482,9 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
             continue
         engine, program, index = hit
         local = env.assign(prefix) if prefix else env
-        args = parse_engine_args(engine, rest[index:], local)
+        from kvlint.loaders.manifests.engine_env import with_env
+
+        args = with_env(parse_engine_args(engine, rest[index:], local), local)
         found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
                                       words=tuple(rest), index=index, env=local))
     return found
