@@ -160,8 +160,8 @@ def limit_policy(plan: ServingPlan) -> LimitPolicy | None:
     except InvalidVersion:
         version = engine.latest
     fact = engine.context_limit_at(version)
-    if fact is None:
-        return None
+    if fact is None or not fact.values.get("refuses", True):
+        return None  # no data, or the engine starts anyway (TGI caps, llama.cpp warns)
     v = fact.values
     return LimitPolicy(
         engine=f"{engine.display} {version}", derivation=str(v.get("derivation", "vllm")),

@@ -23,9 +23,10 @@ class MaxModelLenExceedsModelLimit(Rule):
     the container's environment), the engine refuses to start.
 
     `kvlint check --max-model-len` reads the override from kvlint's own environment, as
-    the engine would (`VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 kvlint check ...`). Engines for which
-    kvlint has no derivation (TGI, TensorRT-LLM, LMDeploy, llama.cpp, MLC-LLM) are not
-    checked.
+    the engine would (`VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 kvlint check ...`). TGI (which caps
+    only its default `--max-total-tokens`) and llama.cpp (which warns) start anyway and are
+    not flagged; TensorRT-LLM, LMDeploy and MLC-LLM are not checked (not verified). The
+    engine facts and their sources are in `kvlint/engines/engines.toml` (`context_limit`).
 
     ## Why is this bad?
     vLLM raises `ValueError: User-specified max_model_len (...) is greater than the derived
