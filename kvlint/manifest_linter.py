@@ -207,7 +207,7 @@ def _fraction(value: Located[float] | Unresolved | None) -> float | None:
 
 
 def _where(value: Located[Any], what: str) -> str:
-    """``gpu: 8:H200 (line 9)``: how a value was read, and where."""
+    """``resources.gpu (line 8)``: how a value was read, and where."""
     text = value.source or what
     return f"{text} (line {value.line})" if value.line else text
 

@@ -322,6 +322,8 @@ def test_check_huge_max_model_len_does_not_crash() -> None:
     finding = json.loads(result.stdout)["results"][0]["findings"][0]
     assert finding["code"] == "KV703"
     assert finding["data"]["max_model_len"] == int(huge)
+    assert finding["message"].startswith("max_model_len (a 400-digit number) is above the "
+                                         "model's own limit of 4,096 tokens")
 
 
 def test_check_rope_scaling_by_engine_version(tmp_path: Path) -> None:

@@ -76,7 +76,8 @@ class ServingPlan:
     (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), as ``(name, value)`` pairs; ``None``: set, but the
     manifest does not hold the value (a secret reference)."""
     gpu_source: str | None = None
-    """Where :attr:`gpu` comes from (``gpu: 8:H200 (line 9)``, ``--gpu``, ``settings``)."""
+    """Where :attr:`gpu` comes from (``resources.gpu (line 8)`` in a manifest, ``--gpu``,
+    ``settings (gpu)``)."""
 
     @property
     def windowed_sliding_cache(self) -> bool:

@@ -23,7 +23,7 @@ def _budget(cap: Capacity) -> str:
 
 
 def _gpu(cap: Capacity, ctx: RuleContext) -> str:
-    """``H200 (from gpu: 8:H200 (line 9))``: the GPU and where it was chosen."""
+    """``H200 (from resources.gpu (line 8))``: the GPU and where it was chosen."""
     source = ctx.plan.gpu_source
     return f"{cap.gpu.name} (from {source})" if source else cap.gpu.name
 

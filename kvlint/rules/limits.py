@@ -10,6 +10,14 @@ from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_int
 
 
+def _length(value: int) -> str:
+    """``131,072``; a number too long to read as ``a 400-digit number``."""
+    digits = len(str(value)) if value < 10**4000 else None
+    if digits is not None and digits <= 18:
+        return fmt_int(value)
+    return f"(a {digits}-digit number)" if digits else "(a number of over 4,000 digits)"
+
+
 class MaxModelLenExceedsModelLimit(Rule):
     """## What it does
     Flags a `max_model_len` (vLLM `--max-model-len`, SGLang `--context-length`) above the
@@ -64,7 +72,7 @@ class MaxModelLenExceedsModelLimit(Rule):
         how = (f"; set {override}=1 in the server's environment to allow it"
                if override else "")
         yield self.finding(
-            f"max_model_len {fmt_int(length)} is above the model's own limit of "
+            f"max_model_len {_length(length)} is above the model's own limit of "
             f"{fmt_int(int(limit.admitted))} tokens ({limit.describe()}, as "
             f"{policy.engine} derives it): the server refuses to start{how}, or lower "
             "max_model_len.",

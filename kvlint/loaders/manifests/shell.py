@@ -1458,6 +1458,8 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
     (``TP=$((A * B))``, ``export X=...``) made by earlier commands apply; a variable given
     different values in different ``if`` branches becomes unresolved; a command's own
     ``KEY=VALUE`` prefix applies to it alone."""
+    from kvlint.loaders.manifests.engine_env import with_env  # it imports this module
+
     found: list[EngineInvocation] = []
     depth = 0
     for command in commands:
@@ -1482,8 +1484,6 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
             continue
         engine, program, index = hit
         local = env.assign(prefix) if prefix else env
-        from kvlint.loaders.manifests.engine_env import with_env
-
         args = with_env(parse_engine_args(engine, rest[index:], local), local)
         found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
                                       words=tuple(rest), index=index, env=local))
