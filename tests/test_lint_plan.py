@@ -418,3 +418,38 @@ def test_fixture_limits_for_vllm() -> None:
         config = json.loads((CONFIGS / f"{name}.json").read_text(encoding="utf-8"))
         found = context_limit(config, limit_policy(vllm))
         assert found is not None and found.admitted == limit, name
+
+
+# ---------------------------------------------------------------------------------------------
+# the audit: every serving setting a manifest parser extracts changes the plan
+
+
+NOT_PLAN_FIELDS = {
+    "path", "line", "format", "document", "name", "role", "served_name", "image", "notes",
+    "model",  # resolved to the config, not a plan setting
+    "gpus",  # lint_served passes it as gpus_requested (KV206)
+    "ep",  # expert parallelism is not modelled: weights per GPU follow tp x pp
+}
+
+
+def test_every_served_model_setting_reaches_the_plan() -> None:
+    from dataclasses import fields
+
+    from kvlint.loaders.manifests.base import Located, ServedModel
+    from kvlint.manifest_linter import plan_for
+
+    samples: dict[str, Any] = {
+        "engine": Located("sglang"), "engine_version": Located("0.4.0"), "tp": Located(2),
+        "pp": Located(2), "dp": Located(4), "dp_attention": Located(True),
+        "kv_cache_dtype": Located("fp8"), "max_model_len": Located(1024),
+        "max_num_seqs": Located(8), "gpu_memory_utilization": Located(0.5),
+        "gpu_type": Located("H200"), "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": Located("1")},
+    }
+    settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
+    assert settings == set(samples), "a new ServedModel field: make it reach the plan"
+    base = ServingPlan(gpu="L4", gpu_source="--gpu")
+    common: dict[str, Any] = {"engine": Located("vllm"), "tp": Located(4), "dp": Located(2)}
+    plain = plan_for(ServedModel("m.yaml", 1, "k8s", **common), base)
+    for name, value in samples.items():
+        served = ServedModel("m.yaml", 1, "k8s", **{**common, name: value})
+        assert plan_for(served, base) != plain, name
