@@ -313,7 +313,7 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
     """Check MODEL (a Hub id, id@revision, a config.json or a model directory) under a
     serving plan: KV bytes per token, per GPU and per sequence, and findings. Options
     override the settings file's serving defaults."""
-    from kvlint.linter import check_models
+    from kvlint.linter import check_models, process_env
 
     session = Session.start([Path(m) for m in models if Path(m).exists()], config_file,
                             isolated, no_plugins, select, extend_select, ignore, fail_on,
@@ -329,6 +329,7 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
                  overhead_gib=_pick(overhead_gib, d.overhead, None),
                  max_model_len=max_model_len or d.max_model_len,
                  max_num_seqs=max_num_seqs or d.max_num_seqs)
+    plan = replace(plan, env=process_env(), gpu_source=_gpu_source(gpu, d.gpu))
     lock = session.model_lock([Path(m) for m in models if Path(m).exists()], lock_file, locked)
     lock.require(models, revision)
     run = check_models(models, plan, session.rules, revision=revision,
@@ -363,7 +364,8 @@ def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
 @click.option("--model-map", multiple=True, metavar="NAME=REF",
               help="Resolve a manifest's local path or placeholder to a Hub id or config.")
 @click.option("--gpu", default=None, metavar="NAME",
-              help="GPU to size against when a manifest does not name one.")
+              help="GPU to size against when a manifest does not name one (a GPU the "
+                   "manifest names wins).")
 @click.option("--offline", is_flag=True,
               help="Read Hub configs from the local cache only (unresolved models are KV902).")
 @click.option("--stdin-filename", default=None, metavar="NAME",
@@ -402,7 +404,8 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
             raise UsageError(f"--model-map {item!r}: expected NAME=REF")
         mapping[name] = ref
     run = lint_paths(files, session.rules, session.pm,
-                     base=ServingPlan(gpu=gpu or d.gpu), include=include or DEFAULT_INCLUDE,
+                     base=ServingPlan(gpu=gpu or d.gpu, gpu_source=_gpu_source(gpu, d.gpu)),
+                     include=include or DEFAULT_INCLUDE,
                      exclude=exclude, offline=offline or bool(d.offline) or _env_offline(),
                      model_map=mapping, fail_on=session.fail_on, policy=session.policy,
                      unused_suppression=session.unused_suppression, stdin=stdin,
@@ -425,6 +428,11 @@ def _stdin_manifest(paths: tuple[str, ...], name: str | None) -> tuple[str, str]
         raise UsageError(f"{name or '-'} (stdin): not UTF-8 text ({err.reason} at byte "
                          f"{err.start})") from None
     return (name or "-"), text
+
+
+def _gpu_source(option: str | None, setting: str | None) -> str | None:
+    """Where the command's GPU comes from (manifests that name a GPU override it)."""
+    return "--gpu" if option else ("settings (gpu)" if setting else None)
 
 
 def _local_ref(ref: str, root: Path) -> str:
@@ -515,8 +523,9 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
     # A pull request's SARIF covers the whole repository (see integrations/github.py).
     targets = ["."] if chosen.pull_request and sarif_file else \
         [p for p in chosen.paths if Path(p).exists()]
-    run = lint_paths(targets, session.rules,
-                     session.pm, base=ServingPlan(gpu=d.gpu), offline=offline == "true" or
+    run = lint_paths(targets, session.rules, session.pm,
+                     base=ServingPlan(gpu=d.gpu, gpu_source=_gpu_source(None, d.gpu)),
+                     offline=offline == "true" or
                      bool(d.offline) or _env_offline(), model_map=mapping,
                      fail_on=session.fail_on, policy=session.policy,
                      unused_suppression=session.unused_suppression, lock=lock)

@@ -10,9 +10,15 @@ from kvlint.diagnostics import Finding, Severity, fails
 from kvlint.engines import behaviour as engine_behaviour
 from kvlint.engines import load_engines
 from kvlint.errors import ConfigError, UsageError
-from kvlint.loaders.hf_config import ConfigDefaults, max_context_length, resolve_geometry
+from kvlint.loaders.hf_config import (
+    ConfigDefaults,
+    max_context_length,
+    resolve_geometry,
+    text_part,
+)
 from kvlint.loaders.models import LoadedConfig, load_config
 from kvlint.model.capacity import DEFAULT_OVERHEAD_BYTES, Capacity, GpuSpec, capacity
+from kvlint.model.context_limit import ContextLimit, LimitPolicy, derive
 from kvlint.model.geometry import AttentionGeometry
 
 if TYPE_CHECKING:
@@ -121,6 +127,9 @@ def lint_config(
     analysis: KvAnalysis | None = None
     cap: Capacity | None = None
     problem = problem_field = None
+    limit: ContextLimit | None = None
+    policy: LimitPolicy | None = None
+    given_max_len = plan.max_model_len
     if config is not None:
         defaults = defaults or default_config_defaults()
         try:
@@ -135,6 +144,9 @@ def lint_config(
                 analysis = _analyze(geometry, plan)
             except ValueError as err:
                 raise UsageError(f"{target.ref}: {err}") from None
+            if given_max_len is not None:  # the model's own default is never over it
+                policy = limit_policy(plan)
+                limit = context_limit(config, policy)
             if plan.gpu:
                 cap = _capacity(weights_of or target, config, analysis, defaults, offline,
                                 lock)
@@ -144,7 +156,8 @@ def lint_config(
             analysis = cap = None
     ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
                       model_problem=model_problem, gpus_requested=gpus_requested,
-                      manifest_problem=manifest_problem, probe=probe)
+                      manifest_problem=manifest_problem, probe=probe, context_limit=limit,
+                      limit_policy=policy)
     findings = tuple(
         finding
         for rule in rules
@@ -152,6 +165,52 @@ def lint_config(
         for finding in rule().check(ctx)
     )
     return ModelResult(target, plan, analysis, findings, problem, cap, probe=probe)
+
+
+def limit_policy(plan: ServingPlan) -> LimitPolicy | None:
+    """How ``plan``'s engine version derives a model's length limit (engines.toml
+    ``context_limit``); ``None`` for engines kvlint has no such data for."""
+    from packaging.version import InvalidVersion, Version
+
+    behaviour = plan.behaviour
+    engine = load_engines().get(behaviour.engine)
+    if engine is None:
+        return None
+    try:
+        version = Version(behaviour.version) if behaviour.version else engine.latest
+    except InvalidVersion:
+        version = engine.latest
+    fact = engine.context_limit_at(version)
+    if fact is None or not fact.values.get("refuses", True):
+        return None  # no data, or the engine starts anyway (TGI caps, llama.cpp warns)
+    v = fact.values
+    return LimitPolicy(
+        engine=f"{engine.display} {version}", derivation=str(v.get("derivation", "vllm")),
+        keys=tuple(v.get("keys", ())), unscaled_rope_types=tuple(v.get("unscaled_rope_types",
+                                                                         ())),
+        yarn_from_original=bool(v.get("yarn_from_original", False)),
+        refuses=bool(v.get("refuses", True)), override_env=v.get("override_env"),
+        override_values=tuple(v.get("override_values", ())), source=fact.source)
+
+
+def process_env() -> tuple[tuple[str, str | None], ...]:
+    """The variables of kvlint's own environment that an engine would read to accept what
+    it otherwise refuses (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``): ``kvlint check`` honours them
+    as the engine started in this environment would."""
+    import os
+
+    names = {str(f.values["override_env"]) for e in load_engines().values()
+             for f in e.context_limit if f.values.get("override_env")}
+    return tuple(sorted((n, os.environ[n]) for n in names if n in os.environ))
+
+
+def context_limit(config: dict[str, Any], policy: LimitPolicy | None) -> ContextLimit | None:
+    """The model's own maximum sequence length as ``policy``'s engine derives it."""
+    if policy is None or not isinstance(config, dict):
+        return None
+    text, key = text_part(config)
+    model_type = text.get("model_type") if key is not None else config.get("model_type")
+    return derive(text, model_type if isinstance(model_type, str) else "", policy)
 
 
 _ANALYSES: dict[tuple[int, ServingPlan], tuple[AttentionGeometry, KvAnalysis]] = {}

@@ -53,7 +53,8 @@ ANCHORS: Mapping[str, tuple[str, ...]] = {
     "KV205": ("pp",), "KV206": ("gpus", "tp"), "KV301": ("engine_version", "engine", "image"),
     "KV302": ("kv_cache_dtype",), "KV303": ("engine_version", "engine", "image"),
     "KV304": ("engine_version", "image", "engine"), "KV501": ("max_model_len",),
-    "KV502": ("max_num_seqs",), "KV503": ("gpus", "tp"), "KV902": ("model",),
+    "KV502": ("max_num_seqs",), "KV503": ("gpus", "tp"), "KV703": ("max_model_len",),
+    "KV902": ("model",),
 }
 """Which extracted value a finding is about: it is reported on that value's line (else on
 the model's line)."""
@@ -199,6 +200,10 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
     if dp_attention and tp % dp:
         dp_attention = False  # an impossible combination: the engine refuses it
     version = served.engine_version
+    gpu, gpu_source = base.gpu, base.gpu_source
+    named = served.gpu_type
+    if named is not None and _known_gpu(named.value):  # the manifest's GPU wins: --gpu and
+        gpu, gpu_source = named.value, _where(named, "the manifest")  # settings are defaults
     return replace(
         base,
         layout=ParallelLayout(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention),
@@ -208,9 +213,28 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         kv_cache_dtype=_kv_dtype(served) or base.kv_cache_dtype,
         max_model_len=_int(served.max_model_len, 0) or base.max_model_len,
         max_num_seqs=_int(served.max_num_seqs, 0) or base.max_num_seqs,
-        gpu=served.gpu_type.value if served.gpu_type and base.gpu is None and
-        _known_gpu(served.gpu_type.value) else base.gpu,
+        gpu_memory_utilization=_fraction(served.gpu_memory_utilization)
+        or base.gpu_memory_utilization,
+        gpu=gpu, gpu_source=gpu_source if gpu else None,
+        env=tuple(sorted((name, str(value.value) if isinstance(value, Located) else None)
+                         for name, value in served.env.items())) or base.env,
     )
+
+
+def _fraction(value: Located[float] | Unresolved | None) -> float | None:
+    """A memory fraction the engine accepts, else ``None`` (a bad value is reported by the
+    rules about engine options, and the engine's default is sized instead)."""
+    if not isinstance(value, Located) or isinstance(value.value, bool) or \
+            not isinstance(value.value, int | float):
+        return None
+    number = float(value.value)
+    return number if 0 < number <= 1 else None
+
+
+def _where(value: Located[Any], what: str) -> str:
+    """``resources.gpu (line 8)``: how a value was read, and where."""
+    text = value.source or what
+    return f"{text} (line {value.line})" if value.line else text
 
 
 @cache

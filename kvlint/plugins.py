@@ -19,6 +19,7 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.source",
     "kvlint.rules.probe",
     "kvlint.rules.config",
+    "kvlint.rules.limits",
     "kvlint.reporters.text",
     "kvlint.reporters.json",
     "kvlint.reporters.sarif",

@@ -68,6 +68,12 @@ class KvOut(_Strict):
 
 class CapacityOut(_Strict):
     gpu: str
+    gpu_source: str | None = Field(
+        description="Where the GPU comes from: the manifest's key and line (it wins), --gpu, "
+                    "or the settings file.")
+    gpu_memory_utilization: float = Field(
+        description="The memory fraction sized: the manifest's or command line's, else the "
+                    "engine's default.")
     weight_bytes_per_gpu: int
     kv_budget_bytes_per_gpu: int
     max_tokens: int

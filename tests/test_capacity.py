@@ -81,7 +81,8 @@ def test_llama31_8b_on_one_l4() -> None:
     read = weights - (128_256 - 1) * 4096 * 2
     fits = check(LLAMA31_8B, "--gpu", "L4", "--max-model-len", "8192")
     assert fits["capacity"] == {
-        "gpu": "L4", "weight_bytes_per_gpu": weights, "kv_budget_bytes_per_gpu": budget,
+        "gpu": "L4", "gpu_source": "--gpu", "gpu_memory_utilization": 0.92,
+        "weight_bytes_per_gpu": weights, "kv_budget_bytes_per_gpu": budget,
         "max_tokens": budget // 131_072, "max_sequences": budget // (8192 * 131_072),
         "crossover_batch": pytest.approx(read / (8192 * 131_072)),
         "tpot_floor_ms": pytest.approx((read + 8192 * 131_072) / 300e9 * 1000),

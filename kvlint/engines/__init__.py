@@ -75,6 +75,8 @@ class Engine:
     gpu_memory_utilization: float | None
     memory_fraction_semantics: str | None
     pipeline_parallel: bool
+    context_limit: tuple[Fact, ...] = ()
+    """How the engine derives a model's maximum sequence length, by version (KV703)."""
 
     def _first(self, facts: Sequence[Fact], version: Version,
                model_type: str | None = None) -> Fact | None:
@@ -95,12 +97,19 @@ class Engine:
     def sliding_window_at(self, version: Version) -> Fact | None:
         return self._first(self.sliding_window, version)
 
+    def context_limit_at(self, version: Version) -> Fact | None:
+        return self._first(self.context_limit, version)
+
     def latent_versions(self, model_type: str) -> SpecifierSet | None:
         """The versions in which this engine caches ``model_type``'s MLA latent."""
         specs = [f.versions for f in self.mla
                  if f.values.get("cache") == "latent"
                  and ("*" in f.model_types or model_type in f.model_types)]
         return specs[0] if specs else None
+
+
+CONTEXT_LIMIT_KEYS = ("derivation", "keys", "unscaled_rope_types", "yarn_from_original",
+                      "refuses", "override_env", "override_values")
 
 
 def _spec(value: Any, where: str) -> SpecifierSet:
@@ -166,6 +175,8 @@ def _engine(key: str, data: Mapping[str, Any]) -> Engine:
         gpu_memory_utilization=data.get("gpu_memory_utilization"),
         memory_fraction_semantics=data.get("memory_fraction_semantics"),
         pipeline_parallel=bool(data.get("pipeline_parallel", True)),
+        context_limit=_facts(data.get("context_limit"), f"{where}.context_limit",
+                             CONTEXT_LIMIT_KEYS),
     )
 
 

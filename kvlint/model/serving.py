@@ -71,6 +71,13 @@ class ServingPlan:
     max_model_len: int | None = None
     max_num_seqs: int | None = None
     behaviour: EngineBehaviour = field(default_factory=EngineBehaviour)
+    env: tuple[tuple[str, str | None], ...] = ()
+    """Variables of the engine process's environment that change what it accepts
+    (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), as ``(name, value)`` pairs; ``None``: set, but the
+    manifest does not hold the value (a secret reference)."""
+    gpu_source: str | None = None
+    """Where :attr:`gpu` comes from (``resources.gpu (line 8)`` in a manifest, ``--gpu``,
+    ``settings (gpu)``)."""
 
     @property
     def windowed_sliding_cache(self) -> bool:

@@ -48,7 +48,8 @@ def _kv(a: KvAnalysis) -> dict[str, Any] | None:
 
 def _capacity(c: Capacity) -> dict[str, Any]:
     return {
-        "gpu": c.gpu.name, "weight_bytes_per_gpu": c.weight_bytes_per_gpu,
+        "gpu": c.gpu.name, "gpu_memory_utilization": c.gpu_memory_utilization,
+        "weight_bytes_per_gpu": c.weight_bytes_per_gpu,
         "kv_budget_bytes_per_gpu": c.kv_budget_bytes_per_gpu, "max_tokens": c.max_tokens,
         "max_sequences": c.max_sequences, "crossover_batch": c.crossover_batch,
         "tpot_floor_ms": c.tpot_floor_ms,
@@ -106,7 +107,8 @@ def _result(r: ModelResult, unavailable: tuple[str, ...] = ()) -> dict[str, Any]
                     "max_model_len": p.max_model_len, "max_num_seqs": p.max_num_seqs},
         "geometry": _geometry(r.analysis) if r.analysis else None,
         "kv": _kv(r.analysis) if r.analysis else None,
-        "capacity": _capacity(r.capacity) if r.capacity else None,
+        "capacity": {**_capacity(r.capacity), "gpu_source": p.gpu_source}
+        if r.capacity else None,
         "findings": [_finding(f) for f in r.findings],
     }
     if r.probe is not None:  # kvlint probe only

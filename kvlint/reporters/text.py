@@ -94,18 +94,19 @@ def _table(r: ModelResult) -> list[list[str]]:
         seq += (f" · batch {a.plan.batch}: {fmt_bytes(a.bytes_per_sequence * a.plan.batch)}")
     rows.append(["per sequence", seq])
     if r.capacity is not None:
-        rows.extend(_capacity_rows(r.capacity))
+        rows.extend(_capacity_rows(r.capacity, r.plan.gpu_source))
     rows.extend(["note", note] for note in g.notes)
     return rows
 
 
-def _capacity_rows(c: Capacity) -> list[list[str]]:
+def _capacity_rows(c: Capacity, source: str | None = None) -> list[list[str]]:
     weights = ("~" if c.weights_estimated else "") + fmt_bytes(c.weight_bytes_per_gpu)
     how = ("of the memory left after weights" if c.fraction_of_free_memory
            else "gpu_memory_utilization")
     rows = [
         ["GPU", f"{c.gpu.name} · {fmt_bytes(c.gpu.memory_bytes)} · {how} "
-                f"{c.gpu_memory_utilization:.2f} · overhead {fmt_bytes(c.overhead_bytes)}"],
+                f"{c.gpu_memory_utilization:.2f} · overhead {fmt_bytes(c.overhead_bytes)}"
+                + (f" · from {source}" if source else "")],
         ["weights", f"{weights} per GPU ({c.weights_source})"],
     ]
     if c.kv_budget_bytes_per_gpu <= 0:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.model.capacity import Capacity
+from kvlint.model.context_limit import ContextLimit, LimitPolicy
 from kvlint.model.serving import KvAnalysis, ServingPlan
 
 if TYPE_CHECKING:
@@ -46,6 +47,10 @@ class RuleContext:
     """``(kind, message)`` of a manifest that could not be read (KV903)."""
     probe: ProbeReport | None = None
     """What ``kvlint probe`` measured (KV601)."""
+    context_limit: ContextLimit | None = None
+    """The model's own maximum sequence length as the engine derives it (KV703)."""
+    limit_policy: LimitPolicy | None = None
+    """How the engine derives that limit and what overrides its refusal (KV703)."""
 
 
 class Rule:

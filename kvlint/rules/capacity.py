@@ -22,6 +22,12 @@ def _budget(cap: Capacity) -> str:
             f"weights - {fmt_bytes(cap.overhead_bytes)} overhead")
 
 
+def _gpu(cap: Capacity, ctx: RuleContext) -> str:
+    """``H200 (from resources.gpu (line 8))``: the GPU and where it was chosen."""
+    source = ctx.plan.gpu_source
+    return f"{cap.gpu.name} (from {source})" if source else cap.gpu.name
+
+
 class MaxModelLenExceedsKvBudget(Rule):
     """## What it does
     Flags a `max_model_len` (by default the model's own maximum context) for which not even
@@ -58,9 +64,10 @@ class MaxModelLenExceedsKvBudget(Rule):
         longest = longest_fitting_context(a, budget, length)
         yield self.finding(
             f"One {fmt_int(length)}-token sequence needs {fmt_bytes(need)} of KV cache per GPU, "
-            f"more than the {fmt_bytes(budget)} left on each {cap.gpu.name} ({_budget(cap)}); the "
-            f"largest max_model_len that fits is {fmt_int(longest)}. Lower --max-model-len, "
-            "add GPUs (tp), use an fp8 KV cache, or raise --gpu-memory-utilization.",
+            f"more than the {fmt_bytes(budget)} left on each {_gpu(cap, ctx)} "
+            f"({_budget(cap)}); the largest max_model_len that fits is {fmt_int(longest)}. "
+            "Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
+            "--gpu-memory-utilization.",
             max_model_len=length,
             kv_bytes_needed_per_gpu=need,
             kv_budget_bytes_per_gpu=cap.kv_budget_bytes_per_gpu,
@@ -102,7 +109,7 @@ class MaxNumSeqsExceedsKvBudget(Rule):
         yield self.finding(
             f"max_num_seqs {fmt_int(seqs)} sequences of {fmt_int(cap.context)} tokens need "
             f"{fmt_bytes(per_seq * seqs)} of KV per GPU; {fmt_bytes(budget)} "
-            f"on each {cap.gpu.name} holds {fmt_int(cap.max_sequences)}. Only that many run at "
+            f"on each {_gpu(cap, ctx)} holds {fmt_int(cap.max_sequences)}. Only that many run at "
             "full length at once; lower --max-num-seqs or add KV memory.",
             max_num_seqs=seqs,
             max_sequences=cap.max_sequences,
@@ -143,7 +150,7 @@ class WeightsExceedGpuMemory(Rule):
         where = f"tp={layout.tp}" + (f" pp={layout.pp}" if layout.pp > 1 else "")
         yield self.finding(
             f"The weights need {fmt_bytes(cap.weight_bytes_per_gpu)} per GPU at {where}"
-            f"{estimate}, but each {cap.gpu.name} offers "
+            f"{estimate}, but each {_gpu(cap, ctx)} offers "
             f"{fmt_bytes(cap.usable_bytes)} at gpu_memory_utilization "
             f"{cap.gpu_memory_utilization:.2f}{need}; or quantize the weights (fp8).",
             weight_bytes_per_gpu=cap.weight_bytes_per_gpu,

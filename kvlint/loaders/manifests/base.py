@@ -3,6 +3,7 @@ and role, with the line of every value so findings can point at it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -79,6 +80,9 @@ class ServedModel:
     """GPUs requested per replica of this role (pods x GPUs per pod for multi-node groups)."""
     gpu_type: Located[str] | None = None
     notes: tuple[str, ...] = field(default=())
+    env: Mapping[str, Located[str] | Unresolved] = field(default_factory=dict)
+    """Variables of the engine process's environment that change what it accepts
+    (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), by name."""
 
 
 @dataclass(frozen=True)

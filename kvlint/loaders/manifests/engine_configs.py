@@ -27,6 +27,7 @@ from kvlint.loaders.manifests.base import (
     Unresolved,
 )
 from kvlint.loaders.manifests.cli_options import OPTION_TABLES
+from kvlint.loaders.manifests.engine_env import with_env
 from kvlint.loaders.manifests.images import engine_from_image, engine_from_pip
 from kvlint.loaders.manifests.shell import (
     EngineArgs,
@@ -260,6 +261,8 @@ def merge_args(primary: EngineArgs | None, fallback: EngineArgs | None) -> Engin
     extra = tuple(n for n in fallback.notes if n not in primary.notes)
     if extra:
         changes["notes"] = primary.notes + extra
+    if any(name not in primary.env for name in fallback.env):
+        changes["env"] = {**fallback.env, **primary.env}
     return replace(primary, **changes) if changes else primary
 
 
@@ -365,7 +368,7 @@ def engine_args(engine: str, words: Sequence[Word], env: Env,
     engine process sees another environment (``process``: compose expands exec-form words with
     its own variables, not the container's), the settings TGI and llama.cpp read from env vars
     come from that one (flags win)."""
-    args = parse_engine_args(engine, words, env)
+    args = with_env(parse_engine_args(engine, words, env), process or env)
     if process is not None and process is not env:
         if engine == "tgi":
             return merge_args(args, env_args_tgi(process)) or args
@@ -543,7 +546,8 @@ def served_model(
     return ServedModel(
         path=path or ctx.path, line=first, format=fmt, document=ctx.index, name=name,
         role=role, served_name=served_name, engine=engine, engine_version=version,
-        image=image, gpus=gpus, gpu_type=gpu_type, notes=tuple(unique), **values)
+        image=image, gpus=gpus, gpu_type=gpu_type, notes=tuple(unique),
+        env=dict(args.env) if args is not None else {}, **values)
 
 
 def first_launch(script: Script) -> tuple[Launch | None, list[str]]:

@@ -48,6 +48,7 @@ from kvlint.loaders.manifests.engine_configs import (
     to_int,
     trt_settings,
 )
+from kvlint.loaders.manifests.engine_env import with_env
 from kvlint.loaders.manifests.helm import entrypoint_engine
 from kvlint.loaders.manifests.shell import (
     EngineArgs,
@@ -389,7 +390,7 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
     entry = entrypoint_engine(image.value) if image and not command else None
     if entry is not None:
         # the image's entrypoint is the server: args are its flags
-        parsed = parse_engine_args(entry, [w for w, _ in args], env)
+        parsed = with_env(parse_engine_args(entry, [w for w, _ in args], env), env)
         assert image is not None
         engine = Located(entry, image.line, image.column, f"entrypoint of image {image.value}")
         version, more = settle_version(entry, image)
@@ -722,7 +723,7 @@ def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None =
     return ServedModel(path=ctx.path, line=where, format=fmt, document=ctx.index, name=name,
                        role=role, served_name=served_name, engine=run.engine,
                        engine_version=run.version, image=run.image, gpus=gpus,
-                       gpu_type=gpu_type, notes=tuple(unique), **values)
+                       gpu_type=gpu_type, notes=tuple(unique), env=dict(args.env), **values)
 
 
 def replicas_notes(obj: Any, key: str = "replicas", what: str = "replicas") -> list[str]:

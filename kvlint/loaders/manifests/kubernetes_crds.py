@@ -33,6 +33,7 @@ from kvlint.loaders.manifests.engine_configs import (
     to_int,
     value_line,
 )
+from kvlint.loaders.manifests.engine_env import with_env
 from kvlint.loaders.manifests.images import engine_from_pip
 from kvlint.loaders.manifests.kubernetes import (
     HF_SERVER_FLAGS,
@@ -174,7 +175,8 @@ class KServeParser(ManifestParser):
                         if w.text.startswith("--backend=")), None)
         engine_key = "transformers" if backend == "huggingface" else "vllm"
         env = Env(container_env(model, ctx))
-        args = parse_engine_args("vllm", rename_flags(words, HF_SERVER_FLAGS), env)
+        args = with_env(parse_engine_args("vllm", rename_flags(words, HF_SERVER_FLAGS), env),
+                        env)
         line = key_line(get_map(model, "modelFormat"), "name") or key_line(model, "modelFormat")
         engine = Located(engine_key, line, None,
                          f"modelFormat {fmt}: KServe's Hugging Face runtime "
@@ -285,7 +287,7 @@ class KServeParser(ManifestParser):
         words += _words_of_string(extra)
         run = container_run(main, ctx) if main.get("command") else None
         if run is None:
-            args = parse_engine_args("vllm", words, Env(env_values))
+            args = with_env(parse_engine_args("vllm", words, Env(env_values)), Env(env_values))
             model_spec = get_map(spec, "model") or {}
             line = key_line(spec, "model") or node_line(pod)
             engine = Located("vllm", line, None, "LLMInferenceService (vLLM)")
@@ -466,6 +468,7 @@ class VllmRuntimeParser(ManifestParser):
                                                         "gpu_memory_utilization",
                                                         "served_name", "expert_parallel")}
             args = EngineArgs(engine="vllm", notes=flags.notes, **values)
+        args = with_env(args, env)
         image = self._image(get_map(deploy, "image"))
         version, notes = settle_version("vllm", image)
         engine = Located("vllm", key_line(model_spec, "modelURL") or node_line(spec), None,

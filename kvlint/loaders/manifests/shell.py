@@ -871,6 +871,10 @@ class EngineArgs:
     notes: tuple[str, ...] = ()
     options: Mapping[str, Located[Any] | Unresolved] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
+    env: Mapping[str, Located[str] | Unresolved] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
+    """Variables of the process's environment that change what the engine accepts
+    (``manifests.engine_env``)."""
 
 
 @dataclass(frozen=True)
@@ -1469,6 +1473,8 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
     (``TP=$((A * B))``, ``export X=...``) made by earlier commands apply; a variable given
     different values in different ``if`` branches becomes unresolved; a command's own
     ``KEY=VALUE`` prefix applies to it alone."""
+    from kvlint.loaders.manifests.engine_env import with_env  # it imports this module
+
     found: list[EngineInvocation] = []
     depth = 0
     for command in commands:
@@ -1493,7 +1499,7 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
             continue
         engine, program, index = hit
         local = env.assign(prefix) if prefix else env
-        args = parse_engine_args(engine, rest[index:], local)
+        args = with_env(parse_engine_args(engine, rest[index:], local), local)
         found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
                                       words=tuple(rest), index=index, env=local))
     return found

@@ -1,0 +1,455 @@
+"""The serving settings of a manifest reach the figures (README "Capacity"), a GPU the
+manifest names wins over ``--gpu``, and KV703 (max_model_len above the model's own limit),
+through the real CLI on manifests written to tmp dirs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner, Result
+
+from kvlint.cli import main
+from kvlint.linter import context_limit, limit_policy
+from kvlint.model.context_limit import ContextLimit, LimitPolicy, derive
+from kvlint.model.hardware import find_gpu
+from kvlint.model.serving import ServingPlan
+from tests.helpers import CONFIGS
+
+GIB = 1024**3
+LLAMA31_8B = CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"
+LLAMA33_70B = CONFIGS / "meta-llama--Llama-3.3-70B-Instruct.json"
+PHI3 = CONFIGS / "microsoft--Phi-3-medium-4k-instruct.json"
+LLAMA_8B_WEIGHTS = 16_060_522_496  # 8,030,261,248 parameters x 2 bytes (estimate)
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(main, [*args, "--no-plugins", "--isolated"])
+
+
+def as_json(*args: str) -> dict[str, Any]:
+    result = run(*args, "--format", "json")
+    assert result.exit_code in (0, 1), result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    jsonschema.validate(data, json.loads(CliRunner().invoke(main, ["schema"]).stdout))
+    return data
+
+
+def only(data: dict[str, Any]) -> dict[str, Any]:
+    assert len(data["results"]) == 1
+    result: dict[str, Any] = data["results"][0]
+    return result
+
+
+def codes(result: dict[str, Any]) -> list[tuple[str, int | None]]:
+    return [(f["code"], f["line"]) for f in result["findings"]]
+
+
+def deployment(tmp_path: Path, args: list[str], *, env: dict[str, str] | None = None,
+               name: str = "dep.yaml", image: str = "vllm/vllm-openai:v0.33.0") -> Path:
+    """A Kubernetes Deployment whose container runs ``args`` (one per line from line 12)."""
+    lines = [
+        "apiVersion: apps/v1", "kind: Deployment", "metadata:", "  name: llm", "spec:",
+        "  template:", "    spec:", "      containers:", "        - name: engine",
+        f"          image: {image}", "          args:",
+        *[f"            - {json.dumps(a)}" for a in args],
+    ]
+    if env:
+        lines.append("          env:")
+        for key, value in env.items():
+            lines += [f"            - name: {key}", f"              value: {json.dumps(value)}"]
+    lines += ["          resources:", "            limits:", '              nvidia.com/gpu: "1"']
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def model_map(name: str, config: Path) -> list[str]:
+    return ["--model-map", f"{name}={config}"]
+
+
+# ---------------------------------------------------------------------------------------------
+# B. every serving setting of the manifest reaches the figures
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.95])
+def test_manifest_gpu_memory_utilization_sizes_the_kv_budget(tmp_path: Path,
+                                                             fraction: float) -> None:
+    path = deployment(tmp_path, ["--model=org/llama", "--max-model-len=8192",
+                                 f"--gpu-memory-utilization={fraction}", "--max-num-seqs=4"])
+    result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
+                          *model_map("org/llama", LLAMA31_8B)))
+    memory = find_gpu("H100-80GB").runtime_memory_bytes
+    assert memory == 85_020_639_232
+    # README "Capacity": KV budget = memory x gpu_memory_utilization - weights - overhead
+    budget = int(memory * fraction) - LLAMA_8B_WEIGHTS - 2 * GIB
+    assert result["capacity"]["gpu_memory_utilization"] == fraction
+    assert result["capacity"]["weight_bytes_per_gpu"] == LLAMA_8B_WEIGHTS
+    assert result["capacity"]["kv_budget_bytes_per_gpu"] == budget
+    # 131,072 B per token (32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes)
+    assert result["capacity"]["max_tokens"] == budget // 131_072
+    assert result["capacity"]["max_sequences"] == budget // (8192 * 131_072)
+    assert result["serving"]["max_model_len"] == 8192
+    assert result["serving"]["max_num_seqs"] == 4
+
+
+def test_budgets_differ_by_exactly_the_fraction(tmp_path: Path) -> None:
+    budgets = []
+    for fraction in ("0.3", "0.95"):
+        path = deployment(tmp_path, ["--model=org/llama",
+                                     f"--gpu-memory-utilization={fraction}"],
+                          name=f"dep-{fraction}.yaml")
+        result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
+                              *model_map("org/llama", LLAMA31_8B)))
+        budgets.append(result["capacity"]["kv_budget_bytes_per_gpu"])
+    # int(85,020,639,232 x f) - 16,060,522,496 weights - 2,147,483,648 overhead
+    assert budgets == [7_298_185_625, 62_561_601_126]
+    assert budgets[1] - budgets[0] == int(85_020_639_232 * 0.95) - int(85_020_639_232 * 0.3)
+
+
+def test_sglang_mem_fraction_static_sizes_the_kv_budget(tmp_path: Path) -> None:
+    path = tmp_path / "compose.yaml"
+    path.write_text(
+        "services:\n"
+        "  sglang:\n"
+        "    image: lmsysorg/sglang:v0.5.23\n"
+        "    command: python3 -m sglang.launch_server --model-path org/llama"
+        " --mem-fraction-static 0.5\n", encoding="utf-8")
+    result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
+                          *model_map("org/llama", LLAMA31_8B)))
+    assert result["capacity"]["gpu_memory_utilization"] == 0.5
+    assert result["capacity"]["kv_budget_bytes_per_gpu"] == \
+        int(85_020_639_232 * 0.5) - LLAMA_8B_WEIGHTS - 2 * GIB
+
+
+def test_an_impossible_fraction_falls_back_to_the_engine_default(tmp_path: Path) -> None:
+    path = deployment(tmp_path, ["--model=org/llama", "--gpu-memory-utilization=1.5"])
+    result = run("lint", str(path), "--gpu", "H100-80GB", "--format", "json",
+                 *model_map("org/llama", LLAMA31_8B))
+    assert result.exit_code in (0, 1), result.output
+    capacity = json.loads(result.stdout)["results"][0]["capacity"]
+    assert capacity["gpu_memory_utilization"] == 0.92  # vLLM 0.33's default
+
+
+# ---------------------------------------------------------------------------------------------
+# C. --gpu is a default: a GPU the manifest names wins, and the output says where it came from
+
+
+def dstack(tmp_path: Path, gpu: str, *, tp: int = 8, extra: str = "") -> Path:
+    path = tmp_path / "svc.dstack.yml"
+    path.write_text(
+        "type: service\n"
+        "name: llama\n"
+        "image: vllm/vllm-openai:v0.33.0\n"
+        f"{extra}"
+        "commands:\n"
+        f"  - vllm serve org/llama-70b --tensor-parallel-size {tp} --max-model-len 8192\n"
+        "port: 8000\n"
+        "resources:\n"
+        f"  gpu: {gpu}\n", encoding="utf-8")
+    return path
+
+
+def test_gpu_named_by_the_manifest_wins_over_the_option(tmp_path: Path) -> None:
+    path = dstack(tmp_path, "8:H200", tp=1)
+    args = ("lint", str(path), *model_map("org/llama-70b", LLAMA33_70B))
+    result = only(as_json(*args, "--gpu", "H100-80GB"))
+    assert result["capacity"]["gpu"] == "H200"
+    assert result["capacity"]["gpu_source"] == "resources.gpu (line 8)"
+    assert result["serving"]["gpu"] == "H200"
+    # ~141 GB of 70B weights on one GPU: KV503, for the H200 the manifest asks for (and saying
+    # where it came from), never for the H100 of --gpu
+    messages = [f["message"] for f in result["findings"] if f["code"] == "KV503"]
+    assert len(messages) == 1
+    assert "each H200 (from resources.gpu (line 8))" in messages[0]
+    assert "H100" not in messages[0]
+
+
+def test_no_false_kv503_for_the_option_gpu(tmp_path: Path) -> None:
+    path = dstack(tmp_path, "8:H200", tp=8)
+    result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
+                          *model_map("org/llama-70b", LLAMA33_70B)))
+    assert result["capacity"]["gpu"] == "H200"
+    assert "KV503" not in [c for c, _ in codes(result)]
+    assert result["capacity"]["kv_budget_bytes_per_gpu"] == \
+        int(150_109_945_856 * 0.92) - result["capacity"]["weight_bytes_per_gpu"] - 2 * GIB
+
+
+def test_option_and_settings_gpu_apply_when_the_manifest_names_none(tmp_path: Path) -> None:
+    path = deployment(tmp_path, ["--model=org/llama"])
+    mapping = model_map("org/llama", LLAMA31_8B)
+    option = only(as_json("lint", str(path), "--gpu", "L40S", *mapping))
+    assert (option["capacity"]["gpu"], option["capacity"]["gpu_source"]) == ("L40S", "--gpu")
+    settings = tmp_path / "kvlint.toml"
+    settings.write_text('gpu = "H100-80GB"\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(path), "--no-plugins", "--config",
+                                       str(settings), "--format", "json", *mapping])
+    capacity = json.loads(result.stdout)["results"][0]["capacity"]
+    assert (capacity["gpu"], capacity["gpu_source"]) == ("H100-80GB", "settings (gpu)")
+
+
+def test_text_output_says_where_the_gpu_came_from(tmp_path: Path) -> None:
+    path = dstack(tmp_path, "8:H200", tp=1)
+    result = run("lint", str(path), "--gpu", "H100-80GB",
+                 *model_map("org/llama-70b", LLAMA33_70B))
+    assert result.exit_code == 1
+    assert "H200 (from resources.gpu (line 8))" in " ".join(result.output.split())
+
+
+# ---------------------------------------------------------------------------------------------
+# A. KV703: max_model_len above the model's own limit
+
+
+def test_kv703_on_the_max_model_len_line(tmp_path: Path) -> None:
+    path = deployment(tmp_path, ["--model=microsoft/Phi-3-medium-4k-instruct",
+                                 "--max-model-len", "8192"])
+    result = only(as_json("lint", str(path), *model_map("microsoft/Phi-3-medium-4k-instruct",
+                                                        PHI3)))
+    assert codes(result) == [("KV703", 13)]
+    finding = result["findings"][0]
+    assert finding["severity"] == "error"
+    assert finding["data"]["model_limit"] == 4096
+    assert finding["data"]["limit_key"] == "max_position_embeddings"
+    assert finding["data"]["override_env"] == "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+    assert "max_model_len 8,192 is above the model's own limit of 4,096 tokens" in \
+        finding["message"]
+    assert "vLLM 0.33.0" in finding["message"]
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in finding["message"]
+
+
+@pytest.mark.parametrize(("value", "found"), [("1", False), ("true", False), (" TRUE ", False),
+                                              ("0", True), ("yes", True)])
+def test_kv703_override_in_the_container_env(tmp_path: Path, value: str, found: bool) -> None:
+    # vllm/envs.py: os.environ.get(...).strip().lower() in ("1", "true")
+    path = deployment(tmp_path, ["--model=microsoft/Phi-3-medium-4k-instruct",
+                                 "--max-model-len=8192"],
+                      env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": value})
+    result = only(as_json("lint", str(path), *model_map("microsoft/Phi-3-medium-4k-instruct",
+                                                        PHI3)))
+    assert ("KV703" in [c for c, _ in codes(result)]) is found
+
+
+def test_kv703_override_from_a_secret_is_not_guessed(tmp_path: Path) -> None:
+    path = deployment(tmp_path, ["--model=microsoft/Phi-3-medium-4k-instruct",
+                                 "--max-model-len=8192"])
+    text = path.read_text(encoding="utf-8").replace(
+        "          resources:",
+        "          env:\n"
+        "            - name: VLLM_ALLOW_LONG_MAX_MODEL_LEN\n"
+        "              valueFrom:\n"
+        "                secretKeyRef: {name: flags, key: long}\n"
+        "          resources:")
+    path.write_text(text, encoding="utf-8")
+    result = only(as_json("lint", str(path), *model_map("microsoft/Phi-3-medium-4k-instruct",
+                                                        PHI3)))
+    assert codes(result) == []
+
+
+def test_kv703_override_in_a_shell_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "svc.dstack.yml"
+    path.write_text(
+        "type: service\nname: phi\nimage: vllm/vllm-openai:v0.33.0\ncommands:\n"
+        "  - VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve microsoft/Phi-3-medium-4k-instruct"
+        " --max-model-len 8192\n"
+        "  - vllm serve microsoft/Phi-3-medium-4k-instruct --max-model-len 8192\n"
+        "port: 8000\n", encoding="utf-8")
+    data = as_json("lint", str(path), *model_map("microsoft/Phi-3-medium-4k-instruct", PHI3))
+    # dstack serves the first engine command: the one with the override
+    assert [codes(r) for r in data["results"]] == [[]]
+
+
+def test_kv703_sglang_context_length_and_its_override(tmp_path: Path) -> None:
+    def compose(env: str) -> Path:
+        path = tmp_path / "compose.yaml"
+        path.write_text(
+            "services:\n"
+            "  sglang:\n"
+            "    image: lmsysorg/sglang:v0.5.23\n"
+            f"{env}"
+            "    command: python3 -m sglang.launch_server --model-path org/phi\n"
+            "      --context-length 5000\n", encoding="utf-8")
+        return path
+
+    mapping = model_map("org/phi", PHI3)
+    result = only(as_json("lint", str(compose("")), *mapping))
+    assert [c for c, _ in codes(result)] == ["KV703"]
+    assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in result["findings"][0]["message"]
+    assert "SGLang 0.5.23" in result["findings"][0]["message"]
+    allowed = compose("    environment:\n      SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: 'yes'\n")
+    assert codes(only(as_json("lint", str(allowed), *mapping))) == []
+
+
+def test_kv703_at_the_limit_is_fine(tmp_path: Path) -> None:
+    path = deployment(tmp_path, ["--model=org/phi", "--max-model-len=4096"])
+    assert codes(only(as_json("lint", str(path), *model_map("org/phi", PHI3)))) == []
+
+
+def test_kv703_engines_without_a_derivation_are_not_checked(tmp_path: Path) -> None:
+    path = tmp_path / "compose.yaml"
+    path.write_text(
+        "services:\n  tgi:\n    image: ghcr.io/huggingface/text-generation-inference:3.3.6\n"
+        "    command: --model-id org/phi --max-total-tokens 8192 --max-input-tokens 8000\n",
+        encoding="utf-8")
+    result = only(as_json("lint", str(path), *model_map("org/phi", PHI3)))
+    assert "KV703" not in [c for c, _ in codes(result)]
+
+
+def test_check_max_model_len_over_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = only(as_json("check", str(PHI3), "--max-model-len", "4097"))
+    assert [f["code"] for f in result["findings"]] == ["KV703"]
+    assert result["findings"][0]["data"]["model_limit"] == 4096
+    assert only(as_json("check", str(PHI3), "--max-model-len", "4096"))["findings"] == []
+    # the override of kvlint's own environment is honoured, as the engine would honour it
+    monkeypatch.setenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
+    assert only(as_json("check", str(PHI3), "--max-model-len", "4097"))["findings"] == []
+
+
+def test_check_huge_max_model_len_does_not_crash() -> None:
+    huge = "9" * 400
+    result = run("check", str(PHI3), "--max-model-len", huge, "--format", "json")
+    assert result.exit_code == 1, result.output
+    finding = json.loads(result.stdout)["results"][0]["findings"][0]
+    assert finding["code"] == "KV703"
+    assert finding["data"]["max_model_len"] == int(huge)
+    assert finding["message"].startswith("max_model_len (a 400-digit number) is above the "
+                                         "model's own limit of 4,096 tokens")
+
+
+def test_check_rope_scaling_by_engine_version(tmp_path: Path) -> None:
+    config = json.loads((CONFIGS / "Qwen--Qwen2.5-7B.json").read_text(encoding="utf-8"))
+    config["max_position_embeddings"] = 32768
+    config["rope_scaling"] = {"type": "yarn", "factor": 4.0,
+                              "original_max_position_embeddings": 32768}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    # vLLM < 0.30 scales YaRN's original length (32,768 x 4); 0.30+ leaves it unscaled
+    old = only(as_json("check", str(path), "--engine-version", "0.29.0",
+                       "--max-model-len", "131072"))
+    assert old["findings"] == []
+    new = only(as_json("check", str(path), "--engine-version", "0.30.0",
+                       "--max-model-len", "131072"))
+    assert [f["data"]["model_limit"] for f in new["findings"]] == [32768]
+    over = only(as_json("check", str(path), "--engine-version", "0.29.0",
+                        "--max-model-len", "131073"))
+    assert over["findings"][0]["data"]["model_limit"] == 131072
+    assert "rope original_max_position_embeddings=32768 x rope factor 4 (yarn) = 131072" in \
+        over["findings"][0]["message"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the derivations themselves, with exact values (vllm/config/model.py@0.33.0,
+# sglang/srt/utils/hf_transformers/common.py@0.5.23)
+
+
+def policy(engine: str, version: str) -> LimitPolicy:
+    from kvlint.engines import behaviour
+
+    plan = ServingPlan(engine=engine, engine_version=version)
+    found = limit_policy(ServingPlan(behaviour=behaviour(plan.engine, plan.engine_version,
+                                                         "llama", is_mla=False)))
+    assert found is not None
+    return found
+
+
+def test_vllm_linear_rope_multiplies() -> None:
+    text = {"model_type": "llama", "max_position_embeddings": 4096,
+            "rope_scaling": {"type": "linear", "factor": 4.0}}
+    assert derive(text, "llama", policy("vllm", "0.33.0")) == ContextLimit(
+        16384.0, "max_position_embeddings", 4096, "linear", 4.0)
+
+
+def test_vllm_llama3_and_gemma3_are_not_scaled() -> None:
+    llama = {"max_position_embeddings": 131072,
+             "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}
+    assert derive(llama, "llama", policy("vllm", "0.33.0")) == ContextLimit(
+        131072.0, "max_position_embeddings", 131072)
+    gemma = {"max_position_embeddings": 32768, "rope_scaling": {"rope_type": "linear",
+                                                                "factor": 8.0}}
+    assert derive(gemma, "gemma3_text", policy("vllm", "0.33.0")).limit == 32768  # type: ignore[union-attr]
+
+
+def test_vllm_smallest_key_and_model_max_length() -> None:
+    both = {"max_position_embeddings": 8192, "seq_length": 4096}
+    limit = derive(both, "x", policy("vllm", "0.33.0"))
+    assert limit == ContextLimit(4096.0, "seq_length", 4096)
+    cohere = {"max_position_embeddings": 8192, "model_max_length": 131072}
+    limit = derive(cohere, "cohere", policy("vllm", "0.33.0"))
+    assert limit == ContextLimit(131072.0, "model_max_length", 131072, model_max_length=131072)
+    assert derive({"hidden_size": 8}, "x", policy("vllm", "0.33.0")) is None
+
+
+def test_vllm_nested_rope_parameters_and_null_factor() -> None:
+    nested = {"max_position_embeddings": 8192, "rope_parameters": {
+        "full_attention": {"rope_type": "linear", "factor": 2.0},
+        "sliding_attention": {"rope_type": "default"}}}
+    assert derive(nested, "x", policy("vllm", "0.33.0")).limit == 16384  # type: ignore[union-attr]
+    null = {"max_position_embeddings": 8192, "rope_scaling": {"type": "dynamic",
+                                                               "factor": None}}
+    assert derive(null, "x", policy("vllm", "0.33.0")).limit == 8192  # type: ignore[union-attr]
+
+
+def test_sglang_first_key_and_original_length_rule() -> None:
+    sglang = policy("sglang", "0.5.23")
+    text = {"seq_length": 8192, "max_position_embeddings": 4096,
+            "rope_scaling": {"type": "dynamic", "factor": 2.0}}
+    assert derive(text, "x", sglang) == ContextLimit(16384.0, "seq_length", 8192,
+                                                      "dynamic", 2.0)
+    yarn = {"max_position_embeddings": 32768, "rope_scaling": {
+        "type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+    assert derive(yarn, "x", sglang) == ContextLimit(32768.0, "max_position_embeddings", 32768)
+
+
+def test_fixture_limits_for_vllm() -> None:
+    vllm = ServingPlan()  # the newest vLLM
+    for name, limit in [("microsoft--Phi-3-medium-4k-instruct", 4096),
+                        ("meta-llama--Llama-3.3-70B-Instruct", 131072),
+                        ("deepseek-ai--DeepSeek-V3", 163840)]:
+        config = json.loads((CONFIGS / f"{name}.json").read_text(encoding="utf-8"))
+        found = context_limit(config, limit_policy(vllm))
+        assert found is not None and found.admitted == limit, name
+
+
+# ---------------------------------------------------------------------------------------------
+# the audit: every serving setting a manifest parser extracts changes the plan
+
+
+NOT_PLAN_FIELDS = {
+    "path", "line", "format", "document", "name", "role", "served_name", "image", "notes",
+    "model",  # resolved to the config, not a plan setting
+    "gpus",  # lint_served passes it as gpus_requested (KV206)
+    "ep",  # expert parallelism is not modelled: weights per GPU follow tp x pp
+}
+
+
+def test_every_served_model_setting_reaches_the_plan() -> None:
+    from dataclasses import fields
+
+    from kvlint.loaders.manifests.base import Located, ServedModel
+    from kvlint.manifest_linter import plan_for
+
+    samples: dict[str, Any] = {
+        "engine": Located("sglang"), "engine_version": Located("0.4.0"), "tp": Located(2),
+        "pp": Located(2), "dp": Located(4), "dp_attention": Located(True),
+        "kv_cache_dtype": Located("fp8"), "max_model_len": Located(1024),
+        "max_num_seqs": Located(8), "gpu_memory_utilization": Located(0.5),
+        "gpu_type": Located("H200"), "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": Located("1")},
+    }
+    settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
+    assert settings == set(samples), "a new ServedModel field: make it reach the plan"
+    base = ServingPlan(gpu="L4", gpu_source="--gpu")
+    common: dict[str, Any] = {"engine": Located("vllm"), "tp": Located(4), "dp": Located(2)}
+    plain = plan_for(ServedModel("m.yaml", 1, "k8s", **common), base)
+    for name, value in samples.items():
+        served = ServedModel("m.yaml", 1, "k8s", **{**common, name: value})
+        assert plan_for(served, base) != plain, name
