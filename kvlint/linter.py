@@ -13,6 +13,7 @@ from kvlint.errors import ConfigError, UsageError
 from kvlint.loaders.hf_config import ConfigDefaults, max_context_length, resolve_geometry
 from kvlint.loaders.models import LoadedConfig, load_config
 from kvlint.model.capacity import DEFAULT_OVERHEAD_BYTES, Capacity, GpuSpec, capacity
+from kvlint.model.engine_args import EngineArgProblem
 from kvlint.model.geometry import AttentionGeometry
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ def lint_config(
     manifest_problem: tuple[str, str] | None = None,
     geometry: AttentionGeometry | None = None,
     probe: ProbeReport | None = None,
+    engine_problems: tuple[EngineArgProblem, ...] = (),
 ) -> ModelResult:
     """Resolve one raw config (``None`` when the model is unknown: ``model_problem`` says
     why), size it under ``plan`` and run ``rules`` on it."""
@@ -123,7 +125,8 @@ def lint_config(
             analysis = cap = None
     ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
                       model_problem=model_problem, gpus_requested=gpus_requested,
-                      manifest_problem=manifest_problem, probe=probe)
+                      manifest_problem=manifest_problem, probe=probe,
+                      engine_problems=engine_problems)
     findings = tuple(
         finding
         for rule in rules

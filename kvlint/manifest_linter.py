@@ -214,6 +214,8 @@ def _line_of(served: ServedModel, name: str) -> int | None:
 
 
 def _anchor(finding: Finding, served: ServedModel) -> Finding:
+    if finding.line is not None:  # located by the rule itself (KV701/KV702: the option)
+        return replace(finding, path=served.path)
     line = next((ln for name in ANCHORS.get(finding.code, ())
                  if (ln := _line_of(served, name)) is not None), served.line)
     return replace(finding, path=served.path, line=line)
@@ -227,17 +229,19 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
     target = Target(ref or "(unknown model)", "manifest", None, served.path, served.line)
     plan = plan_for(served, base)
     gpus = _int(served.gpus, 0) or None
+    refused = served.engine_problems
     try:
         if isinstance(loaded, str):
             result = lint_config(target, None, plan, rules, model_problem=loaded,
-                                 gpus_requested=gpus)
+                                 gpus_requested=gpus, engine_problems=refused)
         else:
             result = lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                  defaults=defaults, offline=resolver.offline,
-                                 gpus_requested=gpus, geometry=resolver.geometry(loaded))
+                                 gpus_requested=gpus, geometry=resolver.geometry(loaded),
+                                 engine_problems=refused)
     except UsageError as err:  # e.g. an fp8_ds_mla cache on a non-MLA model
         result = lint_config(target, None, plan, rules, model_problem=str(err),
-                             gpus_requested=gpus)
+                             gpus_requested=gpus, engine_problems=refused)
     return replace(result, findings=tuple(_anchor(f, served) for f in result.findings),
                    notes=served.notes)
 

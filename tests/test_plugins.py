@@ -25,7 +25,7 @@ from tests.plugins import kvlint_example_plugin
 BUILTIN_CODES = [
     "KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV206", "KV301", "KV302",
     "KV303", "KV304", "KV401", "KV402", "KV403", "KV404", "KV501", "KV502", "KV503", "KV601",
-    "KV900",
+    "KV701", "KV702", "KV900",
     "KV901", "KV902", "KV903"]
 
 
@@ -65,8 +65,8 @@ def test_selection() -> None:
     registry = registry_with()
     assert [r.code for r in registry.select(["KV2"])] == ["KV201", "KV202", "KV203", "KV204",
                                                            "KV205", "KV206"]
-    assert [r.code for r in registry.select(["ALL"], ["KV1", "KV3", "KV4", "KV5", "KV6", "KV90",
-                                                      "gpu-count-mismatch"])] == \
+    assert [r.code for r in registry.select(["ALL"], ["KV1", "KV3", "KV4", "KV5", "KV6", "KV7",
+                                                      "KV90", "gpu-count-mismatch"])] == \
         ["KV201", "KV202", "KV203", "KV204", "KV205"]
     assert registry.select(None) == registry.rules
     with pytest.raises(UsageError, match="unknown rule or prefix 'XX'"):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.model.capacity import Capacity
+from kvlint.model.engine_args import EngineArgProblem
 from kvlint.model.serving import KvAnalysis, ServingPlan
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ class RuleContext:
     """``(kind, message)`` of a manifest that could not be read (KV903)."""
     probe: ProbeReport | None = None
     """What ``kvlint probe`` measured (KV601)."""
+    engine_problems: tuple[EngineArgProblem, ...] = ()
+    """Options and values of a manifest's engine command that the engine refuses
+    (KV701/KV702)."""
 
 
 class Rule:

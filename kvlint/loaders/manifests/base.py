@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from kvlint.model.engine_args import EngineArgProblem
+
 T = TypeVar("T")
 
 
@@ -76,6 +78,9 @@ class ServedModel:
     """GPUs requested per replica of this role (pods x GPUs per pod for multi-node groups)."""
     gpu_type: Located[str] | None = None
     notes: tuple[str, ...] = field(default=())
+    engine_problems: tuple[EngineArgProblem, ...] = field(default=())
+    """Options and values of the engine command that the engine (at ``engine_version``)
+    refuses at start: KV701/KV702."""
 
 
 @dataclass(frozen=True)

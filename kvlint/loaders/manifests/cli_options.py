@@ -10,9 +10,10 @@ Generated once from the engines' own sources and pasted here as data (no engine 
   ``vllm/entrypoints/cli/serve.py``. vLLM's ``FlexibleArgumentParser``
   (``vllm/utils/argparse_utils.py``) turns ``_`` into ``-`` in long option names before
   argparse sees them, and argparse (``allow_abbrev=True``) accepts unique prefixes.
-- SGLang: the union of the sglang 0.5.23 and 0.4.6.post1 wheels: ``A[type, Arg(...)]`` fields of
-  ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``, ``List`` → ``nargs="+"``,
-  ``cli_name``/``aliases``) and the ``add_argument`` calls of ``sglang/srt/server_args.py``.
+- SGLang: the union of the sglang 0.5.23, 0.5.5.post3 and 0.4.6.post1 wheels: ``A[type,
+  Arg(...)]`` fields of ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``,
+  ``List`` → ``nargs="+"``, ``cli_name``/``aliases``) and the ``add_argument`` calls of
+  ``sglang/srt/server_args.py`` (their ``action``/``nargs``).
   ``prepare_server_args`` uses a plain ``argparse.ArgumentParser``: unique prefixes are accepted
   (``--tp`` → ``--tp-size``), underscores are NOT turned into dashes.
 - LMDeploy: ``lmdeploy serve api_server`` in the lmdeploy 0.18.0 wheel
@@ -26,6 +27,8 @@ Generated once from the engines' own sources and pasted here as data (no engine 
 - llama.cpp: ``llama-server`` options of ``common/arg.cpp`` (exact names only; ``-fa`` takes an
   optional ``on|off|auto`` in newer builds). Only the options that matter for arity are listed;
   unknown options take the next word as their value when it does not start with ``-``.
+
+Which version has which option: :mod:`.option_versions`.
 
 Kinds: ``flag`` takes no value; ``negatable`` is a flag that also has a ``--no-`` form;
 ``optional`` takes a value only when one follows; ``many`` takes one or more values;
@@ -170,6 +173,9 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
     },
     "sglang": {
         "flag": """
+            --collect-tokens-histogram --enable-expert-distribution-metrics
+            --enable-piecewise-cuda-graph --keep-mm-feature-on-device
+            --prefill-round-robin-balance
             --abort-on-priority-when-disabled --allow-auto-truncate
             --checkpoint-engine-wait-weights-before-ready
             --constrained-json-disable-any-whitespace --debug-cuda-graph
@@ -252,6 +258,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --speculative-enable-w4a4-mxfp4-megamoe
         """,
         "optional": """
+            --hybrid-kvcache-ratio
             --model-checksum
         """,
         "many": """
@@ -267,6 +274,13 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --uvicorn-access-log-exclude-prefixes
         """,
         "value": """
+            --disaggregation-decode-dp --disaggregation-decode-tp
+            --disaggregation-prefill-pp --load-watch-interval --mm-max-concurrent-calls
+            --mm-per-request-timeout --multi-item-scoring-delimiter --nsa-decode-backend
+            --nsa-prefill-backend --piecewise-cuda-graph-compiler
+            --piecewise-cuda-graph-max-tokens --piecewise-cuda-graph-tokens
+            --speculative-ngram-branch-length --speculative-ngram-max-match-window-size
+            --speculative-ngram-min-match-window-size
             --admin-api-key --api-key --asr-max-buffer-seconds
             --asr-max-concurrent-sessions --attention-backend
             --attention-context-parallel-size --attention-data-parallel-size

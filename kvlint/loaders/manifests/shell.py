@@ -31,13 +31,17 @@ __all__ = [
     "EngineArgs",
     "EngineInvocation",
     "Env",
+    "OptionUse",
     "Word",
     "engine_invocations",
     "env_args_llamacpp",
     "env_args_tgi",
     "env_from_k8s",
     "env_from_mapping_or_list",
+    "field_of_option",
     "find_engine",
+    "integer_value",
+    "judge_known_options_only",
     "parse_engine_args",
     "split_env_prefix",
     "split_script",
@@ -62,6 +66,8 @@ class Word:
     line: int | None
     split: bool = field(default=False, compare=False, repr=False)
     literal: bool = field(default=False, compare=False, repr=False)
+    column: int | None = field(default=None, compare=False, repr=False)
+    """1-based column of the word where the caller knows it (an exec-form list item)."""
 
 
 _SEPARATORS = frozenset(";&|\n()")
@@ -871,6 +877,28 @@ class EngineArgs:
     notes: tuple[str, ...] = ()
     options: Mapping[str, Located[Any] | Unresolved] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
+    uses: tuple[OptionUse, ...] = field(default=(), compare=False, hash=False, repr=False)
+    """Every option word of the command line, in order, as the engine's parser meets it
+    (judged against the engine version by :mod:`.engine_options`: KV701/KV702)."""
+
+
+@dataclass(frozen=True)
+class OptionUse:
+    """One option as written on an engine command line.
+
+    ``canonical`` is the option it resolves to in the union of the option tables (``None``:
+    unknown, ambiguous or refused spelling; ``reason`` says which); ``values`` the words it
+    took (``None`` for a value kvlint cannot expand); ``inline`` whether the value was given
+    as ``--flag=value``; ``kind`` the option's arity (``value``, ``flag``, ``many``...)."""
+
+    name: str
+    canonical: str | None
+    kind: str
+    values: tuple[str | None, ...]
+    line: int | None
+    column: int | None
+    inline: bool = False
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -958,8 +986,9 @@ _BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel"})
 _LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
                           "8": "int8", "int8": "int8", "16": "fp8", "fp8": "fp8",
                           "17": "fp8_e5m2", "fp8_e5m2": "fp8_e5m2", "42": "turbo_quant",
-                          "turbo_quant": "turbo_quant"}
-"""lmdeploy/cli/utils.py@1263d5cd ``--quant-policy`` choices (numbers and names)."""
+                          "turbo_quant": "turbo_quant", "fp8_e4m3": "fp8"}
+"""lmdeploy/cli/utils.py@1263d5cd ``--quant-policy`` choices (numbers and names; ``fp8_e4m3``
+is an alias of ``fp8`` in the lmdeploy 0.18.0 wheel's ``ArgumentHelper.quant_policy``)."""
 
 
 @cache
@@ -1068,22 +1097,24 @@ class _Token:
     unresolved: Unresolved | None
     line: int | None
     raw: str
+    column: int | None = None
 
 
 def _expand_words(words: Sequence[Word], env: Env) -> list[_Token]:
     tokens: list[_Token] = []
     for word in words:
         if word.literal or ("$" not in word.text and "`" not in word.text):
-            tokens.append(_Token(word.text, None, word.line, word.text))
+            tokens.append(_Token(word.text, None, word.line, word.text, word.column))
             continue
         value = env.expand(word.text)
         if isinstance(value, Unresolved):
             tokens.append(_Token(None, Unresolved(reason=value.reason, line=word.line,
-                                                  text=word.text), word.line, word.text))
+                                                  text=word.text), word.line, word.text,
+                                 word.column))
         elif word.split:
             tokens.extend(_Token(part, None, word.line, word.text) for part in value.split())
         else:
-            tokens.append(_Token(value, None, word.line, word.text))
+            tokens.append(_Token(value, None, word.line, word.text, word.column))
     return tokens
 
 
@@ -1096,10 +1127,26 @@ def _is_option(token: _Token) -> bool:
 @dataclass
 class _Parsed:
     values: dict[str, tuple[str, list[_Token], str]] = field(default_factory=dict)
-    """canonical option → (spelling used, value tokens, note)."""
+    """canonical option → (spelling used, value tokens, note) of its last occurrence."""
     positionals: list[_Token] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    order: dict[str, int] = field(default_factory=dict)
+    """canonical option → position of its last occurrence (aliases: the last one wins)."""
+    uses: list[OptionUse] = field(default_factory=list)
+
+    def record(self, name: str, canonical: str | None, kind: str, note: str,
+               values: list[_Token], token: _Token, *, inline: bool) -> None:
+        reason = "" if canonical is not None else (
+            "ambiguous" if "ambiguous" in note else
+            "underscore" if "underscores" in note else "unknown")
+        self.uses.append(OptionUse(name, canonical, kind, tuple(v.text for v in values),
+                                   token.line, token.column, inline, reason))
+        if canonical is None:
+            self.unknown.append(name)
+            return
+        self.values[canonical] = (name, values, note)
+        self.order[canonical] = len(self.uses)
 
 
 def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
@@ -1113,13 +1160,10 @@ def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
         if token.text is None:
             raw_name, raw_eq, _ = token.raw.partition("=")
             if raw_eq and raw_name.startswith("-") and "$" not in raw_name:
-                canonical, _kind, note = _resolve_option(grammar, raw_name)
+                canonical, kind, note = _resolve_option(grammar, raw_name)
                 if note:
                     out.notes.append(note)
-                if canonical is None:
-                    out.unknown.append(raw_name)
-                else:
-                    out.values[canonical] = (raw_name, [token], note)
+                out.record(raw_name, canonical, kind, note, [token], token, inline=True)
                 continue
             out.positionals.append(token)
             continue
@@ -1132,8 +1176,8 @@ def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
         text = token.text
         name, eq, inline = text.partition("=")
         if engine == "vllm" and re.fullmatch(r"-O\d", text):
-            out.values["--optimization-level"] = (text, [_Token(text[2:], None, token.line,
-                                                                text)], "")
+            out.record(text, "--optimization-level", "value", "",
+                       [_Token(text[2:], None, token.line, text)], token, inline=True)
             continue
         canonical, kind, note = _resolve_option(grammar, name)
         if note:
@@ -1156,10 +1200,7 @@ def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
             while i < n and not _is_option(tokens[i]):
                 values.append(tokens[i])
                 i += 1
-        if canonical is None:
-            out.unknown.append(name)
-            continue
-        out.values[canonical] = (name, values, note)
+        out.record(name, canonical, kind, note, values, token, inline=bool(eq))
     return out
 
 
@@ -1210,6 +1251,18 @@ def _convert(engine: str, key: str, spelling: str, canonical: str, values: list[
     if key == "served_name" and len(values) > 1:
         return Located(text, line, source=source)
     return Located(text, line, source=source)
+
+
+def field_of_option(engine: str) -> dict[str, str]:
+    """Option spelling → the :class:`EngineArgs` field it sets (``--tensor-parallel-size``
+    → ``tp``), for every spelling kvlint reads for ``engine``."""
+    return {name: key for key, names in _field_options(engine).items() for name in names}
+
+
+def integer_value(engine: str, key: str, text: str) -> int | None:
+    """``text`` as ``engine``'s parser reads the integer option of field ``key`` (``None``
+    when it refuses it)."""
+    return _integer(engine, key, text)
 
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
@@ -1276,15 +1329,19 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     notes = list(parsed.notes)
     unknown = list(parsed.unknown)
     for key, names in _field_options(engine).items():
+        candidates = []
         for name in names:
-            candidates = [name]
+            candidates.append(name)
             if name.startswith("--") and grammar.kinds.get("--no-" + name[2:]) == "flag":
                 candidates.append("--no-" + name[2:])
-            for candidate in candidates:
-                if candidate in parsed.values and key not in fields:
-                    spelling, values, _ = parsed.values[candidate]
-                    fields[key] = _convert(engine, key, spelling, candidate, values,
-                                           _line(options.get(candidate)))
+        given = [c for c in candidates if c in parsed.values]
+        if given:
+            # the parser stores every alias in one destination: the last occurrence wins
+            # (argparse, click, llama.cpp; clap refuses a repeat, which KV701 reports)
+            candidate = max(given, key=lambda c: parsed.order.get(c, 0))
+            spelling, values, _ = parsed.values[candidate]
+            fields[key] = _convert(engine, key, spelling, candidate, values,
+                                   _line(options.get(candidate)))
     positionals = list(parsed.positionals)
     if grammar.positional_model and positionals and "model" not in fields:
         first = positionals.pop(0)
@@ -1313,13 +1370,20 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     if engine == "llamacpp" and "--hf-file" in options:
         notes.append("llama.cpp reads the GGUF file named by --hf-file from the --hf-repo")
     result = EngineArgs(engine=engine, unknown=tuple(unknown), notes=tuple(notes),
-                        options=options,
+                        options=options, uses=tuple(parsed.uses),
                         **{k: v for k, v in fields.items() if k in _ENGINE_ARG_FIELDS})
     if engine == "tgi":
         return _fill(result, env_args_tgi(env))
     if engine == "llamacpp":
         return _fill(result, env_args_llamacpp(env))
     return result
+
+
+def judge_known_options_only(args: EngineArgs) -> EngineArgs:
+    """``args`` for a command whose parser is not the engine's alone (a wrapper that adds
+    options, a launcher kvlint rewrote as the engine's command): options the engine does not
+    know are not reported (KV701), values of the ones it knows still are (KV702)."""
+    return replace(args, uses=tuple(u for u in args.uses if u.canonical is not None))
 
 
 _ENGINE_ARG_FIELDS = frozenset({
@@ -1479,6 +1543,9 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
         engine, program, index = hit
         local = env.assign(prefix) if prefix else env
         args = parse_engine_args(engine, rest[index:], local)
+        if any(w.text.startswith("dynamo.") for w in rest[program:index]):
+            # python -m dynamo.X adds its own options to the engine's: not judged
+            args = judge_known_options_only(args)
         found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
                                       words=tuple(rest), index=index, env=local))
     return found
