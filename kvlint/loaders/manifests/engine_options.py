@@ -43,23 +43,27 @@ _UNSIGNED = frozenset({"tgi"})
 """Engines whose integer options are unsigned (clap ``usize``/``u32``): negatives refused."""
 _REFUSAL = {
     "argparse": {"unknown": "unrecognized arguments: {name}",
+                 "positional": "unrecognized arguments: {name}",
                  "ambiguous": "ambiguous option: {name} could match {matches}",
                  "missing": "argument {name}: expected one argument",
                  "integer": "argument {name}: invalid int value: {value!r}",
                  "number": "argument {name}: invalid float value: {value!r}",
                  "choice": "argument {name}: invalid choice: {value!r}"},
     "click": {"unknown": "No such option: {name}",
+              "positional": "Got unexpected extra argument ({name})",
               "missing": "Option '{name}' requires an argument.",
               "integer": "{value!r} is not a valid integer.",
               "number": "{value!r} is not a valid float.",
               "choice": "{value!r} is not one of the choices"},
     "clap": {"unknown": "unexpected argument '{name}' found",
+             "positional": "unexpected argument '{name}' found",
              "repeat": "the argument '{name}' cannot be used multiple times",
              "missing": "a value is required for '{name}' but none was supplied",
              "integer": "invalid value '{value}' for '{name}': invalid digit found in string",
              "number": "invalid value '{value}' for '{name}'",
              "choice": "invalid value '{value}' for '{name}'"},
     "llama.cpp": {"unknown": "error: invalid argument: {name}",
+                  "positional": "error: invalid argument: {name}",
                   "missing": "error: expected value for argument {name}",
                   "integer": "error while handling argument {name}: stoi",
                   "number": "error while handling argument {name}: stof",
@@ -217,6 +221,13 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
     seen: dict[str, OptionUse] = {}
     fields = field_of_option(engine)
     for use in uses:
+        if use.reason == "positional":
+            refusal = texts["positional"].format(name=use.name)
+            problems.append(EngineArgProblem(
+                "option", use.name, f"{label} has no place for the argument {use.name!r}: "
+                f"the server exits at start ({refusal})", use.line, use.column,
+                {"engine": engine, "reason": "positional"}))
+            continue
         name = _normalise(engine, use.name)
         statuses = [_status(engine, name, s) for s in sets]
         if use.canonical is not None and use.reason == "" and any(

@@ -1149,6 +1149,11 @@ class _Parsed:
         self.order[canonical] = len(self.uses)
 
 
+_TAKES_ANY_VALUE = frozenset({"trtllm", "llamacpp"})
+"""click (``trtllm-serve``) and llama.cpp (``common/arg.cpp``: ``argv[++i]``) take the word
+after a value-taking option as its value even when it starts with ``-``."""
+
+
 def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
     grammar = _grammar(engine)
     out = _Parsed()
@@ -1187,7 +1192,9 @@ def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
             raw_value = token.raw.partition("=")[2] if "=" in token.raw else inline
             values = [_Token(inline, None, token.line, raw_value)]
         elif kind == "value":
-            if i < n and not _is_option(tokens[i]):  # argparse: "expected one argument"
+            # argparse and clap refuse an option-like word as the value ("expected one
+            # argument"); click and llama.cpp take the next word whatever it is
+            if i < n and (not _is_option(tokens[i]) or engine in _TAKES_ANY_VALUE):
                 values = [tokens[i]]
                 i += 1
         elif kind == "optional":
@@ -1300,7 +1307,10 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     ``--max-num-seqs``; an ambiguous prefix is reported, not guessed); click/clap/llama.cpp
     exact names for TensorRT-LLM, TGI and llama.cpp; boolean flags and ``--no-`` negations;
     a positional model for ``vllm serve``, ``lmdeploy serve api_server`` and
-    ``trtllm-serve``; the last occurrence of an option wins. Every word is expanded through
+    ``trtllm-serve``; the last occurrence of an option wins, across its aliases
+    (``--tensor-parallel-size=4 -tp=8`` is 8). Every option word is kept in
+    ``EngineArgs.uses`` (with its line and column) for :mod:`.engine_options` to judge
+    against the engine version (KV701/KV702). Every word is expanded through
     ``env`` first (unquoted expansions split into words); a value that cannot be resolved is
     :class:`Unresolved`. TGI and llama.cpp read options not given on the command line from
     their environment variables (``NUM_SHARD``, ``LLAMA_ARG_CTX_SIZE``...).
@@ -1328,6 +1338,7 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
             options[canonical] = Located(value, line, source=_source(spelling, values))
     notes = list(parsed.notes)
     unknown = list(parsed.unknown)
+    uses = list(parsed.uses)
     for key, names in _field_options(engine).items():
         candidates = []
         for name in names:
@@ -1353,6 +1364,9 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
                                       if "$" in first.raw else "positional")
     for token in positionals:
         unknown.append(token.raw)
+        if token.text is not None:  # a word the engine's parser has no place for
+            uses.append(OptionUse(token.raw, None, "positional", (), token.line, token.column,
+                                  reason="positional"))
         if token.unresolved is not None:
             notes.append(f"{token.raw} is not resolved ({token.unresolved.reason}); it may "
                          "add arguments kvlint cannot see")
@@ -1370,7 +1384,7 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     if engine == "llamacpp" and "--hf-file" in options:
         notes.append("llama.cpp reads the GGUF file named by --hf-file from the --hf-repo")
     result = EngineArgs(engine=engine, unknown=tuple(unknown), notes=tuple(notes),
-                        options=options, uses=tuple(parsed.uses),
+                        options=options, uses=tuple(uses),
                         **{k: v for k, v in fields.items() if k in _ENGINE_ARG_FIELDS})
     if engine == "tgi":
         return _fill(result, env_args_tgi(env))
