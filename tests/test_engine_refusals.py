@@ -54,6 +54,8 @@ class Case:
     serving: dict[str, Any] = field(default_factory=dict)
     """Fields of the result's serving plan (what kvlint read)."""
     compose: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    """Container environment (options TGI and llama.cpp read from variables)."""
 
 
 CASES = [
@@ -138,6 +140,10 @@ CASES = [
          [("KV702", "--dtype", "bfloat16, float16")]),
     Case("tgi-kv-dtype", "tgi", "3.3.4", ["--kv-cache-dtype", "fp8_e4m3fn", "--num-shard", "2"],
          [], {"tp": 2}, compose=True),
+    Case("tgi-env-num-shard", "tgi", "3.3.4", [], [("KV702", "--num-shard", "env NUM_SHARD")],
+         env={"NUM_SHARD": "two"}),
+    Case("tgi-command-line-beats-env", "tgi", "3.3.4", ["--num-shard", "2"], [], {"tp": 2},
+         env={"NUM_SHARD": "two"}),
     # --- TensorRT-LLM (click: exact names, last wins) ------------------------------------------
     Case("trtllm-tp", "trtllm", "1.0.0", ["--tp", "2"],
          [("KV701", "--tp", "No such option: --tp")]),
@@ -168,6 +174,9 @@ CASES = [
          [("KV702", "-ctk", "did you mean q8_0?")]),
     Case("llamacpp-last-wins", "llamacpp", "server", ["-c", "4096", "-c", "8192"], [],
          {"max_model_len": 8192}),
+    Case("llamacpp-env-cache-type", "llamacpp", "server", [],
+         [("KV702", "--cache-type-k", "env LLAMA_ARG_CACHE_TYPE_K 'q8'")],
+         env={"LLAMA_ARG_CACHE_TYPE_K": "q8"}),
     Case("llamacpp-ctx-not-an-integer", "llamacpp", "server", ["-c", "abc"],
          [("KV702", "-c", "is not an integer")]),
 ]
@@ -180,8 +189,11 @@ def _manifest(case: Case) -> str:
         return yaml.safe_dump({"services": {"llm": {
             "image": image, "command": " ".join(command),
             "environment": {"TP_SIZE": "${TP_SIZE}"}}}}, sort_keys=False)
-    container = {"name": "engine", "image": image, "command": command[:1],
-                 "args": command[1:], "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    container: dict[str, Any] = {
+        "name": "engine", "image": image, "command": command[:1], "args": command[1:],
+        "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    if case.env:
+        container["env"] = [{"name": k, "value": v} for k, v in case.env.items()]
     return yaml.safe_dump({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": case.id},
         "spec": {"template": {"spec": {"containers": [container]}}}}, sort_keys=False)
@@ -247,6 +259,10 @@ def test_engine_refusal(case: Case, linted: dict[str, tuple[str, dict[str, Any]]
     for f, (_code, option, phrase) in zip(found, case.refused, strict=True):
         assert phrase in f["message"], f["message"]
         assert f["severity"] == "error"
+        if case.env and not any(a.split("=", 1)[0] == option for a in case.args):
+            variable = f["message"].split()[1]  # env NAME ...
+            assert f["line"] == _line_of(text, f"name: {variable}") + 1  # its value
+            continue
         assert f["line"] == _line_of(text, option)  # the option's own line
         if not case.compose:
             assert f["column"] == text.splitlines()[f["line"] - 1].index("-") + 3

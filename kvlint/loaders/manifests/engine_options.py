@@ -294,11 +294,12 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
 def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
            versions: Sequence[str | None], label: str,
            texts: dict[str, str]) -> EngineArgProblem | None:
+    shown = use.source or use.name
     data: dict[str, object] = {"engine": engine, "option": canonical}
     if use.kind == "value" and not use.values:
         refusal = texts["missing"].format(name=use.name)
         return EngineArgProblem(
-            "value", use.name, f"{use.name} is given without a value: {label} refuses it "
+            "value", use.name, f"{shown} is given without a value: {label} refuses it "
             f"at start ({refusal})", use.line, use.column, {**data, "reason": "missing"})
     if not use.values or use.values[0] is None:
         return None  # no value, or one kvlint cannot expand (KV902 territory)
@@ -309,17 +310,17 @@ def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
         if number is None:
             refusal = texts["integer"].format(name=use.name, value=text)
             return EngineArgProblem(
-                "value", use.name, f"{use.name} {text!r} is not an integer: {label} refuses "
+                "value", use.name, f"{shown} {text!r} is not an integer: {label} refuses "
                 f"it at start ({refusal})", use.line, use.column, {**data, "reason": "integer"})
         if number < 1 and _positive(engine, canonical, versions):
             return EngineArgProblem(
-                "value", use.name, f"{use.name} {text}: {label} needs at least 1 "
+                "value", use.name, f"{shown} {text}: {label} needs at least 1 "
                 "(ParallelConfig validation fails at start)", use.line, use.column,
                 {**data, "reason": "range"})
         if number < 0 and engine in _UNSIGNED:
             refusal = texts["integer"].format(name=use.name, value=text)
             return EngineArgProblem(
-                "value", use.name, f"{use.name} {text}: {label} reads an unsigned integer "
+                "value", use.name, f"{shown} {text}: {label} reads an unsigned integer "
                 f"and refuses it at start ({refusal})", use.line, use.column,
                 {**data, "reason": "range"})
     if key in _NUMBER_KEYS:
@@ -328,19 +329,19 @@ def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
         except ValueError:
             refusal = texts["number"].format(name=use.name, value=text)
             return EngineArgProblem(
-                "value", use.name, f"{use.name} {text!r} is not a number: {label} refuses it "
+                "value", use.name, f"{shown} {text!r} is not a number: {label} refuses it "
                 f"at start ({refusal})", use.line, use.column, {**data, "reason": "number"})
     allowed = _choices(engine, canonical, versions)
     if allowed is not None:
         probe = text.lower() if (engine, canonical) in CASELESS else text
         if probe not in allowed:
             refusal = texts["choice"].format(name=use.name, value=text)
-            shown = ", ".join(sorted(allowed))
+            listed = ", ".join(sorted(allowed))
             close = difflib.get_close_matches(text, sorted(allowed), n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]}?" if close else ""
             return EngineArgProblem(
-                "value", use.name, f"{use.name} {text!r} is not a value {label} accepts "
-                f"({shown}): the server exits at start ({refusal}){hint}", use.line,
+                "value", use.name, f"{shown} {text!r} is not a value {label} accepts "
+                f"({listed}): the server exits at start ({refusal}){hint}", use.line,
                 use.column, {**data, "reason": "choice", "choices": sorted(allowed)})
     return None
 

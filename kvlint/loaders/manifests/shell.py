@@ -899,6 +899,8 @@ class OptionUse:
     column: int | None
     inline: bool = False
     reason: str = ""
+    source: str = ""
+    """Where the value came from when not the command line (``env NUM_SHARD``)."""
 
 
 @dataclass(frozen=True)
@@ -1424,11 +1426,16 @@ def _sglang_dp(fields: dict[str, Any], notes: list[str]) -> None:
 
 
 def _fill(args: EngineArgs, fallback: EngineArgs) -> EngineArgs:
-    """``args`` with the fields it lacks taken from ``fallback``."""
+    """``args`` with the fields it lacks taken from ``fallback`` (the options the command
+    line does not give are read from the environment)."""
     updates: dict[str, Any] = {}
     for name in _ENGINE_ARG_FIELDS:
         if getattr(args, name) is None and getattr(fallback, name) is not None:
             updates[name] = getattr(fallback, name)
+    given = {u.canonical for u in args.uses}
+    extra = tuple(u for u in fallback.uses if u.canonical not in given)
+    if extra:
+        updates["uses"] = args.uses + extra
     if not updates and not fallback.notes:
         return args
     return replace(args, notes=args.notes + tuple(n for n in fallback.notes
@@ -1454,6 +1461,31 @@ def _env_field(env: Env, names: Iterable[str], key: str, engine: str,
                                 source=f"{converted.source} ({note})")
         return converted
     return None
+
+
+def _env_uses(env: Env, options: Mapping[str, str]) -> tuple[OptionUse, ...]:
+    """The environment variables an engine reads as options (clap ``env``, llama.cpp
+    ``LLAMA_ARG_*``), as option uses for KV702: a variable's value is parsed like the
+    option's."""
+    uses = []
+    for name, option in options.items():
+        value = env.get(name)
+        if not isinstance(value, str):
+            continue
+        expanded = env.expand(value, k8s=False) if "$" in value else value
+        if isinstance(expanded, str):
+            uses.append(OptionUse(option, option, "value", (expanded,), env.line_of(name),
+                                  None, source=f"env {name}"))
+    return tuple(uses)
+
+
+_TGI_ENV = {"NUM_SHARD": "--num-shard", "MAX_TOTAL_TOKENS": "--max-total-tokens",
+            "MAX_BATCH_SIZE": "--max-batch-size",
+            "MAX_CONCURRENT_REQUESTS": "--max-concurrent-requests",
+            "KV_CACHE_DTYPE": "--kv-cache-dtype", "CUDA_MEMORY_FRACTION": "--cuda-memory-fraction",
+            "DTYPE": "--dtype"}
+_LLAMACPP_ENV = {"LLAMA_ARG_CTX_SIZE": "--ctx-size", "LLAMA_ARG_N_PARALLEL": "--parallel",
+                 "LLAMA_ARG_CACHE_TYPE_K": "--cache-type-k"}
 
 
 def env_args_tgi(env: Env) -> EngineArgs:
@@ -1483,6 +1515,7 @@ def env_args_tgi(env: Env) -> EngineArgs:
                                           "gpu_memory_utilization", "tgi"),
         dtype=_env_field(env, ["DTYPE"], "dtype", "tgi"),
         notes=tuple(notes),
+        uses=_env_uses(env, _TGI_ENV),
     )
 
 
@@ -1501,6 +1534,7 @@ def env_args_llamacpp(env: Env) -> EngineArgs:
                                   "llamacpp"),
         max_model_len=max_len,
         max_num_seqs=_env_field(env, ["LLAMA_ARG_N_PARALLEL"], "max_num_seqs", "llamacpp"),
+        uses=_env_uses(env, _LLAMACPP_ENV),
     )
 
 
