@@ -86,9 +86,12 @@ CASES = [
     Case("vllm-option-added-later", "vllm", "v0.8.5", ["--async-scheduling"],
          [("KV701", "--async-scheduling", "added after 0.8.5")]),
     Case("vllm-option-removed", "vllm", "v0.33.0", ["--swap-space", "4"],
-         [("KV701", "--swap-space", "removed after 0.8.5")]),
+         [("KV701", "--swap-space", "removed after 0.11.0")]),
     Case("vllm-option-of-its-version", "vllm", "v0.8.5", ["--swap-space", "4"]),
+    # 0.20.0 lies between 0.11.0 and 0.33.0: what either accepts is not reported
     Case("vllm-between-known-versions", "vllm", "v0.20.0", ["--swap-space", "4"]),
+    Case("vllm-gone-before-both-neighbours", "vllm", "v0.20.0", ["--num-scheduler-steps", "8"],
+         [("KV701", "--num-scheduler-steps", "removed after 0.8.5")]),
     Case("vllm-kv-dtype-not-yet", "vllm", "v0.8.5", ["--kv-cache-dtype", "nvfp4"],
          [("KV702", "--kv-cache-dtype", "auto, fp8, fp8_e4m3, fp8_e5m2")]),
     Case("vllm-kv-dtype-now", "vllm", "v0.33.0", ["--kv-cache-dtype", "nvfp4"], [],

@@ -2,14 +2,16 @@
 
 Generated once from the engines' own sources and pasted here as data (no engine is imported):
 
-- vLLM: the union of ``vllm serve``'s options in the vllm 0.33.0 and 0.8.5 wheels (PyPI),
-  read with ``ast`` from ``vllm/engine/arg_utils.py`` (``add_cli_args``: option strings, and
+- vLLM: the union of ``vllm serve``'s options in the vllm 0.33.0, 0.11.0 and 0.8.5 wheels
+  (PyPI), read with ``ast`` from ``vllm/engine/arg_utils.py`` (``add_cli_args``: option strings, and
   the type of the config-dataclass field each ``**x_kwargs["field"]`` refers to: ``bool`` →
   ``argparse.BooleanOptionalAction``, list/tuple/set → ``nargs="+"``),
   ``vllm/entrypoints/common/cli_args.py`` / ``openai/cli_args.py`` (``FrontendArgs``) and
   ``vllm/entrypoints/cli/serve.py``. vLLM's ``FlexibleArgumentParser``
   (``vllm/utils/argparse_utils.py``) turns ``_`` into ``-`` in long option names before
-  argparse sees them, and argparse (``allow_abbrev=True``) accepts unique prefixes.
+  argparse sees them, and argparse accepts unique prefixes (no ``allow_abbrev=False``
+  anywhere in the 0.8.5, 0.11.0 or 0.33.0 wheel); a repeated option only logs "Found
+  duplicate keys" (0.33.0) and the last value wins.
 - SGLang: the union of the sglang 0.5.23, 0.5.5.post3 and 0.4.6.post1 wheels: ``A[type,
   Arg(...)]`` fields of ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``,
   ``List`` → ``nargs="+"``, ``cli_name``/``aliases``) and the ``add_argument`` calls of
@@ -40,12 +42,14 @@ from __future__ import annotations
 OPTION_TABLES: dict[str, dict[str, str]] = {
     "vllm": {
         "flag": """
+            --enable-multimodal-encoder-data-parallel
             --aggregate-engine-logging --data-parallel-multi-port-external-lb
             --disable-async-output-proc --disable-frontend-multiprocessing
             --disable-log-requests --disable-log-stats --disable-mm-preprocessor-cache
             --enable-reasoning --grpc --headless --use-v2-block-manager -dpm
         """,
         "negatable": """
+            --eplb-log-balancedness
             --allow-credentials --allow-deprecated-quantization --async-scheduling
             --calculate-kv-scales --cohere-is-reasoning-model --cudagraph-metrics
             --data-parallel-external-lb --data-parallel-hybrid-lb --dcp-q-replicate
@@ -87,6 +91,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --hf-token
         """,
         "many": """
+            --cuda-graph-sizes
             --allowed-headers --allowed-media-domains --allowed-methods --allowed-origins
             --api-key --collect-detailed-traces --cpu-offload-params
             --cudagraph-capture-sizes --custom-histogram-buckets --ignore-patterns
@@ -96,6 +101,8 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --sleep-preserve-parameter-names
         """,
         "value": """
+            --eplb-step-interval --eplb-window-size --num-redundant-experts
+            --override-attention-dtype
             --additional-config --all2all-backend --allowed-local-media-path
             --anthropic-disabled-thinking-effort --api-server-count --attention-backend
             --attention-config --aux-output-config --block-size --chat-template

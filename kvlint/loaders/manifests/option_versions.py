@@ -9,14 +9,15 @@ Read once from the engines' own artefacts (PyPI wheels, ``pip download --no-deps
 ``ast`` and no engine imported; the union of each engine's versions equals ``OPTION_TABLES``
 exactly:
 
-- vLLM 0.8.5 and 0.33.0: option strings of the ``add_argument`` calls in
+- vLLM 0.8.5, 0.11.0 and 0.33.0: option strings of the ``add_argument`` calls in
   ``vllm/engine/arg_utils.py``, ``vllm/entrypoints/cli/serve.py`` and
-  ``vllm/entrypoints/openai/cli_args.py`` (0.8.5) / ``vllm/entrypoints/common/cli_args.py``
-  (0.33.0, whose ``FrontendArgs`` dataclass fields become ``--field-name`` options).
-  Choices: ``CacheDType`` of ``vllm/config.py`` (0.8.5) / ``vllm/config/cache.py`` (0.33.0);
-  ``--dtype`` ``choices`` (0.8.5 ``arg_utils.py``) / ``ModelDType`` (0.33.0
-  ``vllm/config/model.py``). Parallel sizes: ``ParallelConfig`` fields are
-  ``Field(default=1, ge=1)`` in 0.33.0 ``vllm/config/parallel.py``.
+  ``vllm/entrypoints/openai/cli_args.py`` (0.8.5, 0.11.0) /
+  ``vllm/entrypoints/common/cli_args.py`` (0.33.0); ``FrontendArgs`` dataclass fields become
+  ``--field-name`` options (0.11.0, 0.33.0). Choices: ``CacheDType`` of ``vllm/config.py``
+  (0.8.5) / ``vllm/config/cache.py`` (0.11.0, 0.33.0); ``--dtype`` ``choices`` (0.8.5
+  ``arg_utils.py``) / ``ModelDType`` (``vllm/config/model.py``). Parallel sizes:
+  ``ParallelConfig`` fields are ``Field(default=1, ge=1)`` in 0.33.0
+  ``vllm/config/parallel.py`` (a plain ``int = 1`` in 0.11.0: not judged there).
 - SGLang 0.4.6.post1, 0.5.5.post3 and 0.5.23: ``add_argument`` calls of
   ``sglang/srt/server_args.py`` (0.4.6.post1, 0.5.5.post3); ``A[type, Arg(...)]`` and
   ``A[type, "help"]`` fields of ``sglang/srt/arg_groups/fields/*.py`` (``cli_name``,
@@ -34,7 +35,7 @@ exactly:
 from __future__ import annotations
 
 VERSIONS: dict[str, tuple[str, ...]] = {
-    "vllm": ("0.8.5", "0.33.0"),
+    "vllm": ("0.8.5", "0.11.0", "0.33.0"),
     "sglang": ("0.4.6.post1", "0.5.5.post3", "0.5.23"),
     "lmdeploy": ("0.7.3", "0.18.0"),
 }
@@ -48,11 +49,11 @@ ABSENT: dict[str, dict[str, str]] = {
             --api-server-count --async-scheduling --attention-backend --attention-config
             --aux-output-config --cohere-format --cohere-is-reasoning-model --convert
             --cp-kv-cache-interleave-size --cpu-distributed-timeout-seconds
-            --cpu-offload-params --cudagraph-capture-sizes --cudagraph-metrics
-            --custom-histogram-buckets --data-parallel-address --data-parallel-backend
-            --data-parallel-external-lb --data-parallel-hybrid-lb
-            --data-parallel-multi-port-external-lb --data-parallel-rank
-            --data-parallel-rpc-port --data-parallel-size-local
+            --cpu-offload-params --cuda-graph-sizes --cudagraph-capture-sizes
+            --cudagraph-metrics --custom-histogram-buckets --data-parallel-address
+            --data-parallel-backend --data-parallel-external-lb
+            --data-parallel-hybrid-lb --data-parallel-multi-port-external-lb
+            --data-parallel-rank --data-parallel-rpc-port --data-parallel-size-local
             --data-parallel-start-rank --data-parallel-supervisor-port
             --dbo-decode-token-threshold --dbo-prefill-token-threshold
             --dcp-comm-backend --dcp-kv-cache-interleave-size --dcp-q-replicate
@@ -72,11 +73,12 @@ ABSENT: dict[str, dict[str, str]] = {
             --enable-logging-iteration-details --enable-mamba-cache-stochastic-rounding
             --enable-mamba-shared-prefix-checkpoint --enable-mfu-metrics
             --enable-mixed-moe-lora-format --enable-mm-embeds --enable-moe-shared-loras
-            --enable-nccl-comm-suspend --enable-offline-docs
-            --enable-per-request-metrics --enable-prompt-embeds
+            --enable-multimodal-encoder-data-parallel --enable-nccl-comm-suspend
+            --enable-offline-docs --enable-per-request-metrics --enable-prompt-embeds
             --enable-return-routed-experts --enable-scale-out --enable-shm-tensor-arena
             --enable-tokenizer-info-endpoint --enable-tower-connector-lora
-            --enable-trace-replay --engram-config --eplb-config
+            --enable-trace-replay --engram-config --eplb-config --eplb-log-balancedness
+            --eplb-step-interval --eplb-window-size
             --exclude-tools-when-tool-choice-none --expert-placement-strategy
             --fail-on-environ-validation --fault-tolerance-config --fingerprint-mode
             --fingerprint-value --gdn-prefill-backend --grpc --grpc-port
@@ -101,40 +103,112 @@ ABSENT: dict[str, dict[str, str]] = {
             --mm-ipc-gpu-memory-gb --mm-processor-cache-gb --mm-processor-cache-type
             --mm-processor-device --mm-shm-cache-max-object-size-mb --mm-tensor-ipc
             --model-class-overrides --moe-backend --monokernel --nnodes --node-rank
-            --numa-bind --numa-bind-cpus --numa-bind-nodes --offload-backend
-            --offload-group-size --offload-num-in-group --offload-params
-            --offload-prefetch-step --optimization-level
-            --per-request-spec-decode-metrics --performance-mode --pooler-config
-            --prefill-context-parallel-size --prefill-schedule-interval
-            --prefix-cache-retention-interval --prefix-match-unit --profiler-config
-            --pt-load-map-location --quantization-config --reasoning-config
-            --reasoning-effort-map --reasoning-parser-plugin --renderer-num-workers
-            --replayssm-buffer-len --return-sampling-mask --runner
-            --safetensors-load-strategy --safetensors-prefetch-block-size
-            --safetensors-prefetch-num-threads --scheduler-reserve-full-isl
-            --shutdown-timeout --skip-mm-profiling --sleep-mode-backend
-            --sleep-mode-offload-cudagraph --sleep-preserve-parameter-names
-            --sparse-indexer-topk-backend --spec-method --spec-model --spec-tokens
-            --specialize-active-lora --sse-keep-alive-interval --ssl-ciphers
-            --stream-interval --structured-outputs-config --swa-bounded-replay
-            --tokens-only --tool-server --tool-strict-level
-            --trust-request-chat-template --trust-request-mm-kwargs --ubatch-size --uds
-            --use-fp64-gumbel --use-replayssm --video-pruning-method
+            --num-redundant-experts --numa-bind --numa-bind-cpus --numa-bind-nodes
+            --offload-backend --offload-group-size --offload-num-in-group
+            --offload-params --offload-prefetch-step --optimization-level
+            --override-attention-dtype --per-request-spec-decode-metrics
+            --performance-mode --pooler-config --prefill-context-parallel-size
+            --prefill-schedule-interval --prefix-cache-retention-interval
+            --prefix-match-unit --profiler-config --pt-load-map-location
+            --quantization-config --reasoning-config --reasoning-effort-map
+            --reasoning-parser-plugin --renderer-num-workers --replayssm-buffer-len
+            --return-sampling-mask --runner --safetensors-load-strategy
+            --safetensors-prefetch-block-size --safetensors-prefetch-num-threads
+            --scheduler-reserve-full-isl --shutdown-timeout --skip-mm-profiling
+            --sleep-mode-backend --sleep-mode-offload-cudagraph
+            --sleep-preserve-parameter-names --sparse-indexer-topk-backend --spec-method
+            --spec-model --spec-tokens --specialize-active-lora
+            --sse-keep-alive-interval --ssl-ciphers --stream-interval
+            --structured-outputs-config --swa-bounded-replay --tokens-only --tool-server
+            --tool-strict-level --trust-request-chat-template --trust-request-mm-kwargs
+            --ubatch-size --uds --use-fp64-gumbel --use-replayssm --video-pruning-method
             --video-pruning-rate --watchdog-config --watermark --watermark-config
             --weight-transfer-config -ac -asc -cc -dc -dcp -dpa -dpb -dpe -dph -dpl -dpm
             -dpn -dpp -dpr -ep -n -pcp -r -sc
         """,
+        "0.11.0": """
+            --aggregate-engine-logging --all2all-backend --allow-deprecated-quantization
+            --anthropic-disabled-thinking-effort --attention-backend --attention-config
+            --aux-output-config --cohere-format --cohere-is-reasoning-model
+            --cp-kv-cache-interleave-size --cpu-distributed-timeout-seconds
+            --cpu-offload-params --cudagraph-capture-sizes --cudagraph-metrics
+            --custom-histogram-buckets --data-parallel-external-lb
+            --data-parallel-multi-port-external-lb --data-parallel-supervisor-port
+            --dcp-comm-backend --dcp-kv-cache-interleave-size --dcp-q-replicate
+            --default-chat-template-kwargs --device --device-ids
+            --device-memory-utilization --diffusion-config
+            --disable-access-log-for-endpoints --disable-async-output-proc
+            --disable-nccl-for-dp-synchronization --distributed-timeout-seconds
+            --dp-supervisor-probe-failure-threshold --dp-supervisor-probe-interval-s
+            --dp-supervisor-probe-timeout-s --dp-sync-interval --ec-manager-config
+            --ec-transfer-config --elastic-ep-max-dp-size
+            --enable-batch-sharded-sampling --enable-cumem-allocator --enable-elastic-ep
+            --enable-ep-weight-filter --enable-fault-tolerance
+            --enable-flash-late-interaction --enable-flashinfer-autotune --enable-hc-sp
+            --enable-layerwise-nvtx-tracing --enable-log-deltas
+            --enable-logging-iteration-details --enable-mamba-cache-stochastic-rounding
+            --enable-mamba-shared-prefix-checkpoint --enable-mfu-metrics
+            --enable-mixed-moe-lora-format --enable-mm-embeds --enable-moe-shared-loras
+            --enable-nccl-comm-suspend --enable-offline-docs
+            --enable-per-request-metrics --enable-prompt-adapter --enable-reasoning
+            --enable-return-routed-experts --enable-scale-out --enable-shm-tensor-arena
+            --enable-tower-connector-lora --enable-trace-replay --engram-config
+            --fail-on-environ-validation --fault-tolerance-config --fingerprint-mode
+            --fingerprint-value --gdn-prefill-backend --grpc --grpc-port
+            --guided-decoding-backend --ir-op-priority --jit-monitor-mode
+            --jit-monitor-verbose --kda-decode-backend --kda-prefill-backend
+            --kernel-config --kv-cache-dtype-skip-layers --kv-cache-metrics
+            --kv-cache-metrics-sample --kv-offloading-backend --kv-offloading-size
+            --language-model-only --linear-backend --log-level --logging-config
+            --long-lora-scaling-factors --long-prefill-token-threshold-adaptive
+            --lora-target-modules --mamba-backend --mamba-block-size --mamba-cache-mode
+            --mamba-cache-philox-rounds --mamba-ssu-algorithm --master-addr
+            --master-port --max-cudagraph-capture-size --max-lora-cls-labels
+            --max-num-active-seqs --max-num-queued-reqs --max-num-queued-tokens
+            --max-num-scheduled-tokens --max-prompt-adapter-token --max-prompt-adapters
+            --max-seq-len-to-capture --mm-device-do-normalize --mm-encoder-attn-backend
+            --mm-encoder-attn-dtype --mm-encoder-fp8-scale-path
+            --mm-encoder-fp8-scale-save-margin --mm-encoder-fp8-scale-save-path
+            --mm-encoder-only --mm-hasher-algorithm --mm-ipc-gpu-memory-gb
+            --mm-processor-device --mm-tensor-ipc --model-class-overrides --moe-backend
+            --monokernel --multi-step-stream-outputs --nnodes --node-rank
+            --num-scheduler-steps --numa-bind --numa-bind-cpus --numa-bind-nodes
+            --offload-backend --offload-group-size --offload-num-in-group
+            --offload-params --offload-prefetch-step --optimization-level
+            --override-neuron-config --per-request-spec-decode-metrics
+            --performance-mode --preemption-mode --prefill-context-parallel-size
+            --prefill-schedule-interval --prefix-cache-retention-interval
+            --prefix-match-unit --profiler-config --prompt-adapters
+            --qlora-adapter-name-or-path --quantization-config --reasoning-config
+            --reasoning-effort-map --reasoning-parser-plugin --renderer-num-workers
+            --replayssm-buffer-len --return-sampling-mask
+            --safetensors-prefetch-block-size --safetensors-prefetch-num-threads
+            --scheduler-delay-factor --scheduler-reserve-full-isl --shutdown-timeout
+            --sleep-mode-backend --sleep-mode-offload-cudagraph
+            --sleep-preserve-parameter-names --sparse-indexer-topk-backend --spec-method
+            --spec-model --spec-tokens --specialize-active-lora
+            --sse-keep-alive-interval --ssl-ciphers --stream-interval
+            --swa-bounded-replay --tokenizer-pool-extra-config --tokenizer-pool-size
+            --tokenizer-pool-type --tokens-only --tool-strict-level
+            --trust-request-mm-kwargs --ubatch-size --use-fp64-gumbel --use-replayssm
+            --use-v2-block-manager --video-pruning-method --watchdog-config --watermark
+            --watermark-config --weight-transfer-config -ac -cc -dc -dpe -dph -dpm -ep
+            -n -pcp -r -sc
+        """,
         "0.33.0": """
-            --calculate-kv-scales --device --disable-async-output-proc
-            --disable-frontend-multiprocessing --disable-log-requests
-            --disable-mm-preprocessor-cache --enable-lora-bias --enable-prompt-adapter
-            --enable-reasoning --guided-decoding-backend --logits-processor-pattern
+            --calculate-kv-scales --cuda-graph-sizes --device
+            --disable-async-output-proc --disable-frontend-multiprocessing
+            --disable-log-requests --disable-mm-preprocessor-cache --enable-lora-bias
+            --enable-multimodal-encoder-data-parallel --enable-prompt-adapter
+            --enable-reasoning --eplb-log-balancedness --eplb-step-interval
+            --eplb-window-size --guided-decoding-backend --logits-processor-pattern
             --long-lora-scaling-factors --lora-extra-vocab-size
             --max-long-partial-prefills --max-num-partial-prefills
             --max-prompt-adapter-token --max-prompt-adapters --max-seq-len-to-capture
-            --multi-step-stream-outputs --num-lookahead-slots --num-scheduler-steps
-            --override-neuron-config --override-pooler-config --preemption-mode
-            --prompt-adapters --qlora-adapter-name-or-path --rope-scaling --rope-theta
+            --multi-step-stream-outputs --num-lookahead-slots --num-redundant-experts
+            --num-scheduler-steps --override-attention-dtype --override-neuron-config
+            --override-pooler-config --preemption-mode --prompt-adapters
+            --qlora-adapter-name-or-path --rope-scaling --rope-theta
             --scheduler-delay-factor --swap-space --task --tokenizer-pool-extra-config
             --tokenizer-pool-size --tokenizer-pool-type --use-v2-block-manager -O
         """,
@@ -516,6 +590,7 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
     "vllm": {
         "--kv-cache-dtype": {
             "0.8.5": "auto fp8 fp8_e4m3 fp8_e5m2",
+            "0.11.0": "auto bfloat16 fp8 fp8_e4m3 fp8_e5m2 fp8_inc",
             "0.33.0": """auto float16 bfloat16 fp8 fp8_e4m3 fp8_e5m2 fp8_inc fp8_ds_mla
                          nvfp4_ds_mla turboquant_k8v4 turboquant_4bit_nc turboquant_k3v4_nc
                          turboquant_3bit_nc octave_k3v4 octave_k3v3 octave_k3v3_compact
