@@ -180,6 +180,10 @@ CASES = [
     Case("llamacpp-env-cache-type", "llamacpp", "server", [],
          [("KV702", "--cache-type-k", "env LLAMA_ARG_CACHE_TYPE_K 'q8'")],
          env={"LLAMA_ARG_CACHE_TYPE_K": "q8"}),
+    Case("llamacpp-no-equals-form", "llamacpp", "server", ["--ctx-size=4096"],
+         [("KV701", "--ctx-size=4096", "write --ctx-size 4096")]),
+    Case("llamacpp-underscores", "llamacpp", "server", ["--ctx_size", "4096"], [],
+         {"max_model_len": 4096}),
     Case("llamacpp-ctx-not-an-integer", "llamacpp", "server", ["-c", "abc"],
          [("KV702", "-c", "is not an integer")]),
 ]

@@ -27,8 +27,9 @@ class EngineOptionUnknown(_EngineRefusal):
     Flags an option of a manifest's engine command that the engine, at the version the
     manifest runs (its image tag or pin; the newest version kvlint knows when none is
     pinned), does not accept: an unknown option, an abbreviation that matches several
-    options, a spelling the parser does not normalise (only vLLM turns `_` into `-`), or a
-    repeat the parser refuses (TGI's clap launcher). The option is read the way the engine's
+    options, a spelling the parser does not normalise (vLLM and llama.cpp turn `_` into `-`,
+    the others do not; llama.cpp has no `--name=value` form), a repeat the parser refuses
+    (TGI's clap launcher), or a word it has no place for. The option is read the way the engine's
     parser reads it: argparse (vLLM, SGLang, LMDeploy) accepts unique prefixes of long
     options; click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only. The
     message names the closest real option and, when the option exists in another version

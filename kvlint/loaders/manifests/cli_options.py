@@ -26,7 +26,9 @@ Generated once from the engines' own sources and pasted here as data (no engine 
   ``python -m dynamo.trtllm`` (ai-dynamo/dynamo ``components/src/dynamo/trtllm`` argparse).
 - TGI: ``text-generation-launcher`` clap options of ``launcher/src/main.rs`` (clap: exact long
   names, no abbreviations; ``bool`` fields are flags).
-- llama.cpp: ``llama-server`` options of ``common/arg.cpp`` (exact names only; ``-fa`` takes an
+- llama.cpp: ``llama-server`` options of ``common/arg.cpp`` (exact names only, ``_`` turned
+  into ``-`` in ``--`` arguments, no ``--name=value`` form, the next word is the value whatever
+  it looks like, the last repeat wins; ``-fa`` takes an
   optional ``on|off|auto`` in newer builds). Only the options that matter for arity are listed;
   unknown options take the next word as their value when it does not start with ``-``.
 

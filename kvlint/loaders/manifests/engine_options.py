@@ -7,8 +7,9 @@ options of the manifest's engine version (:mod:`.option_versions`; an unpinned v
 the newest kvlint knows):
 
 - argparse engines (vLLM, SGLang, LMDeploy) accept unique prefixes of long options; an
-  ambiguous prefix is refused ("ambiguous option"); vLLM alone turns ``_`` into ``-``;
-- click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only;
+  ambiguous prefix is refused ("ambiguous option"); of them only vLLM turns ``_`` into ``-``;
+- click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only (llama.cpp turns
+  ``_`` into ``-`` and has no ``--name=value`` form);
 - clap refuses a repeated option ("cannot be used multiple times"); the others keep the last;
 - a version between two versions kvlint knows is judged by both: an option (or value) either
   of them accepts is not reported, since it may have been added or removed in between.
@@ -151,9 +152,13 @@ def _bracket(engine: str, version: Located[str] | Unresolved | None
 
 
 def _normalise(engine: str, name: str) -> str:
+    """The spelling the engine's parser looks up: vLLM turns ``_`` into ``-`` before the first
+    ``.`` (``--json-arg.field``); llama.cpp in the whole ``--`` argument."""
     if engine == "vllm" and name.startswith("--"):
         head = name[2:].partition(".")[0]
         return "--" + head.replace("_", "-")
+    if engine == "llamacpp" and name.startswith("--"):
+        return name.replace("_", "-")
     return name
 
 
@@ -273,7 +278,12 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
         return EngineArgProblem("option", use.name, message, use.line, use.column, data)
     refusal = texts["unknown"].format(name=use.name)
     parts = [f"{label} has no option {use.name}: the server exits at start ({refusal})"]
-    if use.reason == "underscore":
+    if use.reason == "inline":
+        option, _, value = use.name.partition("=")
+        parts.append(f"{_display(engine)} does not split an argument at '=': write "
+                     f"{option} {value}")
+        data["suggestion"] = f"{option} {value}"
+    elif use.reason == "underscore":
         dashed = use.name.replace("_", "-")
         parts.append(f"{_display(engine)} does not turn _ into - ({dashed} is the option)")
         data["suggestion"] = dashed

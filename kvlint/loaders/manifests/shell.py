@@ -919,7 +919,7 @@ _GRAMMAR_RULES = {
     "lmdeploy": (False, True, True),
     "trtllm": (False, False, True),
     "tgi": (False, False, False),
-    "llamacpp": (False, False, False),
+    "llamacpp": (True, False, False),  # common/arg.cpp: '_' -> '-' in "--" arguments
 }
 
 _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -1182,6 +1182,11 @@ def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
             continue
         text = token.text
         name, eq, inline = text.partition("=")
+        if engine == "llamacpp" and eq:
+            # llama.cpp looks the whole word up: --ctx-size=4096 is no option of its
+            out.record(text, None, "flag", "", [], token, inline=True)
+            out.uses[-1] = replace(out.uses[-1], reason="inline")
+            continue
         if engine == "vllm" and re.fullmatch(r"-O\d", text):
             out.record(text, "--optimization-level", "value", "",
                        [_Token(text[2:], None, token.line, text)], token, inline=True)
