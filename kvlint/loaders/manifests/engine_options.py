@@ -17,7 +17,6 @@ the newest kvlint knows):
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from functools import cache
 
@@ -293,12 +292,32 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
             parts.append(history)
             data["history"] = history
         longer = sorted((o for o in options if o.startswith(name)), key=len)
-        close = longer[:1] or difflib.get_close_matches(name, sorted(options), n=1,
-                                                        cutoff=0.6)
+        close = longer[:1] or _closest(name, options)
         if close and close[0] != name:
             parts.append(f"did you mean {close[0]}?")
             data["suggestion"] = close[0]
     return EngineArgProblem("option", use.name, "; ".join(parts), use.line, use.column, data)
+
+
+def _grams(text: str) -> frozenset[str]:
+    return frozenset(text[i:i + 3] for i in range(max(1, len(text) - 2)))
+
+
+@cache
+def _table_grams(candidates: frozenset[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    return tuple((c, _grams(c)) for c in sorted(candidates))
+
+
+def _closest(name: str, candidates: Iterable[str]) -> list[str]:
+    """The closest spelling by difflib's ratio (>= 0.6), among the 24 candidates that share
+    the most character trigrams with ``name`` (difflib over a whole option table takes
+    ~0.1 s per long name)."""
+    import difflib
+
+    mine = _grams(name)
+    table = _table_grams(frozenset(candidates))
+    near = [c for c, _ in sorted(table, key=lambda item: -len(mine & item[1]))[:24]]
+    return difflib.get_close_matches(name, near, n=1, cutoff=0.6)
 
 
 def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
@@ -347,7 +366,7 @@ def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
         if probe not in allowed:
             refusal = texts["choice"].format(name=use.name, value=text)
             listed = ", ".join(sorted(allowed))
-            close = difflib.get_close_matches(text, sorted(allowed), n=1, cutoff=0.6)
+            close = _closest(text, allowed)
             hint = f"; did you mean {close[0]}?" if close else ""
             return EngineArgProblem(
                 "value", use.name, f"{shown} {text!r} is not a value {label} accepts "
