@@ -108,6 +108,13 @@ CASES = [
          [("KV702", "--gpu-memory-utilization", "invalid float value")]),
     Case("vllm-extra-positional", "vllm", "v0.33.0", ["8"],
          [("KV701", "8", "unrecognized arguments: 8")]),
+    # -O<n> (rewritten by FlexibleArgumentParser in 0.33.0; the -O option in 0.8.5) and a
+    # one-letter option with its value attached (argparse: -qfp8 is -q fp8)
+    Case("vllm-attached-short-values", "vllm", "v0.33.0", ["-O3", "-qfp8", "-tp", "2"], [],
+         {"tp": 2}),
+    Case("vllm-O-of-old-versions", "vllm", "v0.8.5", ["-O", "3"]),
+    Case("vllm-no-prefix-for-short-options", "vllm", "v0.33.0", ["-tp8"],
+         [("KV701", "-tp8", "unrecognized arguments: -tp8")]),
     Case("vllm-unresolved-stays-unjudged", "vllm", "v0.33.0",
          ["--tensor-parallel-size", "$(TP_SIZE)"]),
     Case("vllm-compose-string-command", "vllm", "v0.33.0",

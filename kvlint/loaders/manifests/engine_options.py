@@ -156,6 +156,8 @@ def _normalise(engine: str, name: str) -> str:
     if engine == "vllm" and name.startswith("--"):
         head = name[2:].partition(".")[0]
         return "--" + head.replace("_", "-")
+    if engine == "vllm" and name.startswith("-O"):
+        return "-O"  # -O3, -O 3, -O.level: -O (0.8.5) or --optimization-level (0.33.0)
     if engine == "llamacpp" and name.startswith("--"):
         return name.replace("_", "-")
     return name
@@ -165,6 +167,10 @@ def _status(engine: str, name: str, options: frozenset[str]) -> tuple[str, list[
     """``("ok" | "unknown" | "ambiguous", matches)`` of one option word."""
     if name in options:
         return "ok", [name]
+    if name == "-O" and engine == "vllm" and "--optimization-level" in options:
+        return "ok", ["--optimization-level"]  # FlexibleArgumentParser rewrites -O<n>
+    if engine in _ABBREV and len(name) > 2 and name[1] != "-" and name[:2] in options:
+        return "ok", [name[:2]]  # argparse: a one-letter option with its value attached
     if engine in _ABBREV and name.startswith("--") and len(name) > 2:
         matches = sorted(o for o in options if o.startswith(name))
         if len(matches) == 1:
@@ -234,11 +240,9 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
             continue
         name = _normalise(engine, use.name)
         statuses = [_status(engine, name, s) for s in sets]
-        if use.canonical is not None and use.reason == "" and any(
-                st == "ok" for st, _ in statuses):
-            canonical = next(m[0] for st, m in statuses if st == "ok")
-        else:
-            canonical = None
+        # the engine at this version decides, whatever the union tables made of the word
+        canonical = next((m[0] for st, m in statuses if st == "ok"), None) \
+            if use.reason in ("", "unknown", "ambiguous") else None
         if canonical is None:
             problems.append(_refused(engine, use, name, statuses[-1], newest_set, label,
                                      parser, texts))
@@ -252,6 +256,8 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
                 f"({texts['repeat'].format(name=use.name)}); keep one",
                 use.line, use.column, {"engine": engine, "reason": "repeated"}))
         seen.setdefault(canonical, use)
+        if len(canonical) == 2 and use.name != canonical and not use.name.startswith("-O"):
+            continue  # -qfp8: a one-letter option with its value attached, not judged
         value_problem = _value(engine, use, canonical, fields.get(canonical), versions,
                                label, texts)
         if value_problem is not None:
