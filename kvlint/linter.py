@@ -19,6 +19,7 @@ from kvlint.loaders.hf_config import (
 from kvlint.loaders.models import LoadedConfig, load_config
 from kvlint.model.capacity import DEFAULT_OVERHEAD_BYTES, Capacity, GpuSpec, capacity
 from kvlint.model.context_limit import ContextLimit, LimitPolicy, derive
+from kvlint.model.engine_args import EngineArgProblem
 from kvlint.model.geometry import AttentionGeometry
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ def lint_config(
     probe: ProbeReport | None = None,
     lock: ModelLock | None = None,
     weights_of: Target | None = None,
+    engine_problems: tuple[EngineArgProblem, ...] = (),
 ) -> ModelResult:
     """Resolve one raw config (``None`` when the model is unknown: ``model_problem`` says
     why), size it under ``plan`` and run ``rules`` on it. The checkpoint sized is
@@ -157,7 +159,7 @@ def lint_config(
     ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
                       model_problem=model_problem, gpus_requested=gpus_requested,
                       manifest_problem=manifest_problem, probe=probe, context_limit=limit,
-                      limit_policy=policy)
+                      limit_policy=policy, engine_problems=engine_problems)
     findings = tuple(
         finding
         for rule in rules

@@ -326,24 +326,27 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
     target = Target(ref or "(unknown model)", "manifest", None, served.path, served.line)
     plan = plan_for(served, base)
     gpus = _int(served.gpus, 0) or None
+    refused = served.engine_problems
     try:
         if resolver.is_unavailable(loaded):
             # Not KV902: nothing says the reference is wrong; the run exits 2 (LintRun).
-            result = replace(lint_config(target, None, plan, rules, gpus_requested=gpus),
+            result = replace(lint_config(target, None, plan, rules, gpus_requested=gpus,
+                                         engine_problems=refused),
                              config_error=str(loaded))
         elif isinstance(loaded, str):
             result = lint_config(target, None, plan, rules, model_problem=loaded,
-                                 gpus_requested=gpus)
+                                 gpus_requested=gpus, engine_problems=refused)
         else:
             result = lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                  defaults=defaults, offline=resolver.offline,
                                  gpus_requested=gpus, geometry=resolver.geometry(loaded),
                                  lock=resolver.lock,
                                  weights_of=Target(loaded.ref, "model", loaded.revision,
-                                                   loaded.path))
+                                                   loaded.path),
+                                 engine_problems=refused)
     except UsageError as err:  # e.g. an fp8_ds_mla cache on a non-MLA model
         result = lint_config(target, None, plan, rules, model_problem=str(err),
-                             gpus_requested=gpus)
+                             gpus_requested=gpus, engine_problems=refused)
     return replace(result, findings=tuple(_anchor(f, served) for f in result.findings),
                    notes=served.notes)
 

@@ -16,6 +16,7 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.engines",
     "kvlint.rules.capacity",
     "kvlint.rules.manifest",
+    "kvlint.rules.engine_options",
     "kvlint.rules.source",
     "kvlint.rules.probe",
     "kvlint.rules.config",

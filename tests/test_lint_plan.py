@@ -429,6 +429,7 @@ NOT_PLAN_FIELDS = {
     "model",  # resolved to the config, not a plan setting
     "gpus",  # lint_served passes it as gpus_requested (KV206)
     "ep",  # expert parallelism is not modelled: weights per GPU follow tp x pp
+    "engine_problems",  # lint_served passes them to the rules (KV701/KV702)
 }
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from kvlint.diagnostics import Finding, Severity
 from kvlint.model.capacity import Capacity
 from kvlint.model.context_limit import ContextLimit, LimitPolicy
+from kvlint.model.engine_args import EngineArgProblem
 from kvlint.model.serving import KvAnalysis, ServingPlan
 
 if TYPE_CHECKING:
@@ -51,6 +52,9 @@ class RuleContext:
     """The model's own maximum sequence length as the engine derives it (KV703)."""
     limit_policy: LimitPolicy | None = None
     """How the engine derives that limit and what overrides its refusal (KV703)."""
+    engine_problems: tuple[EngineArgProblem, ...] = ()
+    """Options and values of a manifest's engine command that the engine refuses
+    (KV701/KV702)."""
 
 
 class Rule:

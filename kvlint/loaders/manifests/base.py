@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from kvlint.model.engine_args import EngineArgProblem
+
 T = TypeVar("T")
 
 
@@ -83,6 +85,9 @@ class ServedModel:
     env: Mapping[str, Located[str] | Unresolved] = field(default_factory=dict)
     """Variables of the engine process's environment that change what it accepts
     (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), by name."""
+    engine_problems: tuple[EngineArgProblem, ...] = field(default=())
+    """Options and values of the engine command that the engine (at ``engine_version``)
+    refuses at start: KV701/KV702."""
 
 
 @dataclass(frozen=True)

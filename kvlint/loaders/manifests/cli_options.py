@@ -2,17 +2,20 @@
 
 Generated once from the engines' own sources and pasted here as data (no engine is imported):
 
-- vLLM: the union of ``vllm serve``'s options in the vllm 0.33.0 and 0.8.5 wheels (PyPI),
-  read with ``ast`` from ``vllm/engine/arg_utils.py`` (``add_cli_args``: option strings, and
+- vLLM: the union of ``vllm serve``'s options in the vllm 0.33.0, 0.11.0 and 0.8.5 wheels
+  (PyPI), read with ``ast`` from ``vllm/engine/arg_utils.py`` (``add_cli_args``: option strings, and
   the type of the config-dataclass field each ``**x_kwargs["field"]`` refers to: ``bool`` →
   ``argparse.BooleanOptionalAction``, list/tuple/set → ``nargs="+"``),
   ``vllm/entrypoints/common/cli_args.py`` / ``openai/cli_args.py`` (``FrontendArgs``) and
   ``vllm/entrypoints/cli/serve.py``. vLLM's ``FlexibleArgumentParser``
   (``vllm/utils/argparse_utils.py``) turns ``_`` into ``-`` in long option names before
-  argparse sees them, and argparse (``allow_abbrev=True``) accepts unique prefixes.
-- SGLang: the union of the sglang 0.5.23 and 0.4.6.post1 wheels: ``A[type, Arg(...)]`` fields of
-  ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``, ``List`` → ``nargs="+"``,
-  ``cli_name``/``aliases``) and the ``add_argument`` calls of ``sglang/srt/server_args.py``.
+  argparse sees them, and argparse accepts unique prefixes (no ``allow_abbrev=False``
+  anywhere in the 0.8.5, 0.11.0 or 0.33.0 wheel); a repeated option only logs "Found
+  duplicate keys" (0.33.0) and the last value wins.
+- SGLang: the union of the sglang 0.5.23, 0.5.5.post3 and 0.4.6.post1 wheels: ``A[type,
+  Arg(...)]`` fields of ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``,
+  ``List`` → ``nargs="+"``, ``cli_name``/``aliases``) and the ``add_argument`` calls of
+  ``sglang/srt/server_args.py`` (their ``action``/``nargs``).
   ``prepare_server_args`` uses a plain ``argparse.ArgumentParser``: unique prefixes are accepted
   (``--tp`` → ``--tp-size``), underscores are NOT turned into dashes.
 - LMDeploy: ``lmdeploy serve api_server`` in the lmdeploy 0.18.0 wheel
@@ -23,9 +26,13 @@ Generated once from the engines' own sources and pasted here as data (no engine 
   ``python -m dynamo.trtllm`` (ai-dynamo/dynamo ``components/src/dynamo/trtllm`` argparse).
 - TGI: ``text-generation-launcher`` clap options of ``launcher/src/main.rs`` (clap: exact long
   names, no abbreviations; ``bool`` fields are flags).
-- llama.cpp: ``llama-server`` options of ``common/arg.cpp`` (exact names only; ``-fa`` takes an
+- llama.cpp: ``llama-server`` options of ``common/arg.cpp`` (exact names only, ``_`` turned
+  into ``-`` in ``--`` arguments, no ``--name=value`` form, the next word is the value whatever
+  it looks like, the last repeat wins; ``-fa`` takes an
   optional ``on|off|auto`` in newer builds). Only the options that matter for arity are listed;
   unknown options take the next word as their value when it does not start with ``-``.
+
+Which version has which option: :mod:`.option_versions`.
 
 Kinds: ``flag`` takes no value; ``negatable`` is a flag that also has a ``--no-`` form;
 ``optional`` takes a value only when one follows; ``many`` takes one or more values;
@@ -37,12 +44,14 @@ from __future__ import annotations
 OPTION_TABLES: dict[str, dict[str, str]] = {
     "vllm": {
         "flag": """
+            --enable-multimodal-encoder-data-parallel
             --aggregate-engine-logging --data-parallel-multi-port-external-lb
             --disable-async-output-proc --disable-frontend-multiprocessing
             --disable-log-requests --disable-log-stats --disable-mm-preprocessor-cache
             --enable-reasoning --grpc --headless --use-v2-block-manager -dpm
         """,
         "negatable": """
+            --eplb-log-balancedness
             --allow-credentials --allow-deprecated-quantization --async-scheduling
             --calculate-kv-scales --cohere-is-reasoning-model --cudagraph-metrics
             --data-parallel-external-lb --data-parallel-hybrid-lb --dcp-q-replicate
@@ -84,6 +93,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --hf-token
         """,
         "many": """
+            --cuda-graph-sizes
             --allowed-headers --allowed-media-domains --allowed-methods --allowed-origins
             --api-key --collect-detailed-traces --cpu-offload-params
             --cudagraph-capture-sizes --custom-histogram-buckets --ignore-patterns
@@ -93,6 +103,8 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --sleep-preserve-parameter-names
         """,
         "value": """
+            --eplb-step-interval --eplb-window-size --num-redundant-experts
+            --override-attention-dtype
             --additional-config --all2all-backend --allowed-local-media-path
             --anthropic-disabled-thinking-effort --api-server-count --attention-backend
             --attention-config --aux-output-config --block-size --chat-template
@@ -170,6 +182,9 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
     },
     "sglang": {
         "flag": """
+            --collect-tokens-histogram --enable-expert-distribution-metrics
+            --enable-piecewise-cuda-graph --keep-mm-feature-on-device
+            --prefill-round-robin-balance
             --abort-on-priority-when-disabled --allow-auto-truncate
             --checkpoint-engine-wait-weights-before-ready
             --constrained-json-disable-any-whitespace --debug-cuda-graph
@@ -252,6 +267,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --speculative-enable-w4a4-mxfp4-megamoe
         """,
         "optional": """
+            --hybrid-kvcache-ratio
             --model-checksum
         """,
         "many": """
@@ -267,6 +283,13 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --uvicorn-access-log-exclude-prefixes
         """,
         "value": """
+            --disaggregation-decode-dp --disaggregation-decode-tp
+            --disaggregation-prefill-pp --load-watch-interval --mm-max-concurrent-calls
+            --mm-per-request-timeout --multi-item-scoring-delimiter --nsa-decode-backend
+            --nsa-prefill-backend --piecewise-cuda-graph-compiler
+            --piecewise-cuda-graph-max-tokens --piecewise-cuda-graph-tokens
+            --speculative-ngram-branch-length --speculative-ngram-max-match-window-size
+            --speculative-ngram-min-match-window-size
             --admin-api-key --api-key --asr-max-buffer-seconds
             --asr-max-concurrent-sessions --attention-backend
             --attention-context-parallel-size --attention-data-parallel-size

@@ -28,6 +28,7 @@ from kvlint.loaders.manifests.base import (
 )
 from kvlint.loaders.manifests.cli_options import OPTION_TABLES
 from kvlint.loaders.manifests.engine_env import with_env
+from kvlint.loaders.manifests.engine_options import engine_problems
 from kvlint.loaders.manifests.images import engine_from_image, engine_from_pip
 from kvlint.loaders.manifests.shell import (
     EngineArgs,
@@ -220,7 +221,8 @@ def model_value(text: str, line: int | None, source: str,
 def words_of_list(items: Sequence[Any]) -> list[Word]:
     """One word per YAML list item (an exec-form command), on the item's line; string items
     stay line-aware (an ``sh -c`` script in a block scalar keeps its lines)."""
-    return [Word(item if isinstance(item, str) else scalar_text(item), item_line(items, i))
+    return [Word(item if isinstance(item, str) else scalar_text(item), item_line(items, i),
+                 column=getattr(item, "column", None) or None)
             for i, item in enumerate(items)
             if item is not None and not isinstance(item, dict | list)]
 
@@ -543,11 +545,13 @@ def served_model(
     for note in all_notes:
         if note and note not in unique:
             unique.append(note)
+    problems = engine_problems(engine.value, version, args.uses) \
+        if args is not None and engine is not None else ()
     return ServedModel(
         path=path or ctx.path, line=first, format=fmt, document=ctx.index, name=name,
         role=role, served_name=served_name, engine=engine, engine_version=version,
         image=image, gpus=gpus, gpu_type=gpu_type, notes=tuple(unique),
-        env=dict(args.env) if args is not None else {}, **values)
+        env=dict(args.env) if args is not None else {}, engine_problems=problems, **values)
 
 
 def first_launch(script: Script) -> tuple[Launch | None, list[str]]:

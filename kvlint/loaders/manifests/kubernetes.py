@@ -49,6 +49,7 @@ from kvlint.loaders.manifests.engine_configs import (
     trt_settings,
 )
 from kvlint.loaders.manifests.engine_env import with_env
+from kvlint.loaders.manifests.engine_options import engine_problems
 from kvlint.loaders.manifests.helm import entrypoint_engine
 from kvlint.loaders.manifests.shell import (
     EngineArgs,
@@ -56,6 +57,7 @@ from kvlint.loaders.manifests.shell import (
     Word,
     engine_invocations,
     env_from_k8s,
+    judge_known_options_only,
     parse_engine_args,
     split_env_prefix,
     split_script,
@@ -197,7 +199,8 @@ def _items(value: Any) -> list[tuple[Word, Any]]:
         if item is None or isinstance(item, dict | list):
             continue
         text = ("true" if item else "false") if isinstance(item, bool) else str(item)
-        out.append((Word(text, node_line(item) or item_line(value, i)), item))
+        out.append((Word(text, node_line(item) or item_line(value, i),
+                         column=getattr(item, "column", None) or None), item))
     return out
 
 
@@ -249,7 +252,8 @@ def rename_flags(words: Sequence[Word], names: Mapping[str, str]) -> list[Word]:
         name, eq, value = word.text.partition("=")
         if name in names:
             text = names[name] + (eq + value if eq else "")
-            out.append(Word(text, word.line, split=word.split, literal=word.literal))
+            out.append(Word(text, word.line, split=word.split, literal=word.literal,
+                            column=word.column))
         else:
             out.append(word)
     return out
@@ -407,10 +411,12 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
         commands = [[w for w, _ in argv]]
     invocations = engine_invocations(commands, env)
     overrides: dict[str, Any] = {}
+    translated = False
     if not invocations:
         for i, cmd in enumerate(commands):
             rewritten = _launcher(cmd, img_engine)
             if rewritten is not None:
+                translated = True
                 notes.append(rewritten[1])
                 overrides = dict(rewritten[2])
                 scripts = [c[0].text for c in commands[:i] if c and c[0].text.endswith(".sh")]
@@ -443,7 +449,8 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
         overrides["model"] = Unresolved(
             "llama-server has no default model and none is given: it is built into the image "
             "or its wrapper (the image name may say which)", first.line, None, image.value)
-    return Run(engine, first.args, first.line, container, image, version,
+    judged = judge_known_options_only(first.args) if translated else first.args
+    return Run(engine, judged, first.line, container, image, version,
                notes + list(first.args.notes), overrides)
 
 
@@ -723,7 +730,9 @@ def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None =
     return ServedModel(path=ctx.path, line=where, format=fmt, document=ctx.index, name=name,
                        role=role, served_name=served_name, engine=run.engine,
                        engine_version=run.version, image=run.image, gpus=gpus,
-                       gpu_type=gpu_type, notes=tuple(unique), env=dict(args.env), **values)
+                       gpu_type=gpu_type, notes=tuple(unique), env=dict(args.env),
+                       engine_problems=engine_problems(run.engine.value, run.version,
+                                                       args.uses), **values)
 
 
 def replicas_notes(obj: Any, key: str = "replicas", what: str = "replicas") -> list[str]:

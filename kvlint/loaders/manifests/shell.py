@@ -31,13 +31,17 @@ __all__ = [
     "EngineArgs",
     "EngineInvocation",
     "Env",
+    "OptionUse",
     "Word",
     "engine_invocations",
     "env_args_llamacpp",
     "env_args_tgi",
     "env_from_k8s",
     "env_from_mapping_or_list",
+    "field_of_option",
     "find_engine",
+    "integer_value",
+    "judge_known_options_only",
     "parse_engine_args",
     "split_env_prefix",
     "split_script",
@@ -62,6 +66,8 @@ class Word:
     line: int | None
     split: bool = field(default=False, compare=False, repr=False)
     literal: bool = field(default=False, compare=False, repr=False)
+    column: int | None = field(default=None, compare=False, repr=False)
+    """1-based column of the word where the caller knows it (an exec-form list item)."""
 
 
 _SEPARATORS = frozenset(";&|\n()")
@@ -875,6 +881,30 @@ class EngineArgs:
         default_factory=dict, compare=False, hash=False, repr=False)
     """Variables of the process's environment that change what the engine accepts
     (``manifests.engine_env``)."""
+    uses: tuple[OptionUse, ...] = field(default=(), compare=False, hash=False, repr=False)
+    """Every option word of the command line, in order, as the engine's parser meets it
+    (judged against the engine version by :mod:`.engine_options`: KV701/KV702)."""
+
+
+@dataclass(frozen=True)
+class OptionUse:
+    """One option as written on an engine command line.
+
+    ``canonical`` is the option it resolves to in the union of the option tables (``None``:
+    unknown, ambiguous or refused spelling; ``reason`` says which); ``values`` the words it
+    took (``None`` for a value kvlint cannot expand); ``inline`` whether the value was given
+    as ``--flag=value``; ``kind`` the option's arity (``value``, ``flag``, ``many``...)."""
+
+    name: str
+    canonical: str | None
+    kind: str
+    values: tuple[str | None, ...]
+    line: int | None
+    column: int | None
+    inline: bool = False
+    reason: str = ""
+    source: str = ""
+    """Where the value came from when not the command line (``env NUM_SHARD``)."""
 
 
 @dataclass(frozen=True)
@@ -893,7 +923,7 @@ _GRAMMAR_RULES = {
     "lmdeploy": (False, True, True),
     "trtllm": (False, False, True),
     "tgi": (False, False, False),
-    "llamacpp": (False, False, False),
+    "llamacpp": (True, False, False),  # common/arg.cpp: '_' -> '-' in "--" arguments
 }
 
 _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -962,8 +992,9 @@ _BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel"})
 _LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
                           "8": "int8", "int8": "int8", "16": "fp8", "fp8": "fp8",
                           "17": "fp8_e5m2", "fp8_e5m2": "fp8_e5m2", "42": "turbo_quant",
-                          "turbo_quant": "turbo_quant"}
-"""lmdeploy/cli/utils.py@1263d5cd ``--quant-policy`` choices (numbers and names)."""
+                          "turbo_quant": "turbo_quant", "fp8_e4m3": "fp8"}
+"""lmdeploy/cli/utils.py@1263d5cd ``--quant-policy`` choices (numbers and names; ``fp8_e4m3``
+is an alias of ``fp8`` in the lmdeploy 0.18.0 wheel's ``ArgumentHelper.quant_policy``)."""
 
 
 @cache
@@ -1072,22 +1103,24 @@ class _Token:
     unresolved: Unresolved | None
     line: int | None
     raw: str
+    column: int | None = None
 
 
 def _expand_words(words: Sequence[Word], env: Env) -> list[_Token]:
     tokens: list[_Token] = []
     for word in words:
         if word.literal or ("$" not in word.text and "`" not in word.text):
-            tokens.append(_Token(word.text, None, word.line, word.text))
+            tokens.append(_Token(word.text, None, word.line, word.text, word.column))
             continue
         value = env.expand(word.text)
         if isinstance(value, Unresolved):
             tokens.append(_Token(None, Unresolved(reason=value.reason, line=word.line,
-                                                  text=word.text), word.line, word.text))
+                                                  text=word.text), word.line, word.text,
+                                 word.column))
         elif word.split:
             tokens.extend(_Token(part, None, word.line, word.text) for part in value.split())
         else:
-            tokens.append(_Token(value, None, word.line, word.text))
+            tokens.append(_Token(value, None, word.line, word.text, word.column))
     return tokens
 
 
@@ -1100,10 +1133,31 @@ def _is_option(token: _Token) -> bool:
 @dataclass
 class _Parsed:
     values: dict[str, tuple[str, list[_Token], str]] = field(default_factory=dict)
-    """canonical option → (spelling used, value tokens, note)."""
+    """canonical option → (spelling used, value tokens, note) of its last occurrence."""
     positionals: list[_Token] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    order: dict[str, int] = field(default_factory=dict)
+    """canonical option → position of its last occurrence (aliases: the last one wins)."""
+    uses: list[OptionUse] = field(default_factory=list)
+
+    def record(self, name: str, canonical: str | None, kind: str, note: str,
+               values: list[_Token], token: _Token, *, inline: bool) -> None:
+        reason = "" if canonical is not None else (
+            "ambiguous" if "ambiguous" in note else
+            "underscore" if "underscores" in note else "unknown")
+        self.uses.append(OptionUse(name, canonical, kind, tuple(v.text for v in values),
+                                   token.line, token.column, inline, reason))
+        if canonical is None:
+            self.unknown.append(name)
+            return
+        self.values[canonical] = (name, values, note)
+        self.order[canonical] = len(self.uses)
+
+
+_TAKES_ANY_VALUE = frozenset({"trtllm", "llamacpp"})
+"""click (``trtllm-serve``) and llama.cpp (``common/arg.cpp``: ``argv[++i]``) take the word
+after a value-taking option as its value even when it starts with ``-``."""
 
 
 def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
@@ -1117,13 +1171,10 @@ def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
         if token.text is None:
             raw_name, raw_eq, _ = token.raw.partition("=")
             if raw_eq and raw_name.startswith("-") and "$" not in raw_name:
-                canonical, _kind, note = _resolve_option(grammar, raw_name)
+                canonical, kind, note = _resolve_option(grammar, raw_name)
                 if note:
                     out.notes.append(note)
-                if canonical is None:
-                    out.unknown.append(raw_name)
-                else:
-                    out.values[canonical] = (raw_name, [token], note)
+                out.record(raw_name, canonical, kind, note, [token], token, inline=True)
                 continue
             out.positionals.append(token)
             continue
@@ -1135,9 +1186,14 @@ def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
             continue
         text = token.text
         name, eq, inline = text.partition("=")
+        if engine == "llamacpp" and eq:
+            # llama.cpp looks the whole word up: --ctx-size=4096 is no option of its
+            out.record(text, None, "flag", "", [], token, inline=True)
+            out.uses[-1] = replace(out.uses[-1], reason="inline")
+            continue
         if engine == "vllm" and re.fullmatch(r"-O\d", text):
-            out.values["--optimization-level"] = (text, [_Token(text[2:], None, token.line,
-                                                                text)], "")
+            out.record(text, "--optimization-level", "value", "",
+                       [_Token(text[2:], None, token.line, text)], token, inline=True)
             continue
         canonical, kind, note = _resolve_option(grammar, name)
         if note:
@@ -1147,7 +1203,9 @@ def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
             raw_value = token.raw.partition("=")[2] if "=" in token.raw else inline
             values = [_Token(inline, None, token.line, raw_value)]
         elif kind == "value":
-            if i < n and not _is_option(tokens[i]):  # argparse: "expected one argument"
+            # argparse and clap refuse an option-like word as the value ("expected one
+            # argument"); click and llama.cpp take the next word whatever it is
+            if i < n and (not _is_option(tokens[i]) or engine in _TAKES_ANY_VALUE):
                 values = [tokens[i]]
                 i += 1
         elif kind == "optional":
@@ -1160,10 +1218,7 @@ def _scan(engine: str, tokens: list[_Token]) -> _Parsed:
             while i < n and not _is_option(tokens[i]):
                 values.append(tokens[i])
                 i += 1
-        if canonical is None:
-            out.unknown.append(name)
-            continue
-        out.values[canonical] = (name, values, note)
+        out.record(name, canonical, kind, note, values, token, inline=bool(eq))
     return out
 
 
@@ -1216,6 +1271,18 @@ def _convert(engine: str, key: str, spelling: str, canonical: str, values: list[
     return Located(text, line, source=source)
 
 
+def field_of_option(engine: str) -> dict[str, str]:
+    """Option spelling → the :class:`EngineArgs` field it sets (``--tensor-parallel-size``
+    → ``tp``), for every spelling kvlint reads for ``engine``."""
+    return {name: key for key, names in _field_options(engine).items() for name in names}
+
+
+def integer_value(engine: str, key: str, text: str) -> int | None:
+    """``text`` as ``engine``'s parser reads the integer option of field ``key`` (``None``
+    when it refuses it)."""
+    return _integer(engine, key, text)
+
+
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -1251,7 +1318,10 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     ``--max-num-seqs``; an ambiguous prefix is reported, not guessed); click/clap/llama.cpp
     exact names for TensorRT-LLM, TGI and llama.cpp; boolean flags and ``--no-`` negations;
     a positional model for ``vllm serve``, ``lmdeploy serve api_server`` and
-    ``trtllm-serve``; the last occurrence of an option wins. Every word is expanded through
+    ``trtllm-serve``; the last occurrence of an option wins, across its aliases
+    (``--tensor-parallel-size=4 -tp=8`` is 8). Every option word is kept in
+    ``EngineArgs.uses`` (with its line and column) for :mod:`.engine_options` to judge
+    against the engine version (KV701/KV702). Every word is expanded through
     ``env`` first (unquoted expansions split into words); a value that cannot be resolved is
     :class:`Unresolved`. TGI and llama.cpp read options not given on the command line from
     their environment variables (``NUM_SHARD``, ``LLAMA_ARG_CTX_SIZE``...).
@@ -1280,17 +1350,22 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
                                          value_line=_value_line(line, values))
     notes = list(parsed.notes)
     unknown = list(parsed.unknown)
+    uses = list(parsed.uses)
     for key, names in _field_options(engine).items():
+        candidates = []
         for name in names:
-            candidates = [name]
+            candidates.append(name)
             if name.startswith("--") and grammar.kinds.get("--no-" + name[2:]) == "flag":
                 candidates.append("--no-" + name[2:])
-            for candidate in candidates:
-                if candidate in parsed.values and key not in fields:
-                    spelling, values, _ = parsed.values[candidate]
-                    fields[key] = _convert(engine, key, spelling, candidate, values,
-                                           _line(options.get(candidate)))
-                    fields[key] = _with_value_line(fields[key], values)
+        given = [c for c in candidates if c in parsed.values]
+        if given:
+            # the parser stores every alias in one destination: the last occurrence wins
+            # (argparse, click, llama.cpp; clap refuses a repeat, which KV701 reports)
+            candidate = max(given, key=lambda c: parsed.order.get(c, 0))
+            spelling, values, _ = parsed.values[candidate]
+            fields[key] = _convert(engine, key, spelling, candidate, values,
+                                   _line(options.get(candidate)))
+            fields[key] = _with_value_line(fields[key], values)
     positionals = list(parsed.positionals)
     if grammar.positional_model and positionals and "model" not in fields:
         first = positionals.pop(0)
@@ -1302,6 +1377,9 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
                                       if "$" in first.raw else "positional")
     for token in positionals:
         unknown.append(token.raw)
+        if token.text is not None:  # a word the engine's parser has no place for
+            uses.append(OptionUse(token.raw, None, "positional", (), token.line, token.column,
+                                  reason="positional"))
         if token.unresolved is not None:
             notes.append(f"{token.raw} is not resolved ({token.unresolved.reason}); it may "
                          "add arguments kvlint cannot see")
@@ -1319,13 +1397,20 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     if engine == "llamacpp" and "--hf-file" in options:
         notes.append("llama.cpp reads the GGUF file named by --hf-file from the --hf-repo")
     result = EngineArgs(engine=engine, unknown=tuple(unknown), notes=tuple(notes),
-                        options=options,
+                        options=options, uses=tuple(uses),
                         **{k: v for k, v in fields.items() if k in _ENGINE_ARG_FIELDS})
     if engine == "tgi":
         return _fill(result, env_args_tgi(env))
     if engine == "llamacpp":
         return _fill(result, env_args_llamacpp(env))
     return result
+
+
+def judge_known_options_only(args: EngineArgs) -> EngineArgs:
+    """``args`` for a command whose parser is not the engine's alone (a wrapper that adds
+    options, a launcher kvlint rewrote as the engine's command): options the engine does not
+    know are not reported (KV701), values of the ones it knows still are (KV702)."""
+    return replace(args, uses=tuple(u for u in args.uses if u.canonical is not None))
 
 
 _ENGINE_ARG_FIELDS = frozenset({
@@ -1365,11 +1450,16 @@ def _sglang_dp(fields: dict[str, Any], notes: list[str]) -> None:
 
 
 def _fill(args: EngineArgs, fallback: EngineArgs) -> EngineArgs:
-    """``args`` with the fields it lacks taken from ``fallback``."""
+    """``args`` with the fields it lacks taken from ``fallback`` (the options the command
+    line does not give are read from the environment)."""
     updates: dict[str, Any] = {}
     for name in _ENGINE_ARG_FIELDS:
         if getattr(args, name) is None and getattr(fallback, name) is not None:
             updates[name] = getattr(fallback, name)
+    given = {u.canonical for u in args.uses}
+    extra = tuple(u for u in fallback.uses if u.canonical not in given)
+    if extra:
+        updates["uses"] = args.uses + extra
     if not updates and not fallback.notes:
         return args
     return replace(args, notes=args.notes + tuple(n for n in fallback.notes
@@ -1395,6 +1485,31 @@ def _env_field(env: Env, names: Iterable[str], key: str, engine: str,
                                 source=f"{converted.source} ({note})")
         return converted
     return None
+
+
+def _env_uses(env: Env, options: Mapping[str, str]) -> tuple[OptionUse, ...]:
+    """The environment variables an engine reads as options (clap ``env``, llama.cpp
+    ``LLAMA_ARG_*``), as option uses for KV702: a variable's value is parsed like the
+    option's."""
+    uses = []
+    for name, option in options.items():
+        value = env.get(name)
+        if not isinstance(value, str):
+            continue
+        expanded = env.expand(value, k8s=False) if "$" in value else value
+        if isinstance(expanded, str):
+            uses.append(OptionUse(option, option, "value", (expanded,), env.line_of(name),
+                                  None, source=f"env {name}"))
+    return tuple(uses)
+
+
+_TGI_ENV = {"NUM_SHARD": "--num-shard", "MAX_TOTAL_TOKENS": "--max-total-tokens",
+            "MAX_BATCH_SIZE": "--max-batch-size",
+            "MAX_CONCURRENT_REQUESTS": "--max-concurrent-requests",
+            "KV_CACHE_DTYPE": "--kv-cache-dtype", "CUDA_MEMORY_FRACTION": "--cuda-memory-fraction",
+            "DTYPE": "--dtype"}
+_LLAMACPP_ENV = {"LLAMA_ARG_CTX_SIZE": "--ctx-size", "LLAMA_ARG_N_PARALLEL": "--parallel",
+                 "LLAMA_ARG_CACHE_TYPE_K": "--cache-type-k"}
 
 
 def env_args_tgi(env: Env) -> EngineArgs:
@@ -1424,6 +1539,7 @@ def env_args_tgi(env: Env) -> EngineArgs:
                                           "gpu_memory_utilization", "tgi"),
         dtype=_env_field(env, ["DTYPE"], "dtype", "tgi"),
         notes=tuple(notes),
+        uses=_env_uses(env, _TGI_ENV),
     )
 
 
@@ -1442,6 +1558,7 @@ def env_args_llamacpp(env: Env) -> EngineArgs:
                                   "llamacpp"),
         max_model_len=max_len,
         max_num_seqs=_env_field(env, ["LLAMA_ARG_N_PARALLEL"], "max_num_seqs", "llamacpp"),
+        uses=_env_uses(env, _LLAMACPP_ENV),
     )
 
 
@@ -1500,6 +1617,9 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
         engine, program, index = hit
         local = env.assign(prefix) if prefix else env
         args = with_env(parse_engine_args(engine, rest[index:], local), local)
+        if any(w.text.startswith("dynamo.") for w in rest[program:index]):
+            # python -m dynamo.X adds its own options to the engine's: not judged
+            args = judge_known_options_only(args)
         found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
                                       words=tuple(rest), index=index, env=local))
     return found

@@ -1,0 +1,25 @@
+"""What the engine's own command-line parser would refuse in a manifest's engine command:
+data for the KV701/KV702 rules, found by the manifest loaders."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class EngineArgProblem:
+    """One option or value the engine refuses at start.
+
+    ``kind`` is ``option`` (an option the engine/version does not accept as written: unknown,
+    an ambiguous abbreviation, a spelling the parser does not normalise, a repeat the parser
+    refuses; KV701) or ``value`` (a value the parser or config validation rejects, or a
+    missing value; KV702). ``line``/``column`` locate the option word (1-based)."""
+
+    kind: str
+    option: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)

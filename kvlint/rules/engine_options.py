@@ -1,0 +1,94 @@
+"""Rules about engine command lines the engine itself refuses (KV701, KV702)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+from kvlint.diagnostics import Finding, Severity
+from kvlint.hookspecs import hookimpl
+from kvlint.rules.base import Rule, RuleContext
+
+
+class _EngineRefusal(Rule):
+    kind = ""
+    needs_geometry = False
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        for problem in ctx.engine_problems:
+            if problem.kind == self.kind:
+                finding = self.finding(problem.message,
+                                       **{"option": problem.option, **problem.data})
+                yield replace(finding, line=problem.line, column=problem.column)
+
+
+class EngineOptionUnknown(_EngineRefusal):
+    """## What it does
+    Flags an option of a manifest's engine command that the engine, at the version the
+    manifest runs (its image tag or pin; the newest version kvlint knows when none is
+    pinned), does not accept: an unknown option, an abbreviation that matches several
+    options, a spelling the parser does not normalise (vLLM and llama.cpp turn `_` into `-`,
+    the others do not; llama.cpp has no `--name=value` form), a repeat the parser refuses
+    (TGI's clap launcher), or a word it has no place for. The option is read the way the engine's
+    parser reads it: argparse (vLLM, SGLang, LMDeploy) accepts unique prefixes of long
+    options; click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only. The
+    message names the closest real option and, when the option exists in another version
+    kvlint knows, when it was added or removed.
+
+    ## Why is this bad?
+    The server exits at start ("unrecognized arguments", "No such option", "unexpected
+    argument"): the deployment never becomes ready. Meanwhile kvlint would read the
+    engine's default in place of the value meant (`--tp 8` is not vLLM's `-tp 8`, so the
+    layout is tp=1).
+
+    ## Example
+    ```yaml
+    args: ["vllm", "serve", "microsoft/Phi-3-medium-4k-instruct", "--tp", "8"]
+    ```
+
+    ## Use instead
+    ```yaml
+    args: ["vllm", "serve", "microsoft/Phi-3-medium-4k-instruct", "-tp", "8"]
+    ```
+    """
+
+    code = "KV701"
+    name = "engine-option-unknown"
+    severity = Severity.ERROR
+    kind = "option"
+
+
+class EngineOptionInvalidValue(_EngineRefusal):
+    """## What it does
+    Flags a value the engine rejects for an option kvlint reads: a parallel size or length
+    that is not an integer (`--tensor-parallel-size=abc`), a parallel size below 1 where the
+    engine validates it (vLLM) or a negative one where it reads an unsigned integer (TGI), a
+    KV-cache dtype or `--dtype` outside that engine version's choices, a memory fraction that
+    is not a number, or a value-taking option given without its value. A value kvlint cannot
+    expand (an unset variable) is not judged here; it stays unresolved.
+
+    ## Why is this bad?
+    The engine's argument parser or config validation stops the server at start, and no
+    figure kvlint derives from the command matches what would run: kvlint never substitutes
+    a default for the rejected value silently.
+
+    ## Example
+    ```yaml
+    args: ["--model", "Qwen/Qwen3-8B", "--kv-cache-dtype", "fp8_e4m3fn"]
+    ```
+
+    ## Use instead
+    ```yaml
+    args: ["--model", "Qwen/Qwen3-8B", "--kv-cache-dtype", "fp8_e4m3"]
+    ```
+    """
+
+    code = "KV702"
+    name = "engine-option-invalid-value"
+    severity = Severity.ERROR
+    kind = "value"
+
+
+@hookimpl
+def kvlint_rules() -> Sequence[type[Rule]]:
+    return [EngineOptionUnknown, EngineOptionInvalidValue]
