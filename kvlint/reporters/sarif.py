@@ -199,7 +199,7 @@ def _location(result: ModelResult, finding: Finding, root: Path) -> tuple[dict[s
         artifact: dict[str, Any]
         if found is not None:
             rel = found
-            artifact = {"uri": found, "uriBaseId": SRCROOT}
+            artifact = {"uri": uri_reference(found), "uriBaseId": SRCROOT}
         else:  # outside the repository: an absolute URI (viewers show it; GitHub skips it)
             rel = Path(os.path.abspath(where.path)).as_posix()
             artifact = {"uri": Path(os.path.abspath(where.path)).as_uri()}
@@ -275,6 +275,15 @@ def sarif_log(run: LintRun, root: Path | None = None) -> dict[str, Any]:
             "results": results,
         }],
     }
+
+
+def uri_reference(rel_path: str) -> str:
+    """A repository-relative path as an RFC 3986 relative reference: every byte but
+    unreserved characters and ``/`` percent-encoded (spaces, ``%``, ``:``, ``#``, ``?``,
+    line breaks, non-ASCII as UTF-8; an undecodable file name byte as itself)."""
+    from urllib.parse import quote
+
+    return quote(os.fsencode(rel_path), safe="/")
 
 
 def root_uri(root: Path) -> str:
