@@ -607,7 +607,10 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
     if fmt == "json":
         text = ranking.render_json(rows, gpu)
     else:
-        text = ranking.render_table(rows, "github" if fmt == "markdown" else "plain")
+        from kvlint.reporters.escape import printable
+
+        text = printable(ranking.render_table(rows, "github" if fmt == "markdown" else "plain"),
+                         keep="\n")
     _emit(text, output)
 
 

@@ -57,9 +57,8 @@ def write_report(output: str, data: bytes) -> None:
     """Write ``data`` to ``output`` atomically (the file a symlink names is replaced, the
     link kept); a device or FIFO (``/dev/stdout``) is written in place. The new file gets
     the old one's permissions, else the umask's."""
-    target = os.path.realpath(output)
     try:
-        mode = os.stat(target).st_mode
+        mode = os.stat(output).st_mode
     except FileNotFoundError:
         mode = None
     except OSError as err:
@@ -68,11 +67,13 @@ def write_report(output: str, data: bytes) -> None:
         if stat.S_ISDIR(mode):
             raise UsageError(f"{printable(output)}: cannot write: is a directory")
         try:
-            with open(target, "wb") as handle:
+            with open(output, "wb") as handle:
                 handle.write(data)
         except OSError as err:
-            raise UsageError(f"{printable(output)}: cannot write: {err.strerror or err}") from None
+            raise UsageError(f"{printable(output)}: cannot write: {err.strerror or err}"
+                             ) from None
         return
+    target = os.path.realpath(output)
     folder, name = os.path.split(target)
     temp = None
     try:

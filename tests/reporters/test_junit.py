@@ -149,7 +149,7 @@ def test_control_characters_cannot_break_the_xml() -> None:
 
 
 def test_xml_text() -> None:
-    assert xml_text("ok\ttab\nline\r") == "ok\ttab\nline\r"
+    assert xml_text("ok\ttab\nline\r") == "ok\ttab\nline\\r"
     assert xml_text("\x00\x08\x0b\x0c\x1f\ufffe") == "\\x00\\x08\\x0b\\x0c\\x1f\ufffd"
     assert xml_text("\x1b]0;title\x07 \udc80 \u202e") == "\\x1b]0;title\\x07 \\udc80 \\u202e"
     assert xml_text("≥ \U0001d6fc") == "≥ \U0001d6fc"  # astral plane kept
