@@ -35,7 +35,9 @@ OFFLINE_ENV = "HF_HUB_OFFLINE"
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"kvlint: error: {message}", err=True)
+    from kvlint.reporters.escape import printable  # one line, nothing a terminal or runner acts on
+
+    click.echo(f"kvlint: error: {printable(message)}", err=True)
     sys.exit(2)
 
 

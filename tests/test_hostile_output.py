@@ -442,3 +442,11 @@ def test_reports_replace_files_atomically_and_keep_links(tmp_path: Path) -> None
     line = one_error_line(kvlint("check", "cfg.json", "-o", "no/such/dir/r.txt",
                                  cwd=tmp_path))
     assert line.startswith("kvlint: error: no/such/dir/r.txt: cannot write")
+
+
+def test_error_lines_escape_what_they_quote(tmp_path: Path) -> None:
+    """A usage error naming a hostile path is still one line, with nothing to act on."""
+    name = "a\n::error file=x::forged\x1b]0;t\x07.yaml"
+    line = one_error_line(kvlint("lint", name, cwd=tmp_path, env={"GITHUB_ACTIONS": "true"}))
+    assert line == "kvlint: error: a\\n::error file=x::forged\\x1b]0;t\\x07.yaml: no such file " \
+                   "or directory"
