@@ -149,6 +149,7 @@ def pull_request(tmp_path: Path) -> dict[str, Any]:
     base = git(repo, "rev-parse", "HEAD")
     injected = "deploy/a\n::error file=forged.yaml,line=1::forged\n%0A::warning::x,y:z.yaml"
     (repo / injected).write_text(REFUSED)
+    (repo / os.fsdecode(b"deploy/not-utf8-\xff.yaml")).write_text(REFUSED)
     (repo / "deploy" / "null\n::error::from-null.yaml").symlink_to("/dev/null")
     outside = tmp_path / "outside.yaml"
     outside.write_text(REFUSED)
@@ -192,6 +193,7 @@ def test_file_names_cannot_inject_workflow_commands(pull_request: dict[str, Any]
     assert ("deploy/a%0A%3A%3Aerror file=forged.yaml%2Cline=1%3A%3Aforged%0A%250A%3A%3Awarning"
             "%3A%3Ax%2Cy%3Az.yaml") in shown
     assert "deploy/null%0A%3A%3Aerror%3A%3Afrom-null.yaml" in shown
+    assert "deploy/not-utf8-\\udcff.yaml" in shown
     assert "deploy/out.yaml" in shown  # a finding on the link; the outside file is not read
     assert not any("outside" in line for line in lines)
     kv903 = [line for line in annotations if "KV903" in line]

@@ -186,7 +186,8 @@ def fingerprint(code: str, rel_path: str, ref: str, name: str) -> str:
     """``partialFingerprints["kvlint/v1"]``: see the module docstring."""
     import hashlib
 
-    return hashlib.sha256("\0".join((code, rel_path, ref, name)).encode("utf-8")).hexdigest()
+    joined = "\0".join((code, rel_path, ref, name))  # a non-UTF-8 file name: its own bytes
+    return hashlib.sha256(joined.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _location(result: ModelResult, finding: Finding, root: Path) -> tuple[dict[str, Any], str]:
