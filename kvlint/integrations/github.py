@@ -161,7 +161,9 @@ def report(run: LintRun, env: Mapping[str, str], chosen: ChangedFiles, *,
     rendered = render(run, wanted)
     if sarif_file:
         Path(sarif_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(sarif_file).write_text(rendered["sarif"], encoding="utf-8")
+        from kvlint.outputs import write_report
+
+        write_report(sarif_file, rendered["sarif"].encode("utf-8", "backslashreplace"))
     if summary:
         append_summary(env, f"## kvlint\n\n{chosen.reason}.\n\n{rendered['markdown']}")
     write_outputs(env, outputs_of(run, sarif_file))
