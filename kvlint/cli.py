@@ -36,7 +36,9 @@ OFFLINE_ENV = "HF_HUB_OFFLINE"
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"kvlint: error: {message}", err=True)
+    from kvlint.reporters.escape import printable  # one line, nothing a terminal or runner acts on
+
+    click.echo(f"kvlint: error: {printable(message)}", err=True)
     sys.exit(2)
 
 
@@ -52,13 +54,15 @@ def _codes(values: Sequence[str]) -> list[str]:
 
 
 def _emit(text: str, output: str | None) -> None:
+    """``text`` to ``output`` (replaced atomically) or stdout, as UTF-8; a character UTF-8
+    cannot carry (a lone surrogate from a file name) as its ``\\udcXX`` escape."""
+    from kvlint.outputs import write_report
+
+    data = text.encode("utf-8", "backslashreplace")
     if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as err:
-            raise UsageError(f"{output}: cannot write: {err.strerror or err}") from None
+        write_report(output, data)
     else:
-        click.echo(text, nl=False)
+        click.echo(data, nl=False)
 
 
 def _default_format() -> str:
@@ -173,6 +177,7 @@ class Session:
               ignore: tuple[str, ...], fail_on: str | None, formats: tuple[str, ...],
               outputs: tuple[str, ...]) -> Session:
         from kvlint import settings as settings_module
+        from kvlint.outputs import check_outputs
         from kvlint.plugins import get_plugin_manager
 
         loaded = settings_module.load(starts, config=config_file, isolated=isolated)
@@ -184,9 +189,11 @@ class Session:
                                 [*d.extend_select, *_codes(extend_select)])
         for key in d.severity:
             registry.rule(key)  # an unknown code in the settings is an error
+        paired = _outputs(registry, formats, outputs)
+        check_outputs([o for _, o in paired if o],
+                      [*map(str, starts), *([config_file] if config_file else [])])
         return cls(settings=d, root=loaded.root, pm=pm, registry=registry, rules=rules,
-                   fail_on=fail_on or d.fail_on or "error",
-                   outputs=_outputs(registry, formats, outputs),
+                   fail_on=fail_on or d.fail_on or "error", outputs=paired,
                    policy=Policy(per_file_ignores=d.per_file_ignores, severity=d.severity,
                                  root=loaded.root),
                    settings_path=loaded.path, isolated=isolated)
@@ -211,11 +218,16 @@ class Session:
             self.lock.raise_missing()  # a locked run that lacked models reports only that
         if run.results and any(r.target.kind == "model" for r in run.results):
             run = replace(run, results=tuple(apply(run.results, {}, policy=self.policy)))
-        for reporter, output in self.outputs:
-            _emit(reporter().render(run), output)
+        # Render every report before writing any: a render that fails leaves all files as
+        # they were.
+        rendered = [(reporter().render(run), output) for reporter, output in self.outputs]
+        for text, output in rendered:
+            _emit(text, output)
+        from kvlint.reporters.escape import printable
+
         for result in run.results:
             if result.config_error and result.target.ref not in run.unavailable:
-                click.echo(f"kvlint: error: {result.config_error}", err=True)
+                click.echo(f"kvlint: error: {printable(result.config_error)}", err=True)
         _echo_unavailable(run)
         sys.exit(run.exit_code)
 
@@ -700,7 +712,10 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
     context beside the weights."""
     from kvlint import compare as ranking
     from kvlint.linter import check_models
+    from kvlint.outputs import check_outputs
 
+    if output:
+        check_outputs([output], models)
     plan = _plan(tp=tp, pp=pp, dp=1, dp_attention=False, engine=engine,
                  engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                  context=context, batch=batch, gpu=gpu,
@@ -717,7 +732,10 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
     if fmt == "json":
         text = ranking.render_json(rows, gpu)
     else:
-        text = ranking.render_table(rows, "github" if fmt == "markdown" else "plain")
+        from kvlint.reporters.escape import printable
+
+        text = printable(ranking.render_table(rows, "github" if fmt == "markdown" else "plain"),
+                         keep="\n")
     _emit(text, output)
 
 

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import pluggy
 
 from kvlint import hookspecs
 from kvlint.errors import PluginError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 BUILTIN_PLUGINS = (
     "kvlint.rules.attention",
@@ -39,18 +46,57 @@ DISTRIBUTIONS: dict[str, str] = {}
 """Plugin name -> ``distribution version`` that installed it (for error messages)."""
 
 
+def trusted_path(path: list[str] | None = None) -> list[str]:
+    """``sys.path`` without the entries that name the working directory (``''``, ``.``, the
+    cwd itself): a repository being linted is not a place plugins or modules come from."""
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:  # the working directory was removed: nothing can name it
+        cwd = None
+    entries = sys.path if path is None else path
+    return [entry for entry in entries
+            if entry and not (cwd is not None and os.path.realpath(entry) == cwd)]
+
+
+@contextmanager
+def _safe_sys_path() -> Iterator[None]:
+    """Imports under this block search only :func:`trusted_path` (restored afterwards)."""
+    saved = sys.path[:]
+    sys.path[:] = trusted_path(saved)
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def entry_points_of_installed() -> list[EntryPoint]:
+    """The ``kvlint`` entry points of the distributions installed on :func:`trusted_path`,
+    the first distribution of each name winning (as ``importlib.metadata`` does)."""
+    from importlib.metadata import distributions
+
+    seen: set[str] = set()
+    found: list[EntryPoint] = []
+    for dist in distributions(path=trusted_path()):
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name in seen:
+            continue
+        seen.add(name)
+        found.extend(ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
+    return found
+
+
 def _load_entry_points(pm: pluggy.PluginManager) -> None:
     """Register every ``kvlint`` entry point; one that fails to import stops the run
     (exit 2) naming its distribution. Plugins come from installed distributions only,
-    never from the linted repository."""
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    never from the working directory or the linted repository: neither the metadata nor
+    the plugin's module is looked up there."""
+    for ep in entry_points_of_installed():
         dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist else "an unknown distribution"
         if pm.get_plugin(ep.name) is not None:
             continue
         try:
-            plugin = ep.load()
+            with _safe_sys_path():
+                plugin = ep.load()
         except Exception as err:
             raise PluginError(f"kvlint plugin {ep.name!r} from {dist} failed to load: "
                               f"{type(err).__name__}: {err}") from None

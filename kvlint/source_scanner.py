@@ -43,29 +43,52 @@ def python_files(paths: Iterable[str]) -> list[Path]:
 
 
 def package_files(name: str) -> list[Path]:
-    """The ``.py`` files of an installed distribution (or top-level package), by metadata
-    or the import system's spec origin; nothing is imported."""
+    """The ``.py`` files of an installed distribution (or package, dotted names included),
+    by metadata or by the path finders; nothing is imported, not even a parent package."""
     from importlib import metadata
-    from importlib.util import find_spec
 
     try:
         dist = metadata.distribution(name)
-    except metadata.PackageNotFoundError:
+    except (metadata.PackageNotFoundError, ValueError):
         dist = None
     if dist is not None and dist.files:
         files = [Path(str(dist.locate_file(f))) for f in dist.files if str(f).endswith(".py")]
         existing = sorted(f for f in files if f.is_file())
         if existing:
             return existing
-    try:
-        spec = find_spec(name.replace("-", "_"))
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None:
+    roots = locate_package(name)
+    if roots is None:
         raise InputError(f"package {name!r} is not installed (pip show {name})")
-    roots = list(spec.submodule_search_locations or []) or \
-        ([str(Path(spec.origin).parent)] if spec.origin else [])
     return python_files(roots)
+
+
+def locate_package(name: str) -> list[str] | None:
+    """Where the module or package ``name`` lives, found segment by segment with
+    :class:`importlib.machinery.PathFinder` on the parent's search locations, as the
+    import system would, but without importing anything (``importlib.util.find_spec``
+    imports ``pkg`` to find ``pkg.sub``). A package gives its directories, a module its
+    file; ``None`` when it is not found."""
+    import sys
+    from importlib.machinery import PathFinder
+
+    parts = name.replace("-", "_").split(".")
+    if not all(part.isidentifier() for part in parts):
+        return None
+    search: list[str] | None = None
+    for index in range(len(parts)):
+        full = ".".join(parts[: index + 1])
+        spec = PathFinder.find_spec(full, search if search is not None else sys.path)
+        if spec is None:
+            return None
+        locations = list(spec.submodule_search_locations or [])
+        if index == len(parts) - 1:
+            if locations:
+                return locations
+            return [spec.origin] if spec.origin and spec.origin.endswith(".py") else None
+        if not locations:
+            return None  # a module has no submodules
+        search = locations
+    return None
 
 
 def hub_files(repo_id: str, *, revision: str | None = None, offline: bool = False) -> list[Path]:
@@ -76,6 +99,18 @@ def hub_files(repo_id: str, *, revision: str | None = None, offline: bool = Fals
 
     return python_files([str(download_python_files(repo_id, revision=revision,
                                                    offline=offline))])
+
+
+def read_source(file: Path) -> str:
+    """A Python source as Python reads it: the encoding from its BOM or PEP 263 coding
+    line (:func:`tokenize.detect_encoding`), UTF-8 otherwise; newlines translated."""
+    import io
+    import tokenize
+
+    data = file.read_bytes()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    with io.TextIOWrapper(io.BytesIO(data), encoding, line_buffering=False) as text:
+        return text.read()
 
 
 def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: str = "error",
@@ -89,13 +124,20 @@ def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: s
     for file in files:
         path = str(file)
         try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(f"{path}: cannot read: {err}") from None
+            text = read_source(file)
+        except (OSError, SyntaxError, UnicodeDecodeError) as err:  # reported, scan goes on
+            why = err.strerror if isinstance(err, OSError) and err.strerror else err
+            results.append(_result(path, (_problem(f"{path}:0: cannot read: {why}", path,
+                                                   rules),)))
+            continue
         try:
             found = scan_source(text, path)
         except ValueError as err:  # invalid Python: report it, keep scanning the rest
             results.append(_result(path, (_problem(str(err), path, rules),)))
+            continue
+        except (RecursionError, MemoryError):  # ast.parse of an absurdly nested expression
+            results.append(_result(path, (_problem(
+                f"{path}:0: invalid Python: nesting too deep to parse", path, rules),)))
             continue
         findings = tuple(
             replace(active[f.code]().finding(f.message, function=f.function,

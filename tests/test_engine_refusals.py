@@ -298,8 +298,9 @@ def test_text_output_through_the_executable(tmp_path: Path) -> None:
     config = ROOT / "fixtures" / "configs" / "microsoft--Phi-3-medium-4k-instruct.json"
     done = subprocess.run([sys.executable, "-m", "kvlint", "lint", str(file), "--offline",
                            "--select", "KV7", "--model-map",
-                           f"microsoft/Phi-3-medium-4k-instruct={config}"], capture_output=True, text=True, env=env,
-                          timeout=120, cwd=ROOT, check=False)
+                           f"microsoft/Phi-3-medium-4k-instruct={config}"],
+                          capture_output=True, text=True, env=env, timeout=120, cwd=ROOT,
+                          check=False)
     assert done.returncode == 1, done.stderr
     line = _line_of(file.read_text(encoding="utf-8"), "--tp")
     assert f"deploy.yaml:{line}:" in done.stdout

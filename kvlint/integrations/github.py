@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -24,18 +26,61 @@ from pathlib import Path
 from kvlint.diagnostics import Severity
 from kvlint.errors import InputError
 from kvlint.linter import LintRun
+from kvlint.reporters.escape import printable
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+OBJECT_NAME = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+"""A full git object name: SHA-1 (40 hex digits) or SHA-256 (64)."""
 
 
 @dataclass(frozen=True)
 class ChangedFiles:
-    """What to lint: ``paths``; ``reason`` says how they were chosen."""
+    """What to lint: ``paths``; ``reason`` says how they were chosen. ``unreadable``: changed
+    files that are not regular files inside the checkout (a link to ``/dev/null`` or out
+    of the repository, a FIFO), each with why; they become KV903 findings, not an abort."""
 
     paths: tuple[str, ...]
     reason: str
     pull_request: bool = False
     """The paths are a pull request's changes (not the whole repository, nor given)."""
+    unreadable: tuple[tuple[str, str], ...] = ()
+
+
+def _sha(event_path: str, event: object, side: str) -> str:
+    """``pull_request.<side>.sha`` of the event, checked to be a full object name: it is
+    passed to git, so ``--output=/path`` or ``HEAD~1`` must never get there."""
+    try:
+        value = event["pull_request"][side]["sha"]  # type: ignore[index]
+    except (KeyError, TypeError, IndexError) as err:
+        raise InputError(f"{event_path}: not a pull_request event with base and head SHAs "
+                         f"(missing {err})") from None
+    if not isinstance(value, str) or not OBJECT_NAME.fullmatch(value):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise InputError(f"{event_path}: pull_request.{side}.sha is {shown}, expected a commit "
+                         "SHA (40 or 64 hex digits)")
+    return value
+
+
+def unreadable_reason(name: str, workdir: Path) -> str | None:
+    """Why the changed file ``name`` cannot be linted (``None`` when it can, or when it is
+    not in the checkout at all): only regular files inside ``workdir`` are read."""
+    path = workdir / name
+    try:
+        os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    root = os.path.realpath(workdir)
+    target = os.path.realpath(path)
+    if os.path.commonpath([root, target]) != root:
+        return "a symbolic link out of the repository; not followed"
+    try:
+        mode = os.stat(target).st_mode
+    except OSError as err:
+        return f"cannot be read ({err.strerror or type(err).__name__})"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a device, FIFO, socket or directory); not read"
+    return None
 
 
 def changed_files(env: Mapping[str, str], workdir: Path) -> ChangedFiles:
@@ -46,22 +91,26 @@ def changed_files(env: Mapping[str, str], workdir: Path) -> ChangedFiles:
         return ChangedFiles((".",), f"{event_name or 'no'} event: the whole repository")
     try:
         event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-        base = event["pull_request"]["base"]["sha"]
-        head = event["pull_request"]["head"]["sha"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (OSError, ValueError) as err:
         raise InputError(f"{event_path}: not a pull_request event with base and head SHAs "
-                         f"({err})") from None
+                         f"({type(err).__name__})") from None
+    base = _sha(event_path, event, "base")
+    head = _sha(event_path, event, "head")
     proc = subprocess.run(
-        ["git", "diff", "--name-only", "--diff-filter=ACMR", "-z", f"{base}...{head}"],
-        cwd=workdir, capture_output=True, text=True, check=False)
+        ["git", "diff", "--name-only", "--diff-filter=ACMR", "-z", "--end-of-options",
+         f"{base}...{head}", "--"],
+        cwd=workdir, capture_output=True, text=True, errors="surrogateescape", check=False)
     if proc.returncode != 0:
         raise InputError(
             f"git diff {base[:12]}...{head[:12]} failed: {proc.stderr.strip().splitlines()[-1:]}"
             " (check out with fetch-depth: 0 so both commits are present)")
     names = [n for n in proc.stdout.split("\0") if n.endswith(MANIFEST_SUFFIXES)]
-    return ChangedFiles(tuple(sorted(names)),
+    reasons = {n: unreadable_reason(n, workdir) for n in names}
+    paths = tuple(sorted(n for n, why in reasons.items() if why is None))
+    bad = tuple(sorted((n, why) for n, why in reasons.items() if why is not None))
+    return ChangedFiles(paths,
                         f"{plural(len(names), 'manifest')} changed between {base[:7]} and "
-                        f"{head[:7]}", pull_request=True)
+                        f"{head[:7]}", pull_request=True, unreadable=bad)
 
 
 def plural(count: int, noun: str) -> str:
@@ -89,7 +138,7 @@ def write_outputs(env: Mapping[str, str], outputs: Mapping[str, str]) -> None:
         return
     with open(target, "a", encoding="utf-8") as handle:
         for name, value in outputs.items():
-            handle.write(f"{name}={value}\n")
+            handle.write(f"{name}={printable(value)}\n")  # one line: no forged outputs
 
 
 def append_summary(env: Mapping[str, str], text: str) -> None:
@@ -118,6 +167,18 @@ def render(run: LintRun, formats: Sequence[str]) -> dict[str, str]:
     return {name: registry.reporter(name)().render(run) for name in formats}
 
 
+def with_unreadable(run: LintRun, chosen: ChangedFiles) -> LintRun:
+    """``run`` plus one KV903 result per changed file that could not be read."""
+    if not chosen.unreadable:
+        return run
+    from kvlint.loaders.manifests.base import ManifestProblem
+    from kvlint.manifest_linter import problem_result
+
+    extra = tuple(problem_result(ManifestProblem(name, None, f"{name}: {why}", "unreadable"),
+                                 run.rules) for name, why in chosen.unreadable)
+    return replace(run, results=run.results + extra)
+
+
 def report(run: LintRun, env: Mapping[str, str], chosen: ChangedFiles, *,
            sarif_file: str | None, summary: bool,
            workdir: Path | None = None) -> tuple[str, int]:
@@ -125,19 +186,21 @@ def report(run: LintRun, env: Mapping[str, str], chosen: ChangedFiles, *,
 
     On a pull request (``chosen.pull_request``) ``run`` may cover the whole repository:
     the SARIF reports all of it, everything else only the changed files."""
+    from kvlint.outputs import write_report
+
     reason = chosen.reason
+    whole = with_unreadable(run, chosen)
+    run = whole
     if chosen.pull_request:
-        whole = run
-        run = changed_only(run, chosen, workdir or Path.cwd())
+        run = with_unreadable(changed_only(run, chosen, workdir or Path.cwd()), chosen)
         if sarif_file:
             reason += (f"; the SARIF report covers the whole repository "
                        f"({plural(len(whole.results), 'result')})")
-            Path(sarif_file).parent.mkdir(parents=True, exist_ok=True)
-            Path(sarif_file).write_text(render(whole, ["sarif"])["sarif"], encoding="utf-8")
-    elif sarif_file:
-        Path(sarif_file).parent.mkdir(parents=True, exist_ok=True)
-        Path(sarif_file).write_text(render(run, ["sarif"])["sarif"], encoding="utf-8")
     rendered = render(run, ["github", "markdown"])
+    if sarif_file:
+        sarif = render(whole, ["sarif"])["sarif"]
+        Path(sarif_file).parent.mkdir(parents=True, exist_ok=True)
+        write_report(sarif_file, sarif.encode("utf-8", "backslashreplace"))
     if summary:
         body = rendered["markdown"]
         body = body.removeprefix("## kvlint\n").lstrip("\n")  # the summary has its heading

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.reporters.base import Reporter
+from kvlint.reporters.escape import printable
 from kvlint.reporters.sarif import display_path, locate, names_model, repository_root, target_label
 
 if TYPE_CHECKING:
@@ -28,13 +29,23 @@ COMMANDS: Mapping[Severity, str] = {
 
 
 def escape_data(value: str) -> str:
-    """A command's message: ``%``, CR and LF percent-encoded (``%`` first)."""
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A command's message, as GitHub's toolkit escapes it: ``%``, CR and LF
+    percent-encoded (``%`` first); other control characters become visible escapes, so
+    nothing in it can end the command or start another."""
+    return printable(value, keep="\r\n").replace("%", "%25").replace("\r", "%0D") \
+        .replace("\n", "%0A")
 
 
 def escape_property(value: str) -> str:
     """A property value: as :func:`escape_data`, plus ``:`` and ``,``."""
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def safe_line(text: str) -> str:
+    """A plain line of output that the runner cannot read as a workflow command: line
+    breaks and controls escaped, and a leading ``::`` defused."""
+    line = printable(text)
+    return line if not line.lstrip().startswith("::") else "\\" + line.lstrip()
 
 
 def command(kind: str, message: str, properties: Mapping[str, str | int | None]) -> str:
@@ -75,7 +86,7 @@ class GithubReporter(Reporter):
     def render(self, run: LintRun) -> str:
         root = repository_root()
         lines = [annotation(r, f, root) for r in run.results for f in r.findings]
-        lines.append(summary(run))
+        lines.append(safe_line(summary(run)))
         return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from kvlint.diagnostics import Finding, Severity, fails
 from kvlint.hookspecs import hookimpl
 from kvlint.reporters.base import Reporter
+from kvlint.reporters.escape import printable
 from kvlint.reporters.sarif import display_path, locate, names_model, repository_root, target_label
 
 if TYPE_CHECKING:
@@ -32,9 +33,10 @@ _XML_INVALID = "[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 
 
 def xml_text(text: str) -> str:
-    """``text`` without the characters XML 1.0 cannot carry (control characters, lone
-    surrogates); each becomes U+FFFD."""
-    return re.sub(_XML_INVALID, "\ufffd", text)  # compiled on first use, then cached by re
+    """``text`` as XML 1.0 can carry it: control characters and lone surrogates written as
+    visible escapes (``\\x1b``, ``\\r``; tab and newline kept), the non-characters U+FFFE and
+    U+FFFF as U+FFFD."""
+    return re.sub(_XML_INVALID, "\ufffd", printable(text, keep="\t\n"))
 
 
 def classname(result: ModelResult, root: Path) -> str:
@@ -52,11 +54,11 @@ def _line(finding: Finding, result: ModelResult, root: Path) -> str:
     at = ""
     if where.path:
         at = display_path(where.path, root) + (f":{where.line}" if where.line else "") + ": "
-    return f"{at}{finding.code} {finding.severity.value}: {finding.message}"
+    return printable(f"{at}{finding.code} {finding.severity.value}: {finding.message}")
 
 
 def _attrs(**values: object) -> dict[str, str]:
-    return {k: xml_text(str(v)) for k, v in values.items() if v is not None}
+    return {k: xml_text(printable(str(v))) for k, v in values.items() if v is not None}
 
 
 def _testcases(result: ModelResult, run: LintRun, root: Path, suite: Element) -> None:

@@ -7,6 +7,7 @@ message, or "No findings.". Paths are relative to the repository root.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.reporters.base import Reporter
+from kvlint.reporters.escape import printable
 from kvlint.reporters.sarif import (
     display_path,
     help_uri,
@@ -31,20 +33,37 @@ if TYPE_CHECKING:
 ICONS = {Severity.ERROR: "❌", Severity.WARNING: "⚠️", Severity.INFO: "\u2139\ufe0f"}  # (i)
 
 
+_MARKUP = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\\": "\\\\", "[": "\\[", "]": "\\]",
+           "`": "\\`"}
+"""Characters that make Markdown of text: HTML (``<``, ``>``, ``&`` as entities), links,
+images and link definitions (``[``, ``]``), code spans, and the backslash itself."""
+_INLINE = str.maketrans(_MARKUP)
+_CELL = str.maketrans({**_MARKUP, "|": "\\|"})
+_BLOCK_START = re.compile(r"^(?:[#>+*=~_-]|\d{1,9}[.)])")
+"""What turns the start of a line into a heading, quote, list, rule or setext underline."""
+
+
 def cell(text: str) -> str:
-    """Table-cell safe: ``|`` escaped, line breaks as ``<br>``, backslashes kept literal."""
-    out = text.replace("\\", "\\\\").replace("|", "\\|")
-    return "<br>".join(part.strip() for part in out.replace("\r\n", "\n").split("\n"))
+    """Table-cell safe: markup escaped (``|`` too; no HTML, links or images), controls and
+    a lone CR as visible escapes (``\\r``, ``\\x1b``), line breaks as ``<br>``. A cell
+    never starts a line, so it cannot make a heading or a list."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    return "<br>".join(printable(part.strip().translate(_CELL)) for part in lines)
 
 
 def inline(text: str) -> str:
-    """A message on one Markdown line (list item): line breaks become spaces, and ``<``
-    cannot open an HTML tag."""
-    return " ".join(text.replace("<", "&lt;").split())
+    """A message on one Markdown line (a list item's second line): whitespace runs and line
+    breaks become one space, markup and controls are escaped as in :func:`cell`, and a
+    block marker at its start (``#``, ``-``, ``>``, ``1.``) is escaped so that the line
+    stays a paragraph."""
+    out = printable(" ".join(text.split()).translate(_INLINE))
+    return _BLOCK_START.sub(lambda m: m.group()[:-1] + "\\" + m.group()[-1], out)
 
 
 def code_span(text: str) -> str:
-    """``text`` as inline code, fenced with more backticks than it contains."""
+    """``text`` as inline code, fenced with more backticks than it contains; line breaks
+    and controls are written as escapes, so the span cannot end the paragraph."""
+    text = printable(text)
     fence = "`"
     while fence in text:
         fence += "`"

@@ -186,7 +186,8 @@ def fingerprint(code: str, rel_path: str, ref: str, name: str) -> str:
     """``partialFingerprints["kvlint/v1"]``: see the module docstring."""
     import hashlib
 
-    return hashlib.sha256("\0".join((code, rel_path, ref, name)).encode("utf-8")).hexdigest()
+    joined = "\0".join((code, rel_path, ref, name))  # a non-UTF-8 file name: its own bytes
+    return hashlib.sha256(joined.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _location(result: ModelResult, finding: Finding, root: Path) -> tuple[dict[str, Any], str]:
@@ -199,7 +200,7 @@ def _location(result: ModelResult, finding: Finding, root: Path) -> tuple[dict[s
         artifact: dict[str, Any]
         if found is not None:
             rel = found
-            artifact = {"uri": found, "uriBaseId": SRCROOT}
+            artifact = {"uri": uri_reference(found), "uriBaseId": SRCROOT}
         else:  # outside the repository: an absolute URI (viewers show it; GitHub skips it)
             rel = Path(os.path.abspath(where.path)).as_posix()
             artifact = {"uri": Path(os.path.abspath(where.path)).as_uri()}
@@ -277,6 +278,15 @@ def sarif_log(run: LintRun, root: Path | None = None) -> dict[str, Any]:
             "results": results,
         }],
     }
+
+
+def uri_reference(rel_path: str) -> str:
+    """A repository-relative path as an RFC 3986 relative reference: every byte but
+    unreserved characters and ``/`` percent-encoded (spaces, ``%``, ``:``, ``#``, ``?``,
+    line breaks, non-ASCII as UTF-8; an undecodable file name byte as itself)."""
+    from urllib.parse import quote
+
+    return quote(os.fsencode(rel_path), safe="/")
 
 
 def root_uri(root: Path) -> str:

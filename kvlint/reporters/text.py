@@ -10,6 +10,7 @@ from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.model.geometry import AttentionGeometry, AttentionKind, LayerKind
 from kvlint.reporters.base import Reporter
+from kvlint.reporters.escape import printable
 from kvlint.units import fmt_bytes, fmt_int, fmt_ratio
 
 if TYPE_CHECKING:
@@ -182,14 +183,15 @@ def _header(r: ModelResult) -> str:
         g = r.analysis.geometry
         parts += [g.model_type or "(no model_type)", g.dtype or "dtype unspecified"]
         parts.append(r.plan.behaviour.label)
-    return " · ".join(parts)
+    return printable(" · ".join(parts))
 
 
 def _finding(ref: str, f: Finding) -> str:
     where = f"{f.path}:{f.line}:{f.column or 1}: " if f.path and f.line else ""
     label = "" if ref == f.path else f"{ref}  "
-    head = f"{where}{label}{f.code} {f.severity.value}  {f.name}"
-    body = textwrap.fill(f.message, WIDTH, initial_indent="  ", subsequent_indent="  ")
+    head = printable(f"{where}{label}{f.code} {f.severity.value}  {f.name}")
+    body = textwrap.fill(printable(f.message), WIDTH, initial_indent="  ",
+                         subsequent_indent="  ")
     return f"{head}\n{body}"
 
 
@@ -218,14 +220,17 @@ class TextReporter(Reporter):
         for r in run.results:
             if r.target.kind != "model":
                 continue  # manifests: findings only, quiet enough for every commit
-            table = tabulate(_table(r), tablefmt="plain")
+            rows = [[printable(cell) for cell in row] for row in _table(r)]
+            table = tabulate(rows, tablefmt="plain")
             blocks.append(_header(r) + "\n" + textwrap.indent(table, "  "))
             if r.probe is not None:
                 blocks.append(textwrap.indent(_probe_block(r.probe), "  "))
         for r in run.results:
             blocks.extend(_finding(r.target.ref, f) for f in r.findings)
         blocks.append(_summary(run))
-        return "\n\n".join(blocks) + "\n"
+        # Every value was escaped where it went in; this pass catches what a block's own
+        # layout (the probe's notes, a plugin's text) carried past that.
+        return printable("\n\n".join(blocks), keep="\n") + "\n"
 
 
 @hookimpl

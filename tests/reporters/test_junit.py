@@ -143,14 +143,15 @@ def test_control_characters_cannot_break_the_xml() -> None:
     suite = parse(run_of(made_up("acme/\x07m", f, path="a.yaml", line=1)))
     (case, _) = suite.findall("testcase")
     failure_or_out = case.findtext("system-out")
-    assert failure_or_out == "a.yaml:1: KV201 warning: bad \ufffd bytes \ufffd[31m & <tags> " \
+    assert failure_or_out == "a.yaml:1: KV201 warning: bad \\x00 bytes \\x1b[31m & <tags> " \
                              "\"quotes\""
-    assert case.get("classname") == "a.yaml:1 (acme/\ufffdm)"
+    assert case.get("classname") == "a.yaml:1 (acme/\\x07m)"
 
 
 def test_xml_text() -> None:
-    assert xml_text("ok\ttab\nline\r") == "ok\ttab\nline\r"
-    assert xml_text("\x00\x08\x0b\x0c\x1f\ufffe") == "\ufffd" * 6
+    assert xml_text("ok\ttab\nline\r") == "ok\ttab\nline\\r"
+    assert xml_text("\x00\x08\x0b\x0c\x1f\ufffe") == "\\x00\\x08\\x0b\\x0c\\x1f\ufffd"
+    assert xml_text("\x1b]0;title\x07 \udc80 \u202e") == "\\x1b]0;title\\x07 \\udc80 \\u202e"
     assert xml_text("≥ \U0001d6fc") == "≥ \U0001d6fc"  # astral plane kept
 
 
