@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kvlint.errors import InputError, UsageError
-from kvlint.loaders import hub, local
+from kvlint.loaders import hub, local, paths
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class LoadedConfig:
 def load_config(ref: str, *, revision: str | None = None, offline: bool = False) -> LoadedConfig:
     """Read ``ref``'s config: an existing path wins, else ``ref`` is a Hub id (``@rev``)."""
     path = Path(ref)
-    if path.exists():
+    if paths.exists(path):
         if revision:
             raise UsageError(f"--revision applies to Hub models, but {ref!r} is a local path")
         file = local.config_path(path)

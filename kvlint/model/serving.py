@@ -126,7 +126,7 @@ class KvAnalysis:
 
 def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
     """Resolve the KV dtype and compute the footprint under the plan's engine behaviour.
-    Raises ``ValueError`` for a KV dtype the model cannot use."""
+    Raises ``ValueError`` for a KV dtype the model cannot use, or a pp above its layers."""
     dtype = kv.resolve_kv_dtype(plan.kv_cache_dtype, geometry)
     behaviour = plan.behaviour
     cached = kv.as_cached(geometry, behaviour.mla_cache)
