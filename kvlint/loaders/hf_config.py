@@ -174,7 +174,7 @@ _LIMITED: Final = (
                  "linear_num_key_heads", "linear_num_value_heads", "mamba_num_heads",
                  "n_groups", "mamba_n_groups")),
     (MAX_HEAD_DIM, ("head_dim", "kv_channels", "d_head", "v_head_dim", "kv_lora_rank",
-                    "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "swa_head_dim",
+                    "qk_rope_head_dim", "qk_nope_head_dim", "swa_head_dim",
                     "swa_v_head_dim", "linear_key_head_dim", "linear_value_head_dim",
                     "mamba_head_dim", "mamba_d_state", "state_size", "ssm_state_size",
                     "mamba_d_conv", "conv_kernel", "linear_conv_kernel_dim")),
