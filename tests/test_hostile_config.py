@@ -275,6 +275,24 @@ def test_manifest_pipeline_degree_is_bounded(tmp_path: Path) -> None:
     assert by_file["fine"]["geometry"]["num_layers"] == 32
 
 
+@pytest.mark.parametrize("flags", [
+    ', "--max-model-len", "' + "9" * 400 + '"',
+    ', "--max-num-seqs", "' + "9" * 400 + '"',
+    ', "--data-parallel-size", "100000"',
+    ', "--tensor-parallel-size", "' + "9" * 400 + '"',
+], ids=["max-model-len", "max-num-seqs", "dp", "tp"])
+def test_manifest_absurd_plan_values_do_not_crash_lint_gpu(tmp_path: Path, flags: str) -> None:
+    (tmp_path / "cfg").mkdir()
+    config_file(tmp_path / "cfg", LLAMA)
+    manifest = tmp_path / "compose.yaml"
+    manifest.write_text(_compose("org/llama", flags))
+    proc = kvlint("lint", str(manifest), "--isolated", "--offline", "--gpu", "H100-80GB",
+                  "--model-map", f"org/llama={tmp_path / 'cfg'}", "--format", "json",
+                  cwd=tmp_path)
+    clean(proc)
+    assert len(json.loads(proc.stdout)["results"]) == 1
+
+
 @pytest.mark.parametrize("expression", [
     "1" + "+1" * 30_000,
     "-" * 30_000 + "1",

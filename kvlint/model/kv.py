@@ -89,6 +89,13 @@ def resolve_kv_dtype(requested: str, geometry: AttentionGeometry) -> KvDtype:
     )
 
 
+def _count(value: int) -> str:
+    """An integer for a message: ``1,000,000,000``, or its size when it is huge."""
+    if value.bit_length() <= 64:
+        return f"{value:,}"
+    return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+
+
 @dataclass(frozen=True)
 class ParallelLayout:
     """How the model is split over GPUs."""
@@ -104,7 +111,7 @@ class ParallelLayout:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
             if getattr(self, name) > MAX_PARALLEL:
                 raise ValueError(f"{name} must be at most {MAX_PARALLEL:,}, got "
-                                 f"{getattr(self, name):,}")
+                                 f"{_count(getattr(self, name))}")
         if self.tp * self.pp > MAX_PARALLEL:
             raise ValueError(f"tp x pp must be at most {MAX_PARALLEL:,} GPUs per model replica, "
                              f"got {self.tp:,} x {self.pp:,}")
