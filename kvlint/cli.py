@@ -46,7 +46,7 @@ def _printable(text: str) -> str:
 def _one_line(message: str) -> str:
     """An error message on one line: control characters shown as escapes."""
     return _printable("".join(
-        c if c.isprintable() or c == " " else repr(c)[1:-1] for c in message))
+        c if c.isprintable() else repr(c)[1:-1] for c in message))
 
 
 def _error(message: str) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kvlint.errors import InputError
+from kvlint.loaders.paths import is_file
 from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
 
 if sys.version_info >= (3, 11):
@@ -166,7 +167,7 @@ def find(starts: Iterable[Path]) -> Path | None:
             seen.add(directory)
             for name in CONFIG_FILES:
                 file = directory / name
-                if file.is_file() and _table(file) is not None:
+                if is_file(file) and _table(file) is not None:
                     return file
     return None
 
@@ -179,7 +180,7 @@ def load(starts: Iterable[Path] = (), *, config: str | None = None,
         return LoadedSettings()
     if config is not None:
         path = Path(config)
-        if not path.is_file():
+        if not is_file(path):
             raise InputError(f"{config}: no such settings file")
         table = _table(path)
         if table is None:

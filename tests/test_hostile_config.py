@@ -229,6 +229,15 @@ def test_very_long_model_names(tmp_path: Path, name: str) -> None:
     one_line_error(proc, "no such file or directory")
 
 
+def test_very_long_settings_and_model_map_paths(tmp_path: Path) -> None:
+    model = str(CONFIGS / f"{LLAMA}.json")
+    one_line_error(kvlint("check", model, "--config", "s" * 300, cwd=tmp_path),
+                   "no such settings file")
+    (tmp_path / ".kvlint.toml").write_text(f'[models]\n"org/x" = "{"m" * 300}"\n')
+    (tmp_path / "compose.yaml").write_text(_compose("org/x"))
+    clean(kvlint("lint", "compose.yaml", "--offline", cwd=tmp_path))
+
+
 # ----------------------------------------------------------------------------- lint --gpu
 def _compose(model: str, extra: str = "") -> str:
     return ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.8.5\n"
