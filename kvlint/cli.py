@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -16,10 +17,12 @@ from kvlint import __version__
 from kvlint.diagnostics import FAIL_ON_CHOICES
 from kvlint.engines import ENGINES, load_engines, parse_version
 from kvlint.errors import KvlintError, UsageError
+from kvlint.loaders.paths import exists
 from kvlint.model.kv import KV_CACHE_DTYPES, ParallelLayout
+from kvlint.model.limits import MAX_GIB, MAX_LAYERS, MAX_PARALLEL, MAX_SIZE
 from kvlint.model.serving import DEFAULT_CONTEXT, ServingPlan
 from kvlint.registry import Registry
-from kvlint.settings import Settings
+from kvlint.settings import LoadedSettings, Settings
 from kvlint.suppress import Policy
 
 if TYPE_CHECKING:
@@ -35,10 +38,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 OFFLINE_ENV = "HF_HUB_OFFLINE"
 
 
-def _fail(message: str) -> NoReturn:
-    from kvlint.reporters.escape import printable  # one line, nothing a terminal or runner acts on
+def _error(message: str) -> None:
+    """One line on stderr: nothing a terminal or a CI runner acts on (controls, lone
+    surrogates and newlines shown as escapes)."""
+    from kvlint.reporters.escape import printable
 
     click.echo(f"kvlint: error: {printable(message)}", err=True)
+
+
+def _fail(message: str) -> NoReturn:
+    _error(message)
     sys.exit(2)
 
 
@@ -106,15 +115,15 @@ def plan_options(func: F) -> F:
         click.option("--gpu", default=None, metavar="NAME",
                      help="GPU model (H100-80GB, H200, L4, MI300X...): adds weights, KV budget, "
                           "max sequences and the decode roofline."),
-        click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True),
+        click.option("--gpu-memory-utilization", type=_FiniteFloat(0, 1, min_open=True),
                      default=None, help="Fraction of GPU memory the engine may use "
                                         "(default: the engine's own default)."),
-        click.option("--overhead", "overhead_gib", type=click.FloatRange(min=0), default=None,
+        click.option("--overhead", "overhead_gib", type=_FiniteFloat(0, MAX_GIB), default=None,
                      metavar="GIB", help="Per-GPU memory for activations, CUDA graphs and "
                                          "buffers, in GiB (default 2)."),
-        click.option("--max-model-len", type=click.IntRange(min=1), default=None,
+        click.option("--max-model-len", type=COUNT, default=None,
                      help="Longest sequence the engine admits (default: the model's own)."),
-        click.option("--max-num-seqs", type=click.IntRange(min=1), default=None,
+        click.option("--max-num-seqs", type=COUNT, default=None,
                      help="Most sequences the engine runs at once."),
     ]
     for decorator in reversed(decorators):
@@ -146,6 +155,23 @@ def _model_lock(starts: Sequence[Path], settings_path: Path | None, lock_file: s
 
 
 T = TypeVar("T")
+
+
+class _FiniteFloat(click.FloatRange):
+    """A FloatRange that also refuses ``inf`` and ``nan`` (which FloatRange lets through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        if not math.isfinite(result):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return result
+
+
+DEGREE = click.IntRange(min=1, max=MAX_PARALLEL)
+"""tp, pp, dp: no model replica spans more GPUs (kvlint.model.limits)."""
+COUNT = click.IntRange(min=1, max=MAX_SIZE)
+"""Tokens and sequences: bounded so the byte arithmetic stays finite."""
 
 
 def _pick(cli: T | None, setting: T | None, default: T) -> T:
@@ -184,11 +210,10 @@ class Session:
         d = loaded.settings
         pm = get_plugin_manager(load_entry_points=not no_plugins)
         registry = Registry.from_plugins(pm)
+        _check_codes(registry, loaded)
         chosen = _codes(select) or d.select
         rules = registry.select(chosen, [*d.ignore, *_codes(ignore)],
                                 [*d.extend_select, *_codes(extend_select)])
-        for key in d.severity:
-            registry.rule(key)  # an unknown code in the settings is an error
         paired = _outputs(registry, formats, outputs)
         check_outputs([o for _, o in paired if o],
                       [*map(str, starts), *([config_file] if config_file else [])])
@@ -239,6 +264,26 @@ def _echo_unavailable(run: LintRun) -> None:
         click.echo(f"kvlint: error: {line}", err=True)
 
 
+def _check_codes(registry: Registry, loaded: LoadedSettings) -> None:
+    """Every rule code, prefix or name the settings file uses is known (else an error naming
+    the file and the key)."""
+    d = loaded.settings
+    selectors = {"select": d.select or [], "ignore": d.ignore, "extend-select": d.extend_select,
+                 **{f"per-file-ignores '{glob}'": codes
+                    for glob, codes in d.per_file_ignores.items()}}
+    for key, codes in selectors.items():
+        for code in codes:
+            try:
+                registry.select([code])
+            except UsageError as err:
+                raise UsageError(f"{loaded.where}: {key}: {err}") from None
+    for code in d.severity:
+        try:
+            registry.rule(code)
+        except UsageError as err:
+            raise UsageError(f"{loaded.where}: severity: {err}") from None
+
+
 def _outputs(registry: Registry, formats: tuple[str, ...], outputs: tuple[str, ...]
              ) -> list[tuple[type[Reporter], str | None]]:
     """Pair formats with outputs: the outputs go to the last formats, the others print."""
@@ -259,8 +304,35 @@ def _default_format_name(registry: Registry) -> str:
     return wanted if wanted in {r.name for r in registry.reporters} else "text"
 
 
+def _usage_message(err: click.UsageError) -> str:
+    """A click usage error as kvlint's one line: ``--tp: 0 is not in the range x>=1``."""
+    param = err.param if isinstance(err, click.BadParameter) else None
+    if param is None or isinstance(err, click.MissingParameter) or not err.message:
+        return err.format_message()
+    names = [o for o in param.opts if o.startswith("--")] or param.opts
+    name = names[0] if names and isinstance(param, click.Option) else \
+        param.human_readable_name
+    return f"{name}: {err.message}"
+
+
+def _usage_error(err: click.UsageError) -> bool:
+    """Whether ``err`` is a mistake to report in one line (not the help a bare ``kvlint``
+    prints)."""
+    return type(err).__name__ != "NoArgsIsHelpError"
+
+
 class _Group(click.Group):
-    """Turns kvlint errors into one line on stderr and exit 2, never a traceback."""
+    """Turns kvlint errors and click's usage errors into one line on stderr and exit 2,
+    never a traceback or click's four-line usage block."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as err:
+            if not _usage_error(err):
+                raise
+            _fail(_usage_message(err))
 
     def invoke(self, ctx: click.Context) -> Any:
         from kvlint.loaders import hub_guard
@@ -272,6 +344,10 @@ class _Group(click.Group):
             _fail(str(err))
         except KeyboardInterrupt:
             _fail("interrupted")
+        except click.UsageError as err:
+            if not _usage_error(err):
+                raise
+            _fail(_usage_message(err))
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as err:
@@ -289,11 +365,11 @@ def main() -> None:
 
 @main.command()
 @click.argument("models", nargs=-1, required=True, metavar="MODEL...")
-@click.option("--tp", type=click.IntRange(min=1), default=None,
+@click.option("--tp", type=DEGREE, default=None,
               help="Tensor-parallel degree [default: 1].")
-@click.option("--pp", type=click.IntRange(min=1), default=None,
+@click.option("--pp", type=DEGREE, default=None,
               help="Pipeline-parallel degree [default: 1].")
-@click.option("--dp", type=click.IntRange(min=1), default=None,
+@click.option("--dp", type=DEGREE, default=None,
               help="Data-parallel degree [default: 1].")
 @click.option("--dp-attention", is_flag=True,
               help="Data-parallel attention: attention runs at tp/dp (SGLang "
@@ -304,9 +380,9 @@ def main() -> None:
               help="Engine version (0.6.3, v0.6.3; latest/nightly = the newest known).")
 @click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES, case_sensitive=False),
               default=None, help="KV cache element type [default: auto].")
-@click.option("--context", type=click.IntRange(min=1), default=None,
+@click.option("--context", type=COUNT, default=None,
               help=f"Sequence length for per-sequence figures [default: {DEFAULT_CONTEXT}].")
-@click.option("--batch", type=click.IntRange(min=1), default=None,
+@click.option("--batch", type=COUNT, default=None,
               help="Concurrent sequences for batch figures [default: 1].")
 @plan_options
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
@@ -327,7 +403,7 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
     override the settings file's serving defaults."""
     from kvlint.linter import check_models, process_env
 
-    session = Session.start([Path(m) for m in models if Path(m).exists()], config_file,
+    session = Session.start([Path(m) for m in models if exists(Path(m))], config_file,
                             isolated, no_plugins, select, extend_select, ignore, fail_on,
                             formats, outputs)
     d = session.settings
@@ -342,7 +418,7 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
                  max_model_len=max_model_len or d.max_model_len,
                  max_num_seqs=max_num_seqs or d.max_num_seqs)
     plan = replace(plan, env=process_env(), gpu_source=_gpu_source(gpu, d.gpu))
-    lock = session.model_lock([Path(m) for m in models if Path(m).exists()], lock_file, locked)
+    lock = session.model_lock([Path(m) for m in models if exists(Path(m))], lock_file, locked)
     lock.require(models, revision)
     run = check_models(models, plan, session.rules, revision=revision,
                        offline=offline or bool(d.offline), fail_on=session.fail_on, lock=lock)
@@ -450,7 +526,7 @@ def _gpu_source(option: str | None, setting: str | None) -> str | None:
 def _local_ref(ref: str, root: Path) -> str:
     """A models-map value relative to the settings file, when it names a local file."""
     candidate = root / ref
-    return str(candidate) if not Path(ref).is_absolute() and candidate.exists() else ref
+    return str(candidate) if not Path(ref).is_absolute() and exists(candidate) else ref
 
 
 def _env_offline() -> bool:
@@ -534,7 +610,7 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
                               locked == "true")
     # A pull request's SARIF covers the whole repository (see integrations/github.py).
     targets = ["."] if chosen.pull_request and sarif_file else \
-        [p for p in chosen.paths if Path(p).exists()]
+        [p for p in chosen.paths if exists(Path(p))]
     run = lint_paths(targets, session.rules, session.pm,
                      base=ServingPlan(gpu=d.gpu, gpu_source=_gpu_source(None, d.gpu)),
                      offline=offline == "true" or
@@ -584,8 +660,8 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
 @click.option("--context", "contexts", default=None, metavar="L[,L...]",
               help="Cached tokens before the step [default: cpu 512; cuda: planned from "
                    "the L2 size; --measure-itl 1024,2048,4096,8192].")
-@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--layers", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--batch", type=COUNT, default=1, show_default=True)
+@click.option("--layers", type=click.IntRange(min=1, max=MAX_LAYERS), default=1, show_default=True,
               help="Decoder layers to build (the first N of the config).")
 @click.option("--dtype", type=click.Choice(["bfloat16", "float16", "float32"]), default=None,
               help="Weights and cache dtype [default: the config's, else bfloat16].")
@@ -595,7 +671,7 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
                    "apart on CPU); static: StaticCache (attends over all --max-cache-len "
                    "positions); inplace: a DynamicCache appending into spare room, as "
                    "engines do [default: dynamic on cpu, inplace on cuda].")
-@click.option("--max-cache-len", type=click.IntRange(min=2), default=None,
+@click.option("--max-cache-len", type=click.IntRange(min=2, max=MAX_SIZE), default=None,
               help="StaticCache positions [default: 2 x (longest context + 1)].")
 @click.option("--cuda-sm", "sm", type=click.IntRange(min=30), default=90, show_default=True,
               help="GPU compute capability the SDPA kernel oracle answers for (80 = A100, "
@@ -610,7 +686,7 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
               help="Staging: a running vLLM (its /metrics) instead of a local probe.")
 @click.option("--served-model-name", default=None,
               help="With --measure-itl: the model name the server answers to.")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--tp", type=DEGREE, default=1, show_default=True,
               help="With --endpoint: the server's tensor-parallel degree.")
 @click.option("--engine-version", default=None, metavar="VERSION",
               help="With --endpoint: the vLLM version (default: the newest known).")
@@ -621,7 +697,7 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
                    "the inter-token-latency slope (sends len(contexts) x batch requests).")
 @click.option("--gpu", default=None, metavar="NAME",
               help="With --measure-itl: the server's GPU (for its bandwidth).")
-@click.option("--bandwidth", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--bandwidth", type=_FiniteFloat(min=0, min_open=True), default=None,
               metavar="GB/S", help="With --measure-itl: achieved bandwidth per GPU in GB/s.")
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
 @click.option("--offline", is_flag=True, help="Read Hub configs from the local cache only.")
@@ -645,7 +721,7 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
     refs = models + ((model_option,) if model_option else ())
     if not refs:
         raise UsageError("give MODEL (a Hub id, a config.json or a directory) or --model")
-    session = Session.start([Path(m) for m in refs if Path(m).exists()], config_file,
+    session = Session.start([Path(m) for m in refs if exists(Path(m))], config_file,
                             isolated, no_plugins, select, extend_select, ignore, fail_on,
                             formats, outputs)
     rules = session.rules
@@ -686,15 +762,15 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
 
 @main.command()
 @click.argument("models", nargs=-1, required=True, metavar="MODEL...")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--tp", type=DEGREE, default=1, show_default=True)
+@click.option("--pp", type=DEGREE, default=1, show_default=True)
 @click.option("--engine", type=click.Choice(ENGINES, case_sensitive=False), default=None)
 @click.option("--engine-version", default=None, metavar="VERSION")
 @click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES, case_sensitive=False),
               default="auto", show_default=True)
-@click.option("--context", type=click.IntRange(min=1), default=DEFAULT_CONTEXT,
+@click.option("--context", type=COUNT, default=DEFAULT_CONTEXT,
               show_default=True, help="Sequence length the models are compared at.")
-@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--batch", type=COUNT, default=1, show_default=True)
 @plan_options
 @click.option("--revision", default=None, help="Hub revision (applies to every model).")
 @click.option("--offline", is_flag=True, help="Read Hub configs from the local cache only.")
@@ -743,7 +819,7 @@ def _compare_lock(models: Sequence[str], lock_file: str | None, locked: bool) ->
     """``compare`` takes no serving settings, but its lock is found as the others' are."""
     from kvlint import settings as settings_module
 
-    starts = [Path(m) for m in models if Path(m).exists()]
+    starts = [Path(m) for m in models if exists(Path(m))]
     loaded = settings_module.load(starts)
     return _model_lock(starts, loaded.path, lock_file, locked or bool(loaded.settings.locked))
 

@@ -36,6 +36,7 @@ from kvlint.loaders.manifests.base import (
 )
 from kvlint.loaders.manifests.yaml_marks import load_documents
 from kvlint.loaders.models import LoadedConfig, load_config
+from kvlint.loaders.paths import is_file
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
@@ -157,8 +158,7 @@ class ModelResolver:
         if _looks_local(name):
             local = (Path(served.path).parent / name) if not Path(name).is_absolute() \
                 else Path(name)
-            if (local / "config.json").is_file() or (local.is_file() and
-                                                     local.suffix == ".json"):
+            if is_file(local / "config.json") or (is_file(local) and local.suffix == ".json"):
                 return str(local), None
             return None, (f"model {name} is a local path; map it to a Hub id or a config "
                           f"with --model-map {name}=ORG/NAME")
@@ -324,9 +324,15 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
     ref = served.model.value if isinstance(served.model, Located) else (
         served.model.text if isinstance(served.model, Unresolved) else "")
     target = Target(ref or "(unknown model)", "manifest", None, served.path, served.line)
-    plan = plan_for(served, base)
     gpus = _int(served.gpus, 0) or None
     refused = served.engine_problems
+    try:
+        plan = plan_for(served, base)
+    except ValueError as err:  # a parallel layout no deployment has (pp=10**9)
+        result = lint_config(target, None, base, rules, model_problem=f"{target.ref}: {err}",
+                             gpus_requested=gpus, engine_problems=refused)
+        return replace(result, findings=tuple(_anchor(f, served) for f in result.findings),
+                       notes=served.notes)
     try:
         if resolver.is_unavailable(loaded):
             # Not KV902: nothing says the reference is wrong; the run exits 2 (LintRun).

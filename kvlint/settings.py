@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kvlint.errors import InputError
+from kvlint.loaders.paths import is_file
+from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,7 +63,9 @@ class Settings:
     """Per-rule options (``[tool.kvlint.rule-options.KV201]``) for rules that take them."""
 
 
-POSITIVE = ("context", "batch", "tp", "pp", "dp", "max_model_len", "max_num_seqs")
+POSITIVE = {"context": MAX_SIZE, "batch": MAX_SIZE, "tp": MAX_PARALLEL, "pp": MAX_PARALLEL,
+            "dp": MAX_PARALLEL, "max_model_len": MAX_SIZE, "max_num_seqs": MAX_SIZE}
+"""Integer keys and their largest accepted value (kvlint.model.limits)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,11 @@ class LoadedSettings:
 
     settings: Settings = field(default_factory=Settings)
     path: Path | None = None
+
+    @property
+    def where(self) -> str:
+        """How messages name the settings (``pyproject.toml [tool.kvlint]``)."""
+        return _where(self.path) if self.path else "the settings"
 
     @property
     def root(self) -> Path:
@@ -83,10 +92,15 @@ def _table(path: Path) -> dict[str, Any] | None:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not UTF-8 text (byte {err.start})") from None
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"{path}: invalid TOML: {err}") from None
+    except RecursionError:
+        raise InputError(f"{path}: invalid TOML: nested too deeply") from None
     if path.name == "pyproject.toml":
-        table: Any = data.get("tool", {}).get("kvlint")
+        tool = data.get("tool")
+        table: Any = tool.get("kvlint") if isinstance(tool, dict) else None
         return dict(table) if isinstance(table, dict) else None
     return dict(data)
 
@@ -106,6 +120,8 @@ def parse(path: Path, table: dict[str, Any]) -> Settings:
 
     try:
         checked = TypeAdapter(_Strict).validate_python(table)
+    except RecursionError:
+        raise InputError(f"{_where(path)}: nested too deeply") from None
     except ValidationError as err:
         first = err.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "(table)"
@@ -114,15 +130,29 @@ def parse(path: Path, table: dict[str, Any]) -> Settings:
         raise InputError(f"{_where(path)}: '{key}': {first['msg']} (got "
                          f"{first.get('input')!r})") from None
     values = {f: getattr(checked, f) for f in Settings.__dataclass_fields__}
-    for name, value in table.items():  # TOML has numbers: "2" is a mistake, not a 2
+    for name, value in table.items():  # TOML has numbers: "2" or true is a mistake, not a 2
         key = name.replace("-", "_")
-        if isinstance(value, str) and isinstance(values.get(key), (int, float)):
-            expected = "true or false" if isinstance(values[key], bool) else "a number"
-            raise InputError(f"{_where(path)}: '{name}': expected {expected}, got {value!r}")
-    for name in POSITIVE:
-        if values[name] is not None and values[name] < 1:
+        if isinstance(value, str) and isinstance(values.get(key), bool):
+            raise InputError(f"{_where(path)}: '{name}': expected true or false, got {value!r}")
+        if isinstance(value, (str, bool)) and not isinstance(values.get(key), bool) and \
+                isinstance(values.get(key), (int, float)):
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)
+            raise InputError(f"{_where(path)}: '{name}': expected a number, got {shown}")
+        if key in POSITIVE and isinstance(value, float):
+            raise InputError(f"{_where(path)}: '{name}': expected an integer, got {value!r}")
+    for name, limit in POSITIVE.items():
+        value = values[name]
+        if value is not None and value < 1:
             raise InputError(f"{_where(path)}: '{name.replace('_', '-')}' must be at least 1, "
-                             f"got {values[name]}")
+                             f"got {value}")
+        if value is not None and value > limit:
+            got = value if value < 10**30 else "a larger number"
+            raise InputError(f"{_where(path)}: '{name.replace('_', '-')}' must be at most "
+                             f"{limit:,}, got {got}")
+    overhead = values["overhead"]
+    if overhead is not None and not 0 <= overhead <= MAX_GIB:  # also refuses nan
+        raise InputError(f"{_where(path)}: 'overhead' must be a number of GiB in "
+                         f"0..{MAX_GIB:,}, got {overhead}")
     util = values["gpu_memory_utilization"]
     if util is not None and not 0 < util <= 1:
         raise InputError(f"{_where(path)}: 'gpu-memory-utilization' must be in (0, 1], "
@@ -141,7 +171,7 @@ def find(starts: Iterable[Path]) -> Path | None:
             seen.add(directory)
             for name in CONFIG_FILES:
                 file = directory / name
-                if file.is_file() and _table(file) is not None:
+                if is_file(file) and _table(file) is not None:
                     return file
     return None
 
@@ -154,7 +184,7 @@ def load(starts: Iterable[Path] = (), *, config: str | None = None,
         return LoadedSettings()
     if config is not None:
         path = Path(config)
-        if not path.is_file():
+        if not is_file(path):
             raise InputError(f"{config}: no such settings file")
         table = _table(path)
         if table is None:

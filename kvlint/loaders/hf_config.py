@@ -11,12 +11,14 @@ This module does no I/O and never imports transformers itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from kvlint.errors import ConfigError
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry, LayerKind
+from kvlint.model.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_SIZE
 
 TEXT_CONFIG_KEYS: Final = ("text_config", "llm_config", "language_config")
 """Where multimodal configs keep their language model."""
@@ -160,20 +162,63 @@ def spellings(names: Sequence[str]) -> str:
     return " / ".join(f"'{n}'" for n in names)
 
 
-def as_int(name: str, value: Any, minimum: int = 1) -> int:
-    """``value`` as an int of at least ``minimum``, else a ConfigError naming the field
-    (``name`` may carry a suffix such as ``(transformers default)``)."""
+_LIMITED: Final = (
+    (MAX_LAYERS, ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "attention_types",
+                  "num_nextn_predict_layers")),
+    (MAX_HEADS, ("num_attention_heads", "n_head", "n_heads", "num_heads", "num_key_value_heads",
+                 "n_head_kv", "num_kv_heads", "multi_query_group_num", "kv_n_heads",
+                 "n_heads_in_group", "swa_num_attention_heads", "swa_num_key_value_heads",
+                 "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts",
+                 "num_experts_per_tok", "experts_per_token", "moe_top_k",
+                 "num_experts_per_token", "n_shared_experts", "num_shared_experts",
+                 "linear_num_key_heads", "linear_num_value_heads", "mamba_num_heads",
+                 "n_groups", "mamba_n_groups")),
+    (MAX_HEAD_DIM, ("head_dim", "kv_channels", "d_head", "v_head_dim", "kv_lora_rank",
+                    "qk_rope_head_dim", "qk_nope_head_dim", "swa_head_dim",
+                    "swa_v_head_dim", "linear_key_head_dim", "linear_value_head_dim",
+                    "mamba_head_dim", "mamba_d_state", "state_size", "ssm_state_size",
+                    "mamba_d_conv", "conv_kernel", "linear_conv_kernel_dim")),
+)
+FIELD_LIMITS: Final[dict[str, int]] = {
+    name: limit for limit, names in _LIMITED for name in names
+}
+"""The largest value kvlint accepts for a field (by its last dotted part, without
+``[i]``); every other integer field is bounded by ``MAX_SIZE`` (see kvlint.model.limits)."""
+
+
+def field_limit(field: str) -> int:
+    """The largest value accepted for ``field`` (``block_configs[3].attention.n_heads_in_group``
+    is bounded as ``n_heads_in_group``)."""
+    return FIELD_LIMITS.get(field.rsplit(".", 1)[-1].split("[", 1)[0], MAX_SIZE)
+
+
+def shown(value: Any) -> str:
+    """``value`` for a one-line message: huge integers by their size, not 4,000 digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def as_int(name: str, value: Any, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as an int in ``minimum..maximum`` (default: the field's bound, see
+    :func:`field_limit`), else a ConfigError naming the field (``name`` may carry a suffix
+    such as ``(transformers default)``)."""
     field = name.split(" ")[0]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(
-            f"field '{name}' must be an integer, got {value!r} ({type(value).__name__})",
+            f"field '{name}' must be an integer, got {shown(value)} ({type(value).__name__})",
             field=field,
         )
     if isinstance(value, float) and not value.is_integer():
         raise ConfigError(f"field '{name}' must be an integer, got {value!r}", field=field)
     if value < minimum:
-        raise ConfigError(f"field '{name}' must be at least {minimum}, got {value!r}",
+        raise ConfigError(f"field '{name}' must be at least {minimum}, got {shown(value)}",
                           field=field)
+    limit = field_limit(field) if maximum is None else maximum
+    if value > limit:
+        raise ConfigError(f"field '{name}' must be at most {limit:,} (no real model comes "
+                          f"close), got {shown(value)}", field=field)
     return int(value)
 
 
@@ -292,7 +337,7 @@ def _head_dim(r: _Reader, heads: int) -> int:
             "'head_dim' is given",
             field="head_dim",
         )
-    return hidden // heads
+    return as_int("head_dim (hidden_size / num_attention_heads)", hidden // heads)
 
 
 def _kv_heads(r: _Reader, heads: int) -> int:
@@ -364,6 +409,7 @@ def _mla_layer(r: _Reader, heads: int) -> LayerGeometry:
     assert rank is not None and rope is not None and nope is not None
     kv_found = r.raw("num_key_value_heads")
     kv = as_int(*kv_found) if kv_found else heads
+    _check_group(heads, kv, "num_key_value_heads")
     v_found = r.raw("v_head_dim")
     if v_found is not None:
         v_dim = as_int(*v_found)
@@ -374,7 +420,7 @@ def _mla_layer(r: _Reader, heads: int) -> LayerGeometry:
         else:
             hidden = r.int("hidden_size")
             assert hidden is not None
-            v_dim = hidden // heads
+            v_dim = as_int("v_head_dim (hidden_size / num_attention_heads)", hidden // heads)
             r.notes.append(
                 f"no 'v_head_dim': assumed hidden_size / num_attention_heads = {v_dim}"
             )
@@ -414,11 +460,20 @@ def _list(r: _Reader, name: str) -> list[Any] | None:
     return value
 
 
+def _layer_list(name: str, values: Sized) -> None:
+    """A per-layer schedule longer than any real model is refused before it is walked."""
+    if len(values) > MAX_LAYERS:
+        raise ConfigError(f"field '{name}' describes {len(values):,} layers; at most "
+                          f"{MAX_LAYERS:,} are accepted (no real model comes close)",
+                          field=name)
+
+
 def _block_configs(r: _Reader, num_layers: int) -> Schedule | None:
     """Nemotron-NAS: per-layer ``attention`` blocks with ``n_heads_in_group`` or ``no_op``."""
     blocks = _list(r, "block_configs")
     if blocks is None:
         return None
+    _layer_list("block_configs", blocks)
     schedule: Schedule = []
     for i, block in enumerate(blocks):
         attention = block.get("attention") if isinstance(block, Mapping) else None
@@ -450,6 +505,7 @@ def _hybrid_override_pattern(r: _Reader, num_layers: int) -> Schedule | None:
     if not isinstance(pattern, str):
         raise ConfigError("field 'hybrid_override_pattern' must be a string",
                           field="hybrid_override_pattern")
+    _layer_list("hybrid_override_pattern", pattern)
     return [(LayerKind.FULL if c == "*" else LayerKind.NONE, None) for c in pattern]
 
 
@@ -459,6 +515,7 @@ def _hybrid_layer_pattern(r: _Reader, num_layers: int) -> Schedule | None:
     pattern = _list(r, "hybrid_layer_pattern")
     if pattern is None:
         return None
+    _layer_list("hybrid_layer_pattern", pattern)
     swa = _swa_override(r)
     schedule: Schedule = []
     for i, value in enumerate(pattern):
@@ -490,6 +547,7 @@ def _swa_override(r: _Reader) -> Override | None:
 
 
 def _kinds_from_names(r: _Reader, name: str, values: list[Any]) -> Schedule:
+    _layer_list(name, values)
     schedule: Schedule = []
     for i, value in enumerate(values):
         kind = LAYER_TYPE_KINDS.get(value) if isinstance(value, str) else None
@@ -519,7 +577,10 @@ def _attention_types(r: _Reader) -> Schedule | None:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)):
             raise ConfigError(f"attention_types[{i}] must be [[kinds...], repeat]",
                               field="attention_types")
-        names.extend(item[0] * as_int(f"attention_types[{i}][1]", item[1]))
+        repeat = as_int(f"attention_types[{i}][1]", item[1])
+        if len(names) + len(item[0]) * repeat > MAX_LAYERS:
+            _layer_list("attention_types", range(len(names) + len(item[0]) * repeat))
+        names.extend(item[0] * repeat)
     return _kinds_from_names(r, "attention_types", names)
 
 
@@ -565,6 +626,8 @@ def _chunked(r: _Reader, num_layers: int) -> Schedule | None:
     if r.config.get("attention_chunk_size") is None:
         return None
     flags = _list(r, "no_rope_layers")
+    if flags is not None:
+        _layer_list("no_rope_layers", flags)
     if flags is None or not flags:
         interval_found = r.raw("no_rope_layer_interval")
         interval_value = interval_found[1] if interval_found else \
@@ -599,5 +662,6 @@ def max_context_length(config: Mapping[str, Any]) -> int | None:
     RoPE-scaling extensions that some engines apply on top are not modelled."""
     text, _ = text_part(config)
     values = [v for k in CONTEXT_KEYS
-              if isinstance(v := text.get(k), int) and not isinstance(v, bool) and v > 0]
+              if isinstance(v := text.get(k), int) and not isinstance(v, bool)
+              and 0 < v <= MAX_SIZE]
     return min(values) if values else None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.errors import HubError, InputError, UsageError
+from kvlint.loaders.paths import exists, is_dir, is_file
 from kvlint.lockfile import LOCK_NAME, LockedModel, Lockfile, loads, lock_key
 
 __all__ = ["ModelLock", "hub_reference", "locate", "lock_model", "open_lock", "read", "run_lock",
@@ -36,12 +37,12 @@ def locate(starts: Iterable[Path], settings_path: Path | None) -> Path:
     if settings_path is not None:
         return settings_path.parent / LOCK_NAME
     seen: set[Path] = set()
-    for start in [*(p if p.is_dir() else p.parent for p in starts), Path.cwd()]:
+    for start in [*(p if is_dir(p) else p.parent for p in starts), Path.cwd()]:
         for directory in (start.resolve(), *start.resolve().parents):
             if directory in seen:
                 break
             seen.add(directory)
-            if (directory / LOCK_NAME).is_file():
+            if is_file(directory / LOCK_NAME):
                 return directory / LOCK_NAME
     return Path.cwd() / LOCK_NAME
 
@@ -117,7 +118,7 @@ def run_lock(starts: Iterable[Path], settings_path: Path | None, lock_file: str 
     """A run's lock: ``--lock FILE`` (which must exist), else the one next to the settings
     file (the nearest above the inputs without one; none with ``--isolated``)."""
     if lock_file is not None:
-        if not Path(lock_file).is_file():
+        if not is_file(Path(lock_file)):
             raise UsageError(f"--lock {lock_file}: no such file; write it with "
                              f"`kvlint lock --lock {lock_file}`")
         return open_lock(Path(lock_file), required=required)
@@ -142,7 +143,7 @@ def hub_reference(ref: str) -> tuple[str, str | None] | None:
     it (an existing path is a local model, a name with path syntax is not a Hub id)."""
     from kvlint.loaders import hub
 
-    if not ref or Path(ref).exists() or not hub.looks_like_hub_id(ref):
+    if not ref or exists(Path(ref)) or not hub.looks_like_hub_id(ref):
         return None
     return hub.split_hub_ref(ref)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kvlint.errors import InputError, UsageError
-from kvlint.loaders import hub, local
+from kvlint.loaders import hub, local, paths
 
 if TYPE_CHECKING:
     from kvlint.loaders.lock import ModelLock
@@ -33,7 +33,7 @@ def load_config(ref: str, *, revision: str | None = None, offline: bool = False,
     from ``lock`` when it holds it (no request), else from the Hugging Face cache or Hub (a
     locked run raises instead)."""
     path = Path(ref)
-    if path.exists():
+    if paths.exists(path):
         if revision:
             raise UsageError(f"--revision applies to Hub models, but {ref!r} is a local path")
         file = local.config_path(path)

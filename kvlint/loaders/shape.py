@@ -28,12 +28,15 @@ from kvlint.loaders.hf_config import (
     config_dtype,
     lookup,
     resolve_geometry,
+    shown,
     spellings,
     text_part,
     under_key,
 )
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry
+from kvlint.model.limits import MAX_HEADS
 from kvlint.model.weights import (
+    FormatError,
     LayerShape,
     LinearAttentionShape,
     MambaShape,
@@ -184,7 +187,10 @@ def resolve_weight_format(config: Any) -> WeightFormat:
                           field="quantization_config")
     if mlx is not None and not isinstance(mlx, Mapping):
         raise ConfigError("field 'quantization' must be an object", field="quantization")
-    return weight_format(dtype, quant, mlx_quantization=mlx)
+    try:
+        return weight_format(dtype, quant, mlx_quantization=mlx)
+    except FormatError as err:
+        raise ConfigError(str(err), field=err.field) from None
 
 
 
@@ -208,6 +214,11 @@ def _resolve(f: _Fields, outer: Mapping[str, Any], geometry: AttentionGeometry) 
     if any(m is Mlp.MOE for m, _ in mlps):
         top_k = f.required("num_experts_per_tok", "experts_per_token", "moe_top_k",
                       "ffn_config.moe_top_k", "num_experts_per_token")
+        if top_k > num_experts:
+            raise ConfigError(
+                f"field 'num_experts_per_tok' ({top_k}) exceeds the number of routed experts "
+                f"({num_experts}): a token cannot be routed to more experts than there are",
+                field="num_experts_per_tok")
         shared = _shared_width(f, expert_width)
     ref = geometry.reference_layer
     layers = tuple(
@@ -403,9 +414,10 @@ def _nas_mlp(block: Any, i: int, hidden: int) -> tuple[Mlp, int | None]:
     if ffn.get("intermediate_size") is not None:
         return Mlp.DENSE, as_int(f"{name}.intermediate_size", ffn["intermediate_size"])
     mult = ffn.get("ffn_mult")
-    if isinstance(mult, bool) or not isinstance(mult, (int, float)) or mult <= 0:
-        raise ConfigError(f"{name}.ffn_mult must be a positive number, got {mult!r}",
-                          field=f"{name}.ffn_mult")
+    if isinstance(mult, bool) or not isinstance(mult, (int, float)) or \
+            not 0 < mult <= MAX_HEADS:
+        raise ConfigError(f"{name}.ffn_mult must be a number in (0, {MAX_HEADS:,}], got "
+                          f"{shown(mult)}", field=f"{name}.ffn_mult")
     width = int(2 * mult * hidden / 3)
     return Mlp.DENSE, -(-width // NAS_FFN_MULTIPLE) * NAS_FFN_MULTIPLE
 

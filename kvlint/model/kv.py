@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry
+from kvlint.model.limits import MAX_PARALLEL
 
 FP8_DS_MLA_BYTES_PER_LAYER = 656
 """vLLM ``fp8_ds_mla``: 512 fp8 latent values, 4 float32 scales, 64 bf16 rope values."""
@@ -88,6 +89,13 @@ def resolve_kv_dtype(requested: str, geometry: AttentionGeometry) -> KvDtype:
     )
 
 
+def _count(value: int) -> str:
+    """An integer for a message: ``1,000,000,000``, or its size when it is huge."""
+    if value.bit_length() <= 64:
+        return f"{value:,}"
+    return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+
+
 @dataclass(frozen=True)
 class ParallelLayout:
     """How the model is split over GPUs."""
@@ -101,6 +109,12 @@ class ParallelLayout:
         for name in ("tp", "pp", "dp"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+            if getattr(self, name) > MAX_PARALLEL:
+                raise ValueError(f"{name} must be at most {MAX_PARALLEL:,}, got "
+                                 f"{_count(getattr(self, name))}")
+        if self.tp * self.pp > MAX_PARALLEL:
+            raise ValueError(f"tp x pp must be at most {MAX_PARALLEL:,} GPUs per model replica, "
+                             f"got {self.tp:,} x {self.pp:,}")
         if self.dp_attention and self.tp % self.dp:
             raise ValueError(f"DP attention needs tp divisible by dp (tp={self.tp}, dp={self.dp})")
 
@@ -190,7 +204,8 @@ def as_cached(geometry: AttentionGeometry, mla_cache: str = "latent") -> Attenti
 
 
 def pipeline_stages(num_layers: int, pp: int) -> tuple[int, ...]:
-    """Layers per pipeline stage, as vLLM's ``get_pp_indices`` splits them."""
+    """Layers per pipeline stage, as vLLM's ``get_pp_indices`` splits them (stages beyond
+    the layer count get none)."""
     stages = [num_layers // pp] * pp
     for i in range(2, num_layers % pp + 2):
         stages[-i] += 1
@@ -267,7 +282,11 @@ def _fullest_stage(sizes: list[int], pp: int) -> int:
 
 def footprint(geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout,
               sharding: str = "replicate") -> KvFootprint:
-    """KV bytes per token: logical, per GPU (fullest pipeline stage) and across the group."""
+    """KV bytes per token: logical, per GPU (fullest pipeline stage) and across the group.
+    Raises ``ValueError`` for a pp above the layer count."""
+    if layout.pp > geometry.num_layers:
+        raise ValueError(f"pp={layout.pp:,} is more pipeline stages than the model's "
+                         f"{geometry.num_layers} layers: a stage would hold no layer")
     tp, stages = _split(layout, sharding)
     logical = bytes_per_token(geometry, dtype)
     sizes = _per_gpu_layer_bytes(geometry, dtype, tp, sharding)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from kvlint.model import kv
 from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.limits import MAX_SIZE
 
 DEFAULT_CONTEXT = 8192
 """Sequence length for per-sequence figures when none is given."""
@@ -89,6 +90,11 @@ class ServingPlan:
             raise ValueError(f"context must be a positive number of tokens, got {self.context}")
         if self.batch < 1:
             raise ValueError(f"batch must be at least 1, got {self.batch}")
+        for name in ("context", "batch", "max_model_len", "max_num_seqs"):
+            value = getattr(self, name)
+            if value is not None and value > MAX_SIZE:
+                raise ValueError(f"{name} must be at most {MAX_SIZE:,} (no engine admits more), "
+                                 f"got {'a larger number' if value > 10**30 else value}")
         util = self.gpu_memory_utilization
         if util is not None and not 0 < util <= 1:
             raise ValueError(f"gpu memory utilization must be in (0, 1], got {util}")
@@ -133,7 +139,7 @@ class KvAnalysis:
 
 def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
     """Resolve the KV dtype and compute the footprint under the plan's engine behaviour.
-    Raises ``ValueError`` for a KV dtype the model cannot use."""
+    Raises ``ValueError`` for a KV dtype the model cannot use, or a pp above its layers."""
     dtype = kv.resolve_kv_dtype(plan.kv_cache_dtype, geometry)
     behaviour = plan.behaviour
     cached = kv.as_cached(geometry, behaviour.mla_cache)

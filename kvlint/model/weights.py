@@ -479,6 +479,36 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+MAX_BITS: Final = 32
+"""Bits per quantized weight. Real: 2 to 8 (GPTQ, AWQ, mlx, compressed-tensors)."""
+
+
+class FormatError(ValueError):
+    """A quantization setting no checkpoint can have; ``field`` names it."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _bits(value: Any, field: str) -> float | None:
+    """A bit width of ``value`` (``None`` when absent or not a number): in (0, MAX_BITS]."""
+    bits = _number(value)
+    if bits is not None and not 0 < bits <= MAX_BITS:
+        raise FormatError(f"field '{field}' must be a bit width in 1..{MAX_BITS}, got {bits:g}",
+                          field)
+    return bits
+
+
+def _size(value: Any, field: str) -> float | None:
+    """A group or block size of ``value``: -1/0 (per channel) or a finite size of at least 1."""
+    size = _number(value)
+    if size is not None and (not math.isfinite(size) or 0 < size < 1):
+        raise FormatError(f"field '{field}' must be -1 or a size of at least 1, got {size:g}",
+                          field)
+    return size
+
+
 def _group_overhead(group_size: float | None, per_group_bytes: float) -> float:
     """Scale bytes per parameter for a group size (``-1``/absent: per channel, ~0)."""
     if group_size is None or group_size <= 0:
@@ -506,15 +536,18 @@ def weight_format(
       embeddings and LM head stay 16-bit otherwise.
 
     Anything quantized is labelled ``exact=False``; an unknown method is treated as 16-bit
-    (an upper bound) with a note.
+    (an upper bound) with a note. A bit width outside (0, 32] or a group size between 0 and 1
+    (or not finite) raises :class:`FormatError` naming the field.
     """
     base_name, notes = _sixteen_bit(dtype)
+    mlx_key = "quantization"
     if (mlx_quantization is None and quantization_config
             and not quantization_config.get("quant_method") and "bits" in quantization_config):
         mlx_quantization = quantization_config  # newer mlx-lm writes it here, unnamed
+        mlx_key = "quantization_config"
     if mlx_quantization is not None:
-        bits = _number(mlx_quantization.get("bits")) or 4.0
-        group = _number(mlx_quantization.get("group_size")) or 64.0
+        bits = _bits(mlx_quantization.get("bits"), f"{mlx_key}.bits") or 4.0
+        group = _size(mlx_quantization.get("group_size"), f"{mlx_key}.group_size") or 64.0
         per = bits / 8 + _group_overhead(group, 4.0)
         return WeightFormat(
             f"mlx {bits:g}-bit (group {group:g})", 2.0, per,
@@ -531,7 +564,9 @@ def weight_format(
     ):
         block = quantization_config.get("weight_block_size")
         per = 1.0
-        if isinstance(block, list) and len(block) == 2 and all(_number(b) for b in block):
+        if isinstance(block, list) and len(block) == 2 and all(
+                _size(b, "quantization_config.weight_block_size") for b in block) and \
+                min(float(b) for b in block) >= 1:
             per += 4.0 / (float(block[0]) * float(block[1]))
         return WeightFormat(
             f"fp8 ({method})", 2.0, per, LINEAR_PARTS, False,
@@ -567,10 +602,11 @@ def weight_format(
 def _integer_format(method: str, q: Mapping[str, Any]) -> tuple[str, float] | None:
     """(name, bytes per parameter) of integer weight-only quantization methods."""
     if method in ("awq", "gptq", "awq_marlin", "gptq_marlin", "marlin"):
-        bits = _number(q.get("bits")) or _number(q.get("w_bit")) or 4.0
-        group = _number(q.get("group_size"))
+        bits = _bits(q.get("bits"), "quantization_config.bits") or \
+            _bits(q.get("w_bit"), "quantization_config.w_bit") or 4.0
+        group = _size(q.get("group_size"), "quantization_config.group_size")
         if group is None:
-            group = _number(q.get("q_group_size"))
+            group = _size(q.get("q_group_size"), "quantization_config.q_group_size")
         return f"{method} {bits:g}-bit", bits / 8 + _group_overhead(group, 2.0 + bits / 8)
     if method == "bitsandbytes":
         if q.get("load_in_4bit"):
@@ -589,11 +625,12 @@ def _integer_format(method: str, q: Mapping[str, Any]) -> tuple[str, float] | No
         weights = first.get("weights") if isinstance(first, Mapping) else None
         if not isinstance(weights, Mapping):
             return None
-        num_bits = _number(weights.get("num_bits"))
+        where = "quantization_config.config_groups.*.weights"
+        num_bits = _bits(weights.get("num_bits"), f"{where}.num_bits")
         if num_bits is None:
             return None
-        group = _number(weights.get("group_size")) if weights.get("strategy") == "group" \
-            else None
+        group = _size(weights.get("group_size"), f"{where}.group_size") \
+            if weights.get("strategy") == "group" else None
         zero = 0.0 if weights.get("symmetric", True) else num_bits / 8
         return (f"compressed-tensors {num_bits:g}-bit",
                 num_bits / 8 + _group_overhead(group, 2.0 + zero))

@@ -14,7 +14,9 @@ class ConfigUnresolved(Rule):
     Reports a model whose attention geometry cannot be determined from its config.json:
     a needed field is missing (and transformers has no default for it), has the wrong
     type, or is impossible (zero heads, more KV heads than query heads, a hidden size that
-    does not divide into the heads without an explicit `head_dim`).
+    does not divide into the heads without an explicit `head_dim`, more experts per token
+    than experts, a negative quantization bit width), or lies far beyond every real model
+    (over 10,000 layers, over 65,536 heads, a head dim over 65,536).
 
     ## Why is this bad?
     kvlint cannot compute the KV cache, so none of the other checks ran for this model.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -430,6 +431,10 @@ _K8S_REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
 _SPECIAL = frozenset("@*#?$!-0123456789")
 _ARITH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MAX_ARITH = 10**18
+_MAX_ARITH_TOKENS = 256
+"""Numbers, operators and parentheses in one ``$((...))``: real manifests use a handful
+(``$((GPUS * 2))``); the bound keeps the parse and the tree walk shallow."""
+_ARITH_TOKEN = re.compile(r"\d+|[^\s\d]")
 
 
 def _text(value: object) -> str:
@@ -642,11 +647,15 @@ class Env:
 
 def _evaluate(numeric: str, expr: str) -> int:
     """Integer arithmetic as ``sh`` does it, over a parsed tree that admits only numbers,
-    ``+ - * / %``, unary signs and parentheses."""
+    ``+ - * / %``, unary signs and parentheses (at most ``_MAX_ARITH_TOKENS`` of them)."""
+    tokens = itertools.islice(_ARITH_TOKEN.finditer(numeric), _MAX_ARITH_TOKENS + 1)
+    if sum(1 for _ in tokens) > _MAX_ARITH_TOKENS:
+        raise _Unset(f"$(({_short(expr)})) is too long for kvlint to evaluate "
+                     f"(over {_MAX_ARITH_TOKENS} terms)")
     try:
         tree = ast.parse(numeric.strip(), mode="eval")
-    except SyntaxError:
-        raise _Unset(f"$(({expr})) is not arithmetic kvlint can evaluate") from None
+    except (SyntaxError, RecursionError, MemoryError):
+        raise _Unset(f"$(({_short(expr)})) is not arithmetic kvlint can evaluate") from None
 
     def walk(node: ast.AST) -> int:
         if isinstance(node, ast.Expression):
@@ -677,6 +686,11 @@ def _evaluate(numeric: str, expr: str) -> int:
         raise _Unset(f"$(({expr})) is not arithmetic kvlint can evaluate")
 
     return walk(tree)
+
+
+def _short(expr: str) -> str:
+    """An expression for a message: its first 40 characters."""
+    return expr if len(expr) <= 40 else f"{expr[:37]}..."
 
 
 def _env_value(value: object, line: int | None) -> str | None:
