@@ -21,9 +21,17 @@ import pluggy
 from kvlint.diagnostics import Finding
 from kvlint.errors import ConfigError, HubError, InputError, UsageError
 from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
+from kvlint.loaders.files import (
+    MAX_MANIFEST_BYTES,
+    UnreadableFile,
+    inside,
+    read_text,
+    tree_root,
+)
 from kvlint.loaders.hf_config import ConfigDefaults, resolve_geometry
 from kvlint.loaders.manifests.base import (
     DocumentContext,
+    Documents,
     Located,
     ManifestParser,
     ManifestProblem,
@@ -56,25 +64,67 @@ the model's line)."""
 
 
 def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
-             exclude: Sequence[str] = ()) -> list[Path]:
-    """Files to lint: files given explicitly, and matching files under directories."""
+             exclude: Sequence[str] = (),
+             problems: list[ManifestProblem] | None = None) -> list[Path]:
+    """Files to lint: files given explicitly, and matching files under directories.
+
+    Nothing outside the linted tree (:func:`~kvlint.loaders.files.tree_root`) is returned:
+    links to directories are not followed, and a path given, or a file found, that resolves
+    outside the tree is left out with an ``outside-tree`` problem; a directory that cannot be
+    listed is an ``unreadable`` problem. Problems go to ``problems`` (dropped when it is
+    ``None``). Something that is not a regular file (a FIFO, a device, a dangling link) is
+    returned: reading it gives an ``unreadable`` problem."""
     found: list[Path] = []
+    sink: list[ManifestProblem] = [] if problems is None else problems
     for raw in paths:
         path = Path(raw)
+        if not _contained(path, tree_root(path), sink):
+            continue
         if path.is_file():
             if not _excluded(path, exclude):
                 found.append(path)
         elif path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-                for name in sorted(files):
-                    file = Path(root) / name
-                    if any(fnmatch.fnmatch(name, g) for g in include) and \
-                            not _excluded(file, exclude):
-                        found.append(file)
+            found.extend(_files_under(path, include, exclude, sink))
+        elif os.path.lexists(path):  # a FIFO, a device, a link loop: reported when read
+            if not _excluded(path, exclude):
+                found.append(path)
         else:
             raise InputError(f"{raw}: no such file or directory")
     return found
+
+
+def _files_under(top: Path, include: Sequence[str], exclude: Sequence[str],
+                 problems: list[ManifestProblem]) -> list[Path]:
+    """Matching files under the directory ``top``, in a stable order, without following
+    links to directories; files that are links out of the tree are problems."""
+    root = tree_root(top)
+    found: list[Path] = []
+
+    def unreadable(err: OSError) -> None:
+        where = str(err.filename) if err.filename else str(top)
+        problems.append(ManifestProblem(
+            where, None, f"{where}: cannot read this directory ({err.strerror or err}); "
+            "its files are not linted", "unreadable"))
+
+    for base, dirs, files in os.walk(top, onerror=unreadable, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            file = Path(base) / name
+            if any(fnmatch.fnmatch(name, g) for g in include) and \
+                    not _excluded(file, exclude) and \
+                    (not os.path.islink(file) or _contained(file, root, problems)):
+                found.append(file)
+    return found
+
+
+def _contained(path: Path, root: str, problems: list[ManifestProblem]) -> bool:
+    """Whether ``path`` resolves inside ``root``; an ``outside-tree`` problem when not."""
+    if inside(path, root):
+        return True
+    problems.append(ManifestProblem(
+        str(path), None, f"{path} is a link that leads outside the linted tree; links are "
+        "not followed out of the tree, so it is not read", "outside-tree"))
+    return False
 
 
 def _excluded(path: Path, exclude: Sequence[str]) -> bool:
@@ -86,18 +136,19 @@ def extract(path: Path, pm: pluggy.PluginManager,
             parsers: Sequence[ManifestParser]) -> list[ServedModel] | ManifestProblem:
     """Every served model in ``path``, or why the file cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        return ManifestProblem(str(path), None, f"cannot read {path}: {err}", "unreadable")
+        text = read_text(path, MAX_MANIFEST_BYTES)
+    except UnreadableFile as err:
+        return ManifestProblem(str(path), None, f"{path}: {err}", "unreadable")
     documents = load_documents(text, str(path))
     if isinstance(documents, ManifestProblem):
         return documents
     by_name = {p.name: p for p in parsers}
     models: list[ServedModel] = []
+    every = Documents(documents)  # one tuple for every document's context: linear
     for index, document in enumerate(documents):
         if document is None:
             continue
-        ctx = DocumentContext(str(path), index, tuple(documents))
+        ctx = DocumentContext(str(path), index, every)
         fmt = pm.hook.kvlint_manifest_format(document=document, ctx=ctx, parsers=parsers)
         if fmt is not None and fmt in by_name:
             models.extend(by_name[fmt].parse(document, ctx))
@@ -302,7 +353,8 @@ def lint_paths(
     """``kvlint lint``: every served model of every manifest under ``paths``, with the
     suppressions written in the files and the settings' ``policy`` applied; KV901 findings
     (from the ``unused_suppression`` template) for suppressions that did nothing."""
-    files = discover(paths, include, exclude)
+    problems: list[ManifestProblem] = []
+    files = discover(paths, include, exclude, problems)
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     defaults = default_config_defaults()
     resolver = ModelResolver(offline=offline, model_map=dict(model_map or {}),
@@ -311,6 +363,7 @@ def lint_paths(
     results: list[ModelResult] = []
     texts: dict[str, str] = {}
     seen: set[tuple[object, ...]] = set()
+    results.extend(problem_result(problem, rules) for problem in problems)
     for file, found in zip(files, extract_all(files, pm, parsers), strict=True):
         if isinstance(found, ManifestProblem):
             results.append(problem_result(found, rules))
@@ -331,7 +384,7 @@ def lint_paths(
 
 def _text_with_suppressions(file: Path) -> str | None:
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_text(file, MAX_MANIFEST_BYTES)
+    except UnreadableFile:
         return None
     return text if any(marker in text for marker in SUPPRESSION_MARKERS) else None
