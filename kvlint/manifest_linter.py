@@ -192,6 +192,10 @@ class ModelResolver:
         if _looks_local(name):
             local = (Path(served.path).parent / name) if not Path(name).is_absolute() \
                 else Path(name)
+            if os.path.lexists(local) and not inside(local, tree_root(served.path)):
+                return (f"model {name} is a local path outside the linted tree (it is not "
+                        f"read); map it to a Hub id or a config with --model-map "
+                        f"{name}=ORG/NAME")
             if (local / "config.json").is_file() or (local.is_file() and
                                                      local.suffix == ".json"):
                 return self._load(str(local), served)

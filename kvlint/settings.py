@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kvlint.errors import InputError
+from kvlint.loaders.files import MAX_SETTINGS_BYTES, UnreadableFile, read_text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -78,9 +79,9 @@ class LoadedSettings:
 def _table(path: Path) -> dict[str, Any] | None:
     """The kvlint table of ``path`` (``None`` for a pyproject.toml without one)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
+        data = tomllib.loads(read_text(path, MAX_SETTINGS_BYTES))
+    except UnreadableFile as err:
+        raise InputError(f"{path}: {err}") from None
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"{path}: invalid TOML: {err}") from None
     if path.name == "pyproject.toml":

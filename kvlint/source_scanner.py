@@ -16,6 +16,7 @@ from pathlib import Path
 from kvlint.diagnostics import Finding, Severity
 from kvlint.errors import InputError
 from kvlint.linter import LintRun, ModelResult, Target
+from kvlint.loaders.files import MAX_SOURCE_BYTES, UnreadableFile, read_source
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
 from kvlint.suppress import MARKERS, Policy
@@ -98,9 +99,10 @@ def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: s
     for file in files:
         path = str(file)
         try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(f"{path}: cannot read: {err}") from None
+            text = read_source(file, MAX_SOURCE_BYTES)
+        except UnreadableFile as err:  # a FIFO, a huge or undecodable file: a finding
+            results.append(_result(path, (_problem(f"{path}: {err}", path, rules),)))
+            continue
         try:
             found = scan_source(text, path)
         except ValueError as err:  # invalid Python: report it, keep scanning the rest
