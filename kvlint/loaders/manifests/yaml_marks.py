@@ -231,11 +231,11 @@ class _Builder:
                 raise _Refused("alias-bomb", "an alias refers to the node that contains it "
                                "(a recursive structure)", node.start_mark.line + 1)
             self.aliased += hit[1]
-            if self.aliased > MAX_EXPANDED_NODES:
+            if self.aliased > MAX_EXPANDED_NODES:  # located at the collection that uses it
                 raise _Refused("alias-bomb",
                                f"aliases expand this document by more than "
                                f"{MAX_EXPANDED_NODES:,} nodes (a YAML bomb); refusing to "
-                               "read it", node.start_mark.line + 1)
+                               "read it", None)
             return hit
         if type(node) is ScalarNode:
             out = (self.scalar(node), 1 + len(node.value) // _STRING_WEIGHT)
@@ -245,12 +245,17 @@ class _Builder:
             raise _Refused("invalid-yaml", f"nesting deeper than {_MAX_DEPTH} levels",
                            node.start_mark.line + 1)
         self.memo[key] = (None, -1)  # in progress: a recursive alias lands here
-        if isinstance(node, SequenceNode):
-            out = self.sequence(node, depth)
-        elif isinstance(node, MappingNode):
-            out = self.mapping(node, depth)
-        else:  # pragma: no cover - composer yields only the three node kinds
-            out = (None, 1)
+        try:
+            if isinstance(node, SequenceNode):
+                out = self.sequence(node, depth)
+            elif isinstance(node, MappingNode):
+                out = self.mapping(node, depth)
+            else:  # pragma: no cover - composer yields only the three node kinds
+                out = (None, 1)
+        except _Refused as refused:
+            if refused.line is None:
+                refused.line = node.start_mark.line + 1
+            raise
         self.memo[key] = out
         return out
 
