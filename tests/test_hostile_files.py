@@ -29,17 +29,19 @@ def _cap_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
-def kvlint(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def kvlint(*args: str, cwd: Path, timeout: float = 60,
+           prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cwd / ".hf-cache"),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "kvlint", *args], cwd=cwd, env=env,
+    return subprocess.run([*prefix, sys.executable, "-m", "kvlint", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout,
                           preexec_fn=_cap_memory, check=False)
 
 
-def lint_json(*args: str, cwd: Path, timeout: float = 60) -> tuple[int, dict[str, Any]]:
+def lint_json(*args: str, cwd: Path, timeout: float = 60,
+              prefix: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
     done = kvlint("lint", *args, "--isolated", "--no-plugins", "--offline", "--format", "json",
-                  cwd=cwd, timeout=timeout)
+                  cwd=cwd, timeout=timeout, prefix=prefix)
     assert done.returncode in (0, 1), done.stderr
     assert "internal error" not in done.stderr
     data: dict[str, Any] = json.loads(done.stdout)
@@ -180,17 +182,29 @@ def test_a_local_model_path_outside_the_tree_is_not_read(tmp_path: Path) -> None
     assert any("outside the linted tree" in f["message"] for f in result["findings"])
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any directory")
+def _without_root_powers() -> tuple[str, ...]:
+    """A command prefix under which a directory with mode 000 cannot be listed."""
+    if os.geteuid() != 0:
+        return ()
+    if shutil.which("setpriv") is None:
+        pytest.skip("root reads any directory, and setpriv is not there to drop that")
+    caps = "-dac_override,-dac_read_search"
+    return ("setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", "--")
+
+
 def test_an_unreadable_subdirectory_is_reported(tmp_path: Path) -> None:
+    prefix = _without_root_powers()
     locked = tmp_path / "deploy" / "locked"
     locked.mkdir(parents=True)
     shutil.copy(CASE, tmp_path / "deploy" / "a.yaml")
     locked.chmod(0)
     try:
-        _, data = lint_json("deploy", cwd=tmp_path)
+        _, data = lint_json("deploy", cwd=tmp_path, prefix=prefix)
     finally:
         locked.chmod(0o755)
-    assert problems(data)["deploy/locked"][0] == "unreadable"
+    kind, message = problems(data)["deploy/locked"]
+    assert kind == "unreadable" and "Permission denied" in message
+    assert any(r["target"]["path"] == "deploy/a.yaml" for r in data["results"])
 
 
 def test_ray_serve_references_stay_in_the_tree(tmp_path: Path) -> None:
