@@ -472,6 +472,7 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     PATH '-' reads one manifest from stdin (helm template ... | kvlint lint -).
     Suppress with `# kvlint: ignore[KV201] reason` or an `ignore-check.kvlint.io/KV201`
     annotation."""
+    from kvlint.loaders.manifests.base import ManifestProblem
     from kvlint.manifest_linter import DEFAULT_INCLUDE, discover, lint_paths
 
     stdin = _stdin_manifest(paths, stdin_filename)
@@ -479,9 +480,11 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     session = Session.start(starts, config_file, isolated, no_plugins,
                             select, extend_select, ignore, fail_on, formats, outputs)
     files: list[str] = []
+    problems: list[ManifestProblem] = []  # links out of the tree, unreadable directories
     if stdin is None:
-        files = [str(f) for f in discover(paths, include or DEFAULT_INCLUDE, exclude)]
-        if not files:
+        files = [str(f) for f in discover(paths, include or DEFAULT_INCLUDE, exclude,
+                                          problems)]
+        if not files and not problems:
             click.echo("kvlint: warning: no manifest files found under the given path(s) "
                        f"(include: {', '.join(include or DEFAULT_INCLUDE)})", err=True)
     d = session.settings
@@ -497,7 +500,8 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
                      exclude=exclude, offline=offline or bool(d.offline) or _env_offline(),
                      model_map=mapping, fail_on=session.fail_on, policy=session.policy,
                      unused_suppression=session.unused_suppression, stdin=stdin,
-                     lock=session.model_lock(starts, lock_file, locked))
+                     lock=session.model_lock(starts, lock_file, locked),
+                     discovery_problems=problems)
     session.finish(run)
 
 

@@ -24,10 +24,18 @@ import pluggy
 from kvlint.diagnostics import Finding
 from kvlint.errors import ConfigError, HubError, HubUnavailableError, InputError, UsageError
 from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
+from kvlint.loaders.files import (
+    MAX_MANIFEST_BYTES,
+    UnreadableFile,
+    inside,
+    read_text,
+    tree_root,
+)
 from kvlint.loaders.hf_config import ConfigDefaults, resolve_geometry
 from kvlint.loaders.lock import ModelLock
 from kvlint.loaders.manifests.base import (
     DocumentContext,
+    Documents,
     Located,
     ManifestParser,
     ManifestProblem,
@@ -36,7 +44,7 @@ from kvlint.loaders.manifests.base import (
 )
 from kvlint.loaders.manifests.yaml_marks import load_documents
 from kvlint.loaders.models import LoadedConfig, load_config
-from kvlint.loaders.paths import is_file
+from kvlint.loaders.paths import is_dir, is_file
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
@@ -62,25 +70,67 @@ the model's line)."""
 
 
 def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
-             exclude: Sequence[str] = ()) -> list[Path]:
-    """Files to lint: files given explicitly, and matching files under directories."""
+             exclude: Sequence[str] = (),
+             problems: list[ManifestProblem] | None = None) -> list[Path]:
+    """Files to lint: files given explicitly, and matching files under directories.
+
+    Nothing outside the linted tree (:func:`~kvlint.loaders.files.tree_root`) is returned:
+    links to directories are not followed, and a path given, or a file found, that resolves
+    outside the tree is left out with an ``outside-tree`` problem; a directory that cannot be
+    listed is an ``unreadable`` problem. Problems go to ``problems`` (dropped when it is
+    ``None``). Something that is not a regular file (a FIFO, a device, a dangling link) is
+    returned: reading it gives an ``unreadable`` problem."""
     found: list[Path] = []
+    sink: list[ManifestProblem] = [] if problems is None else problems
     for raw in paths:
         path = Path(raw)
-        if path.is_file():
+        if not _contained(path, tree_root(path), sink):
+            continue
+        if is_file(path):
             if not _excluded(path, exclude):
                 found.append(path)
-        elif path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-                for name in sorted(files):
-                    file = Path(root) / name
-                    if any(fnmatch.fnmatch(name, g) for g in include) and \
-                            not _excluded(file, exclude):
-                        found.append(file)
+        elif is_dir(path):
+            found.extend(_files_under(path, include, exclude, sink))
+        elif os.path.lexists(path):  # a FIFO, a device, a link loop: reported when read
+            if not _excluded(path, exclude):
+                found.append(path)
         else:
             raise InputError(f"{raw}: no such file or directory")
     return found
+
+
+def _files_under(top: Path, include: Sequence[str], exclude: Sequence[str],
+                 problems: list[ManifestProblem]) -> list[Path]:
+    """Matching files under the directory ``top``, in a stable order, without following
+    links to directories; files that are links out of the tree are problems."""
+    root = tree_root(top)
+    found: list[Path] = []
+
+    def unreadable(err: OSError) -> None:
+        where = str(err.filename) if err.filename else str(top)
+        problems.append(ManifestProblem(
+            where, None, f"{where}: cannot read this directory ({err.strerror or err}); "
+            "its files are not linted", "unreadable"))
+
+    for base, dirs, files in os.walk(top, onerror=unreadable, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            file = Path(base) / name
+            if any(fnmatch.fnmatch(name, g) for g in include) and \
+                    not _excluded(file, exclude) and \
+                    (not os.path.islink(file) or _contained(file, root, problems)):
+                found.append(file)
+    return found
+
+
+def _contained(path: Path, root: str, problems: list[ManifestProblem]) -> bool:
+    """Whether ``path`` resolves inside ``root``; an ``outside-tree`` problem when not."""
+    if inside(path, root):
+        return True
+    problems.append(ManifestProblem(
+        str(path), None, f"{path} is a link that leads outside the linted tree; links are "
+        "not followed out of the tree, so it is not read", "outside-tree"))
+    return False
 
 
 def _excluded(path: Path, exclude: Sequence[str]) -> bool:
@@ -92,9 +142,9 @@ def extract(path: Path, pm: pluggy.PluginManager,
             parsers: Sequence[ManifestParser]) -> list[ServedModel] | ManifestProblem:
     """Every served model in ``path``, or why the file cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        return ManifestProblem(str(path), None, f"cannot read {path}: {err}", "unreadable")
+        text = read_text(path, MAX_MANIFEST_BYTES)
+    except UnreadableFile as err:
+        return ManifestProblem(str(path), None, f"{path}: {err}", "unreadable")
     return extract_text(text, path, pm, parsers)
 
 
@@ -107,10 +157,11 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         return documents
     by_name = {p.name: p for p in parsers}
     models: list[ServedModel] = []
+    every = Documents(documents)  # one tuple for every document's context: linear
     for index, document in enumerate(documents):
         if document is None:
             continue
-        ctx = DocumentContext(str(path), index, tuple(documents))
+        ctx = DocumentContext(str(path), index, every)
         fmt = pm.hook.kvlint_manifest_format(document=document, ctx=ctx, parsers=parsers)
         if fmt is not None and fmt in by_name:
             models.extend(by_name[fmt].parse(document, ctx))
@@ -158,6 +209,10 @@ class ModelResolver:
         if _looks_local(name):
             local = (Path(served.path).parent / name) if not Path(name).is_absolute() \
                 else Path(name)
+            if os.path.lexists(local) and not inside(local, tree_root(served.path)):
+                return None, (f"model {name} is a local path outside the linted tree (it is "
+                              f"not read); map it to a Hub id or a config with --model-map "
+                              f"{name}=ORG/NAME")
             if is_file(local / "config.json") or (is_file(local) and local.suffix == ".json"):
                 return str(local), None
             return None, (f"model {name} is a local path; map it to a Hub id or a config "
@@ -415,13 +470,16 @@ def lint_paths(
     unused_suppression: Finding | None = None,
     stdin: tuple[str, str] | None = None,
     lock: ModelLock | None = None,
+    discovery_problems: Sequence[ManifestProblem] = (),
 ) -> LintRun:
     """``kvlint lint``: every served model of every manifest under ``paths``, with the
     suppressions written in the files and the settings' ``policy`` applied; KV901 findings
     (from the ``unused_suppression`` template) for suppressions that did nothing.
     ``stdin``: ``(name, text)`` of a manifest read from standard input, linted as if it
-    were the file ``name`` (``-`` when unnamed). Hub models ``lock`` holds are read from it."""
-    files = discover(paths, include, exclude)
+    were the file ``name`` (``-`` when unnamed). Hub models ``lock`` holds are read from it.
+    ``discovery_problems``: what the caller's own :func:`discover` of the paths reported."""
+    problems: list[ManifestProblem] = list(discovery_problems)  # found by the caller's walk
+    files = discover(paths, include, exclude, problems)
     _LINES.clear()
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     defaults = default_config_defaults()
@@ -431,6 +489,7 @@ def lint_paths(
     results: list[ModelResult] = []
     texts: dict[str, str] = {}
     seen: set[tuple[object, ...]] = set()
+    results.extend(problem_result(problem, rules) for problem in problems)
     extracted = extract_all(files, pm, parsers)
     if stdin is not None:
         name, stdin_text = str(Path(stdin[0])), stdin[1]
@@ -460,7 +519,7 @@ def lint_paths(
 
 def _text_with_suppressions(file: Path) -> str | None:
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_text(file, MAX_MANIFEST_BYTES)
+    except UnreadableFile:
         return None
     return text if any(marker in text for marker in SUPPRESSION_MARKERS) else None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kvlint.errors import InputError
+from kvlint.loaders.files import MAX_SETTINGS_BYTES, UnreadableFile, read_text
 from kvlint.loaders.paths import is_file
 from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
 
@@ -89,11 +90,9 @@ class LoadedSettings:
 def _table(path: Path) -> dict[str, Any] | None:
     """The kvlint table of ``path`` (``None`` for a pyproject.toml without one)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"{path}: not UTF-8 text (byte {err.start})") from None
+        data = tomllib.loads(read_text(path, MAX_SETTINGS_BYTES))
+    except UnreadableFile as err:
+        raise InputError(f"{path}: {err}") from None
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"{path}: invalid TOML: {err}") from None
     except RecursionError:

@@ -16,6 +16,7 @@ from pathlib import Path
 from kvlint.diagnostics import Finding, Severity
 from kvlint.errors import InputError
 from kvlint.linter import LintRun, ModelResult, Target
+from kvlint.loaders.files import MAX_SOURCE_BYTES, UnreadableFile, read_source
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
 from kvlint.suppress import MARKERS, Policy
@@ -101,18 +102,6 @@ def hub_files(repo_id: str, *, revision: str | None = None, offline: bool = Fals
                                                    offline=offline))])
 
 
-def read_source(file: Path) -> str:
-    """A Python source as Python reads it: the encoding from its BOM or PEP 263 coding
-    line (:func:`tokenize.detect_encoding`), UTF-8 otherwise; newlines translated."""
-    import io
-    import tokenize
-
-    data = file.read_bytes()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    with io.TextIOWrapper(io.BytesIO(data), encoding, line_buffering=False) as text:
-        return text.read()
-
-
 def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: str = "error",
                policy: Policy | None = None, unused_suppression: Finding | None = None
                ) -> LintRun:
@@ -124,11 +113,9 @@ def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: s
     for file in files:
         path = str(file)
         try:
-            text = read_source(file)
-        except (OSError, SyntaxError, UnicodeDecodeError) as err:  # reported, scan goes on
-            why = err.strerror if isinstance(err, OSError) and err.strerror else err
-            results.append(_result(path, (_problem(f"{path}:0: cannot read: {why}", path,
-                                                   rules),)))
+            text = read_source(file, MAX_SOURCE_BYTES)
+        except UnreadableFile as err:  # a FIFO, a huge or undecodable file: a finding
+            results.append(_result(path, (_problem(f"{path}: {err}", path, rules),)))
             continue
         try:
             found = scan_source(text, path)

@@ -135,7 +135,7 @@ class Policy:
     def _relative(self, path: str) -> str:
         try:
             return Path(path).resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
+        except (ValueError, RuntimeError, OSError):  # outside the root; a link loop
             return Path(path).as_posix()
 
     def apply(self, finding: Finding) -> Finding | None:

@@ -316,13 +316,19 @@ def test_check_max_model_len_over_the_limit(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_check_huge_max_model_len_does_not_crash() -> None:
+    """A 400-digit --max-model-len is a usage error on one line (the option is bounded), not
+    a crash; the largest accepted value is judged by KV703."""
     huge = "9" * 400
     result = run("check", str(PHI3), "--max-model-len", huge, "--format", "json")
+    assert result.exit_code == 2, result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith("kvlint: error: --max-model-len: ") and "is not in the range" in line
+    result = run("check", str(PHI3), "--max-model-len", str(2**32), "--format", "json")
     assert result.exit_code == 1, result.output
     finding = json.loads(result.stdout)["results"][0]["findings"][0]
     assert finding["code"] == "KV703"
-    assert finding["data"]["max_model_len"] == int(huge)
-    assert finding["message"].startswith("max_model_len (a 400-digit number) is above the "
+    assert finding["data"]["max_model_len"] == 2**32
+    assert finding["message"].startswith("max_model_len 4,294,967,296 is above the "
                                          "model's own limit of 4,096 tokens")
 
 

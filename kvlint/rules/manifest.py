@@ -98,7 +98,10 @@ class ManifestUnparsable(Rule):
     """## What it does
     Reports a manifest file that cannot be read: invalid YAML or JSON (on the line of the
     error), a YAML alias bomb, or an unrendered Helm template (an info: lint the output of
-    `helm template` instead).
+    `helm template` instead). Also a file kvlint refuses to read (`unreadable`: not a regular
+    file, such as a FIFO or a link to `/dev/zero`, larger than 16 MiB, not UTF-8, or a
+    directory that cannot be listed) and a symbolic link that leads out of the linted tree
+    (`outside-tree`: never followed, so nothing outside the repository is read or reported).
 
     ## Why is this bad?
     Nothing in the file was checked; a CI gate that silently skips it gives false comfort.

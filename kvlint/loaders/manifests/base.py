@@ -99,7 +99,9 @@ class ManifestProblem:
     line: int | None
     message: str
     kind: str
-    """``invalid-yaml``, ``helm-template``, ``alias-bomb``, ``unreadable``."""
+    """``invalid-yaml``, ``helm-template``, ``alias-bomb``, ``unreadable`` (not a regular
+    file, too large, not UTF-8, a directory that cannot be listed), ``outside-tree`` (a link
+    out of the linted tree, not followed)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,38 @@ class DocumentContext:
     documents: tuple[object, ...]
     """Every document of the file (line-aware containers from ``yaml_marks``), so a workload
     can follow a ConfigMap defined next to it."""
+
+
+class Documents(tuple[object, ...]):
+    """Every document of one file, shared by all their contexts, with an index by
+    ``metadata.name`` built on first use (:func:`named`), so looking up a ConfigMap or a
+    ServingRuntime from each of many documents stays linear in the file."""
+
+    _by_name: dict[str, tuple[object, ...]] | None = None
+
+    def named(self, name: str) -> tuple[object, ...]:
+        """The documents whose ``metadata.name`` is ``name`` (``""``: none or not a
+        string), in file order."""
+        if self._by_name is None:
+            index: dict[str, list[object]] = {}
+            for doc in self:
+                index.setdefault(_name_of(doc), []).append(doc)
+            self._by_name = {k: tuple(v) for k, v in index.items()}
+        return self._by_name.get(name, ())
+
+
+def _name_of(document: object) -> str:
+    meta = document.get("metadata") if isinstance(document, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) and name else ""
+
+
+def named(documents: tuple[object, ...], name: str) -> tuple[object, ...]:
+    """The documents of a file whose ``metadata.name`` is ``name`` (indexed when
+    ``documents`` is a :class:`Documents`; a scan otherwise)."""
+    if isinstance(documents, Documents):
+        return documents.named(name)
+    return tuple(d for d in documents if _name_of(d) == name)
 
 
 class ManifestParser:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kvlint.loaders.files import UnreadableFile, inside, read_text, tree_root
 from kvlint.loaders.manifests.base import (
     DocumentContext,
     Located,
@@ -997,14 +998,13 @@ class RayServeParser(ManifestParser):
             return _Ref(None, ctx.path, line, problem=f"llm config {reference} is not a "
                         "YAML or JSON file: it is not read")
         target = Path(ctx.path).parent / reference
+        if not inside(target, tree_root(ctx.path)):
+            return _Ref(None, ctx.path, line, problem=f"llm config {reference} is outside the "
+                        "linted tree (a link or ..): it is not read")
         try:
-            if target.stat().st_size > MAX_REFERENCED_BYTES:
-                return _Ref(None, ctx.path, line, problem=f"llm config {reference} is too "
-                            "large to read")
-            text = target.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            return _Ref(None, ctx.path, line, problem=f"llm config {reference} cannot be read"
-                        f" ({err.__class__.__name__})")
+            text = read_text(target, MAX_REFERENCED_BYTES)
+        except UnreadableFile as err:
+            return _Ref(None, ctx.path, line, problem=f"llm config {reference}: {err}")
         docs = load_documents(text, str(target))
         if isinstance(docs, ManifestProblem):
             return _Ref(None, ctx.path, line, problem=f"llm config {reference}: {docs.message}")

@@ -29,6 +29,7 @@ from kvlint.loaders.manifests.base import (
     ManifestProblem,
     ServedModel,
     Unresolved,
+    named,
 )
 from kvlint.loaders.manifests.engine_configs import (
     FREE_FRACTION_NOTE,
@@ -546,7 +547,7 @@ def gpu_type_of(pod: Any) -> Located[str] | None:
 
 
 def _configmap_data(ctx: DocumentContext, name: str) -> dict[str, Any] | None:
-    for doc in ctx.documents:
+    for doc in named(ctx.documents, name):
         if is_object(doc, ("v1",), ("ConfigMap",)) and object_name(doc) == name:
             return get_map(doc, "data") or {}
     return None

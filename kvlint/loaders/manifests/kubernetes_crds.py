@@ -15,6 +15,7 @@ from kvlint.loaders.manifests.base import (
     ManifestParser,
     ServedModel,
     Unresolved,
+    named,
 )
 from kvlint.loaders.manifests.engine_configs import (
     TEMPLATE,
@@ -196,7 +197,7 @@ class KServeParser(ManifestParser):
     @staticmethod
     def _runtime_image(name: str, ctx: DocumentContext) -> Located[str] | None:
         """The image of a ServingRuntime/ClusterServingRuntime of this file named ``name``."""
-        for doc in ctx.documents:
+        for doc in named(ctx.documents, name):
             if is_object(doc, ("serving.kserve.io/",), ("ServingRuntime",
                                                          "ClusterServingRuntime")) and \
                     object_name(doc) == name:

@@ -16,12 +16,19 @@ indicator; its text starts on the next line.
 Only safe construction: no Python tags, no object creation. Unknown local tags (``!Ref``,
 ``!!python/...``) are read as the plain mapping, sequence or string they decorate, never
 executed. Aliases share the object they point to (as PyYAML does); a document whose aliases
-would expand past :data:`MAX_EXPANDED_NODES` nodes, or that refers to itself, is refused as an
-``alias-bomb`` without building the expansion.
+reach more than :data:`MAX_EXPANDED_NODES` nodes (each alias counts the nodes of what it
+points to, expanded, and long strings count by size), or that refers to itself, is refused as
+an ``alias-bomb`` without building the expansion. A large document without aliases is read,
+however many nodes it has: its size is bounded by the file's.
+
+Nesting deeper than :data:`MAX_DEPTH` is refused (``invalid-yaml``) before libyaml's composer,
+which recurses on the C stack, can overflow it; a number longer than Python reads
+(:data:`MAX_NUMBER_CHARS`) is refused too, instead of an error from ``int``.
 """
 
 from __future__ import annotations
 
+import gc
 import re
 from typing import Any
 
@@ -36,32 +43,64 @@ try:  # pragma: no cover - depends on how PyYAML was built
 except ImportError:  # pragma: no cover
     from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+
 _PLAIN_TAGS: dict[str, str] = {}
 """Implicit tags of plain scalars by value: resolving one runs PyYAML's regexes in Python,
 for every scalar libyaml parses; manifests repeat the same keys and values endlessly."""
 _PLAIN_TAGS_MAX = 50_000
 
 
+_RESOLVED_FIRST = frozenset(k for k in _BaseLoader.yaml_implicit_resolvers if k)
+"""First characters for which an implicit resolver (int, float, bool, null, timestamp...)
+exists: a plain scalar starting with any other character is a string, no regex needed."""
+_NO_SHORTCUTS = None in _BaseLoader.yaml_implicit_resolvers or \
+    bool(_BaseLoader.yaml_path_resolvers)
+
+
 class _Loader(_BaseLoader):
-    """The safe loader with a memo of plain-scalar tag resolution (same results)."""
+    """The safe loader with a memo of plain-scalar tag resolution, and shortcuts where
+    PyYAML's resolver has a single answer (same results)."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is ScalarNode and implicit[0] and isinstance(value, str):
+        if _NO_SHORTCUTS:  # pragma: no cover - not the safe loader's resolvers
+            return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+        if kind is ScalarNode:
+            if not implicit[0]:
+                return _STR
+            if value and value[0] not in _RESOLVED_FIRST:
+                return _STR
             tag = _PLAIN_TAGS.get(value)
             if tag is None:
                 tag = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
                 if len(_PLAIN_TAGS) < _PLAIN_TAGS_MAX:
                     _PLAIN_TAGS[value] = tag
             return tag
-        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+        return _SEQ if kind is SequenceNode else _MAP
 
 __all__ = ["MAX_EXPANDED_NODES", "LDict", "LList", "LStr", "line_of", "load_documents"]
 
 MAX_EXPANDED_NODES = 100_000
-"""Refuse a document whose aliases expand to more nodes than this (billion laughs)."""
+"""Refuse a document whose aliases reach more nodes than this (billion laughs)."""
 
-_MAX_DEPTH = 500
-"""Refuse nesting deeper than this instead of exhausting Python's stack."""
+MAX_DEPTH = 500
+"""Refuse nesting deeper than this instead of exhausting the stack."""
+_MAX_DEPTH = MAX_DEPTH
+
+_C_STACK_SAFE_DEPTH = 1_000
+"""Nesting libyaml's composer (recursive C, about 250 bytes of stack a level) surely survives
+even on a 1 MiB stack; text that might nest deeper is checked event by event first."""
+
+MAX_NUMBER_CHARS = 4_300
+"""A number scalar longer than this is refused: Python's default limit on the digits of an
+``int`` read from text, and it keeps YAML 1.1 base-60 numbers (``1:2:3:...``), whose
+conversion is quadratic, cheap."""
+
+_STRING_WEIGHT = 256
+"""An aliased string counts one node per this many characters (shared, but a consumer that
+joins the aliases copies them)."""
 
 
 class LStr(str):
@@ -142,7 +181,6 @@ def line_of(container: Any, key: object) -> int | None:
 
 # --- construction --------------------------------------------------------------------------
 
-_STR = "tag:yaml.org,2002:str"
 _NULL = "tag:yaml.org,2002:null"
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
@@ -169,40 +207,55 @@ class _Refused(Exception):
 
 
 class _Builder:
-    """Builds one document. ``memo`` maps collection nodes (by identity) to their value and
-    expanded size, so an alias costs one lookup and the expansion is only counted."""
+    """Builds one document. ``memo`` maps collection nodes and long strings (by identity) to
+    their value and expanded size, so an alias costs one lookup and its expansion is only
+    counted, in ``aliased``."""
 
-    __slots__ = ("memo", "text")
+    __slots__ = ("aliased", "memo", "merges", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, merges: bool = True) -> None:
         self.text = text
         self.memo: dict[int, tuple[Any, int]] = {}
+        self.aliased = 0
+        self.merges = merges
+        """Whether a key may be a merge key (``<<``, ``!!merge``): else none is looked for."""
 
     def build(self, node: Node, depth: int) -> tuple[Any, int]:
         """``(value, expanded node count)``."""
-        if type(node) is ScalarNode:
+        if type(node) is ScalarNode and len(node.value) < _STRING_WEIGHT:
             return self.scalar(node), 1
         key = id(node)
         hit = self.memo.get(key)
-        if hit is not None:
+        if hit is not None:  # an alias (or a merge key) reaching a node built before
             if hit[1] < 0:
                 raise _Refused("alias-bomb", "an alias refers to the node that contains it "
                                "(a recursive structure)", node.start_mark.line + 1)
+            self.aliased += hit[1]
+            if self.aliased > MAX_EXPANDED_NODES:  # located at the collection that uses it
+                raise _Refused("alias-bomb",
+                               f"aliases expand this document by more than "
+                               f"{MAX_EXPANDED_NODES:,} nodes (a YAML bomb); refusing to "
+                               "read it", None)
             return hit
+        if type(node) is ScalarNode:
+            out = (self.scalar(node), 1 + len(node.value) // _STRING_WEIGHT)
+            self.memo[key] = out
+            return out
         if depth > _MAX_DEPTH:
             raise _Refused("invalid-yaml", f"nesting deeper than {_MAX_DEPTH} levels",
                            node.start_mark.line + 1)
         self.memo[key] = (None, -1)  # in progress: a recursive alias lands here
-        if isinstance(node, SequenceNode):
-            out = self.sequence(node, depth)
-        elif isinstance(node, MappingNode):
-            out = self.mapping(node, depth)
-        else:  # pragma: no cover - composer yields only the three node kinds
-            out = (None, 1)
-        if out[1] > MAX_EXPANDED_NODES:
-            raise _Refused("alias-bomb",
-                           f"aliases expand this document to more than {MAX_EXPANDED_NODES:,} "
-                           "nodes (a YAML bomb); refusing to read it", node.start_mark.line + 1)
+        try:
+            if isinstance(node, SequenceNode):
+                out = self.sequence(node, depth)
+            elif isinstance(node, MappingNode):
+                out = self.mapping(node, depth)
+            else:  # pragma: no cover - composer yields only the three node kinds
+                out = (None, 1)
+        except _Refused as refused:
+            if refused.line is None:
+                refused.line = node.start_mark.line + 1
+            raise
         self.memo[key] = out
         return out
 
@@ -220,7 +273,20 @@ class _Builder:
             return None
         if tag == _BOOL:
             return _BOOLS[node.value.lower()]
-        return _SCALARS[tag](node)
+        if len(node.value) > MAX_NUMBER_CHARS and tag in (_INT, _FLOAT):
+            raise _Refused("invalid-yaml", f"a number of {len(node.value):,} characters "
+                           f"(more than {MAX_NUMBER_CHARS:,}); refusing to read it",
+                           node.start_mark.line + 1)
+        try:
+            return _SCALARS[tag](node)
+        except (ValueError, OverflowError) as err:
+            if tag in (_INT, _FLOAT):
+                raise _Refused("invalid-yaml", f"cannot read the number {node.value[:40]!r}: "
+                               f"{_one_line(str(err))}", node.start_mark.line + 1) from None
+            # e.g. a date that does not exist (2024-13-01): the string, as YAML 1.2 reads it
+            start = node.start_mark
+            return LStr(node.value, start.line + 1, start.column + 1,
+                        _STYLES.get(node.style), node.end_mark.line + 1)
 
     def sequence(self, node: SequenceNode, depth: int) -> tuple[Any, int]:
         out = LList()
@@ -236,8 +302,6 @@ class _Builder:
             m = item.start_mark
             out.append(value)
             lines.append((m.line + 1, m.column + 1))
-            if size > MAX_EXPANDED_NODES:
-                break
         return out, size
 
     def mapping(self, node: MappingNode, depth: int) -> tuple[Any, int]:
@@ -250,17 +314,19 @@ class _Builder:
         size = 1
         build = self.build
         pairs = node.value
-        if any(k.tag == _MERGE for k, _ in pairs):
+        if self.merges and any(k.tag == _MERGE for k, _ in pairs):
             size += self.merge(out, [v for k, v in pairs if k.tag == _MERGE], depth)
             pairs = [(k, v) for k, v in pairs if k.tag != _MERGE]
         for key_node, value_node in pairs:
-            if type(key_node) is ScalarNode:
+            if type(key_node) is ScalarNode and len(key_node.value) < _STRING_WEIGHT:
                 key = self.scalar(key_node)
                 if type(key) is LStr:
                     key = str(key)
             else:
                 key, n = build(key_node, depth + 1)
                 size += n
+                if type(key) is LStr:
+                    key = str(key)
                 try:
                     hash(key)
                 except TypeError:
@@ -274,8 +340,6 @@ class _Builder:
             out[key] = value
             key_lines[key] = (km.line + 1, km.column + 1)
             value_lines[key] = (vm.line + 1, vm.column + 1)
-            if size > MAX_EXPANDED_NODES:
-                break
         return out, size
 
     def merge(self, out: LDict, sources: list[Node], depth: int) -> int:
@@ -348,18 +412,65 @@ def _yaml_error(path: str, err: yaml.YAMLError) -> ManifestProblem:
                            message=f"invalid YAML: {message}")
 
 
+_PREFIX_COLUMNS = _C_STACK_SAFE_DEPTH // 4
+_LONG_PREFIX = re.compile(rf"^[ \t?:-]{{{_PREFIX_COLUMNS},}}", re.MULTILINE)
+
+
+def _may_nest_deeper(text: str) -> bool:
+    """Whether ``text`` might nest deeper than :data:`_C_STACK_SAFE_DEPTH`, by a cheap bound:
+    in block style every two levels take at least one more column of indentation or of
+    ``-``/``?``/``:`` indicators before a line's content (so depth <= 2 x the longest such
+    prefix + 4), and each flow level takes a ``[`` or ``{``."""
+    flow = text.count("[") + text.count("{")
+    return 2 * _PREFIX_COLUMNS + 4 + flow > _C_STACK_SAFE_DEPTH or \
+        _LONG_PREFIX.search(text) is not None
+
+
+def _too_deep(text: str, limit: int) -> int | None:
+    """The 1-based line where ``text`` first nests deeper than ``limit``, from libyaml's
+    events (its parser keeps its own stack; only its composer recurses), or ``None``."""
+    depth = 0
+    parser = _BaseLoader(text)
+    starts = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+    ends = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if isinstance(event, starts):
+                depth += 1
+                if depth > limit:
+                    mark = event.start_mark
+                    return int(mark.line) + 1 if mark is not None else 1
+            elif isinstance(event, ends):
+                depth -= 1
+    finally:
+        parser.dispose()
+    return None
+
+
 def load_documents(text: str, path: str) -> list[Any] | ManifestProblem:
     """Every document of ``text``, in order, as line-aware values; an empty document is
     ``None`` (indices stay those of the stream). A :class:`ManifestProblem` instead when the
-    file is a Helm template, invalid YAML or a YAML bomb."""
+    file is a Helm template, invalid YAML, nested deeper than :data:`MAX_DEPTH` or a YAML
+    bomb."""
     documents: list[Any] = []
+    try:
+        deep = _too_deep(text, MAX_DEPTH) if _may_nest_deeper(text) else None
+    except yaml.YAMLError:
+        deep = None  # invalid YAML: the composer below reports where
+    if deep is not None:
+        return ManifestProblem(path=path, line=deep, kind="invalid-yaml",
+                               message=f"invalid YAML: nesting deeper than {MAX_DEPTH} levels")
     loader = _Loader(text)
+    merges = "<<" in text or "merge" in text
+    collect = gc.isenabled()
+    gc.disable()  # the values built hold no cycles: collecting while building only costs
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:  # pragma: no cover - check_node said there is one
                 break
-            documents.append(_Builder(text).build(node, 0)[0])
+            documents.append(_Builder(text, merges).build(node, 0)[0])
     except _Refused as refused:
         template = _first_template_line(text) if "{{" in text else None
         if refused.kind != "alias-bomb" and template is not None:
@@ -376,6 +487,8 @@ def load_documents(text: str, path: str) -> list[Any] | ManifestProblem:
                                message="invalid YAML: nesting too deep to read")
     finally:
         loader.dispose()
+        if collect:
+            gc.enable()
     if "{{" in text:
         for number, line in enumerate(text.splitlines(), 1):
             if _TEMPLATE_LINE.match(line):

@@ -1,0 +1,137 @@
+"""Reading files a pull request or a Hub repo may have planted: only regular files, never more
+than a cap, never past the linted tree.
+
+Every file kvlint reads as input (a config.json, a manifest, a settings file, a scanned source)
+goes through :func:`read_bytes`: it opens the path without blocking (``O_NONBLOCK``, so a FIFO
+with no writer does not hang the open), checks with ``fstat`` on the opened descriptor that it
+is a regular file (so ``/dev/zero``, a FIFO, a socket or a link to one is refused, whatever
+the link chain), and reads at most ``limit + 1`` bytes (so a file that grows while it is read
+still cannot exhaust memory).
+
+:func:`inside` and :func:`tree_root` decide whether a path stays inside the linted tree once
+its symbolic links are resolved; ``kvlint lint`` reads nothing that does not.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+MiB = 1024 * 1024
+
+MAX_CONFIG_BYTES = 16 * MiB
+"""A model's config.json (the largest real ones are well under 1 MiB)."""
+MAX_MANIFEST_BYTES = 16 * MiB
+"""A manifest under ``kvlint lint`` (a rendered Helm chart of a large cluster is a few MiB)."""
+MAX_SETTINGS_BYTES = 16 * MiB
+"""A ``pyproject.toml`` / ``.kvlint.toml``."""
+MAX_SOURCE_BYTES = 16 * MiB
+"""A Python source under ``kvlint scan``."""
+
+
+class UnreadableFile(Exception):
+    """A file kvlint refuses or fails to read. ``str()`` is the reason, one line, without
+    the path (callers write ``f"{path}: {err}"``)."""
+
+
+def read_bytes(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The content of the regular file at ``path`` (links followed), at most ``limit`` bytes;
+    :class:`UnreadableFile` when it is not a regular file, is larger, or cannot be read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | \
+        getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        raise UnreadableFile(_reason(err)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFile(f"not a regular file ({_kind(info.st_mode)}); not read")
+        if info.st_size > limit:
+            raise UnreadableFile(_too_large(limit))
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, MiB))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise UnreadableFile(_too_large(limit))
+        return b"".join(chunks)
+    except OSError as err:
+        raise UnreadableFile(_reason(err)) from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | os.PathLike[str], limit: int) -> str:
+    """:func:`read_bytes` decoded as UTF-8; a leading byte-order mark is dropped."""
+    data = read_bytes(path, limit)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise UnreadableFile(f"not UTF-8 text (byte {err.start})") from None
+
+
+def read_source(path: str | os.PathLike[str], limit: int) -> str:
+    """A Python source, decoded as Python does (PEP 263 coding line, BOM, else UTF-8)."""
+    import io
+    import tokenize
+
+    data = read_bytes(path, limit)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError) as err:  # a bad or unknown coding declaration
+        raise UnreadableFile(f"bad source encoding: {_one_line(str(err))}") from None
+    except UnicodeDecodeError as err:
+        raise UnreadableFile(f"not {encoding} text (byte {err.start})") from None
+
+
+def tree_root(path: str | os.PathLike[str], cwd: str | None = None) -> str:
+    """The tree a linted ``path`` belongs to, links resolved: the working directory when
+    ``path`` is written inside it (a repository checkout, under CI and pre-commit); else the
+    directory given (or the directory of the file given)."""
+    here = os.path.abspath(cwd or os.getcwd())
+    absolute = os.path.abspath(path)
+    if absolute == here or absolute.startswith(here.rstrip(os.sep) + os.sep):
+        return os.path.realpath(here)
+    return os.path.realpath(absolute if os.path.isdir(absolute) else
+                            os.path.dirname(absolute))
+
+
+def inside(path: str | os.PathLike[str], root: str) -> bool:
+    """Whether ``path``, every link resolved, is ``root`` or lies under it (``root`` is a
+    :func:`tree_root`). A link loop resolves to itself and counts as inside: reading it then
+    fails with a plain error."""
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _too_large(limit: int) -> str:
+    return f"larger than {limit // MiB} MiB; not read"
+
+
+def _reason(err: OSError) -> str:
+    return f"cannot read: {err.strerror or _one_line(str(err)) or type(err).__name__}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
