@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from kvlint.errors import InputError
 from kvlint.loaders.files import MAX_SETTINGS_BYTES, UnreadableFile, read_text
-from kvlint.loaders.paths import is_file
+from kvlint.loaders.paths import is_dir, is_file
 from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
 
 if sys.version_info >= (3, 11):
@@ -162,7 +162,7 @@ def parse(path: Path, table: dict[str, Any]) -> Settings:
 def find(starts: Iterable[Path]) -> Path | None:
     """The settings file nearest to ``starts`` (files or directories), then the cwd."""
     seen: set[Path] = set()
-    candidates = [*(p if p.is_dir() else p.parent for p in starts), Path.cwd()]
+    candidates = [*(p if is_dir(p) else p.parent for p in starts), Path.cwd()]
     for start in candidates:
         for directory in (start.resolve(), *start.resolve().parents):
             if directory in seen:

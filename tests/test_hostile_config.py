@@ -239,6 +239,26 @@ def test_very_long_settings_and_model_map_paths(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- lint --gpu
+def test_lint_of_a_very_long_path_is_one_line(tmp_path: Path) -> None:
+    one_line_error(kvlint("lint", "a" * 300 + ".yaml", cwd=tmp_path),
+                   "no such file or directory")
+
+
+@pytest.mark.parametrize("value", ["9" * 400 + "k", "9" * 5000, "1" + "0" * 4400 + "K"])
+def test_huge_engine_values_are_refusals_not_crashes(tmp_path: Path, value: str) -> None:
+    """vLLM reads --max-model-len with Python's int()/float(): a value past their range makes
+    it exit at start, so kvlint reports KV702 on the line (and never crashes)."""
+    config_file(tmp_path, LLAMA)
+    (tmp_path / "compose.yaml").write_text(_compose("org/llama", f', "--max-model-len={value}"'))
+    proc = kvlint("lint", "compose.yaml", "--isolated", "--format", "json",
+                  "--model-map", f"org/llama={tmp_path / 'config.json'}", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "internal error" not in proc.stderr
+    [finding] = [f for r in json.loads(proc.stdout)["results"] for f in r["findings"]
+                 if f["code"] == "KV702"]
+    assert "characters)" in finding["message"] and len(finding["message"]) < 400
+
+
 def _compose(model: str, extra: str = "") -> str:
     return ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.8.5\n"
             f"    command: [\"--model\", \"{model}\"{extra}]\n")

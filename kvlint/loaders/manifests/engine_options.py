@@ -340,45 +340,51 @@ def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
         return None  # no value, or one kvlint cannot expand (KV902 territory)
     text = use.values[0].strip()
     data["value"] = text
+    quoted = _clipped(text)  # what messages quote: a 400-digit value is not repeated whole
     if key in _INTEGER_KEYS:
         number = integer_value(engine, key, text)
         if number is None:
-            refusal = texts["integer"].format(name=use.name, value=text)
+            refusal = texts["integer"].format(name=use.name, value=quoted)
             return EngineArgProblem(
-                "value", use.name, f"{shown} {text!r} is not an integer: {label} refuses "
+                "value", use.name, f"{shown} {quoted!r} is not an integer: {label} refuses "
                 f"it at start ({refusal})", use.line, use.column, {**data, "reason": "integer"})
         if number < 1 and _positive(engine, canonical, versions):
             return EngineArgProblem(
-                "value", use.name, f"{shown} {text}: {label} needs at least 1 "
+                "value", use.name, f"{shown} {quoted}: {label} needs at least 1 "
                 "(ParallelConfig validation fails at start)", use.line, use.column,
                 {**data, "reason": "range"})
         if number < 0 and engine in _UNSIGNED:
-            refusal = texts["integer"].format(name=use.name, value=text)
+            refusal = texts["integer"].format(name=use.name, value=quoted)
             return EngineArgProblem(
-                "value", use.name, f"{shown} {text}: {label} reads an unsigned integer "
+                "value", use.name, f"{shown} {quoted}: {label} reads an unsigned integer "
                 f"and refuses it at start ({refusal})", use.line, use.column,
                 {**data, "reason": "range"})
     if key in _NUMBER_KEYS:
         try:
             float(text)
         except ValueError:
-            refusal = texts["number"].format(name=use.name, value=text)
+            refusal = texts["number"].format(name=use.name, value=quoted)
             return EngineArgProblem(
-                "value", use.name, f"{shown} {text!r} is not a number: {label} refuses it "
+                "value", use.name, f"{shown} {quoted!r} is not a number: {label} refuses it "
                 f"at start ({refusal})", use.line, use.column, {**data, "reason": "number"})
     allowed = _choices(engine, canonical, versions)
     if allowed is not None:
         probe = text.lower() if (engine, canonical) in CASELESS else text
         if probe not in allowed:
-            refusal = texts["choice"].format(name=use.name, value=text)
+            refusal = texts["choice"].format(name=use.name, value=quoted)
             listed = ", ".join(sorted(allowed))
             close = _closest(text, allowed)
             hint = f"; did you mean {close[0]}?" if close else ""
             return EngineArgProblem(
-                "value", use.name, f"{shown} {text!r} is not a value {label} accepts "
+                "value", use.name, f"{shown} {quoted!r} is not a value {label} accepts "
                 f"({listed}): the server exits at start ({refusal}){hint}", use.line,
                 use.column, {**data, "reason": "choice", "choices": sorted(allowed)})
     return None
+
+
+def _clipped(text: str, most: int = 60) -> str:
+    """``text``, or its start and end around an ellipsis when longer than ``most``."""
+    return text if len(text) <= most else f"{text[:40]}...{text[-12:]} ({len(text)} characters)"
 
 
 _INTEGER_KEYS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs",

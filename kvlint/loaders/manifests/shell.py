@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import bisect
 import itertools
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -1313,14 +1314,23 @@ def _integer(engine: str, key: str, text: str) -> int | None:
         match = _HUMAN.fullmatch(text)
         if match:
             number, suffix = match.groups()
+            if len(number) > _MAX_DIGITS:
+                return None
             if suffix.islower():
-                return int(float(number) * _DECIMAL[suffix])
+                scaled = float(number) * _DECIMAL[suffix]
+                # vLLM computes int(float(...)): past the float range it fails to start
+                return int(scaled) if math.isfinite(scaled) else None
             if "." in number:
                 return None
             return int(number) * _BINARY[suffix]
-    if re.fullmatch(r"[-+]?\d+", text):
+    if re.fullmatch(r"[-+]?\d+", text) and len(text) <= _MAX_DIGITS:
         return int(text)
     return None
+
+
+_MAX_DIGITS = 4300
+"""Python's int() refuses longer decimal strings (sys.int_info.default_max_str_digits), so an
+engine whose parser is Python's refuses such a value at start."""
 
 
 def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArgs:
