@@ -455,7 +455,8 @@ def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
               help="GPU to size against when a manifest does not name one (a GPU the "
                    "manifest names wins).")
 @click.option("--offline", is_flag=True,
-              help="Read Hub configs from the local cache only (unresolved models are KV902).")
+              help="Read Hub configs from the local cache only (a model not cached is not "
+                   "checked: exit 2).")
 @click.option("--stdin-filename", default=None, metavar="NAME",
               help="With PATH '-': the file name of the manifest read from stdin, for "
                    "locations, settings discovery and per-file-ignores.")
