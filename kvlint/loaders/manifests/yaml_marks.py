@@ -448,6 +448,14 @@ def _too_deep(text: str, limit: int) -> int | None:
     return None
 
 
+def _nesting_error_line(err: yaml.YAMLError) -> int | None:
+    """The 1-based line of PyYAML's own "maximum nesting depth" refusal, else ``None``."""
+    if "nesting depth" not in str(err):
+        return None
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    return int(mark.line) + 1 if mark is not None else 1
+
+
 def load_documents(text: str, path: str) -> list[Any] | ManifestProblem:
     """Every document of ``text``, in order, as line-aware values; an empty document is
     ``None`` (indices stay those of the stream). A :class:`ManifestProblem` instead when the
@@ -456,8 +464,9 @@ def load_documents(text: str, path: str) -> list[Any] | ManifestProblem:
     documents: list[Any] = []
     try:
         deep = _too_deep(text, MAX_DEPTH) if _may_nest_deeper(text) else None
-    except yaml.YAMLError:
-        deep = None  # invalid YAML: the composer below reports where
+    except yaml.YAMLError as err:
+        # PyYAML >= 6.0.4 has a nesting limit of its own: the same refusal, in kvlint's words
+        deep = _nesting_error_line(err)  # else invalid YAML: the composer below says where
     if deep is not None:
         return ManifestProblem(path=path, line=deep, kind="invalid-yaml",
                                message=f"invalid YAML: nesting deeper than {MAX_DEPTH} levels")
@@ -481,6 +490,11 @@ def load_documents(text: str, path: str) -> list[Any] | ManifestProblem:
         template = _first_template_line(text) if "{{" in text else None
         if template is not None:
             return _helm_problem(path, template)
+        nested = _nesting_error_line(err)
+        if nested is not None:
+            return ManifestProblem(path=path, line=nested, kind="invalid-yaml",
+                                   message=f"invalid YAML: nesting deeper than {MAX_DEPTH} "
+                                           "levels")
         return _yaml_error(path, err)
     except RecursionError:
         return ManifestProblem(path=path, line=None, kind="invalid-yaml",
