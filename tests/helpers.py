@@ -32,3 +32,23 @@ def expected() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(EXPECTED.read_text(encoding="utf-8"))
     data.pop("_about")
     return data
+
+
+GQA_SOURCE = '''\
+import torch
+
+
+def repeat_kv(hidden, n_rep):
+    batch, heads, seq, dim = hidden.shape
+    hidden = hidden[:, :, None, :, :].expand(batch, heads, n_rep, seq, dim)
+    return hidden.reshape(batch, heads * n_rep, seq, dim)
+
+
+class Attention(torch.nn.Module):
+    def forward(self, query, key_states, value_states):
+        key_states = repeat_kv(key_states, self.num_key_value_groups)
+        value_states = repeat_kv(value_states, self.num_key_value_groups)
+        weights = torch.matmul(query, key_states.transpose(2, 3))
+        return torch.matmul(weights.softmax(-1), value_states)
+'''
+"""A module that materialises GQA with ``repeat_kv`` (what ``scan`` flags as KV401)."""

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 import jsonschema
 import pytest
 
-from tests.helpers import CONFIGS, ROOT
+from tests.helpers import CONFIGS, GQA_SOURCE, ROOT
 
 TIMEOUT_S = 60
 MEMORY_CAP = 2 * 1024**3
@@ -294,23 +294,7 @@ def test_sarif_uris_are_percent_encoded(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------- scan
-GQA = '''\
-import torch
-
-
-def repeat_kv(hidden, n_rep):
-    batch, heads, seq, dim = hidden.shape
-    hidden = hidden[:, :, None, :, :].expand(batch, heads, n_rep, seq, dim)
-    return hidden.reshape(batch, heads * n_rep, seq, dim)
-
-
-class Attention(torch.nn.Module):
-    def forward(self, query, key_states, value_states):
-        key_states = repeat_kv(key_states, self.num_key_value_groups)
-        value_states = repeat_kv(value_states, self.num_key_value_groups)
-        weights = torch.matmul(query, key_states.transpose(2, 3))
-        return torch.matmul(weights.softmax(-1), value_states)
-'''
+GQA = GQA_SOURCE
 
 
 def _scan_codes(proc: subprocess.CompletedProcess[bytes]) -> dict[str, list[str]]:

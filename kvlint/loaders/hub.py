@@ -98,7 +98,7 @@ def download_config(
     )
     try:
         hub_guard.install()  # before the import below: it turns telemetry off
-        from huggingface_hub import hf_hub_download, try_to_load_from_cache
+        from huggingface_hub import hf_hub_download
     except ImportError as exc:  # pragma: no cover - huggingface_hub is a dependency
         raise HubError(
             "reading models from the Hugging Face Hub needs huggingface_hub:"
@@ -108,12 +108,9 @@ def download_config(
     if context.offline_switch is not None:
         # Offline: a cache hit is a file lookup (~0.2 ms, against ~10 ms for the full
         # download path); a miss goes through hf_hub_download for its precise error.
-        cached = try_to_load_from_cache(repo_id, filename, cache_dir=str(context.cache_dir),
-                                        revision=revision)
-        if isinstance(cached, str):
-            path = Path(cached)
-            return HubConfig(repo_id=repo_id, revision=revision,
-                             commit=_commit_from_path(path), path=path)
+        hit = _cached(context)
+        if hit is not None:
+            return hit
 
     token = os.environ.get("HF_TOKEN") or None  # None: huggingface_hub finds the saved login
     # huggingface_hub logs each retry ("Retrying in 1s ...") to stderr; kvlint's own one-line
@@ -140,12 +137,9 @@ def download_config(
         if _guard_error(exc) is not None:
             # huggingface_hub falls back to its cache only for the httpx errors it retries;
             # the guard's errors skip that, so the fallback is done here.
-            cached = try_to_load_from_cache(repo_id, filename, cache_dir=str(context.cache_dir),
-                                            revision=revision)
-            if isinstance(cached, str):
-                path = Path(cached)
-                return HubConfig(repo_id=repo_id, revision=revision,
-                                 commit=_commit_from_path(path), path=path)
+            hit = _cached(context)
+            if hit is not None:
+                return hit
         error = _translate(exc, context)
         if error is None:
             raise
@@ -197,6 +191,19 @@ def download_python_files(
         raise error from exc
     finally:
         hf_logger.setLevel(level)
+
+
+def _cached(ctx: _Context) -> HubConfig | None:
+    """The cached copy of ``ctx``'s file, or ``None`` (a file lookup, no request)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(ctx.repo_id, ctx.filename, cache_dir=str(ctx.cache_dir),
+                                    revision=ctx.revision)
+    if not isinstance(cached, str):
+        return None
+    path = Path(cached)
+    return HubConfig(repo_id=ctx.repo_id, revision=ctx.revision,
+                     commit=_commit_from_path(path), path=path)
 
 
 # ------------------------------------------------------------------------------ environment
