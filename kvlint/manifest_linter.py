@@ -266,6 +266,8 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         engine_version=(version.value if isinstance(version, Located) else "latest")
         if served.engine else base.engine_version,
         kv_cache_dtype=_kv_dtype(served) or base.kv_cache_dtype,
+        dtype=served.dtype.value if isinstance(served.dtype, Located) and
+        isinstance(served.dtype.value, str) else base.dtype,
         max_model_len=_int(served.max_model_len, 0) or base.max_model_len,
         max_num_seqs=_int(served.max_num_seqs, 0) or base.max_num_seqs,
         gpu_memory_utilization=_fraction(served.gpu_memory_utilization)

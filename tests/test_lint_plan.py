@@ -451,6 +451,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "kv_cache_dtype": Located("fp8"), "max_model_len": Located(1024),
         "max_num_seqs": Located(8), "gpu_memory_utilization": Located(0.5),
         "gpu_type": Located("H200"), "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": Located("1")},
+        "dtype": Located("float32"),
     }
     settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
     assert settings == set(samples), "a new ServedModel field: make it reach the plan"
@@ -460,3 +461,22 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
     for name, value in samples.items():
         served = ServedModel("m.yaml", 1, "k8s", **{**common, name: value})
         assert plan_for(served, base) != plain, name
+
+
+@pytest.mark.parametrize(("dtype", "kv_dtype", "per_token"), [
+    ("float32", "float32", 262_144), ("float", "float32", 262_144),
+    ("half", "float16", 131_072), ("auto", "bfloat16", 131_072)])
+def test_engine_dtype_reaches_an_auto_kv_cache(tmp_path: Path, dtype: str, kv_dtype: str,
+                                               per_token: int) -> None:
+    """vLLM's --kv-cache-dtype auto follows the model dtype the engine serves (--dtype):
+    Llama-3.1-8B holds 32 layers x 8 KV heads x 128 x 2 (K and V) = 65,536 elements per
+    token, 4 bytes each in float32, 2 in half or the config's bfloat16."""
+    manifest = tmp_path / "compose.yaml"
+    manifest.write_text("services:\n  vllm:\n    image: vllm/vllm-openai:v0.8.5\n"
+                        f'    command: ["--model", "org/llama", "--dtype", "{dtype}"]\n')
+    config = CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"
+    result = run("lint", str(manifest), "--isolated", "--format", "json",
+                 "--model-map", f"org/llama={config}")
+    assert result.exit_code == 0, result.output
+    kv = json.loads(result.stdout)["results"][0]["kv"]
+    assert (kv["dtype"], kv["bytes_per_token"]) == (kv_dtype, per_token)

@@ -32,6 +32,8 @@ FP8_DS_MLA_LATENT = (512, 64)
 SIXTEEN_BIT = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16",
                "fp16": "float16", "half": "float16"}
 FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
+FLOAT32 = frozenset({"float32", "float", "fp32"})
+"""Engine ``--dtype`` spellings of 32-bit serving (vLLM/SGLang ``float``/``float32``)."""
 KV_CACHE_DTYPES: tuple[str, ...] = ("auto", "bfloat16", "float16", *FP8, "fp8_ds_mla")
 """Values accepted for ``--kv-cache-dtype``."""
 
@@ -61,14 +63,22 @@ class KvDtype:
         return float(self.bytes_per_element)
 
 
-def resolve_kv_dtype(requested: str, geometry: AttentionGeometry) -> KvDtype:
+def resolve_kv_dtype(requested: str, geometry: AttentionGeometry,
+                     model_dtype: str | None = None) -> KvDtype:
     """Resolve ``--kv-cache-dtype`` against the model.
 
-    ``auto`` is the dtype the engine serves: bf16/fp16 as the config says; float32 or
-    unspecified configs are served in 16-bit (2 bytes). Raises ``ValueError`` for a value
-    outside :data:`KV_CACHE_DTYPES` or ``fp8_ds_mla`` on a model without a 512+64 latent.
+    ``auto`` is the dtype the engine serves: the engine's own ``--dtype`` (``model_dtype``:
+    ``float32``/``float`` is 4 bytes, ``half``/``float16``/``bfloat16`` 2) when one is given,
+    else bf16/fp16 as the config says; float32 or unspecified configs are served in 16-bit
+    (2 bytes). Raises ``ValueError`` for a value outside :data:`KV_CACHE_DTYPES` or
+    ``fp8_ds_mla`` on a model without a 512+64 latent.
     """
     value = requested.strip().lower()
+    served = (model_dtype or "auto").strip().lower()
+    if value == "auto" and served in FLOAT32:
+        return KvDtype("float32", 4, requested="auto")
+    if value == "auto" and served in SIXTEEN_BIT:
+        return KvDtype(SIXTEEN_BIT[served], 2, requested="auto")
     if value == "auto":
         config_dtype = SIXTEEN_BIT.get((geometry.dtype or "").lower())
         return KvDtype(config_dtype or "16-bit", 2, requested="auto")

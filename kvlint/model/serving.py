@@ -76,6 +76,9 @@ class ServingPlan:
     """Variables of the engine process's environment that change what it accepts
     (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), as ``(name, value)`` pairs; ``None``: set, but the
     manifest does not hold the value (a secret reference)."""
+    dtype: str | None = None
+    """The engine's model dtype (``--dtype``: auto, half, bfloat16, float32...); an ``auto``
+    KV cache follows it. ``None``: the config's."""
     gpu_source: str | None = None
     """Where :attr:`gpu` comes from (``resources.gpu (line 8)`` in a manifest, ``--gpu``,
     ``settings (gpu)``)."""
@@ -140,7 +143,7 @@ class KvAnalysis:
 def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
     """Resolve the KV dtype and compute the footprint under the plan's engine behaviour.
     Raises ``ValueError`` for a KV dtype the model cannot use, or a pp above its layers."""
-    dtype = kv.resolve_kv_dtype(plan.kv_cache_dtype, geometry)
+    dtype = kv.resolve_kv_dtype(plan.kv_cache_dtype, geometry, plan.dtype)
     behaviour = plan.behaviour
     cached = kv.as_cached(geometry, behaviour.mla_cache)
     windowed = plan.windowed_sliding_cache

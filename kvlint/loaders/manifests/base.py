@@ -78,6 +78,8 @@ class ServedModel:
     max_model_len: Located[int] | Unresolved | None = None
     max_num_seqs: Located[int] | Unresolved | None = None
     gpu_memory_utilization: Located[float] | Unresolved | None = None
+    dtype: Located[str] | Unresolved | None = None
+    """The engine's ``--dtype`` (the model dtype an ``auto`` KV cache follows)."""
     gpus: Located[int] | Unresolved | None = None
     """GPUs requested per replica of this role (pods x GPUs per pod for multi-node groups)."""
     gpu_type: Located[str] | None = None

@@ -247,9 +247,9 @@ def words_of(value: Any, line: int | None = None) -> list[Word]:
 
 
 FIELDS = ("model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
-          "max_model_len", "max_num_seqs", "gpu_memory_utilization")
+          "max_model_len", "max_num_seqs", "gpu_memory_utilization", "dtype")
 """EngineArgs fields that are ServedModel fields too."""
-MERGED = (*FIELDS, "config_file", "expert_parallel", "dp_local", "nnodes", "dtype")
+MERGED = (*FIELDS, "config_file", "expert_parallel", "dp_local", "nnodes")
 
 
 def merge_args(primary: EngineArgs | None, fallback: EngineArgs | None) -> EngineArgs | None:

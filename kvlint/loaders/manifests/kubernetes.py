@@ -703,7 +703,7 @@ def expert_size(engine: str, args: EngineArgs) -> Located[int] | Unresolved | No
 
 
 ARG_FIELDS = ("model", "tp", "pp", "dp", "dp_attention", "kv_cache_dtype", "max_model_len",
-              "max_num_seqs", "gpu_memory_utilization")
+              "max_num_seqs", "gpu_memory_utilization", "dtype")
 
 
 def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None = None,
