@@ -25,8 +25,9 @@ class _EngineRefusal(Rule):
 class EngineOptionUnknown(_EngineRefusal):
     """## What it does
     Flags an option of a manifest's engine command that the engine, at the version the
-    manifest runs (its image tag or pin; the newest version kvlint knows when none is
-    pinned), does not accept: an unknown option, an abbreviation that matches several
+    manifest runs (its image tag or pin; the newest version kvlint knows for `latest` or an
+    unpinned requirement; every version kvlint knows when nothing names the version, so
+    an option one of them accepts is not reported), does not accept: an unknown option, an abbreviation that matches several
     options, a spelling the parser does not normalise (vLLM and llama.cpp turn `_` into `-`,
     the others do not; llama.cpp has no `--name=value` form), a repeat the parser refuses
     (TGI's clap launcher), or a word it has no place for. The option is read the way the engine's

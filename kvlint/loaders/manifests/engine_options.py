@@ -3,8 +3,9 @@ manifest runs: options it refuses (KV701) and values it rejects (KV702).
 
 :func:`shell.parse_engine_args` records every option word (``EngineArgs.uses``) resolved
 against the union of the option tables; :func:`engine_problems` judges them against the
-options of the manifest's engine version (:mod:`.option_versions`; an unpinned version is
-the newest kvlint knows):
+options of the manifest's engine version (:mod:`.option_versions`; an unpinned version
+(``latest``, a rolling tag, an unpinned pip requirement) is the newest kvlint knows, an
+unknown one (a custom tag, another engine's image) is judged by every version kvlint knows):
 
 - argparse engines (vLLM, SGLang, LMDeploy) accept unique prefixes of long options; an
   ambiguous prefix is refused ("ambiguous option"); of them only vLLM turns ``_`` into ``-``;
@@ -130,7 +131,13 @@ def _bracket(engine: str, version: Located[str] | Unresolved | None
     if not known:
         return [None], name, ""
     newest = known[-1]
-    text = version.value if isinstance(version, Located) else None
+    if not isinstance(version, Located):
+        # nothing names the version (a custom or date tag, another engine's base image, an
+        # unexpanded variable): whatever any known version accepts may be what runs
+        return list(known), name, (
+            f"the {name} version is unknown: judged by every version kvlint knows, "
+            f"{', '.join(known)}")
+    text = version.value
     parsed = _parse(text) if text else None
     if parsed is None:
         return [newest], f"{name} {newest}", (
