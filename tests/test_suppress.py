@@ -181,3 +181,39 @@ def test_a_shell_continuation_spans_flag_and_value(tmp_path: Path) -> None:
             by_code["KV202"]["end_line"]) == (15, 17, 16)
     _, found = lint(write(tmp_path, SHELL.format(comment=f"  {WHY}")))
     assert [c for _, c, _ in found] == ["KV303"]
+
+
+ENGINE_WHY = "# kvlint: ignore[{code}] our build patches the parser"
+
+
+@pytest.mark.parametrize(("flag", "value", "code"), [
+    ("--tensor-parallel-size", "abc", "KV702"),  # a value vLLM refuses
+    ("--kv-cache-dtype", "fp8_e4m3fn", "KV702"),
+    ("--tp", "8", "KV701"),  # an option vLLM lacks, with the word it took
+])
+@pytest.mark.parametrize("where", ["flag-line", "value-line", "above-value"])
+def test_engine_refusals_span_the_flag_and_its_value(tmp_path: Path, flag: str, value: str,
+                                                     code: str, where: str) -> None:
+    """KV701/KV702 sit on the option's line and span its value's: a reasoned comment on
+    either line (or above the value) suppresses them and is used (no KV901)."""
+    why = ENGINE_WHY.format(code=code)
+    flag_line = f"            - {flag}\n"
+    value_line = f'            - "{value}"\n'
+    pair = {"flag-line": f"{flag_line[:-1]}  {why}\n{value_line}",
+            "value-line": f"{flag_line}{value_line[:-1]}  {why}\n",
+            "above-value": f"{flag_line}            {why}\n{value_line}"}[where]
+    # the pair replaces the case's tp pair (or, for the dtype, its kv-cache-dtype pair)
+    old = FLAG + VALUE if flag != "--kv-cache-dtype" else \
+        "            - --kv-cache-dtype\n            - fp8\n"
+    text, bare = CASE.replace(old, pair), CASE.replace(old, flag_line + value_line)
+    _, unsuppressed = lint(write(tmp_path, bare))
+    assert code in [c for _, c, _ in unsuppressed]
+    result = CliRunner().invoke(main, ["lint", str(write(tmp_path, bare)), "--model-map", PHI,
+                                       "--format", "json", "--isolated", "--no-plugins"])
+    refusal = next(f for r in json.loads(result.stdout)["results"] for f in r["findings"]
+                   if f["code"] == code)
+    line = 14 if flag != "--kv-cache-dtype" else 16
+    assert (refusal["line"], refusal["column"], refusal["end_line"]) == (line, 15, line + 1)
+    _, found = lint(write(tmp_path, text))
+    codes = [c for _, c, _ in found]
+    assert code not in codes and "KV901" not in codes, found

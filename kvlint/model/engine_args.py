@@ -23,3 +23,5 @@ class EngineArgProblem:
     line: int | None = None
     column: int | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
+    end_line: int | None = None
+    """The value's line when it is below the option's (the span suppressions match)."""

@@ -19,22 +19,23 @@ class _EngineRefusal(Rule):
             if problem.kind == self.kind:
                 finding = self.finding(problem.message,
                                        **{"option": problem.option, **problem.data})
-                yield replace(finding, line=problem.line, column=problem.column)
+                yield replace(finding, line=problem.line, column=problem.column,
+                              end_line=problem.end_line)
 
 
 class EngineOptionUnknown(_EngineRefusal):
     """## What it does
-    Flags an option of a manifest's engine command that the engine, at the version the
-    manifest runs (its image tag or pin; the newest version kvlint knows for `latest` or an
-    unpinned requirement; every version kvlint knows when nothing names the version, so
-    an option one of them accepts is not reported), does not accept: an unknown option, an abbreviation that matches several
-    options, a spelling the parser does not normalise (vLLM and llama.cpp turn `_` into `-`,
-    the others do not; llama.cpp has no `--name=value` form), a repeat the parser refuses
-    (TGI's clap launcher), or a word it has no place for. The option is read the way the engine's
-    parser reads it: argparse (vLLM, SGLang, LMDeploy) accepts unique prefixes of long
-    options; click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only. The
-    message names the closest real option and, when the option exists in another version
-    kvlint knows, when it was added or removed.
+    Flags an option of a manifest's engine command that the engine, at the version the manifest
+    runs (its image tag or pin; the newest version kvlint knows for `latest` or an unpinned
+    requirement; every version kvlint knows when nothing names the version, so an option one of
+    them accepts is not reported), does not accept: an unknown option, an abbreviation that
+    matches several options, a spelling the parser does not normalise (vLLM and llama.cpp turn
+    `_` into `-`, the others do not; llama.cpp has no `--name=value` form), a repeat the parser
+    refuses (TGI's clap launcher), or a word it has no place for. The option is read the way the
+    engine's parser reads it: argparse (vLLM, SGLang, LMDeploy) accepts unique prefixes of long
+    options; click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only. The message
+    names the closest real option and, when the option exists in another version kvlint knows,
+    when it was added or removed.
 
     ## Why is this bad?
     The server exits at start ("unrecognized arguments", "No such option", "unexpected

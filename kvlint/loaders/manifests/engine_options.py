@@ -19,6 +19,7 @@ unknown one (a custom tag, another engine's image) is judged by every version kv
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from functools import cache
 
 from packaging.version import InvalidVersion, Version
@@ -270,10 +271,12 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
         if value_problem is not None:
             problems.append(value_problem)
     if basis:
-        problems = [EngineArgProblem(p.kind, p.option, f"{p.message} ({basis})", p.line,
-                                     p.column, {**p.data, "judged_by": basis})
-                    for p in problems]
-    return tuple(problems)
+        problems = [replace(p, message=f"{p.message} ({basis})",
+                            data={**p.data, "judged_by": basis}) for p in problems]
+    # a finding spans the option's line and its value's (a suppression on either matches)
+    below = {(u.name, u.line, u.column): u.value_line for u in uses if u.value_line}
+    return tuple(replace(p, end_line=below.get((p.option, p.line, p.column)))
+                 for p in problems)
 
 
 def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str]],

@@ -920,6 +920,9 @@ class OptionUse:
     reason: str = ""
     source: str = ""
     """Where the value came from when not the command line (``env NUM_SHARD``)."""
+    value_line: int | None = None
+    """The last line of the option's value words when below the option's own line (a flag
+    and its value on separate lines): the end of the finding's span, for suppressions."""
 
 
 @dataclass(frozen=True)
@@ -1161,8 +1164,11 @@ class _Parsed:
         reason = "" if canonical is not None else (
             "ambiguous" if "ambiguous" in note else
             "underscore" if "underscores" in note else "unknown")
+        below = [v.line for v in values if v.line is not None and token.line is not None
+                 and v.line > token.line]
         self.uses.append(OptionUse(name, canonical, kind, tuple(v.text for v in values),
-                                   token.line, token.column, inline, reason))
+                                   token.line, token.column, inline, reason,
+                                   value_line=max(below) if below else None))
         if canonical is None:
             self.unknown.append(name)
             return
