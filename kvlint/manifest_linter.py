@@ -328,7 +328,11 @@ def _anchor(finding: Finding, served: ServedModel) -> Finding:
                   if (v := _located_of(served, name)) is not None), None)
     if about is None:
         if finding.line is not None:  # placed by its rule (e.g. on an option's word)
-            return replace(finding, path=served.path)
+            column = finding.column
+            option = finding.data.get("option")
+            if column is None and isinstance(option, str) and option:
+                column = _word_column(served.path, finding.line, option)
+            return replace(finding, path=served.path, column=column)
         return replace(finding, path=served.path, line=served.line)
     line = about.line
     column = about.column or _column(served.path, line, about)
@@ -359,6 +363,15 @@ def _column(path: str, line: int | None, about: Located[Any] | Unresolved) -> in
         if m := re.search(pattern, text):
             return m.start() + 1
     return None
+
+
+def _word_column(path: str, line: int, word: str) -> int | None:
+    """The 1-based column of ``word`` on ``line`` of ``path`` when it is written there once
+    (an option word inside a shell string, whose parser knows only the line); ``None`` when
+    it is absent or repeated on that line (which occurrence is meant is then unknown)."""
+    pattern = r"(?<![\w.-])" + re.escape(word) + r"(?![\w.-])"
+    found = [m.start() + 1 for m in re.finditer(pattern, _source_line(path, line))]
+    return found[0] if len(found) == 1 else None
 
 
 _LINES: dict[str, list[str]] = {}

@@ -217,3 +217,21 @@ def test_engine_refusals_span_the_flag_and_its_value(tmp_path: Path, flag: str, 
     _, found = lint(write(tmp_path, text))
     codes = [c for _, c, _ in found]
     assert code not in codes and "KV901" not in codes, found
+
+
+def test_engine_refusals_in_a_shell_string_point_at_the_option(tmp_path: Path) -> None:
+    """Inside a shell string the parser knows an option word's line only: KV701/KV702 get
+    the column of the word on that line (not column 1), and a value after `\\`-newline
+    extends the span to its line."""
+    text = SHELL.format(comment="").replace(
+        "                --tensor-parallel-size \\\n                8",
+        "                --tp 2 --dtype=fp32 --kv-cache-dtype \\\n                bogus")
+    path = write(tmp_path, text)
+    result = CliRunner().invoke(main, ["lint", str(path), "--model-map", PHI, "--isolated",
+                                       "--no-plugins", "--format", "json"])
+    found = sorted((f["code"], f["line"], f.get("column"), f.get("end_line"), f["data"]["option"])
+                   for r in json.loads(result.stdout)["results"] for f in r["findings"]
+                   if f["code"] in ("KV701", "KV702"))
+    assert found == [("KV701", 15, 17, None, "--tp"),
+                     ("KV702", 15, 24, None, "--dtype"),
+                     ("KV702", 15, 37, 16, "--kv-cache-dtype")]
