@@ -317,3 +317,45 @@ def test_text_output_through_the_executable(tmp_path: Path) -> None:
     assert f"deploy.yaml:{line}:" in done.stdout
     assert "KV701 error  engine-option-unknown" in done.stdout
     assert "vLLM 0.33.0 has no option --tp" in done.stdout
+
+
+LAUNCHERS = {
+    # `uv run` runs the engine (`uv pip install vllm` does not)
+    "uv-run": ("vllm/vllm-openai:v0.11.0", f"exec uv run --with vllm vllm serve {MODEL} -tp 2",
+               {"engine": "vllm", "tp": 2}),
+    # the SGLang router launches the servers with their options and its own --router-*
+    "sglang-router": ("lmsysorg/sglang:v0.5.23",
+                      f"python3 -m sglang_router.launch_server --model-path {MODEL} "
+                      "--dp-size 2 --router-policy cache_aware --tp 2",
+                      {"engine": "sglang", "tp": 2, "dp": 2}),
+    "dynamo-vllm": ("vllm/vllm-openai:v0.11.0",
+                    f"python3 -m dynamo.vllm --model {MODEL} --is-prefill-worker "
+                    "--tensor-parallel-size 2", {"engine": "vllm", "tp": 2}),
+    "pip-install-is-not-a-launch": ("vllm/vllm-openai:v0.11.0",
+                                    "uv pip install vllm serve", None),
+}
+
+
+@pytest.mark.parametrize("name", list(LAUNCHERS))
+def test_launchers_and_wrappers(name: str, tmp_path: Path) -> None:
+    """A launcher in front of the engine is seen through; a wrapper's own options (the
+    router's, Dynamo's) are not KV701 (the engine's values are still judged: KV702)."""
+    image, script, serving = LAUNCHERS[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"template": {"spec": {"containers": [{
+            "name": "engine", "image": image, "command": ["/bin/sh", "-c"],
+            "args": [script]}]}}}}, sort_keys=False))
+    result = CliRunner().invoke(main, ["lint", str(path), "--no-plugins", "--isolated",
+                                       "--format", "json", "--model-map",
+                                       f"{MODEL}={ROOT / 'fixtures' / 'configs'}"
+                                       "/microsoft--Phi-3-medium-4k-instruct.json"])
+    assert result.exit_code in (0, 1), result.output
+    results = json.loads(result.stdout)["results"]
+    if serving is None:
+        assert results == []
+        return
+    [found] = results
+    assert {k: found["serving"][k] for k in serving} == serving
+    assert [f["code"] for f in found["findings"] if f["code"].startswith("KV70")] == []

@@ -780,7 +780,12 @@ _MODULES = {
     "sglang.launch_server": "sglang",
     "dynamo.sglang": "sglang",
     "dynamo.trtllm": "trtllm",
+    "sglang_router.launch_server": "sglang",  # the router and SGLang servers, one command
 }
+_WRAPPERS = frozenset({"dynamo.vllm", "dynamo.sglang", "dynamo.trtllm",
+                       "sglang_router.launch_server"})
+"""Modules that parse the engine's options and their own (Dynamo's, the router's): options
+the engine does not know are theirs, not reported."""
 _NOT_COMMANDS = frozenset({"echo", "printf", "pip", "pip3", "uv", "apt-get", "apt", "conda",
                            "grep", "which", "test", "[", "[[", "cat", "ls"})
 _TRTLLM_OTHER = frozenset({"disaggregated", "disaggregated_mpi_worker", "mm_embedding_serve",
@@ -796,10 +801,11 @@ def find_engine(words: Sequence[str]) -> tuple[str, int] | None:
 
     Recognises ``vllm serve``, ``sglang serve``, ``python[3] -m`` with
     ``vllm.entrypoints.openai.api_server`` / ``dynamo.vllm`` / ``sglang.launch_server`` /
-    ``dynamo.sglang`` / ``dynamo.trtllm`` / ``lmdeploy serve api_server``,
-    ``text-generation-launcher``, ``trtllm-serve [serve]``, ``lmdeploy serve api_server``
-    and ``llama-server`` (any path prefix). Other servers (``text-embeddings-router``,
-    ``trtllm-serve disaggregated``, ``python -m dynamo.frontend``) are ``None``.
+    ``dynamo.sglang`` / ``dynamo.trtllm`` / ``sglang_router.launch_server`` /
+    ``lmdeploy serve api_server``, ``text-generation-launcher``, ``trtllm-serve [serve]``,
+    ``lmdeploy serve api_server`` and ``llama-server`` (any path prefix; after ``uv run``).
+    Other servers (``text-embeddings-router``, ``trtllm-serve disaggregated``,
+    ``python -m dynamo.frontend``) are ``None``.
     """
     found = _find_engine(words)
     return None if found is None else (found[0], found[2])
@@ -807,8 +813,8 @@ def find_engine(words: Sequence[str]) -> tuple[str, int] | None:
 
 def _find_engine(words: Sequence[str]) -> tuple[str, int, int] | None:
     """``(engine, index of the program word, index of the first argument)``."""
-    if not words or _base(words[0]) in _NOT_COMMANDS:
-        return None
+    if not words or (_base(words[0]) in _NOT_COMMANDS and list(words[:2]) != ["uv", "run"]):
+        return None  # `uv pip install vllm` installs; `uv run vllm serve` runs it
     n = len(words)
     for i, word in enumerate(words):
         base = _base(word)
@@ -1647,7 +1653,7 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
         engine, program, index = hit
         local = env.assign(prefix) if prefix else env
         args = with_env(parse_engine_args(engine, rest[index:], local), local)
-        if any(w.text.startswith("dynamo.") for w in rest[program:index]):
+        if any(w.text.removeprefix("-m") in _WRAPPERS for w in rest[program:index]):
             # python -m dynamo.X adds its own options to the engine's: not judged
             args = judge_known_options_only(args)
         found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
