@@ -122,6 +122,12 @@ CASES = [
     Case("vllm-attached-short-values", "vllm", "v0.33.0", ["-O3", "-qfp8", "-tp", "2"], [],
          {"tp": 2}),
     Case("vllm-O-of-old-versions", "vllm", "v0.8.5", ["-O", "3"]),
+    # FlexibleArgumentParser folds a dotted word into its JSON option, one dash or two
+    Case("vllm-dotted-short-json-option", "vllm", "v0.33.0",
+         ["-cc.cudagraph_mode", "FULL", "--compilation-config.level", "3", "-tp", "2"], [],
+         {"tp": 2}),
+    Case("vllm-dotted-unknown-head", "vllm", "v0.33.0", ["-zz.mode", "FULL"],
+         [("KV701", "-zz.mode", "has no option -zz.mode")]),
     Case("vllm-no-prefix-for-short-options", "vllm", "v0.33.0", ["-tp8"],
          [("KV701", "-tp8", "unrecognized arguments: -tp8")]),
     Case("vllm-unresolved-stays-unjudged", "vllm", "v0.33.0",

@@ -160,12 +160,17 @@ def _bracket(engine: str, version: Located[str] | Unresolved | None
 
 def _normalise(engine: str, name: str) -> str:
     """The spelling the engine's parser looks up: vLLM turns ``_`` into ``-`` before the first
-    ``.`` (``--json-arg.field``); llama.cpp in the whole ``--`` argument."""
+    ``.`` (``--json-arg.field``) and looks up a one-dash dotted word by its head
+    (``-cc.field``); llama.cpp turns ``_`` into ``-`` in the whole ``--`` argument."""
     if engine == "vllm" and name.startswith("--"):
         head = name[2:].partition(".")[0]
         return "--" + head.replace("_", "-")
     if engine == "vllm" and name.startswith("-O"):
         return "-O"  # -O3, -O 3, -O.level: -O (0.8.5) or --optimization-level (0.33.0)
+    if engine == "vllm" and name.startswith("-") and "." in name:
+        # FlexibleArgumentParser folds any dotted word into its JSON option: -cc.mode X is
+        # -cc '{"mode": "X"}' (vllm/utils/argparse_utils.py)
+        return name.partition(".")[0]
     if engine == "llamacpp" and name.startswith("--"):
         return name.replace("_", "-")
     return name
