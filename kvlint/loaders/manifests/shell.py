@@ -782,8 +782,8 @@ _MODULES = {
     "dynamo.trtllm": "trtllm",
     "sglang_router.launch_server": "sglang",  # the router and SGLang servers, one command
 }
-_WRAPPERS = frozenset({"dynamo.vllm", "dynamo.sglang", "dynamo.trtllm",
-                       "sglang_router.launch_server"})
+_WRAPPER_MODULES = frozenset({"dynamo.vllm", "dynamo.sglang", "dynamo.trtllm",
+                              "sglang_router.launch_server"})
 """Modules that parse the engine's options and their own (Dynamo's, the router's): options
 the engine does not know are theirs, not reported."""
 _NOT_COMMANDS = frozenset({"echo", "printf", "pip", "pip3", "uv", "apt-get", "apt", "conda",
@@ -1653,7 +1653,7 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
         engine, program, index = hit
         local = env.assign(prefix) if prefix else env
         args = with_env(parse_engine_args(engine, rest[index:], local), local)
-        if any(w.text.removeprefix("-m") in _WRAPPERS for w in rest[program:index]):
+        if any(w.text.removeprefix("-m") in _WRAPPER_MODULES for w in rest[program:index]):
             # python -m dynamo.X adds its own options to the engine's: not judged
             args = judge_known_options_only(args)
         found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
