@@ -3,8 +3,10 @@ with exit 0, 1 or 2, never an internal error or a traceback, one stderr line on 
 same output for the same input.
 
 Inputs are generated (never committed) from the project's own material: mutations of the real
-fixture configs, Kubernetes manifests whose engine command mixes real option names with
-garbage, and settings files built from the ``Settings`` fields with wrong types and values.
+fixture configs, Kubernetes and Compose manifests whose vLLM, SGLang, TGI or llama.cpp command
+mixes real option names with garbage, flat engine ``--config`` YAML files, ``check``/``compare``
+options with odd values, and settings files built from the ``Settings`` fields with wrong types
+and values.
 
 The budget is fixed for CI (``KVLINT_PROPERTY_EXAMPLES``, default 40 examples per property);
 set it higher locally for a longer search, e.g. ``KVLINT_PROPERTY_EXAMPLES=2000``.
