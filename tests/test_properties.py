@@ -3,8 +3,10 @@ with exit 0, 1 or 2, never an internal error or a traceback, one stderr line on 
 same output for the same input.
 
 Inputs are generated (never committed) from the project's own material: mutations of the real
-fixture configs, Kubernetes manifests whose engine command mixes real option names with
-garbage, and settings files built from the ``Settings`` fields with wrong types and values.
+fixture configs, Kubernetes and Compose manifests whose vLLM, SGLang, TGI or llama.cpp command
+mixes real option names with garbage, flat engine ``--config`` YAML files, ``check``/``compare``
+options with odd values, and settings files built from the ``Settings`` fields with wrong types
+and values.
 
 The budget is fixed for CI (``KVLINT_PROPERTY_EXAMPLES``, default 40 examples per property);
 set it higher locally for a longer search, e.g. ``KVLINT_PROPERTY_EXAMPLES=2000``.
@@ -206,3 +208,148 @@ def test_output_is_deterministic(workdir: Path, config: dict[str, Any],
         assert (first.exit_code, first.stdout, first.stderr) == (
             second.exit_code, second.stdout, second.stderr)
 
+
+
+# Other engines' command lines, Compose services and flat engine --config YAML files. Each
+# program pairs with its own option names (real ones from kvlint's engine tables, misspellings
+# and unknown ones), so a value reaches that engine's parser rather than "unknown option".
+PROGRAMS: dict[str, tuple[list[str], list[str]]] = {
+    "vllm": (["vllm", "serve", "./model"], VLLM_OPTIONS),
+    "sglang": (["python", "-m", "sglang.launch_server", "--model-path", "./model"],
+               ["--tp-size", "--tp", "--dp-size", "--pp-size", "--context-length",
+                "--mem-fraction-static", "--kv-cache-dtype", "--max-running-requests",
+                "--enable-dp-attention", "--ep-size", "--dtype", "--quantization",
+                "--max-total-tokens", "--chunked-prefill-size", "--bogus"]),
+    "tgi": (["text-generation-launcher", "--model-id", "./model"],
+            ["--num-shard", "--sharded", "--max-total-tokens", "--max-input-tokens",
+             "--max-input-length", "--max-batch-prefill-tokens", "--quantize", "--dtype",
+             "--kv-cache-dtype", "--cuda-memory-fraction", "--max-concurrent-requests",
+             "--bogus"]),
+    "llamacpp": (["llama-server", "-m", "./model/model.gguf"],
+                 ["-c", "--ctx-size", "-np", "--parallel", "-ngl", "--n-gpu-layers",
+                  "-ctk", "--cache-type-k", "-ctv", "--cache-type-v", "-fa", "--flash-attn",
+                  "-sm", "--split-mode", "-ts", "--tensor-split", "--bogus"]),
+}
+IMAGES = {"vllm": "vllm/vllm-openai:v0.8.5", "sglang": "lmsysorg/sglang:v0.4.6",
+          "tgi": "ghcr.io/huggingface/text-generation-inference:3.0.1",
+          "llamacpp": "ghcr.io/ggml-org/llama.cpp:server"}
+
+
+@st.composite
+def any_engine_command(draw: st.DrawFn) -> tuple[str, list[str]]:
+    engine = draw(st.sampled_from(sorted(PROGRAMS)))
+    program, options = PROGRAMS[engine]
+    words = list(program)
+    for _ in range(draw(st.integers(0, 8))):
+        option = draw(st.sampled_from(options))
+        if draw(st.booleans()):
+            words.append(f"{option}={draw(_words)}")
+        else:
+            words += [option, draw(_words)]
+    return engine, words
+
+
+def _compose(engine: str, words: list[str], env: dict[str, str], shell: bool) -> str:
+    service: dict[str, Any] = {
+        "image": IMAGES[engine], "environment": env,
+        "command": " ".join(words) if shell else words,
+        "deploy": {"resources": {"reservations": {"devices": [
+            {"driver": "nvidia", "count": 8, "capabilities": ["gpu"]}]}}}}
+    if engine == "tgi":
+        service["command"] = words[1:] if not shell else " ".join(words[1:])
+    return json.dumps({"services": {"llm": service}})
+
+
+@BUDGET
+@given(config=mutated_config(), command=any_engine_command(),
+       env=st.dictionaries(st.sampled_from(["TP", "MAX_LEN", "NUM_SHARD", "MODEL_ID"]),
+                           _words, max_size=3),
+       layout=st.sampled_from(["k8s", "compose", "compose-shell"]),
+       gpus=st.sampled_from([1, 8, "x", None]))
+def test_lint_other_engines(workdir: Path, config: dict[str, Any],
+                            command: tuple[str, list[str]], env: dict[str, str], layout: str,
+                            gpus: Any) -> None:
+    engine, words = command
+    model = workdir / "model"
+    model.mkdir(exist_ok=True)
+    _write_json(model / "config.json", config)
+    manifest = workdir / "other.yaml"
+    if layout == "k8s":
+        text = _manifest(words[3:] if engine == "vllm" else [], env, gpus)
+        if engine != "vllm":
+            doc = json.loads(text)
+            container = doc["spec"]["template"]["spec"]["containers"][0]
+            container["image"], container["command"] = IMAGES[engine], words
+            text = json.dumps(doc)
+    else:
+        text = _compose(engine, words, env, shell=layout == "compose-shell")
+    manifest.write_text(text, encoding="utf-8")
+    result = _invoke(["lint", str(manifest), "--isolated", "--format", "json"], workdir)
+    _contract(result)
+
+
+_config_keys = st.sampled_from(["model", "tensor-parallel-size", "tensor_parallel_size",
+                                "pipeline-parallel-size", "max-model-len", "max_model_len",
+                                "kv-cache-dtype", "gpu-memory-utilization", "max-num-seqs",
+                                "dtype", "enable-expert-parallel", "no-enable-prefix-caching",
+                                "data-parallel-size", "quantization", "served_model_name"])
+
+
+@BUDGET
+@given(config=mutated_config(),
+       entries=st.dictionaries(_config_keys, _values | _words, min_size=2, max_size=6),
+       name=st.sampled_from(["vllm-config.yaml", "sglang.yaml", "serve.yaml"]))
+def test_lint_engine_config_files(workdir: Path, config: dict[str, Any],
+                                  entries: dict[str, Any], name: str) -> None:
+    model = workdir / "model"
+    model.mkdir(exist_ok=True)
+    _write_json(model / "config.json", config)
+    if "model" in entries and not isinstance(entries["model"], str):
+        entries["model"] = "./model"
+    path = workdir / name
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    result = _invoke(["lint", str(path), "--isolated", "--format", "json"], workdir)
+    _contract(result)
+
+
+_odd_ints = st.sampled_from(["0", "-1", "1", "3", "7", "1000000000", "9" * 40, "1e3", "abc",
+                             "", " 2", "0x10", "4_096", "8k", "nan"])
+_odd_floats = st.sampled_from(["0", "1", "0.5", "1.0000001", "-0.1", "nan", "inf", "1e-300",
+                               "abc", "", ".9", "9" * 400])
+
+
+@BUDGET
+@given(config=mutated_config(),
+       options=st.lists(st.tuples(st.sampled_from(["--tp", "--pp", "--dp", "--context",
+                                                   "--batch", "--max-model-len",
+                                                   "--max-num-seqs"]), _odd_ints) |
+                        st.tuples(st.sampled_from(["--gpu-memory-utilization", "--overhead"]),
+                                  _odd_floats) |
+                        st.tuples(st.sampled_from(["--gpu"]),
+                                  st.sampled_from(["H100-80GB", "L4", "MI300X", "bogus", ""])) |
+                        st.tuples(st.sampled_from(["--engine"]),
+                                  st.sampled_from(["vllm", "sglang", "tgi", "llamacpp",
+                                                   "trtllm", "lmdeploy", "nope"])) |
+                        st.tuples(st.sampled_from(["--kv-cache-dtype"]),
+                                  st.sampled_from(["auto", "fp8", "fp8_ds_mla", "int4"])),
+                        max_size=5),
+       command=st.sampled_from(["check", "compare"]),
+       fmt=st.sampled_from(["text", "json", "markdown"]),
+       flag=st.sampled_from([[], ["--dp-attention"]]))
+def test_check_and_compare_options(workdir: Path, config: dict[str, Any],
+                                   options: list[tuple[str, str]], command: str, fmt: str,
+                                   flag: list[str]) -> None:
+    path = workdir / "opt-config.json"
+    _write_json(path, config)
+    args = [command, str(path)]
+    if command == "compare":
+        args.append(str(CONFIGS[0]))
+        flag = []
+    else:
+        args.append("--isolated")
+    for option, value in options:
+        args.append(f"{option}={value}")
+    result = _invoke([*args, *flag, "--format", fmt], workdir)
+    _contract(result)
+    if result.exit_code == 2:
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
