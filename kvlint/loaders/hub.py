@@ -20,8 +20,10 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from kvlint.errors import HubError, HubUnavailableError
 from kvlint.loaders import hub_guard
@@ -113,41 +115,24 @@ def download_config(
             return hit
 
     token = os.environ.get("HF_TOKEN") or None  # None: huggingface_hub finds the saved login
-    # huggingface_hub logs each retry ("Retrying in 1s ...") to stderr; kvlint's own one-line
-    # error says what happened, so its warnings are muted for the duration of the call.
-    hf_logger = logging.getLogger("huggingface_hub")
-    level = hf_logger.level
-    hf_logger.setLevel(logging.ERROR)
-    try:
-        with hub_guard.GUARD.session():
-            if context.offline_switch is None:
-                # A known-down endpoint or a spent deadline fails here, before any work.
-                hub_guard.GUARD.check(hub_guard.origin_of(context.endpoint))
-            local_path = hf_hub_download(
-                repo_id,
-                filename,
-                revision=revision,
-                cache_dir=str(context.cache_dir),
-                endpoint=context.endpoint,
-                local_files_only=context.offline_switch is not None,
-                etag_timeout=_etag_timeout(),
-                token=token,
-            )
-    except Exception as exc:
-        if _guard_error(exc) is not None:
-            # huggingface_hub falls back to its cache only for the httpx errors it retries;
-            # the guard's errors skip that, so the fallback is done here.
-            hit = _cached(context)
-            if hit is not None:
-                return hit
-        error = _translate(exc, context)
-        if error is None:
-            raise
-        raise error from exc
-    finally:
-        hf_logger.setLevel(level)
-    path = Path(local_path)
-    return HubConfig(repo_id=repo_id, revision=revision, commit=_commit_from_path(path), path=path)
+
+    def fetch() -> HubConfig:
+        path = Path(hf_hub_download(
+            repo_id,
+            filename,
+            revision=revision,
+            cache_dir=str(context.cache_dir),
+            endpoint=context.endpoint,
+            local_files_only=context.offline_switch is not None,
+            etag_timeout=_etag_timeout(),
+            token=token,
+        ))
+        return HubConfig(repo_id=repo_id, revision=revision, commit=_commit_from_path(path),
+                         path=path)
+
+    # huggingface_hub falls back to its cache only for the httpx errors it retries; the
+    # guard's errors skip that, so the fallback is done here.
+    return _guarded(context, fetch, lambda: _cached(context))
 
 
 def download_python_files(
@@ -163,29 +148,44 @@ def download_python_files(
         from huggingface_hub import snapshot_download
     except ImportError as exc:  # pragma: no cover - a runtime dependency
         raise HubError("scanning Hub code needs huggingface_hub") from exc
+    def fetch(local_only: bool) -> Path:
+        return Path(snapshot_download(repo_id, revision=revision, allow_patterns=["*.py"],
+                                      cache_dir=str(context.cache_dir),
+                                      endpoint=context.endpoint, local_files_only=local_only,
+                                      etag_timeout=_etag_timeout(),
+                                      token=os.environ.get("HF_TOKEN") or None))
+
+    def cached() -> Path | None:
+        try:
+            return None if offline else fetch(True)
+        except Exception:
+            return None
+
+    return _guarded(context, lambda: fetch(offline), cached)
+
+
+T = TypeVar("T")
+
+
+def _guarded(ctx: _Context, fetch: Callable[[], T], cached: Callable[[], T | None]) -> T:
+    """``fetch()`` under the Hub guard (an endpoint known to be down, or a spent deadline,
+    fails before any work), huggingface_hub's retry warnings muted (kvlint's one-line error
+    says what happened); when the guard stopped it, ``cached()``'s copy if there is one;
+    every failure translated to a one-line :class:`HubError`."""
     hf_logger = logging.getLogger("huggingface_hub")
     level = hf_logger.level
     hf_logger.setLevel(logging.ERROR)
-
-    def fetch(local_only: bool) -> str:
-        return str(snapshot_download(repo_id, revision=revision, allow_patterns=["*.py"],
-                                     cache_dir=str(context.cache_dir),
-                                     endpoint=context.endpoint, local_files_only=local_only,
-                                     etag_timeout=_etag_timeout(),
-                                     token=os.environ.get("HF_TOKEN") or None))
-
     try:
         with hub_guard.GUARD.session():
-            if not offline:
-                hub_guard.GUARD.check(hub_guard.origin_of(context.endpoint))
-            return Path(fetch(offline))
+            if ctx.offline_switch is None:
+                hub_guard.GUARD.check(hub_guard.origin_of(ctx.endpoint))
+            return fetch()
     except Exception as exc:
-        if _guard_error(exc) is not None and not offline:
-            try:
-                return Path(fetch(True))
-            except Exception:
-                pass
-        error = _translate(exc, context)
+        if _guard_error(exc) is not None:
+            hit = cached()
+            if hit is not None:
+                return hit
+        error = _translate(exc, ctx)
         if error is None:
             raise
         raise error from exc
