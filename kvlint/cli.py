@@ -131,6 +131,34 @@ def plan_options(func: F) -> F:
     return func
 
 
+def manifest_options(func: F) -> F:
+    """How the commands that read manifests (``lint``, ``lock``) find them and their models."""
+    decorators = [
+        click.option("--include", multiple=True, metavar="GLOB",
+                     help="File names to read under directories (default *.yaml, *.yml, "
+                          "*.json)."),
+        click.option("--exclude", multiple=True, metavar="GLOB",
+                     help="Paths or names to skip."),
+        click.option("--model-map", multiple=True, metavar="NAME=REF",
+                     help="Resolve a manifest's local path or placeholder to a Hub id or "
+                          "config."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def _model_map(items: Sequence[str]) -> dict[str, str]:
+    """``--model-map NAME=REF`` values as a mapping (UsageError for a malformed one)."""
+    mapping: dict[str, str] = {}
+    for item in items:
+        name, sep, ref = item.partition("=")
+        if not sep or not name or not ref:
+            raise UsageError(f"--model-map {item!r}: expected NAME=REF")
+        mapping[name] = ref
+    return mapping
+
+
 def lock_options(func: F) -> F:
     """The model-lock options of the commands that read models."""
     decorators = [
@@ -446,11 +474,7 @@ def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--include", multiple=True, metavar="GLOB",
-              help="File names to lint under directories (default *.yaml, *.yml, *.json).")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Paths or names to skip.")
-@click.option("--model-map", multiple=True, metavar="NAME=REF",
-              help="Resolve a manifest's local path or placeholder to a Hub id or config.")
+@manifest_options
 @click.option("--gpu", default=None, metavar="NAME",
               help="GPU to size against when a manifest does not name one (a GPU the "
                    "manifest names wins).")
@@ -490,11 +514,7 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
                        f"(include: {', '.join(include or DEFAULT_INCLUDE)})", err=True)
     d = session.settings
     mapping = {name: _local_ref(ref, session.root) for name, ref in d.models.items()}
-    for item in model_map:
-        name, sep, ref = item.partition("=")
-        if not sep or not name or not ref:
-            raise UsageError(f"--model-map {item!r}: expected NAME=REF")
-        mapping[name] = ref
+    mapping.update(_model_map(model_map))
     run = lint_paths(files, session.rules, session.pm,
                      base=ServingPlan(gpu=gpu or d.gpu, gpu_source=_gpu_source(gpu, d.gpu)),
                      include=include or DEFAULT_INCLUDE,
@@ -837,11 +857,7 @@ def _compare_lock(models: Sequence[str], lock_file: str | None, locked: bool) ->
 @click.option("--upgrade", is_flag=True,
               help="Resolve every model again (default: keep the locked ones as they are "
                    "and resolve only new names).")
-@click.option("--include", multiple=True, metavar="GLOB",
-              help="File names to read under directories (default *.yaml, *.yml, *.json).")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Paths or names to skip.")
-@click.option("--model-map", multiple=True, metavar="NAME=REF",
-              help="Resolve a manifest's local path or placeholder to a Hub id or config.")
+@manifest_options
 @click.option("--offline", is_flag=True, help="Resolve from the Hugging Face cache only.")
 @click.option("--lock", "lock_file", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="The lock to write [default: kvlint.lock next to the "
@@ -873,11 +889,9 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
     mapping = {name: _local_ref(ref, loaded.root) for name, ref in loaded.settings.models.items()}
     origins = dict.fromkeys(mapping, f"the models of {shown(loaded.path)}" if loaded.path
                             else "the models map")
-    for item in model_map:
-        name, sep, ref = item.partition("=")
-        if not sep or not name or not ref:
-            raise UsageError(f"--model-map {item!r}: expected NAME=REF")
-        mapping[name], origins[name] = ref, "--model-map"
+    given = _model_map(model_map)
+    mapping.update(given)
+    origins.update(dict.fromkeys(given, "--model-map"))
     project = loaded.path.parent if loaded.path else Path.cwd() if lock_file else path.parent
     named = locking.named_models(list(paths) or [shown(project)],
                                  get_plugin_manager(load_entry_points=not no_plugins),
