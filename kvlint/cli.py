@@ -878,7 +878,7 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
     read nothing else."""
     from kvlint import locking
     from kvlint import settings as settings_module
-    from kvlint.loaders.lock import locate, read, shown, write
+    from kvlint.loaders.lock import locate, read, shown, unchanged, write
     from kvlint.manifest_linter import DEFAULT_INCLUDE
     from kvlint.plugins import get_plugin_manager
 
@@ -914,7 +914,7 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
     result = locking.update(existing, named, offline=offline or _env_offline(),
                             upgrade=upgrade)
     text = result.lockfile.dumps()
-    if existing is None or text != path.read_text(encoding="utf-8"):
+    if existing is None or not unchanged(path, text):
         write(path, text)
     changes = [f"{label} {', '.join(keys)}" for label, keys in
                (("added", result.added), ("updated", result.updated),

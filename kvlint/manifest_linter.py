@@ -381,8 +381,8 @@ _LINES: dict[str, list[str]] = {}
 def _source_line(path: str, line: int) -> str:
     if path not in _LINES:
         try:
-            _LINES[path] = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
+            _LINES[path] = read_text(path, MAX_MANIFEST_BYTES).splitlines()
+        except UnreadableFile:
             _LINES[path] = []
     lines = _LINES[path]
     return lines[line - 1] if 0 < line <= len(lines) else ""

@@ -417,3 +417,15 @@ def test_nothing_named_writes_an_empty_lock(fake_hub: FakeHub, tmp_path: Path,
     assert json.loads((tmp_path / "kvlint.lock").read_text())["models"] == {}
     assert cli("lock", "--check", "--no-plugins").exit_code == 0
     assert fake_hub.requests == []
+
+
+def test_a_lock_that_is_not_a_regular_file_is_one_line(project: Path) -> None:
+    """A lock comes with the repository: a FIFO (or a link to /dev/zero) there is refused
+    at once, not waited on or read without bound."""
+    os.mkfifo(project / "kvlint.lock")
+    one_line_error(cli("lint", "deploy", "--no-plugins"), "kvlint.lock",
+                   "not a regular file")
+    (project / "kvlint.lock").unlink()
+    (project / "kvlint.lock").symlink_to("/dev/zero")
+    one_line_error(cli("lint", "deploy", "--no-plugins"), "kvlint.lock",
+                   "not a regular file")

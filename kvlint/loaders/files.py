@@ -26,6 +26,7 @@ MAX_MANIFEST_BYTES = 16 * MiB
 MAX_SETTINGS_BYTES = 16 * MiB
 """A ``pyproject.toml`` / ``.kvlint.toml``."""
 MAX_SOURCE_BYTES = 16 * MiB
+MAX_LOCK_BYTES = 16 * MiB
 """A Python source under ``kvlint scan``."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.errors import HubError, InputError, UsageError
+from kvlint.loaders.files import MAX_LOCK_BYTES, UnreadableFile, read_text
 from kvlint.loaders.paths import exists, is_dir, is_file
 from kvlint.lockfile import LOCK_NAME, LockedModel, Lockfile, loads, lock_key
 
@@ -48,16 +49,23 @@ def locate(starts: Iterable[Path], settings_path: Path | None) -> Path:
 
 
 def read(path: Path) -> Lockfile | None:
-    """The lock at ``path`` (``None`` when there is no such file)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    """The lock at ``path`` (``None`` when there is no such file). A lock comes with the
+    repository, so it is read like any input: a regular file, at most 16 MiB."""
+    if not os.path.lexists(path):
         return None
-    except UnicodeDecodeError as err:
-        raise InputError(f"{shown(path)}: not UTF-8 text (byte {err.start})") from None
-    except OSError as err:
-        raise InputError(f"{shown(path)}: cannot read: {err.strerror or err}") from None
+    try:
+        text = read_text(path, MAX_LOCK_BYTES)
+    except UnreadableFile as err:
+        raise InputError(f"{shown(path)}: {err}") from None
     return loads(text, shown(path))
+
+
+def unchanged(path: Path, text: str) -> bool:
+    """Whether the lock at ``path`` already holds exactly ``text``."""
+    try:
+        return read_text(path, MAX_LOCK_BYTES) == text
+    except UnreadableFile:
+        return False
 
 
 @dataclass(eq=False)
