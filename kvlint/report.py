@@ -1,4 +1,4 @@
-"""The JSON output contract (DESIGN §7, ``schema_version`` 1) as pydantic models.
+"""The JSON output contract (DESIGN §7, ``schema_version`` 2) as pydantic models.
 
 ``kvlint schema`` prints :func:`json_schema`. The JSON reporter builds plain dicts (pydantic's
 import and model construction cost ~130 ms of start-up); the test suite validates its output
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION: Literal[1] = 1
+SCHEMA_VERSION: Literal[2] = 2
 
 
 class _Strict(BaseModel):
@@ -52,18 +52,62 @@ class GeometryOut(_Strict):
     kv_lora_rank: int | None
     qk_rope_head_dim: int | None
     dtype: str
+    architecture: str | None = Field(description="architectures[0] of the config.")
+    num_shared_kv_layers: int = Field(
+        description="Attention layers that reuse another layer's cache and allocate none.")
+    num_state_layers: int = Field(
+        description="Recurrent / linear-attention layers that keep a per-sequence state.")
+    layer_groups: list[LayerGroupOut] = Field(
+        description="Runs of identical layers, in order: what each layer caches.")
+
+
+class ExtraCacheOut(_Strict):
+    name: str
+    elements: int
+    element_bytes: int | None = Field(description="Null: the KV cache dtype's bytes.")
+    extra_bytes: int
+    tokens_per_entry: int
+    window: int | None
+    replicated: bool
+
+
+class StateOut(_Strict):
+    kind: str
+    dims: dict[str, int]
+    dtype: str | None
+
+
+class LayerGroupOut(_Strict):
+    count: int
+    kind: Literal["full", "sliding", "chunked", "none"]
+    num_kv_heads: int | None = None
+    k_head_dim: int | None = None
+    v_head_dim: int | None = None
+    window: int | None = None
+    kv_lora_rank: int | None = None
+    kv_shared: bool | None = None
+    entry_bytes: int | None = None
+    extra_caches: list[ExtraCacheOut] | None = None
+    state: StateOut | None = None
 
 
 class KvOut(_Strict):
     dtype: str
     bytes_per_element: float
-    bytes_per_token: int
-    bytes_per_token_per_gpu: int
+    bytes_per_token: int | float = Field(
+        description="One logical copy, all layers, bytes per token once past the windows "
+                    "(a fraction when a cache keeps one entry per several tokens).")
+    bytes_per_token_per_gpu: int | float
     kv_heads_per_gpu: int | None
     replication_factor: float
-    bytes_per_token_cluster: int
+    bytes_per_token_cluster: int | float
     context: int | None
-    bytes_per_sequence: int | None
+    bytes_per_sequence: int | None = Field(
+        description="One logical copy of a context-token sequence: windowed and compressed "
+                    "caches as held, plus the recurrent state of hybrid models.")
+    state_bytes_per_sequence_per_gpu: int | None = Field(
+        description="The recurrent-state part of one sequence on the fullest GPU (0 without "
+                    "recurrent layers).")
 
 
 class CapacityOut(_Strict):
@@ -173,7 +217,7 @@ class Summary(_Strict):
 
 
 class Report(_Strict):
-    schema_version: Literal[1]
+    schema_version: Literal[2]
     kvlint_version: str
     results: list[ResultOut]
     summary: Summary

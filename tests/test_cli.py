@@ -148,7 +148,7 @@ def test_json_output_is_exact_and_valid() -> None:
     jsonschema.validate(data, schema())
     assert Report.model_validate(data).model_dump(mode="json", exclude_unset=True) == data
     assert "probe" not in data["results"][0]  # kvlint probe only
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     result = data["results"][0]
     assert result["target"] == {"kind": "model", "ref": DSV25, "revision": None, "path": DSV25,
                                 "line": None}
@@ -160,12 +160,16 @@ def test_json_output_is_exact_and_valid() -> None:
         "model_type": "deepseek_v2", "attention": "mla", "num_layers": 60, "num_kv_layers": 60,
         "num_sliding_layers": 0, "sliding_window": None, "num_attention_heads": 128,
         "num_kv_heads": 128, "head_dim": 192, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
-        "dtype": "bfloat16"}
+        "dtype": "bfloat16", "architecture": "DeepseekV2ForCausalLM",
+        "num_shared_kv_layers": 0, "num_state_layers": 0,
+        "layer_groups": [{"count": 60, "kind": "full", "num_kv_heads": 128, "k_head_dim": 192,
+                          "v_head_dim": 128, "window": None, "kv_lora_rank": 512,
+                          "kv_shared": False, "entry_bytes": None}]}
     assert result["kv"] == {
         "dtype": "bfloat16", "bytes_per_element": 2.0, "bytes_per_token": 69_120,
         "bytes_per_token_per_gpu": 69_120, "kv_heads_per_gpu": None,
         "replication_factor": 16.0, "bytes_per_token_cluster": 16 * 69_120, "context": 4096,
-        "bytes_per_sequence": 4096 * 69_120}
+        "bytes_per_sequence": 4096 * 69_120, "state_bytes_per_sequence_per_gpu": 0}
     assert result["capacity"] is None
     [finding] = result["findings"]
     assert (finding["code"], finding["name"], finding["severity"]) == \

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from kvlint.errors import ConfigError
+from kvlint.loaders.families import refine
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry, LayerKind
 from kvlint.model.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_SIZE
 
@@ -256,9 +257,20 @@ def resolve_geometry(
     dtype = config_dtype(config) or config_dtype(text)
     reader = _Reader(text, model_type, defaults)
     try:
-        return _resolve(reader, dtype)
+        geometry = refine(text, _resolve(reader, dtype))
     except ConfigError as err:
         raise under_key(err, key) from None
+    architecture = _architecture(config)
+    return replace(geometry, architecture=architecture) if architecture else geometry
+
+
+def _architecture(config: Mapping[str, Any]) -> str | None:
+    """``architectures[0]`` when the config names one."""
+    names = config.get("architectures")
+    if (isinstance(names, list) and names and isinstance(names[0], str)
+            and 0 < len(names[0]) <= 200):
+        return names[0]
+    return None
 
 
 def _str(value: Any) -> str:

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
+from math import ceil
 
 
 class LayerKind(str, Enum):
@@ -36,6 +37,60 @@ class AttentionKind(str, Enum):
 
 
 @dataclass(frozen=True)
+class ExtraCache:
+    """A cache a layer keeps next to its K/V or latent: a sparse-attention indexer's keys
+    (DeepSeek-V3.2, GLM-5), a compressed KV stream (DeepSeek-V4), ...
+
+    One *entry* covers ``tokens_per_entry`` tokens (1: one per token; 4: one per 4 tokens).
+    An entry is ``elements`` values of ``element_bytes`` each (``None``: the KV cache dtype)
+    plus ``extra_bytes`` (quantisation scales, padding), as the engine lays it out.
+    ``replicated``: every rank of the attention TP group holds the whole cache (else it is
+    split evenly over the group).
+    """
+
+    name: str
+    elements: int
+    element_bytes: int | None = None
+    extra_bytes: int = 0
+    tokens_per_entry: int = 1
+    window: int | None = None
+    replicated: bool = True
+
+    def entry_bytes(self, kv_bytes_per_element: int) -> int:
+        per = self.element_bytes if self.element_bytes is not None else kv_bytes_per_element
+        return self.elements * per + self.extra_bytes
+
+    def entries_held(self, context: int, windowed: bool = True) -> int:
+        """Entries a ``context``-token sequence keeps in this cache."""
+        tokens = min(context, self.window) if windowed and self.window is not None else context
+        return ceil(tokens / self.tokens_per_entry)
+
+
+@dataclass(frozen=True)
+class RecurrentState:
+    """The fixed-size state a recurrent or linear-attention layer keeps per sequence
+    (Mamba conv + SSM state, gated-delta-net state, short-conv state, ...).
+
+    ``kind`` names the engine's state layout and ``dims`` the config values it is built from;
+    :mod:`kvlint.model.state` turns them into bytes per GPU at a tensor-parallel degree.
+    ``dtype`` is the model's state dtype where the config sets one
+    (``mamba_ssm_cache_dtype``), else the engine's default.
+    """
+
+    kind: str
+    dims: tuple[tuple[str, int], ...]
+    dtype: str | None = None
+
+    def dim(self, name: str, default: int | None = None) -> int:
+        for key, value in self.dims:
+            if key == name:
+                return value
+        if default is None:
+            raise KeyError(name)
+        return default
+
+
+@dataclass(frozen=True)
 class LayerGeometry:
     """One decoder layer's attention, as far as the KV cache is concerned.
 
@@ -53,10 +108,25 @@ class LayerGeometry:
     window: int | None = None
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
+    kv_shared: bool = False
+    """The layer attends over another layer's cache (Gemma-3n/Gemma-4 ``num_kv_shared_layers``)
+    and allocates none of its own."""
+    entry_bytes: int | None = None
+    """Bytes per token of the main cache in an engine's packed layout, whatever the KV dtype
+    (``None``: elements x the KV dtype's bytes)."""
+    extra_caches: tuple[ExtraCache, ...] = ()
+    state: RecurrentState | None = None
+    """Per-sequence state (recurrent / linear-attention layers, which hold no KV)."""
+
+    @property
+    def attends(self) -> bool:
+        """The layer runs softmax attention (over its own cache or a shared one)."""
+        return self.kind is not LayerKind.NONE
 
     @property
     def holds_kv(self) -> bool:
-        return self.kind is not LayerKind.NONE
+        """The layer allocates a per-token cache of its own."""
+        return self.kind is not LayerKind.NONE and not self.kv_shared
 
     @property
     def is_mla(self) -> bool:
@@ -96,6 +166,11 @@ class AttentionGeometry:
     num_attention_heads: int
     dtype: str | None = None
     notes: tuple[str, ...] = ()
+    default_kv_dtype: str | None = None
+    """The KV cache dtype the engine picks for ``auto`` when it is not the model dtype
+    (DeepSeek-V4: ``fp8``)."""
+    architecture: str | None = None
+    """``architectures[0]`` of the config, when it names one."""
 
     @property
     def num_layers(self) -> int:
@@ -108,6 +183,20 @@ class AttentionGeometry:
     @property
     def num_kv_layers(self) -> int:
         return len(self.kv_layers)
+
+    @property
+    def num_shared_kv_layers(self) -> int:
+        """Attention layers that reuse another layer's cache and allocate none."""
+        return sum(1 for layer in self.layers if layer.attends and layer.kv_shared)
+
+    @property
+    def state_layers(self) -> tuple[LayerGeometry, ...]:
+        """Layers that keep a per-sequence recurrent state."""
+        return tuple(layer for layer in self.layers if layer.state is not None)
+
+    @property
+    def has_extra_caches(self) -> bool:
+        return any(layer.extra_caches for layer in self.layers)
 
     @property
     def num_sliding_layers(self) -> int:

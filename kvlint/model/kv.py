@@ -5,7 +5,13 @@ Per layer that holds KV, per token, in bytes, with ``b`` bytes per element:
 * standard attention: ``(d_k + d_v) * n_kv * b``;
 * MLA with a latent cache: ``(kv_lora_rank + qk_rope_head_dim) * b`` (one latent, no x2);
   vLLM's ``fp8_ds_mla`` layout is 656 bytes per token per layer;
-* layers without KV: 0.
+* layers without KV, and layers that reuse another layer's cache (``kv_shared``): 0;
+* extra caches (a sparse-attention indexer, a compressed stream): ``entry_bytes /
+  tokens_per_entry`` each, whole on every TP rank unless the engine splits them;
+* recurrent layers keep a fixed state per sequence instead (:mod:`kvlint.model.state`).
+
+Per-token figures with compressed caches can be fractions of a byte: the ``*_exact`` fields
+carry the exact value (a :class:`~fractions.Fraction`), the ``int`` fields round it up.
 
 Tensor parallelism follows the engine's KV-head sharding (``KV_SHARDINGS``; vLLM by default):
 query heads must divide by tp; vLLM/SGLang/LMDeploy (``replicate``) need ``n_kv % tp == 0`` when
@@ -21,13 +27,19 @@ layer each to the stages before the last, starting from the second-to-last.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
+from math import ceil
+from typing import TypeVar
 
-from kvlint.model.geometry import AttentionGeometry, LayerGeometry
+from kvlint.model.geometry import AttentionGeometry, ExtraCache, LayerGeometry
 from kvlint.model.limits import MAX_PARALLEL
+from kvlint.model.state import state_bytes_per_gpu
 
 FP8_DS_MLA_BYTES_PER_LAYER = 656
 """vLLM ``fp8_ds_mla``: 512 fp8 latent values, 4 float32 scales, 64 bf16 rope values."""
 FP8_DS_MLA_LATENT = (512, 64)
+
+_N = TypeVar("_N", int, Fraction)
 
 SIXTEEN_BIT = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16",
                "fp16": "float16", "half": "float16"}
@@ -50,10 +62,18 @@ class KvDtype:
     """vLLM's packed ``fp8_ds_mla`` layout (656 B per token per MLA layer)."""
 
     def layer_bytes_per_token(self, layer: LayerGeometry) -> int:
-        """Bytes one token occupies in ``layer`` (one logical copy)."""
+        """Bytes one token occupies in ``layer``'s main K/V or latent cache (one logical
+        copy; extra caches not included)."""
+        if not layer.holds_kv:
+            return 0
+        if layer.entry_bytes is not None:
+            return layer.entry_bytes
         if self.ds_mla and layer.is_mla:
             return FP8_DS_MLA_BYTES_PER_LAYER
         return layer.elements_per_token * self.bytes_per_element
+
+    def extra_entry_bytes(self, cache: ExtraCache) -> int:
+        return cache.entry_bytes(self.bytes_per_element)
 
     @property
     def effective_bytes_per_element(self) -> float:
@@ -75,6 +95,8 @@ def resolve_kv_dtype(requested: str, geometry: AttentionGeometry,
     """
     value = requested.strip().lower()
     served = (model_dtype or "auto").strip().lower()
+    if value == "auto" and geometry.default_kv_dtype in FP8:
+        return KvDtype(geometry.default_kv_dtype, 1, requested="auto")
     if value == "auto" and served in FLOAT32:
         return KvDtype("float32", 4, requested="auto")
     if value == "auto" and served in SIXTEEN_BIT:
@@ -181,16 +203,45 @@ def kv_heads_fit(geometry: AttentionGeometry, tp: int, sharding: str = "replicat
 
 
 def layer_bytes_per_token_per_gpu(layer: LayerGeometry, dtype: KvDtype, tp: int,
-                                  sharding: str = "replicate") -> int | None:
-    """Bytes one token occupies in ``layer`` on one GPU of the attention TP group."""
+                                  sharding: str = "replicate") -> Fraction | None:
+    """Bytes one token occupies in ``layer`` on one GPU of the attention TP group (main cache
+    plus extra caches; a fraction when a cache keeps one entry per several tokens)."""
+    if not layer.holds_kv:
+        return Fraction(0)
+    if layer.is_mla or layer.entry_bytes is not None:
+        main = dtype.layer_bytes_per_token(layer)
+    else:
+        heads = kv_heads_per_gpu(layer.num_kv_heads, tp, sharding)
+        if heads is None:
+            return None
+        main = (layer.k_head_dim + layer.v_head_dim) * heads * dtype.bytes_per_element
+    return main + sum((_extra_per_token(cache, dtype, tp) for cache in layer.extra_caches),
+                      Fraction(0))
+
+
+def _extra_per_token(cache: ExtraCache, dtype: KvDtype, tp: int) -> Fraction:
+    share = 1 if cache.replicated else tp
+    return Fraction(dtype.extra_entry_bytes(cache), cache.tokens_per_entry * share)
+
+
+def layer_bytes_per_sequence_per_gpu(layer: LayerGeometry, dtype: KvDtype, tp: int,
+                                     context: int, *, windowed: bool = True,
+                                     sharding: str = "replicate") -> int | None:
+    """Bytes a ``context``-token sequence occupies in ``layer`` on one GPU: windowed caches
+    keep their window, compressed caches one entry per ``tokens_per_entry`` tokens."""
+    per_token = layer_bytes_per_token_per_gpu(layer, dtype, tp, sharding)
+    if per_token is None:
+        return None
     if not layer.holds_kv:
         return 0
-    if layer.is_mla:
-        return dtype.layer_bytes_per_token(layer)
-    heads = kv_heads_per_gpu(layer.num_kv_heads, tp, sharding)
-    if heads is None:
-        return None
-    return (layer.k_head_dim + layer.v_head_dim) * heads * dtype.bytes_per_element
+    main = per_token - sum((_extra_per_token(cache, dtype, tp) for cache in layer.extra_caches),
+                           Fraction(0))
+    total = main * tokens_held(layer, context, windowed)
+    for cache in layer.extra_caches:
+        share = 1 if cache.replicated else tp
+        total += Fraction(dtype.extra_entry_bytes(cache) * cache.entries_held(context, windowed),
+                          share)
+    return ceil(total)
 
 
 MLA_CACHES = ("latent", "full", "full-padded-v")
@@ -231,7 +282,10 @@ def tokens_held(layer: LayerGeometry, context: int, windowed: bool = True) -> in
 
 @dataclass(frozen=True)
 class KvFootprint:
-    """What the KV cache costs under a parallel layout (DESIGN §3, §7 ``kv``)."""
+    """What the KV cache costs under a parallel layout (DESIGN §3, §7 ``kv``).
+
+    The ``int`` byte figures are rounded up to whole bytes; ``*_exact`` hold the exact values
+    (they differ only when a cache keeps one entry per several tokens)."""
 
     dtype: KvDtype
     layout: ParallelLayout
@@ -243,18 +297,39 @@ class KvFootprint:
     bytes_per_token_cluster: int | None
     replication_factor: float | None
     stages: tuple[int, ...]
+    bytes_per_token_exact: Fraction = Fraction(0)
+    bytes_per_token_per_gpu_exact: Fraction | None = None
+    bytes_per_token_cluster_exact: Fraction | None = None
 
     @property
     def duplicate_bytes_per_token(self) -> int | None:
         """Bytes per token stored more than once across the attention TP group."""
-        if self.bytes_per_token_cluster is None:
+        if self.bytes_per_token_cluster_exact is None:
             return None
-        return self.bytes_per_token_cluster - self.bytes_per_token
+        return ceil(self.bytes_per_token_cluster_exact - self.bytes_per_token_exact)
+
+
+def exact_number(value: Fraction) -> int | float:
+    """A byte figure for output: an ``int`` when whole, else a ``float``."""
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def bytes_per_token_exact(geometry: AttentionGeometry, dtype: KvDtype) -> Fraction:
+    """One logical copy, all layers, every layer as if the context fits its window."""
+    return sum((_layer_per_token(layer, dtype, 1) or Fraction(0) for layer in geometry.layers),
+               Fraction(0))
 
 
 def bytes_per_token(geometry: AttentionGeometry, dtype: KvDtype) -> int:
-    """One logical copy, all layers, every layer as if the context fits its window."""
-    return sum(dtype.layer_bytes_per_token(layer) for layer in geometry.layers)
+    """:func:`bytes_per_token_exact`, rounded up to whole bytes."""
+    return ceil(bytes_per_token_exact(geometry, dtype))
+
+
+def _layer_per_token(layer: LayerGeometry, dtype: KvDtype, tp: int,
+                     sharding: str = "replicate") -> Fraction | None:
+    """One logical copy (``tp`` 1) or one GPU's share of ``layer``'s per-token bytes. MLA
+    latents and packed layouts are whole on every GPU."""
+    return layer_bytes_per_token_per_gpu(layer, dtype, tp, sharding)
 
 
 def _split(layout: ParallelLayout, sharding: str) -> tuple[int, int]:
@@ -265,28 +340,49 @@ def _split(layout: ParallelLayout, sharding: str) -> tuple[int, int]:
     return layout.attention_tp, layout.pp
 
 
-def _per_gpu_layer_bytes(
-    geometry: AttentionGeometry, dtype: KvDtype, tp: int, sharding: str,
-    context: int | None = None, windowed: bool = True,
-) -> list[int] | None:
-    """Each layer's bytes on one GPU of the attention TP group: per token, or per
-    ``context``-token sequence; ``None`` when the engine refuses the tp."""
+def _per_gpu_token_bytes(geometry: AttentionGeometry, dtype: KvDtype, tp: int,
+                         sharding: str) -> list[Fraction] | None:
+    """Each layer's per-token bytes on one GPU of the attention TP group; ``None`` when the
+    engine refuses the tp."""
     sizes = []
     for layer in geometry.layers:
         per_token = layer_bytes_per_token_per_gpu(layer, dtype, tp, sharding)
         if per_token is None:
             return None
-        held = 1 if context is None else tokens_held(layer, context, windowed)
-        sizes.append(per_token * held)
+        sizes.append(per_token)
     return sizes
 
 
-def _fullest_stage(sizes: list[int], pp: int) -> int:
+def _per_gpu_sequence_bytes(
+    geometry: AttentionGeometry, dtype: KvDtype, tp: int, sharding: str, context: int,
+    windowed: bool, with_state: bool,
+) -> list[int] | None:
+    """Each layer's bytes for one ``context``-token sequence on one GPU (recurrent state
+    included when ``with_state``); ``None`` when the engine refuses the tp."""
+    sizes = []
+    for layer in geometry.layers:
+        held = layer_bytes_per_sequence_per_gpu(layer, dtype, tp, context, windowed=windowed,
+                                                sharding=sharding)
+        if held is None:
+            return None
+        if with_state and layer.state is not None:
+            state = state_bytes_per_gpu(layer.state, tp)
+            if state is None:
+                return None
+            held += state
+        sizes.append(held)
+    return sizes
+
+
+def _fullest_stage(sizes: list[_N], pp: int) -> _N:
     """The largest per-stage sum of per-layer ``sizes`` under vLLM's pipeline split."""
-    best, start = 0, 0
+    best: _N | None = None
+    start = 0
     for size in pipeline_stages(len(sizes), pp):
-        best = max(best, sum(sizes[start : start + size]))
+        total = sum(sizes[start : start + size], sizes[0] * 0)
+        best = total if best is None or total > best else best
         start += size
+    assert best is not None
     return best
 
 
@@ -298,54 +394,89 @@ def footprint(geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayou
         raise ValueError(f"pp={layout.pp:,} is more pipeline stages than the model's "
                          f"{geometry.num_layers} layers: a stage would hold no layer")
     tp, stages = _split(layout, sharding)
-    logical = bytes_per_token(geometry, dtype)
-    sizes = _per_gpu_layer_bytes(geometry, dtype, tp, sharding)
+    logical = bytes_per_token_exact(geometry, dtype)
+    sizes = _per_gpu_token_bytes(geometry, dtype, tp, sharding)
     ref = geometry.reference_layer
     heads_per_gpu = (
         kv_heads_per_gpu(ref.num_kv_heads, tp, sharding)
         if sizes is not None and ref is not None and not ref.is_mla else None
     )
-    cluster = None if sizes is None else tp * sum(sizes)
+    cluster = None if sizes is None else tp * sum(sizes, Fraction(0))
+    per_gpu = None if sizes is None else _fullest_stage(sizes, stages)
     return KvFootprint(
         dtype=dtype,
         layout=layout,
-        bytes_per_token=logical,
+        bytes_per_token=ceil(logical),
         heads_ok=heads_fit(geometry, layout.attention_tp, sharding),
-        kv_ok=sizes is not None,
+        kv_ok=sizes is not None and state_fits(geometry, tp),
         kv_heads_per_gpu=heads_per_gpu,
-        bytes_per_token_per_gpu=None if sizes is None else _fullest_stage(sizes, stages),
-        bytes_per_token_cluster=cluster,
-        replication_factor=None if cluster is None else (cluster / logical if logical else 1.0),
+        bytes_per_token_per_gpu=None if per_gpu is None else ceil(per_gpu),
+        bytes_per_token_cluster=None if cluster is None else ceil(cluster),
+        replication_factor=None if cluster is None else (
+            float(cluster / logical) if logical else 1.0),
         stages=pipeline_stages(geometry.num_layers, stages),
+        bytes_per_token_exact=logical,
+        bytes_per_token_per_gpu_exact=per_gpu,
+        bytes_per_token_cluster_exact=cluster,
     )
+
+
+def state_fits(geometry: AttentionGeometry, tp: int) -> bool:
+    """Every recurrent layer's state can be split over ``tp`` GPUs (the engine refuses
+    the tp otherwise)."""
+    return all(state_bytes_per_gpu(layer.state, tp) is not None
+               for layer in geometry.state_layers if layer.state is not None)
+
+
+def state_bytes_per_sequence(geometry: AttentionGeometry) -> int:
+    """Recurrent state of one sequence, one logical copy (all layers, tp 1)."""
+    return sum(state_bytes_per_gpu(layer.state, 1) or 0
+               for layer in geometry.state_layers if layer.state is not None)
+
+
+def state_bytes_per_sequence_per_gpu(geometry: AttentionGeometry, layout: ParallelLayout,
+                                     sharding: str = "replicate") -> int | None:
+    """Recurrent state of one sequence on the fullest pipeline stage's GPU; ``None`` when
+    the tp does not split the state."""
+    tp, stages = _split(layout, sharding)
+    sizes = []
+    for layer in geometry.layers:
+        state = 0 if layer.state is None else state_bytes_per_gpu(layer.state, tp)
+        if state is None:
+            return None
+        sizes.append(state)
+    return _fullest_stage(sizes, stages) if sizes else 0
 
 
 def bytes_per_sequence(
-    geometry: AttentionGeometry, dtype: KvDtype, context: int, *, windowed: bool = True
+    geometry: AttentionGeometry, dtype: KvDtype, context: int, *, windowed: bool = True,
+    with_state: bool = True,
 ) -> int:
     """One logical copy of a ``context``-token sequence; windowed layers keep at most their
-    window when the engine allocates windowed caches (``windowed``)."""
-    return sum(
-        dtype.layer_bytes_per_token(layer) * tokens_held(layer, context, windowed)
-        for layer in geometry.layers
-    )
+    window when the engine allocates windowed caches (``windowed``); recurrent state
+    included (``with_state``)."""
+    sizes = _per_gpu_sequence_bytes(geometry, dtype, 1, "replicate", context, windowed,
+                                    with_state)
+    return sum(sizes) if sizes is not None else 0
 
 
 def bytes_per_sequence_per_gpu(
     geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout, context: int,
-    *, windowed: bool = True, sharding: str = "replicate",
+    *, windowed: bool = True, sharding: str = "replicate", with_state: bool = True,
 ) -> int | None:
     """A ``context``-token sequence on the fullest GPU; ``None`` when the tp is refused."""
     tp, stages = _split(layout, sharding)
-    sizes = _per_gpu_layer_bytes(geometry, dtype, tp, sharding, context, windowed)
+    sizes = _per_gpu_sequence_bytes(geometry, dtype, tp, sharding, context, windowed,
+                                    with_state)
     return None if sizes is None else _fullest_stage(sizes, stages)
 
 
 def bytes_per_sequence_cluster(
     geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout, context: int,
-    *, windowed: bool = True, sharding: str = "replicate",
+    *, windowed: bool = True, sharding: str = "replicate", with_state: bool = True,
 ) -> int | None:
     """A ``context``-token sequence summed over its attention TP group and all stages."""
     tp, _ = _split(layout, sharding)
-    sizes = _per_gpu_layer_bytes(geometry, dtype, tp, sharding, context, windowed)
+    sizes = _per_gpu_sequence_bytes(geometry, dtype, tp, sharding, context, windowed,
+                                    with_state)
     return None if sizes is None else tp * sum(sizes)

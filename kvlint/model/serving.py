@@ -120,7 +120,11 @@ class KvAnalysis:
     bytes_per_sequence: int
     """One logical copy of a ``plan.context``-token sequence."""
     bytes_per_sequence_per_gpu: int | None
-    """The same sequence on the fullest GPU (``None`` when the engine refuses the tp)."""
+    """The same sequence on the fullest GPU (``None`` when the engine refuses the tp).
+    Both sequence figures include the recurrent state of hybrid models."""
+    state_bytes_per_sequence_per_gpu: int | None = None
+    """The recurrent-state part of ``bytes_per_sequence_per_gpu`` (0 without recurrent
+    layers)."""
 
     @property
     def latent_bytes_per_token(self) -> int:
@@ -158,4 +162,6 @@ def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
         bytes_per_sequence_per_gpu=kv.bytes_per_sequence_per_gpu(
             cached, dtype, plan.layout, plan.context, windowed=windowed,
             sharding=behaviour.kv_sharding),
+        state_bytes_per_sequence_per_gpu=kv.state_bytes_per_sequence_per_gpu(
+            cached, plan.layout, behaviour.kv_sharding),
     )

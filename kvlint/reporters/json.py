@@ -1,4 +1,4 @@
-"""``--format json``: DESIGN §7, schema_version 1 (``kvlint schema`` prints its JSON Schema)."""
+"""``--format json``: DESIGN §7, schema_version 2 (``kvlint schema`` prints its JSON Schema)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,17 @@ from typing import TYPE_CHECKING, Any
 from kvlint import __version__
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
+from kvlint.model.kv import exact_number
 from kvlint.reporters.base import Reporter
 
 if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
     from kvlint.model.capacity import Capacity
+    from kvlint.model.geometry import AttentionGeometry, LayerGeometry
     from kvlint.model.serving import KvAnalysis
     from kvlint.probe.result import ProbeReport
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _geometry(a: KvAnalysis) -> dict[str, Any]:
@@ -28,7 +30,41 @@ def _geometry(a: KvAnalysis) -> dict[str, Any]:
         "sliding_window": g.sliding_window, "num_attention_heads": g.num_attention_heads,
         "num_kv_heads": g.num_kv_heads, "head_dim": g.head_dim, "kv_lora_rank": g.kv_lora_rank,
         "qk_rope_head_dim": g.qk_rope_head_dim, "dtype": g.dtype or "unspecified",
+        "architecture": g.architecture,
+        "num_shared_kv_layers": g.num_shared_kv_layers,
+        "num_state_layers": len(g.state_layers),
+        "layer_groups": layer_groups(g),
     }
+
+
+def layer_groups(g: AttentionGeometry) -> list[dict[str, Any]]:
+    """Runs of identical layers, in order: what each layer caches."""
+    groups: list[dict[str, Any]] = []
+    for layer in g.layers:
+        entry = _layer(layer)
+        if groups and groups[-1]["layer"] == entry:
+            groups[-1]["count"] += 1
+        else:
+            groups.append({"count": 1, "layer": entry})
+    return [{"count": grp["count"], **grp["layer"]} for grp in groups]
+
+
+def _layer(layer: LayerGeometry) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": layer.kind.value}
+    if layer.attends:
+        out.update(num_kv_heads=layer.num_kv_heads, k_head_dim=layer.k_head_dim,
+                   v_head_dim=layer.v_head_dim, window=layer.window,
+                   kv_lora_rank=layer.kv_lora_rank, kv_shared=layer.kv_shared,
+                   entry_bytes=layer.entry_bytes)
+    if layer.extra_caches:
+        out["extra_caches"] = [
+            {"name": c.name, "elements": c.elements, "element_bytes": c.element_bytes,
+             "extra_bytes": c.extra_bytes, "tokens_per_entry": c.tokens_per_entry,
+             "window": c.window, "replicated": c.replicated} for c in layer.extra_caches]
+    if layer.state is not None:
+        out["state"] = {"kind": layer.state.kind, "dims": dict(layer.state.dims),
+                        "dtype": layer.state.dtype}
+    return out
 
 
 def _kv(a: KvAnalysis) -> dict[str, Any] | None:
@@ -37,12 +73,16 @@ def _kv(a: KvAnalysis) -> dict[str, Any] | None:
         return None  # the engine refuses this tp: KV202 says why
     return {
         "dtype": a.dtype.name, "bytes_per_element": a.dtype.effective_bytes_per_element,
-        "bytes_per_token": fp.bytes_per_token,
-        "bytes_per_token_per_gpu": fp.bytes_per_token_per_gpu,
+        "bytes_per_token": exact_number(fp.bytes_per_token_exact),
+        "bytes_per_token_per_gpu": exact_number(fp.bytes_per_token_per_gpu_exact)
+        if fp.bytes_per_token_per_gpu_exact is not None else fp.bytes_per_token_per_gpu,
         "kv_heads_per_gpu": fp.kv_heads_per_gpu,
         "replication_factor": float(fp.replication_factor or 1.0),
-        "bytes_per_token_cluster": fp.bytes_per_token_cluster, "context": a.plan.context,
+        "bytes_per_token_cluster": exact_number(fp.bytes_per_token_cluster_exact)
+        if fp.bytes_per_token_cluster_exact is not None else fp.bytes_per_token_cluster,
+        "context": a.plan.context,
         "bytes_per_sequence": a.bytes_per_sequence,
+        "state_bytes_per_sequence_per_gpu": a.state_bytes_per_sequence_per_gpu,
     }
 
 

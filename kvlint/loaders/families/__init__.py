@@ -1,0 +1,30 @@
+"""Architecture families whose caches the generic resolver cannot describe alone.
+
+The generic resolver (:mod:`kvlint.loaders.hf_config`) reads heads, head sizes, MLA latents
+and the layer schedule. Each module here then *refines* that geometry from the fields its
+family adds (an indexer cache, per-layer head shapes, shared-KV layers, compressed caches,
+recurrent state), keyed on config fields rather than model names wherever a field says it.
+
+A refiner takes the text part of the config and the resolved geometry and returns the
+geometry unchanged when the config is not of its family. Refiners run in the order of
+:data:`REFINERS`; each raises :class:`~kvlint.errors.ConfigError` for a field it needs and
+cannot read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kvlint.model.geometry import AttentionGeometry
+
+Refiner = Callable[[Mapping[str, Any], AttentionGeometry], AttentionGeometry]
+
+REFINERS: tuple[Refiner, ...] = ()
+
+
+def refine(config: Mapping[str, Any], geometry: AttentionGeometry) -> AttentionGeometry:
+    """Apply every family refiner to ``geometry``."""
+    for refiner in REFINERS:
+        geometry = refiner(config, geometry)
+    return geometry
