@@ -1,8 +1,10 @@
 """The real pre-commit, running this checkout's hook (`pre-commit try-repo`) on manifests.
 
 pre-commit builds the hook's environment with virtualenv + pip. To keep the test off the
-network, the environment inherits this interpreter's site-packages (where kvlint's
-dependencies are installed) and pip may not use an index; the model's config sits next to
+network, pip may not use an index and the hook's environment sees the site-packages of *this*
+interpreter through ``PYTHONPATH`` (where kvlint's dependencies are installed, whether that is
+a virtual environment or the base interpreter: virtualenv's "system site-packages" would be
+the base interpreter's, which lacks them in a fresh venv). The model's config sits next to
 the manifest, so no Hub access is needed either.
 """
 
@@ -11,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -53,7 +57,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {
         **os.environ,
         "PRE_COMMIT_HOME": str(home),
-        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
+        "PYTHONPATH": os.pathsep.join(_site_packages()),
         "PIP_NO_INDEX": "1",
         "PIP_NO_BUILD_ISOLATION": "false",  # pip reads "no-" options inverted: false = off
         "HF_HUB_OFFLINE": "1",
@@ -61,6 +65,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
     }
+
+
+def _site_packages() -> list[str]:
+    """This interpreter's installed-packages directories (venv or not)."""
+    found = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+             *site.getsitepackages()]
+    return list(dict.fromkeys(p for p in found if os.path.isdir(p)))
 
 
 def _repo(tmp_path: Path, tp: int) -> Path:
