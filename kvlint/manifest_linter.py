@@ -456,7 +456,10 @@ def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> Mod
     target = Target(problem.path, "manifest", None, problem.path, problem.line)
     result = lint_config(target, None, ServingPlan(), rules,
                          manifest_problem=(problem.kind, problem.message))
-    findings = tuple(replace(f, path=problem.path, line=problem.line) for f in result.findings)
+    column = _key_column(problem.path, problem.line) \
+        if problem.kind not in ("unreadable", "outside-tree") else None
+    findings = tuple(replace(f, path=problem.path, line=problem.line, column=column)
+                     for f in result.findings)
     return replace(result, findings=findings)
 
 
