@@ -336,3 +336,22 @@ def test_weights_line_when_only_the_config_is_cached(fake_hub: Any) -> None:
     [line] = [x for x in offline.stdout.splitlines() if x.startswith("  weights")]
     assert line == ("  weights       ~79.3 GiB per GPU (estimate: 671,026,404,352 parameters x "
                     "fp8; checkpoint not cached)")
+
+
+# --- hostile text stays inert in colour -----------------------------------------------------
+def test_colour_never_lets_a_manifest_write_escapes(tmp_path: Path) -> None:
+    """Coloured output carries kvlint's own SGR codes only: an ESC, BEL or CR a manifest
+    holds is printed as its visible escape, in text and concise alike."""
+    manifest = tmp_path / "evil\x1b[2J.yaml"
+    manifest.write_text('services:\n  llm:\n    image: vllm/vllm-openai:v0.8.5\n'
+                        '    command: ["--model", "/x/\\e]0;pwned\\a\\r\\e[31mfake"]\n',
+                        encoding="utf-8")
+    for fmt in ("text", "concise"):
+        for args in ((), ("-q",), ("--verbose",)):
+            out = run("lint", str(tmp_path), "--no-plugins", "--isolated", "--format", fmt,
+                      *args, FORCE_COLOR="1").stdout
+            assert "KV902" in out
+            assert "\x07" not in out and "\r" not in out
+            assert "\x1b[" in out and "\x1b" not in ANSI.sub("", out)
+            assert "\\x1b]0;pwned\\x07\\r\\x1b[31mfake" in out
+            assert "evil\\x1b[2J.yaml" in out
