@@ -82,12 +82,10 @@ def _default_format() -> str:
     return "concise" if os.environ.get("PRE_COMMIT") == "1" else "text"
 
 
-DISPLAY_OPTIONS = ("statistics", "quiet", "verbose", "show_settings")
-"""The output options of common_options: kept in the click context's ``meta`` (read by
-:class:`Session`), so the commands' signatures do not carry them."""
-
-
 def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """The output options of common_options (--statistics, -q, -v, --show-settings) are kept
+    in the click context's ``meta`` and read by :class:`Session`, so the commands'
+    signatures do not carry them."""
     ctx.meta[f"kvlint.{param.name}"] = value
     return value
 
@@ -322,7 +320,6 @@ class Session:
                 click.echo(f"kvlint: error: {printable(result.config_error)}", err=True)
         _echo_unavailable(run)
         sys.exit(run.exit_code)
-
 
     def _render(self, reporter: type[Reporter], run: LintRun, output: str | None) -> str:
         """One report, laid out for where it goes (``--statistics`` replaces what prints)."""

@@ -4,7 +4,8 @@ concise output and compilers write them (editors and CI log viewers link each to
 Findings are in reading order (path, line, column, code), each once. A finding without a
 file (``kvlint check`` on a Hub model) is placed at its target's reference, line 1, column 1,
 as ruff places what it read from stdin at ``-``. Infos are folded into one line unless
-``--verbose`` or selected by name; with ``-q`` nothing but the findings is printed.
+``--verbose``, selected by name or failing the run (``--fail-on info``); with ``-q`` nothing
+but the findings is printed.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class ConciseReporter(Reporter):
 
     def render(self, run: LintRun) -> str:
         everything = located(run)
-        shown, hidden = split_infos(everything, self.display)
+        shown, hidden = split_infos(everything, self.display, run.fail_on)
         lines = [line(ref, f, self.display) for ref, f in shown]
         if not self.display.quiet:
             lines.extend(footer(run, [f for _, f in everything], hidden))

@@ -75,10 +75,11 @@ def located(run: LintRun) -> list[tuple[str, Finding]]:
     return found
 
 
-def split_infos(items: Sequence[tuple[str, Finding]], display: Display
+def split_infos(items: Sequence[tuple[str, Finding]], display: Display, fail_on: str = "error"
                 ) -> tuple[list[tuple[str, Finding]], list[Finding]]:
-    """``(shown, hidden)``: infos are hidden unless ``--verbose`` or selected by name."""
-    if display.verbose:
+    """``(shown, hidden)``: infos are hidden unless ``--verbose``, selected by name, or
+    failing the run (``--fail-on info``: what fails a run is always shown)."""
+    if display.verbose or fail_on == "info":
         return list(items), []
     shown, hidden = [], []
     for ref, f in items:

@@ -272,7 +272,7 @@ class TextReporter(Reporter):
             if r.probe is not None:
                 blocks.append(textwrap.indent(_probe_block(r.probe, display.width), "  "))
         everything = located(run)
-        shown, hidden = split_infos(everything, display)
+        shown, hidden = split_infos(everything, display, run.fail_on)
         blocks.extend(_finding(ref, f, display) for ref, f in shown)
         if not display.quiet:
             if (line := hidden_line(hidden)) is not None:

@@ -239,6 +239,7 @@ def test_infos_are_counted_in_one_line_unless_shown() -> None:
         out = run(*base, "--format", fmt).stdout
         assert hidden in out and "KV303" not in out.replace(hidden, "")
         for shown in (("--verbose",), ("-v",), ("--select", "KV202,KV303"),
+                      ("--fail-on", "info"),
                       ("--extend-select", "KV3"), ("--select", "sliding-window-full-allocation")):
             out = run(*base, "--format", fmt, *shown).stdout
             assert "hidden" not in out and ":11:18: " in out, shown
