@@ -75,15 +75,33 @@ def _emit(text: str, output: str | None) -> None:
 
 
 def _default_format() -> str:
-    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    """github under GitHub Actions; concise under pre-commit (one line per finding in the
+    hook's output, whatever args the hook is given); text otherwise."""
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        return "github"
+    return "concise" if os.environ.get("PRE_COMMIT") == "1" else "text"
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """The output options of common_options (--statistics, -q, -v, --show-settings) are kept
+    in the click context's ``meta`` and read by :class:`Session`, so the commands'
+    signatures do not carry them."""
+    ctx.meta[f"kvlint.{param.name}"] = value
+    return value
+
+
+def _meta(name: str) -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx.meta.get(f"kvlint.{name}")) if ctx is not None else False
 
 
 def common_options(func: F) -> F:
     """The output and selection options every linting command shares."""
     decorators = [
         click.option("--format", "formats", multiple=True, metavar="FORMAT",
-                     help="Output format: text (default; github under GitHub Actions), json, "
-                          "sarif, github, markdown, junit; plugins may add more. Repeatable."),
+                     help="Output format: text (default; github under GitHub Actions, concise "
+                          "under pre-commit), concise, json, sarif, github, markdown, junit; "
+                          "plugins may add more. Repeatable."),
         click.option("--output", "-o", "outputs", multiple=True,
                      type=click.Path(dir_okay=False),
                      help="Write a report to FILE. Outputs pair with the last formats: "
@@ -103,6 +121,16 @@ def common_options(func: F) -> F:
         click.option("--isolated", is_flag=True, help="Ignore every settings file."),
         click.option("--no-plugins", is_flag=True,
                      help="Do not load third-party plugins (entry-point group 'kvlint')."),
+        click.option("--statistics", is_flag=True, expose_value=False, callback=_remember,
+                     help="Print a count per rule code instead of the findings."),
+        click.option("--quiet", "-q", is_flag=True, expose_value=False, callback=_remember,
+                     help="Print the findings only: no model tables, no summary lines."),
+        click.option("--verbose", "-v", is_flag=True, expose_value=False, callback=_remember,
+                     help="Show every info (by default they are counted in one line unless "
+                          "--select or --extend-select names them)."),
+        click.option("--show-settings", is_flag=True, expose_value=False, callback=_remember,
+                     help="Print the resolved settings (file, serving defaults, rule "
+                          "selection) and exit."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -224,6 +252,8 @@ class Session:
     settings_path: Path | None = None
     isolated: bool = False
     lock: ModelLock | None = None
+    selectors: tuple[str, ...] = ()
+    """What --select and --extend-select named (infos they match are shown one by one)."""
 
     @classmethod
     def start(cls, starts: list[Path], config_file: str | None, isolated: bool,
@@ -242,6 +272,11 @@ class Session:
         chosen = _codes(select) or d.select
         rules = registry.select(chosen, [*d.ignore, *_codes(ignore)],
                                 [*d.extend_select, *_codes(extend_select)])
+        if _meta("show_settings"):
+            from kvlint.settings_view import render_settings
+
+            click.echo(render_settings(loaded, rules, fail_on), nl=False)
+            sys.exit(0)
         paired = _outputs(registry, formats, outputs)
         check_outputs([o for _, o in paired if o],
                       [*map(str, starts), *([config_file] if config_file else [])])
@@ -249,7 +284,8 @@ class Session:
                    fail_on=fail_on or d.fail_on or "error", outputs=paired,
                    policy=Policy(per_file_ignores=d.per_file_ignores, severity=d.severity,
                                  root=loaded.root),
-                   settings_path=loaded.path, isolated=isolated)
+                   settings_path=loaded.path, isolated=isolated,
+                   selectors=(*_codes(select), *_codes(extend_select)))
 
     def model_lock(self, starts: Sequence[Path], lock_file: str | None,
                    locked: bool) -> ModelLock:
@@ -273,7 +309,8 @@ class Session:
             run = replace(run, results=tuple(apply(run.results, {}, policy=self.policy)))
         # Render every report before writing any: a render that fails leaves all files as
         # they were.
-        rendered = [(reporter().render(run), output) for reporter, output in self.outputs]
+        rendered = [(self._render(reporter, run, output), output)
+                    for reporter, output in self.outputs]
         for text, output in rendered:
             _emit(text, output)
         from kvlint.reporters.escape import printable
@@ -283,6 +320,52 @@ class Session:
                 click.echo(f"kvlint: error: {printable(result.config_error)}", err=True)
         _echo_unavailable(run)
         sys.exit(run.exit_code)
+
+    def _render(self, reporter: type[Reporter], run: LintRun, output: str | None) -> str:
+        """One report, laid out for where it goes (``--statistics`` replaces what prints)."""
+        from kvlint.reporters.display import Display, explicit_infos
+
+        if output is None and _meta("statistics"):
+            from kvlint.reporters.statistics import render_statistics
+
+            return render_statistics(run, _display_style(output))
+        instance = reporter()
+        instance.display = Display(
+            width=_terminal_width() if output is None else None, style=_display_style(output),
+            quiet=_meta("quiet"), verbose=_meta("verbose"),
+            shown_infos=explicit_infos(self.registry, self.selectors))
+        return instance.render(run)
+
+
+def _stdout_isatty() -> bool:
+    """Whether stdout is a terminal (False under click's CliRunner, whose stdout is a buffer;
+    a closed or detached stream counts as no terminal)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _terminal_width() -> int | None:
+    """The terminal's columns (``COLUMNS`` first) when stdout is one; ``None`` (no wrapping)
+    when it is a pipe or a file."""
+    import shutil
+
+    return shutil.get_terminal_size().columns if _stdout_isatty() else None
+
+
+def _display_style(output: str | None) -> Callable[..., str] | None:
+    """``click.style`` when the report is coloured: ``FORCE_COLOR`` (non-empty) forces
+    colour even into a pipe, ``NO_COLOR`` (non-empty) turns it off, else a terminal gets it.
+    Files written with --output are never coloured. FORCE_COLOR wins over NO_COLOR, as in
+    ruff."""
+    if output is not None:
+        return None
+    if os.environ.get("FORCE_COLOR"):
+        return click.style
+    if os.environ.get("NO_COLOR"):
+        return None
+    return click.style if _stdout_isatty() else None
 
 
 def _echo_unavailable(run: LintRun) -> None:

@@ -44,5 +44,9 @@ class HubUnavailableError(HubError):
     may well exist: nothing was checked, so a run that meets one exits 2."""
 
 
+class HubNotCachedError(HubUnavailableError):
+    """Offline (``--offline``, ``HF_HUB_OFFLINE``) and the file is not in the local cache."""
+
+
 class PluginError(KvlintError):
     """A plugin failed to load or registered something invalid."""

@@ -332,10 +332,19 @@ def _anchor(finding: Finding, served: ServedModel) -> Finding:
             option = finding.data.get("option")
             if column is None and isinstance(option, str) and option:
                 column = _word_column(served.path, finding.line, option)
-            return replace(finding, path=served.path, column=column)
-        return replace(finding, path=served.path, line=served.line)
+            return replace(finding, path=served.path,
+                           column=column or _key_column(served.path, finding.line))
+        # about the model as a whole: at the flag or key that names it on its line
+        model = _located_of(served, "model")
+        flag = model.source if isinstance(model, Located) and model.line == served.line \
+            else ""
+        column = next((c for word in flag.split() if word.startswith("-")
+                       and (c := _word_column(served.path, served.line or 0, word))), None)
+        return replace(finding, path=served.path, line=served.line,
+                       column=column or _key_column(served.path, served.line))
     line = about.line
-    column = about.column or _column(served.path, line, about)
+    column = about.column or _column(served.path, line, about) or \
+        _key_column(served.path, line)
     value_line = about.value_line if isinstance(about, Located) else None
     end_line = value_line if value_line is not None and line is not None and \
         value_line > line else None
@@ -372,6 +381,22 @@ def _word_column(path: str, line: int, word: str) -> int | None:
     pattern = r"(?<![\w.-])" + re.escape(word) + r"(?![\w.-])"
     found = [m.start() + 1 for m in re.finditer(pattern, _source_line(path, line))]
     return found[0] if len(found) == 1 else None
+
+
+_KEY = re.compile(r"\s*(?:-\s+)*")
+"""What precedes a line's key or flag: indentation and YAML sequence dashes (``- --model``)."""
+
+
+def _key_column(path: str, line: int | None) -> int | None:
+    """The 1-based column of the key or flag that starts ``line`` of ``path`` (after the
+    indentation and any ``- `` of a YAML sequence): where a finding about that line points
+    when neither its value nor its flag can be found on it; ``None`` for a blank line."""
+    if line is None:
+        return None
+    text = _source_line(path, line)
+    start = _KEY.match(text)
+    end = start.end() if start else 0
+    return end + 1 if end < len(text) else None
 
 
 _LINES: dict[str, list[str]] = {}
@@ -431,7 +456,10 @@ def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> Mod
     target = Target(problem.path, "manifest", None, problem.path, problem.line)
     result = lint_config(target, None, ServingPlan(), rules,
                          manifest_problem=(problem.kind, problem.message))
-    findings = tuple(replace(f, path=problem.path, line=problem.line) for f in result.findings)
+    column = _key_column(problem.path, problem.line) \
+        if problem.kind not in ("unreadable", "outside-tree") else None
+    findings = tuple(replace(f, path=problem.path, line=problem.line, column=column)
+                     for f in result.findings)
     return replace(result, findings=findings)
 
 

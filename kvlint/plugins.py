@@ -29,6 +29,7 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.config",
     "kvlint.rules.limits",
     "kvlint.reporters.text",
+    "kvlint.reporters.concise",
     "kvlint.reporters.json",
     "kvlint.reporters.sarif",
     "kvlint.reporters.github",

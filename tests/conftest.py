@@ -12,6 +12,14 @@ import pytest
 from tests.hub_server import FakeHub, unused_port
 
 
+@pytest.fixture(autouse=True)
+def _plain_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reports as a pipe gets them, whatever the shell running the tests sets: no forced
+    colour (FORCE_COLOR is common in CI), no pre-commit default format."""
+    for name in ("FORCE_COLOR", "NO_COLOR", "PRE_COMMIT"):
+        monkeypatch.delenv(name, raising=False)
+
+
 # --------------------------------------------------------------------- Hugging Face Hub fakes
 def _isolate_hf_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, endpoint: str) -> None:
     """Point huggingface_hub at ``endpoint`` with an empty cache, no token and online mode."""

@@ -41,8 +41,8 @@ def test_builtins_are_registered_plugins() -> None:
     assert sorted(pm.get_name(p) or "" for p in pm.get_plugins()) == sorted(BUILTIN_PLUGINS)
     registry = Registry.from_plugins(pm)
     assert [r.code for r in registry.rules] == BUILTIN_CODES
-    assert [r.name for r in registry.reporters] == ["github", "json", "junit", "markdown",
-                                                    "sarif", "text"]
+    assert [r.name for r in registry.reporters] == ["concise", "github", "json", "junit",
+                                                    "markdown", "sarif", "text"]
 
 
 @pytest.mark.parametrize("code", BUILTIN_CODES)

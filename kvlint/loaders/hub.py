@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from kvlint.errors import HubError, HubUnavailableError
+from kvlint.errors import HubError, HubNotCachedError, HubUnavailableError
 from kvlint.loaders import hub_guard
 
 __all__ = ["HubConfig", "download_config", "download_python_files", "looks_like_hub_id",
@@ -307,7 +307,7 @@ def _http_client_errors(*names: str) -> tuple[type[BaseException], ...]:
 
 def _offline_missing(ctx: _Context, switch: str) -> HubError:
     undo = "drop --offline" if switch == "--offline" else f"unset {switch}"
-    return HubUnavailableError(
+    return HubNotCachedError(
         f"{ctx.repo_id}: {ctx.filename} at revision {ctx.rev} is not in the local Hugging Face"
         f" cache ({ctx.cache_dir}) and {switch} forbids downloading it; run once online to cache"
         f" it ({undo})"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvlint.errors import HubError, InputError
+from kvlint.errors import HubError, HubNotCachedError, InputError
 from kvlint.loaders.checkpoint import (
     INDEX_NAME,
     CheckpointSize,
@@ -58,8 +58,18 @@ def _checkpoint(ref: str, path: str | None, revision: str | None, offline: bool,
             if found is not None and lock.required:  # a locked run never asks the Hub
                 return None, f"{ref} is not in the lock"
         return checkpoint_size(ref, revision=revision, offline=offline), None
+    except HubNotCachedError:
+        # Offline with only config.json cached is the common case: a short parenthetical,
+        # not the whole error (the run says so on stderr for configs it lacks).
+        return None, "not cached"
     except (HubError, InputError) as err:
-        return None, str(err)
+        return None, _short(ref, str(err))
+
+
+def _short(ref: str, reason: str) -> str:
+    """An error's first clause without the model's name (which the report already shows)."""
+    clause = reason.removeprefix(f"{ref}: ").split("; ")[0]
+    return clause.strip() or reason
 
 
 def plan_weights(
@@ -80,7 +90,8 @@ def plan_weights(
     else:
         total, is_estimate = estimated.total, True
         source = f"estimate: {estimate.total:,} parameters x {fmt.name}" + (
-            f" (checkpoint unavailable: {why})" if why else "")
+            f"; checkpoint {why}" if why == "not cached" else
+            f"; checkpoint unavailable: {why}" if why else "")
     scale = total / estimated.total if estimated.total else 1.0
     replicated = int(estimated.replicated * scale)
     return PlanWeights(

@@ -569,7 +569,8 @@ def weight_format(
                 min(float(b) for b in block) >= 1:
             per += 4.0 / (float(block[0]) * float(block[1]))
         return WeightFormat(
-            f"fp8 ({method})", 2.0, per, LINEAR_PARTS, False,
+            # the method in brackets only when it says more than "fp8" (fbgemm_fp8, modelopt)
+            "fp8" if method == "fp8" else f"fp8 ({method})", 2.0, per, LINEAR_PARTS, False,
             (*notes, "fp8 weights: projections ~1 byte per parameter (+ block scales); "
              "embeddings, LM head, norms and routers 16-bit (approximate)"),
         )

@@ -1,4 +1,11 @@
-"""``--format text``: a compact table per model, then the findings with their fix."""
+"""``--format text``: a compact table per model, then the findings with their fix, in the
+order of the files (path, line, column, code).
+
+On a terminal the prose wraps to its width (``COLUMNS`` first), between words only: a flag,
+a model id or a path is never split at its hyphens. Into a pipe or a file nothing wraps (a
+line per paragraph, for grep and for editors that wrap themselves). Colour, ``-q`` and the
+infos summary come from the :class:`~kvlint.reporters.display.Display` the command line sets.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,18 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from kvlint.diagnostics import Finding, Severity
+from kvlint.diagnostics import Finding
 from kvlint.hookspecs import hookimpl
 from kvlint.model.geometry import AttentionGeometry, AttentionKind, LayerKind
 from kvlint.reporters.base import Reporter
+from kvlint.reporters.display import (
+    PLAIN,
+    Display,
+    hidden_line,
+    located,
+    severity_counts,
+    split_infos,
+)
 from kvlint.reporters.escape import printable
 from kvlint.units import fmt_bytes, fmt_int, fmt_ratio
 
@@ -19,7 +34,20 @@ if TYPE_CHECKING:
     from kvlint.model.serving import KvAnalysis
     from kvlint.probe.result import ProbeReport
 
-WIDTH = 96
+MIN_WIDTH = 40
+"""Narrower terminals are wrapped as if this wide (a word per line helps nobody)."""
+
+
+def wrap(text: str, width: int | None, indent: str = "", subsequent: str | None = None
+         ) -> str:
+    """``text`` indented, and filled to ``width`` columns when there is one, breaking only
+    between words (never inside a flag, an id or a number, whatever its hyphens)."""
+    later = indent if subsequent is None else subsequent
+    if width is None:
+        return indent + text
+    return textwrap.fill(text, max(width, MIN_WIDTH), initial_indent=indent,
+                         subsequent_indent=later, break_on_hyphens=False,
+                         break_long_words=False)
 
 
 def _attention(g: AttentionGeometry) -> str:
@@ -137,7 +165,7 @@ def _kv_heads(key_shape: tuple[int, ...]) -> str:
     return str(key_shape[-3]) if len(key_shape) > 2 else "?"
 
 
-def _probe_block(p: ProbeReport) -> str:
+def _probe_block(p: ProbeReport, width: int | None = None) -> str:
     """The probe's table: one row per implementation, then its materialisations and notes."""
     from tabulate import tabulate
 
@@ -172,9 +200,11 @@ def _probe_block(p: ProbeReport) -> str:
                                     "ratio", "verdict"], tablefmt="plain")
     notes = [f"built: {p.built}"] if p.built else []
     notes += list(p.notes) + lines
-    wrapped = [textwrap.fill(n, WIDTH - 2, subsequent_indent="    ") for n in notes]
-    return "\n".join([head, textwrap.indent(table, "  "), *(textwrap.indent(w, "  ")
-                                                            for w in wrapped)])
+    inner = None if width is None else width - 4  # the block is indented by 2 + 2
+    wrapped = [wrap(n, inner, subsequent="  ") for n in notes]
+    block = "\n".join([head, textwrap.indent(table, "  "), *(textwrap.indent(w, "  ")
+                                                             for w in wrapped)])
+    return printable(block, keep="\n")
 
 
 def _header(r: ModelResult) -> str:
@@ -186,18 +216,21 @@ def _header(r: ModelResult) -> str:
     return printable(" · ".join(parts))
 
 
-def _finding(ref: str, f: Finding) -> str:
-    where = f"{f.path}:{f.line}:{f.column or 1}: " if f.path and f.line else ""
-    label = "" if ref == f.path else f"{ref}  "
-    head = printable(f"{where}{label}{f.code} {f.severity.value}  {f.name}")
-    body = textwrap.fill(printable(f.message), WIDTH, initial_indent="  ",
-                         subsequent_indent="  ")
-    return f"{head}\n{body}"
+def _finding(ref: str, f: Finding, display: Display = PLAIN) -> str:
+    """``path:line:col: ref  CODE severity  name`` and the message below it, indented."""
+    where = ""
+    if f.path and f.line:
+        sep = display.paint(":", fg="cyan")
+        where = (f"{display.paint(printable(f.path), bold=True)}{sep}{f.line}{sep}"
+                 f"{f.column or 1}{sep} ")
+    label = "" if ref == f.path else f"{display.paint(printable(ref), bold=True)}  "
+    severity = display.severity(f"{f.code} {f.severity.value}", f.severity)
+    head = f"{where}{label}{severity}  {display.paint(printable(f.name), dim=True)}"
+    return f"{head}\n{wrap(printable(f.message), display.width, '  ')}"
 
 
-def _summary(run: LintRun) -> str:
-    counts = [(run.count(s), s.value) for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)]
-    parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in counts if n]
+def _summary(run: LintRun, found: list[Finding]) -> str:
+    parts = severity_counts(found)
     manifests = [r for r in run.results if r.target.kind == "manifest"]
     if manifests:
         files = len({r.target.path for r in manifests})
@@ -205,8 +238,20 @@ def _summary(run: LintRun) -> str:
             f.code == "KV903" for f in r.findings))
         parts.insert(0, f"{served} served model{'s' if served != 1 else ''} in {files} "
                         f"file{'s' if files != 1 else ''}")
-    return (f"{' · '.join(parts) or 'no findings'} · exit {run.exit_code} "
-            f"(fail-on: {run.fail_on})")
+    return printable(f"{' · '.join(parts) or 'no findings'} · exit {run.exit_code} "
+                     f"(fail-on: {run.fail_on})")
+
+
+def _rows(r: ModelResult, width: int | None) -> list[list[str]]:
+    """The model's table, each value wrapped to what the terminal leaves beside the labels
+    (``tabulate`` lays the lines of a cell out under each other)."""
+    rows = [[printable(cell) for cell in row] for row in _table(r)]
+    if width is None:
+        return rows
+    label = max(len(name) for name, _ in rows)
+    room = max(width - 2 - label - 2, MIN_WIDTH // 2)
+    return [[name, textwrap.fill(value, room, break_on_hyphens=False,
+                                 break_long_words=False)] for name, value in rows]
 
 
 class TextReporter(Reporter):
@@ -216,21 +261,31 @@ class TextReporter(Reporter):
     def render(self, run: LintRun) -> str:
         from tabulate import tabulate  # imported only when text is rendered
 
+        display = self.display
         blocks = []
-        for r in run.results:
+        for r in run.results if not display.quiet else ():
             if r.target.kind != "model":
                 continue  # manifests: findings only, quiet enough for every commit
-            rows = [[printable(cell) for cell in row] for row in _table(r)]
-            table = tabulate(rows, tablefmt="plain")
-            blocks.append(_header(r) + "\n" + textwrap.indent(table, "  "))
+            table = tabulate(_rows(r, display.width), tablefmt="plain")
+            blocks.append(display.paint(_header(r), bold=True) + "\n"
+                          + textwrap.indent(table, "  "))
             if r.probe is not None:
-                blocks.append(textwrap.indent(_probe_block(r.probe), "  "))
-        for r in run.results:
-            blocks.extend(_finding(r.target.ref, f) for f in r.findings)
-        blocks.append(_summary(run))
-        # Every value was escaped where it went in; this pass catches what a block's own
-        # layout (the probe's notes, a plugin's text) carried past that.
-        return printable("\n\n".join(blocks), keep="\n") + "\n"
+                blocks.append(textwrap.indent(_probe_block(r.probe, display.width), "  "))
+        everything = located(run)
+        shown, hidden = split_infos(everything, display, run.fail_on)
+        blocks.extend(_finding(ref, f, display) for ref, f in shown)
+        if not display.quiet:
+            if (line := hidden_line(hidden)) is not None:
+                blocks.append(printable(line))
+            blocks.append(_summary(run, [f for _, f in everything]))
+        if not blocks:
+            return ""
+        text = "\n\n".join(blocks)
+        if display.style is None:
+            # Every value was escaped where it went in; this pass catches what a block's
+            # own layout carried past that (it would escape colours, hence only uncoloured).
+            text = printable(text, keep="\n")
+        return text + "\n"
 
 
 @hookimpl

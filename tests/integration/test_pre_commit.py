@@ -98,6 +98,8 @@ def test_hook_fails_on_an_engine_refused_tp(tmp_path: Path, env: dict[str, str])
     assert "Failed" in out
     assert "phi3.yaml:13:" in out and "KV202" in out  # on the line of the tp flag
     assert "Traceback" not in out
+    # PRE_COMMIT=1: one line per finding (concise), at the flag's column
+    assert "phi3.yaml:13:15: KV202 vLLM 0.8.5 refuses tp=8 for 10 KV heads" in out
 
 
 HUB_MANIFEST = MANIFEST.replace("./models/phi-3-medium", "microsoft/Phi-3-medium-4k-instruct")
