@@ -9,12 +9,14 @@ names remote modelling code) on one engine version:
 - ``served``: the engine has a native implementation (or a pooling one, vLLM);
 - ``transformers-backend``: the engine would run the model on its Transformers modelling
   backend (vLLM, SGLang: the arch is routed there or transformers has a compatible class;
-  TGI: transformers knows the model type; TensorRT-LLM: only its TensorRT backend has it);
+  TGI: transformers knows the model type);
+- ``tensorrt-backend``: TensorRT-LLM implements it only in its TensorRT backend;
 - ``remote-code``: nothing native; only the model's own code on the Transformers backend
   (``--trust-remote-code``, and only if that code uses transformers' attention interface);
 - ``removed``: an older version served it (``last`` names the newest that did);
 - ``not-yet``: a newer version serves it (``first`` names the oldest kvlint knows);
-- ``absent``: no version kvlint knows serves it.
+- ``unknown``: no version kvlint read serves it (nor, where the engine has one, its
+  Transformers fallback).
 
 Versions between two known ones are judged by both (an answer they disagree on is no
 answer, except where vLLM's ``_PREVIOUSLY_SUPPORTED_MODELS`` gives the exact last version);
@@ -154,9 +156,10 @@ def _status_at(engine: str, known: Mapping[str, Any], at: str, archs: Sequence[s
     entry = known[at]
     if _native(engine, entry, archs, model_type):
         return "served"
-    if _fallback(engine, entry, archs, model_type) is not None:
-        return "transformers-backend"
-    return "absent"
+    why = _fallback(engine, entry, archs, model_type)
+    if why is not None:
+        return "tensorrt-backend" if why == "TensorRT backend" else "transformers-backend"
+    return "unknown"
 
 
 def _removed(known: Mapping[str, Any], archs: Sequence[str]) -> tuple[str, str] | None:
@@ -201,7 +204,7 @@ def judge(engine: str, version: str, architectures: Sequence[str], model_type: s
     if removed is not None and "served" not in statuses[-1:]:
         arch, last = removed
         if parsed > Version(last):
-            status = statuses[-1] if statuses[-1] == "transformers-backend" else "removed"
+            status = statuses[-1] if statuses[-1].endswith("-backend") else "removed"
             return _with(base, arch=arch, status=status, last=last,
                          detail=_detail(engine, entry, archs, model_type),
                          alternatives=alternatives(engine, archs, model_type))
@@ -211,7 +214,7 @@ def judge(engine: str, version: str, architectures: Sequence[str], model_type: s
     if len(set(statuses)) > 1:
         return None
     status = statuses[0]
-    if status == "transformers-backend":
+    if status.endswith("-backend"):
         return _with(base, status=status, detail=_detail(engine, entry, archs, model_type))
     served_in = [v for v in known if v != "*" and
                  _status_at(engine, known, v, archs, model_type) == "served"]
@@ -227,7 +230,7 @@ def judge(engine: str, version: str, architectures: Sequence[str], model_type: s
         entry.get("transformers_fallback"))
     if remote_code and fallback_possible:
         return _with(base, status="remote-code", alternatives=alts)
-    return _with(base, status="absent", alternatives=alts)
+    return _with(base, status="unknown", alternatives=alts)
 
 
 def _with(base: Verdict, **changes: Any) -> Verdict:
@@ -250,3 +253,21 @@ def _detail(engine: str, entry: Mapping[str, Any], archs: Sequence[str],
     if why == "TensorRT backend":
         return "only the TensorRT backend (trtllm-build) implements it, not the PyTorch one"
     return ""
+
+
+def judge_every(engine: str, architectures: Sequence[str], model_type: str | None,
+                *, remote_code: bool = False) -> Verdict | None:
+    """The verdict for an engine whose version nothing names: judged by every version kvlint
+    knows, so only what none of them serves is reported (the newest one's verdict)."""
+    table = load().get("engines", {}).get(engine)
+    if table is None:
+        return None
+    known = sorted(table["versions"], key=lambda v: Version(v) if v != "*" else Version("0"))
+    verdicts = [judge(engine, v if v != "*" else "0", architectures, model_type,
+                      remote_code=remote_code) for v in known]
+    if any(v is None or v.status == "served" for v in verdicts):
+        return None
+    if any(v is not None and v.status.endswith("-backend") for v in verdicts):
+        return next(v for v in reversed(verdicts) if v is not None and
+                    v.status.endswith("-backend"))
+    return verdicts[-1]

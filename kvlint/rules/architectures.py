@@ -27,8 +27,10 @@ class ArchitectureNotServed(Rule):
     implemented; TensorRT-LLM and llama.cpp read `architectures[0]` only. The message names
     the last version that served it or the first that does, and the engines kvlint knows
     that serve it today. A version between two that kvlint read is judged by both (no
-    finding when they disagree); `latest` or no version by the newest kvlint knows. Only
-    when an engine is named (`--engine`, a manifest's image or command).
+    finding when they disagree); `latest` or no version by the newest kvlint knows; a
+    manifest whose engine version nothing names (a custom image tag) by every version
+    kvlint knows, so only what none of them serves is reported. Only when an engine is
+    named (`--engine`, a manifest's image or command).
 
     When the engine would run the model on a secondary backend instead (vLLM's or SGLang's
     Transformers modelling backend, TGI's transformers fallback, TensorRT-LLM's TensorRT
@@ -72,22 +74,28 @@ class ArchitectureNotServed(Rule):
     severity = Severity.ERROR
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        from kvlint.engines.architectures import judge  # the table loads only when run
+        from kvlint.engines import UNKNOWN_VERSION
+        from kvlint.engines.architectures import judge, judge_every  # loaded only when run
 
         b = ctx.plan.behaviour
         if b.version is None or not b.named:  # no --engine: vLLM is only kvlint's KV model
             return
-        verdict = judge(b.engine, b.version, ctx.architectures, ctx.config_model_type,
-                        remote_code=ctx.remote_code)
+        unknown = (ctx.plan.engine_version or "").strip().lower() == UNKNOWN_VERSION
+        verdict = (judge_every(b.engine, ctx.architectures, ctx.config_model_type,
+                               remote_code=ctx.remote_code) if unknown else
+                   judge(b.engine, b.version, ctx.architectures, ctx.config_model_type,
+                         remote_code=ctx.remote_code))
         if verdict is None or verdict.status == "served":
             return
         label, arch, v = b.label, verdict.arch, verdict
+        if unknown:
+            label = f"{b.display} (version unknown: judged by every version kvlint knows)"
         what = "model type" if v.engine == "tgi" else "architecture"
         data = {"engine": v.engine, "engine_version": v.version, "architecture": arch,
                 "status": v.status, "last_served": v.last, "first_served": v.first,
                 "alternatives": list(v.alternatives), "source": v.source}
         cite = _cite(v.source)
-        if v.status == "transformers-backend":
+        if v.status.endswith("-backend"):
             removed = (f" ({v.display} served it natively until {v.last})" if v.last else "")
             yield replace(self.finding(
                 f"{label} has no native implementation of {what} {arch}{removed}: "
