@@ -42,8 +42,8 @@ class ArchitectureNotServed(Rule):
     (vLLM 0.8.5, 0.11.0, 0.33.0 `registry.py`; SGLang 0.4.6.post1, 0.5.5.post3, 0.5.23
     `EntryClass`; LMDeploy 0.7.3, 0.18.0; TGI 3.3.7; TensorRT-LLM and llama.cpp one source
     each). vLLM's fallback to transformers is judged with the transformers release its
-    requirement pins (5.20.2 for 0.33.0); older versions, whose requirement names no upper
-    bound, are judged by their registry alone.
+    requirement pins (5.20.2 for vLLM 0.33.0, 5.19.0 for SGLang 0.5.23); older versions,
+    whose requirement names no transformers release kvlint read, by their registry alone.
 
     ## Why is this bad?
     The engine refuses the model at start (vLLM: "Model architecture RWForCausalLM was
@@ -54,8 +54,9 @@ class ArchitectureNotServed(Rule):
     ## Example
     ```console
     $ kvlint check tiiuae/falcon-7b --engine vllm --engine-version 0.33.0
-    KV305 error architecture-not-served: vLLM 0.33.0 does not serve RWForCausalLM: vLLM
-    served it until 0.28.0 and refuses it since; pin vllm==0.28.0 (or older) ...
+    KV305 error architecture-not-served: vLLM 0.33.0 does not serve architecture
+    RWForCausalLM: vLLM served it until 0.28.0 and refuses it since; pin vLLM 0.28.0 (or
+    older), or serve it with TGI 3.3.7, llama.cpp (vllm/model_executor/models/registry.py@0.33.0).
     ```
 
     ## Use instead
