@@ -366,7 +366,8 @@ def transformers(version: str, source: Source) -> dict[str, Any]:
     strict: set[str] = set()
     root = "transformers/" if source.path.suffix == ".whl" else ""
     for name in source.names(f"{root}models/"):
-        if not re.fullmatch(rf"{root}models/\w+/modeling_\w+\.py", name):
+        if not re.fullmatch(rf"{root}models/\w+/modeling_\w+\.py", name) or \
+                name.startswith(f"{root}models/auto/"):  # the Auto* factories, not models
             continue
         text = source.read(name) or ""
         tree = ast.parse(text)
