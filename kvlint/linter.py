@@ -159,7 +159,8 @@ def lint_config(
     ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
                       model_problem=model_problem, gpus_requested=gpus_requested,
                       manifest_problem=manifest_problem, probe=probe, context_limit=limit,
-                      limit_policy=policy, engine_problems=engine_problems)
+                      limit_policy=policy, engine_problems=engine_problems,
+                      **_architecture(config))
     findings = tuple(
         finding
         for rule in rules
@@ -167,6 +168,23 @@ def lint_config(
         for finding in rule().check(ctx)
     )
     return ModelResult(target, plan, analysis, findings, problem, cap, probe=probe)
+
+
+def _architecture(config: dict[str, Any] | None) -> dict[str, Any]:
+    """What KV305 reads of a config: ``architectures``, top-level ``model_type`` and whether
+    ``auto_map`` names remote ``AutoModel*`` code."""
+    if not isinstance(config, dict):
+        return {}
+    archs = config.get("architectures")
+    auto_map = config.get("auto_map")
+    model_type = config.get("model_type")
+    return {
+        "architectures": tuple(a for a in archs if isinstance(a, str))
+        if isinstance(archs, list) else (),
+        "config_model_type": model_type if isinstance(model_type, str) else None,
+        "remote_code": isinstance(auto_map, dict) and any(
+            isinstance(k, str) and k.startswith("AutoModel") for k in auto_map),
+    }
 
 
 def limit_policy(plan: ServingPlan) -> LimitPolicy | None:

@@ -22,6 +22,7 @@ from typing import Any
 import pluggy
 
 from kvlint.diagnostics import Finding
+from kvlint.engines import UNKNOWN_VERSION
 from kvlint.errors import ConfigError, HubError, HubUnavailableError, InputError, UsageError
 from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
 from kvlint.loaders.files import (
@@ -61,7 +62,8 @@ ANCHORS: Mapping[str, tuple[str, ...]] = {
     "KV201": ("tp",), "KV202": ("tp",), "KV203": ("tp",), "KV204": ("tp", "dp_attention"),
     "KV205": ("pp",), "KV206": ("gpus", "tp"), "KV301": ("engine_version", "engine", "image"),
     "KV302": ("kv_cache_dtype",), "KV303": ("engine_version", "engine", "image"),
-    "KV304": ("engine_version", "image", "engine"), "KV501": ("max_model_len",),
+    "KV304": ("engine_version", "image", "engine"), "KV305": ("engine_version", "image", "engine"),
+    "KV501": ("max_model_len",),
     "KV502": ("max_num_seqs",), "KV503": ("gpus", "tp"), "KV703": ("max_model_len",),
     "KV902": ("model",),
 }
@@ -263,7 +265,7 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         base,
         layout=ParallelLayout(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention),
         engine=served.engine.value if served.engine else base.engine,
-        engine_version=(version.value if isinstance(version, Located) else "latest")
+        engine_version=(version.value if isinstance(version, Located) else UNKNOWN_VERSION)
         if served.engine else base.engine_version,
         kv_cache_dtype=_kv_dtype(served) or base.kv_cache_dtype,
         dtype=served.dtype.value if isinstance(served.dtype, Located) and

@@ -21,6 +21,7 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.attention",
     "kvlint.rules.parallelism",
     "kvlint.rules.engines",
+    "kvlint.rules.architectures",
     "kvlint.rules.capacity",
     "kvlint.rules.manifest",
     "kvlint.rules.engine_options",

@@ -29,8 +29,12 @@ ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "tgi", "lmdeploy", "llam
                             "mlc-llm", "transformers")
 """The values ``--engine`` accepts."""
 
-UNPINNED = ("latest", "nightly", "main", "master", "head")
+UNPINNED = ("latest", "nightly", "main", "master", "head", "unknown")
 """Version spellings that name no version: the newest known is assumed (KV304)."""
+
+UNKNOWN_VERSION = "unknown"
+"""A manifest's engine whose version nothing names (a custom tag, another engine's image):
+the newest known is assumed, and KV305 judges it by every version kvlint knows."""
 
 
 class EngineDataError(ValueError):

@@ -55,6 +55,12 @@ class RuleContext:
     engine_problems: tuple[EngineArgProblem, ...] = ()
     """Options and values of a manifest's engine command that the engine refuses
     (KV701/KV702)."""
+    architectures: tuple[str, ...] = ()
+    """The config's ``architectures`` (KV305)."""
+    config_model_type: str | None = None
+    """The config's top-level ``model_type`` (KV305: TGI dispatches on it)."""
+    remote_code: bool = False
+    """Whether the config's ``auto_map`` names an ``AutoModel*`` class (KV305)."""
 
 
 class Rule:
