@@ -48,7 +48,10 @@ def _layers(g: AttentionGeometry) -> str:
         parts.append(f"{len(sliding)} {word} (window {fmt_int(g.sliding_window or 0)})")
     if g.num_shared_kv_layers:
         parts.append(f"{g.num_shared_kv_layers} share KV")
-    none = g.num_layers - g.num_kv_layers - g.num_shared_kv_layers
+    recurrent = sum(1 for la in g.state_layers if not la.attends)
+    if recurrent:
+        parts.append(f"{recurrent} recurrent")
+    none = g.num_layers - g.num_kv_layers - g.num_shared_kv_layers - recurrent
     if none and g.num_kv_layers:
         parts.append(f"{none} without KV")
     return " · ".join(parts)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
-from fractions import Fraction
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.model import kv
-from kvlint.model.geometry import AttentionGeometry, LayerGeometry, LayerKind
+from kvlint.model.copies import exact_text, replicated_caches, replicated_part
+from kvlint.model.geometry import AttentionGeometry
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int, fmt_ratio, fmt_tokens
 
@@ -142,8 +141,6 @@ class TpIndivisibleKvHeads(Rule):
         b = ctx.plan.behaviour
         bad = sorted(n for n in _kv_head_layers(a.cached)
                      if kv.kv_heads_per_gpu(n, tp, b.kv_sharding) is None)
-        if not bad:
-            return  # the KV heads split; the refusal is elsewhere (recurrent state: KV207)
         counts = " and ".join(f"{n}" for n in bad)
         if b.kv_sharding == "replicate":
             why = f"{counts} is neither divisible by {tp} nor a divisor of it"
@@ -205,22 +202,6 @@ class TpIndivisibleAttentionHeads(Rule):
         )
 
 
-def replicated_part(g: AttentionGeometry) -> AttentionGeometry:
-    """What of ``g`` every rank of the attention TP group holds whole: MLA latents and the
-    extra caches marked ``replicated`` (sparse-attention indexers, compressed streams). A
-    GQA layer's own K/V (sharded by heads, KV201's concern) and recurrent state drop out."""
-    layers = []
-    for layer in g.layers:
-        extras = tuple(cache for cache in layer.extra_caches if cache.replicated)
-        if layer.is_mla:
-            layers.append(replace(layer, extra_caches=extras, state=None))
-        elif layer.holds_kv and extras:
-            layers.append(replace(layer, entry_bytes=0, extra_caches=extras, state=None))
-        else:
-            layers.append(LayerGeometry(kind=LayerKind.NONE))
-    return replace(g, layers=tuple(layers))
-
-
 class MlaLatentReplicated(Rule):
     """## What it does
     Flags an MLA model (DeepSeek-V2/V3, Kimi-K2, MiniCPM3), or a model with a cache every
@@ -268,13 +249,13 @@ class MlaLatentReplicated(Rule):
         seq = kv.bytes_per_sequence(part, a.dtype, ctx.plan.context,
                                     windowed=ctx.plan.windowed_sliding_cache, with_state=False)
         dup_seq = (tp - 1) * seq
-        what = _replicated_caches(part)
+        what = replicated_caches(part)
         whole = ("" if held == fp.bytes_per_token_per_gpu_exact
                  else f" of its {fmt_int(fp.bytes_per_token_per_gpu or 0)} B/token")
         yield self.finding(
             f"The {what} not sharded by tensor parallelism: each of the "
-            f"{tp} GPUs of {_tp_label(ctx)} stores the full {_exact(held)} B/token{whole}, "
-            f"so {_exact(dup)} B/token are copies ({fmt_bytes(dup_seq)}"
+            f"{tp} GPUs of {_tp_label(ctx)} stores the full {exact_text(held)} B/token{whole}, "
+            f"so {exact_text(dup)} B/token are copies ({fmt_bytes(dup_seq)}"
             f" per {fmt_tokens(ctx.plan.context)}-token sequence across the group). Per-GPU "
             "KV capacity does not grow with tp. Use data-parallel attention (SGLang "
             "--enable-dp-attention; vLLM --data-parallel-size with --enable-expert-parallel) "
@@ -286,21 +267,6 @@ class MlaLatentReplicated(Rule):
             duplicate_bytes_per_token=kv.exact_number(dup),
             duplicate_bytes_per_sequence=dup_seq,
         )
-
-
-def _exact(value: Fraction) -> str:
-    """``69,120``; a fraction to two decimals (``1,234.56``)."""
-    return fmt_int(int(value)) if value.denominator == 1 else f"{float(value):,.2f}"
-
-
-def _replicated_caches(part: AttentionGeometry) -> str:
-    """``MLA latent is``, ``MLA latent and the indexer cache are``, ``indexer and
-    compressed caches are``."""
-    names = (["MLA latent"] if part.is_mla else []) + sorted(
-        {cache.name for layer in part.layers for cache in layer.extra_caches})
-    if len(names) == 1:
-        return f"{names[0]}{'' if part.is_mla else ' cache'} is"
-    return f"{', '.join(names[:-1])} and {names[-1]} caches are"
 
 
 class PpUnevenLayers(Rule):
