@@ -892,8 +892,8 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
             max_model_len: int | None, max_num_seqs: int | None, revision: str | None,
             offline: bool, lock_file: str | None, locked: bool, fmt: str,
             output: str | None) -> None:
-    """Rank models by KV cost: bytes per token, or with --gpu, concurrent sequences at the
-    context beside the weights."""
+    """Rank models by KV cost: bytes per context-token sequence (recurrent state included),
+    or with --gpu, concurrent sequences at the context beside the weights."""
     from kvlint import compare as ranking
     from kvlint.linter import check_models
     from kvlint.outputs import check_outputs

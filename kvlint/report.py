@@ -120,10 +120,21 @@ class CapacityOut(_Strict):
                     "engine's default.")
     weight_bytes_per_gpu: int
     kv_budget_bytes_per_gpu: int
-    max_tokens: int
-    max_sequences: int | None
+    max_tokens: int = Field(
+        description="KV budget // bytes per token per GPU; for models with recurrent state, "
+                    "the tokens max_sequences full-length sequences hold (vLLM's 'KV cache "
+                    "size': max concurrency x max_model_len).")
+    max_sequences: int | None = Field(
+        description="KV budget // bytes_per_sequence_per_gpu.")
     crossover_batch: float | None
     tpot_floor_ms: float | None
+    context: int = Field(description="The sequence length sized: max_model_len.")
+    bytes_per_sequence_per_gpu: int = Field(
+        description="One context-token sequence on the fullest GPU: its KV (windowed and "
+                    "compressed caches as held) plus its recurrent state.")
+    state_bytes_per_sequence_per_gpu: int = Field(
+        description="The recurrent-state part of bytes_per_sequence_per_gpu (one state per "
+                    "running sequence, from the same memory as the KV cache).")
 
 
 class FindingOut(_Strict):

@@ -86,6 +86,8 @@ def test_llama31_8b_on_one_l4() -> None:
         "max_tokens": budget // 131_072, "max_sequences": budget // (8192 * 131_072),
         "crossover_batch": pytest.approx(read / (8192 * 131_072)),
         "tpot_floor_ms": pytest.approx((read + 8192 * 131_072) / 300e9 * 1000),
+        "context": 8192, "bytes_per_sequence_per_gpu": 8192 * 131_072,
+        "state_bytes_per_sequence_per_gpu": 0,
     }
     assert "KV501" not in codes(fits)
 

@@ -4,18 +4,38 @@
                   (engines whose fraction applies to the memory left after weights, like
                   TensorRT-LLM's kv_cache_free_gpu_memory_fraction:
                   (gpu_memory - weights_per_gpu - overhead) x fraction)
-    max_tokens  = budget // bytes_per_token_per_gpu
-    max_seqs(L) = budget // bytes of one L-token sequence on the fullest GPU
-                  (equal to max_tokens // L without windowed layers; windows make it larger)
+    seq(L)      = KV of one L-token sequence on the fullest GPU (windowed layers keep their
+                  window, compressed caches one entry per tokens_per_entry tokens)
+                  + its recurrent state (Mamba / linear-attention layers: one state per
+                  running sequence, whatever L)
+    max_seqs(L) = budget // seq(L), L = max_model_len
+    max_tokens  = budget // bytes_per_token_per_gpu (the exact per-token figure: a fraction
+                  for compressed caches), for models without recurrent state;
+                  with recurrent state: floor(budget x L / seq(L)), the tokens that
+                  max_seqs(L) (unrounded) full-length sequences hold. That is vLLM's own
+                  "KV cache size: N tokens" = max concurrency x max_model_len
+                  (v1/core/kv_cache_utils.py ``get_kv_cache_capacity``, vLLM 0.33.0);
+                  budget // bytes per token would count memory the states take as tokens.
     decode step = weights read + batch x sequence bytes, per GPU of the TP group, over all
                   pipeline stages; TPOT floor = step bytes / HBM bandwidth
     crossover   = weights read / sequence bytes: the batch above which KV reads exceed
                   weight reads
+
+vLLM 0.33 takes attention pages and Mamba state pages from one pool of equal-size blocks
+(``get_max_concurrency_for_kv_cache_config``: a request at max_model_len needs its attention
+blocks plus one state page per Mamba layer group). Not modelled: the page unification that
+pads each Mamba page to the attention page size (``Platform._align_hybrid_block_size``: at
+most one kernel block of attention tokens per Mamba layer), the rounding of L up to the
+enlarged block size, and the extra state pages vLLM charges per request with prefix caching
+on (``MambaSpec.max_memory_usage_bytes`` in ``align`` mode: 2 + checkpoint + speculative
+pages) or speculative decoding.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
+from math import floor
 
 from kvlint.model import kv
 from kvlint.model.serving import KvAnalysis
@@ -48,6 +68,8 @@ class Capacity:
     kv_budget_bytes_per_gpu: int
     """May be negative: the weights (and overhead) alone exceed the usable memory."""
     max_tokens: int
+    """See the module docstring: with recurrent state, the tokens ``max_sequences`` full-length
+    sequences hold."""
     context: int
     max_sequences: int | None
     decode_weight_bytes_per_gpu: int
@@ -59,6 +81,15 @@ class Capacity:
     """One ``decode_context``-token sequence on one TP rank, over all pipeline stages."""
     tpot_floor_ms: float | None
     crossover_batch: float | None
+    bytes_per_sequence_per_gpu: int = 0
+    """One ``context``-token sequence on the fullest GPU, recurrent state included."""
+    state_bytes_per_sequence_per_gpu: int = 0
+    """The recurrent-state part of it (0 without recurrent layers)."""
+
+    @property
+    def kv_bytes_per_sequence_per_gpu(self) -> int:
+        """The KV part of :attr:`bytes_per_sequence_per_gpu`."""
+        return self.bytes_per_sequence_per_gpu - self.state_bytes_per_sequence_per_gpu
 
     @property
     def usable_bytes(self) -> int:
@@ -76,8 +107,24 @@ def kv_budget(gpu: GpuSpec, utilization: float, weights: int, overhead: int,
     return int(gpu.memory_bytes * utilization) - weights - overhead
 
 
+def fit(budget: int, *, per_token: Fraction | int, kv_sequence_bytes: int, state_bytes: int,
+        context: int) -> tuple[int, int | None]:
+    """``(max_tokens, max_sequences)`` for a per-GPU ``budget`` (negative: none).
+
+    ``per_token``: KV bytes per token per GPU (exact); ``kv_sequence_bytes``: the KV of one
+    ``context``-token sequence; ``state_bytes``: its recurrent state (one per running
+    sequence). ``max_sequences`` is ``None`` when a sequence costs nothing."""
+    usable = max(budget, 0)
+    sequence = kv_sequence_bytes + state_bytes
+    sequences = usable // sequence if sequence else None
+    if state_bytes:
+        return usable * context // sequence, sequences
+    return (floor(usable / Fraction(per_token)) if per_token else 0), sequences
+
+
 def sequence_bytes_per_gpu(a: KvAnalysis, context: int) -> int | None:
-    """One ``context``-token sequence on the fullest GPU under the analysis' plan."""
+    """One ``context``-token sequence on the fullest GPU under the analysis' plan, its
+    recurrent state included."""
     return kv.bytes_per_sequence_per_gpu(
         a.cached, a.dtype, a.plan.layout, context, windowed=a.plan.windowed_sliding_cache,
         sharding=a.plan.behaviour.kv_sharding)
@@ -110,14 +157,17 @@ def capacity(
     overhead_bytes: int = DEFAULT_OVERHEAD_BYTES,
 ) -> Capacity | None:
     """Capacity of one GPU of the plan; ``None`` when the engine refuses the tp."""
-    per_token = a.footprint.bytes_per_token_per_gpu
+    per_token = a.footprint.bytes_per_token_per_gpu_exact
     context = a.plan.max_model_len or a.plan.context
     per_seq = sequence_bytes_per_gpu(a, context)
-    if per_token is None or per_seq is None:
+    state = a.state_bytes_per_sequence_per_gpu
+    if per_token is None or per_seq is None or state is None:
         return None
     budget = kv_budget(gpu, gpu_memory_utilization, weight_bytes_per_gpu, overhead_bytes,
                        fraction_of_free_memory)
-    usable = max(budget, 0)
+    max_tokens, max_sequences = fit(budget, per_token=per_token,
+                                    kv_sequence_bytes=per_seq - state, state_bytes=state,
+                                    context=context)
     tp = a.plan.layout.attention_tp
     cluster_seq = kv.bytes_per_sequence_cluster(
         a.cached, a.dtype, a.plan.layout, a.plan.context,
@@ -136,13 +186,15 @@ def capacity(
         weights_source=weights_source,
         overhead_bytes=overhead_bytes,
         kv_budget_bytes_per_gpu=budget,
-        max_tokens=usable // per_token if per_token else 0,
+        max_tokens=max_tokens,
         context=context,
-        max_sequences=usable // per_seq if per_seq else None,
+        max_sequences=max_sequences,
         decode_weight_bytes_per_gpu=decode_weight_bytes_per_gpu,
         batch=a.plan.batch,
         decode_context=a.plan.context,
         sequence_bytes_per_rank=seq_rank,
         tpot_floor_ms=step / bandwidth * 1000 if bandwidth else None,
         crossover_batch=step_weights / seq_rank if seq_rank else None,
+        bytes_per_sequence_per_gpu=per_seq,
+        state_bytes_per_sequence_per_gpu=state,
     )

@@ -92,7 +92,9 @@ def _capacity(c: Capacity) -> dict[str, Any]:
         "weight_bytes_per_gpu": c.weight_bytes_per_gpu,
         "kv_budget_bytes_per_gpu": c.kv_budget_bytes_per_gpu, "max_tokens": c.max_tokens,
         "max_sequences": c.max_sequences, "crossover_batch": c.crossover_batch,
-        "tpot_floor_ms": c.tpot_floor_ms,
+        "tpot_floor_ms": c.tpot_floor_ms, "context": c.context,
+        "bytes_per_sequence_per_gpu": c.bytes_per_sequence_per_gpu,
+        "state_bytes_per_sequence_per_gpu": c.state_bytes_per_sequence_per_gpu,
     }
 
 

@@ -26,6 +26,12 @@ from kvlint.reporters.display import (
     split_infos,
 )
 from kvlint.reporters.escape import printable
+from kvlint.reporters.geometry_text import (
+    capacity_sequences_text,
+    exact_bytes,
+    geometry_rows,
+    sequence_text,
+)
 from kvlint.units import fmt_bytes, fmt_int, fmt_ratio
 
 if TYPE_CHECKING:
@@ -68,7 +74,12 @@ def _layers(g: AttentionGeometry) -> str:
         kinds = {la.kind for la in sliding}
         word = "chunked" if kinds == {LayerKind.CHUNKED} else "sliding"
         parts.append(f"{len(sliding)} {word} (window {fmt_int(g.sliding_window or 0)})")
-    none = g.num_layers - g.num_kv_layers
+    if g.num_shared_kv_layers:
+        parts.append(f"{g.num_shared_kv_layers} share KV")
+    recurrent = sum(1 for la in g.state_layers if not la.attends)
+    if recurrent:
+        parts.append(f"{recurrent} recurrent")
+    none = g.num_layers - g.num_kv_layers - g.num_shared_kv_layers - recurrent
     if none and g.num_kv_layers:
         parts.append(f"{none} without KV")
     return " · ".join(parts)
@@ -93,7 +104,7 @@ def _per_gpu(a: KvAnalysis) -> str:
         where += f" dp={layout.dp} (attention tp={layout.attention_tp})"
     if fp.bytes_per_token_per_gpu is None:
         return f"refused at {where} (see KV202)"
-    text = f"{fmt_int(fp.bytes_per_token_per_gpu)} B at {where}"
+    text = f"{exact_bytes(fp.bytes_per_token_per_gpu_exact or 0)} B at {where}"
     if fp.kv_heads_per_gpu is not None:
         text += f" · {fp.kv_heads_per_gpu} KV head{'s' if fp.kv_heads_per_gpu > 1 else ''} per GPU"
     return text
@@ -109,19 +120,16 @@ def _table(r: ModelResult) -> list[list[str]]:
         ["attention", _attention(g)],
         ["layers", _layers(g)],
         ["heads", _heads(g)],
-        ["KV per token", f"{fmt_int(fp.bytes_per_token)} B ({fmt_bytes(fp.bytes_per_token)})"
+        *geometry_rows(a),
+        ["KV per token", f"{exact_bytes(fp.bytes_per_token_exact)} B "
+                         f"({fmt_bytes(fp.bytes_per_token)})"
                          f" · {a.dtype.name}"],
         ["per GPU", _per_gpu(a)],
     ]
     if fp.replication_factor is not None and fp.bytes_per_token:
         rows.append(["replication", f"{fmt_ratio(fp.replication_factor)}x · the group holds "
                                     f"{fmt_int(fp.bytes_per_token_cluster or 0)} B/token"])
-    seq = f"{fmt_int(a.plan.context)} tokens → {fmt_bytes(a.bytes_per_sequence)}"
-    if a.bytes_per_sequence_per_gpu is not None and a.plan.layout.tp * a.plan.layout.pp > 1:
-        seq += f" · {fmt_bytes(a.bytes_per_sequence_per_gpu)} on the fullest GPU"
-    if a.plan.batch > 1:
-        seq += (f" · batch {a.plan.batch}: {fmt_bytes(a.bytes_per_sequence * a.plan.batch)}")
-    rows.append(["per sequence", seq])
+    rows.append(["per sequence", sequence_text(a)])
     if r.capacity is not None:
         rows.extend(_capacity_rows(r.capacity, r.plan.gpu_source))
     rows.extend(["note", note] for note in g.notes)
@@ -141,8 +149,7 @@ def _capacity_rows(c: Capacity, source: str | None = None) -> list[list[str]]:
     if c.kv_budget_bytes_per_gpu <= 0:
         rows.append(["KV budget", "none: the weights and overhead fill the GPU (see KV503)"])
         return rows
-    seqs = (f" · {fmt_int(c.max_sequences)} sequences of {fmt_int(c.context)}"
-            if c.max_sequences is not None else "")
+    seqs = capacity_sequences_text(c)
     rows.append(["KV budget", f"{fmt_bytes(c.kv_budget_bytes_per_gpu)} per GPU → "
                               f"{fmt_int(c.max_tokens)} tokens{seqs}"])
     if c.tpot_floor_ms is not None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
-from kvlint.model.geometry import AttentionKind
+from kvlint.model import kv
+from kvlint.model.geometry import AttentionGeometry, AttentionKind, LayerGeometry
 from kvlint.rules.base import Rule, RuleContext
-from kvlint.units import fmt_bytes, fmt_int, fmt_tokens
+from kvlint.units import fmt_bytes, fmt_int, fmt_ratio, fmt_tokens
 
 
 def _gqa_alternative(heads: int) -> int:
@@ -17,9 +19,26 @@ def _gqa_alternative(heads: int) -> int:
     return next((kv for kv in (8, 4, 2, 1) if kv < heads and heads % kv == 0), 1)
 
 
+def _is_mha(layer: LayerGeometry) -> bool:
+    """A layer caching one KV head per query head (more than one head)."""
+    return (layer.holds_kv and not layer.is_mla and layer.entry_bytes is None
+            and layer.num_kv_heads > 1 and layer.num_kv_heads == layer.num_attention_heads)
+
+
+def _as_gqa(g: AttentionGeometry, alt: int) -> AttentionGeometry:
+    """``g`` with each MHA layer's KV heads cut by the reference layer's factor
+    (``heads / alt``); other layers (GQA, MLA, sliding with their own heads, recurrent)
+    as they are."""
+    factor = g.num_kv_heads // alt
+    return replace(g, layers=tuple(
+        replace(layer, num_kv_heads=max(layer.num_kv_heads // factor, 1))
+        if _is_mha(layer) else layer for layer in g.layers))
+
+
 class MhaKvCache(Rule):
     """## What it does
-    Flags models with full multi-head attention: as many KV heads as query heads.
+    Flags models with full multi-head attention: as many KV heads as query heads (in the
+    layers that represent the model; layers with other shapes are counted as they are).
 
     ## Why is this bad?
     Every query head caches its own K and V, so the KV cache is the group size times
@@ -54,22 +73,32 @@ class MhaKvCache(Rule):
         if heads <= 1:
             return
         alt = _gqa_alternative(heads)
-        alt_bytes = a.footprint.bytes_per_token * alt // heads
+        mha = sum(1 for layer in g.layers if _is_mha(layer))
+        gqa = _as_gqa(a.cached, alt)
+        alt_bytes = kv.bytes_per_token(gqa, a.dtype)
+        alt_seq = kv.bytes_per_sequence(gqa, a.dtype, ctx.plan.context,
+                                        windowed=ctx.plan.windowed_sliding_cache)
+        per_token = a.footprint.bytes_per_token
+        token_ratio = per_token / alt_bytes if alt_bytes else 0.0
+        seq_ratio = a.bytes_per_sequence / alt_seq if alt_seq else 0.0
         assumed = any("assumed MHA" in note for note in g.notes)
+        where = "" if mha == g.num_kv_layers else f" in {mha} of {g.num_layers} layers"
         yield self.finding(
-            f"Every one of the {heads} query heads has its own KV head"
+            f"Every one of the {heads} query heads has its own KV head{where}"
             f"{' (assumed: the config has no KV-head field)' if assumed else ''}: "
-            f"{fmt_int(a.footprint.bytes_per_token)} B/token "
-            f"({fmt_bytes(a.footprint.bytes_per_token)}), "
+            f"{fmt_int(per_token)} B/token ({fmt_bytes(per_token)}), "
             f"{fmt_bytes(a.bytes_per_sequence)} per {fmt_tokens(ctx.plan.context)}-token "
             f"sequence. A GQA-{alt} model of the same shape would need {fmt_int(alt_bytes)} "
-            f"B/token ({heads // alt}x less) and fit {heads // alt}x the concurrent sequences "
-            "in the same memory; an fp8 KV cache (--kv-cache-dtype fp8) halves it.",
+            f"B/token ({fmt_ratio(token_ratio)}x less) and fit {fmt_ratio(seq_ratio)}x the "
+            "concurrent sequences in the same memory; an fp8 KV cache (--kv-cache-dtype fp8) "
+            "halves it.",
             num_kv_heads=heads,
-            bytes_per_token=a.footprint.bytes_per_token,
+            mha_layers=mha,
+            bytes_per_token=per_token,
             bytes_per_sequence=a.bytes_per_sequence,
             gqa_alternative_kv_heads=alt,
             gqa_alternative_bytes_per_token=alt_bytes,
+            gqa_alternative_bytes_per_sequence=alt_seq,
             assumed=assumed,
         )
 
@@ -103,13 +132,17 @@ class MqaSingleKvHead(Rule):
         if a is None or a.geometry.attention is not AttentionKind.MQA:
             return
         g = a.geometry
+        single = [la for la in g.kv_layers if not la.is_mla and la.num_kv_heads == 1]
+        where = ("" if len(single) == g.num_kv_layers
+                 else f" in {len(single)} of {g.num_layers} layers")
         yield self.finding(
-            f"One KV head serves all {g.num_attention_heads} query heads: "
+            f"One KV head serves all {g.num_attention_heads} query heads{where}: "
             f"{fmt_int(a.footprint.bytes_per_token)} B/token, "
             f"{fmt_bytes(a.bytes_per_sequence)} per {fmt_tokens(ctx.plan.context)}-token "
             "sequence. The head cannot be split by tensor parallelism: add replicas (data "
             "parallelism) rather than tp to grow KV capacity.",
             num_attention_heads=g.num_attention_heads,
+            mqa_layers=len(single),
             bytes_per_token=a.footprint.bytes_per_token,
         )
 

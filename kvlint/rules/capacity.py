@@ -22,6 +22,15 @@ def _budget(cap: Capacity) -> str:
             f"weights - {fmt_bytes(cap.overhead_bytes)} overhead")
 
 
+def _what(total: int, state: int, noun: str = "of KV cache") -> str:
+    """``2.0 GiB of KV cache``, or with recurrent state ``2.0 GiB (1.9 GiB of KV cache +
+    64.0 MiB of recurrent state)``."""
+    if not state:
+        return f"{fmt_bytes(total)} {noun}"
+    return (f"{fmt_bytes(total)} ({fmt_bytes(total - state)} {noun} + {fmt_bytes(state)} "
+            "of recurrent state)")
+
+
 def _gpu(cap: Capacity, ctx: RuleContext) -> str:
     """``H200 (from resources.gpu (line 8))``: the GPU and where it was chosen."""
     source = ctx.plan.gpu_source
@@ -32,6 +41,8 @@ class MaxModelLenExceedsKvBudget(Rule):
     """## What it does
     Flags a `max_model_len` (by default the model's own maximum context) for which not even
     one full-length sequence fits in the KV memory left on a GPU after weights and overhead.
+    A sequence of a hybrid model (Mamba, linear attention) also needs its recurrent state,
+    which the engine takes from the same memory.
 
     ## Why is this bad?
     vLLM checks this at start-up, after the weights are loaded, and exits with "To serve at
@@ -62,14 +73,16 @@ class MaxModelLenExceedsKvBudget(Rule):
             return
         budget = max(cap.kv_budget_bytes_per_gpu, 0)
         longest = longest_fitting_context(a, budget, length)
+        state = a.state_bytes_per_sequence_per_gpu or 0
         yield self.finding(
-            f"One {fmt_int(length)}-token sequence needs {fmt_bytes(need)} of KV cache per GPU, "
+            f"One {fmt_int(length)}-token sequence needs {_what(need, state)} per GPU, "
             f"more than the {fmt_bytes(budget)} left on each {_gpu(cap, ctx)} "
             f"({_budget(cap)}); the largest max_model_len that fits is {fmt_int(longest)}. "
             "Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
             "--gpu-memory-utilization.",
             max_model_len=length,
             kv_bytes_needed_per_gpu=need,
+            state_bytes_per_sequence_per_gpu=state,
             kv_budget_bytes_per_gpu=cap.kv_budget_bytes_per_gpu,
             largest_fitting_max_model_len=longest,
         )
@@ -78,7 +91,7 @@ class MaxModelLenExceedsKvBudget(Rule):
 class MaxNumSeqsExceedsKvBudget(Rule):
     """## What it does
     Notes a `max_num_seqs` larger than the number of full-length sequences that fit in the
-    KV memory of a GPU.
+    KV memory of a GPU (each with its recurrent state, for hybrid models).
 
     ## Why is this bad?
     The engine will not run that many sequences at max_model_len at once: it preempts or
@@ -105,15 +118,17 @@ class MaxNumSeqsExceedsKvBudget(Rule):
         if seqs <= cap.max_sequences or not cap.weights_fit:
             return
         per_seq = sequence_bytes_per_gpu(a, cap.context) or 0
+        state = cap.state_bytes_per_sequence_per_gpu
         budget = max(cap.kv_budget_bytes_per_gpu, 0)
         yield self.finding(
             f"max_num_seqs {fmt_int(seqs)} sequences of {fmt_int(cap.context)} tokens need "
-            f"{fmt_bytes(per_seq * seqs)} of KV per GPU; {fmt_bytes(budget)} "
+            f"{_what(per_seq * seqs, state * seqs, 'of KV')} per GPU; {fmt_bytes(budget)} "
             f"on each {_gpu(cap, ctx)} holds {fmt_int(cap.max_sequences)}. Only that many run at "
             "full length at once; lower --max-num-seqs or add KV memory.",
             max_num_seqs=seqs,
             max_sequences=cap.max_sequences,
             bytes_per_sequence_per_gpu=per_seq,
+            state_bytes_per_sequence_per_gpu=state,
         )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.model import kv
+from kvlint.model.geometry import AttentionGeometry
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int, fmt_tokens
 
@@ -124,8 +125,9 @@ class Fp8KvCacheMla(Rule):
 
 class SlidingWindowFullAllocation(Rule):
     """## What it does
-    Notes a model with sliding-window or chunked attention layers on an engine version
-    that allocates full-length KV blocks for those layers too.
+    Notes a model with sliding-window or chunked attention layers (or caches kept for a
+    window of tokens) on an engine version that allocates full-length KV blocks for them
+    too.
 
     ## Why is this bad?
     A sliding layer only ever reads its last `window` tokens; an engine without windowed
@@ -149,26 +151,50 @@ class SlidingWindowFullAllocation(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         a = ctx.analysis
         b = ctx.plan.behaviour
-        if a is None or b.windowed_sliding_cache or not a.cached.num_sliding_layers:
+        if a is None or b.windowed_sliding_cache:
             return
         context = ctx.plan.context
         windowed = kv.bytes_per_sequence(a.cached, a.dtype, context, windowed=True)
         full = a.bytes_per_sequence
         if full == windowed:
-            return  # the context fits inside every window
+            return  # no windowed layer, or the context fits inside every window
         fix = f"use {b.windowed_versions}" if b.windowed_versions else \
             "use an engine with windowed allocation"
-        g = a.cached
         yield self.finding(
-            f"{b.label} allocates full-length KV for the {g.num_sliding_layers} windowed layers "
-            f"(window {fmt_int(g.sliding_window or 0)}): one {fmt_tokens(context)}-token sequence "
-            f"takes {fmt_bytes(full)} instead of {fmt_bytes(windowed)} "
-            f"(+{fmt_bytes(full - windowed)}); {fix}{_unverified(ctx, 'sliding_window')}.",
+            f"{b.label} allocates full-length KV for {_windowed(a.cached)}: one "
+            f"{fmt_tokens(context)}-token sequence takes {fmt_bytes(full)} instead of "
+            f"{fmt_bytes(windowed)} (+{fmt_bytes(full - windowed)}); "
+            f"{fix}{_unverified(ctx, 'sliding_window')}.",
             engine=b.engine,
             engine_version=b.version,
             bytes_per_sequence=full,
             windowed_bytes_per_sequence=windowed,
         )
+
+
+def _windowed(g: AttentionGeometry) -> str:
+    """``the 24 windowed layers (window 4,096)``, ``the 40 windowed layers (windows 512 and
+    1,024)``, ``the windowed compressed caches (window 128)``: what holds a window."""
+    windows = sorted({layer.window for layer in g.kv_layers
+                      if layer.is_windowed and layer.window is not None})
+    extra = sorted({cache.window for layer in g.kv_layers for cache in layer.extra_caches
+                    if cache.window is not None})
+    names = sorted({cache.name for layer in g.kv_layers for cache in layer.extra_caches
+                    if cache.window is not None})
+    parts = []
+    if windows:
+        count = sum(1 for layer in g.kv_layers if layer.is_windowed)
+        parts.append(f"the {count} windowed layers ({_windows(windows)})")
+    if extra:
+        parts.append(f"the windowed {' and '.join(names)} cache{'s' if len(names) > 1 else ''} "
+                     f"({_windows(extra)})")
+    return " and ".join(parts)
+
+
+def _windows(windows: list[int]) -> str:
+    if len(windows) == 1:
+        return f"window {fmt_int(windows[0])}"
+    return f"windows {', '.join(map(fmt_int, windows[:-1]))} and {fmt_int(windows[-1])}"
 
 
 class EngineVersionUnpinned(Rule):

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.model import kv
+from kvlint.model.copies import exact_text, replicated_caches, replicated_part
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int, fmt_ratio, fmt_tokens
@@ -203,13 +204,15 @@ class TpIndivisibleAttentionHeads(Rule):
 
 class MlaLatentReplicated(Rule):
     """## What it does
-    Flags an MLA model (DeepSeek-V2/V3, Kimi-K2, MiniCPM3) served with tensor-parallel
-    attention.
+    Flags an MLA model (DeepSeek-V2/V3, Kimi-K2, MiniCPM3), or a model with a cache every
+    GPU holds whole (a sparse-attention indexer, a compressed KV stream: DeepSeek-V3.2,
+    GLM-5, DeepSeek-V4), served with tensor-parallel attention.
 
     ## Why is this bad?
     The MLA latent (kv_lora_rank + qk_rope_head_dim per token per layer) has no head
-    dimension to shard: every rank of the TP group stores the whole latent. At tp=16 the
-    group holds 16 copies and per-GPU KV capacity does not grow with tp.
+    dimension to shard, nor have the indexer's keys: every rank of the TP group stores the
+    whole cache. At tp=16 the group holds 16 copies and per-GPU KV capacity does not grow
+    with tp.
 
     ## Example
     ```console
@@ -230,27 +233,39 @@ class MlaLatentReplicated(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         a = ctx.analysis
-        tp = ctx.plan.layout.attention_tp
-        if a is None or not a.cached.is_mla or tp <= 1:
-            return  # no MLA latent in the cache (KV301 covers engines caching full K/V)
+        layout = ctx.plan.layout
+        tp = layout.attention_tp
+        if a is None or tp <= 1 or not a.footprint.kv_ok:
+            return
         if ctx.plan.behaviour.kv_sharding == "layers":
-            return  # layer split: each GPU holds its own layers' latent once
+            return  # layer split: each GPU holds its own layers' caches once
+        part = replicated_part(a.cached)
+        logical = kv.bytes_per_token_exact(part, a.dtype)
+        if not logical:
+            return  # nothing replicated (KV301 covers engines caching MLA as full K/V)
         fp = a.footprint
-        per_gpu = fp.bytes_per_token_per_gpu or 0
-        dup = fp.duplicate_bytes_per_token or 0
+        held = kv.footprint(part, a.dtype, layout).bytes_per_token_per_gpu_exact or logical
+        dup = (tp - 1) * logical
+        seq = kv.bytes_per_sequence(part, a.dtype, ctx.plan.context,
+                                    windowed=ctx.plan.windowed_sliding_cache, with_state=False)
+        dup_seq = (tp - 1) * seq
+        what = replicated_caches(part)
+        whole = ("" if held == fp.bytes_per_token_per_gpu_exact
+                 else f" of its {fmt_int(fp.bytes_per_token_per_gpu or 0)} B/token")
         yield self.finding(
-            "The MLA latent is not sharded by tensor parallelism: each of the "
-            f"{tp} GPUs of {_tp_label(ctx)} stores the full {fmt_int(per_gpu)} B/token, so "
-            f"{fmt_int(dup)} B/token are copies ({fmt_bytes(a.duplicate_bytes_per_sequence or 0)}"
+            f"The {what} not sharded by tensor parallelism: each of the "
+            f"{tp} GPUs of {_tp_label(ctx)} stores the full {exact_text(held)} B/token{whole}, "
+            f"so {exact_text(dup)} B/token are copies ({fmt_bytes(dup_seq)}"
             f" per {fmt_tokens(ctx.plan.context)}-token sequence across the group). Per-GPU "
             "KV capacity does not grow with tp. Use data-parallel attention (SGLang "
             "--enable-dp-attention; vLLM --data-parallel-size with --enable-expert-parallel) "
             "so each rank caches only its own requests.",
             tp=tp,
             replication_factor=fp.replication_factor,
-            bytes_per_token_per_gpu=per_gpu,
-            duplicate_bytes_per_token=dup,
-            duplicate_bytes_per_sequence=a.duplicate_bytes_per_sequence,
+            bytes_per_token_per_gpu=fp.bytes_per_token_per_gpu,
+            replicated_bytes_per_token_per_gpu=kv.exact_number(held),
+            duplicate_bytes_per_token=kv.exact_number(dup),
+            duplicate_bytes_per_sequence=dup_seq,
         )
 
 
