@@ -111,6 +111,13 @@ def test_auto_kv_dtype_is_fp8() -> None:
     assert (dtype.name, dtype.bytes_per_element, dtype.requested) == ("fp8", 1, "auto")
 
 
+@pytest.mark.parametrize("requested", ["fp8", "fp8_e4m3", "fp8_ds_mla"])
+def test_fp8_spellings_vllm_accepts_give_the_same_layout(requested: str) -> None:
+    # attention.py:94-125: any fp8* value becomes fp8_ds_mla (the packed 584 B layout).
+    g = geometry(FLASH)
+    assert kv.bytes_per_token_exact(g, kv.resolve_kv_dtype(requested, g)) == FLASH_PER_TOKEN
+
+
 # ------------------------------------------------------------------------------- per token
 
 
