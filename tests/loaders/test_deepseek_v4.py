@@ -238,6 +238,12 @@ def test_layer_types_win_over_legacy_ratios_and_rates_override() -> None:
     assert compress_ratios(config, 43) == (4,) * 43
 
 
+def test_legacy_ratios_go_through_the_rate_table() -> None:
+    # transformers maps compress_ratios to layer types, then compress_rates gives the rate.
+    config = _flash_with(compress_rate_hca=4)
+    assert compress_ratios(config, 43) == tuple(4 if r else 0 for r in FLASH_RATIOS)
+
+
 def test_without_a_schedule_the_pro_default_applies() -> None:
     config = _flash_with(compress_ratios=None)
     assert compress_ratios(config, 43) == (128, 128) + (128, 4) * 20 + (128,)
@@ -255,6 +261,11 @@ def test_other_deepseek_models_are_untouched() -> None:
     ({"compress_ratios": "0,4"}, "compress_ratios"),
     ({"compress_ratios": [True] * 44}, "compress_ratios"),
     ({"layer_types": ["full_attention"] * 43}, "layer_types"),
+    ({"layer_types": [["sliding_attention"]] * 43}, "layer_types"),
+    ({"compress_ratios": [{"r": 4}] * 44}, "compress_ratios"),
+    ({"compress_rate_csa": 8}, "compress_rates"),
+    ({"compress_rates": {"compressed_sparse_attention": [4]},
+      "layer_types": ["compressed_sparse_attention"] * 43}, "compress_rates"),
     ({"compress_rates": [4, 128], "layer_types": ["sliding_attention"] * 43}, "compress_rates"),
     ({"sliding_window": 0}, "sliding_window"),
     ({"qk_rope_head_dim": 512}, "qk_rope_head_dim"),

@@ -53,6 +53,7 @@ LAYER_TYPE_RATIOS: Final = {
 """transformers ``DeepseekV4Config``: layer type <-> default compress rate
 (``_COMPRESS_RATIO_TO_LAYER_TYPE``, ``default_compress_rates``)."""
 
+RATIO_LAYER_TYPES: Final = {v: k for k, v in LAYER_TYPE_RATIOS.items()}
 SUPPORTED_RATIOS: Final = (0, 4, 128)
 """vLLM's ``CompressorStateCache`` asserts ``compress_ratio in [4, 128]`` (0: sliding only)."""
 
@@ -98,44 +99,49 @@ def _ratio_table(config: Mapping[str, Any]) -> dict[str, int]:
     return rates
 
 
+def _layer_types(config: Mapping[str, Any], num_layers: int) -> tuple[str, list[Any]]:
+    """(the field read, each layer's type) as transformers' ``DeepseekV4Config.__post_init__``
+    builds ``layer_types``: explicit ``layer_types``, else the legacy per-layer
+    ``compress_ratios`` (0/4/128) mapped to types, else the V4-Pro default."""
+    for field in ("layer_types", "compress_ratios"):
+        values = config.get(field)
+        if values is None:
+            continue
+        if not isinstance(values, Sequence) or isinstance(values, str):
+            raise ConfigError(f"field '{field}' must be a list, got {values!r}", field=field)
+        if len(values) < num_layers:
+            raise ConfigError(f"field '{field}' must give all {num_layers} layers, got "
+                              f"{len(values)} entries", field=field)
+        if field == "layer_types":
+            return field, list(values[:num_layers])
+        return field, [RATIO_LAYER_TYPES.get(v) if isinstance(v, int) and not isinstance(v, bool)
+                       else None for v in values[:num_layers]]
+    return "num_hidden_layers", ["heavily_compressed_attention"] * min(num_layers, 2) + [
+        "compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
+        for i in range(max(num_layers - 2, 0))]
+
+
 def compress_ratios(config: Mapping[str, Any], num_layers: int) -> tuple[int, ...]:
-    """Each decoder layer's compress ratio (0: sliding window only), as transformers'
-    ``DeepseekV4Config.__post_init__`` and vLLM's ``DeepseekV4Attention`` read it:
-    ``layer_types`` through ``compress_rates``, else the legacy per-layer ``compress_ratios``
-    (MTP entries past ``num_hidden_layers`` dropped), else the V4-Pro default (two
-    heavily-compressed layers, then compressed-sparse / heavily-compressed alternating)."""
-    layer_types = config.get("layer_types")
-    legacy = config.get("compress_ratios")
-    if layer_types is not None:
-        field = "layer_types"
-        if not isinstance(layer_types, Sequence) or isinstance(layer_types, str):
-            raise ConfigError(f"field 'layer_types' must be a list, got {layer_types!r}",
+    """Each decoder layer's compress ratio (0: sliding window only), as vLLM's
+    ``DeepseekV4Attention`` reads it (``max(1, compress_rates.get(layer_type, 0))``) from the
+    transformers config: the layer types (:func:`_layer_types`; MTP entries past
+    ``num_hidden_layers`` dropped) through ``compress_rates``."""
+    field, types = _layer_types(config, num_layers)
+    rates = _ratio_table(config)
+    out = []
+    for i, layer_type in enumerate(types):
+        if not isinstance(layer_type, str) or layer_type not in LAYER_TYPE_RATIOS:
+            allowed = RATIO_LAYER_TYPES if field == "compress_ratios" else LAYER_TYPE_RATIOS
+            raise ConfigError(f"field '{field}' entry {i} must be one of "
+                              f"{', '.join(map(str, allowed))}; got {config[field][i]!r}",
                               field=field)
-        rates = _ratio_table(config)
-        unknown = [t for t in layer_types if t not in LAYER_TYPE_RATIOS]
-        if unknown:
-            raise ConfigError(f"field 'layer_types' must name {', '.join(LAYER_TYPE_RATIOS)}; "
-                              f"got {unknown[0]!r}", field=field)
-        ratios: list[Any] = [rates.get(t, 0) for t in layer_types]
-    elif legacy is not None:
-        field = "compress_ratios"
-        if not isinstance(legacy, Sequence) or isinstance(legacy, str):
-            raise ConfigError(f"field 'compress_ratios' must be a list, got {legacy!r}",
-                              field=field)
-        ratios = list(legacy)
-    else:
-        field = "num_hidden_layers"
-        ratios = [128] * min(num_layers, 2) + [
-            4 if i % 2 else 128 for i in range(max(num_layers - 2, 0))]
-    if len(ratios) < num_layers:
-        raise ConfigError(f"field '{field}' must give all {num_layers} layers, got "
-                          f"{len(ratios)} entries", field=field)
-    for value in ratios[:num_layers]:
-        if isinstance(value, bool) or value not in SUPPORTED_RATIOS:
-            raise ConfigError(
-                f"field '{field}' must give compress ratios 0, 4 or 128 (vLLM 0.33's "
-                f"DeepSeek-V4 compressor), got {value!r}", field=field)
-    return tuple(int(v) for v in ratios[:num_layers])
+        ratio = rates.get(layer_type, 0)
+        if isinstance(ratio, bool) or ratio not in SUPPORTED_RATIOS:
+            name = "compress_rates"
+            raise ConfigError(f"field '{name}' gives {layer_type} the compress rate {ratio!r}; "
+                              "vLLM 0.33's DeepSeek-V4 compressor takes 4 or 128", field=name)
+        out.append(int(ratio))
+    return tuple(out)
 
 
 def _compressor_state(name: str, head_dim: int, ratio: int) -> ExtraCache:
