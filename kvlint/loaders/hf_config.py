@@ -58,6 +58,8 @@ LAYER_TYPE_KINDS: Final = {
     "sliding_window_attention": LayerKind.SLIDING,
     "local": LayerKind.SLIDING,
     "chunked_attention": LayerKind.CHUNKED,
+    "compressed_sparse_attention": LayerKind.SLIDING,  # DeepSeek-V4: a window plus compressed
+    "heavily_compressed_attention": LayerKind.SLIDING,  # caches (loaders/families/deepseek_v4)
     "linear_attention": LayerKind.NONE,
     "mamba": LayerKind.NONE,
     "mamba2": LayerKind.NONE,

@@ -171,6 +171,10 @@ class AttentionGeometry:
     (DeepSeek-V4: ``fp8``)."""
     architecture: str | None = None
     """``architectures[0]`` of the config, when it names one."""
+    tp_divided: tuple[tuple[str, int, str], ...] = ()
+    """Counts other than heads that the engine's model code splits evenly over tensor-parallel
+    GPUs, as ``(config field, count, source)``: a tp that does not divide one is refused
+    (DeepSeek-V4 ``o_groups``)."""
 
     @property
     def num_layers(self) -> int:

@@ -108,6 +108,9 @@ def resolve_kv_dtype(requested: str, geometry: AttentionGeometry,
         return KvDtype(SIXTEEN_BIT[value], 2, requested=value)
     if value in FP8:
         return KvDtype(value, 1, requested=value)
+    if value == "fp8_ds_mla" and geometry.default_kv_dtype in FP8 and geometry.kv_layers \
+            and all(layer.entry_bytes is not None for layer in geometry.kv_layers):
+        return KvDtype("fp8_ds_mla", 1, requested=value)  # DeepSeek-V4: its packed layout
     if value == "fp8_ds_mla":
         latent = (geometry.kv_lora_rank, geometry.qk_rope_head_dim)
         if latent != FP8_DS_MLA_LATENT:

@@ -54,6 +54,10 @@ TRANSFORMERS_LAYER_KINDS = {
     "mamba": LayerKind.NONE,
     "mlp": LayerKind.NONE,  # Nemotron-H MLP-only layers
     "moe": LayerKind.NONE,  # Nemotron-H MoE-only layers
+    # DeepSeek-V4: every layer keeps a sliding-window cache; the compressed streams of these
+    # two kinds are extra caches on top of it (kvlint.loaders.families.deepseek_v4).
+    "compressed_sparse_attention": LayerKind.SLIDING,
+    "heavily_compressed_attention": LayerKind.SLIDING,
 }
 
 

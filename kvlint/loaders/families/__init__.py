@@ -20,7 +20,14 @@ from kvlint.model.geometry import AttentionGeometry
 
 Refiner = Callable[[Mapping[str, Any], AttentionGeometry], AttentionGeometry]
 
-REFINERS: tuple[Refiner, ...] = ()
+
+def _refiners() -> tuple[Refiner, ...]:
+    from kvlint.loaders.families.deepseek_v4 import refine_deepseek_v4
+
+    return (refine_deepseek_v4,)
+
+
+REFINERS: tuple[Refiner, ...] = _refiners()
 
 
 def refine(config: Mapping[str, Any], geometry: AttentionGeometry) -> AttentionGeometry:
