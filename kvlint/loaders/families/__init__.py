@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kvlint.loaders.families.recurrent import refine_recurrent
 from kvlint.model.geometry import AttentionGeometry
 
 Refiner = Callable[[Mapping[str, Any], AttentionGeometry], AttentionGeometry]
 
-REFINERS: tuple[Refiner, ...] = ()
+REFINERS: tuple[Refiner, ...] = (
+    refine_recurrent,
+)
 
 
 def refine(config: Mapping[str, Any], geometry: AttentionGeometry) -> AttentionGeometry:
