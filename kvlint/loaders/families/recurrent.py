@@ -8,7 +8,8 @@ Which layers keep a state, and its dimensions, read from the config fields the e
 * ``hybrid_override_pattern`` ``M`` layers (Nemotron-H, Nemotron-3): Mamba-2;
 * ``layer_types`` / ``layers_block_type`` entries ``mamba``/``mamba2`` (Granite-4 hybrid,
   Zamba2 also ``hybrid``), ``linear_attention`` (Qwen3-Next, Qwen3.5, Olmo-Hybrid: gated delta
-  net; Kimi-style configs: KDA) and ``conv`` (LFM2: short conv);
+  net; configs with Mamba heads, as transformers 5 writes Granite-4 hybrid: Mamba-2;
+  Kimi-style configs: KDA) and ``conv`` (LFM2: short conv);
 * the non-attention layers of Jamba (``attn_layer_period``: Mamba-1) and of Qwen3-Next
   without ``layer_types`` (``full_attention_interval``: gated delta net);
 * ``linear_attn_config.kda_layers`` (Kimi-Linear, Kimi-K3; 1-based layer numbers, as
@@ -86,9 +87,14 @@ def _mamba_kind(config: Mapping[str, Any], model_type: str) -> str:
     return "mamba1"
 
 
-def _linear_kind(config: Mapping[str, Any]) -> str:
+def _linear_kind(config: Mapping[str, Any], model_type: str) -> str:
+    """``linear_attention`` layers: gated delta net (``linear_num_value_heads``), Mamba where
+    the config has Mamba heads (transformers 5 names Granite-4's and Zamba2's Mamba layers
+    ``linear_attention``), else Kimi delta attention."""
     if config.get("linear_num_value_heads") is not None:
         return "gdn"
+    if any(config.get(f) is not None for f in MAMBA2_HEAD_FIELDS):
+        return _mamba_kind(config, model_type)
     return "kda"
 
 
@@ -196,7 +202,7 @@ def refine_recurrent(config: Mapping[str, Any], geometry: AttentionGeometry) -> 
     states: dict[str, RecurrentState] = {}
     missing: dict[str, str] = {}
     for family in sorted({f for f in schedule if f}):
-        kind = {"mamba": _mamba_kind(config, mt), "linear": _linear_kind(config)}.get(
+        kind = {"mamba": _mamba_kind(config, mt), "linear": _linear_kind(config, mt)}.get(
             family, family)
         try:
             states[family] = RecurrentState(kind, _dims(kind, config, mt), dtype)
