@@ -51,6 +51,11 @@ _NAMED: Final = {"mamba": "mamba", "mamba2": "mamba", "hybrid": "mamba",
                  "linear_attention": "linear", "conv": "short_conv"}
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
 class _Missing(Exception):
     def __init__(self, field: str) -> None:
         super().__init__(field)
@@ -62,9 +67,9 @@ def _int(config: Mapping[str, Any], *names: str) -> int:
         value = config.get(name)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) \
-                or value < 1 or value > 1 << 40:
-            raise ConfigError(f"field '{name}' must be a positive integer, got {value!r}",
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not 1 <= value <= 1 << 40 or value != int(value):
+            raise ConfigError(f"field '{name}' must be a positive integer, got {_shown(value)}",
                               field=name)
         return int(value)
     raise _Missing(" / ".join(names))
@@ -73,9 +78,10 @@ def _int(config: Mapping[str, Any], *names: str) -> int:
 def _expanded(config: Mapping[str, Any], name: str) -> int:
     """``int(expand * hidden_size)`` as the model code computes it."""
     expand = config.get(name)
-    if isinstance(expand, bool) or not isinstance(expand, (int, float)) or expand <= 0 \
-            or expand > 1 << 20:
-        raise ConfigError(f"field '{name}' must be a positive number, got {expand!r}", field=name)
+    if isinstance(expand, bool) or not isinstance(expand, (int, float)) \
+            or not 0 < expand <= 1 << 20:
+        raise ConfigError(f"field '{name}' must be a positive number, got {_shown(expand)}",
+                          field=name)
     return int(expand * _int(config, "hidden_size"))
 
 
