@@ -86,3 +86,12 @@ def test_non_recurrent_configs_are_unchanged() -> None:
     config = _base(model_type="llama")
     g = resolve_geometry(config)
     assert g.state_layers == () and g.notes == ()
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1, 1e300, "x" * 10_000, True, 2.5])
+def test_hostile_state_fields_are_one_line_config_errors(value: Any) -> None:
+    config = _base(model_type="jamba", attn_layer_period=3, attn_layer_offset=1,
+                   mamba_d_state=value, mamba_d_conv=4, mamba_expand=2)
+    with pytest.raises(ConfigError, match="mamba_d_state") as err:
+        resolve_geometry(config)
+    assert len(str(err.value)) < 200
