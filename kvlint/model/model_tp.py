@@ -54,7 +54,11 @@ usual ``max(1, ...)`` replication (every model file of the 0.33.0 wheel read for
 
 NO_REPLICATION_ENGINES: Final = frozenset({"vllm"})
 STATE_SPLIT_ENGINES: Final = frozenset({"vllm", "sglang"})
-"""Engines whose Mamba / linear-attention layers shard the state by heads over tp."""
+"""Engines whose Mamba / linear-attention layers shard the state by heads over tp. SGLang
+0.5.23 asserts the same Mamba-2 group rule (``sglang/srt/layers/attention/mamba/mamba.py``
+line 249: ``n_groups % tp_size == 0 or n_groups == 1``); its gpt-oss attention replicates KV
+heads (``sglang/srt/models/gpt_oss.py`` line 405: ``max(1, ...)``), hence
+:data:`NO_KV_REPLICATION` is vLLM's alone."""
 
 
 def _kv_refusals(geometry: AttentionGeometry, tp: int) -> list[TpRefusal]:

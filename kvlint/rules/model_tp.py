@@ -26,7 +26,9 @@ class TpRefusedByModel(Rule):
       gpt-oss's 8 KV heads).
 
     The divisibilities are those vLLM 0.33.0 asserts (`mamba_mixer2.py`, the state-shape
-    calculators of `mamba_utils.py`, each model file); the message cites the file.
+    calculators of `mamba_utils.py`, each model file); the message cites the file. SGLang
+    (0.5.23) asserts the same Mamba-2 group rule; the KV-head cases are vLLM's alone (SGLang's
+    gpt-oss replicates KV heads).
 
     ## Why is this bad?
     The engine fails while building the model (an assertion or a division by zero), minutes
