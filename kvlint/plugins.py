@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 BUILTIN_PLUGINS = (
     "kvlint.rules.attention",
     "kvlint.rules.parallelism",
+    "kvlint.rules.model_tp",
     "kvlint.rules.engines",
     "kvlint.rules.architectures",
     "kvlint.rules.capacity",

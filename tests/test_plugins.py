@@ -23,9 +23,9 @@ from tests.helpers import CONFIGS, ROOT
 from tests.plugins import kvlint_example_plugin
 
 BUILTIN_CODES = [
-    "KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV206", "KV301", "KV302",
-    "KV303", "KV304", "KV305", "KV401", "KV402", "KV403", "KV404", "KV501", "KV502", "KV503",
-    "KV601", "KV701", "KV702", "KV703", "KV900",
+    "KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV206", "KV207",
+    "KV301", "KV302", "KV303", "KV304", "KV305", "KV401", "KV402", "KV403", "KV404",
+    "KV501", "KV502", "KV503", "KV601", "KV701", "KV702", "KV703", "KV900",
     "KV901", "KV902", "KV903"]
 
 
@@ -64,10 +64,10 @@ def test_third_party_plugin_adds_rule_and_reporter() -> None:
 def test_selection() -> None:
     registry = registry_with()
     assert [r.code for r in registry.select(["KV2"])] == ["KV201", "KV202", "KV203", "KV204",
-                                                           "KV205", "KV206"]
+                                                           "KV205", "KV206", "KV207"]
     assert [r.code for r in registry.select(["ALL"], ["KV1", "KV3", "KV4", "KV5", "KV6", "KV7",
                                                       "KV90", "gpu-count-mismatch"])] == \
-        ["KV201", "KV202", "KV203", "KV204", "KV205"]
+        ["KV201", "KV202", "KV203", "KV204", "KV205", "KV207"]
     assert registry.select(None) == registry.rules
     with pytest.raises(UsageError, match="unknown rule or prefix 'XX'"):
         registry.select(["XX"])
@@ -177,9 +177,10 @@ def test_crashing_plugin_rule_is_one_line(installed_plugin: dict[str, str],
 
 
 @pytest.mark.parametrize(("select", "ignore", "extend", "want"), [
-    (["KV2"], ["KV201"], [], ["KV202", "KV203", "KV204", "KV205", "KV206"]),
+    (["KV2"], ["KV201"], [], ["KV202", "KV203", "KV204", "KV205", "KV206", "KV207"]),
     (["KV201"], ["KV2"], [], ["KV201"]),  # the longer match wins
-    (["KV20"], ["KV2"], [], ["KV201", "KV202", "KV203", "KV204", "KV205", "KV206"]),
+    (["KV20"], ["KV2"], [], ["KV201", "KV202", "KV203", "KV204", "KV205", "KV206",
+                             "KV207"]),
     (["tp-replicates-kv-heads"], ["KV20"], [], ["KV201"]),  # a name is most specific
     (["KV1"], [], ["KV901"], ["KV101", "KV102", "KV901"]),
     (["KV2"], ["KV2"], [], []),  # a tie: ignore wins

@@ -10,6 +10,7 @@ from kvlint.hookspecs import hookimpl
 from kvlint.model import kv
 from kvlint.model.copies import exact_text, replicated_caches, replicated_part
 from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.model_tp import model_tp_refusals
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int, fmt_ratio, fmt_tokens
 
@@ -69,6 +70,8 @@ class TpReplicatesKvHeads(Rule):
         if a is None or not a.footprint.kv_ok:
             return
         tp = ctx.plan.layout.attention_tp
+        if model_tp_refusals(a.geometry, tp, ctx.plan.behaviour.engine):
+            return  # the engine cannot build the model at this tp (KV207)
         sharding = ctx.plan.behaviour.kv_sharding
         g = a.cached
         per_gpu = {n: kv.kv_heads_per_gpu(n, tp, sharding) or n for n in _kv_head_layers(g)}
@@ -141,6 +144,8 @@ class TpIndivisibleKvHeads(Rule):
         b = ctx.plan.behaviour
         bad = sorted(n for n in _kv_head_layers(a.cached)
                      if kv.kv_heads_per_gpu(n, tp, b.kv_sharding) is None)
+        if not bad:
+            return  # the heads fit; a recurrent state that does not split is KV207's
         counts = " and ".join(f"{n}" for n in bad)
         if b.kv_sharding == "replicate":
             why = f"{counts} is neither divisible by {tp} nor a divisor of it"

@@ -23,8 +23,9 @@ Refiner = Callable[[Mapping[str, Any], AttentionGeometry], AttentionGeometry]
 
 def _refiners() -> tuple[Refiner, ...]:
     from kvlint.loaders.families.deepseek_v4 import refine_deepseek_v4
+    from kvlint.loaders.families.recurrent import refine_recurrent
 
-    return (refine_deepseek_v4,)
+    return (refine_deepseek_v4, refine_recurrent)
 
 
 REFINERS: tuple[Refiner, ...] = _refiners()

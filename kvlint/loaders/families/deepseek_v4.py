@@ -65,7 +65,7 @@ INDEXER_QUANT_BLOCK: Final = 128
 INDEXER_RATIO: Final = 4
 """Only ratio-4 layers have an indexer (``DeepseekV4Attention.__init__``)."""
 O_GROUPS: Final = (
-    "vllm 0.33.0 models/deepseek_v4/attention.py:226 n_local_groups = o_groups // tp_size; "
+    "models/deepseek_v4/attention.py:226 n_local_groups = o_groups // tp_size; "
     "nvidia/flashmla.py:69 heads_per_group = n_local_heads // n_local_groups (zero groups per "
     "GPU: division by zero at the first forward)")
 """Why vLLM needs ``o_groups`` divisible by tp (the grouped output projection ``wo_a``)."""
