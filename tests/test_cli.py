@@ -77,7 +77,7 @@ def test_text_output_layers_with_windows_and_none() -> None:
     out = run(str(CONFIGS / "openai--gpt-oss-20b.json"),
               str(CONFIGS / "ai21labs--AI21-Jamba-1.5-Mini.json")).stdout
     assert "24 of 24 hold KV · 12 sliding (window 128)" in out
-    assert "4 of 32 hold KV · 28 without KV" in out
+    assert "4 of 32 hold KV · 28 recurrent" in out
 
 
 def test_text_output_says_when_mha_was_assumed() -> None:
