@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Final
 
-__all__ = ["cache_dir", "cached_file", "commit_of"]
+__all__ = ["cache_dir", "cached_absent", "cached_file", "commit_of"]
 
 _COMMIT: Final = re.compile(r"[0-9a-f]{40}")
 
@@ -76,3 +76,14 @@ def cached_file(repo_id: str, filename: str, revision: str | None = None, *,
         return None
     path = repo_dir / "snapshots" / commit / filename
     return (path, commit) if path.is_file() else None
+
+
+def cached_absent(repo_id: str, filename: str, revision: str | None = None, *,
+                  cache: Path | None = None) -> bool:
+    """Whether the cache records that ``filename`` does not exist at ``revision`` (the
+    ``.no_exist/<commit>/<file>`` marker huggingface_hub leaves after a 404)."""
+    if not (_safe_parts(repo_id) and repo_id.count("/") <= 1 and _safe_parts(filename)):
+        return False
+    repo_dir = (cache or cache_dir()) / f"models--{repo_id.replace('/', '--')}"
+    commit = commit_of(repo_dir, revision or "main")
+    return commit is not None and (repo_dir / ".no_exist" / commit / filename).is_file()

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from kvlint.loaders.checkpoint import hub_checkpoint_size
 from kvlint.loaders.hub import download_config
-from kvlint.loaders.hub_cache import cache_dir, cached_file
+from kvlint.loaders.hub_cache import cache_dir, cached_absent, cached_file
 from tests.hub_server import FakeHub
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,3 +120,20 @@ def test_cache_dir_follows_huggingface_hub_variables(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert cache_dir() == Path(expected)
+
+
+def test_no_exist_marker_left_by_huggingface_hub_is_read_by_path(fake_hub: FakeHub) -> None:
+    """An online 404 leaves ``.no_exist/<commit>/<file>``; offline, the checkpoint size of a
+    repo without a weight index is then known to be absent without huggingface_hub."""
+    fake_hub.add_repo("org/model", {"config.json": CONFIG}, commit=SHA_A)
+    download_config("org/model")
+    assert hub_checkpoint_size("org/model") is None  # the Hub's 404, cached as a marker
+    assert cached_absent("org/model", "model.safetensors.index.json")
+    assert cached_absent("org/model", "model.safetensors.index.json", SHA_A)
+    assert not cached_absent("org/model", "config.json")
+    code = ("import sys\n"
+            "from kvlint.loaders.checkpoint import hub_checkpoint_size\n"
+            "assert hub_checkpoint_size('org/model', offline=True) is None\n"
+            "assert 'huggingface_hub' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=os.environ.copy(), check=True,
+                   timeout=60)
