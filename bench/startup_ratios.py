@@ -1,6 +1,6 @@
 """Start-up CPU time of kvlint commands as ratios to the bare interpreter and to ruff.
 
-    python bench/startup_ratios.py [--runs 15]
+    python bench/startup_ratios.py [--runs 15] [--compare-root OTHER_CHECKOUT]
 
 Each round runs every command once, in turn (interleaved, so load on a shared machine hits
 all commands alike); a command's cost is its process's CPU time (user + system, from
@@ -11,6 +11,8 @@ and ``--help``; ``kvlint check`` of one local config; ``kvlint lint`` of one Kub
 manifest whose model (config and weight index) is in the Hugging Face cache (written in
 huggingface_hub's cache layout in a temporary ``HF_HUB_CACHE``; ``HF_HUB_OFFLINE=1``).
 Plugin autoload stays on (the default), so the entry-point discovery is measured too.
+``--compare-root`` adds the same kvlint commands run from another checkout (an older commit,
+``git archive``/``git worktree add``), in the same rounds.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ spec:
 """
 
 
+def _env(base: dict[str, str], root: Path) -> dict[str, str]:
+    return {**base, "PYTHONPATH": os.pathsep.join(filter(None, [str(root),
+                                                               os.environ.get("PYTHONPATH")]))}
+
+
 def cpu_seconds(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
@@ -76,31 +83,35 @@ def _cache(root: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--compare-root", type=Path, default=None)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         manifest = work / "deploy.yaml"
         manifest.write_text(MANIFEST)
-        env = {**os.environ, "HF_HUB_CACHE": str(_cache(work)), "HF_HUB_OFFLINE": "1",
-               "KVLINT_CACHE_DIR": str(work / "kvlint-cache"),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                            os.environ.get("PYTHONPATH")]))}
+        base = {**os.environ, "HF_HUB_CACHE": str(_cache(work)), "HF_HUB_OFFLINE": "1",
+                "KVLINT_CACHE_DIR": str(work / "kvlint-cache")}
+        env = _env(base, ROOT)
         kvlint = [sys.executable, "-m", "kvlint"]
-        commands = {"python -c pass": [sys.executable, "-c", "pass"]}
+        commands = {"python -c pass": ([sys.executable, "-c", "pass"], env)}
         ruff = shutil.which("ruff")
         if ruff:
-            commands["ruff --version"] = [ruff, "--version"]
-        commands.update({
-            "kvlint --version": [*kvlint, "--version"],
-            "kvlint --help": [*kvlint, "--help"],
-            f"kvlint check {CONFIG.name}": [*kvlint, "check", str(CONFIG), "--format", "json"],
-            "kvlint lint deploy.yaml (model cached, offline)":
-                [*kvlint, "lint", str(manifest), "--format", "json"],
-        })
+            commands["ruff --version"] = ([ruff, "--version"], env)
+        roots = [("", ROOT)] + ([(" [compare]", args.compare_root)] if args.compare_root else [])
+        for tag, root in roots:
+            run_env = _env(base, root)
+            commands.update({
+                f"kvlint --version{tag}": ([*kvlint, "--version"], run_env),
+                f"kvlint --help{tag}": ([*kvlint, "--help"], run_env),
+                f"kvlint check {CONFIG.name}{tag}":
+                    ([*kvlint, "check", str(CONFIG), "--format", "json"], run_env),
+                f"kvlint lint deploy.yaml (model cached, offline){tag}":
+                    ([*kvlint, "lint", str(manifest), "--format", "json"], run_env),
+            })
         samples: dict[str, list[float]] = {name: [] for name in commands}
         for round_ in range(args.runs + 1):
-            for name, cmd in commands.items():
-                seconds = cpu_seconds(cmd, env, work)
+            for name, (cmd, cmd_env) in commands.items():
+                seconds = cpu_seconds(cmd, cmd_env, work)
                 if round_:
                     samples[name].append(seconds)
     base = statistics.median(samples["python -c pass"])

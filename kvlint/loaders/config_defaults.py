@@ -6,8 +6,8 @@ release knows, the defaults of the fields kvlint reads: plain values, and the de
 class derives from other arguments as verified forms (``num_key_value_heads`` = a copy of
 ``num_attention_heads``, ``head_dim`` = ``hidden_size // num_attention_heads``...), evaluated
 here on the config's own values. A model type the table lacks is asked of the installed
-transformers when it is importable (the value's note says so); otherwise it is unknown, as
-it was before the table existed.
+transformers when it is importable and a different release than the table's (the value's
+note says so); otherwise it is unknown, as it was before the table existed.
 """
 
 from __future__ import annotations
@@ -39,6 +39,19 @@ def transformers_importable() -> bool:
         return importlib.util.find_spec("transformers") is not None
     except (ImportError, ValueError):
         return False
+
+
+@cache
+def installed_transformers_version() -> str | None:
+    """The installed transformers' version (from its metadata, no import), or None."""
+    if not transformers_importable():
+        return None
+    from importlib import metadata
+
+    try:
+        return metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _is_int(value: Any) -> bool:
@@ -97,10 +110,8 @@ class TableDefaults:
         """Where ``model_type``'s defaults come from, when not from kvlint's table."""
         if model_type in self._types or self._transformers is None:
             return None
-        from importlib import metadata
-
         return (f"defaults of model_type {model_type!r} came from the installed transformers "
-                f"{metadata.version('transformers')} (kvlint's table, generated from "
+                f"{installed_transformers_version()} (kvlint's table, generated from "
                 f"transformers {self._data.get('transformers')}, does not list it)")
 
     # --- internals ----------------------------------------------------------------------
@@ -109,7 +120,10 @@ class TableDefaults:
         if self._transformers is None:
             enabled = self._fallback_enabled
             if enabled is None:
-                enabled = transformers_importable()
+                # the table lists every model type of the release it was generated from:
+                # the same release installed has nothing more to say
+                installed = installed_transformers_version()
+                enabled = installed is not None and installed != self._data.get("transformers")
             if not enabled:
                 return None
             from kvlint.loaders.transformers_defaults import TransformersDefaults

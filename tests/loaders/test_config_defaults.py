@@ -153,3 +153,19 @@ def test_checking_every_fixture_config_imports_neither_transformers_nor_torch() 
                           cwd=ROOT, check=True, timeout=300)
     loaded = set(json.loads(proc.stdout.strip().splitlines()[-1]))
     assert not {m for m in loaded if m.split(".")[0] in ("transformers", "torch")}
+
+
+def test_unknown_type_with_the_tables_own_transformers_release_imports_nothing() -> None:
+    """The table lists every model type of the release it came from: with that release
+    installed, a remote-code type is unknown without importing transformers."""
+    code = (
+        "import sys\n"
+        "from kvlint.loaders.config_defaults import TableDefaults, table, "
+        "installed_transformers_version\n"
+        "same = installed_transformers_version() == table()['transformers']\n"
+        "d = TableDefaults()\n"
+        "assert not d.knows('remote_thing_xyz')\n"
+        "assert d.text_model_type('remote_thing_xyz') is None\n"
+        "assert not same or 'transformers' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, timeout=120)
