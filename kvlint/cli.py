@@ -15,24 +15,24 @@ import click
 
 from kvlint import __version__
 from kvlint.diagnostics import FAIL_ON_CHOICES
-from kvlint.engines import ENGINES, load_engines, parse_version
+from kvlint.engine_names import ENGINES
 from kvlint.errors import KvlintError, UsageError
 from kvlint.loaders.paths import exists
 from kvlint.model.kv import KV_CACHE_DTYPES, ParallelLayout
 from kvlint.model.limits import MAX_GIB, MAX_LAYERS, MAX_PARALLEL, MAX_SIZE
 from kvlint.model.serving import DEFAULT_CONTEXT, ServingPlan
-from kvlint.registry import Registry
-from kvlint.settings import LoadedSettings, Settings
-from kvlint.suppress import Policy
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: --version and --help stay light
     import pluggy
 
     from kvlint.diagnostics import Finding
     from kvlint.linter import LintRun
     from kvlint.loaders.lock import ModelLock
+    from kvlint.registry import Registry
     from kvlint.reporters.base import Reporter
     from kvlint.rules.base import Rule
+    from kvlint.settings import LoadedSettings, Settings
+    from kvlint.suppress import Policy
 
 F = TypeVar("F", bound=Callable[..., Any])
 OFFLINE_ENV = "HF_HUB_OFFLINE"
@@ -53,6 +53,7 @@ def _fail(message: str) -> NoReturn:
 
 def _registry(no_plugins: bool) -> Registry:
     from kvlint.plugins import get_plugin_manager
+    from kvlint.registry import Registry
 
     return Registry.from_plugins(get_plugin_manager(load_entry_points=not no_plugins))
 
@@ -263,6 +264,8 @@ class Session:
         from kvlint import settings as settings_module
         from kvlint.outputs import check_outputs
         from kvlint.plugins import get_plugin_manager
+        from kvlint.registry import Registry
+        from kvlint.suppress import Policy
 
         loaded = settings_module.load(starts, config=config_file, isolated=isolated)
         d = loaded.settings
@@ -541,6 +544,8 @@ def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
           gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
           max_model_len: int | None, max_num_seqs: int | None) -> ServingPlan:
     """The serving plan of the command line, validated (UsageError on nonsense)."""
+    from kvlint.engines import load_engines, parse_version
+
     try:
         if engine_version is not None:
             parse_version(load_engines()[(engine or "vllm").lower()], engine_version)

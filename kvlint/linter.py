@@ -99,9 +99,11 @@ class LintRun:
 
 
 def default_config_defaults() -> ConfigDefaults:
-    from kvlint.loaders.transformers_defaults import TransformersDefaults
+    """kvlint's generated table of transformers' config defaults (the installed
+    transformers answers only for model types the table lacks)."""
+    from kvlint.loaders.config_defaults import TableDefaults
 
-    return TransformersDefaults()
+    return TableDefaults()
 
 
 def lint_config(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,9 +73,48 @@ def _safe_sys_path() -> Iterator[None]:
         sys.path[:] = saved
 
 
+_GROUP_LINE = re.compile(rf"^\s*\[\s*{re.escape(ENTRY_POINT_GROUP)}\s*\]\s*$", re.MULTILINE)
+
+
+def _entry_point_files(entry: str) -> Iterator[str] | None:
+    """The ``entry_points.txt`` files of the distributions in the ``sys.path`` entry
+    ``entry`` (the layouts ``importlib.metadata`` reads: ``*.dist-info``, ``*.egg-info``,
+    ``*.egg/EGG-INFO``); ``None`` when ``entry`` is not a directory that can be listed
+    (a zip archive: only ``importlib.metadata`` can tell)."""
+    try:
+        names = os.listdir(entry)
+    except NotADirectoryError:
+        return None if os.path.exists(entry) else iter(())
+    except OSError:
+        return iter(())
+    return (os.path.join(entry, name, *(("EGG-INFO",) if name.endswith(".egg") else ()),
+                         "entry_points.txt")
+            for name in names if name.endswith((".dist-info", ".egg-info", ".egg")))
+
+
+def may_have_entry_points(path: list[str] | None = None) -> bool:
+    """Whether any distribution on ``path`` (default :func:`trusted_path`) declares a
+    ``[kvlint]`` entry-point group: a directory listing and a few small reads, so a run
+    with no kvlint plugin installed never parses every distribution's metadata."""
+    for entry in trusted_path() if path is None else path:
+        files = _entry_point_files(entry)
+        if files is None:
+            return True
+        for file in files:
+            try:
+                with open(file, encoding="utf-8", errors="replace") as handle:
+                    if _GROUP_LINE.search(handle.read()):
+                        return True
+            except OSError:
+                continue
+    return False
+
+
 def entry_points_of_installed() -> list[EntryPoint]:
     """The ``kvlint`` entry points of the distributions installed on :func:`trusted_path`,
     the first distribution of each name winning (as ``importlib.metadata`` does)."""
+    if not may_have_entry_points():
+        return []
     from importlib.metadata import distributions
 
     seen: set[str] = set()

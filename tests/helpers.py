@@ -7,8 +7,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kvlint.loaders.config_defaults import TableDefaults
 from kvlint.loaders.hf_config import resolve_geometry
-from kvlint.loaders.transformers_defaults import TransformersDefaults
 from kvlint.model.geometry import AttentionGeometry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,7 +25,7 @@ def fixture_config(name: str) -> dict[str, Any]:
 
 @cache
 def geometry(name: str) -> AttentionGeometry:
-    return resolve_geometry(fixture_config(name), defaults=TransformersDefaults())
+    return resolve_geometry(fixture_config(name), defaults=TableDefaults())
 
 
 def expected() -> dict[str, Any]:

@@ -57,3 +57,24 @@ def test_python_dash_m() -> None:
                           text=True, cwd=ROOT, check=False, timeout=60)
     assert proc.returncode == 0
     assert proc.stdout.startswith("kvlint, version ")
+
+
+LIGHT_FORBIDDEN = ("pydantic", "yaml", "kvlint.engines", "kvlint.rules", "kvlint.registry",
+                   "kvlint.settings", "kvlint.linter", "kvlint.suppress", "kvlint.plugins")
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["check", "--help"]])
+def test_version_and_help_import_no_engine_table_rules_or_pydantic(argv: list[str]) -> None:
+    code = (
+        "import sys, json\n"
+        f"sys.argv = ['kvlint', *{argv!r}]\n"
+        "from kvlint.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(json.dumps(list(sys.modules)))\n"
+    )
+    loaded = _modules_after(code)
+    assert not {m for m in loaded
+                if m.split(".")[0] in HEAVY or m.startswith(LIGHT_FORBIDDEN)}

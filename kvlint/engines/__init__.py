@@ -22,12 +22,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from kvlint.engine_names import ENGINES
 from kvlint.model.kv import KV_SHARDINGS, MLA_CACHES
 from kvlint.model.serving import EngineBehaviour
-
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "tgi", "lmdeploy", "llamacpp",
-                            "mlc-llm", "transformers")
-"""The values ``--engine`` accepts."""
 
 UNPINNED = ("latest", "nightly", "main", "master", "head", "unknown")
 """Version spellings that name no version: the newest known is assumed (KV304)."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kvlint.errors import HubError, InputError
-from kvlint.loaders import hub, local
+from kvlint.loaders import hub, hub_cache, local
 
 __all__ = [
     "INDEX_NAME",
@@ -173,20 +173,15 @@ def _missing_entry(err: HubError) -> bool:
 def _cached_absent(repo_id: str, revision: str | None) -> bool:
     """Whether the Hugging Face cache records that the repo has no index at ``revision`` (the
     ``.no_exist`` marker an earlier 404 left): offline, that is the Hub's answer too."""
-    from huggingface_hub import _CACHED_NO_EXIST, try_to_load_from_cache
-
-    try:
-        found = try_to_load_from_cache(repo_id, INDEX_NAME, cache_dir=str(hub._cache_dir()),
-                                       revision=revision)
-    except Exception:  # an id or revision the cache cannot hold: nothing recorded
-        return False
-    return found is _CACHED_NO_EXIST
+    return hub_cache.cached_absent(repo_id, INDEX_NAME, revision)
 
 
 def hub_checkpoint_size(
     repo_id: str, *, revision: str | None = None, offline: bool = False
 ) -> CheckpointSize | None:
     """Weight bytes of a Hub model from its ``model.safetensors.index.json`` (None: none)."""
+    if offline and _cached_absent(repo_id, revision):
+        return None  # the cache's own answer, read by path (no huggingface_hub import)
     try:
         fetched = hub.download_config(
             repo_id, revision=revision, offline=offline, filename=INDEX_NAME

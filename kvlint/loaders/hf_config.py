@@ -109,6 +109,15 @@ class ConfigDefaults(Protocol):
         ...
 
 
+def note_source(defaults: ConfigDefaults, model_type: str, notes: list[str]) -> None:
+    """Add the defaults' provenance note (``note(model_type)``, when they have one: the
+    table-backed defaults say when a value came from the installed transformers) once."""
+    note = getattr(defaults, "note", None)
+    text = note(model_type) if callable(note) else None
+    if isinstance(text, str) and text not in notes:
+        notes.append(text)
+
+
 @dataclass
 class _Reader:
     """Field access on the text config with aliases, defaults and validation."""
@@ -136,7 +145,10 @@ class _Reader:
         if not self.known():
             return MISSING
         assert self.defaults is not None
-        return self.defaults.value(self.model_type, self.config, name)
+        value = self.defaults.value(self.model_type, self.config, name)
+        if value is not MISSING:
+            note_source(self.defaults, self.model_type, self.notes)
+        return value
 
     def int(self, *names: str, required: bool = True, minimum: int = 1) -> int | None:
         """A positive integer field: from the config, else transformers' default."""

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from kvlint.errors import HubError, HubNotCachedError, HubUnavailableError
-from kvlint.loaders import hub_guard
+from kvlint.loaders import hub_cache, hub_guard
 
 __all__ = ["HubConfig", "download_config", "download_python_files", "looks_like_hub_id",
            "split_hub_ref"]
@@ -98,6 +98,12 @@ def download_config(
         cache_dir=_cache_dir(),
         offline_switch="--offline" if offline else env_switch,
     )
+    if context.offline_switch is not None or (revision and _COMMIT_SHA.fullmatch(revision)):
+        # Offline, or a commit sha (immutable: huggingface_hub itself answers it from the
+        # cache without a request): read the cache by path, without importing huggingface_hub.
+        hit = _cached_by_path(context)
+        if hit is not None:
+            return hit
     try:
         hub_guard.install()  # before the import below: it turns telemetry off
         from huggingface_hub import hf_hub_download
@@ -193,6 +199,14 @@ def _guarded(ctx: _Context, fetch: Callable[[], T], cached: Callable[[], T | Non
         hf_logger.setLevel(level)
 
 
+def _cached_by_path(ctx: _Context) -> HubConfig | None:
+    """The cached copy of ``ctx``'s file read by path (:mod:`kvlint.loaders.hub_cache`)."""
+    hit = hub_cache.cached_file(ctx.repo_id, ctx.filename, ctx.revision, cache=ctx.cache_dir)
+    if hit is None:
+        return None
+    return HubConfig(repo_id=ctx.repo_id, revision=ctx.revision, commit=hit[1], path=hit[0])
+
+
 def _cached(ctx: _Context) -> HubConfig | None:
     """The cached copy of ``ctx``'s file, or ``None`` (a file lookup, no request)."""
     from huggingface_hub import try_to_load_from_cache
@@ -215,20 +229,9 @@ def _endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or _DEFAULT_ENDPOINT).rstrip("/")
 
 
-def _expand(path: str) -> Path:
-    return Path(os.path.expandvars(os.path.expanduser(path)))
-
-
 def _cache_dir() -> Path:
     """The hub cache huggingface_hub would use with the current environment."""
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        value = os.environ.get(name)
-        if value:
-            return _expand(value)
-    home = os.environ.get("HF_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache"), "huggingface"
-    )
-    return _expand(home) / "hub"
+    return hub_cache.cache_dir()
 
 
 def _etag_timeout() -> float:

@@ -27,6 +27,7 @@ from kvlint.loaders.hf_config import (
     as_int,
     config_dtype,
     lookup,
+    note_source,
     resolve_geometry,
     shown,
     spellings,
@@ -135,6 +136,7 @@ class _Fields:
                 continue
             value = self.defaults.value(self.model_type, self.config, name)
             if value is not MISSING and value is not None:
+                note_source(self.defaults, self.model_type, self.notes)
                 return f"{name} (transformers default)", value
         return None
 

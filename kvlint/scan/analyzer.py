@@ -243,6 +243,15 @@ def _text(node: ast.AST) -> str:
         return "<expr>"
 
 
+_Described = str | ast.AST
+"""What a message names (a consumer, a cache write): text, or the node whose source text it is
+(``ast.unparse`` is paid only when a finding is reported)."""
+
+
+def _described(value: _Described) -> str:
+    return value if isinstance(value, str) else _text(value)
+
+
 def _factor(node: ast.expr | None) -> str | None:
     if node is None:
         return None
@@ -592,7 +601,7 @@ class _FunctionAnalyzer:
         kwargs = {kw.arg: self._ev(kw.value) for kw in call.keywords}
         all_args = _union([*args, *kwargs.values()])
         line = call.lineno
-        ctext = _text(func)
+        ctext: _Described = func  # unparsed only if a finding quotes it
 
         # attention consumers
         if (
@@ -732,7 +741,8 @@ class _FunctionAnalyzer:
         elif isinstance(node, ast.Name) and "cache" in node.id and node is not target:
             self._cache_write(taint, f"{node.id}[...] assignment", getattr(stmt, "lineno", 0))
 
-    def _consume(self, taint: _Taint, consumer: str, line: int, call: ast.Call | None) -> None:
+    def _consume(self, taint: _Taint, consumer: _Described, line: int,
+                 call: ast.Call | None) -> None:
         if not self.report:
             return
         if taint.expanded is not None:
@@ -740,7 +750,7 @@ class _FunctionAnalyzer:
         if taint.rebuilt is not None:
             self._report_mla("KV404", taint.rebuilt, consumer, line)
 
-    def _cache_write(self, taint: _Taint, writer: str, line: int) -> None:
+    def _cache_write(self, taint: _Taint, writer: _Described, line: int) -> None:
         if not self.report:
             return
         if taint.expanded is not None:
@@ -765,7 +775,9 @@ class _FunctionAnalyzer:
             )
         )
 
-    def _report_gqa(self, code: str, origin: _Origin, consumer: str, line: int) -> None:
+    def _report_gqa(self, code: str, origin: _Origin, described: _Described,
+                    line: int) -> None:
+        consumer = _described(described)
         var = origin.variable or "the K/V tensor"
         path = " on the path where enable_gqa is not used" if origin.fallback else ""
         times = f"{origin.factor} times" if origin.factor else "once per query head of a group"
@@ -789,7 +801,9 @@ class _FunctionAnalyzer:
             data["factor"] = origin.factor
         self._add(code, origin, msg, data)
 
-    def _report_mla(self, code: str, origin: _Origin, consumer: str, line: int) -> None:
+    def _report_mla(self, code: str, origin: _Origin, described: _Described,
+                    line: int) -> None:
+        consumer = _described(described)
         var = origin.variable or "the up-projected K/V"
         if code == "KV403":
             msg = (

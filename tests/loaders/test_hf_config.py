@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from kvlint.errors import ConfigError
+from kvlint.loaders.config_defaults import TableDefaults
 from kvlint.loaders.hf_config import MISSING, resolve_geometry
-from kvlint.loaders.transformers_defaults import TransformersDefaults
 from kvlint.model.geometry import AttentionGeometry, AttentionKind, LayerKind
 from tests.helpers import fixture_config, geometry
 
@@ -28,7 +28,7 @@ class NoTransformers:
 
 
 def resolve(config: dict[str, Any], known: bool = False) -> AttentionGeometry:
-    return resolve_geometry(config, defaults=TransformersDefaults() if known else NoTransformers())
+    return resolve_geometry(config, defaults=TableDefaults() if known else NoTransformers())
 
 
 BASE = {"model_type": "remote_thing", "num_hidden_layers": 4, "num_attention_heads": 32,

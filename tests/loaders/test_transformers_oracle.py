@@ -10,8 +10,9 @@ Group 2 checks kvlint's two shortcut tables in ``kvlint.loaders.hf_config``
 transformers knows, its config class, built with an unusual shape and no head-dim / KV-head
 field, must derive exactly what the table lets kvlint assume without asking transformers.
 
-transformers is a runtime dependency of kvlint; it is imported once here and each fixture's
-config object is built once (cached).
+transformers is an optional extra of kvlint (``kvlint[transformers]``, in the dev extra); the
+module is skipped without it. It is imported once here and each fixture's config object is
+built once (cached).
 """
 
 from __future__ import annotations
@@ -24,17 +25,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import transformers
-from transformers import CONFIG_MAPPING, AutoConfig
 
-from kvlint.loaders import hf_config
-from kvlint.loaders.hf_config import (
+transformers = pytest.importorskip(
+    "transformers", reason="transformers (the kvlint[transformers] extra) is not installed")
+from transformers import CONFIG_MAPPING, AutoConfig  # noqa: E402
+
+from kvlint.loaders import hf_config  # noqa: E402
+from kvlint.loaders.hf_config import (  # noqa: E402
     HEAD_DIM_IS_HIDDEN_OVER_HEADS,
     KV_HEADS_DEFAULT_TO_HEADS,
     resolve_geometry,
 )
-from kvlint.loaders.transformers_defaults import TransformersDefaults
-from kvlint.model.geometry import AttentionGeometry, LayerKind
+from kvlint.loaders.transformers_defaults import TransformersDefaults  # noqa: E402
+from kvlint.model.geometry import AttentionGeometry, LayerKind  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 FIXTURES = sorted(p.name for p in CONFIGS.glob("*.json") if p.name != "expected.json")

@@ -113,13 +113,13 @@ def test_every_fixture_resolves_without_transformers() -> None:
 
 
 def test_sparse_text_config_uses_transformers_defaults() -> None:
-    from kvlint.loaders.transformers_defaults import TransformersDefaults
+    from kvlint.loaders.config_defaults import TableDefaults
 
     config = fixture_config("llava-hf--llava-1.5-7b-hf")
     with pytest.raises(ConfigError) as info:
         resolve_shape(config)
     assert info.value.field is not None and info.value.field.startswith("text_config.")
-    got = resolve_shape(config, defaults=TransformersDefaults())
+    got = resolve_shape(config, defaults=TableDefaults())
     assert (got.hidden_size, got.num_layers, got.intermediate_size) == (4096, 32, 11008)
     assert got.vocab_size == 32064
     assert any("vision" in note for note in got.notes)
