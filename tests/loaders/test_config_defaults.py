@@ -110,6 +110,12 @@ def _resolved(config: dict[str, Any], defaults: Any) -> Any:
     return geometry.layers, repr(shape).split("notes=")[0]
 
 
+NOT_CLASS_FIELDS = {("deepseek_v4", "first_k_dense_replace")}
+"""Fields a config carries that its transformers class does not define (DeepseekV4Config
+describes its MLP schedule by ``mlp_layer_types``): with the field removed there is no class
+default to compare, and transformers' object answers from leftover kwargs."""
+
+
 @needs_transformers
 def test_table_agrees_with_transformers_on_fixtures_missing_a_field() -> None:
     """Each fixture with each defaulted field removed resolves as transformers resolves it
@@ -125,7 +131,7 @@ def test_table_agrees_with_transformers_on_fixtures_missing_a_field() -> None:
             continue
         text, key = text_part(config)
         for name in fields:
-            if name not in text:
+            if name not in text or (text.get("model_type"), name) in NOT_CLASS_FIELDS:
                 continue
             variant = copy.deepcopy(config)
             del (variant[key] if key else variant)[name]
