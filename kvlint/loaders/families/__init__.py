@@ -16,11 +16,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kvlint.loaders.families.gemma import refine_gemma4, refine_shared_kv
+from kvlint.loaders.families.sparse_indexer import refine_sparse_indexer
+from kvlint.loaders.families.zamba2 import refine_zamba2
 from kvlint.model.geometry import AttentionGeometry
 
 Refiner = Callable[[Mapping[str, Any], AttentionGeometry], AttentionGeometry]
 
-REFINERS: tuple[Refiner, ...] = ()
+REFINERS: tuple[Refiner, ...] = (
+    refine_sparse_indexer,
+    refine_gemma4,
+    refine_shared_kv,
+    refine_zamba2,
+)
 
 
 def refine(config: Mapping[str, Any], geometry: AttentionGeometry) -> AttentionGeometry:
