@@ -30,3 +30,13 @@ def test_every_layer_including_cross_attention_holds_kv(tp: int, want: int) -> N
     fp = kv.footprint(g, kv.resolve_kv_dtype("auto", g), kv.ParallelLayout(tp=tp))
     assert fp.heads_ok and fp.kv_ok
     assert fp.bytes_per_token_per_gpu == want
+
+
+@pytest.mark.parametrize(("tp", "want"), [(1, 163_840), (2, 81_920), (4, 40_960),
+                                          (8, 20_480), (16, 20_480)])
+def test_llama_3_2_11b_vision(tp: int, want: int) -> None:
+    """40 layers (8 cross-attention), 8 KV heads x 128: 40 * 2 * 8 * 128 * 2 = 163,840 at
+    tp 1 (vLLM 0.33.0: 40 FullAttentionSpecs)."""
+    g = geometry("meta-llama--Llama-3.2-11B-Vision")
+    fp = kv.footprint(g, kv.resolve_kv_dtype("auto", g), kv.ParallelLayout(tp=tp))
+    assert fp.bytes_per_token_per_gpu == want

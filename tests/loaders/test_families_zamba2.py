@@ -53,3 +53,15 @@ def test_legacy_mamba_spelling_and_refusals() -> None:
     with pytest.raises(ConfigError, match="hidden_size"):
         resolve_geometry({**config, "num_attention_heads": 48, "num_key_value_heads": 48},
                          defaults=defaults)
+
+
+def test_zamba2_7b_two_shared_blocks_thirteen_caches() -> None:
+    """Zamba2-7B: 81 layers, 13 hybrid, 32 heads of 2 * 3584 / 32 = 224: 13 * 2 * 32 * 224 *
+    2 = 372,736 bytes per token at tp 1 (two shared blocks, still one cache per hybrid
+    layer). vLLM 0.33 refuses tp >= 4 for this config in its Mamba mixer (n_groups 2, 8
+    Mamba heads): a recurrent-state constraint, not modelled here."""
+    g = geometry("Zyphra--Zamba2-7B")
+    assert g.num_kv_layers == 13
+    dtype = kv.resolve_kv_dtype("auto", g)
+    assert kv.footprint(g, dtype, kv.ParallelLayout(tp=1)).bytes_per_token_per_gpu == 372_736
+    assert kv.footprint(g, dtype, kv.ParallelLayout(tp=2)).bytes_per_token_per_gpu == 186_368
