@@ -60,6 +60,9 @@ LAYER_TYPE_KINDS: Final = {
     "chunked_attention": LayerKind.CHUNKED,
     "compressed_sparse_attention": LayerKind.SLIDING,  # DeepSeek-V4: a window plus compressed
     "heavily_compressed_attention": LayerKind.SLIDING,  # caches (loaders/families/deepseek_v4)
+    "indexed_attention": LayerKind.FULL,
+    "deepseek_sparse_attention": LayerKind.FULL,
+    "hybrid": LayerKind.FULL,
     "linear_attention": LayerKind.NONE,
     "mamba": LayerKind.NONE,
     "mamba2": LayerKind.NONE,

@@ -61,6 +61,10 @@ TRANSFORMERS_LAYER_KINDS = {
     # two kinds are extra caches on top of it (kvlint.loaders.families.deepseek_v4).
     "compressed_sparse_attention": LayerKind.SLIDING,
     "heavily_compressed_attention": LayerKind.SLIDING,
+    # DeepSeek-V3.2 / GLM-5 (DSA): the MLA layer itself; its lightning-indexer key cache is a
+    # second, per-layer cache that this table does not describe.
+    "indexed_attention": LayerKind.FULL,
+    "hybrid": LayerKind.FULL,  # Zamba2: a shared attention block on a Mamba2 layer
 }
 
 
@@ -98,6 +102,23 @@ CONSTRUCTION_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
     "mlx-community--dbrx-instruct-4bit.json": _fix_dbrx,
     "replit--replit-code-v1_5-3b.json": _fix_replit,
 }
+
+VLLM_REFINED = {
+    "google--gemma-4-26B-A4B.json": (
+        "Gemma 4: transformers 5.24 makes head_dim a per-layer attribute (global layers use "
+        "global_head_dim and num_global_key_value_heads); kvlint's per-layer shapes are pinned "
+        "against vLLM 0.33 in tests/loaders/test_families_gemma.py"),
+    "nvidia--Gemma-4-31B-IT-NVFP4.json": "Gemma 4: per-layer head_dim, as above",
+    "google--gemma-4-E2B-it.json": "Gemma 4: per-layer head_dim, as above",
+    "google--gemma-4-E4B-it.json": "Gemma 4: per-layer head_dim, as above",
+    "Zyphra--Zamba2-7B.json": (
+        "Zamba2: vLLM 0.33 attends with 2 * hidden_size / heads per head (transformers 5.20's "
+        "attention_head_dim), not the flat head_dim this test derives; pinned in "
+        "tests/loaders/test_families_zamba2.py"),
+    "Zyphra--Zamba2-2.7B-Instruct-v2.json": "Zamba2: attention_head_dim, as above",
+}
+"""Fixtures whose per-layer geometry a family refiner takes from the engine's construction
+rather than from transformers' flat config attributes (kvlint.loaders.families)."""
 
 NO_KV_ORACLE = {
     "replit--replit-code-v1_5-3b.json": (
@@ -210,6 +231,8 @@ def _expected_layer_kv_heads(config: Any, kind: LayerKind, kv: int) -> int:
 
 @pytest.mark.parametrize("name", FIXTURES, ids=[n.removesuffix(".json") for n in FIXTURES])
 def test_geometry_matches_transformers(name: str) -> None:
+    if name in VLLM_REFINED:
+        pytest.skip(VLLM_REFINED[name])
     config, why_not = _oracle_config(name)
     if config is None:
         pytest.skip(why_not)

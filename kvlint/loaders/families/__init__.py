@@ -23,9 +23,13 @@ Refiner = Callable[[Mapping[str, Any], AttentionGeometry], AttentionGeometry]
 
 def _refiners() -> tuple[Refiner, ...]:
     from kvlint.loaders.families.deepseek_v4 import refine_deepseek_v4
+    from kvlint.loaders.families.gemma import refine_gemma4, refine_shared_kv
     from kvlint.loaders.families.recurrent import refine_recurrent
+    from kvlint.loaders.families.sparse_indexer import refine_sparse_indexer
+    from kvlint.loaders.families.zamba2 import refine_zamba2
 
-    return (refine_deepseek_v4, refine_recurrent)
+    return (refine_sparse_indexer, refine_gemma4, refine_shared_kv, refine_zamba2,
+            refine_deepseek_v4, refine_recurrent)
 
 
 REFINERS: tuple[Refiner, ...] = _refiners()
