@@ -54,6 +54,12 @@ TRANSFORMERS_LAYER_KINDS = {
     "mamba": LayerKind.NONE,
     "mlp": LayerKind.NONE,  # Nemotron-H MLP-only layers
     "moe": LayerKind.NONE,  # Nemotron-H MoE-only layers
+    # DeepSeek-V3.2 / GLM-5 (DSA): the MLA layer itself; its lightning-indexer key cache is a
+    # second, per-layer cache that this table does not describe.
+    "indexed_attention": LayerKind.FULL,
+    # MiniMax-M3 block-sparse layers keep a full KV cache (vLLM 0.33.0 models/minimax_m3
+    # nvidia/model.py: FullAttentionSpec), plus an indexer cache as above.
+    "minimax_m3_sparse": LayerKind.FULL,
 }
 
 
@@ -91,6 +97,20 @@ CONSTRUCTION_FIXES: dict[str, Callable[[dict[str, Any]], None]] = {
     "mlx-community--dbrx-instruct-4bit.json": _fix_dbrx,
     "replit--replit-code-v1_5-3b.json": _fix_replit,
 }
+
+PENDING = {
+    "google--gemma-4-26B-A4B.json": (
+        "Gemma 4: transformers 5.24 makes head_dim a per-layer attribute (global layers use "
+        "global_head_dim and num_global_key_value_heads); kvlint's Gemma 4 shapes are "
+        "reworked on their own branch"),
+    "nvidia--Gemma-4-31B-IT-NVFP4.json": "Gemma 4: per-layer head_dim, as above",
+    "deepseek-ai--DeepSeek-V4-Flash.json": (
+        "DeepSeek-V4: compressed_sparse_attention / heavily_compressed_attention layers have no "
+        "counterpart in kvlint's layer kinds yet (own branch)"),
+    "deepseek-ai--DeepSeek-V4-Pro.json": "DeepSeek-V4: compressed attention layers, as above",
+}
+"""Fixtures transformers can build but this comparison cannot judge yet (they are compared
+against vLLM by the oracle instead, see /work/shared/oracle)."""
 
 NO_KV_ORACLE = {
     "replit--replit-code-v1_5-3b.json": (
@@ -133,7 +153,14 @@ def _oracle_config(name: str) -> tuple[Any, str | None]:
     else:  # a multimodal wrapper transformers does not know around a text model it knows
         sub = {k: v for k, v in dict(_text_part(config) or {}).items() if k != "model_type"}
         built = AutoConfig.for_model(model_type, **sub)
-    assert built.model_type == model_type, (built.model_type, model_type)
+    # A wrapper's text class may carry another model_type (minimax_m3_vl builds
+    # minimax_m3_vl_text, step3p7 a text config typed step3p5), so only an explicit text
+    # model_type is checked.
+    if text_type:
+        assert built.model_type == text_type, (built.model_type, text_type)
+    why = PENDING.get(name)
+    if why is not None:
+        return None, why
     return built, None
 
 
