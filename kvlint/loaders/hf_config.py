@@ -465,7 +465,7 @@ Schedule = list[tuple[LayerKind, Override | None]]
 def _schedule(r: _Reader, num_layers: int) -> Schedule:
     """Each layer's kind (and head override) from whichever schedule the config uses."""
     for build in (_block_configs, _hybrid_override_pattern, _hybrid_layer_pattern,
-                  _layer_types, _attn_layer_period, _full_attention_interval,
+                  _layer_types, _linear_attn_layers, _attn_layer_period, _full_attention_interval,
                   _sliding_window_pattern, _gemma2, _chunked, _uniform_window):
         schedule = build(r, num_layers)
         if schedule is not None:
@@ -611,6 +611,30 @@ def _attention_types(r: _Reader) -> Schedule | None:
             _layer_list("attention_types", range(len(names) + len(item[0]) * repeat))
         names.extend(item[0] * repeat)
     return _kinds_from_names(r, "attention_types", names)
+
+
+def _linear_attn_layers(r: _Reader, num_layers: int) -> Schedule | None:
+    """Kimi-Linear: ``linear_attn_config.kda_layers`` lists the 1-based indices of the
+    Kimi-Delta-Attention layers (a per-sequence state, no KV cache); every other layer is
+    full attention. vLLM 0.33.0 transformers_utils/configs/kimi_linear.py ``is_kda_layer``:
+    ``(layer_idx + 1) in linear_attn_config["kda_layers"]``; an empty list is no linear
+    attention at all (``is_linear_attn``)."""
+    config = r.config.get("linear_attn_config")
+    if config is None:
+        return None
+    if not isinstance(config, Mapping):
+        raise ConfigError("field 'linear_attn_config' must be an object",
+                          field="linear_attn_config")
+    name = "linear_attn_config.kda_layers"
+    kda = config.get("kda_layers")
+    if not isinstance(kda, list):
+        raise ConfigError(f"field '{name}' must be a list of 1-based layer indices", field=name)
+    _layer_list(name, kda)
+    linear: set[int] = set()
+    for i, value in enumerate(kda):
+        index = as_int(f"{name}[{i}]", value, maximum=num_layers)
+        linear.add(index - 1)
+    return [(LayerKind.NONE if i in linear else LayerKind.FULL, None) for i in range(num_layers)]
 
 
 def _attn_layer_period(r: _Reader, num_layers: int) -> Schedule | None:

@@ -215,7 +215,8 @@ def _resolve(f: _Fields, outer: Mapping[str, Any], geometry: AttentionGeometry) 
     shared = 0
     if any(m is Mlp.MOE for m, _ in mlps):
         top_k = f.required("num_experts_per_tok", "experts_per_token", "moe_top_k",
-                      "ffn_config.moe_top_k", "num_experts_per_token")
+                      "ffn_config.moe_top_k", "num_experts_per_token",
+                      "top_k_experts")  # Gemma 4 (vLLM 0.33.0 gemma4.py)
         if top_k > num_experts:
             raise ConfigError(
                 f"field 'num_experts_per_tok' ({top_k}) exceeds the number of routed experts "

@@ -43,9 +43,9 @@ CONFIGS = Path(__file__).resolve().parents[2] / "fixtures" / "configs"
 FIXTURES = sorted(p.name for p in CONFIGS.glob("*.json") if p.name != "expected.json")
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
 
-MIN_COMPARED = 60
-"""Fixtures compared against transformers 5.24.0 (70 fixtures, 10 with remote-code model
-types). Raise it when fixtures are added; a drop means an oracle was lost."""
+MIN_COMPARED = 81
+"""Fixtures compared against transformers 5.24.0 (103 fixtures: 17 with remote-code model
+types, 5 in PENDING). Raise it when fixtures are added; a drop means an oracle was lost."""
 
 # transformers' ``layer_types`` spellings -> kvlint's layer kinds. Anything that is not an
 # attention layer holds no KV cache. Unknown spellings fail the test rather than pass silently.
@@ -65,6 +65,9 @@ TRANSFORMERS_LAYER_KINDS = {
     # second, per-layer cache that this table does not describe.
     "indexed_attention": LayerKind.FULL,
     "hybrid": LayerKind.FULL,  # Zamba2: a shared attention block on a Mamba2 layer
+    # MiniMax-M3 block-sparse layers keep a full KV cache (vLLM 0.33.0 models/minimax_m3
+    # nvidia/model.py: FullAttentionSpec), plus an indexer cache as above.
+    "minimax_m3_sparse": LayerKind.FULL,
 }
 
 
@@ -120,6 +123,9 @@ VLLM_REFINED = {
 """Fixtures whose per-layer geometry a family refiner takes from the engine's construction
 rather than from transformers' flat config attributes (kvlint.loaders.families)."""
 
+PENDING: dict[str, str] = {}
+"""Fixtures transformers can build but this comparison cannot judge yet (none today)."""
+
 NO_KV_ORACLE = {
     "replit--replit-code-v1_5-3b.json": (
         "transformers' MPT is MHA-only (no kv_n_heads); the remote-code MPT of this checkpoint "
@@ -161,7 +167,14 @@ def _oracle_config(name: str) -> tuple[Any, str | None]:
     else:  # a multimodal wrapper transformers does not know around a text model it knows
         sub = {k: v for k, v in dict(_text_part(config) or {}).items() if k != "model_type"}
         built = AutoConfig.for_model(model_type, **sub)
-    assert built.model_type == model_type, (built.model_type, model_type)
+    # A wrapper's text class may carry another model_type (minimax_m3_vl builds
+    # minimax_m3_vl_text, step3p7 a text config typed step3p5), so only an explicit text
+    # model_type is checked.
+    if text_type:
+        assert built.model_type == text_type, (built.model_type, text_type)
+    why = PENDING.get(name)
+    if why is not None:
+        return None, why
     return built, None
 
 

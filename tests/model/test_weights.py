@@ -107,6 +107,9 @@ NEEDS_TRANSFORMERS = {
 }
 """Fixtures without the width fields a parameter count needs (see fixtures/configs/SOURCES.md)."""
 
+AWAITING_GEOMETRY: frozenset[str] = frozenset()
+"""Real configs whose layer schedule kvlint does not resolve yet (none today)."""
+
 
 def test_every_fixture_resolves_without_transformers() -> None:
     """Every fixture but the sparse llava text_config (which needs transformers' Llama
@@ -117,7 +120,13 @@ def test_every_fixture_resolves_without_transformers() -> None:
         if file.name in ("expected.json", *NEEDS_TRANSFORMERS) or \
                 file.name.startswith("llava-hf--"):
             continue
-        est = estimate_parameters(resolve_shape(fixture_config(file.name)))
+        try:
+            shape = resolve_shape(fixture_config(file.name))
+        except ConfigError:
+            if file.name in AWAITING_GEOMETRY:
+                continue
+            raise
+        est = estimate_parameters(shape)
         assert est.total == sum(est.parts().values()) > 0, file.name
         assert 0 < est.active_per_token <= est.total, file.name
 
