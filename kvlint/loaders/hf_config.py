@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Protocol
 
 from kvlint.errors import ConfigError
+from kvlint.loaders.checkpoint_kv import declared_kv_dtype
 from kvlint.loaders.families import refine
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry, LayerKind
 from kvlint.model.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_SIZE
@@ -278,7 +279,15 @@ def resolve_geometry(
     except ConfigError as err:
         raise under_key(err, key) from None
     architecture = _architecture(config)
-    return replace(geometry, architecture=architecture) if architecture else geometry
+    if architecture:
+        geometry = replace(geometry, architecture=architecture)
+    declared = declared_kv_dtype(config)
+    if declared is not None and geometry.default_kv_dtype is None:
+        dtype, where = declared
+        geometry = replace(geometry, default_kv_dtype=dtype, notes=geometry.notes + (
+            f"the checkpoint declares an {dtype} KV cache ({where}): vLLM's "
+            f"--kv-cache-dtype auto uses it",))
+    return geometry
 
 
 def _architecture(config: Mapping[str, Any]) -> str | None:
