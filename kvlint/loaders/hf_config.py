@@ -284,9 +284,9 @@ def resolve_geometry(
     declared = declared_kv_dtype(config)
     if declared is not None and geometry.default_kv_dtype is None:
         dtype, where = declared
-        geometry = replace(geometry, default_kv_dtype=dtype, notes=geometry.notes + (
-            f"the checkpoint declares an {dtype} KV cache ({where}): vLLM's "
-            f"--kv-cache-dtype auto uses it",))
+        note = (f"the checkpoint declares an {dtype} KV cache ({where}): vLLM's "
+                "--kv-cache-dtype auto uses it")
+        geometry = replace(geometry, default_kv_dtype=dtype, notes=(*geometry.notes, note))
     return geometry
 
 
