@@ -1,4 +1,4 @@
-"""The command line (DESIGN §6). The only module that imports click."""
+"""The command line (docs/design.md §7). The only module that imports click."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 
 @dataclass(frozen=True)
 class Target:
-    """What a result is about (DESIGN §7 ``target``)."""
+    """What a result is about (docs/design.md §7 ``target``)."""
 
     ref: str
     kind: TargetKind = "model"
@@ -57,7 +57,7 @@ class ModelResult:
     notes: tuple[str, ...] = ()
     """What the manifest parser noticed (flags a chart drops, ambiguous GPU counts...)."""
     probe: ProbeReport | None = None
-    """What ``kvlint probe`` measured for this model (DESIGN §7 ``probe``)."""
+    """What ``kvlint probe`` measured for this model (docs/design.md §7 ``probe``)."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class LintRun:
 
     @property
     def exit_code(self) -> int:
-        """DESIGN §6: 2 when a config could not be resolved (or the Hub could not be asked
+        """docs/design.md §7: 2 when a config could not be resolved (or the Hub could not be asked
         about a model), 1 for findings at or above ``fail_on``, else 0."""
         if self.has_config_errors:
             return 2

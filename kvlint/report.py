@@ -1,4 +1,4 @@
-"""The JSON output contract (DESIGN §7, ``schema_version`` 2) as pydantic models.
+"""The JSON output contract (docs/design.md §7, ``schema_version`` 2) as pydantic models.
 
 ``kvlint schema`` prints :func:`json_schema`. The JSON reporter builds plain dicts (pydantic's
 import and model construction cost ~130 ms of start-up); the test suite validates its output

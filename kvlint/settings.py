@@ -1,6 +1,6 @@
 """Project settings: ``[tool.kvlint]`` in ``pyproject.toml``, or ``.kvlint.toml`` /
 ``kvlint.toml`` (top-level keys), the nearest to the linted files, then the working
-directory (DESIGN §8). Validated by pydantic: an unknown or mistyped key stops the run (exit
+directory (docs/design.md §7). Validated by pydantic: an unknown or mistyped key stops the run (exit
 2) naming the key and the file. Command-line options override the file."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Suppressions (DESIGN §8): inline YAML comments, Kubernetes annotations, file-level
+"""Suppressions (docs/design.md §7): inline YAML comments, Kubernetes annotations, file-level
 comments and ``per-file-ignores``; and severity overrides from the settings.
 
 - ``# kvlint: ignore[KV201] reason`` on any line of the finding's span (a flag's line and

@@ -54,3 +54,19 @@ def test_documents_the_urls_name_exist_in_the_repository() -> None:
         match = re.search(r"/blob/main/(.+)$", url)
         if match:
             assert (ROOT / match.group(1)).is_file(), url
+
+
+def test_readme_links_work_on_pypi() -> None:
+    """PyPI renders the README away from the repository: links must be absolute (or anchors),
+    and every repository file they name must exist."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme)
+    assert targets
+    relative = [t for t in targets if not t.startswith(("https://", "http://", "#", "mailto:"))]
+    assert relative == []
+    for target in targets:
+        match = re.match(r"https://(?:github\.com/kvlint/kvlint/blob|raw\.githubusercontent\.com"
+                         r"/kvlint/kvlint)/main/([^#]+)", target)
+        if match:
+            assert (ROOT / match.group(1)).exists(), target
+    assert "docs/design.md" in readme and "CHANGELOG.md" in readme and "LICENSE" in readme

@@ -46,15 +46,38 @@ def _sharding(engine: Engine) -> str:
         for f in facts)
 
 
+def _architectures(engine: str) -> str:
+    """Architectures served per version read (``kvlint/engines/architectures.json``)."""
+    from kvlint.engines.architectures import load
+
+    entry = load()["engines"].get(engine)
+    if entry is None:
+        return "-"
+    parts = []
+    for version, data in entry["versions"].items():
+        served = data.get("served", data.get("model_types", ()))
+        extra = []
+        if data.get("transformers_backend"):
+            extra.append(f"+{len(data['transformers_backend'])} via Transformers")
+        if data.get("tensorrt_backend"):
+            extra.append(f"+{len(data['tensorrt_backend'])} TensorRT backend only")
+        if data.get("removed"):
+            extra.append(f"{len(data['removed'])} removed")
+        label = "" if version == "*" else f"{version}: "
+        parts.append(f"{label}{len(served)}" + (f" ({', '.join(extra)})" if extra else ""))
+    return "; ".join(parts)
+
+
 def markdown() -> str:
     rows = ["| engine | newest known | KV heads under TP | MLA cache | fp8 KV with MLA | "
-            "windowed sliding-window cache | DP attention |",
-            "|---|---|---|---|---|---|---|"]
+            "windowed sliding-window cache | DP attention | architectures served |",
+            "|---|---|---|---|---|---|---|---|"]
     for engine in load_engines().values():
         dp = engine.dp_attention
         dp_text = (str(dp.get("how") or "yes") if dp.get("supported") else "no")
         cells = [f"`{engine.key}` ({engine.display})", str(engine.latest), _sharding(engine),
                  _mla(engine), _versioned(engine.fp8_mla, "supported"),
-                 _versioned(engine.sliding_window, "windowed"), dp_text]
+                 _versioned(engine.sliding_window, "windowed"), dp_text,
+                 _architectures(engine.key)]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows) + "\n"

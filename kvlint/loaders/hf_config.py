@@ -1,6 +1,6 @@
 """Resolve a raw Hugging Face ``config.json`` dict into an :class:`AttentionGeometry`.
 
-DESIGN §4: read fields by their known spellings, from the text part of multimodal configs;
+docs/design.md §3: read fields by their known spellings, from the text part of multimodal configs;
 when a needed field is absent, ask transformers' config class for that ``model_type``
 (through :class:`ConfigDefaults`, imported lazily by the caller); a remote-code model with no
 KV-head field at all is MHA, as vLLM treats it, and the geometry's notes say so. Anything that

@@ -1,4 +1,4 @@
-"""GPU capacity and the decode roofline (DESIGN §3). Pure arithmetic over a KV analysis.
+"""GPU capacity and the decode roofline (docs/design.md §5). Pure arithmetic over a KV analysis.
 
     budget      = gpu_memory x gpu_memory_utilization - weights_per_gpu - overhead
                   (engines whose fraction applies to the memory left after weights, like

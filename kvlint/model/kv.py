@@ -1,4 +1,4 @@
-"""KV-cache arithmetic (DESIGN §3). Pure functions over an :class:`AttentionGeometry`.
+"""KV-cache arithmetic (docs/design.md §4). Pure functions over an :class:`AttentionGeometry`.
 
 Per layer that holds KV, per token, in bytes, with ``b`` bytes per element:
 
@@ -165,7 +165,7 @@ class ParallelLayout:
 
 
 KV_SHARDINGS = ("replicate", "ceil", "refuse", "refuse-except-mqa", "layers")
-"""How engines split KV heads over tensor-parallel GPUs (DESIGN §3)."""
+"""How engines split KV heads over tensor-parallel GPUs (docs/design.md §4)."""
 
 
 def kv_heads_per_gpu(num_kv_heads: int, tp: int, sharding: str = "replicate") -> int | None:
@@ -285,7 +285,7 @@ def tokens_held(layer: LayerGeometry, context: int, windowed: bool = True) -> in
 
 @dataclass(frozen=True)
 class KvFootprint:
-    """What the KV cache costs under a parallel layout (DESIGN §3, §7 ``kv``).
+    """What the KV cache costs under a parallel layout (docs/design.md §4, §7 ``kv``).
 
     The ``int`` byte figures are rounded up to whole bytes; ``*_exact`` hold the exact values
     (they differ only when a cache keeps one entry per several tokens)."""

@@ -10,7 +10,7 @@ Verdict = Literal["ok", "warning", "error"]
 Method = Literal["dispatch", "timing", "ncu", "metrics"]
 
 WARNING_RATIO = 1.3
-"""KV601 warns at this measured/theory ratio (DESIGN §5)."""
+"""KV601 warns at this measured/theory ratio (docs/design.md §6)."""
 ERROR_RATIO = 2.0
 """KV601 is an error at this ratio."""
 

@@ -1,4 +1,4 @@
-"""``--format json``: DESIGN §7, schema_version 2 (``kvlint schema`` prints its JSON Schema)."""
+"""``--format json``: docs/design.md §7, schema_version 2 (``kvlint schema`` prints its JSON Schema)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rules about splitting the KV cache over GPUs (KV2xx), vLLM semantics (DESIGN §3)."""
+"""Rules about splitting the KV cache over GPUs (KV2xx), vLLM semantics (docs/design.md §4)."""
 
 from __future__ import annotations
 
