@@ -91,8 +91,9 @@ class Ranking:
         plan = self.plan
         layout = f"tp={plan.layout.tp}" + (f", pp={plan.layout.pp}" if plan.layout.pp > 1 else "")
         if self.by_sequences:
+            gpu = next((r.capacity.gpu.name for r in self.rows if r.capacity), plan.gpu)
             return (f"Ranked by sequences: concurrent {fmt_int(self.sequence_tokens)}-token "
-                    f"sequences (max_model_len) in the KV budget of one {plan.gpu} beside the "
+                    f"sequences (max_model_len) in the KV budget of one {gpu} beside the "
                     f"weights at {layout}, as `kvlint check --max-model-len "
                     f"{self.sequence_tokens}` counts them; x best = best sequences / sequences.")
         return (f"Ranked by KV bytes of one {fmt_int(plan.context)}-token sequence on the "
