@@ -316,12 +316,7 @@ class Session:
                     for reporter, output in self.outputs]
         for text, output in rendered:
             _emit(text, output)
-        from kvlint.reporters.escape import printable
-
-        for result in run.results:
-            if result.config_error and result.target.ref not in run.unavailable:
-                click.echo(f"kvlint: error: {printable(result.config_error)}", err=True)
-        _echo_unavailable(run)
+        _echo_config_errors(run)
         sys.exit(run.exit_code)
 
     def _render(self, reporter: type[Reporter], run: LintRun, output: str | None) -> str:
@@ -369,6 +364,17 @@ def _display_style(output: str | None) -> Callable[..., str] | None:
     if os.environ.get("NO_COLOR"):
         return None
     return click.style if _stdout_isatty() else None
+
+
+def _echo_config_errors(run: LintRun) -> None:
+    """One line on stderr for each config that did not resolve, one for the models the Hub
+    could not be asked about."""
+    from kvlint.reporters.escape import printable
+
+    for result in run.results:
+        if result.config_error and result.target.ref not in run.unavailable:
+            click.echo(f"kvlint: error: {printable(result.config_error)}", err=True)
+    _echo_unavailable(run)
 
 
 def _echo_unavailable(run: LintRun) -> None:
@@ -897,10 +903,11 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
             max_model_len: int | None, max_num_seqs: int | None, revision: str | None,
             offline: bool, lock_file: str | None, locked: bool, fmt: str,
             output: str | None) -> None:
-    """Rank models by KV cost: bytes per context-token sequence (recurrent state included),
-    or with --gpu, concurrent sequences at the context beside the weights."""
+    """Rank models by KV cost: bytes of one --context-token sequence per GPU, or with --gpu,
+    concurrent max_model_len-token sequences beside the weights (max_model_len: --context
+    unless --max-model-len is given). Models that cannot be sized are listed with the reason
+    (exit 2 when a config did not resolve or the Hub could not be asked)."""
     from kvlint import compare as ranking
-    from kvlint.linter import check_models
     from kvlint.outputs import check_outputs
 
     if output:
@@ -913,19 +920,18 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
                  max_num_seqs=max_num_seqs)
     lock = _compare_lock(models, lock_file, locked)
     lock.require(models, revision)
-    run = check_models(models, plan, (), revision=revision, offline=offline, lock=lock)
-    for result in run.results:
-        if result.config_error:
-            raise UsageError(result.config_error)
-    rows = ranking.rank(run.results, [r.capacity for r in run.results])
-    if fmt == "json":
-        text = ranking.render_json(rows, gpu)
-    else:
-        from kvlint.reporters.escape import printable
+    run = ranking.compare_models(models, plan, revision=revision, offline=offline, lock=lock)
+    result = ranking.rank(run, plan)
+    from kvlint.reporters.escape import printable
 
-        text = printable(ranking.render_table(rows, "github" if fmt == "markdown" else "plain"),
+    if fmt == "json":
+        text = ranking.render_json(result)
+    else:
+        text = printable(ranking.render_table(result, "github" if fmt == "markdown" else "plain"),
                          keep="\n")
     _emit(text, output)
+    _echo_config_errors(run)
+    sys.exit(run.exit_code)
 
 
 def _compare_lock(models: Sequence[str], lock_file: str | None, locked: bool) -> ModelLock:
