@@ -328,21 +328,21 @@ def test_compare_ranks_by_sequence_bytes_and_carries_state() -> None:
     dense = AttentionGeometry("dense", (FULL,) * 16, 32, dtype="bfloat16")  # 16,384 B x 16
     results = [result("dense", dense, plan), result("gemma4", gemma4_like(), plan),
                result("hybrid", hybrid(), plan)]
-    rows = rank(results, [None, None, None])
-    by_ref = {r.ref: r for r in rows}
+    ranking = rank(LintRun(tuple(results)), plan)
+    by_ref = {r.ref: r for r in ranking.rows}
     # per token gemma4 (983,040 B) costs more than dense (262,144 B), per sequence less
     g4 = results[1].analysis
     assert g4 is not None and g4.bytes_per_sequence == 10 * 131_072 * 16_384 + 50 * 1024 * 16_384
     assert g4.bytes_per_sequence < 16 * 131_072 * 16_384
     assert by_ref["gemma4"].rank < by_ref["dense"].rank
-    data = json.loads(render_json(rows, None))["rows"]
+    data = json.loads(render_json(ranking))["rows"]
     hyb = next(r for r in data if r["ref"] == "hybrid")
     state = kv.state_bytes_per_sequence(hybrid())
     assert hyb["bytes_per_sequence"] == 10 * 131_072 * 2048 + state
     assert hyb["state_bytes_per_sequence"] == state
     assert hyb["state_bytes_per_sequence_per_gpu"] == state_per_gpu(hybrid())
     assert hyb["attention_label"] == "GQA 16/2 + 30 recurrent"
-    assert "of it state" in render_table(rows, "plain")
+    assert "of it state" in render_table(ranking, "plain")
 
 
 def test_attention_label_of_a_pure_recurrent_model() -> None:
