@@ -40,6 +40,8 @@ MAX_BYTES = 32 * 1024 * 1024
 """Read at most this much of a log file (a start-up log is a few hundred KiB)."""
 MAX_LINE_CHARS = 64 * 1024
 """A longer line is cut here before any pattern looks at it."""
+MAX_LINES = 500_000
+"""Lines past this many are not read (a start-up log has a few thousand)."""
 MAX_JOINED_LINES = 8
 """A wrapped engine-config line is followed over at most this many continuation lines."""
 
@@ -191,8 +193,16 @@ def _clean(line: str) -> str:
 
 
 def _lines(text: str) -> Iterable[str]:
-    for line in text.splitlines():
-        yield _clean(line)
+    """Lines split on newlines only (``\r`` dropped), each cut and cleaned, lazily."""
+    start = 0
+    count = 0
+    while start < len(text) and count < MAX_LINES:
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        yield _clean(text[start:min(end, start + MAX_LINE_CHARS)]).rstrip("\r")
+        count += 1
+        start = end + 1
 
 
 class _Fields:
@@ -208,7 +218,9 @@ class _Fields:
             self.values[name] = value
             self.rank_of[name] = rank
         elif self.values[name] != value:
-            self.differs.setdefault(name, {self.values[name]}).add(value)
+            seen = self.differs.setdefault(name, {self.values[name]})
+            if len(seen) < 8:
+                seen.add(value)
 
 
 def _config_text(lines: list[str], index: int) -> str:
@@ -227,10 +239,24 @@ def parse_text(text: str) -> VllmLog:
     fields = _Fields()
     ranks: dict[str, None] = {}
     for index, line in enumerate(lines):
-        rank_match = _RANK.search(line)
+        # cheap substring gates keep a long hostile line from meeting every pattern
+        rank_match = _RANK.search(line) if " pid=" in line else None
         rank = rank_match.group(1) if rank_match else ""
-        if rank:
+        if rank and len(ranks) < 64:
             ranks.setdefault(rank, None)
+        _parse_line(lines, index, line, rank, fields)
+    truncated = len(lines) >= MAX_LINES
+    log = _build(fields, tuple(ranks), len(lines))
+    if truncated:
+        from dataclasses import replace
+
+        log = replace(log, truncated=True,
+                      notes=(*log.notes, f"only the first {MAX_LINES:,} lines were read"))
+    return log
+
+
+def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fields) -> None:
+    if "LLM engine" in line:
         engine = _ENGINE.search(line)
         if engine:
             if engine.group(1):
@@ -241,41 +267,44 @@ def parse_text(text: str) -> VllmLog:
                 found = pattern.search(joined)
                 if found:
                     fields.put(name, found.group(1), rank)
-        if "non-default args" in line:
-            for name, pattern in _ARGS_FIELDS.items():
-                found = pattern.search(line)
-                if found:
-                    fields.put(name, found.group(1), rank)
-        if "\u2588" in line:  # the banner's block letters
-            version = _BANNER_VERSION.search(line)
-            if version:
-                fields.put("version", version.group(1), rank)
-            model = _BANNER_MODEL.search(line)
-            if model:
-                fields.put("model", model.group(1), rank)
-        found = _MAX_MODEL_LEN.search(line)
-        if found:
-            fields.put("max_model_len", found.group(1), rank)
+    if "non-default args" in line:
+        for name, pattern in _ARGS_FIELDS.items():
+            found = pattern.search(line)
+            if found:
+                fields.put(name, found.group(1), rank)
+    if "\u2588" in line:  # the banner's block letters
+        version = _BANNER_VERSION.search(line)
+        if version:
+            fields.put("version", version.group(1), rank)
+        model = _BANNER_MODEL.search(line)
+        if model:
+            fields.put("model", model.group(1), rank)
+    found = _MAX_MODEL_LEN.search(line) if "max model len" in line else None
+    if found:
+        fields.put("max_model_len", found.group(1), rank)
+    if "GB" in line or "GiB" in line or "gpu_memory_utilization" in line \
+            or "GPU memory utilization" in line:
         for name, pattern in _MEMORY:
             found = pattern.search(line)
             if found:
                 fields.put(name, found.group(1), rank)
-        for name, pattern in (("gpu_blocks", _GPU_BLOCKS), ("cpu_blocks", _CPU_BLOCKS),
-                              ("kv_tokens", _KV_TOKENS),
-                              ("max_tokens_error", _MAX_TOKENS_ERROR)):
-            found = pattern.search(line)
-            if found:
-                fields.put(name, found.group(1), rank)
-        found = _CONCURRENCY.search(line)
+    found = _NEEDED.search(line) if "KV cache is needed" in line else None
+    if found:
+        fields.put("needed_len", found.group(1), rank)
+        fields.put("needed_gib", found.group(2), rank)
+        fields.put("kv_cache_gib", found.group(3), rank)
+    if "blocks" not in line and "tokens" not in line:
+        return
+    for name, pattern in (("gpu_blocks", _GPU_BLOCKS), ("cpu_blocks", _CPU_BLOCKS),
+                          ("kv_tokens", _KV_TOKENS),
+                          ("max_tokens_error", _MAX_TOKENS_ERROR)):
+        found = pattern.search(line)
         if found:
-            fields.put("concurrency_tokens", found.group(1), rank)
-            fields.put("concurrency", found.group(2), rank)
-        found = _NEEDED.search(line)
-        if found:
-            fields.put("needed_len", found.group(1), rank)
-            fields.put("needed_gib", found.group(2), rank)
-            fields.put("kv_cache_gib", found.group(3), rank)
-    return _build(fields, tuple(ranks), len(lines))
+            fields.put(name, found.group(1), rank)
+    found = _CONCURRENCY.search(line)
+    if found:
+        fields.put("concurrency_tokens", found.group(1), rank)
+        fields.put("concurrency", found.group(2), rank)
 
 
 _INTS = ("tp", "pp", "max_model_len", "block_size", "gpu_blocks", "cpu_blocks", "kv_tokens",

@@ -351,6 +351,10 @@ def probe_log(path: str, ref: str, rules: Sequence[type[Rule]], *, tp: int | Non
     log = read_log(Path(path))
     tp = tp or log.tp or 1
     pp = pp or log.pp or 1
+    try:
+        ParallelLayout(tp=tp, pp=pp)
+    except ValueError as err:
+        raise UsageError(f"{path}: tensor_parallel_size/pipeline_parallel_size: {err}") from None
     loaded, geometry = _loaded(ref, revision, offline)
     plan = ServingPlan(layout=ParallelLayout(tp=tp, pp=pp),
                        kv_cache_dtype=log_staging.served_kv_dtype(kv_cache_dtype, log),
