@@ -145,11 +145,11 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
         raw = log.raw.get("needed_gib")
         needed = _gib(raw, log.needed_gib)
         measured = float(needed * GIB / log.needed_len)
-        ours = exact * log.needed_len / GIB
-        details["needed"] = {"printed_gib": log.needed_gib, "predicted_gib": float(ours),
+        needed_ours = float(exact * log.needed_len / GIB)
+        details["needed"] = {"printed_gib": log.needed_gib, "predicted_gib": needed_ours,
                              "max_seq_len": log.needed_len}
         notes.append(f"printed: {log.needed_gib:g} GiB KV cache needed for {log.needed_len:,} "
-                     f"tokens; kvlint: {float(ours):.2f} GiB")
+                     f"tokens; kvlint: {needed_ours:.2f} GiB")
     else:
         notes.append("the log prints no KV pool size in both GiB and tokens (Available KV "
                      "cache memory + GPU KV cache size / # GPU blocks): nothing to compare")

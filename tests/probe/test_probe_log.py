@@ -63,8 +63,9 @@ def test_v0_blocks_log_text_output() -> None:
     result = probe(LLAMA31, "--vllm-log", str(LOGS / "llama-3.1-8b-v0-rtx3090-20k.log"))
     assert result.exit_code == 0, result.output
     assert "engine log · KV bytes per token per GPU" in result.output
+    flat = result.output.replace("\n    ", " ")
     assert "31,232 tokens per GPU; kvlint from 3.81 GiB at 131,072.0 B/token: 31,200 tokens " \
-           "(31,168..31,248 within the GiB rounding, +0.10%)" in result.output.replace("\n    ", " ")
+           "(31,168..31,248 within the GiB rounding, +0.10%)" in flat
     assert "printed 1.56x, kvlint 1.56x" in result.output
 
 
