@@ -47,7 +47,8 @@ MAX_JOINED_LINES = 8
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_RANK = re.compile(r"\(([A-Za-z][\w-]{0,40}(?: rank=\d{1,6})?) pid=\d{1,10}\)")
+_RANK = re.compile(r"\(([A-Za-z][\w-]{0,40}(?: rank=\d{1,6})?) pid=\d{1,10}"
+                   r"(?:, ip=[\w.:-]{1,64})?\)")
 _RECORD_START = re.compile(r"(?:\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:)|"
                            r"(?:\([A-Za-z][\w-]{0,40}(?: rank=\d{1,6})? pid=\d{1,10}\))")
 _NUM = r"(\d[\d,]{0,30}(?:\.\d{1,12})?)"
@@ -240,8 +241,9 @@ def parse_text(text: str) -> VllmLog:
     ranks: dict[str, None] = {}
     for index, line in enumerate(lines):
         # cheap substring gates keep a long hostile line from meeting every pattern
-        rank_match = _RANK.search(line) if " pid=" in line else None
-        rank = rank_match.group(1) if rank_match else ""
+        # the innermost prefix names the process: (EngineCore_DP0 pid=1) (RayWorkerWrapper ...)
+        labels = _RANK.findall(line[:512]) if " pid=" in line else []
+        rank = labels[-1] if labels else ""
         if rank and len(ranks) < 64:
             ranks.setdefault(rank, None)
         _parse_line(lines, index, line, rank, fields)

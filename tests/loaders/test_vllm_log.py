@@ -54,6 +54,12 @@ EXPECTED: dict[str, dict[str, Any]] = {
         model="~/.cache/huggingface/qwen3.6-35b-a3b-nvfp4", dtype="bfloat16",
         max_model_len=131072, kv_cache_dtype="fp8"),
     "a40-lvllm-v1.log": dict(weights_gib=11.55, kv_cache_gib=12.57, kv_tokens=53136),
+    "ray-pp-v1-rayworkers.log": dict(
+        kv_cache_gib=2.09, kv_tokens=54384, concurrency_tokens=160000, concurrency=1.34,
+        cuda_graph_gib=0.6, ranks=("RayWorkerWrapper", "EngineCore_DP0")),
+    "llama-3.1-8b-v0-tp2-config.log": dict(
+        version="dev", engine=None, tp=2, pp=1, dtype="bfloat16", max_model_len=8192,
+        kv_cache_dtype="auto", enforce_eager=False, kv_cache_gib=None),
     "qwen3-8b-gguf-v0.18-args.log": dict(
         version="0.18.0", model="/models/unsloth/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf",
         max_model_len=16384, kv_cache_dtype="fp8", gpu_memory_utilization=0.79,
