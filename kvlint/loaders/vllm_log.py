@@ -8,7 +8,7 @@ capped at :data:`MAX_LINE_CHARS` and the text at :data:`MAX_BYTES`, so a hostile
 huge line, binary, NUL bytes) costs bounded time and memory; every regular expression is
 linear (no nested quantifiers).
 
-The lines read (vLLM V0 and V1, 0.5 to 0.2x):
+The lines read (vLLM V0 and V1, 0.5 to 0.2x formats):
 
 * engine config: ``Initializing a V1 LLM engine (v0.8.3) with config: model='...',
   ... dtype=torch.bfloat16, max_seq_len=102400, ... tensor_parallel_size=1,
