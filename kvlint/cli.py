@@ -803,10 +803,18 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
                    "needs matplotlib).")
 @click.option("--endpoint", default=None, metavar="URL",
               help="Staging: a running vLLM (its /metrics) instead of a local probe.")
+@click.option("--vllm-log", "vllm_log", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="Staging without a server: a vLLM start-up log; its printed KV memory "
+                   "and tokens per GPU against theory (tp, pp, dtypes from the log unless "
+                   "given).")
 @click.option("--served-model-name", default=None,
               help="With --measure-itl: the model name the server answers to.")
-@click.option("--tp", type=DEGREE, default=1, show_default=True,
-              help="With --endpoint: the server's tensor-parallel degree.")
+@click.option("--tp", type=DEGREE, default=None,
+              help="With --endpoint or --vllm-log: the server's tensor-parallel degree "
+                   "[default: the log's, else 1].")
+@click.option("--pp", type=DEGREE, default=None,
+              help="With --vllm-log: the pipeline-parallel degree [default: the log's, else 1].")
 @click.option("--engine-version", default=None, metavar="VERSION",
               help="With --endpoint: the vLLM version (default: the newest known).")
 @click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES, case_sensitive=False),
@@ -825,7 +833,8 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
           contexts: str | None, batch: int, layers: int, dtype: str | None,
           cache_kind: str | None, max_cache_len: int | None, sm: int, ncu: bool,
           plot: str | None,
-          endpoint: str | None, served_model_name: str | None, tp: int,
+          endpoint: str | None, vllm_log: str | None, served_model_name: str | None,
+          tp: int | None, pp: int | None,
           engine_version: str | None, kv_cache_dtype: str, measure_itl: bool,
           gpu: str | None, bandwidth: float | None, revision: str | None, offline: bool,
           formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
@@ -847,24 +856,43 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
     if not (select or session.settings.select or extend_select):
         rules = tuple(r for r in rules if r.code.startswith(("KV6", "KV900")))
     points = _ints("--context", contexts)
-    if endpoint:
+    if endpoint and vllm_log:
+        raise UsageError("--endpoint and --vllm-log are two staging sources: give one")
+    if vllm_log:
+        if len(refs) != 1:
+            raise UsageError("--vllm-log probes one served model: give one MODEL")
+        given = [name for name, value in {"--measure-itl": measure_itl, "--gpu": gpu,
+                                          "--bandwidth": bandwidth,
+                                          "--served-model-name": served_model_name}.items()
+                 if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to "
+                             "a running engine (--endpoint), not to a log")
+        run = probing.probe_log(
+            vllm_log, refs[0], rules, tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype.lower(),
+            engine_version=engine_version, revision=revision,
+            offline=offline or _env_offline(), fail_on=session.fail_on)
+    elif endpoint:
         if len(refs) != 1:
             raise UsageError("--endpoint probes one served model: give one MODEL")
+        if pp not in (None, 1):
+            raise UsageError("--pp applies to --vllm-log (the /metrics path reads tp only)")
         run = probing.probe_endpoint(
-            endpoint, refs[0], rules, tp=tp, kv_cache_dtype=kv_cache_dtype.lower(),
+            endpoint, refs[0], rules, tp=tp or 1, kv_cache_dtype=kv_cache_dtype.lower(),
             engine_version=engine_version, measure_itl=measure_itl, contexts=points,
             batch=batch, bandwidth=bandwidth * 1e9 if bandwidth else None, gpu_name=gpu,
             served_model=served_model_name, revision=revision,
             offline=offline or _env_offline(), fail_on=session.fail_on)
     else:
         staging_only = {"--measure-itl": measure_itl, "--gpu": gpu, "--bandwidth": bandwidth,
-                        "--served-model-name": served_model_name, "--tp": tp != 1,
+                        "--served-model-name": served_model_name,
+                        "--tp": tp not in (None, 1), "--pp": pp not in (None, 1),
                         "--engine-version": engine_version,
                         "--kv-cache-dtype": kv_cache_dtype.lower() != "auto"}
         given = [name for name, value in staging_only.items() if value]
         if given:
             raise UsageError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to "
-                             "a running engine: add --endpoint URL")
+                             "a running engine: add --endpoint URL or --vllm-log FILE")
         impls = tuple(dict.fromkeys(p.strip() for p in impl.split(",") if p.strip()))
         if not impls:
             raise UsageError("--impl: name at least one implementation")

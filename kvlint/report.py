@@ -197,7 +197,11 @@ class ProbeImplOut(_Strict):
 
 class ProbeOut(_Strict):
     device: Literal["cpu", "cuda"]
-    method: Literal["dispatch", "timing", "ncu", "metrics"]
+    method: Literal["dispatch", "timing", "ncu", "metrics", "log"] = Field(
+        description="dispatch: CPU byte accounting; timing: CUDA decode-time slope; ncu: "
+                    "Nsight Compute DRAM bytes; metrics: a running vLLM's /metrics; log: a "
+                    "vLLM start-up log (--vllm-log), its printed KV memory over its printed "
+                    "KV tokens per GPU.")
     context: int
     batch: int
     layers: int

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Verdict = Literal["ok", "warning", "error"]
-Method = Literal["dispatch", "timing", "ncu", "metrics"]
+Method = Literal["dispatch", "timing", "ncu", "metrics", "log"]
 
 WARNING_RATIO = 1.3
 """KV601 warns at this measured/theory ratio (docs/design.md §6)."""

@@ -337,3 +337,34 @@ def _gpu_bandwidth(name: str | None) -> float:
         return float(find_gpu(name).bandwidth_bytes_per_s)
     except ValueError as err:
         raise UsageError(str(err).strip("'\"")) from None
+
+
+def probe_log(path: str, ref: str, rules: Sequence[type[Rule]], *, tp: int | None,
+              pp: int | None, kv_cache_dtype: str, engine_version: str | None,
+              revision: str | None, offline: bool, fail_on: str) -> LintRun:
+    """A vLLM start-up log's KV allocation per token per GPU against theory (no GPU)."""
+    from pathlib import Path
+
+    from kvlint.loaders.vllm_log import read_log
+    from kvlint.probe import log_staging
+
+    log = read_log(Path(path))
+    tp = tp or log.tp or 1
+    pp = pp or log.pp or 1
+    try:
+        ParallelLayout(tp=tp, pp=pp)
+    except ValueError as err:
+        raise UsageError(f"{path}: tensor_parallel_size/pipeline_parallel_size: {err}") from None
+    loaded, geometry = _loaded(ref, revision, offline)
+    plan = ServingPlan(layout=ParallelLayout(tp=tp, pp=pp),
+                       kv_cache_dtype=log_staging.served_kv_dtype(kv_cache_dtype, log),
+                       engine="vllm", engine_version=engine_version)
+    if geometry is None:
+        return LintRun((lint_config(_target(loaded), loaded.config, plan, rules,
+                                    source=loaded.source),), fail_on, tuple(rules))
+    measured = log_staging.compare(log, geometry, tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype,
+                                   engine_version=engine_version, source=path)
+    report = log_staging.report(measured, path=path, layers=geometry.num_layers)
+    return LintRun((lint_config(_target(loaded), loaded.config, plan, rules,
+                                source=loaded.source, geometry=geometry, probe=report),),
+                   fail_on, tuple(rules))

@@ -176,8 +176,9 @@ def _probe_block(p: ProbeReport, width: int | None = None) -> str:
     """The probe's table: one row per implementation, then its materialisations and notes."""
     from tabulate import tabulate
 
-    if p.method == "metrics":
-        head = f"probe · {p.device} · engine metrics · KV bytes per token per GPU"
+    if p.method in ("metrics", "log"):
+        kind = "engine metrics" if p.method == "metrics" else "engine log"
+        head = f"probe · {p.device} · {kind} · KV bytes per token per GPU"
     else:
         head = (f"probe · {p.device} · {p.method} · {fmt_int(p.context)} tokens x batch "
                 f"{p.batch} · {p.layers} layer{'s' if p.layers != 1 else ''}")

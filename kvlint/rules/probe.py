@@ -69,15 +69,16 @@ def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
 
     where = (f"at {probe.context:,} tokens x batch {probe.batch} over {probe.layers} "
              f"layer{'s' if probe.layers != 1 else ''} ({probe.device}, {probe.method})")
-    if probe.method == "metrics":
-        where = "per token per GPU, from the engine's metrics"
+    if probe.method in ("metrics", "log"):
+        where = ("per token per GPU, from the engine's "
+                 f"{'metrics' if probe.method == 'metrics' else 'start-up log'}")
     parts = []
     if m.read_ratio is not None and m.read_ratio >= WARNING_RATIO:
         parts.append(f"{m.impl} reads {m.read_ratio:.2f}x the KV bytes one decode step needs "
                      f"({fmt_bytes(m.measured_read_bytes or 0)} against "
                      f"{fmt_bytes(m.theory_read_bytes)}) {where}")
     if m.cache_ratio is not None and m.cache_ratio >= WARNING_RATIO and \
-            probe.method == "metrics":
+            probe.method in ("metrics", "log"):
         parts.append(f"{m.impl} allocates {m.cache_ratio:.2f}x the KV bytes per token per GPU "
                      f"that the geometry needs ({fmt_bytes(m.measured_cache_bytes or 0)} "
                      f"against {fmt_bytes(m.theory_cache_bytes)})")

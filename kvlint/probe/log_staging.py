@@ -1,0 +1,185 @@
+"""``kvlint probe MODEL --vllm-log FILE``: what a vLLM start-up log says it allocated, per
+token per GPU, against kvlint's engine-aware theory (no GPU, no server).
+
+vLLM sizes its KV pool as ``num_blocks = floor(available / page_bytes)`` with
+``page_bytes = block_size x bytes per token per GPU`` (summed over the layers the GPU holds),
+and prints the pool in GiB with two decimals (``Available KV cache memory: 6.51 GiB``) and
+its size in tokens (``GPU KV cache size: 42,656 tokens``; V0 and early V1 print ``# GPU
+blocks: N`` instead). So
+
+* measured bytes per token per GPU = printed GiB x 2^30 / printed tokens;
+* kvlint's reproduction of the printed tokens = ``floor(GiB x 2^30 / (block x theory)) x
+  block``, with the interval the printed GiB's rounding (half its last digit) allows;
+* the concurrency vLLM prints is tokens / max_model_len; kvlint's is its tokens over the same.
+
+The measured / theory ratio is the probe's ``cache_ratio``: KV601 flags it from 1.3x (an
+engine caching full per-head K/V for an MLA model lands near 9x).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from math import floor
+from typing import Any
+
+from kvlint.engines import behaviour as engine_behaviour
+from kvlint.errors import UsageError
+from kvlint.loaders.vllm_log import VllmLog
+from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.kv import ParallelLayout
+from kvlint.model.serving import ServingPlan, analyze
+from kvlint.probe.result import ImplMeasurement, ProbeReport
+
+GIB = 2**30
+DEFAULT_BLOCK = 16
+"""vLLM's default ``--block-size`` on CUDA (used when the log does not print one)."""
+_TORCH_DTYPES = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16",
+                 "float32": "float32", "float": "float32"}
+
+
+def _half_step(raw: str | None) -> Fraction:
+    """Half a unit of the last printed digit: ``"6.51"`` -> 0.005."""
+    if not raw:
+        return Fraction(0)
+    try:
+        exponent = Decimal(raw.replace(",", "")).as_tuple().exponent
+    except InvalidOperation:
+        return Fraction(0)
+    if not isinstance(exponent, int):
+        return Fraction(0)
+    return Fraction(1, 2) * Fraction(10) ** exponent
+
+
+def _gib(raw: str | None, value: float) -> Fraction:
+    try:
+        return Fraction(Decimal((raw or str(value)).replace(",", "")))
+    except (InvalidOperation, ValueError):
+        return Fraction(value)
+
+
+def _tokens(memory: Fraction, per_token: Fraction, block: int) -> int:
+    return floor(memory / (per_token * block)) * block
+
+
+def served_kv_dtype(requested: str, log: VllmLog) -> str:
+    """The requested KV dtype, or the log's when the caller left it ``auto``."""
+    if requested.strip().lower() != "auto":
+        return requested
+    return log.kv_cache_dtype or "auto"
+
+
+def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
+            kv_cache_dtype: str = "auto", engine_version: str | None = None,
+            source: str = "the log") -> ImplMeasurement:
+    """The log's KV bytes per token per GPU against kvlint's theory at ``tp`` x ``pp``."""
+    version = engine_version or log.version
+    notes: list[str] = []
+    try:
+        behaviour = engine_behaviour("vllm", version, geometry.model_type,
+                                     is_mla=geometry.is_mla)
+    except ValueError:
+        notes.append(f"vLLM {version} is not a version kvlint knows; used the newest")
+        version = None
+        behaviour = engine_behaviour("vllm", None, geometry.model_type, is_mla=geometry.is_mla)
+    try:
+        plan = ServingPlan(layout=ParallelLayout(tp=tp, pp=pp),
+                           kv_cache_dtype=served_kv_dtype(kv_cache_dtype, log), engine="vllm",
+                           engine_version=version, behaviour=behaviour,
+                           dtype=_TORCH_DTYPES.get((log.dtype or "").lower()))
+        analysis = analyze(geometry, plan)
+    except ValueError as err:
+        raise UsageError(f"{source}: {err}") from None
+    footprint = analysis.footprint
+    exact = footprint.bytes_per_token_per_gpu_exact
+    theory = footprint.bytes_per_token_per_gpu
+    if exact is None or theory is None or not exact:
+        raise UsageError(f"{source}: {behaviour.label} cannot shard this model's KV heads "
+                         f"over tp={tp}")
+    block = log.block_size or DEFAULT_BLOCK
+    details: dict[str, Any] = {
+        "source": source, "engine": behaviour.label, "tp": tp, "pp": pp,
+        "kv_cache_dtype": analysis.dtype.name, "block_size": block,
+        "block_size_printed": log.block_size is not None,
+        "theory_bytes_per_token": float(exact),
+        "printed": {name: getattr(log, name) for name in (
+            "model", "version", "engine", "tp", "pp", "dtype", "max_model_len",
+            "kv_cache_dtype", "gpu_memory_utilization", "enforce_eager", "weights_gib",
+            "non_torch_gib", "activation_peak_gib", "cuda_graph_gib", "kv_cache_gib",
+            "kv_in_use_gib", "gpu_blocks", "kv_tokens", "concurrency_tokens", "concurrency",
+            "needed_gib", "needed_len", "max_tokens_error")},
+    }
+    for key, value in (("tp", log.tp), ("pp", log.pp)):
+        given = tp if key == "tp" else pp
+        if value is not None and value != given:
+            notes.append(f"the log's engine ran at {key}={value}, the theory uses {key}={given}")
+
+    measured: float | None = None
+    memory_gib = log.kv_memory_gib
+    tokens = log.capacity_tokens
+    if memory_gib is not None and tokens:
+        raw = log.raw.get("kv_cache_gib" if log.kv_cache_gib is not None else "kv_in_use_gib")
+        memory = _gib(raw, memory_gib)
+        step = _half_step(raw)
+        measured = float(memory * GIB / tokens)
+        predicted = _tokens(memory * GIB, exact, block)
+        low = _tokens((memory - step) * GIB, exact, block)
+        high = _tokens((memory + step) * GIB, exact, block)
+        within = low <= tokens <= high
+        error = (tokens - predicted) / predicted if predicted else None
+        details["tokens"] = {"printed": tokens, "predicted": predicted, "low": low,
+                             "high": high, "within_rounding": within, "error": error,
+                             "from": "GPU KV cache size" if log.kv_tokens is not None
+                             else f"# GPU blocks x {block}"}
+        shown = "" if error is None else f", {error:+.2%}"
+        notes.append(f"printed KV cache: {memory_gib:g} GiB, {tokens:,} tokens per GPU; kvlint "
+                     f"from {memory_gib:g} GiB at {float(exact):,.1f} B/token: {predicted:,} "
+                     f"tokens ({low:,}..{high:,} within the GiB rounding{shown})")
+        if log.concurrency is not None and log.concurrency_tokens:
+            ours = predicted / log.concurrency_tokens
+            details["concurrency"] = {"printed": log.concurrency, "predicted": round(ours, 2),
+                                      "tokens_per_request": log.concurrency_tokens}
+            notes.append(f"maximum concurrency for {log.concurrency_tokens:,} tokens per "
+                         f"request: printed {log.concurrency:.2f}x, kvlint {ours:.2f}x")
+    elif log.needed_gib is not None and log.needed_len:
+        raw = log.raw.get("needed_gib")
+        needed = _gib(raw, log.needed_gib)
+        measured = float(needed * GIB / log.needed_len)
+        needed_ours = float(exact * log.needed_len / GIB)
+        details["needed"] = {"printed_gib": log.needed_gib, "predicted_gib": needed_ours,
+                             "max_seq_len": log.needed_len}
+        notes.append(f"printed: {log.needed_gib:g} GiB KV cache needed for {log.needed_len:,} "
+                     f"tokens; kvlint: {needed_ours:.2f} GiB")
+    else:
+        notes.append("the log prints no KV pool size in both GiB and tokens (Available KV "
+                     "cache memory + GPU KV cache size / # GPU blocks): nothing to compare")
+        if log.gpu_blocks is not None and log.concurrency and log.concurrency_tokens:
+            notes.append(f"{log.gpu_blocks:,} GPU blocks x {block} = "
+                         f"{log.gpu_blocks * block:,} tokens per GPU")
+    if geometry.is_mla and not analysis.cached.is_mla:
+        notes.append(f"{behaviour.label} caches full per-head K/V for this MLA model")
+    details["bytes_per_token"] = measured
+    return ImplMeasurement(
+        impl="vllm",
+        dtype=analysis.dtype.name,
+        theory_read_bytes=theory,
+        measured_read_bytes=None,
+        theory_cache_bytes=theory,
+        measured_cache_bytes=None if measured is None else round(measured),
+        details=details,
+        notes=tuple(notes) + log.notes,
+    )
+
+
+def report(measurement: ImplMeasurement, *, path: str, layers: int) -> ProbeReport:
+    """The ``probe`` block for one log: figures per token per GPU (context 1, batch 1)."""
+    return ProbeReport(
+        device="cuda",
+        method="log",
+        context=1,
+        batch=1,
+        layers=layers,
+        impls=(measurement,),
+        built="nothing built: read from a vLLM start-up log",
+        notes=(f"vLLM log {path}; bytes per token per GPU",),
+    )

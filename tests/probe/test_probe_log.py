@@ -1,0 +1,167 @@
+"""``kvlint probe MODEL --vllm-log FILE`` end to end: real vLLM start-up logs
+(fixtures/vllm_logs) against kvlint's theory, exact figures worked by hand; a synthetic log
+of an engine caching full K/V for an MLA model (built here) must raise KV601."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from click.testing import CliRunner, Result
+
+from kvlint.cli import main
+from tests.helpers import CONFIGS, ROOT
+
+LOGS = ROOT / "fixtures" / "vllm_logs"
+QWEN3_8B = str(CONFIGS / "Qwen--Qwen3-8B.json")
+LLAMA31 = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
+DSV2_LITE = str(CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.json")
+GIB = 2**30
+
+
+def probe(*args: str) -> Result:
+    return CliRunner().invoke(main, ["probe", *args, "--no-plugins"])
+
+
+def as_json(*args: str, code: int = 0) -> dict[str, Any]:
+    result = probe(*args, "--format", "json")
+    assert result.exit_code == code, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    schema = json.loads(CliRunner().invoke(main, ["schema"]).stdout)
+    jsonschema.validate(data, schema)
+    return data
+
+
+def impl(data: dict[str, Any]) -> dict[str, Any]:
+    probe_block = data["results"][0]["probe"]
+    assert probe_block["method"] == "log"
+    value: dict[str, Any] = probe_block["impls"][0]
+    return value
+
+
+def test_qwen3_8b_real_log_matches_theory() -> None:
+    """36 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 147,456 B/token; 6.37 GiB /
+    (16 x 147,456) = 2,899.06 blocks -> 46,384 tokens; vLLM printed 46,368 (2,898 blocks), inside
+    what 6.365..6.375 GiB allow (46,336..46,416)."""
+    m = impl(as_json(QWEN3_8B, "--vllm-log", str(LOGS / "qwen3-8b-v1-lmcache-cudagraph.log")))
+    assert m["theory_cache_bytes"] == 147_456
+    assert m["measured_cache_bytes"] == round(6.37 * GIB / 46_368) == 147_510
+    assert m["verdict"] == "ok"
+    tokens = m["details"]["tokens"]
+    assert (tokens["printed"], tokens["predicted"], tokens["low"], tokens["high"]) == \
+        (46_368, 46_384, 46_336, 46_416)
+    assert tokens["within_rounding"] is True
+    assert m["details"]["concurrency"] == {"printed": 2.83, "predicted": 2.83,
+                                           "tokens_per_request": 16_384}
+
+
+def test_v0_blocks_log_text_output() -> None:
+    """Llama-3.1-8B: 131,072 B/token, 2 MiB per 16-token block; 3.81 GiB -> 1,950 blocks =
+    31,200 tokens; V0 printed 1,952 blocks = 31,232 tokens (+0.10%)."""
+    result = probe(LLAMA31, "--vllm-log", str(LOGS / "llama-3.1-8b-v0-rtx3090-20k.log"))
+    assert result.exit_code == 0, result.output
+    assert "engine log · KV bytes per token per GPU" in result.output
+    flat = result.output.replace("\n    ", " ")
+    assert "31,232 tokens per GPU; kvlint from 3.81 GiB at 131,072.0 B/token: 31,200 tokens " \
+           "(31,168..31,248 within the GiB rounding, +0.10%)" in flat
+    assert "printed 1.56x, kvlint 1.56x" in result.output
+
+
+def test_mla_needed_line_matches_the_latent() -> None:
+    """DeepSeek-V2-Lite caches the latent: 27 x (512 + 64) x 2 = 31,104 B/token; 32,768
+    tokens -> 0.949 GiB, vLLM printed 0.95 GiB needed."""
+    m = impl(as_json(DSV2_LITE, "--vllm-log", str(LOGS / "deepseek-v2-lite-chat-v1-needed.log")))
+    assert m["theory_cache_bytes"] == 31_104
+    assert m["measured_cache_bytes"] == round(0.95 * GIB / 32_768) == 31_130
+    assert m["details"]["needed"]["predicted_gib"] == 31_104 * 32_768 / GIB
+
+
+def _mla_as_full_kv_log(tmp_path: Path) -> Path:
+    """An engine that caches per-head K/V for DeepSeek-V2-Lite: 27 layers x 16 heads x
+    (192 + 128) x 2 bytes = 276,480 B/token."""
+    full = 27 * 16 * (192 + 128) * 2
+    tokens = (10 * GIB // (16 * full)) * 16
+    path = tmp_path / "mla-full.log"
+    path.write_text(
+        "(EngineCore_DP0 pid=1) INFO 04-02 12:32:04 [core.py:61] Initializing a V1 LLM engine "
+        "(v0.8.3) with config: model='deepseek-ai/DeepSeek-V2-Lite', dtype=torch.bfloat16, "
+        "max_seq_len=32768, tensor_parallel_size=1, pipeline_parallel_size=1, "
+        "enforce_eager=False, kv_cache_dtype=auto\n"
+        "(EngineCore_DP0 pid=1) INFO 04-02 12:33:23 [gpu_worker.py:227] Available KV cache "
+        "memory: 10.00 GiB\n"
+        f"(EngineCore_DP0 pid=1) INFO 04-02 12:33:23 [kv_cache_utils.py:864] GPU KV cache "
+        f"size: {tokens:,} tokens\n")
+    return path
+
+
+def test_mla_cached_as_full_kv_is_kv601_error(tmp_path: Path) -> None:
+    data = as_json(DSV2_LITE, "--vllm-log", str(_mla_as_full_kv_log(tmp_path)), code=1)
+    m = impl(data)
+    assert m["verdict"] == "error"
+    # 10 GiB / (16 x 276,480) = 2,427 blocks = 38,832 tokens -> 276,510 B/token allocated
+    assert m["measured_cache_bytes"] == round(10 * GIB / 38_832) == 276_510
+    assert m["cache_ratio"] == round(276_510 / 31_104, 4) == 8.8899
+    codes = [(f["code"], f["severity"]) for f in data["results"][0]["findings"]]
+    assert ("KV601", "error") in codes
+    text = probe(DSV2_LITE, "--vllm-log", str(_mla_as_full_kv_log(tmp_path)))
+    assert text.exit_code == 1
+    assert "vllm allocates 8.89x the KV bytes per token per GPU" in text.output.replace("\n", " ")
+
+
+def test_tp_and_pp_come_from_the_log_and_split_the_theory(tmp_path: Path) -> None:
+    """Llama-3.1-8B at tp=2, pp=2: 16 layers per stage x 4 KV heads x 128 x 2 x 2 = 32,768 B."""
+    path = tmp_path / "pp.log"
+    path.write_text("INFO 01-01 00:00:00 llm_engine.py:1] Initializing an LLM engine (v0.6.3) "
+                    "with config: model='m', dtype=torch.bfloat16, max_seq_len=8192, "
+                    "tensor_parallel_size=2, pipeline_parallel_size=2, kv_cache_dtype=auto\n"
+                    "INFO 01-01 00:00:01 worker.py:1] Memory profiling results: "
+                    "kv_cache_size=1.00GiB gpu_memory_utilization=0.90\n"
+                    "INFO 01-01 00:00:02 executor.py:1] # GPU blocks: 2048, # CPU blocks: 0\n")
+    m = impl(as_json(LLAMA31, "--vllm-log", str(path)))
+    assert m["theory_cache_bytes"] == 32_768 and m["measured_cache_bytes"] == 32_768
+    assert (m["details"]["tp"], m["details"]["pp"]) == (2, 2)
+    override = impl(as_json(LLAMA31, "--vllm-log", str(path), "--tp", "1"))
+    assert override["theory_cache_bytes"] == 65_536
+    assert any("ran at tp=2, the theory uses tp=1" in n for n in override["notes"])
+
+
+def test_a_log_without_kv_figures_compares_nothing() -> None:
+    m = impl(as_json(QWEN3_8B, "--vllm-log", str(LOGS / "qwen3-8b-gguf-v0.18-args.log")))
+    assert m["measured_cache_bytes"] is None and m["verdict"] == "ok"
+    assert m["dtype"].startswith("fp8")  # the log's --kv-cache-dtype fp8
+    assert m["theory_cache_bytes"] == 147_456 // 2
+
+
+def _one_line_error(result: Result, *parts: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output
+    assert all(p in lines[0] for p in parts), lines[0]
+
+
+def test_bad_uses_exit_2(tmp_path: Path) -> None:
+    _one_line_error(probe(QWEN3_8B, "--vllm-log", str(tmp_path / "nope.log")),
+                    "nope.log", "cannot read it")
+    log = str(LOGS / "qwen3-8b-v1-lmcache-cudagraph.log")
+    _one_line_error(probe(QWEN3_8B, "--vllm-log", log, "--endpoint", "http://127.0.0.1:9"),
+                    "--endpoint and --vllm-log")
+    _one_line_error(probe(QWEN3_8B, "--vllm-log", log, "--measure-itl"), "--measure-itl")
+    _one_line_error(probe(QWEN3_8B, QWEN3_8B, "--vllm-log", log), "one MODEL")
+    _one_line_error(probe(QWEN3_8B, "--pp", "2"), "--pp", "--vllm-log FILE")
+    huge = tmp_path / "huge-tp.log"
+    huge.write_text("Initializing a V1 LLM engine (v0.8.3) with config: model='m', "
+                    "tensor_parallel_size=999999, pipeline_parallel_size=1\n")
+    _one_line_error(probe(QWEN3_8B, "--vllm-log", str(huge)), "huge-tp.log",
+                    "tensor_parallel_size")
+
+
+def test_hostile_log_through_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "hostile.log"
+    path.write_bytes(b"\x00\xff" * 100_000 + b"\nGPU KV cache size: 99999999999999999999999 "
+                     b"tokens\nAvailable KV cache memory: 0.00 GiB\n" + b"\x1b[31m" * 10_000)
+    result = probe(QWEN3_8B, "--vllm-log", str(path), "--format", "json")
+    assert result.exit_code == 0, result.output
+    m = json.loads(result.stdout)["results"][0]["probe"]["impls"][0]
+    assert m["measured_cache_bytes"] == 0
