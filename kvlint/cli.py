@@ -18,6 +18,7 @@ from kvlint.diagnostics import FAIL_ON_CHOICES
 from kvlint.engine_names import ENGINES
 from kvlint.errors import KvlintError, UsageError
 from kvlint.loaders.paths import exists
+from kvlint.model.gpu_memory import MAX_GPU_MEMORY_GIB, gpu_memory_bytes
 from kvlint.model.kv import KV_CACHE_DTYPES, ParallelLayout
 from kvlint.model.limits import MAX_GIB, MAX_LAYERS, MAX_PARALLEL, MAX_SIZE
 from kvlint.model.serving import DEFAULT_CONTEXT, ServingPlan
@@ -144,6 +145,8 @@ def plan_options(func: F) -> F:
         click.option("--gpu", default=None, metavar="NAME",
                      help="GPU model (H100-80GB, H200, L4, MI300X...): adds weights, KV budget, "
                           "max sequences and the decode roofline."),
+        click.option("--gpu-memory", "gpu_memory_gib", type=GPU_MEMORY, default=None,
+                     metavar="GIB", help=GPU_MEMORY_HELP),
         click.option("--gpu-memory-utilization", type=_FiniteFloat(0, 1, min_open=True),
                      default=None, help="Fraction of GPU memory the engine may use "
                                         "(default: the engine's own default)."),
@@ -224,6 +227,12 @@ class _FiniteFloat(click.FloatRange):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return result
 
+
+GPU_MEMORY = _FiniteFloat(0, MAX_GPU_MEMORY_GIB, min_open=True)
+"""--gpu-memory: GiB of one GPU (kvlint.model.gpu_memory)."""
+GPU_MEMORY_HELP = ("Total memory of one GPU in GiB, as the driver reports it (nvidia-smi MiB "
+                   "/ 1024): replaces the --gpu table's memory (its bandwidth stays); alone, "
+                   "sizes any GPU, without the decode roofline.")
 
 DEGREE = click.IntRange(min=1, max=MAX_PARALLEL)
 """tp, pp, dp: no model replica spans more GPUs (kvlint.model.limits)."""
@@ -512,7 +521,8 @@ def main() -> None:
 def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | None,
           dp_attention: bool, engine: str | None, engine_version: str | None,
           kv_cache_dtype: str | None, context: int | None, batch: int | None,
-          gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
+          gpu: str | None, gpu_memory_gib: float | None,
+          gpu_memory_utilization: float | None, overhead_gib: float | None,
           max_model_len: int | None, max_num_seqs: int | None, revision: str | None,
           offline: bool, lock_file: str | None, locked: bool, formats: tuple[str, ...],
           outputs: tuple[str, ...], select: tuple[str, ...], extend_select: tuple[str, ...],
@@ -537,7 +547,8 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
                  overhead_gib=_pick(overhead_gib, d.overhead, None),
                  max_model_len=max_model_len or d.max_model_len,
                  max_num_seqs=max_num_seqs or d.max_num_seqs)
-    plan = replace(plan, env=process_env(), gpu_source=_gpu_source(gpu, d.gpu))
+    plan = replace(plan, env=process_env(), gpu_source=_gpu_source(gpu, d.gpu),
+                   **_gpu_memory(gpu_memory_gib, d.gpu_memory))
     lock = session.model_lock([Path(m) for m in models if exists(Path(m))], lock_file, locked)
     lock.require(models, revision)
     run = check_models(models, plan, session.rules, revision=revision,
@@ -572,6 +583,8 @@ def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
 @click.option("--gpu", default=None, metavar="NAME",
               help="GPU to size against when a manifest does not name one (a GPU the "
                    "manifest names wins).")
+@click.option("--gpu-memory", "gpu_memory_gib", type=GPU_MEMORY, default=None, metavar="GIB",
+              help=GPU_MEMORY_HELP + " A memory the manifest states wins.")
 @click.option("--offline", is_flag=True,
               help="Read Hub configs from the local cache only (a model not cached is not "
                    "checked: exit 2).")
@@ -581,7 +594,8 @@ def _plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
 @lock_options
 @common_options
 def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
-         model_map: tuple[str, ...], gpu: str | None, offline: bool,
+         model_map: tuple[str, ...], gpu: str | None, gpu_memory_gib: float | None,
+         offline: bool,
          stdin_filename: str | None, lock_file: str | None, locked: bool,
          formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
          extend_select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str | None,
@@ -610,7 +624,8 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     mapping = {name: _local_ref(ref, session.root) for name, ref in d.models.items()}
     mapping.update(_model_map(model_map))
     run = lint_paths(files, session.rules, session.pm,
-                     base=ServingPlan(gpu=gpu or d.gpu, gpu_source=_gpu_source(gpu, d.gpu)),
+                     base=ServingPlan(gpu=gpu or d.gpu, gpu_source=_gpu_source(gpu, d.gpu),
+                                      **_gpu_memory(gpu_memory_gib, d.gpu_memory)),
                      include=include or DEFAULT_INCLUDE,
                      exclude=exclude, offline=offline or bool(d.offline) or _env_offline(),
                      model_map=mapping, fail_on=session.fail_on, policy=session.policy,
@@ -635,6 +650,16 @@ def _stdin_manifest(paths: tuple[str, ...], name: str | None) -> tuple[str, str]
         raise UsageError(f"{name or '-'} (stdin): not UTF-8 text ({err.reason} at byte "
                          f"{err.start})") from None
     return (name or "-"), text
+
+
+def _gpu_memory(option: float | None, setting: float | None) -> dict[str, Any]:
+    """``gpu_memory_bytes`` and its source for a plan (the option wins over the settings)."""
+    if option is not None:
+        return {"gpu_memory_bytes": gpu_memory_bytes(option), "gpu_memory_source": "--gpu-memory"}
+    if setting is not None:
+        return {"gpu_memory_bytes": gpu_memory_bytes(setting),
+                "gpu_memory_source": "settings (gpu-memory)"}
+    return {}
 
 
 def _gpu_source(option: str | None, setting: str | None) -> str | None:
@@ -927,7 +952,8 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
 @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None)
 def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
             engine_version: str | None, kv_cache_dtype: str, context: int, batch: int,
-            gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
+            gpu: str | None, gpu_memory_gib: float | None,
+            gpu_memory_utilization: float | None, overhead_gib: float | None,
             max_model_len: int | None, max_num_seqs: int | None, revision: str | None,
             offline: bool, lock_file: str | None, locked: bool, fmt: str,
             output: str | None) -> None:
@@ -944,8 +970,10 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
                  engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
                  context=context, batch=batch, gpu=gpu,
                  gpu_memory_utilization=gpu_memory_utilization, overhead_gib=overhead_gib,
-                 max_model_len=max_model_len or (context if gpu else None),
+                 max_model_len=max_model_len or (
+                     context if gpu or gpu_memory_gib is not None else None),
                  max_num_seqs=max_num_seqs)
+    plan = replace(plan, **_gpu_memory(gpu_memory_gib, None))
     lock = _compare_lock(models, lock_file, locked)
     lock.require(models, revision)
     run = ranking.compare_models(models, plan, revision=revision, offline=offline, lock=lock)

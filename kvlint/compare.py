@@ -28,6 +28,7 @@ from kvlint.loaders.models import load_config
 from kvlint.model import kv
 from kvlint.model.capacity import Capacity
 from kvlint.model.geometry import AttentionGeometry, AttentionKind
+from kvlint.model.gpu_memory import custom_gpu_name
 from kvlint.model.serving import ServingPlan
 from kvlint.units import fmt_bytes, fmt_int
 
@@ -164,7 +165,7 @@ def _unranked(result: ModelResult, unavailable: Sequence[str],
 
 def rank(run: LintRun, plan: ServingPlan) -> Ranking:
     """Rank the models ``run`` sized; the others are listed with the reason."""
-    by_sequences = plan.gpu is not None
+    by_sequences = plan.gpu is not None or plan.gpu_memory_bytes is not None
     keyed: list[tuple[int, ModelResult]] = []
     unranked: list[Unranked] = []
     for result in run.results:
@@ -218,9 +219,17 @@ def _row_dict(row: Row) -> dict[str, Any]:
     }
 
 
+def _gpu_name(ranking: Ranking) -> str | None:
+    """The GPU sized: its table name, or ``custom (80 GiB)`` when only its memory is given."""
+    plan = ranking.plan
+    if plan.gpu is None and plan.gpu_memory_bytes is not None:
+        return custom_gpu_name(plan.gpu_memory_bytes)
+    return plan.gpu
+
+
 def render_json(ranking: Ranking) -> str:
     data = {"schema_version": SCHEMA_VERSION, "kvlint_version": __version__,
-            "gpu": ranking.plan.gpu, "ranked_by": ranking.ranked_by, "basis": ranking.basis(),
+            "gpu": _gpu_name(ranking), "ranked_by": ranking.ranked_by, "basis": ranking.basis(),
             "rows": [_row_dict(r) for r in ranking.rows],
             "unranked": [{"ref": u.ref, "reason": u.reason, "message": u.message}
                          for u in ranking.unranked]}

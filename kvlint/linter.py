@@ -144,14 +144,14 @@ def lint_config(
                     behaviour=engine_behaviour(plan.engine, plan.engine_version,
                                                geometry.model_type, is_mla=geometry.is_mla),
                     max_model_len=plan.max_model_len or (
-                        max_context_length(config) if plan.gpu else None))
+                        max_context_length(config) if plan.sizes_gpu else None))
                 analysis = _analyze(geometry, plan)
             except ValueError as err:
                 raise UsageError(f"{target.ref}: {err}") from None
             if given_max_len is not None:  # the model's own default is never over it
                 policy = limit_policy(plan)
                 limit = context_limit(config, policy)
-            if plan.gpu:
+            if plan.sizes_gpu:
                 cap = _capacity(weights_of or target, config, analysis, defaults, offline,
                                 lock)
         except ConfigError as err:
@@ -258,14 +258,9 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
               defaults: ConfigDefaults, offline: bool,
               lock: ModelLock | None = None) -> Capacity | None:
     from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
-    from kvlint.model.hardware import find_gpu
 
     plan = analysis.plan
-    assert plan.gpu is not None
-    try:
-        gpu = find_gpu(plan.gpu)
-    except ValueError as err:
-        raise UsageError(str(err).strip("'\"")) from None
+    spec = _gpu_spec(plan)
     engine = load_engines()[plan.behaviour.engine]
     # A manifest's path is not the model's: only a checked config sits beside its weights.
     path = target.path if target.kind == "model" else None
@@ -279,7 +274,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             defaults=defaults, lock=lock)
     return capacity(
         analysis,
-        GpuSpec(gpu.name, gpu.runtime_memory_bytes, gpu.bandwidth_bytes_per_s),
+        spec,
         weight_bytes_per_gpu=weights.per_gpu_bytes,
         decode_weight_bytes_per_gpu=weights.decode_read_per_gpu_bytes,
         weights_estimated=weights.estimated,
@@ -290,6 +285,24 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         overhead_bytes=DEFAULT_OVERHEAD_BYTES if plan.overhead_bytes is None
         else plan.overhead_bytes,
     )
+
+
+def _gpu_spec(plan: ServingPlan) -> GpuSpec:
+    """The GPU of the plan: the table's (its runtime memory, or the given memory in its
+    place), or one known only by the given memory (no bandwidth)."""
+    from kvlint.model.gpu_memory import custom_gpu_name
+    from kvlint.model.hardware import find_gpu
+
+    memory = plan.gpu_memory_bytes
+    if plan.gpu is None:
+        assert memory is not None
+        return GpuSpec(custom_gpu_name(memory), memory, None)
+    try:
+        gpu = find_gpu(plan.gpu)
+    except ValueError as err:
+        raise UsageError(str(err).strip("'\"")) from None
+    return GpuSpec(gpu.name, gpu.runtime_memory_bytes if memory is None else memory,
+                   gpu.bandwidth_bytes_per_s)
 
 
 def check_models(

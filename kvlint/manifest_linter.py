@@ -47,6 +47,7 @@ from kvlint.loaders.manifests.yaml_marks import load_documents
 from kvlint.loaders.models import LoadedConfig, load_config
 from kvlint.loaders.paths import is_dir, is_file
 from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
@@ -258,9 +259,15 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         dp_attention = False  # an impossible combination: the engine refuses it
     version = served.engine_version
     gpu, gpu_source = base.gpu, base.gpu_source
+    memory, memory_source = base.gpu_memory_bytes, base.gpu_memory_source
     named = served.gpu_type
     if named is not None and _known_gpu(named.value):  # the manifest's GPU wins: --gpu and
         gpu, gpu_source = named.value, _where(named, "the manifest")  # settings are defaults
+        if base.gpu is None or not _same_gpu(base.gpu, named.value):
+            memory = memory_source = None  # ... and so does its memory in the GPU table
+    stated = served.gpu_memory
+    if stated is not None:  # a memory the manifest states wins over the table's and defaults
+        memory, memory_source = gpu_memory_bytes(stated.value), _where(stated, "the manifest")
     return replace(
         base,
         layout=ParallelLayout(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention),
@@ -275,6 +282,7 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         gpu_memory_utilization=_fraction(served.gpu_memory_utilization)
         or base.gpu_memory_utilization,
         gpu=gpu, gpu_source=gpu_source if gpu else None,
+        gpu_memory_bytes=memory, gpu_memory_source=memory_source,
         env=tuple(sorted((name, str(value.value) if isinstance(value, Located) else None)
                          for name, value in served.env.items())) or base.env,
     )
@@ -294,6 +302,12 @@ def _where(value: Located[Any], what: str) -> str:
     """``resources.gpu (line 8)``: how a value was read, and where."""
     text = value.source or what
     return f"{text} (line {value.line})" if value.line else text
+
+
+def _same_gpu(one: str, other: str) -> bool:
+    from kvlint.model.hardware import find_gpu
+
+    return find_gpu(one).name == find_gpu(other).name if _known_gpu(one) else False
 
 
 @cache

@@ -111,7 +111,16 @@ class KvOut(_Strict):
 
 
 class CapacityOut(_Strict):
-    gpu: str
+    gpu: str = Field(
+        description="The GPU table's name, or 'custom (80 GiB)' for a GPU given only by its "
+                    "memory (--gpu-memory without --gpu: no bandwidth, so tpot_floor_ms is "
+                    "null).")
+    gpu_memory_bytes: int = Field(
+        description="Memory of one GPU as sized: the table's runtime figure, or the given "
+                    "--gpu-memory / gpu-memory (GiB x 2**30) in its place.")
+    gpu_memory_source: str = Field(
+        description="Where gpu_memory_bytes comes from: 'gpus.toml', '--gpu-memory', "
+                    "'settings (gpu-memory)', or the manifest's key and line.")
     gpu_source: str | None = Field(
         description="Where the GPU comes from: the manifest's key and line (it wins), --gpu, "
                     "or the settings file.")

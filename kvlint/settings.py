@@ -14,6 +14,7 @@ from typing import Any, Literal
 from kvlint.errors import InputError
 from kvlint.loaders.files import MAX_SETTINGS_BYTES, UnreadableFile, read_text
 from kvlint.loaders.paths import is_dir, is_file
+from kvlint.model.gpu_memory import gpu_memory_error
 from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
 
 if sys.version_info >= (3, 11):
@@ -47,6 +48,8 @@ class Settings:
     engine: str | None = None
     engine_version: str | None = None
     gpu: str | None = None
+    gpu_memory: float | None = None
+    """GiB per GPU, as the driver reports it (kvlint.model.gpu_memory)."""
     gpu_memory_utilization: float | None = None
     overhead: float | None = None
     """GiB per GPU."""
@@ -152,6 +155,10 @@ def parse(path: Path, table: dict[str, Any]) -> Settings:
     if overhead is not None and not 0 <= overhead <= MAX_GIB:  # also refuses nan
         raise InputError(f"{_where(path)}: 'overhead' must be a number of GiB in "
                          f"0..{MAX_GIB:,}, got {overhead}")
+    memory = values["gpu_memory"]
+    problem = None if memory is None else gpu_memory_error(memory)
+    if problem is not None:
+        raise InputError(f"{_where(path)}: 'gpu-memory': {problem}")
     util = values["gpu_memory_utilization"]
     if util is not None and not 0 < util <= 1:
         raise InputError(f"{_where(path)}: 'gpu-memory-utilization' must be in (0, 1], "

@@ -82,6 +82,7 @@ def test_llama31_8b_on_one_l4() -> None:
     fits = check(LLAMA31_8B, "--gpu", "L4", "--max-model-len", "8192")
     assert fits["capacity"] == {
         "gpu": "L4", "gpu_source": "--gpu", "gpu_memory_utilization": 0.92,
+        "gpu_memory_bytes": l4.runtime_memory_bytes, "gpu_memory_source": "gpus.toml",
         "weight_bytes_per_gpu": weights, "kv_budget_bytes_per_gpu": budget,
         "max_tokens": budget // 131_072, "max_sequences": budget // (8192 * 131_072),
         "crossover_batch": pytest.approx(read / (8192 * 131_072)),

@@ -451,7 +451,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "kv_cache_dtype": Located("fp8"), "max_model_len": Located(1024),
         "max_num_seqs": Located(8), "gpu_memory_utilization": Located(0.5),
         "gpu_type": Located("H200"), "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": Located("1")},
-        "dtype": Located("float32"),
+        "dtype": Located("float32"), "gpu_memory": Located(46_068 / 1024),
     }
     settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
     assert settings == set(samples), "a new ServedModel field: make it reach the plan"

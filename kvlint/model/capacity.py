@@ -51,7 +51,8 @@ is typical for 7B-70B models at the default batch limits)."""
 class GpuSpec:
     name: str
     memory_bytes: int
-    bandwidth_bytes_per_s: float
+    bandwidth_bytes_per_s: float | None
+    """``None``: unknown (a GPU given only by its memory): no decode roofline."""
 
 
 @dataclass(frozen=True)

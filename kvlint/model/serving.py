@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from kvlint.model import kv
 from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.gpu_memory import MAX_GPU_MEMORY_GIB
 from kvlint.model.limits import MAX_SIZE
 
 DEFAULT_CONTEXT = 8192
@@ -82,6 +83,18 @@ class ServingPlan:
     gpu_source: str | None = None
     """Where :attr:`gpu` comes from (``resources.gpu (line 8)`` in a manifest, ``--gpu``,
     ``settings (gpu)``)."""
+    gpu_memory_bytes: int | None = None
+    """Total memory of one GPU as its driver reports it (``--gpu-memory``, ``gpu-memory`` in the
+    settings, a manifest's node label): it replaces the GPU table's figure, and sizes a GPU
+    the table does not know when :attr:`gpu` is ``None`` (kvlint.model.gpu_memory)."""
+    gpu_memory_source: str | None = None
+    """Where :attr:`gpu_memory_bytes` comes from (``--gpu-memory``, ``settings (gpu-memory)``,
+    a manifest's key and line)."""
+
+    @property
+    def sizes_gpu(self) -> bool:
+        """Whether capacity is computed: a GPU is named, or its memory given."""
+        return bool(self.gpu) or self.gpu_memory_bytes is not None
 
     @property
     def windowed_sliding_cache(self) -> bool:
@@ -101,6 +114,10 @@ class ServingPlan:
         util = self.gpu_memory_utilization
         if util is not None and not 0 < util <= 1:
             raise ValueError(f"gpu memory utilization must be in (0, 1], got {util}")
+        memory = self.gpu_memory_bytes
+        if memory is not None and not 0 < memory <= MAX_GPU_MEMORY_GIB * 2**30:
+            raise ValueError(f"gpu memory must be in (0, {MAX_GPU_MEMORY_GIB}] GiB, "
+                             f"got {memory} bytes")
 
 
 @dataclass(frozen=True)

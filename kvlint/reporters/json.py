@@ -1,4 +1,4 @@
-"""``--format json``: docs/design.md §7, schema_version 2 (``kvlint schema`` prints its JSON Schema)."""
+"""``--format json``: docs/design.md §7, schema_version 2 (``kvlint schema`` prints its schema)."""
 
 from __future__ import annotations
 
@@ -88,7 +88,8 @@ def _kv(a: KvAnalysis) -> dict[str, Any] | None:
 
 def _capacity(c: Capacity) -> dict[str, Any]:
     return {
-        "gpu": c.gpu.name, "gpu_memory_utilization": c.gpu_memory_utilization,
+        "gpu": c.gpu.name, "gpu_memory_bytes": c.gpu.memory_bytes,
+        "gpu_memory_utilization": c.gpu_memory_utilization,
         "weight_bytes_per_gpu": c.weight_bytes_per_gpu,
         "kv_budget_bytes_per_gpu": c.kv_budget_bytes_per_gpu, "max_tokens": c.max_tokens,
         "max_sequences": c.max_sequences, "crossover_batch": c.crossover_batch,
@@ -149,7 +150,8 @@ def _result(r: ModelResult, unavailable: tuple[str, ...] = ()) -> dict[str, Any]
                     "max_model_len": p.max_model_len, "max_num_seqs": p.max_num_seqs},
         "geometry": _geometry(r.analysis) if r.analysis else None,
         "kv": _kv(r.analysis) if r.analysis else None,
-        "capacity": {**_capacity(r.capacity), "gpu_source": p.gpu_source}
+        "capacity": {**_capacity(r.capacity), "gpu_source": p.gpu_source,
+                     "gpu_memory_source": p.gpu_memory_source or "gpus.toml"}
         if r.capacity else None,
         "findings": [_finding(f) for f in r.findings],
     }

@@ -131,17 +131,20 @@ def _table(r: ModelResult) -> list[list[str]]:
                                     f"{fmt_int(fp.bytes_per_token_cluster or 0)} B/token"])
     rows.append(["per sequence", sequence_text(a)])
     if r.capacity is not None:
-        rows.extend(_capacity_rows(r.capacity, r.plan.gpu_source))
+        rows.extend(_capacity_rows(r.capacity, r.plan.gpu_source, r.plan.gpu_memory_source))
     rows.extend(["note", note] for note in g.notes)
     return rows
 
 
-def _capacity_rows(c: Capacity, source: str | None = None) -> list[list[str]]:
+def _capacity_rows(c: Capacity, source: str | None = None,
+                   memory_source: str | None = None) -> list[list[str]]:
     weights = ("~" if c.weights_estimated else "") + fmt_bytes(c.weight_bytes_per_gpu)
     how = ("of the memory left after weights" if c.fraction_of_free_memory
            else "gpu_memory_utilization")
+    memory = fmt_bytes(c.gpu.memory_bytes) + (f" ({c.gpu.memory_bytes:,} B from {memory_source})"
+                                              if memory_source else "")
     rows = [
-        ["GPU", f"{c.gpu.name} · {fmt_bytes(c.gpu.memory_bytes)} · {how} "
+        ["GPU", f"{c.gpu.name} · {memory} · {how} "
                 f"{c.gpu_memory_utilization:.2f} · overhead {fmt_bytes(c.overhead_bytes)}"
                 + (f" · from {source}" if source else "")],
         ["weights", f"{weights} per GPU ({c.weights_source})"],
@@ -161,6 +164,9 @@ def _capacity_rows(c: Capacity, source: str | None = None) -> list[list[str]]:
                if c.decode_weight_bytes_per_gpu < 0.8 * c.weight_bytes_per_gpu else "")
         rows.append(["decode", f"TPOT ≥ {c.tpot_floor_ms:.1f} ms at batch {c.batch} x "
                                f"{fmt_int(c.decode_context)} tokens (HBM roofline){cross}{moe}"])
+    elif c.gpu.bandwidth_bytes_per_s is None:
+        rows.append(["decode", "no TPOT floor: the GPU is given only by its memory, its "
+                               "bandwidth is unknown (name it with --gpu for the roofline)"])
     return rows
 
 

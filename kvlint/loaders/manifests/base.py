@@ -83,6 +83,9 @@ class ServedModel:
     gpus: Located[int] | Unresolved | None = None
     """GPUs requested per replica of this role (pods x GPUs per pod for multi-node groups)."""
     gpu_type: Located[str] | None = None
+    gpu_memory: Located[float] | None = None
+    """One GPU's memory in GiB, as the driver reports it, where the manifest states it (a
+    node label the pod selects: ``node_memory``)."""
     notes: tuple[str, ...] = field(default=())
     env: Mapping[str, Located[str] | Unresolved] = field(default_factory=dict)
     """Variables of the engine process's environment that change what it accepts

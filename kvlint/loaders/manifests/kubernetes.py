@@ -52,6 +52,7 @@ from kvlint.loaders.manifests.engine_configs import (
 from kvlint.loaders.manifests.engine_env import with_env
 from kvlint.loaders.manifests.engine_options import engine_problems
 from kvlint.loaders.manifests.helm import entrypoint_engine
+from kvlint.loaders.manifests.node_memory import gpu_memory_of
 from kvlint.loaders.manifests.shell import (
     EngineArgs,
     Env,
@@ -710,7 +711,7 @@ def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None =
           name: str = "", role: str | None = None,
           gpus: Located[int] | Unresolved | None = None, gpu_type: Located[str] | None = None,
           notes: Sequence[str] = (), overrides: Mapping[str, Any] | None = None,
-          line: int | None = None) -> ServedModel:
+          line: int | None = None, gpu_memory: Located[float] | None = None) -> ServedModel:
     """A ServedModel from an engine run plus what the object says around it."""
     args = args or run.args
     values: dict[str, Any] = {k: getattr(args, k) for k in ARG_FIELDS}
@@ -731,7 +732,8 @@ def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None =
     return ServedModel(path=ctx.path, line=where, format=fmt, document=ctx.index, name=name,
                        role=role, served_name=served_name, engine=run.engine,
                        engine_version=run.version, image=run.image, gpus=gpus,
-                       gpu_type=gpu_type, notes=tuple(unique), env=dict(args.env),
+                       gpu_type=gpu_type, gpu_memory=gpu_memory, notes=tuple(unique),
+                       env=dict(args.env),
                        engine_problems=engine_problems(run.engine.value, run.version,
                                                        args.uses), **values)
 
@@ -765,7 +767,7 @@ def pod_models(ctx: DocumentContext, fmt: str, pod: Any, *, name: str, role: str
         gpus = group_gpus(per_pod, count, what)
         out.append(build(ctx, fmt, run, args=args, name=name, role=role, gpus=gpus,
                          gpu_type=gpu_type_of(pod), notes=[*notes, *gpu_notes, *more],
-                         overrides=overrides))
+                         overrides=overrides, gpu_memory=gpu_memory_of(pod)))
     return out
 
 
@@ -867,7 +869,8 @@ class LeaderWorkerSetParser(ManifestParser):
             args, overrides, more = follow_config(run, pod, ctx)
             out.append(build(ctx, self.name, run, args=args, name=object_name(document), role=role,
                              gpus=gpus, gpu_type=gpu_type_of(pod) or gpu_type_of(worker),
-                             notes=[*notes, *more], overrides=overrides))
+                             notes=[*notes, *more], overrides=overrides,
+                             gpu_memory=gpu_memory_of(pod) or gpu_memory_of(worker)))
         return out
 
     @staticmethod

@@ -56,6 +56,7 @@ from kvlint.loaders.manifests.kubernetes import (
     rename_flags,
     replicas_notes,
 )
+from kvlint.loaders.manifests.node_memory import gpu_memory_of
 from kvlint.loaders.manifests.shell import EngineArgs, Env, Word, parse_engine_args, split_script
 
 __all__ = ["DynamoParser", "KServeParser", "RayServiceParser", "VllmRuntimeParser"]
@@ -163,6 +164,7 @@ class KServeParser(ManifestParser):
             more.append("multi-node (predictor.workerSpec): GPUs are those of the head pod")
         return build(ctx, self.name, run, args=args, name=name, gpus=gpus,
                      gpu_type=gpu_type_of(predictor), notes=[*notes, *gpu_notes, *more],
+                     gpu_memory=gpu_memory_of(predictor),
                      overrides=overrides)
 
     @staticmethod
@@ -244,6 +246,7 @@ class KServeParser(ManifestParser):
             gpus, gpu_notes = pod_gpus(spec, [container])
             out.append(build(ctx, self.name, run, args=args, name=object_name(document),
                              gpus=gpus, gpu_type=gpu_type_of(spec),
+                             gpu_memory=gpu_memory_of(spec),
                              notes=[*notes, *gpu_notes, *more], overrides=overrides))
         return out
 
@@ -314,6 +317,7 @@ class KServeParser(ManifestParser):
         gpus = group_gpus(per_pod, pods, f"{pods} pods (parallelism data / dataLocal)")
         return build(ctx, self.name, run, args=args, name=object_name(document), role=role,
                      gpus=gpus, gpu_type=gpu_type_of(pod), notes=[*notes, *gpu_notes, *more],
+                     gpu_memory=gpu_memory_of(pod),
                      overrides=overrides)
 
     @staticmethod
@@ -409,6 +413,7 @@ class DynamoParser(ManifestParser):
         args, overrides, more = follow_config(run, pod, ctx)
         return build(ctx, self.name, run, args=args, name=service_name, role=role, gpus=gpus,
                      gpu_type=gpu_type_of(pod), notes=[*notes, *gpu_notes, *more],
+                     gpu_memory=gpu_memory_of(pod),
                      overrides=overrides)
 
 
@@ -484,7 +489,8 @@ class VllmRuntimeParser(ManifestParser):
         if get_map(deploy, "sidecarConfig") is not None:
             more.append("the sidecar container is not an engine")
         return [build(ctx, self.name, run, name=object_name(document), gpus=gpus,
-                      gpu_type=gpu_type_of(deploy), notes=more)]
+                      gpu_type=gpu_type_of(deploy), notes=more,
+                      gpu_memory=gpu_memory_of(deploy))]
 
     @staticmethod
     def _image(spec: dict[str, Any] | None) -> Located[str] | None:
