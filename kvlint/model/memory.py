@@ -51,17 +51,27 @@ logs "CUDA graph memory profiling is enabled (default since v0.21.0)"); logged p
 
 CUDA_GRAPH_DEDUCTED_SINCE = Version("0.21.0")
 """gpu_worker.py@v0.33.0: ``cudagraph_memory_estimate_applied`` is taken from the KV memory when
-VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set, "the default as of v0.21.0"."""
+VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set, "the default as of v0.21.0"; @v0.11.0 the
+KV memory is ``requested_memory - non_kv_cache_memory`` with no CUDA-graph term."""
 
 V1_SINCE = Version("0.8.0")
 """V1 engine by default (chunked prefill always on, max_num_batched_tokens from a per-GPU
-tier table); before it V0 without chunked prefill profiles max(max_model_len, 2048) tokens
-(vllm/config.py SchedulerConfig@v0.6.x) and turns chunked prefill on above 32K context."""
+tier table; vllm/v1/worker/gpu_worker.py@v0.8.5: KV = total x utilization - torch peak -
+non-torch, the same terms). Before it V0 without chunked prefill profiles
+max(max_model_len, 2048) tokens and turns chunked prefill on (2048 tokens) above 32K context
+for the API server (evidence I: not read in a V0 wheel; matches the V0 logs of
+vllm-project/vllm#10517, whose torch peak grows with max_model_len)."""
 
-LARGE_TIER_SINCE = Version("0.9.0")
-"""``EngineArgs._set_default_args`` (vllm/engine/arg_utils.py@v0.33.0): GPUs of >= 70 GiB
-other than A100 get max_num_batched_tokens 8192 for the API server and max_num_seqs 1024;
->= 160 GiB 16384; others 2048 and 256 (PR #17885, assumed released in v0.9.0: evidence I)."""
+A100_EXCEPTION_SINCE = Version("0.9.0")
+"""``EngineArgs._set_default_args``: GPUs of >= 70 GiB get max_num_batched_tokens 8192 for
+the API server and max_num_seqs 1024, others 2048 and 256 (vllm/engine/arg_utils.py@v0.8.5,
+@v0.11.0, @v0.33.0, read in the wheels). @v0.11.0 and @v0.33.0 exclude A100s from the large
+tier (PR #17885), @v0.8.5 does not; the release in between is not pinned down (evidence I:
+0.9.0 assumed)."""
+
+HUGE_TIER_SINCE = Version("0.12.0")
+""">= 160 GiB GPUs (B200, B300) get 16384 tokens (arg_utils.py@v0.33.0; absent @v0.11.0; the
+release in between is not pinned down: evidence I, 0.12.0 assumed)."""
 
 ACTIVATION_HIDDEN_COPIES = 3
 ACTIVATION_INTERMEDIATE_COPIES = 3
@@ -133,11 +143,11 @@ def default_batch_limits(version: str | None, gpu_memory_bytes: int, gpu_name: s
         if max_model_len > 32768:  # chunked prefill turns itself on (V0 API server)
             return 2048, 256
         return max(max_model_len, 2048), 256
-    if v is None or v >= LARGE_TIER_SINCE:
-        if gpu_memory_bytes >= 160 * GIB:
-            return 16384, 1024
-        if gpu_memory_bytes >= 70 * GIB and "a100" not in gpu_name.lower():
-            return 8192, 1024
+    if gpu_memory_bytes >= 160 * GIB and (v is None or v >= HUGE_TIER_SINCE):
+        return 16384, 1024
+    a100 = "a100" in gpu_name.lower() and (v is None or v >= A100_EXCEPTION_SINCE)
+    if gpu_memory_bytes >= 70 * GIB and not a100:
+        return 8192, 1024
     return 2048, 256
 
 
