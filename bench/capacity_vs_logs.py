@@ -42,6 +42,11 @@ CASES = (
     Case("Llama-3-8B, H100, tp=1, max-model-len 8192",
          "https://github.com/vllm-project/vllm/pull/10511", "meta-llama--Meta-Llama-3-8B",
          "0.6.5", 79.22, 0.90, 8192, 1, None, 53.29, "H100"),
+    # "24 GB GPU"; the total is derived from the log's own line: 0.52 GiB of CUDA graphs make
+    # utilization 0.9764 "equivalent to 0.9543", so total = 0.52 / 0.0221 = 23.53 GiB
+    Case("Qwen3-8B, 24 GB GPU, max-model-len 16384 (total derived)",
+         "https://github.com/LMCache/LMCache/issues/3430", "Qwen--Qwen3-8B",
+         "0.21.0", 23.53, 0.9764, 16384, 1, 46_368, 6.37, "24 GB GPU"),
 )
 
 

@@ -1,6 +1,9 @@
 """GPU capacity and the decode roofline (DESIGN §3). Pure arithmetic over a KV analysis.
 
     budget      = gpu_memory x gpu_memory_utilization - weights_per_gpu - overhead
+                  (vLLM: overhead = its start-up profile's peak activation + non-torch
+                  memory + CUDA graphs, kvlint/model/memory.py, and max_tokens counts whole
+                  16-token blocks)
                   (engines whose fraction applies to the memory left after weights, like
                   TensorRT-LLM's kv_cache_free_gpu_memory_fraction:
                   (gpu_memory - weights_per_gpu - overhead) x fraction)
@@ -44,8 +47,8 @@ from kvlint.model.serving import KvAnalysis
 GIB = 1024**3
 DEFAULT_OVERHEAD_BYTES = 2 * GIB
 """Per-GPU memory kvlint reserves for activations, CUDA graphs, the CUDA context and
-communication buffers when no ``--overhead`` is given (vLLM profiles it at start-up; 2 GiB
-is typical for 7B-70B models at the default batch limits)."""
+communication buffers when no ``--overhead`` is given and the engine's profile is not
+modelled (vLLM's is: kvlint/model/memory.py)."""
 
 
 @dataclass(frozen=True)
