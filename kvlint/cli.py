@@ -152,7 +152,8 @@ def plan_options(func: F) -> F:
                                         "(default: the engine's own default)."),
         click.option("--overhead", "overhead_gib", type=_FiniteFloat(0, MAX_GIB), default=None,
                      metavar="GIB", help="Per-GPU memory for activations, CUDA graphs and "
-                                         "buffers, in GiB (default 2)."),
+                                         "buffers, in GiB (default: vLLM's start-up profile, "
+                                         "estimated; 2 for other engines)."),
         click.option("--max-model-len", type=COUNT, default=None,
                      help="Longest sequence the engine admits (default: the model's own)."),
         click.option("--max-num-seqs", type=COUNT, default=None,

@@ -258,6 +258,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
               defaults: ConfigDefaults, offline: bool,
               lock: ModelLock | None = None) -> Capacity | None:
     from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
+    from kvlint.model.memory import memory_terms, model_dims
 
     plan = analysis.plan
     spec = _gpu_spec(plan)
@@ -272,6 +273,16 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             config, ref=target.ref, path=path, revision=target.revision,
             offline=offline, tp=plan.layout.tp, pp=plan.layout.pp, batch=plan.batch,
             defaults=defaults, lock=lock)
+    utilization = (plan.gpu_memory_utilization or engine.gpu_memory_utilization
+                   or DEFAULT_GPU_MEMORY_UTILIZATION)
+    memory = None
+    dims = model_dims(config)
+    if plan.overhead_bytes is None and plan.behaviour.engine == "vllm" and dims is not None:
+        memory = memory_terms(  # vLLM's own start-up profile, term by term
+            gpu_memory_bytes=spec.memory_bytes, gpu_name=spec.name,
+            utilization=utilization, weight_bytes=weights.per_gpu_bytes, dims=dims,
+            tp=plan.layout.attention_tp, version=plan.behaviour.version,
+            max_model_len=plan.max_model_len or plan.context, max_num_seqs=plan.max_num_seqs)
     return capacity(
         analysis,
         spec,
@@ -279,11 +290,11 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         decode_weight_bytes_per_gpu=weights.decode_read_per_gpu_bytes,
         weights_estimated=weights.estimated,
         weights_source=weights.source,
-        gpu_memory_utilization=plan.gpu_memory_utilization or
-        engine.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
+        gpu_memory_utilization=utilization,
         fraction_of_free_memory=engine.memory_fraction_semantics == "free-after-weights",
         overhead_bytes=DEFAULT_OVERHEAD_BYTES if plan.overhead_bytes is None
         else plan.overhead_bytes,
+        memory=memory,
     )
 
 

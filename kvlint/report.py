@@ -144,6 +144,28 @@ class CapacityOut(_Strict):
     state_bytes_per_sequence_per_gpu: int = Field(
         description="The recurrent-state part of bytes_per_sequence_per_gpu (one state per "
                     "running sequence, from the same memory as the KV cache).")
+    overhead_bytes_per_gpu: int = Field(
+        description="Memory besides weights and KV: --overhead, or the sum of the modelled "
+                    "memory_profile terms.")
+    max_concurrency: float | None = Field(
+        description="vLLM's 'Maximum concurrency for context tokens per request'.")
+    memory_profile: MemoryProfileOut | None = Field(
+        description="vLLM's start-up memory profile term by term (vLLM without --overhead).")
+
+
+class MemoryProfileOut(_Strict):
+    engine_version: str
+    requested_bytes: int = Field(description="GPU memory x gpu_memory_utilization.")
+    weight_bytes: int = Field(description="'Model loading took'.")
+    activation_peak_bytes: int = Field(
+        description="Estimate of the profile run's torch peak ('peak activation').")
+    non_torch_bytes: int = Field(description="Estimate of the non-torch memory.")
+    cuda_graph_bytes: int = Field(
+        description="Estimate of the CUDA-graph memory deducted up front (vLLM >= 0.21.0).")
+    kv_memory_bytes: int = Field(description="'Available KV cache memory'.")
+    profiled_tokens: int = Field(description="max_num_batched_tokens of the profile run.")
+    sampler_rows: int
+    estimated: list[str] = Field(description="The terms kvlint estimates (vLLM measures them).")
 
 
 class FindingOut(_Strict):

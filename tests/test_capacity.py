@@ -19,6 +19,7 @@ from tests.helpers import CONFIGS, geometry
 
 LLAMA31_8B = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
 GIB = 1024**3
+MIB = 1024**2
 
 
 def check(*args: str) -> dict[str, Any]:
@@ -76,7 +77,11 @@ def test_eight_kv_heads_at_tp16_replicate_twice() -> None:
 def test_llama31_8b_on_one_l4() -> None:
     l4 = find_gpu("l4")
     weights = 16_060_522_496  # 8,030,261,248 parameters x 2 bytes (estimate)
-    budget = int(l4.runtime_memory_bytes * 0.92) - weights - 2 * GIB  # vLLM's 0.92 default
+    # vLLM 0.33's profile on a 24 GB GPU: 2,048 profiled tokens, 256 sampler rows; the
+    # sampler's 256 x 128,256 x 10 B beats the forward pass's 2,048 x 110,592 B
+    activation = 256 * 128_256 * 10
+    overhead = activation + 300 * MIB + 512 * MIB  # + non-torch + CUDA graphs (estimates)
+    budget = int(l4.runtime_memory_bytes * 0.92) - weights - overhead  # vLLM's 0.92 default
     # a decode step reads every weight but the embedding table, of which it reads one row
     read = weights - (128_256 - 1) * 4096 * 2
     fits = check(LLAMA31_8B, "--gpu", "L4", "--max-model-len", "8192")
@@ -84,11 +89,19 @@ def test_llama31_8b_on_one_l4() -> None:
         "gpu": "L4", "gpu_source": "--gpu", "gpu_memory_utilization": 0.92,
         "gpu_memory_bytes": l4.runtime_memory_bytes, "gpu_memory_source": "gpus.toml",
         "weight_bytes_per_gpu": weights, "kv_budget_bytes_per_gpu": budget,
-        "max_tokens": budget // 131_072, "max_sequences": budget // (8192 * 131_072),
+        "max_tokens": budget // (16 * 131_072) * 16,  # whole 16-token blocks
+        "max_sequences": budget // (8192 * 131_072),
         "crossover_batch": pytest.approx(read / (8192 * 131_072)),
         "tpot_floor_ms": pytest.approx((read + 8192 * 131_072) / 300e9 * 1000),
         "context": 8192, "bytes_per_sequence_per_gpu": 8192 * 131_072,
-        "state_bytes_per_sequence_per_gpu": 0,
+        "state_bytes_per_sequence_per_gpu": 0, "overhead_bytes_per_gpu": overhead,
+        "max_concurrency": pytest.approx(budget // (16 * 131_072) * 16 / 8192),
+        "memory_profile": {
+            "engine_version": "0.33.0", "requested_bytes": int(l4.runtime_memory_bytes * 0.92),
+            "weight_bytes": weights, "activation_peak_bytes": activation,
+            "non_torch_bytes": 300 * MIB, "cuda_graph_bytes": 512 * MIB,
+            "kv_memory_bytes": budget, "profiled_tokens": 2048, "sampler_rows": 256,
+            "estimated": ["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes"]},
     }
     assert "KV501" not in codes(fits)
 
@@ -124,8 +137,9 @@ def test_gpu_memory_utilization_and_overhead_options() -> None:
     b = check(LLAMA31_8B, "--gpu", "H100", "--max-model-len", "8192",
               "--gpu-memory-utilization", "0.5", "--overhead", "1")["capacity"]
     h100 = find_gpu("H100").runtime_memory_bytes
+    assert b["overhead_bytes_per_gpu"] == GIB and b["memory_profile"] is None  # the override
     assert a["kv_budget_bytes_per_gpu"] - b["kv_budget_bytes_per_gpu"] == \
-        int(h100 * 0.92) - int(h100 * 0.5) - GIB
+        int(h100 * 0.92) - int(h100 * 0.5) - a["overhead_bytes_per_gpu"] + GIB
 
 
 def test_windowed_layers_fit_more_sequences() -> None:
@@ -147,7 +161,12 @@ def test_unknown_gpu_is_a_usage_error() -> None:
 def test_text_shows_capacity() -> None:
     out = CliRunner().invoke(main, ["check", LLAMA31_8B, "--gpu", "L4", "--max-model-len",
                                     "8192", "--no-plugins"]).stdout
-    assert "L4 · 22.5 GiB · gpu_memory_utilization 0.92 · overhead 2.0 GiB" in out
+    assert "L4 · 22.5 GiB · gpu_memory_utilization 0.92 · overhead 1.1 GiB" in out
+    assert ("vLLM profile  20.7 GiB requested · model weights ~15.0 GiB · peak activation "
+            "~313 MiB (2,048 tokens) · non-torch memory ~300 MiB · CUDA graph memory "
+            "~512 MiB (vLLM 0.33.0)") in out
+    assert ("Available KV cache memory: ~4.6 GiB · GPU KV cache size: ~37,984 tokens · "
+            "Maximum concurrency for 8,192 tokens per request: ~4.64x") in out
     assert "~15.0 GiB per GPU (estimate: 8,030,261,248 parameters x bfloat16)" in out
     assert "TPOT ≥ 53.6 ms at batch 1 x 8,192 tokens (HBM roofline)" in out
 

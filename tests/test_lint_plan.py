@@ -92,13 +92,18 @@ def test_manifest_gpu_memory_utilization_sizes_the_kv_budget(tmp_path: Path,
                           *model_map("org/llama", LLAMA31_8B)))
     memory = find_gpu("H100-80GB").runtime_memory_bytes
     assert memory == 85_020_639_232
-    # README "Capacity": KV budget = memory x gpu_memory_utilization - weights - overhead
-    budget = int(memory * fraction) - LLAMA_8B_WEIGHTS - 2 * GIB
+    # README "Capacity": KV budget = memory x gpu_memory_utilization - weights - overhead;
+    # overhead = vLLM 0.33's profile on an H100 (estimates): 8,192 profiled tokens x
+    # 110,592 B (max_num_seqs 4 keeps the sampler's 4 rows below it) + 300 MiB non-torch
+    # + 512 MiB CUDA graphs
+    overhead = 8192 * 110_592 + 300 * 2**20 + 512 * 2**20
+    assert result["capacity"]["overhead_bytes_per_gpu"] == overhead
+    budget = int(memory * fraction) - LLAMA_8B_WEIGHTS - overhead
     assert result["capacity"]["gpu_memory_utilization"] == fraction
     assert result["capacity"]["weight_bytes_per_gpu"] == LLAMA_8B_WEIGHTS
     assert result["capacity"]["kv_budget_bytes_per_gpu"] == budget
     # 131,072 B per token (32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes)
-    assert result["capacity"]["max_tokens"] == budget // 131_072
+    assert result["capacity"]["max_tokens"] == budget // (16 * 131_072) * 16  # whole blocks
     assert result["capacity"]["max_sequences"] == budget // (8192 * 131_072)
     assert result["serving"]["max_model_len"] == 8192
     assert result["serving"]["max_num_seqs"] == 4
@@ -113,8 +118,9 @@ def test_budgets_differ_by_exactly_the_fraction(tmp_path: Path) -> None:
         result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
                               *model_map("org/llama", LLAMA31_8B)))
         budgets.append(result["capacity"]["kv_budget_bytes_per_gpu"])
-    # int(85,020,639,232 x f) - 16,060,522,496 weights - 2,147,483,648 overhead
-    assert budgets == [7_298_185_625, 62_561_601_126]
+    # int(85,020,639,232 x f) - 16,060,522,496 weights - 2,164,785,152 overhead: vLLM 0.33's
+    # profile on an H100, the sampler's 1,024 x 128,256 x 10 B + 300 MiB + 512 MiB (estimates)
+    assert budgets == [7_280_884_121, 62_544_299_622]
     assert budgets[1] - budgets[0] == int(85_020_639_232 * 0.95) - int(85_020_639_232 * 0.3)
 
 
@@ -183,7 +189,8 @@ def test_no_false_kv503_for_the_option_gpu(tmp_path: Path) -> None:
     assert result["capacity"]["gpu"] == "H200"
     assert "KV503" not in [c for c, _ in codes(result)]
     assert result["capacity"]["kv_budget_bytes_per_gpu"] == \
-        int(150_109_945_856 * 0.92) - result["capacity"]["weight_bytes_per_gpu"] - 2 * GIB
+        int(150_109_945_856 * 0.92) - result["capacity"]["weight_bytes_per_gpu"] \
+        - result["capacity"]["overhead_bytes_per_gpu"]
 
 
 def test_option_and_settings_gpu_apply_when_the_manifest_names_none(tmp_path: Path) -> None:

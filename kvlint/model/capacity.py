@@ -1,6 +1,9 @@
 """GPU capacity and the decode roofline (docs/design.md §5). Pure arithmetic over a KV analysis.
 
     budget      = gpu_memory x gpu_memory_utilization - weights_per_gpu - overhead
+                  (vLLM: overhead = its start-up profile's peak activation + non-torch
+                  memory + CUDA graphs, kvlint/model/memory.py, and max_tokens counts whole
+                  16-token blocks)
                   (engines whose fraction applies to the memory left after weights, like
                   TensorRT-LLM's kv_cache_free_gpu_memory_fraction:
                   (gpu_memory - weights_per_gpu - overhead) x fraction)
@@ -38,13 +41,14 @@ from fractions import Fraction
 from math import floor
 
 from kvlint.model import kv
+from kvlint.model.memory import BLOCK_SIZE, MemoryTerms
 from kvlint.model.serving import KvAnalysis
 
 GIB = 1024**3
 DEFAULT_OVERHEAD_BYTES = 2 * GIB
 """Per-GPU memory kvlint reserves for activations, CUDA graphs, the CUDA context and
-communication buffers when no ``--overhead`` is given (vLLM profiles it at start-up; 2 GiB
-is typical for 7B-70B models at the default batch limits)."""
+communication buffers when no ``--overhead`` is given and the engine's profile is not
+modelled (vLLM's is: kvlint/model/memory.py)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,18 @@ class Capacity:
     """One ``context``-token sequence on the fullest GPU, recurrent state included."""
     state_bytes_per_sequence_per_gpu: int = 0
     """The recurrent-state part of it (0 without recurrent layers)."""
+    memory: MemoryTerms | None = None
+    """vLLM's start-up profile term by term (kvlint/model/memory.py) when the overhead was
+    modelled rather than given (``--overhead``); ``overhead_bytes`` is then its sum."""
+
+    @property
+    def max_concurrency(self) -> float | None:
+        """vLLM's "Maximum concurrency for L tokens per request": tokens over ``context``."""
+        if not self.context or self.kv_budget_bytes_per_gpu <= 0:
+            return None
+        if self.state_bytes_per_sequence_per_gpu and self.bytes_per_sequence_per_gpu:
+            return self.kv_budget_bytes_per_gpu / self.bytes_per_sequence_per_gpu
+        return self.max_tokens / self.context
 
     @property
     def kv_bytes_per_sequence_per_gpu(self) -> int:
@@ -156,19 +172,28 @@ def capacity(
     gpu_memory_utilization: float,
     fraction_of_free_memory: bool = False,
     overhead_bytes: int = DEFAULT_OVERHEAD_BYTES,
+    memory: MemoryTerms | None = None,
 ) -> Capacity | None:
-    """Capacity of one GPU of the plan; ``None`` when the engine refuses the tp."""
+    """Capacity of one GPU of the plan; ``None`` when the engine refuses the tp.
+
+    With ``memory`` (vLLM's profile, kvlint/model/memory.py) its terms replace
+    ``overhead_bytes`` and the tokens are rounded down to whole 16-token blocks, as vLLM
+    counts them."""
     per_token = a.footprint.bytes_per_token_per_gpu_exact
     context = a.plan.max_model_len or a.plan.context
     per_seq = sequence_bytes_per_gpu(a, context)
     state = a.state_bytes_per_sequence_per_gpu
     if per_token is None or per_seq is None or state is None:
         return None
+    if memory is not None:
+        overhead_bytes = memory.overhead_bytes
     budget = kv_budget(gpu, gpu_memory_utilization, weight_bytes_per_gpu, overhead_bytes,
                        fraction_of_free_memory)
     max_tokens, max_sequences = fit(budget, per_token=per_token,
                                     kv_sequence_bytes=per_seq - state, state_bytes=state,
                                     context=context)
+    if memory is not None and not state:
+        max_tokens = max_tokens // BLOCK_SIZE * BLOCK_SIZE
     tp = a.plan.layout.attention_tp
     cluster_seq = kv.bytes_per_sequence_cluster(
         a.cached, a.dtype, a.plan.layout, a.plan.context,
@@ -198,4 +223,5 @@ def capacity(
         crossover_batch=step_weights / seq_rank if seq_rank else None,
         bytes_per_sequence_per_gpu=per_seq,
         state_bytes_per_sequence_per_gpu=state,
+        memory=memory,
     )

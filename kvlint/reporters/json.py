@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
     from kvlint.model.capacity import Capacity
     from kvlint.model.geometry import AttentionGeometry, LayerGeometry
+    from kvlint.model.memory import MemoryTerms
     from kvlint.model.serving import KvAnalysis
     from kvlint.probe.result import ProbeReport
 
@@ -96,6 +97,24 @@ def _capacity(c: Capacity) -> dict[str, Any]:
         "tpot_floor_ms": c.tpot_floor_ms, "context": c.context,
         "bytes_per_sequence_per_gpu": c.bytes_per_sequence_per_gpu,
         "state_bytes_per_sequence_per_gpu": c.state_bytes_per_sequence_per_gpu,
+        "overhead_bytes_per_gpu": c.overhead_bytes,
+        "max_concurrency": c.max_concurrency,
+        "memory_profile": _memory(c.memory),
+    }
+
+
+def _memory(m: MemoryTerms | None) -> dict[str, Any] | None:
+    """vLLM's start-up profile, term by term; ``estimated`` names the terms kvlint estimates
+    (vLLM measures them)."""
+    if m is None:
+        return None
+    return {
+        "engine_version": m.engine_version, "requested_bytes": m.requested_bytes,
+        "weight_bytes": m.weight_bytes, "activation_peak_bytes": m.activation_peak_bytes,
+        "non_torch_bytes": m.non_torch_bytes, "cuda_graph_bytes": m.cuda_graph_bytes,
+        "kv_memory_bytes": m.kv_memory_bytes, "profiled_tokens": m.profiled_tokens,
+        "sampler_rows": m.sampler_rows,
+        "estimated": ["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes"],
     }
 
 

@@ -152,6 +152,19 @@ def _capacity_rows(c: Capacity, source: str | None = None,
     if c.kv_budget_bytes_per_gpu <= 0:
         rows.append(["KV budget", "none: the weights and overhead fill the GPU (see KV503)"])
         return rows
+    m = c.memory
+    if m is not None:  # vLLM's start-up profile in its own words; ~ marks kvlint's estimates
+        rows.append(["vLLM profile",
+                     f"{fmt_bytes(m.requested_bytes)} requested · model weights {weights} · "
+                     f"peak activation ~{fmt_bytes(m.activation_peak_bytes)} "
+                     f"({fmt_int(m.profiled_tokens)} tokens) · non-torch memory "
+                     f"~{fmt_bytes(m.non_torch_bytes)} · CUDA graph memory "
+                     f"~{fmt_bytes(m.cuda_graph_bytes)} (vLLM {m.engine_version})"])
+        rows.append(["KV cache", f"Available KV cache memory: "
+                                 f"~{fmt_bytes(c.kv_budget_bytes_per_gpu)} · GPU KV cache size: "
+                                 f"~{fmt_int(c.max_tokens)} tokens · Maximum concurrency for "
+                                 f"{fmt_int(c.context)} tokens per request: "
+                                 f"~{c.max_concurrency or 0:.2f}x"])
     seqs = capacity_sequences_text(c)
     rows.append(["KV budget", f"{fmt_bytes(c.kv_budget_bytes_per_gpu)} per GPU → "
                               f"{fmt_int(c.max_tokens)} tokens{seqs}"])

@@ -15,6 +15,12 @@ from kvlint.units import fmt_bytes, fmt_int
 def _budget(cap: Capacity) -> str:
     """``20.2 GiB (22.5 GiB x 0.90) - 15.0 GiB weights - 2.0 GiB overhead``."""
     weights = ("~" if cap.weights_estimated else "") + fmt_bytes(cap.weight_bytes_per_gpu)
+    m = cap.memory
+    if m is not None:  # vLLM's own profile, its estimated terms marked ~
+        return (f"{fmt_bytes(cap.gpu.memory_bytes)} x {cap.gpu_memory_utilization:.2f} - "
+                f"{weights} weights - ~{fmt_bytes(m.activation_peak_bytes)} peak activation - "
+                f"~{fmt_bytes(m.non_torch_bytes)} non-torch - ~{fmt_bytes(m.cuda_graph_bytes)} "
+                "CUDA graphs")
     if cap.fraction_of_free_memory:
         return (f"({fmt_bytes(cap.gpu.memory_bytes)} - {weights} weights - "
                 f"{fmt_bytes(cap.overhead_bytes)} overhead) x {cap.gpu_memory_utilization:.2f}")

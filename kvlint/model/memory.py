@@ -1,0 +1,225 @@
+"""vLLM's start-up memory profile, term by term (pure arithmetic; issue 15).
+
+vLLM sizes its KV cache from a profile it takes at start-up (``Worker.determine_available_memory``,
+vllm/v1/worker/gpu_worker.py@v0.33.0; ``memory_profiling``, vllm/utils/mem_utils.py@v0.33.0)::
+
+    KV memory = total x gpu_memory_utilization
+                - weights                (``model_memory_usage``: "Model loading took")
+                - activation peak        (torch peak of ``profile_run``: a dummy forward pass of
+                                          max_num_batched_tokens tokens, then a dummy sampler
+                                          pass of min(tokens, max_num_seqs) rows)
+                - non-torch increase     (CUDA context, NCCL and custom all-reduce buffers)
+                - CUDA graph estimate    (``profile_cudagraph_memory``; deducted up front
+                                          since v0.21.0, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)
+    blocks    = KV memory // (page bytes x layers)   (v1/core/kv_cache_utils.py@v0.33.0)
+    tokens    = blocks x block_size                  ("GPU KV cache size: N tokens")
+
+Weights are kvlint's weights estimate (or the checkpoint's size); the KV-page arithmetic is
+exact. The activation peak, non-torch and CUDA-graph terms are ESTIMATES kvlint cannot take
+from a config exactly (vLLM measures them): the formulas below were calibrated against
+published start-up logs (bench/README.md, "Capacity vs vLLM start-up logs").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+GIB = 1024**3
+MIB = 1024**2
+
+BLOCK_SIZE = 16
+"""vLLM's default KV block size in tokens (vllm/config/cache.py@v0.33.0: ``block_size``
+defaults to 16 on CUDA for attention-only models; hybrid models use larger pages)."""
+
+NON_TORCH_BYTES = 300 * MIB
+"""ESTIMATE. Non-torch memory of one worker at tp=1 (CUDA context growth, cuBLAS workspaces).
+Logged values: 0.35 GiB (RTX 3090, vLLM 0.6.4, vllm-project/vllm#10517), 0.25 GiB per rank
+(2 x RTX 4090, tp=2, vllm-project/vllm#13061)."""
+
+NON_TORCH_TP_BYTES = 200 * MIB
+"""ESTIMATE. Extra non-torch memory per worker at tp > 1: NCCL communicator buffers and the
+custom all-reduce IPC buffers (vllm/distributed/device_communicators/custom_all_reduce.py)."""
+
+CUDA_GRAPH_BYTES = 512 * MIB
+"""ESTIMATE. The CUDA-graph pool vLLM deducts up front since v0.21.0 (gpu_worker.py@v0.33.0
+logs "CUDA graph memory profiling is enabled (default since v0.21.0)"); logged pools run
+0.1-1.5 GiB depending on model and capture sizes."""
+
+CUDA_GRAPH_DEDUCTED_SINCE = Version("0.21.0")
+"""gpu_worker.py@v0.33.0: ``cudagraph_memory_estimate_applied`` is taken from the KV memory when
+VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set, "the default as of v0.21.0"; @v0.11.0 the
+KV memory is ``requested_memory - non_kv_cache_memory`` with no CUDA-graph term."""
+
+V1_SINCE = Version("0.8.0")
+"""V1 engine by default (chunked prefill always on, max_num_batched_tokens from a per-GPU
+tier table; vllm/v1/worker/gpu_worker.py@v0.8.5: KV = total x utilization - torch peak -
+non-torch, the same terms). Before it V0 without chunked prefill profiles
+max(max_model_len, 2048) tokens and turns chunked prefill on (2048 tokens) above 32K context
+for the API server (evidence I: not read in a V0 wheel; matches the V0 logs of
+vllm-project/vllm#10517, whose torch peak grows with max_model_len)."""
+
+A100_EXCEPTION_SINCE = Version("0.9.0")
+"""``EngineArgs._set_default_args``: GPUs of >= 70 GiB get max_num_batched_tokens 8192 for
+the API server and max_num_seqs 1024, others 2048 and 256 (vllm/engine/arg_utils.py@v0.8.5,
+@v0.11.0, @v0.33.0, read in the wheels). @v0.11.0 and @v0.33.0 exclude A100s from the large
+tier (PR #17885), @v0.8.5 does not; the release in between is not pinned down (evidence I:
+0.9.0 assumed)."""
+
+HUGE_TIER_SINCE = Version("0.12.0")
+""">= 160 GiB GPUs (B200, B300) get 16384 tokens (arg_utils.py@v0.33.0; absent @v0.11.0; the
+release in between is not pinned down: evidence I, 0.12.0 assumed)."""
+
+ACTIVATION_HIDDEN_COPIES = 3
+ACTIVATION_INTERMEDIATE_COPIES = 3
+"""ESTIMATE. Torch peak per profiled token = dtype x (3 x intermediate / tp + 3 x hidden):
+the MLP's gate_up output (2 x intermediate), its activation (1 x intermediate) and the
+residual, hidden and normed streams. Calibrated on vllm-project/vllm#10517 (Llama-3.1-8B,
+peak grew 2.07 GiB at 20,000 profiled tokens and 2.99 GiB at 29,000: 110.9 KB/token; the
+formula gives 110,592 B)."""
+
+SAMPLER_BYTES_PER_LOGIT = 10
+"""ESTIMATE. The dummy sampler pass holds bf16 logits (2 B) and two float32 copies (softmax
+probabilities; 8 B) per row and vocabulary entry (gpu_model_runner.py@v0.33.0
+``_dummy_sampler_run``). The peak is the larger of this and the forward pass's."""
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """What the profile run's size depends on."""
+
+    hidden_size: int
+    intermediate_size: int
+    """Dense MLP width; for MoE the width the routed tokens occupy (experts per token x
+    expert width), whichever is larger."""
+    vocab_size: int
+    dtype_bytes: int = 2
+
+
+@dataclass(frozen=True)
+class MemoryTerms:
+    """Every term of vLLM's KV memory on one GPU, in the engine's own words."""
+
+    requested_bytes: int
+    """total x gpu_memory_utilization."""
+    weight_bytes: int
+    activation_peak_bytes: int
+    """ESTIMATE: "peak activation"."""
+    non_torch_bytes: int
+    """ESTIMATE: "non-torch memory"."""
+    cuda_graph_bytes: int
+    """ESTIMATE: "CUDA graph memory" deducted up front (0 before v0.21.0)."""
+    profiled_tokens: int
+    """max_num_batched_tokens the dummy forward pass runs."""
+    sampler_rows: int
+    engine_version: str
+
+    @property
+    def overhead_bytes(self) -> int:
+        """Everything besides weights and KV."""
+        return self.activation_peak_bytes + self.non_torch_bytes + self.cuda_graph_bytes
+
+    @property
+    def kv_memory_bytes(self) -> int:
+        """"Available KV cache memory" (negative: nothing is left)."""
+        return self.requested_bytes - self.weight_bytes - self.overhead_bytes
+
+
+def _version(version: str | None) -> Version | None:
+    try:
+        return Version(version) if version else None
+    except InvalidVersion:
+        return None
+
+
+def default_batch_limits(version: str | None, gpu_memory_bytes: int, gpu_name: str,
+                         max_model_len: int) -> tuple[int, int]:
+    """vLLM's default ``(max_num_batched_tokens, max_num_seqs)`` for ``vllm serve``."""
+    v = _version(version)
+    if v is not None and v < V1_SINCE:
+        if max_model_len > 32768:  # chunked prefill turns itself on (V0 API server)
+            return 2048, 256
+        return max(max_model_len, 2048), 256
+    if gpu_memory_bytes >= 160 * GIB and (v is None or v >= HUGE_TIER_SINCE):
+        return 16384, 1024
+    a100 = "a100" in gpu_name.lower() and (v is None or v >= A100_EXCEPTION_SINCE)
+    if gpu_memory_bytes >= 70 * GIB and not a100:
+        return 8192, 1024
+    return 2048, 256
+
+
+def activation_peak_bytes(dims: ModelDims, tokens: int, sampler_rows: int, tp: int) -> int:
+    """ESTIMATE of the torch peak above the weights during ``profile_run``."""
+    per_token = dims.dtype_bytes * (ACTIVATION_INTERMEDIATE_COPIES * dims.intermediate_size // tp
+                                    + ACTIVATION_HIDDEN_COPIES * dims.hidden_size)
+    sampler = sampler_rows * dims.vocab_size * SAMPLER_BYTES_PER_LOGIT
+    return max(tokens * per_token, sampler)
+
+
+def non_torch_bytes(tp: int) -> int:
+    """ESTIMATE of the non-torch memory of one worker."""
+    return NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if tp > 1 else 0)
+
+
+def cuda_graph_bytes(version: str | None) -> int:
+    """ESTIMATE of the CUDA-graph memory the version deducts before sizing the KV cache."""
+    v = _version(version)
+    return CUDA_GRAPH_BYTES if v is None or v >= CUDA_GRAPH_DEDUCTED_SINCE else 0
+
+
+def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
+                 weight_bytes: int, dims: ModelDims, tp: int, version: str | None,
+                 max_model_len: int, max_num_batched_tokens: int | None = None,
+                 max_num_seqs: int | None = None) -> MemoryTerms:
+    """vLLM's memory profile of one GPU (the fullest rank)."""
+    tokens, seqs = default_batch_limits(version, gpu_memory_bytes, gpu_name, max_model_len)
+    tokens = max_num_batched_tokens or tokens
+    seqs = max_num_seqs or seqs
+    rows = min(tokens, seqs)
+    return MemoryTerms(
+        requested_bytes=int(gpu_memory_bytes * utilization),
+        weight_bytes=weight_bytes,
+        activation_peak_bytes=activation_peak_bytes(dims, tokens, rows, tp),
+        non_torch_bytes=non_torch_bytes(tp),
+        cuda_graph_bytes=cuda_graph_bytes(version),
+        profiled_tokens=tokens,
+        sampler_rows=rows,
+        engine_version=version or "?",
+    )
+
+
+def block_tokens(budget: int, bytes_per_token: int, block_size: int = BLOCK_SIZE) -> int:
+    """Tokens of the whole blocks ``budget`` holds (``get_num_blocks`` x block_size,
+    kv_cache_utils.py@v0.33.0)."""
+    page = bytes_per_token * block_size
+    return max(budget, 0) // page * block_size if page else 0
+
+
+def _int(config: Mapping[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def model_dims(config: Mapping[str, Any]) -> ModelDims | None:
+    """The dimensions of a config.json (its ``text_config`` for multimodal models);
+    ``None`` when it does not give them."""
+    text = config.get("text_config")
+    if isinstance(text, Mapping) and _int(config, "hidden_size") is None:
+        config = text
+    hidden = _int(config, "hidden_size", "d_model", "n_embd")
+    vocab = _int(config, "vocab_size")
+    if hidden is None or vocab is None:
+        return None
+    dense = _int(config, "intermediate_size", "ffn_hidden_size", "n_inner") or 4 * hidden
+    expert = _int(config, "moe_intermediate_size", "expert_intermediate_size")
+    topk = _int(config, "num_experts_per_tok", "moe_topk", "num_experts_per_token")
+    routed = expert * topk if expert and topk else 0
+    dtype = config.get("torch_dtype") or config.get("dtype")
+    return ModelDims(hidden_size=hidden, intermediate_size=max(dense, routed),
+                     vocab_size=vocab, dtype_bytes=4 if dtype == "float32" else 2)
