@@ -2,9 +2,10 @@
 settings, and the GPU-memory node labels of Kubernetes manifests (kvlint.model.gpu_memory).
 
 Every figure below is checked by hand: Qwen3-8B in bfloat16 under vLLM's defaults (gpu memory
-utilization 0.92, 2 GiB overhead) holds 147,456 KV bytes per token (36 layers x 8 KV heads x
-128 x 2 x 2 B) and ~16,381,452,288 B of weights (8,190,726,144 parameters x 2 B); its
-max_model_len is 40,960, so one full sequence is 147,456 x 40,960 = 6,039,797,760 B.
+utilization 0.92; the overhead from vLLM 0.33's start-up profile, kvlint.model.memory) holds
+147,456 KV bytes per token (36 layers x 8 KV heads x 128 x 2 x 2 B) and ~16,381,452,288 B of
+weights (8,190,726,144 parameters x 2 B); its max_model_len is 40,960, so one full sequence is
+147,456 x 40,960 = 6,039,797,760 B.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ from kvlint.model.gpu_memory import (
     gpu_memory_bytes,
     gpu_memory_error,
 )
+from kvlint.model.memory import block_tokens, memory_terms, model_dims
 from tests.helpers import CONFIGS
 
 QWEN3_8B = str(CONFIGS / "Qwen--Qwen3-8B.json")
 GIB = 2**30
 MIB = 2**20
 WEIGHTS = 8_190_726_144 * 2
-OVERHEAD = 2 * GIB
 PER_TOKEN = 147_456
 SEQUENCE = PER_TOKEN * 40_960
 
@@ -58,8 +59,19 @@ def capacity_of(*args: str) -> dict[str, Any]:
     return cap
 
 
-def budget(memory: int) -> int:
-    return int(memory * 0.92) - WEIGHTS - OVERHEAD
+def budget(memory: int, name: str = "custom") -> int:
+    """The KV budget under vLLM 0.33's start-up profile (kvlint.model.memory)."""
+    dims = model_dims(json.loads(Path(QWEN3_8B).read_text(encoding="utf-8")))
+    assert dims is not None
+    terms = memory_terms(gpu_memory_bytes=memory, gpu_name=name, utilization=0.92,
+                         weight_bytes=WEIGHTS, dims=dims, tp=1, version="0.33.0",
+                         max_model_len=40_960)
+    assert terms.kv_memory_bytes == int(memory * 0.92) - WEIGHTS - terms.overhead_bytes
+    return terms.kv_memory_bytes
+
+
+def tokens(memory: int, name: str = "custom") -> int:
+    return block_tokens(budget(memory, name), PER_TOKEN)
 
 
 # --------------------------------------------------------------------------- the arithmetic
@@ -84,15 +96,14 @@ def test_bounds_accepted() -> None:
 # --------------------------------------------------------------------------- kvlint check
 def test_check_memory_alone_sizes_a_custom_gpu_without_roofline() -> None:
     cap = capacity_of("check", QWEN3_8B, "--gpu-memory", "80", "--isolated")
-    assert budget(85_899_345_920) == 60_498_462_310
     assert cap["gpu"] == "custom (80 GiB)"
     assert cap["gpu_memory_bytes"] == 85_899_345_920
     assert cap["gpu_memory_source"] == "--gpu-memory"
     assert cap["gpu_source"] is None
     assert cap["weight_bytes_per_gpu"] == WEIGHTS
-    assert cap["kv_budget_bytes_per_gpu"] == 60_498_462_310
-    assert cap["max_tokens"] == 60_498_462_310 // PER_TOKEN == 410_281
-    assert cap["max_sequences"] == 60_498_462_310 // SEQUENCE == 10
+    assert cap["kv_budget_bytes_per_gpu"] == budget(80 * GIB)
+    assert cap["max_tokens"] == tokens(80 * GIB)
+    assert cap["max_sequences"] == budget(80 * GIB) // SEQUENCE
     assert cap["context"] == 40_960
     assert cap["tpot_floor_ms"] is None  # no bandwidth: no roofline
 
@@ -100,7 +111,7 @@ def test_check_memory_alone_sizes_a_custom_gpu_without_roofline() -> None:
 def test_check_text_says_why_there_is_no_roofline() -> None:
     out = run("check", QWEN3_8B, "--gpu-memory", "80", "--isolated").stdout
     assert "custom (80 GiB) · 80.0 GiB (85,899,345,920 B from --gpu-memory)" in out
-    assert "410,281 tokens" in out
+    assert f"{tokens(80 * GIB):,} tokens" in out
     assert "no TPOT floor: the GPU is given only by its memory" in out
     assert "HBM roofline" not in out
 
@@ -113,9 +124,9 @@ def test_check_memory_overrides_the_table_and_keeps_its_bandwidth() -> None:
                         str(81_559 / 1024), "--isolated")
     assert given["gpu"] == "H100-80GB"
     assert given["gpu_memory_bytes"] == 81_559 * MIB == 85_520_809_984
-    assert given["kv_budget_bytes_per_gpu"] == budget(85_520_809_984) == 60_150_209_249
-    assert given["max_tokens"] == 60_150_209_249 // PER_TOKEN == 407_919
-    assert given["max_sequences"] == 9
+    assert given["kv_budget_bytes_per_gpu"] == budget(85_520_809_984, "H100-80GB")
+    assert given["max_tokens"] == tokens(85_520_809_984, "H100-80GB")
+    assert given["max_sequences"] == budget(85_520_809_984, "H100-80GB") // SEQUENCE
     assert given["tpot_floor_ms"] == table["tpot_floor_ms"]  # same bandwidth, same step
     assert given["tpot_floor_ms"] is not None
 
@@ -126,9 +137,9 @@ def test_settings_memory_and_the_option_wins(tmp_path: Path) -> None:
     cap = capacity_of("check", QWEN3_8B)
     assert cap["gpu"] == "custom (24 GiB)"
     assert cap["gpu_memory_source"] == "settings (gpu-memory)"
-    assert cap["kv_budget_bytes_per_gpu"] == budget(24 * GIB) == 5_179_283_537
-    assert cap["max_tokens"] == 5_179_283_537 // PER_TOKEN == 35_124
-    assert cap["max_sequences"] == 0
+    assert cap["kv_budget_bytes_per_gpu"] == budget(24 * GIB)
+    assert cap["max_tokens"] == tokens(24 * GIB)
+    assert cap["max_sequences"] == budget(24 * GIB) // SEQUENCE == 1
     cap = capacity_of("check", QWEN3_8B, "--gpu-memory", "48")
     assert cap["gpu_memory_source"] == "--gpu-memory"
     assert cap["gpu_memory_bytes"] == 48 * GIB
@@ -183,8 +194,8 @@ def write_manifest(tmp_path: Path, selector: dict[str, str]) -> str:
 def test_lint_option_sizes_any_gpu(tmp_path: Path) -> None:
     cap = capacity_of("lint", write_manifest(tmp_path, {}), *MAP, "--gpu-memory", "80")
     assert cap["gpu"] == "custom (80 GiB)"
-    assert cap["kv_budget_bytes_per_gpu"] == 60_498_462_310
-    assert cap["max_tokens"] == 410_281
+    assert cap["kv_budget_bytes_per_gpu"] == budget(80 * GIB)
+    assert cap["max_tokens"] == tokens(80 * GIB)
     assert cap["gpu_memory_source"] == "--gpu-memory"
 
 
@@ -196,8 +207,8 @@ def test_manifest_node_label_states_the_memory(tmp_path: Path, label: str) -> No
     assert cap["gpu"] == "custom (44.9883 GiB)"
     assert cap["gpu_memory_bytes"] == 46_068 * MIB == 48_305_799_168
     assert cap["gpu_memory_source"] == f"nodeSelector {label} (line 9)"
-    assert cap["kv_budget_bytes_per_gpu"] == budget(48_305_799_168) == 25_912_399_298
-    assert cap["max_tokens"] == 25_912_399_298 // PER_TOKEN == 175_729
+    assert cap["kv_budget_bytes_per_gpu"] == budget(48_305_799_168)
+    assert cap["max_tokens"] == tokens(48_305_799_168)
 
 
 def test_manifest_memory_with_a_named_gpu_keeps_its_bandwidth(tmp_path: Path) -> None:

@@ -95,3 +95,28 @@ def test_hostile_state_fields_are_one_line_config_errors(value: Any) -> None:
     with pytest.raises(ConfigError, match="mamba_d_state") as err:
         resolve_geometry(config)
     assert len(str(err.value)) < 200
+
+
+def test_zamba2_old_format_config_takes_the_class_defaults_and_derived_heads() -> None:
+    """Zyphra/Zamba2-7B's config (transformers 4.43.dev format) omits mamba_d_state,
+    mamba_d_conv, mamba_expand and n_mamba_heads; vLLM 0.33 builds the model from
+    transformers' Zamba2Config, whose defaults fill them (d_state 64, d_conv 4, expand 2) and
+    which derives n_mamba_heads = 2 * 3584 // 64 = 112. Mamba-2 state per layer at tp=1
+    (mamba_utils.py): conv (4 - 1) x (7168 + 2 x 2 x 64) x 2 B = 44,544 B; SSM 112 x 64 x 64
+    x 2 B = 917,504 B; 962,048 B x 81 layers = 77,925,888 B, vLLM's MambaSpec sum (oracle).
+    n_groups = 2: tp 4 is refused (mamba_mixer2.py:320)."""
+    import json
+
+    from kvlint.loaders.hf_config import resolve_geometry
+    from kvlint.model.kv import state_fits
+    from kvlint.model.state import state_bytes_per_gpu
+    from tests.helpers import CONFIGS
+
+    config = json.loads((CONFIGS / "Zyphra--Zamba2-7B.json").read_text(encoding="utf-8"))
+    geometry = resolve_geometry(config)
+    states = [la.state for la in geometry.state_layers]
+    assert len(states) == 81 and states[0] is not None
+    assert states[0].dim("num_heads") == 112 and states[0].dim("n_groups") == 2
+    assert sum(state_bytes_per_gpu(s, 1) or 0 for s in states if s) == 77_925_888
+    assert sum(state_bytes_per_gpu(s, 2) or 0 for s in states if s) == 38_962_944
+    assert state_fits(geometry, 2) and not state_fits(geometry, 4)

@@ -24,6 +24,7 @@ does not give leaves that layer without a state, with a note.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
@@ -83,6 +84,41 @@ def _expanded(config: Mapping[str, Any], name: str) -> int:
         raise ConfigError(f"field '{name}' must be a positive number, got {_shown(expand)}",
                           field=name)
     return int(expand * _int(config, "hidden_size"))
+
+
+MAMBA2_CLASSES: Final = {
+    "zamba2": ("n_mamba_heads", "mamba_expand", "mamba_headdim"),
+}
+"""Model types whose transformers config class derives the Mamba-2 head count rather than
+reading it (transformers configuration_zamba2.py: ``n_mamba_heads = mamba_expand *
+hidden_size // mamba_headdim``): (heads field, expand field, head-dim field)."""
+
+CLASS_DEFAULT_FIELDS: Final = ("mamba_d_state", "mamba_d_conv", "mamba_expand", "hidden_size")
+"""State fields a config may leave to its class's default (read from kvlint's table of
+transformers' config defaults, as the engine's transformers config would fill them)."""
+
+
+def _with_class_defaults(config: Mapping[str, Any], model_type: str) -> Mapping[str, Any]:
+    """``config`` with the class defaults of the state fields it omits, and the Mamba-2 head
+    count its class derives."""
+    from kvlint.loaders.config_defaults import TableDefaults
+    from kvlint.loaders.hf_config import MISSING
+
+    table = TableDefaults(fallback=False)
+    if not table.knows(model_type):
+        return config
+    filled = dict(config)
+    for name in CLASS_DEFAULT_FIELDS:
+        if filled.get(name) is None:
+            value = table.value(model_type, config, name)
+            if value is not MISSING and value is not None:
+                filled[name] = value
+    derived = MAMBA2_CLASSES.get(model_type)
+    if derived is not None and filled.get(derived[0]) is None:
+        heads, expand, head_dim = derived
+        with contextlib.suppress(_Missing):
+            filled[heads] = _expanded(filled, expand) // _int(filled, head_dim)
+    return filled
 
 
 def _mamba_kind(config: Mapping[str, Any], model_type: str) -> str:
@@ -202,6 +238,7 @@ def refine_recurrent(config: Mapping[str, Any], geometry: AttentionGeometry) -> 
     if not any(schedule):
         return geometry
     mt = geometry.model_type
+    config = _with_class_defaults(config, mt)
     field, default = SSM_DTYPE_FIELDS.get(mt, (None, None))
     dtype = config.get(field) if field else None
     dtype = dtype if isinstance(dtype, str) and dtype and dtype != "auto" else default
