@@ -25,6 +25,7 @@ from kvlint.model.geometry import AttentionGeometry
 if TYPE_CHECKING:
     from kvlint.loaders.lock import ModelLock
     from kvlint.loaders.weight_size import PlanWeights
+    from kvlint.model.advice import LayoutSizer
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
 from kvlint.rules.base import Rule, RuleContext
@@ -128,6 +129,7 @@ def lint_config(
     sizes of locked models."""
     analysis: KvAnalysis | None = None
     cap: Capacity | None = None
+    sizer: LayoutSizer | None = None
     problem = problem_field = None
     limit: ContextLimit | None = None
     policy: LimitPolicy | None = None
@@ -150,8 +152,8 @@ def lint_config(
                 policy = limit_policy(plan)
                 limit = context_limit(config, policy)
             if plan.gpu:
-                cap = _capacity(weights_of or target, config, analysis, defaults, offline,
-                                lock)
+                cap, sizer = _capacity(weights_of or target, config, analysis, defaults,
+                                       offline, lock)
         except ConfigError as err:
             err.source = err.source or source
             problem, problem_field = str(err), err.field
@@ -160,7 +162,7 @@ def lint_config(
                       model_problem=model_problem, gpus_requested=gpus_requested,
                       manifest_problem=manifest_problem, probe=probe, context_limit=limit,
                       limit_policy=policy, engine_problems=engine_problems,
-                      **_architecture(config))
+                      sizer=sizer, **_architecture(config))
     findings = tuple(
         finding
         for rule in rules
@@ -254,7 +256,8 @@ _WEIGHTS: dict[tuple[object, ...], PlanWeights] = {}
 
 def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
               defaults: ConfigDefaults, offline: bool,
-              lock: ModelLock | None = None) -> Capacity | None:
+              lock: ModelLock | None = None
+              ) -> tuple[Capacity | None, LayoutSizer | None]:
     from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
     from kvlint.model.hardware import find_gpu
 
@@ -275,19 +278,26 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             config, ref=target.ref, path=path, revision=target.revision,
             offline=offline, tp=plan.layout.tp, pp=plan.layout.pp, batch=plan.batch,
             defaults=defaults, lock=lock)
+    from kvlint.model.advice import LayoutSizer
+
+    spec = GpuSpec(gpu.name, gpu.runtime_memory_bytes, gpu.bandwidth_bytes_per_s)
+    utilization = (plan.gpu_memory_utilization or engine.gpu_memory_utilization or
+                   DEFAULT_GPU_MEMORY_UTILIZATION)
+    of_free = engine.memory_fraction_semantics == "free-after-weights"
+    overhead = DEFAULT_OVERHEAD_BYTES if plan.overhead_bytes is None else plan.overhead_bytes
+    sizer = None if weights.split is None else LayoutSizer(
+        weights.split, spec, utilization, of_free, overhead)
     return capacity(
         analysis,
-        GpuSpec(gpu.name, gpu.runtime_memory_bytes, gpu.bandwidth_bytes_per_s),
+        spec,
         weight_bytes_per_gpu=weights.per_gpu_bytes,
         decode_weight_bytes_per_gpu=weights.decode_read_per_gpu_bytes,
         weights_estimated=weights.estimated,
         weights_source=weights.source,
-        gpu_memory_utilization=plan.gpu_memory_utilization or
-        engine.gpu_memory_utilization or DEFAULT_GPU_MEMORY_UTILIZATION,
-        fraction_of_free_memory=engine.memory_fraction_semantics == "free-after-weights",
-        overhead_bytes=DEFAULT_OVERHEAD_BYTES if plan.overhead_bytes is None
-        else plan.overhead_bytes,
-    )
+        gpu_memory_utilization=utilization,
+        fraction_of_free_memory=of_free,
+        overhead_bytes=overhead,
+    ), sizer
 
 
 def check_models(

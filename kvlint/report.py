@@ -59,6 +59,10 @@ class GeometryOut(_Strict):
         description="Recurrent / linear-attention layers that keep a per-sequence state.")
     layer_groups: list[LayerGroupOut] = Field(
         description="Runs of identical layers, in order: what each layer caches.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What kvlint assumed while reading the config: values it did not read "
+                    "from it (transformers' config-class defaults, an assumed MHA...).")
 
 
 class ExtraCacheOut(_Strict):
@@ -126,6 +130,14 @@ class CapacityOut(_Strict):
     tpot_floor_ms: float | None
 
 
+class SuggestionOut(_Strict):
+    message: str = Field(description="The proposed change in words.")
+    serving: dict[str, Any] = Field(
+        description="The serving settings it proposes, keyed as in the result's `serving` "
+                    "(tp, pp, dp, dp_attention, kv_cache_dtype, max_model_len, max_num_seqs, "
+                    "engine, engine_version, gpu); re-checking with them clears the finding.")
+
+
 class FindingOut(_Strict):
     code: str
     name: str
@@ -138,6 +150,9 @@ class FindingOut(_Strict):
         default=None, description="Last line of the finding's span when it spans several "
         "(a flag's value written on the next line).")
     data: dict[str, Any]
+    suggestion: SuggestionOut | None = Field(
+        default=None, description="Absent when the finding proposes no change kvlint can "
+        "state as serving settings.")
 
 
 class MaterializationOut(_Strict):

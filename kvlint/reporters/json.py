@@ -34,6 +34,7 @@ def _geometry(a: KvAnalysis) -> dict[str, Any]:
         "num_shared_kv_layers": g.num_shared_kv_layers,
         "num_state_layers": len(g.state_layers),
         "layer_groups": layer_groups(g),
+        "notes": list(g.notes),
     }
 
 
@@ -99,7 +100,8 @@ def _capacity(c: Capacity) -> dict[str, Any]:
 def _finding(f: Finding) -> dict[str, Any]:
     return {"code": f.code, "name": f.name, "severity": f.severity.value, "message": f.message,
             "path": f.path, "line": f.line, "column": f.column,
-            **({"end_line": f.end_line} if f.end_line else {}), "data": dict(f.data)}
+            **({"end_line": f.end_line} if f.end_line else {}), "data": dict(f.data),
+            **({"suggestion": f.suggestion.as_dict()} if f.suggestion else {})}
 
 
 def _probe(p: ProbeReport) -> dict[str, Any]:
