@@ -82,3 +82,45 @@ def test_suggestions_clear_their_findings(rules: list[Any]) -> None:
     assert not failures, "\n".join(failures[:20]) + f"\n({len(failures)} in all)"
     assert checked > 0.9 * min(SAMPLE, len(CONFIGS) * len(TPS) * len(GPUS))
     assert {"KV201", "KV202", "KV203", "KV501", "KV503"} <= set(applied)
+
+
+ENGINE_PLANS = (
+    {"engine": "vllm", "engine_version": "0.6.3", "tp": 8, "pp": 3, "kv_cache_dtype": "fp8",
+     "max_num_seqs": 1024},
+    {"engine": "vllm", "engine_version": "0.8.3", "tp": 4, "pp": 5},
+    {"engine": "vllm", "engine_version": "99.0", "tp": 2},
+    {"engine": "sglang", "tp": 16},
+)
+
+
+def test_engine_and_pipeline_suggestions_clear_their_findings(rules: list[Any]) -> None:
+    """The same property for engine versions, pipeline stages, KV dtypes and batch sizes
+    (KV205, KV301-KV306, KV502, KV703): a fixed sample of configs under four plans."""
+    sample = random.Random(305).sample(CONFIGS, 12)
+    applied: dict[str, int] = {}
+    failures: list[str] = []
+    for path in sample:
+        config = json.loads(path.read_text())
+        for settings in ENGINE_PLANS:
+            plan = apply_suggestion(ServingPlan(gpu="H100-80GB"), settings)
+            try:
+                result = _check(path, config, plan, rules)
+            except Exception as err:  # a plan the engine refuses outright (pp > layers)
+                if "pp=" in str(err):
+                    continue
+                raise
+            before = {f.code for f in result.findings}
+            for finding in result.findings:
+                if finding.suggestion is None:
+                    continue
+                again = _check(path, config,
+                               apply_suggestion(result.plan, finding.suggestion.serving), rules)
+                codes = {f.code for f in again.findings}
+                applied[finding.code] = applied.get(finding.code, 0) + 1
+                bad = ({finding.code} | (FORBIDDEN - before)) & codes
+                if bad:
+                    failures.append(f"{path.name} {settings}: {finding.code} suggests "
+                                    f"{dict(finding.suggestion.serving)}; then {sorted(bad)}")
+    print(f"\nsuggestions applied {dict(sorted(applied.items()))}")
+    assert not failures, "\n".join(failures[:20])
+    assert {"KV205", "KV301", "KV304", "KV305", "KV306", "KV502"} <= set(applied)

@@ -148,9 +148,11 @@ class WeightsExceedGpuMemory(Rule):
         layout = ctx.plan.layout
         fits = suggest_layout(ctx) if ctx.analysis is not None else None
         estimate = " (estimated from the config)" if cap.weights_estimated else ""
+        room = (f" that leave room for one {fmt_int(ctx.plan.max_model_len)}-token sequence"
+                if fits and ctx.plan.max_model_len and sequence_fits(ctx, fits) else "")
         need = (f"; tp={fits.tp}" + (f" x pp={fits.pp}" if fits.pp > 1 else "") +
-                f" ({fits.gpus} such GPUs, the fewest with a tp valid for the model) holds "
-                "them" if fits else "")
+                f" ({fits.gpus} such GPUs, the fewest with a tp valid for the model{room}) "
+                "holds them" if fits else "")
         where = f"tp={layout.tp}" + (f" pp={layout.pp}" if layout.pp > 1 else "")
         smaller = _smaller_quantization(ctx)
         yield self.finding(
