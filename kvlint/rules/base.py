@@ -81,11 +81,13 @@ class Rule:
         raise NotImplementedError
 
     def finding(self, message: str, **data: Any) -> Finding:
-        """A finding of this rule; ``suggestion=`` (a :class:`Suggestion` or ``None``) is
+        """A finding of this rule; ``suggestion=`` a :class:`Suggestion` (or ``None``) is
         the change it proposes, every other keyword goes to ``data``."""
-        suggestion = data.pop("suggestion", None)
-        if suggestion is not None and not isinstance(suggestion, Suggestion):
-            raise TypeError(f"suggestion must be a Suggestion, got {type(suggestion).__name__}")
+        suggestion = data.get("suggestion")
+        if isinstance(suggestion, Suggestion) or suggestion is None:
+            data.pop("suggestion", None)
+        else:  # a rule's own data field of that name (KV701's closest option)
+            suggestion = None
         return Finding(self.code, self.name, self.severity, message, data=data,
                        suggestion=suggestion)
 
