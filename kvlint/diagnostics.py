@@ -30,6 +30,20 @@ def fails(severity: Severity, fail_on: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Suggestion:
+    """A change a finding proposes, machine-readable: a short ``message`` and the serving
+    settings it proposes (keys of the JSON ``serving`` object: ``tp``, ``pp``, ``dp``,
+    ``dp_attention``, ``kv_cache_dtype``, ``max_model_len``, ``max_num_seqs``, ``engine``,
+    ``engine_version``, ``gpu``). Applying ``serving`` to the plan clears the finding."""
+
+    message: str
+    serving: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"message": self.message, "serving": dict(self.serving)}
+
+
+@dataclass(frozen=True)
 class Finding:
     """One diagnostic. ``data`` carries the numbers in machine-readable form."""
 
@@ -45,3 +59,6 @@ class Finding:
     """Last line of the finding's span when it spans several (a flag on one line and its
     value on the next); ``None``: the span is ``line`` alone. Suppressions match any line
     of the span."""
+    suggestion: Suggestion | None = None
+    """The change this finding proposes, when it proposes one kvlint can state as serving
+    settings."""

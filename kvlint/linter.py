@@ -25,6 +25,7 @@ from kvlint.model.geometry import AttentionGeometry
 if TYPE_CHECKING:
     from kvlint.loaders.lock import ModelLock
     from kvlint.loaders.weight_size import PlanWeights
+    from kvlint.model.advice import LayoutSizer
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
 from kvlint.rules.base import Rule, RuleContext
@@ -130,6 +131,7 @@ def lint_config(
     sizes of locked models."""
     analysis: KvAnalysis | None = None
     cap: Capacity | None = None
+    sizer: LayoutSizer | None = None
     problem = problem_field = None
     limit: ContextLimit | None = None
     policy: LimitPolicy | None = None
@@ -152,8 +154,8 @@ def lint_config(
                 policy = limit_policy(plan)
                 limit = context_limit(config, policy)
             if plan.sizes_gpu:
-                cap = _capacity(weights_of or target, config, analysis, defaults, offline,
-                                lock)
+                cap, sizer = _capacity(weights_of or target, config, analysis, defaults,
+                                       offline, lock)
         except ConfigError as err:
             err.source = err.source or source
             problem, problem_field = str(err), err.field
@@ -162,7 +164,7 @@ def lint_config(
                       model_problem=model_problem, gpus_requested=gpus_requested,
                       manifest_problem=manifest_problem, probe=probe, context_limit=limit,
                       limit_policy=policy, engine_problems=engine_problems,
-                      **_architecture(config))
+                      sizer=sizer, **_architecture(config))
     findings = tuple(
         finding
         for rule in rules
@@ -256,7 +258,8 @@ _WEIGHTS: dict[tuple[object, ...], PlanWeights] = {}
 
 def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
               defaults: ConfigDefaults, offline: bool,
-              lock: ModelLock | None = None) -> Capacity | None:
+              lock: ModelLock | None = None
+              ) -> tuple[Capacity | None, LayoutSizer | None]:
     from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
     from kvlint.model.memory import memory_terms, model_dims
 
@@ -283,6 +286,13 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             utilization=utilization, weight_bytes=weights.per_gpu_bytes, dims=dims,
             tp=plan.layout.attention_tp, version=plan.behaviour.version,
             max_model_len=plan.max_model_len or plan.context, max_num_seqs=plan.max_num_seqs)
+    from kvlint.model.advice import LayoutSizer
+
+    of_free = engine.memory_fraction_semantics == "free-after-weights"
+    overhead = DEFAULT_OVERHEAD_BYTES if plan.overhead_bytes is None else plan.overhead_bytes
+    sizer = None if weights.split is None else LayoutSizer(
+        weights.split, spec, utilization, of_free,
+        memory.overhead_bytes if memory is not None else overhead)
     return capacity(
         analysis,
         spec,
@@ -291,11 +301,10 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         weights_estimated=weights.estimated,
         weights_source=weights.source,
         gpu_memory_utilization=utilization,
-        fraction_of_free_memory=engine.memory_fraction_semantics == "free-after-weights",
-        overhead_bytes=DEFAULT_OVERHEAD_BYTES if plan.overhead_bytes is None
-        else plan.overhead_bytes,
+        fraction_of_free_memory=of_free,
+        overhead_bytes=overhead,
         memory=memory,
-    )
+    ), sizer
 
 
 def _gpu_spec(plan: ServingPlan) -> GpuSpec:

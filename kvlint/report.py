@@ -59,6 +59,10 @@ class GeometryOut(_Strict):
         description="Recurrent / linear-attention layers that keep a per-sequence state.")
     layer_groups: list[LayerGroupOut] = Field(
         description="Runs of identical layers, in order: what each layer caches.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What kvlint assumed while reading the config: values it did not read "
+                    "from it (transformers' config-class defaults, an assumed MHA...).")
 
 
 class ExtraCacheOut(_Strict):
@@ -168,6 +172,14 @@ class MemoryProfileOut(_Strict):
     estimated: list[str] = Field(description="The terms kvlint estimates (vLLM measures them).")
 
 
+class SuggestionOut(_Strict):
+    message: str = Field(description="The proposed change in words.")
+    serving: dict[str, Any] = Field(
+        description="The serving settings it proposes, keyed as in the result's `serving` "
+                    "(tp, pp, dp, dp_attention, kv_cache_dtype, max_model_len, max_num_seqs, "
+                    "engine, engine_version, gpu); re-checking with them clears the finding.")
+
+
 class FindingOut(_Strict):
     code: str
     name: str
@@ -180,6 +192,9 @@ class FindingOut(_Strict):
         default=None, description="Last line of the finding's span when it spans several "
         "(a flag's value written on the next line).")
     data: dict[str, Any]
+    suggestion: SuggestionOut | None = Field(
+        default=None, description="Absent when the finding proposes no change kvlint can "
+        "state as serving settings.")
 
 
 class MaterializationOut(_Strict):

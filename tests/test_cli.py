@@ -164,7 +164,8 @@ def test_json_output_is_exact_and_valid() -> None:
         "num_shared_kv_layers": 0, "num_state_layers": 0,
         "layer_groups": [{"count": 60, "kind": "full", "num_kv_heads": 128, "k_head_dim": 192,
                           "v_head_dim": 128, "window": None, "kv_lora_rank": 512,
-                          "kv_shared": False, "entry_bytes": None}]}
+                          "kv_shared": False, "entry_bytes": None}],
+        "notes": []}
     assert result["kv"] == {
         "dtype": "bfloat16", "bytes_per_element": 2.0, "bytes_per_token": 69_120,
         "bytes_per_token_per_gpu": 69_120, "kv_heads_per_gpu": None,
@@ -220,8 +221,8 @@ def test_rules_lists_every_builtin() -> None:
     rows = json.loads(result.stdout)
     assert [r["code"] for r in rows] == [
         "KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV206", "KV207",
-        "KV301", "KV302", "KV303", "KV304", "KV305", "KV401", "KV402", "KV403", "KV404",
-        "KV501", "KV502", "KV503", "KV601", "KV701", "KV702", "KV703", "KV900",
+        "KV301", "KV302", "KV303", "KV304", "KV305", "KV306", "KV401", "KV402", "KV403",
+        "KV404", "KV501", "KV502", "KV503", "KV601", "KV701", "KV702", "KV703", "KV900",
         "KV901", "KV902", "KV903"]
     text = CliRunner().invoke(main, ["rules", "--no-plugins"]).stdout
     assert "KV204   mla-latent-replicated" in text

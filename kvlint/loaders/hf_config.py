@@ -130,6 +130,8 @@ class _Reader:
     model_type: str
     defaults: ConfigDefaults | None
     notes: list[str] = field(default_factory=list)
+    defaulted: dict[str, Any] = field(default_factory=dict)
+    """Fields the config lacks whose value is the config class's default (noted)."""
     _known: bool | None = None
 
     def known(self) -> bool:
@@ -169,6 +171,7 @@ class _Reader:
                     )
                 return None
             found = (f"{names[0]} (transformers default)", value)
+            self.defaulted.setdefault(names[0], value)
         return as_int(found[0], found[1], minimum)
 
     def flag(self, name: str) -> bool | None:
@@ -278,6 +281,11 @@ def resolve_geometry(
         geometry = refine(text, _resolve(reader, dtype))
     except ConfigError as err:
         raise under_key(err, key) from None
+    if reader.defaulted:
+        listed = ", ".join(f"{k}={v}" for k, v in reader.defaulted.items())
+        geometry = replace(geometry, notes=(*geometry.notes, (
+            f"not in the config, so transformers' {model_type!r} defaults were used: "
+            f"{listed}")))
     architecture = _architecture(config)
     if architecture:
         geometry = replace(geometry, architecture=architecture)
@@ -351,6 +359,7 @@ def _window(r: _Reader) -> int:
             return as_int(found[0], found[1])
     value = r.from_transformers("sliding_window")
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        r.defaulted.setdefault("sliding_window", value)
         return value
     raise ConfigError("windowed layers but no 'sliding_window' / 'attention_chunk_size'",
                       field="sliding_window")
@@ -366,6 +375,9 @@ def _head_dim(r: _Reader, heads: int) -> int:
     if r.model_type not in HEAD_DIM_IS_HIDDEN_OVER_HEADS:
         value = r.from_transformers("head_dim")
         if value is not MISSING and value is not None:
+            if r.raw("hidden_size", "n_embd", "d_model", "model_dim") is None or \
+                    "num_attention_heads" in r.defaulted:  # not hidden / heads of the config
+                r.defaulted.setdefault("head_dim", value)
             return as_int("head_dim (transformers default)", value)
     hidden = r.int("hidden_size", "n_embd", "d_model", "model_dim")
     assert hidden is not None
@@ -409,6 +421,8 @@ def _kv_heads(r: _Reader, heads: int) -> int:
         value = r.from_transformers("num_key_value_heads")
         if value is MISSING or value is None:
             return heads
+        if value != heads or "num_attention_heads" in r.defaulted:  # not just "= heads"
+            r.defaulted.setdefault("num_key_value_heads", value)
         return as_int("num_key_value_heads (transformers default)", value)
     r.notes.append(
         f"no KV-head field and model_type {r.model_type or '(none)'!r} is not known to "

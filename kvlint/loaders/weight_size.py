@@ -17,6 +17,7 @@ from kvlint.loaders.checkpoint import (
 from kvlint.loaders.hf_config import ConfigDefaults
 from kvlint.loaders.shape import resolve_shape, resolve_weight_format
 from kvlint.model.weights import (
+    WeightSplit,
     decode_read_bytes,
     estimate_parameters,
     weight_bytes,
@@ -35,6 +36,8 @@ class PlanWeights:
     """Weights one decode step reads on one GPU of one stage (MoE: the experts touched)."""
     estimated: bool
     source: str
+    split: WeightSplit | None = None
+    """Total and replicated bytes: sizes other layouts (advice)."""
 
 
 def _checkpoint(ref: str, path: str | None, revision: str | None, offline: bool,
@@ -101,5 +104,7 @@ def plan_weights(
                                                        replicated_bytes=replicated),
         estimated=is_estimate,
         source=source,
+        split=WeightSplit(total, replicated, fmt.name,
+                          fmt.quantized_bytes if fmt.quantized_parts else fmt.base_bytes),
     )
 

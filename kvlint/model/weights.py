@@ -658,6 +658,22 @@ def decode_read_bytes(estimate: ParameterEstimate, fmt: WeightFormat, batch: int
     return math.ceil(sum(n * fmt.bytes_per_param(part) for part, n in parts.items()))
 
 
+@dataclass(frozen=True)
+class WeightSplit:
+    """What sizes a checkpoint under any tp x pp: its total and replicated bytes, and the
+    format its large tensors are stored in (advice: a smaller quantisation than this)."""
+
+    total_bytes: int
+    replicated_bytes: int
+    format_name: str
+    quantized_bytes: float
+    """Bytes per parameter of the checkpoint's quantized (or, unquantized, all) tensors."""
+
+    def per_gpu(self, tp: int, pp: int) -> int:
+        return weight_bytes_per_gpu(self.total_bytes, tp, pp,
+                                    replicated_bytes=self.replicated_bytes)
+
+
 def weight_bytes_per_gpu(
     total_bytes: int, tp: int = 1, pp: int = 1, *, replicated_bytes: int = 0
 ) -> int:

@@ -35,6 +35,7 @@ def _geometry(a: KvAnalysis) -> dict[str, Any]:
         "num_shared_kv_layers": g.num_shared_kv_layers,
         "num_state_layers": len(g.state_layers),
         "layer_groups": layer_groups(g),
+        "notes": list(g.notes),
     }
 
 
@@ -121,7 +122,8 @@ def _memory(m: MemoryTerms | None) -> dict[str, Any] | None:
 def _finding(f: Finding) -> dict[str, Any]:
     return {"code": f.code, "name": f.name, "severity": f.severity.value, "message": f.message,
             "path": f.path, "line": f.line, "column": f.column,
-            **({"end_line": f.end_line} if f.end_line else {}), "data": dict(f.data)}
+            **({"end_line": f.end_line} if f.end_line else {}), "data": dict(f.data),
+            **({"suggestion": f.suggestion.as_dict()} if f.suggestion else {})}
 
 
 def _probe(p: ProbeReport) -> dict[str, Any]:

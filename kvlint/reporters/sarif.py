@@ -238,6 +238,8 @@ def _result(result: ModelResult, finding: Finding, root: Path,
             "target": {"kind": result.target.kind, "ref": result.target.ref,
                        "revision": result.target.revision},
             "data": _jsonable(finding.data),
+            **({"suggestion": _jsonable(finding.suggestion.as_dict())}
+               if finding.suggestion else {}),
         },
     }
 

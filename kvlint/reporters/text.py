@@ -169,8 +169,7 @@ def _capacity_rows(c: Capacity, source: str | None = None,
     rows.append(["KV budget", f"{fmt_bytes(c.kv_budget_bytes_per_gpu)} per GPU → "
                               f"{fmt_int(c.max_tokens)} tokens{seqs}"])
     if c.tpot_floor_ms is not None:
-        cross = (f" · KV reads pass weight reads above batch {c.crossover_batch:,.0f}"
-                 if c.crossover_batch else "")
+        cross = _crossover(c)
         moe = (f" · reads {fmt_bytes(c.decode_weight_bytes_per_gpu)} of the weights per step "
                f"(MoE: the experts {c.batch} sequence{'s' if c.batch > 1 else ''} touch under "
                "uniform routing)"
@@ -181,6 +180,18 @@ def _capacity_rows(c: Capacity, source: str | None = None,
         rows.append(["decode", "no TPOT floor: the GPU is given only by its memory, its "
                                "bandwidth is unknown (name it with --gpu for the roofline)"])
     return rows
+
+
+def _crossover(c: Capacity) -> str:
+    """Where KV reads pass weight reads: above some batch, or already at one sequence (a
+    crossover below 1 is no batch size)."""
+    x = c.crossover_batch
+    if not x:
+        return ""
+    if x < 1:
+        return (f" · KV reads of one {fmt_int(c.decode_context)}-token sequence are "
+                f"{1 / x:,.1f}x the weight reads")
+    return f" · KV reads pass weight reads above batch {x:,.0f}"
 
 
 def _ratio(value: float | None) -> str:

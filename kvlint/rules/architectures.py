@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from kvlint.diagnostics import Finding, Severity
+from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.hookspecs import hookimpl
 from kvlint.rules.base import Rule, RuleContext
 
@@ -115,12 +115,14 @@ class ArchitectureNotServed(Rule):
             yield self.finding(
                 f"{label} does not serve {what} {arch}: {v.display} served it until {v.last} "
                 f"and refuses it since; pin {v.display} {v.last} (or older)"
-                f"{_alternatives(v.alternatives)} ({cite}).", **data)
+                f"{_alternatives(v.alternatives)} ({cite}).",
+                suggestion=_pin(v.engine, v.display, v.last), **data)
         elif v.status == "not-yet":
             yield self.finding(
                 f"{label} does not serve {what} {arch}: the first {v.display} version kvlint "
                 f"knows to serve it is {v.first}; pin {v.display} {v.first} or newer"
-                f"{_alternatives(v.alternatives)} ({cite}).", **data)
+                f"{_alternatives(v.alternatives)} ({cite}).",
+                suggestion=_pin(v.engine, v.display, v.first), **data)
         else:
             fix = (_alternatives(v.alternatives)[2:] if v.alternatives
                    else "use an engine that implements it")
@@ -128,6 +130,11 @@ class ArchitectureNotServed(Rule):
                 f"{label} does not serve {what} {arch}: no {v.display} version kvlint knows "
                 f"implements it and the engine refuses the model at start; {fix} ({cite}).",
                 **data)
+
+
+def _pin(engine: str, display: str, version: str | None) -> Suggestion | None:
+    return None if version is None else Suggestion(
+        f"use {display} {version}", {"engine": engine, "engine_version": version})
 
 
 @hookimpl

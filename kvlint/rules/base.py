@@ -11,13 +11,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kvlint.diagnostics import Finding, Severity
+from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.model.capacity import Capacity
 from kvlint.model.context_limit import ContextLimit, LimitPolicy
 from kvlint.model.engine_args import EngineArgProblem
 from kvlint.model.serving import KvAnalysis, ServingPlan
 
 if TYPE_CHECKING:
+    from kvlint.model.advice import LayoutSizer
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
@@ -61,6 +62,9 @@ class RuleContext:
     """The config's top-level ``model_type`` (KV305: TGI dispatches on it)."""
     remote_code: bool = False
     """Whether the config's ``auto_map`` names an ``AutoModel*`` class (KV305)."""
+    sizer: LayoutSizer | None = None
+    """Weights and KV budget per GPU under other layouts (set whenever a GPU is given):
+    rules size the layouts they suggest with it."""
 
 
 class Rule:
@@ -77,7 +81,15 @@ class Rule:
         raise NotImplementedError
 
     def finding(self, message: str, **data: Any) -> Finding:
-        return Finding(self.code, self.name, self.severity, message, data=data)
+        """A finding of this rule; ``suggestion=`` a :class:`Suggestion` (or ``None``) is
+        the change it proposes, every other keyword goes to ``data``."""
+        suggestion = data.get("suggestion")
+        if isinstance(suggestion, Suggestion) or suggestion is None:
+            data.pop("suggestion", None)
+        else:  # a rule's own data field of that name (KV701's closest option)
+            suggestion = None
+        return Finding(self.code, self.name, self.severity, message, data=data,
+                       suggestion=suggestion)
 
     @classmethod
     def summary(cls) -> str:

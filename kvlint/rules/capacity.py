@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 
-from kvlint.diagnostics import Finding, Severity
+from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.hookspecs import hookimpl
 from kvlint.model.capacity import Capacity, longest_fitting_context, sequence_bytes_per_gpu
+from kvlint.rules.advice import sequence_fits, suggest_layout
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int
 
@@ -86,6 +86,7 @@ class MaxModelLenExceedsKvBudget(Rule):
             f"({_budget(cap)}); the largest max_model_len that fits is {fmt_int(longest)}. "
             "Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
             "--gpu-memory-utilization.",
+            suggestion=_fitting_length(ctx, longest),
             max_model_len=length,
             kv_bytes_needed_per_gpu=need,
             state_bytes_per_sequence_per_gpu=state,
@@ -131,6 +132,9 @@ class MaxNumSeqsExceedsKvBudget(Rule):
             f"{_what(per_seq * seqs, state * seqs, 'of KV')} per GPU; {fmt_bytes(budget)} "
             f"on each {_gpu(cap, ctx)} holds {fmt_int(cap.max_sequences)}. Only that many run at "
             "full length at once; lower --max-num-seqs or add KV memory.",
+            suggestion=Suggestion(f"use max_num_seqs={cap.max_sequences}",
+                                  {"max_num_seqs": cap.max_sequences})
+            if cap.max_sequences >= 1 else None,
             max_num_seqs=seqs,
             max_sequences=cap.max_sequences,
             bytes_per_sequence_per_gpu=per_seq,
@@ -163,21 +167,52 @@ class WeightsExceedGpuMemory(Rule):
         if cap is None or cap.weights_fit:
             return
         layout = ctx.plan.layout
-        total = cap.weight_bytes_per_gpu * layout.tp * layout.pp
-        room = cap.usable_bytes - cap.overhead_bytes
-        gpus = math.ceil(total / room) if room > 0 else None
+        fits = suggest_layout(ctx) if ctx.analysis is not None else None
         estimate = " (estimated from the config)" if cap.weights_estimated else ""
-        need = f"; at least {gpus} such GPUs (tp x pp) hold them" if gpus else ""
+        room = (f" that leave room for one {fmt_int(ctx.plan.max_model_len)}-token sequence"
+                if fits and ctx.plan.max_model_len and sequence_fits(ctx, fits) else "")
+        need = (f"; tp={fits.tp}" + (f" x pp={fits.pp}" if fits.pp > 1 else "") +
+                f" ({fits.gpus} such GPUs, the fewest with a tp valid for the model{room}) "
+                "holds them" if fits else "")
         where = f"tp={layout.tp}" + (f" pp={layout.pp}" if layout.pp > 1 else "")
+        smaller = _smaller_quantization(ctx)
         yield self.finding(
             f"The weights need {fmt_bytes(cap.weight_bytes_per_gpu)} per GPU at {where}"
             f"{estimate}, but each {_gpu(cap, ctx)} offers "
             f"{fmt_bytes(cap.usable_bytes)} at gpu_memory_utilization "
-            f"{cap.gpu_memory_utilization:.2f}{need}; or quantize the weights (fp8).",
+            f"{cap.gpu_memory_utilization:.2f}{need}"
+            f"{f'; or quantize the weights ({smaller})' if smaller else ''}.",
+            suggestion=None if fits is None else fits.suggestion(
+                "the fewest GPUs that hold the weights"),
+            gpus_needed=fits.gpus if fits else None,
             weight_bytes_per_gpu=cap.weight_bytes_per_gpu,
             usable_bytes_per_gpu=cap.usable_bytes,
-            gpus_needed=gpus,
         )
+
+
+def _fitting_length(ctx: RuleContext, longest: int) -> Suggestion | None:
+    """The largest max_model_len that fits; when not even one token does, the fewest GPUs
+    that hold one full-length sequence."""
+    if longest >= 1:
+        return Suggestion(f"use max_model_len={longest}", {"max_model_len": longest})
+    layout = ctx.plan.layout
+    more = suggest_layout(ctx, accept=lambda c: c.gpus > layout.tp * layout.pp
+                          and sequence_fits(ctx, c))
+    return None if more is None else more.suggestion(
+        f"one {ctx.plan.max_model_len}-token sequence fits")
+
+
+def _smaller_quantization(ctx: RuleContext) -> str | None:
+    """A weight format smaller than the checkpoint's: fp8 for 16/32-bit weights, 4-bit for
+    8-bit ones, nothing below that."""
+    if ctx.sizer is None:
+        return "fp8"
+    w = ctx.sizer.weights
+    if w.quantized_bytes >= 1.5:  # 16 or 32 bits
+        return "fp8"
+    if w.quantized_bytes >= 0.75:  # 8 bits, scales included
+        return f"4-bit, e.g. AWQ, GPTQ or NVFP4; the checkpoint is {w.format_name} already"
+    return None
 
 
 @hookimpl

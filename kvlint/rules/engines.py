@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
-from kvlint.diagnostics import Finding, Severity
+from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.hookspecs import hookimpl
 from kvlint.model import kv
 from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.serving import EngineBehaviour
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int, fmt_tokens
 
@@ -15,6 +16,22 @@ from kvlint.units import fmt_bytes, fmt_int, fmt_tokens
 def _unverified(ctx: RuleContext, fact: str) -> str:
     return (" (this engine fact is unverified in kvlint's table)"
             if fact in ctx.plan.behaviour.unverified else "")
+
+
+def _newest(ctx: RuleContext, fixed: Callable[[EngineBehaviour], bool]) -> Suggestion | None:
+    """The newest version of the plan's engine kvlint knows, when it does not do what the
+    finding reports (``fixed`` says so of its behaviour)."""
+    from kvlint.engines import behaviour, load_engines  # the engine table, only when run
+
+    b, a = ctx.plan.behaviour, ctx.analysis
+    if a is None:
+        return None
+    newest = str(load_engines()[b.engine].latest)
+    if newest == b.version:
+        return None
+    if not fixed(behaviour(b.engine, newest, a.geometry.model_type, is_mla=a.geometry.is_mla)):
+        return None
+    return Suggestion(f"use {b.display} {newest}", {"engine": b.engine, "engine_version": newest})
 
 
 class MlaWithoutLatentCache(Rule):
@@ -70,6 +87,7 @@ class MlaWithoutLatentCache(Rule):
             f"{fmt_int(full)} B/token{where} instead of the {fmt_int(latent)} B latent, "
             f"{full / latent:.0f}x{'' if pad else ' (more if the engine pads V)'}; "
             f"{fix}{_unverified(ctx, 'mla')}.",
+            suggestion=_newest(ctx, lambda nb: nb.mla_cache == "latent"),
             engine=b.engine,
             engine_version=b.version,
             cached_bytes_per_token=full,
@@ -117,6 +135,7 @@ class Fp8KvCacheMla(Rule):
             f"{a.dtype.name} ({fmt_int(a.footprint.bytes_per_token)} B/token) fails or falls "
             f"back; {fix}, or --kv-cache-dtype auto ({fmt_int(auto)} B/token)"
             f"{_unverified(ctx, 'fp8_mla')}.",
+            suggestion=Suggestion("use --kv-cache-dtype auto", {"kv_cache_dtype": "auto"}),
             engine=b.engine,
             engine_version=b.version,
             kv_cache_dtype=a.dtype.name,
@@ -153,9 +172,9 @@ class SlidingWindowFullAllocation(Rule):
         b = ctx.plan.behaviour
         if a is None or b.windowed_sliding_cache:
             return
-        context = ctx.plan.context
+        context = ctx.plan.max_model_len or ctx.plan.context  # the plan's sequence length
         windowed = kv.bytes_per_sequence(a.cached, a.dtype, context, windowed=True)
-        full = a.bytes_per_sequence
+        full = kv.bytes_per_sequence(a.cached, a.dtype, context, windowed=False)
         if full == windowed:
             return  # no windowed layer, or the context fits inside every window
         fix = f"use {b.windowed_versions}" if b.windowed_versions else \
@@ -165,7 +184,9 @@ class SlidingWindowFullAllocation(Rule):
             f"{fmt_tokens(context)}-token sequence takes {fmt_bytes(full)} instead of "
             f"{fmt_bytes(windowed)} (+{fmt_bytes(full - windowed)}); "
             f"{fix}{_unverified(ctx, 'sliding_window')}.",
+            suggestion=_newest(ctx, lambda nb: nb.windowed_sliding_cache),
             engine=b.engine,
+            context=context,
             engine_version=b.version,
             bytes_per_sequence=full,
             windowed_bytes_per_sequence=windowed,
@@ -226,12 +247,64 @@ class EngineVersionUnpinned(Rule):
             f"no {b.display} version given: kvlint assumed the newest it knows ({b.version}); "
             f"pin the version (--engine-version, or the image tag) so the engine checks apply "
             f"to what you deploy.",
+            suggestion=Suggestion(f"pin {b.display} {b.version}",
+                                  {"engine": b.engine, "engine_version": b.version}),
             engine=b.engine,
             assumed_version=b.version,
+        )
+
+
+class EngineVersionUnknown(Rule):
+    """## What it does
+    Notes an engine version newer than any kvlint knows (`--engine-version 99.0`, an image
+    tag from after this kvlint release).
+
+    ## Why is this bad?
+    kvlint's engine facts (KV-head sharding, MLA latent caching, windowed allocation,
+    architectures, options) were read from the versions it knows. A newer version is judged
+    as the newest of them, which may no longer be what that version does.
+
+    ## Example
+    ```console
+    $ kvlint check meta-llama/Llama-3.1-8B --engine vllm --engine-version 99.0
+    KV306 info: vLLM 99.0 is newer than any version kvlint knows (the newest is 0.33.0) ...
+    ```
+
+    ## Use instead
+    Pin a version kvlint knows, or upgrade kvlint to one that knows yours.
+    """
+
+    code = "KV306"
+    name = "engine-version-unknown"
+    severity = Severity.INFO
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        from packaging.version import InvalidVersion, Version
+
+        from kvlint.engines import load_engines  # the engine table, only when run
+
+        b = ctx.plan.behaviour
+        if not b.named or not b.pinned or b.version is None:
+            return
+        newest = load_engines()[b.engine].latest
+        try:
+            if Version(b.version) <= newest:
+                return
+        except InvalidVersion:
+            return
+        yield self.finding(
+            f"{b.display} {b.version} is newer than any version kvlint knows (the newest is "
+            f"{newest}): its engine checks are {b.display} {newest}'s, which may not be what "
+            f"{b.version} does; pin a version kvlint knows or upgrade kvlint.",
+            suggestion=Suggestion(f"use {b.display} {newest}",
+                                  {"engine": b.engine, "engine_version": str(newest)}),
+            engine=b.engine,
+            engine_version=b.version,
+            newest_known_version=str(newest),
         )
 
 
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
     return [MlaWithoutLatentCache, Fp8KvCacheMla, SlidingWindowFullAllocation,
-            EngineVersionUnpinned]
+            EngineVersionUnpinned, EngineVersionUnknown]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from kvlint.diagnostics import Finding, Severity
+from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.hookspecs import hookimpl
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_int
@@ -76,6 +76,8 @@ class MaxModelLenExceedsModelLimit(Rule):
             f"{fmt_int(int(limit.admitted))} tokens ({limit.describe()}, as "
             f"{policy.engine} derives it): the server refuses to start{how}, or lower "
             "max_model_len.",
+            suggestion=Suggestion(f"use max_model_len={int(limit.admitted)}",
+                                  {"max_model_len": int(limit.admitted)}),
             max_model_len=length,
             model_limit=int(limit.admitted),
             limit_key=limit.key,

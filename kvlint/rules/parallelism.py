@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from kvlint.diagnostics import Finding, Severity
+from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.hookspecs import hookimpl
 from kvlint.model import kv
 from kvlint.model.copies import exact_text, replicated_caches, replicated_part
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.model_tp import model_tp_refusals
+from kvlint.rules.advice import Layout, attention_tp, suggest_layout
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int, fmt_ratio, fmt_tokens
 
@@ -37,6 +38,14 @@ def _kv_head_layers(g: AttentionGeometry) -> Counter[int]:
 
 def _layers_note(g: AttentionGeometry, count: int) -> str:
     return "" if count == g.num_kv_layers else f" ({count} of {g.num_layers} layers)"
+
+
+def _valid_layout(ctx: RuleContext) -> Suggestion | None:
+    """A tp the engine accepts, on as many GPUs as the plan's when one is."""
+    layout = ctx.plan.layout
+    better = suggest_layout(ctx, gpus=layout.tp * layout.pp)
+    return None if better is None else better.suggestion(
+        "a tp the engine accepts for this model")
 
 
 class TpReplicatesKvHeads(Rule):
@@ -78,7 +87,7 @@ class TpReplicatesKvHeads(Rule):
         replicated = {n: c for n, c in _kv_head_layers(g).items() if per_gpu[n] * tp > n}
         if not replicated or sharding == "layers":
             return
-        heads = ", ".join(
+        listed = ", ".join(
             f"{n} KV head{'s' if n > 1 else ''}{_layers_note(g, c)}"
             for n, c in sorted(replicated.items())
         )
@@ -93,16 +102,26 @@ class TpReplicatesKvHeads(Rule):
         dup = fp.duplicate_bytes_per_token or 0
         dup_seq = a.duplicate_bytes_per_sequence or 0
         fewest = min(replicated)
+        heads = sorted(_kv_head_layers(g))
+
+        def unreplicated(c: Layout) -> bool:
+            t = attention_tp(ctx, c.tp)
+            return all((kv.kv_heads_per_gpu(n, t, sharding) or n) * t <= n for n in heads)
+
+        layout = ctx.plan.layout
+        better = suggest_layout(ctx, gpus=layout.tp * layout.pp, accept=unreplicated)
         advice = (
             "A single KV head cannot be split: serve more replicas (data parallelism) "
             "instead of a larger tp." if fewest == 1 else
             f"Use a tp that divides {fewest} and pipeline or data parallelism for the "
             "remaining GPUs.")
         yield self.finding(
-            f"{heads} over {_tp_label(ctx)}: {how}; the group holds {fmt_int(cluster)} B/token "
+            f"{listed} over {_tp_label(ctx)}: {how}; the group holds {fmt_int(cluster)} B/token "
             f"for {fmt_int(fp.bytes_per_token)} B of KV, {fmt_int(dup)} of them duplicates "
             f"({fmt_bytes(dup_seq)} per {fmt_tokens(ctx.plan.context)}-token sequence; "
             f"replication {fmt_ratio(fp.replication_factor or 1.0)}x). {advice}",
+            suggestion=None if better is None else better.suggestion(
+                "no KV head is stored twice"),
             tp=tp,
             kv_heads=sorted(replicated),
             replication_factor=fp.replication_factor,
@@ -159,6 +178,7 @@ class TpIndivisibleKvHeads(Rule):
         yield self.finding(
             f"{b.label} refuses {_tp_label(ctx)} for {counts} KV heads: {why}. Use tp "
             f"\u2208 {_valid(a.cached, b.kv_sharding)}{alternative}.",
+            suggestion=_valid_layout(ctx),
             engine=b.engine,
             tp=tp,
             kv_heads=bad,
@@ -202,6 +222,7 @@ class TpIndivisibleAttentionHeads(Rule):
             f"{_tp_label(ctx)} ({bad[0]} % {tp} = {bad[0] % tp}): every head-sharding "
             f"engine refuses it. Valid on {ctx.plan.behaviour.label} for this model: "
             f"tp \u2208 {_valid(g, ctx.plan.behaviour.kv_sharding)}.",
+            suggestion=_valid_layout(ctx),
             tp=tp,
             num_attention_heads=bad,
         )
@@ -265,6 +286,10 @@ class MlaLatentReplicated(Rule):
             "KV capacity does not grow with tp. Use data-parallel attention (SGLang "
             "--enable-dp-attention; vLLM --data-parallel-size with --enable-expert-parallel) "
             "so each rank caches only its own requests.",
+            suggestion=Suggestion(
+                f"use data-parallel attention over the {ctx.plan.layout.tp} GPUs (dp="
+                f"{ctx.plan.layout.tp}, dp_attention)",
+                {"dp": ctx.plan.layout.tp, "dp_attention": True}),
             tp=tp,
             replication_factor=fp.replication_factor,
             bytes_per_token_per_gpu=fp.bytes_per_token_per_gpu,
@@ -311,10 +336,21 @@ class PpUnevenLayers(Rule):
             f"the last): the fullest stage holds {max(stages)} layers{cost}, and it bounds "
             "how many tokens fit. Use a pp that divides the layer count, or set "
             "VLLM_PP_LAYER_PARTITION.",
+            suggestion=_even_stages(ctx),
             pp=pp,
             stages=list(stages),
             bytes_per_token_per_gpu=a.footprint.bytes_per_token_per_gpu,
         )
+
+
+def _even_stages(ctx: RuleContext) -> Suggestion | None:
+    assert ctx.analysis is not None
+    layers = ctx.analysis.geometry.num_layers
+    layout = ctx.plan.layout
+    better = suggest_layout(ctx, gpus=layout.tp * layout.pp,
+                            accept=lambda c: layers % c.pp == 0)
+    return None if better is None else better.suggestion(
+        f"stages of equal size for {layers} layers")
 
 
 @hookimpl

@@ -109,7 +109,8 @@ def test_known_type_without_kv_field_asks_transformers() -> None:
     g = resolve({"model_type": "mistral", "num_hidden_layers": 2, "num_attention_heads": 32,
                  "hidden_size": 4096}, known=True)
     assert g.num_kv_heads == 8
-    assert g.notes == ()
+    assert g.notes == ("not in the config, so transformers' 'mistral' defaults were used: "
+                       "num_key_value_heads=8",)
 
 
 def test_schedules() -> None:
