@@ -24,8 +24,8 @@ from kvlint.model.geometry import AttentionGeometry, LayerKind
 from tests.helpers import fixture_config, geometry
 
 
-def per_gpu(g: AttentionGeometry, tp: int) -> int | None:
-    fp = kv.footprint(g, kv.resolve_kv_dtype("auto", g), kv.ParallelLayout(tp=tp))
+def per_gpu(g: AttentionGeometry, tp: int, dtype: str = "auto") -> int | None:
+    fp = kv.footprint(g, kv.resolve_kv_dtype(dtype, g), kv.ParallelLayout(tp=tp))
     return fp.bytes_per_token_per_gpu if fp.heads_ok and fp.kv_ok else None
 
 
@@ -56,11 +56,15 @@ def test_gemma4_26b_global_layers() -> None:
 
 
 def test_gemma4_31b_global_layers() -> None:
-    """50 sliding (16 KV x 256: 16384 B) + 10 global (4 KV x 512: 8192 B) at tp 1."""
+    """50 sliding (16 KV x 256: 16384 B) + 10 global (4 KV x 512: 8192 B) at tp 1, in bf16
+    (the oracle ran this config with its quantization_config removed). As shipped, the
+    checkpoint declares an fp8 KV cache (modelopt kv_cache_scheme), so vLLM's ``auto`` is
+    fp8_e4m3: half of each figure."""
     g = geometry("nvidia--Gemma-4-31B-IT-NVFP4")
     assert g.distinct_kv_head_counts == (4, 16)
-    assert [per_gpu(g, tp) for tp in (1, 2, 4, 8, 16)] == \
-        [901_120, 450_560, 225_280, 122_880, 71_680]
+    bf16 = [901_120, 450_560, 225_280, 122_880, 71_680]
+    assert [per_gpu(g, tp, "bfloat16") for tp in (1, 2, 4, 8, 16)] == bf16
+    assert [per_gpu(g, tp) for tp in (1, 2, 4, 8, 16)] == [b // 2 for b in bf16]
 
 
 @pytest.mark.parametrize(("name", "own", "shared", "by_tp"), [
