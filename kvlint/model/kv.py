@@ -319,20 +319,13 @@ def exact_number(value: Fraction) -> int | float:
 
 def bytes_per_token_exact(geometry: AttentionGeometry, dtype: KvDtype) -> Fraction:
     """One logical copy, all layers, every layer as if the context fits its window."""
-    return sum((_layer_per_token(layer, dtype, 1) or Fraction(0) for layer in geometry.layers),
-               Fraction(0))
+    return sum((layer_bytes_per_token_per_gpu(layer, dtype, 1) or Fraction(0)
+                for layer in geometry.layers), Fraction(0))
 
 
 def bytes_per_token(geometry: AttentionGeometry, dtype: KvDtype) -> int:
     """:func:`bytes_per_token_exact`, rounded up to whole bytes."""
     return ceil(bytes_per_token_exact(geometry, dtype))
-
-
-def _layer_per_token(layer: LayerGeometry, dtype: KvDtype, tp: int,
-                     sharding: str = "replicate") -> Fraction | None:
-    """One logical copy (``tp`` 1) or one GPU's share of ``layer``'s per-token bytes. MLA
-    latents and packed layouts are whole on every GPU."""
-    return layer_bytes_per_token_per_gpu(layer, dtype, tp, sharding)
 
 
 def _split(layout: ParallelLayout, sharding: str) -> tuple[int, int]:

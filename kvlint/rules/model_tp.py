@@ -23,7 +23,9 @@ class TpRefusedByModel(Rule):
       and lightning-attention layers need their heads or channels divisible by tp;
     * a few model classes split the KV heads without replicating them where vLLM's other
       models would (`GptOssForCausalLM`: `num_key_value_heads // tp`, zero at tp=16 for
-      gpt-oss's 8 KV heads).
+      gpt-oss's 8 KV heads);
+    * other counts a model's code splits evenly over the GPUs, as its family declares them
+      (DeepSeek-V4's `o_groups`: 8 groups, so tp=16 leaves a GPU with none).
 
     The divisibilities are those vLLM 0.33.0 asserts (`mamba_mixer2.py`, the state-shape
     calculators of `mamba_utils.py`, each model file); the message cites the file. SGLang
@@ -37,9 +39,12 @@ class TpRefusedByModel(Rule):
 
     ## Example
     ```console
-    $ kvlint check nvidia/Nemotron-H-56B-Base-8K --tp 16
-    KV207 error tp-refused-by-model: vLLM cannot build this model at tp=16: mamba n_groups
-    (8) is neither 1 nor divisible by tp=16 ... Use tp ∈ {1, 2, 4, 8}.
+    $ kvlint check nvidia/Nemotron-H-56B-Base-8K --tp 16 --format concise
+    nvidia/Nemotron-H-56B-Base-8K:1:1: KV207 vLLM 0.33.0 (newest known) cannot build this
+    model at tp=16: mamba n_groups (8) is neither 1 nor divisible by tp=16: vLLM replicates
+    the groups over the head shards only when there is one group (vLLM 0.33.0
+    model_executor/layers/mamba/mamba_mixer2.py:320). Use tp ∈ {1, 2, 4, 8}, with pipeline
+    or data parallelism for the other GPUs.
     ```
 
     ## Use instead
