@@ -53,10 +53,10 @@ class ArchitectureNotServed(Rule):
 
     ## Example
     ```console
-    $ kvlint check tiiuae/falcon-7b --engine vllm --engine-version 0.33.0
-    KV305 error architecture-not-served: vLLM 0.33.0 does not serve architecture
-    RWForCausalLM: vLLM served it until 0.28.0 and refuses it since; pin vLLM 0.28.0 (or
-    older), or serve it with TGI 3.3.7, llama.cpp (vllm/model_executor/models/registry.py@0.33.0).
+    $ kvlint check tiiuae/falcon-7b --engine vllm --engine-version 0.33.0 --format concise
+    tiiuae/falcon-7b:1:1: KV305 vLLM 0.33.0 does not serve architecture RWForCausalLM: vLLM
+    served it until 0.28.0 and refuses it since; pin vLLM 0.28.0 (or older), or serve it with
+    TGI 3.3.7, llama.cpp (vllm/model_executor/models/registry.py@0.33.0).
     ```
 
     ## Use instead

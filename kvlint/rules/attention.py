@@ -47,9 +47,11 @@ class MhaKvCache(Rule):
 
     ## Example
     ```console
-    $ kvlint check meta-llama/Llama-2-7b-hf
-    KV101 warning mha-kv-cache: Every one of the 32 query heads has its own KV head:
-    524,288 B/token (512 KiB), 4.0 GiB per 8K-token sequence ...
+    $ kvlint check meta-llama/Llama-2-7b-hf --format concise
+    meta-llama/Llama-2-7b-hf:1:1: KV101 Every one of the 32 query heads has its own KV head:
+    524,288 B/token (512 KiB), 4.0 GiB per 8K-token sequence. A GQA-8 model of the same shape
+    would need 131,072 B/token (4x less) and fit 4x the concurrent sequences in the same memory;
+    an fp8 KV cache (--kv-cache-dtype fp8) halves it.
     ```
 
     ## Use instead
@@ -114,8 +116,10 @@ class MqaSingleKvHead(Rule):
 
     ## Example
     ```console
-    $ kvlint check tiiuae/falcon-7b
-    KV102 info mqa-single-kv-head: One KV head serves all 71 query heads: 8,192 B/token ...
+    $ kvlint check tiiuae/falcon-7b --format concise
+    tiiuae/falcon-7b:1:1: KV102 One KV head serves all 71 query heads: 8,192 B/token, 64.0 MiB
+    per 8K-token sequence. The head cannot be split by tensor parallelism: add replicas (data
+    parallelism) rather than tp to grow KV capacity.
     ```
 
     ## Use instead

@@ -60,9 +60,11 @@ class TpReplicatesKvHeads(Rule):
 
     ## Example
     ```console
-    $ kvlint check meta-llama/Llama-3.1-8B --tp 16
-    KV201 warning tp-replicates-kv-heads: 8 KV heads over tp=16: each head is stored on
-    2 GPUs; ...
+    $ kvlint check meta-llama/Llama-3.1-8B --tp 16 --format concise
+    meta-llama/Llama-3.1-8B:1:1: KV201 8 KV heads over tp=16: each head is stored on 2 GPUs; the
+    group holds 262,144 B/token for 131,072 B of KV, 131,072 of them duplicates (1.0 GiB per
+    8K-token sequence; replication 2x). Use a tp that divides 8 and pipeline or data parallelism
+    for the remaining GPUs.
     ```
 
     ## Use instead
@@ -143,8 +145,9 @@ class TpIndivisibleKvHeads(Rule):
 
     ## Example
     ```console
-    $ kvlint check microsoft/phi-4 --tp 8
-    KV202 error tp-indivisible-kv-heads: vLLM refuses tp=8 for 10 KV heads ...
+    $ kvlint check microsoft/phi-4 --tp 8 --format concise
+    microsoft/phi-4:1:1: KV202 vLLM 0.33.0 (newest known) refuses tp=8 for 10 KV heads: 10 is
+    neither divisible by 8 nor a divisor of it. Use tp ∈ {1, 2, 5, 10, 20, 40}.
     ```
 
     ## Use instead
@@ -196,8 +199,10 @@ class TpIndivisibleAttentionHeads(Rule):
 
     ## Example
     ```console
-    $ kvlint check 01-ai/Yi-34B --tp 16
-    KV203 error tp-indivisible-attention-heads: 56 attention heads do not split over tp=16
+    $ kvlint check 01-ai/Yi-34B --tp 16 --format concise
+    01-ai/Yi-34B:1:1: KV203 56 attention heads do not split over tp=16 (56 % 16 = 8): every
+    head-sharding engine refuses it. Valid on vLLM 0.33.0 (newest known) for this model: tp ∈
+    {1, 2, 4, 8, 56}.
     ```
 
     ## Use instead
@@ -310,8 +315,11 @@ class PpUnevenLayers(Rule):
 
     ## Example
     ```console
-    $ kvlint check deepseek-ai/DeepSeek-V3 --tp 8 --pp 2
-    KV205 info pp-uneven-layers: 61 layers over pp=2 split 31/30 ...
+    $ kvlint check deepseek-ai/DeepSeek-V3 --tp 8 --pp 2 --format concise
+    deepseek-ai/DeepSeek-V3:1:1: KV205 61 layers over pp=2 split 31/30 (vLLM gives the extra
+    layers to the stages before the last): the fullest stage holds 31 layers and 35,712 B/token
+    per GPU, and it bounds how many tokens fit. Use a pp that divides the layer count, or set
+    VLLM_PP_LAYER_PARTITION.
     ```
 
     ## Use instead
