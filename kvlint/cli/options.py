@@ -1,0 +1,226 @@
+"""The options the commands share, the types that bound them, and how they become a
+serving plan (the command line wins over the settings file, which wins over defaults)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from kvlint.diagnostics import FAIL_ON_CHOICES
+from kvlint.errors import UsageError
+from kvlint.loaders.paths import exists
+from kvlint.model.gpu_memory import MAX_GPU_MEMORY_GIB, gpu_memory_bytes
+from kvlint.model.kv import ParallelLayout
+from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
+from kvlint.model.serving import ServingPlan
+
+F = TypeVar("F", bound=Callable[..., Any])
+OFFLINE_ENV = "HF_HUB_OFFLINE"
+
+
+def remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """The output options of common_options (--statistics, -q, -v, --show-settings) are kept
+    in the click context's ``meta`` and read by :class:`Session`, so the commands'
+    signatures do not carry them."""
+    ctx.meta[f"kvlint.{param.name}"] = value
+    return value
+
+
+def output_flag(name: str) -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx.meta.get(f"kvlint.{name}")) if ctx is not None else False
+
+
+def common_options(func: F) -> F:
+    """The output and selection options every linting command shares."""
+    decorators = [
+        click.option("--format", "formats", multiple=True, metavar="FORMAT",
+                     help="Output format: text (default; github under GitHub Actions, concise "
+                          "under pre-commit), concise, json, sarif, github, markdown, junit; "
+                          "plugins may add more. Repeatable."),
+        click.option("--output", "-o", "outputs", multiple=True,
+                     type=click.Path(dir_okay=False),
+                     help="Write a report to FILE. Outputs pair with the last formats: "
+                          "--format text --format sarif -o r.sarif prints text, writes SARIF."),
+        click.option("--select", multiple=True, metavar="CODES",
+                     help="Only these rules (codes, prefixes like KV2, or names); repeatable."),
+        click.option("--extend-select", multiple=True, metavar="CODES",
+                     help="Rules to add to the selection (of the settings file or --select)."),
+        click.option("--ignore", multiple=True, metavar="CODES",
+                     help="Skip these rules (codes, prefixes or names); repeatable. The most "
+                          "specific of --select/--ignore decides each rule."),
+        click.option("--fail-on", type=click.Choice(FAIL_ON_CHOICES), default=None,
+                     help="Exit 1 when a finding is at least this severe [default: error]."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False),
+                     default=None, help="Settings file (else the nearest pyproject.toml "
+                                        "[tool.kvlint], .kvlint.toml or kvlint.toml)."),
+        click.option("--isolated", is_flag=True, help="Ignore every settings file."),
+        click.option("--no-plugins", is_flag=True,
+                     help="Do not load third-party plugins (entry-point group 'kvlint')."),
+        click.option("--statistics", is_flag=True, expose_value=False, callback=remember,
+                     help="Print a count per rule code instead of the findings."),
+        click.option("--quiet", "-q", is_flag=True, expose_value=False, callback=remember,
+                     help="Print the findings only: no model tables, no summary lines."),
+        click.option("--verbose", "-v", is_flag=True, expose_value=False, callback=remember,
+                     help="Show every info (by default they are counted in one line unless "
+                          "--select or --extend-select names them)."),
+        click.option("--show-settings", is_flag=True, expose_value=False, callback=remember,
+                     help="Print the resolved settings (file, serving defaults, rule "
+                          "selection) and exit."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def plan_options(func: F) -> F:
+    """The GPU and capacity options of ``check`` and ``compare``."""
+    decorators = [
+        click.option("--gpu", default=None, metavar="NAME",
+                     help="GPU model (H100-80GB, H200, L4, MI300X...): adds weights, KV budget, "
+                          "max sequences and the decode roofline."),
+        click.option("--gpu-memory", "gpu_memory_gib", type=GPU_MEMORY, default=None,
+                     metavar="GIB", help=GPU_MEMORY_HELP),
+        click.option("--gpu-memory-utilization", type=FiniteFloat(0, 1, min_open=True),
+                     default=None, help="Fraction of GPU memory the engine may use "
+                                        "(default: the engine's own default)."),
+        click.option("--overhead", "overhead_gib", type=FiniteFloat(0, MAX_GIB), default=None,
+                     metavar="GIB", help="Per-GPU memory for activations, CUDA graphs and "
+                                         "buffers, in GiB (default: vLLM's start-up profile, "
+                                         "estimated; 2 for other engines)."),
+        click.option("--max-model-len", type=COUNT, default=None,
+                     help="Longest sequence the engine admits (default: the model's own)."),
+        click.option("--max-num-seqs", type=COUNT, default=None,
+                     help="Most sequences the engine runs at once."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def manifest_options(func: F) -> F:
+    """How the commands that read manifests (``lint``, ``lock``) find them and their models."""
+    decorators = [
+        click.option("--include", multiple=True, metavar="GLOB",
+                     help="File names to read under directories (default *.yaml, *.yml, "
+                          "*.json)."),
+        click.option("--exclude", multiple=True, metavar="GLOB",
+                     help="Paths or names to skip."),
+        click.option("--model-map", multiple=True, metavar="NAME=REF",
+                     help="Resolve a manifest's local path or placeholder to a Hub id or "
+                          "config."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def parse_model_map(items: Sequence[str]) -> dict[str, str]:
+    """``--model-map NAME=REF`` values as a mapping (UsageError for a malformed one)."""
+    mapping: dict[str, str] = {}
+    for item in items:
+        name, sep, ref = item.partition("=")
+        if not sep or not name or not ref:
+            raise UsageError(f"--model-map {item!r}: expected NAME=REF")
+        mapping[name] = ref
+    return mapping
+
+
+def lock_options(func: F) -> F:
+    """The model-lock options of the commands that read models."""
+    decorators = [
+        click.option("--lock", "lock_file", type=click.Path(dir_okay=False), default=None,
+                     metavar="FILE", help="Model lock to read Hub models from [default: "
+                                          "kvlint.lock next to the settings file, else the "
+                                          "nearest one above the inputs or here]."),
+        click.option("--locked", is_flag=True, default=False,
+                     help="Read Hub models from the lock only: a model it lacks is an error "
+                          "(exit 2; also `locked = true`)."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+T = TypeVar("T")
+
+
+class FiniteFloat(click.FloatRange):
+    """A FloatRange that also refuses ``inf`` and ``nan`` (which FloatRange lets through)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        if not math.isfinite(result):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return result
+
+
+GPU_MEMORY = FiniteFloat(0, MAX_GPU_MEMORY_GIB, min_open=True)
+"""--gpu-memory: GiB of one GPU (kvlint.model.gpu_memory)."""
+GPU_MEMORY_HELP = ("Total memory of one GPU in GiB, as the driver reports it (nvidia-smi MiB "
+                   "/ 1024): replaces the --gpu table's memory (its bandwidth stays); alone, "
+                   "sizes any GPU, without the decode roofline.")
+
+DEGREE = click.IntRange(min=1, max=MAX_PARALLEL)
+"""tp, pp, dp: no model replica spans more GPUs (kvlint.model.limits)."""
+COUNT = click.IntRange(min=1, max=MAX_SIZE)
+"""Tokens and sequences: bounded so the byte arithmetic stays finite."""
+
+
+def pick(cli: T | None, setting: T | None, default: T) -> T:
+    """The command line wins over the settings file, which wins over the default."""
+    if cli is not None:
+        return cli
+    return setting if setting is not None else default
+
+
+def serving_plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
+          engine_version: str | None, kv_cache_dtype: str, context: int, batch: int,
+          gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
+          max_model_len: int | None, max_num_seqs: int | None) -> ServingPlan:
+    """The serving plan of the command line, validated (UsageError on nonsense)."""
+    from kvlint.engines import load_engines, parse_version
+
+    try:
+        if engine_version is not None:
+            parse_version(load_engines()[(engine or "vllm").lower()], engine_version)
+        return ServingPlan(
+            layout=ParallelLayout(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention),
+            kv_cache_dtype=kv_cache_dtype.lower(), context=context, batch=batch,
+            engine=engine.lower() if engine else None, engine_version=engine_version,
+            gpu=gpu, gpu_memory_utilization=gpu_memory_utilization,
+            overhead_bytes=None if overhead_gib is None else int(overhead_gib * 1024**3),
+            max_model_len=max_model_len, max_num_seqs=max_num_seqs)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def gpu_memory_plan(option: float | None, setting: float | None) -> dict[str, Any]:
+    """``gpu_memory_bytes`` and its source for a plan (the option wins over the settings)."""
+    if option is not None:
+        return {"gpu_memory_bytes": gpu_memory_bytes(option), "gpu_memory_source": "--gpu-memory"}
+    if setting is not None:
+        return {"gpu_memory_bytes": gpu_memory_bytes(setting),
+                "gpu_memory_source": "settings (gpu-memory)"}
+    return {}
+
+
+def gpu_source(option: str | None, setting: str | None) -> str | None:
+    """Where the command's GPU comes from (manifests that name a GPU override it)."""
+    return "--gpu" if option else ("settings (gpu)" if setting else None)
+
+
+def local_ref(ref: str, root: Path) -> str:
+    """A models-map value relative to the settings file, when it names a local file."""
+    candidate = root / ref
+    return str(candidate) if not Path(ref).is_absolute() and exists(candidate) else ref
+
+
+def env_offline() -> bool:
+    return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")

@@ -1,0 +1,175 @@
+"""``kvlint probe``: measured KV bytes against theory (local, a running engine, or its log)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kvlint.cli.options import (
+    COUNT,
+    DEGREE,
+    FiniteFloat,
+    common_options,
+    env_offline,
+)
+from kvlint.cli.session import Session
+from kvlint.errors import UsageError
+from kvlint.loaders.paths import exists
+from kvlint.model.kv import KV_CACHE_DTYPES
+from kvlint.model.limits import MAX_LAYERS, MAX_SIZE
+
+
+def _ints(option: str, value: str | None) -> tuple[int, ...]:
+    """``--context 512,1024`` -> ``(512, 1024)``."""
+    if not value:
+        return ()
+    try:
+        found = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"{option} {value!r}: expected positive integers, comma-separated"
+                         ) from None
+    if not found or min(found) < 1:
+        raise UsageError(f"{option} {value!r}: expected positive integers, comma-separated")
+    return tuple(sorted(set(found)))
+
+
+@click.command()
+@click.argument("models", nargs=-1, metavar="MODEL...")
+@click.option("--model", "model_option", default=None, metavar="MODEL",
+              help="The model (same as MODEL; with --endpoint, the served model's config).")
+@click.option("--impl", default="eager,sdpa", show_default=True, metavar="IMPL[,IMPL...]",
+              help="Attention implementations: eager, sdpa, flash_attention_2, "
+                   "flex_attention (transformers), flashinfer, vllm (CUDA kernels).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
+              show_default=True, help="cpu: logical byte accounting (runs in CI); cuda: "
+                                      "timing slope against measured bandwidth.")
+@click.option("--context", "contexts", default=None, metavar="L[,L...]",
+              help="Cached tokens before the step [default: cpu 512; cuda: planned from "
+                   "the L2 size; --measure-itl 1024,2048,4096,8192].")
+@click.option("--batch", type=COUNT, default=1, show_default=True)
+@click.option("--layers", type=click.IntRange(min=1, max=MAX_LAYERS), default=1, show_default=True,
+              help="Decoder layers to build (the first N of the config).")
+@click.option("--dtype", type=click.Choice(["bfloat16", "float16", "float32"]), default=None,
+              help="Weights and cache dtype [default: the config's, else bfloat16].")
+@click.option("--cache", "cache_kind", type=click.Choice(["dynamic", "static", "inplace"]),
+              default=None,
+              help="dynamic: transformers' DynamicCache (appends with torch.cat, reported "
+                   "apart on CPU); static: StaticCache (attends over all --max-cache-len "
+                   "positions); inplace: a DynamicCache appending into spare room, as "
+                   "engines do [default: dynamic on cpu, inplace on cuda].")
+@click.option("--max-cache-len", type=click.IntRange(min=2, max=MAX_SIZE), default=None,
+              help="StaticCache positions [default: 2 x (longest context + 1)].")
+@click.option("--cuda-sm", "sm", type=click.IntRange(min=30), default=90, show_default=True,
+              help="GPU compute capability the SDPA kernel oracle answers for (80 = A100, "
+                   "90 = H100/H200, 75 = T4).")
+@click.option("--ncu", is_flag=True,
+              help="With --device cuda: measure DRAM bytes of the attention kernels with "
+                   "Nsight Compute (ncu on PATH, profiling permissions) instead of timing.")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Plot measured KV reads per step against theory by context (PNG/SVG; "
+                   "needs matplotlib).")
+@click.option("--endpoint", default=None, metavar="URL",
+              help="Staging: a running vLLM (its /metrics) instead of a local probe.")
+@click.option("--vllm-log", "vllm_log", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="Staging without a server: a vLLM start-up log; its printed KV memory "
+                   "and tokens per GPU against theory (tp, pp, dtypes from the log unless "
+                   "given).")
+@click.option("--served-model-name", default=None,
+              help="With --measure-itl: the model name the server answers to.")
+@click.option("--tp", type=DEGREE, default=None,
+              help="With --endpoint or --vllm-log: the server's tensor-parallel degree "
+                   "[default: the log's, else 1].")
+@click.option("--pp", type=DEGREE, default=None,
+              help="With --vllm-log: the pipeline-parallel degree [default: the log's, else 1].")
+@click.option("--engine-version", default=None, metavar="VERSION",
+              help="With --endpoint: the vLLM version (default: the newest known).")
+@click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES, case_sensitive=False),
+              default="auto", show_default=True, help="With --endpoint: the server's.")
+@click.option("--measure-itl", is_flag=True,
+              help="With --endpoint: time streaming requests at several contexts and fit "
+                   "the inter-token-latency slope (sends len(contexts) x batch requests).")
+@click.option("--gpu", default=None, metavar="NAME",
+              help="With --measure-itl: the server's GPU (for its bandwidth).")
+@click.option("--bandwidth", type=FiniteFloat(min=0, min_open=True), default=None,
+              metavar="GB/S", help="With --measure-itl: achieved bandwidth per GPU in GB/s.")
+@click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
+@click.option("--offline", is_flag=True, help="Read Hub configs from the local cache only.")
+@common_options
+def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: str,
+          contexts: str | None, batch: int, layers: int, dtype: str | None,
+          cache_kind: str | None, max_cache_len: int | None, sm: int, ncu: bool,
+          plot: str | None,
+          endpoint: str | None, vllm_log: str | None, served_model_name: str | None,
+          tp: int | None, pp: int | None,
+          engine_version: str | None, kv_cache_dtype: str, measure_itl: bool,
+          gpu: str | None, bandwidth: float | None, revision: str | None, offline: bool,
+          formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
+          extend_select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str | None,
+          config_file: str | None, isolated: bool, no_plugins: bool) -> None:
+    """Measure the KV bytes a decode step reads, and the cache holds, against theory: N
+    random-weight layers of MODEL's config (no weights downloaded, no remote code) with a
+    pre-filled cache and one decode step, per attention implementation. KV601 flags 1.3x
+    (warning) and 2x (error). Needs `pip install 'kvlint[probe]'`."""
+    from kvlint.probe import run as probing
+
+    refs = models + ((model_option,) if model_option else ())
+    if not refs:
+        raise UsageError("give MODEL (a Hub id, a config.json or a directory) or --model")
+    session = Session.start([Path(m) for m in refs if exists(Path(m))], config_file,
+                            isolated, no_plugins, select, extend_select, ignore, fail_on,
+                            formats, outputs)
+    rules = session.rules
+    if not (select or session.settings.select or extend_select):
+        rules = tuple(r for r in rules if r.code.startswith(("KV6", "KV900")))
+    points = _ints("--context", contexts)
+    if endpoint and vllm_log:
+        raise UsageError("--endpoint and --vllm-log are two staging sources: give one")
+    if vllm_log:
+        if len(refs) != 1:
+            raise UsageError("--vllm-log probes one served model: give one MODEL")
+        given = [name for name, value in {"--measure-itl": measure_itl, "--gpu": gpu,
+                                          "--bandwidth": bandwidth,
+                                          "--served-model-name": served_model_name}.items()
+                 if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to "
+                             "a running engine (--endpoint), not to a log")
+        run = probing.probe_log(
+            vllm_log, refs[0], rules, tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype.lower(),
+            engine_version=engine_version, revision=revision,
+            offline=offline or env_offline(), fail_on=session.fail_on)
+    elif endpoint:
+        if len(refs) != 1:
+            raise UsageError("--endpoint probes one served model: give one MODEL")
+        if pp not in (None, 1):
+            raise UsageError("--pp applies to --vllm-log (the /metrics path reads tp only)")
+        run = probing.probe_endpoint(
+            endpoint, refs[0], rules, tp=tp or 1, kv_cache_dtype=kv_cache_dtype.lower(),
+            engine_version=engine_version, measure_itl=measure_itl, contexts=points,
+            batch=batch, bandwidth=bandwidth * 1e9 if bandwidth else None, gpu_name=gpu,
+            served_model=served_model_name, revision=revision,
+            offline=offline or env_offline(), fail_on=session.fail_on)
+    else:
+        staging_only = {"--measure-itl": measure_itl, "--gpu": gpu, "--bandwidth": bandwidth,
+                        "--served-model-name": served_model_name,
+                        "--tp": tp not in (None, 1), "--pp": pp not in (None, 1),
+                        "--engine-version": engine_version,
+                        "--kv-cache-dtype": kv_cache_dtype.lower() != "auto"}
+        given = [name for name, value in staging_only.items() if value]
+        if given:
+            raise UsageError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to "
+                             "a running engine: add --endpoint URL or --vllm-log FILE")
+        impls = tuple(dict.fromkeys(p.strip() for p in impl.split(",") if p.strip()))
+        if not impls:
+            raise UsageError("--impl: name at least one implementation")
+        options = probing.ProbeOptions(impls, device, points, batch, layers, dtype, sm,
+                                       cache_kind, max_cache_len, ncu)
+        run = probing.probe_models(refs, options, rules, revision=revision,
+                                   offline=offline or env_offline(), fail_on=session.fail_on)
+    if plot:
+        from kvlint.probe.plot import plot_reads
+
+        plot_reads(run, plot)
+    session.finish(run)
