@@ -85,9 +85,13 @@ _GIB = r"\s?GiB"
 _MEMORY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("weights_gib", re.compile(r"Loading model weights took " + _NUM + r"\s?GB")),
     ("weights_gib", re.compile(r"Model loading took " + _NUM + _GIB)),
-    ("weights_gib", re.compile(r"model weights take " + _NUM + _GIB)),
-    ("non_torch_gib", re.compile(r"non_torch_memory(?:=| takes )" + _NUM + _GIB)),
-    ("activation_peak_gib", re.compile(r"activation peak memory takes " + _NUM + _GIB)),
+    ("weights_gib", re.compile(r"model weights take\s{1,16}" + _NUM + _GIB)),
+    ("non_torch_gib", re.compile(r"non_torch_memory(?:=| takes |\s{2,16})" + _NUM + _GIB)),
+    ("non_torch_gib", re.compile(r"non-torch forward increase memory: " + _NUM + _GIB)),
+    ("non_torch_gib", re.compile(_NUM + r" GiB for non-torch memory")),
+    ("activation_peak_gib", re.compile(r"activation peak memory(?: takes)?\s{1,16}" + _NUM
+                                       + _GIB)),
+    ("activation_peak_gib", re.compile(r"torch peak memory increase: " + _NUM + _GIB)),
     ("peak_torch_gib", re.compile(r"\bpeak_torch_memory=" + _NUM + _GIB)),
     ("activation_peak_gib", re.compile(_NUM + r" GiB for peak activation")),
     ("consumed_gib", re.compile(_NUM + r" GiB for consumed memory")),
@@ -95,16 +99,32 @@ _MEMORY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cuda_graph_gib", re.compile(_NUM + r" GiB for CUDAGraph memory")),
     ("cuda_graph_gib", re.compile(r"Graph capturing finished in \d{1,6} secs?, took " + _NUM
                                   + _GIB)),
-    ("total_gpu_gib", re.compile(r"total_gpu_memory=" + _NUM + _GIB)),
+    ("total_gpu_gib", re.compile(r"total_gpu_memory(?:=|\s{2,16})" + _NUM + _GIB)),
+    ("total_gpu_gib", re.compile(r"\btotal_memory=" + _NUM + _GIB)),
     ("kv_cache_gib", re.compile(r"Available KV cache memory: " + _NUM + _GIB)),
     ("kv_cache_gib", re.compile(r"\bkv_cache_size=" + _NUM + _GIB)),
+    ("kv_cache_gib", re.compile(r"\bavailable_kv_cache_memory\s{1,16}" + _NUM + _GIB)),
     ("kv_cache_gib", re.compile(r"reserved for KV Cache is " + _NUM + _GIB)),
     ("kv_in_use_gib", re.compile(r"Current kv cache memory in use is " + _NUM + _GIB)),
-    ("gpu_memory_utilization", re.compile(r"\bgpu_memory_utilization=(\d{1,3}(?:\.\d{1,12})?)")),
+    ("gpu_memory_utilization", re.compile(r"\bgpu_memory_utilization(?:=|\s{2,16})"
+                                          r"(\d{1,3}(?:\.\d{1,12})?)")),
     ("gpu_memory_utilization", re.compile(r"gpu_memory_utilization \((\d{1,3}(?:\.\d{1,12})?)\)")),
     ("gpu_memory_utilization", re.compile(r"Desired GPU memory utilization is \("
                                           r"(\d{1,3}(?:\.\d{1,12})?),")),
 )
+_SNAPSHOT_ONLY = ("total_gpu_gib",)
+"""V1's ``worker init memory snapshot`` line (debug level, before the model loads) also
+prints ``non_torch_memory=``: the CUDA context, not the profile's increase; only its
+``total_memory=`` is read."""
+_SMALLEST = ("kv_cache_gib", "kv_in_use_gib")
+"""Per-rank KV memory: vLLM sizes every worker's cache to the smallest (pipeline stages differ
+in weights and activation peak), so the smallest printed figure is the one the printed tokens
+come from (vllm/v1/core/kv_cache_utils.py@v0.19.0 ``get_kv_cache_configs``: the number of
+blocks is the minimum over workers)."""
+_LARGEST = ("activation_peak_gib", "non_torch_gib")
+"""Per-rank profile terms: the fullest rank's figure (pipeline stages: the last one, with the
+sampler, sets the smallest KV pool)."""
+
 _GPU_BLOCKS = re.compile(r"(?:^|[^\w])(?:# )?GPU blocks: " + _NUM)
 _CPU_BLOCKS = re.compile(r"# CPU blocks: " + _NUM)
 _KV_TOKENS = re.compile(r"GPU KV cache size: " + _NUM + r" tokens")
@@ -177,8 +197,11 @@ class VllmLog:
 
     @property
     def kv_memory_gib(self) -> float | None:
-        """The KV pool in GiB: the available memory, else the memory in use."""
-        return self.kv_cache_gib if self.kv_cache_gib is not None else self.kv_in_use_gib
+        """The KV pool in GiB: the smaller of the available memory and the memory in use
+        (a pipeline-parallel log prints "Available KV cache memory" for its first stage only;
+        every stage's "in use" line shows the smallest, which sized the cache)."""
+        known = [v for v in (self.kv_cache_gib, self.kv_in_use_gib) if v is not None]
+        return min(known) if known else None
 
     def has_kv_figures(self) -> bool:
         return self.kv_memory_gib is not None and self.capacity_tokens is not None
@@ -207,7 +230,8 @@ def _lines(text: str) -> Iterable[str]:
 
 
 class _Fields:
-    """First value per field (per rank order), with a note when ranks disagree."""
+    """First value per field (per rank order; the smallest of :data:`_SMALLEST`, the largest
+    of :data:`_LARGEST`), with a note when ranks disagree."""
 
     def __init__(self) -> None:
         self.values: dict[str, str] = {}
@@ -215,13 +239,25 @@ class _Fields:
         self.differs: dict[str, set[str]] = {}
 
     def put(self, name: str, value: str, rank: str) -> None:
-        if name not in self.values:
+        if name not in self.values or self._replaces(name, value):
+            if name in self.values and self.values[name] != value:
+                self.differs.setdefault(name, {self.values[name]}).add(value)
             self.values[name] = value
             self.rank_of[name] = rank
         elif self.values[name] != value:
             seen = self.differs.setdefault(name, {self.values[name]})
             if len(seen) < 8:
                 seen.add(value)
+
+
+    def _replaces(self, name: str, value: str) -> bool:
+        if name not in _SMALLEST and name not in _LARGEST:
+            return False
+        try:
+            new, old = _number(value), _number(self.values[name])
+        except ValueError:
+            return False
+        return new < old if name in _SMALLEST else new > old
 
 
 def _config_text(lines: list[str], index: int) -> str:
@@ -286,7 +322,10 @@ def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fie
         fields.put("max_model_len", found.group(1), rank)
     if "GB" in line or "GiB" in line or "gpu_memory_utilization" in line \
             or "GPU memory utilization" in line:
+        snapshot = "memory snapshot" in line
         for name, pattern in _MEMORY:
+            if snapshot and name not in _SNAPSHOT_ONLY:
+                continue
             found = pattern.search(line)
             if found:
                 fields.put(name, found.group(1), rank)
@@ -336,12 +375,15 @@ def _build(fields: _Fields, ranks: tuple[str, ...], count: int) -> VllmLog:
     for name, seen in sorted(fields.differs.items()):
         shown = ", ".join(sorted(seen)[:4])
         where = fields.rank_of[name] or "the first line"
+        which = ("the smallest" if name in _SMALLEST else "the largest" if name in _LARGEST
+                 else "the first")
         notes.append(f"{name} differs across ranks or restarts ({shown}); "
-                     f"used the first, from {where}")
+                     f"used {which}, from {where}")
     workers = [r for r in ranks if not r.startswith("APIServer")]
     if len(workers) > 1:
         notes.append(f"lines from {len(workers)} processes ({', '.join(workers[:8])}): "
-                     "figures are per GPU, taken from the first that printed each")
+                     "figures are per GPU, taken from the first that printed each (KV memory: the "
+                     "smallest; activation peak and non-torch memory: the largest)")
     return VllmLog(**values, ranks=ranks, lines=count,  # type: ignore[arg-type]
                    notes=tuple(notes), raw=dict(fields.values))
 
