@@ -285,7 +285,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             gpu_memory_bytes=spec.memory_bytes, gpu_name=spec.name,
             utilization=utilization, weight_bytes=weights.per_gpu_bytes, dims=dims,
             tp=plan.layout.attention_tp, version=plan.behaviour.version,
-            max_model_len=plan.max_model_len or plan.context, max_num_seqs=plan.max_num_seqs)
+            max_model_len=plan.max_model_len or plan.context, max_num_seqs=plan.max_num_seqs,
+            max_num_batched_tokens=plan.max_num_batched_tokens)
     from kvlint.model.advice import LayoutSizer
 
     of_free = engine.memory_fraction_semantics == "free-after-weights"

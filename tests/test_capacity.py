@@ -78,8 +78,8 @@ def test_llama31_8b_on_one_l4() -> None:
     l4 = find_gpu("l4")
     weights = 16_060_522_496  # 8,030,261,248 parameters x 2 bytes (estimate)
     # vLLM 0.33's profile on a 24 GB GPU: 2,048 profiled tokens, 256 sampler rows; the
-    # sampler's 256 x 128,256 x 10 B beats the forward pass's 2,048 x 110,592 B
-    activation = 256 * 128_256 * 10
+    # sampler's 256 x 128,256 x 16 B beats the forward pass's 2,048 x 110,592 B
+    activation = 256 * 128_256 * 16
     overhead = activation + 300 * MIB + 512 * MIB  # + non-torch + CUDA graphs (estimates)
     budget = int(l4.runtime_memory_bytes * 0.92) - weights - overhead  # vLLM's 0.92 default
     # a decode step reads every weight but the embedding table, of which it reads one row
@@ -161,12 +161,12 @@ def test_unknown_gpu_is_a_usage_error() -> None:
 def test_text_shows_capacity() -> None:
     out = CliRunner().invoke(main, ["check", LLAMA31_8B, "--gpu", "L4", "--max-model-len",
                                     "8192", "--no-plugins"]).stdout
-    assert "L4 · 22.5 GiB · gpu_memory_utilization 0.92 · overhead 1.1 GiB" in out
+    assert "L4 · 22.5 GiB · gpu_memory_utilization 0.92 · overhead 1.3 GiB" in out
     assert ("vLLM profile  20.7 GiB requested · model weights ~15.0 GiB · peak activation "
-            "~313 MiB (2,048 tokens) · non-torch memory ~300 MiB · CUDA graph memory "
+            "~501 MiB (2,048 tokens) · non-torch memory ~300 MiB · CUDA graph memory "
             "~512 MiB (vLLM 0.33.0)") in out
-    assert ("Available KV cache memory: ~4.6 GiB · GPU KV cache size: ~37,984 tokens · "
-            "Maximum concurrency for 8,192 tokens per request: ~4.64x") in out
+    assert ("Available KV cache memory: ~4.5 GiB · GPU KV cache size: ~36,480 tokens · "
+            "Maximum concurrency for 8,192 tokens per request: ~4.45x") in out
     assert "~15.0 GiB per GPU (estimate: 8,030,261,248 parameters x bfloat16)" in out
     assert "TPOT ≥ 53.6 ms at batch 1 x 8,192 tokens (HBM roofline)" in out
 

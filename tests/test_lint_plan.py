@@ -118,9 +118,9 @@ def test_budgets_differ_by_exactly_the_fraction(tmp_path: Path) -> None:
         result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
                               *model_map("org/llama", LLAMA31_8B)))
         budgets.append(result["capacity"]["kv_budget_bytes_per_gpu"])
-    # int(85,020,639,232 x f) - 16,060,522,496 weights - 2,164,785,152 overhead: vLLM 0.33's
-    # profile on an H100, the sampler's 1,024 x 128,256 x 10 B + 300 MiB + 512 MiB (estimates)
-    assert budgets == [7_280_884_121, 62_544_299_622]
+    # int(85,020,639,232 x f) - 16,060,522,496 weights - 2,952,790,016 overhead: vLLM 0.33's
+    # profile on an H100, the sampler's 1,024 x 128,256 x 16 B + 300 MiB + 512 MiB (estimates)
+    assert budgets == [6_492_879_257, 61_756_294_758]
     assert budgets[1] - budgets[0] == int(85_020_639_232 * 0.95) - int(85_020_639_232 * 0.3)
 
 

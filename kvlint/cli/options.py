@@ -97,6 +97,10 @@ def plan_options(func: F) -> F:
                      help="Longest sequence the engine admits (default: the model's own)."),
         click.option("--max-num-seqs", type=COUNT, default=None,
                      help="Most sequences the engine runs at once."),
+        click.option("--max-num-batched-tokens", type=COUNT, default=None,
+                     help="Most tokens the engine runs in one step: the size of vLLM's "
+                          "start-up profile run, whose activation peak is taken from the KV "
+                          "memory (default: vLLM's per-GPU default)."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -183,7 +187,8 @@ def pick(cli: T | None, setting: T | None, default: T) -> T:
 def serving_plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
           engine_version: str | None, kv_cache_dtype: str, context: int, batch: int,
           gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
-          max_model_len: int | None, max_num_seqs: int | None) -> ServingPlan:
+          max_model_len: int | None, max_num_seqs: int | None,
+          max_num_batched_tokens: int | None = None) -> ServingPlan:
     """The serving plan of the command line, validated (UsageError on nonsense)."""
     from kvlint.engines import load_engines, parse_version
 
@@ -196,7 +201,8 @@ def serving_plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str |
             engine=engine.lower() if engine else None, engine_version=engine_version,
             gpu=gpu, gpu_memory_utilization=gpu_memory_utilization,
             overhead_bytes=None if overhead_gib is None else int(overhead_gib * 1024**3),
-            max_model_len=max_model_len, max_num_seqs=max_num_seqs)
+            max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+            max_num_batched_tokens=max_num_batched_tokens)
     except ValueError as err:
         raise UsageError(str(err)) from None
 

@@ -109,6 +109,8 @@ _MEMORY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("gpu_memory_utilization", re.compile(r"\bgpu_memory_utilization(?:=|\s{2,16})"
                                           r"(\d{1,3}(?:\.\d{1,12})?)")),
     ("gpu_memory_utilization", re.compile(r"gpu_memory_utilization \((\d{1,3}(?:\.\d{1,12})?)\)")),
+    ("gpu_memory_utilization", re.compile(r"current --gpu-memory-utilization="
+                                          r"(\d{1,3}(?:\.\d{1,12})?) is equivalent")),
     ("gpu_memory_utilization", re.compile(r"Desired GPU memory utilization is \("
                                           r"(\d{1,3}(?:\.\d{1,12})?),")),
 )
@@ -321,7 +323,7 @@ def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fie
     if found:
         fields.put("max_model_len", found.group(1), rank)
     if "GB" in line or "GiB" in line or "gpu_memory_utilization" in line \
-            or "GPU memory utilization" in line:
+            or "GPU memory utilization" in line or "gpu-memory-utilization" in line:
         snapshot = "memory snapshot" in line
         for name, pattern in _MEMORY:
             if snapshot and name not in _SNAPSHOT_ONLY:

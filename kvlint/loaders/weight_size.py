@@ -17,6 +17,8 @@ from kvlint.loaders.checkpoint import (
 from kvlint.loaders.hf_config import ConfigDefaults
 from kvlint.loaders.shape import resolve_shape, resolve_weight_format
 from kvlint.model.weights import (
+    Part,
+    WeightBytes,
     WeightSplit,
     decode_read_bytes,
     estimate_parameters,
@@ -97,14 +99,25 @@ def plan_weights(
             f"; checkpoint unavailable: {why}" if why else "")
     scale = total / estimated.total if estimated.total else 1.0
     replicated = int(estimated.replicated * scale)
+    split = WeightSplit(total, replicated, fmt.name,
+                        fmt.quantized_bytes if fmt.quantized_parts else fmt.base_bytes,
+                        *_stage_edges(estimated, shape.num_layers, shape.tie_word_embeddings,
+                                      scale))
     return PlanWeights(
         total_bytes=total,
-        per_gpu_bytes=weight_bytes_per_gpu(total, tp, pp, replicated_bytes=replicated),
+        per_gpu_bytes=split.per_gpu(tp, pp),
         decode_read_per_gpu_bytes=weight_bytes_per_gpu(int(read * scale), tp, pp,
                                                        replicated_bytes=replicated),
         estimated=is_estimate,
         source=source,
-        split=WeightSplit(total, replicated, fmt.name,
-                          fmt.quantized_bytes if fmt.quantized_parts else fmt.base_bytes),
+        split=split,
     )
+
+
+def _stage_edges(estimated: WeightBytes, layers: int, tied: bool,
+                 scale: float) -> tuple[int, int, int, bool]:
+    """(layers, first-stage bytes, last-stage bytes, tied) for per-stage pipeline weights."""
+    first = int(estimated.by_part.get(Part.EMBEDDINGS, 0) * scale)
+    last = int(estimated.by_part.get(Part.LM_HEAD, 0) * scale)
+    return layers, first, last, tied
 

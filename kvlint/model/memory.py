@@ -40,9 +40,17 @@ NON_TORCH_BYTES = 300 * MIB
 Logged values: 0.35 GiB (RTX 3090, vLLM 0.6.4, vllm-project/vllm#10517), 0.25 GiB per rank
 (2 x RTX 4090, tp=2, vllm-project/vllm#13061)."""
 
-NON_TORCH_TP_BYTES = 200 * MIB
-"""ESTIMATE. Extra non-torch memory per worker at tp > 1: NCCL communicator buffers and the
-custom all-reduce IPC buffers (vllm/distributed/device_communicators/custom_all_reduce.py)."""
+NON_TORCH_TP_BYTES = 1843 * MIB
+"""ESTIMATE (1.8 GiB). Extra non-torch memory per worker at tp > 1: NCCL communicators and the
+all-reduce buffers (custom all-reduce IPC buffers, vllm/distributed/device_communicators/
+custom_all_reduce.py; vLLM 0.19 also logs "Enabled custom fusions: allreduce_rms", whose
+workspace is allocated in the first forward pass). Engine data: vLLM 0.19.0 on H100 80GB
+("non-torch forward increase memory", fixtures/vllm_logs/llmd-*.log, llm-d-planner accuracy
+runs): 2.06-2.09 GiB at tp 2 (Llama-3.1-8B, Qwen2.5-7B, Mixtral-8x7B, Qwen2.5-72B), 2.13-2.21
+GiB at tp 4 (Llama-3.1-8B, Qwen2.5-7B), against 0.24-0.27 GiB at tp 1 and 0.07 GiB per
+pipeline stage; vLLM ~0.6.5 on H100 (vllm-project/vllm#10511): 3.58 GiB at tp 2 against 1.79
+GiB at tp 1, the same +1.8 GiB. PCIe GPUs without NVLink may take far less (0.25 GiB per rank
+on 2 x RTX 4090, vllm-project/vllm#13061): there the estimate is conservative."""
 
 CUDA_GRAPH_BYTES = 512 * MIB
 """ESTIMATE. The CUDA-graph pool vLLM deducts up front since v0.21.0 (gpu_worker.py@v0.33.0
@@ -81,10 +89,16 @@ residual, hidden and normed streams. Calibrated on vllm-project/vllm#10517 (Llam
 peak grew 2.07 GiB at 20,000 profiled tokens and 2.99 GiB at 29,000: 110.9 KB/token; the
 formula gives 110,592 B)."""
 
-SAMPLER_BYTES_PER_LOGIT = 10
-"""ESTIMATE. The dummy sampler pass holds bf16 logits (2 B) and two float32 copies (softmax
-probabilities; 8 B) per row and vocabulary entry (gpu_model_runner.py@v0.33.0
-``_dummy_sampler_run``). The peak is the larger of this and the forward pass's."""
+SAMPLER_BYTES_PER_LOGIT = 16
+"""ESTIMATE. The dummy sampler pass (gpu_model_runner.py@v0.33.0 ``_dummy_sampler_run``: one
+row per sequence up to max_num_seqs, temperature, top-k and top-p all on) holds the logits,
+their float32 copy, the probabilities and top-k/top-p's sorted values and indices per row and
+vocabulary entry. Engine data: the "torch peak memory increase" of vLLM 0.19.0 on H100 where
+the sampler dominates (1,024 rows; fixtures/vllm_logs/llmd-*.log): 1.89 GiB for a 128,256
+vocabulary (Llama-3.1-8B: 15.5 B per logit), 2.21 GiB for 152,064 (Qwen2.5-7B: 15.2 B), 2.21
+GiB for 151,936 (Qwen3-8B: 15.3 B), 1.52 GiB for 100,352 (phi-4: 15.9 B), 2.29 GiB for
+152,064 (Qwen2.5-72B, tp 2: 15.8 B); 16 B rounds them up. The peak is the larger of this and
+the forward pass's."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +233,8 @@ def model_dims(config: Mapping[str, Any]) -> ModelDims | None:
     dense = _int(config, "intermediate_size", "ffn_hidden_size", "n_inner") or 4 * hidden
     expert = _int(config, "moe_intermediate_size", "expert_intermediate_size")
     topk = _int(config, "num_experts_per_tok", "moe_topk", "num_experts_per_token")
+    if expert is None and (_int(config, "num_local_experts", "num_experts") or 0) > 1:
+        expert = dense  # Mixtral-style: every expert is intermediate_size wide
     routed = expert * topk if expert and topk else 0
     dtype = config.get("torch_dtype") or config.get("dtype")
     return ModelDims(hidden_size=hidden, intermediate_size=max(dense, routed),

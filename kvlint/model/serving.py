@@ -72,6 +72,9 @@ class ServingPlan:
     """Per-GPU memory reserved besides weights and KV; ``None``: kvlint's default."""
     max_model_len: int | None = None
     max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    """Tokens of one engine step (vLLM: the start-up profile's dummy forward pass);
+    ``None``: the engine's default (kvlint.model.memory.default_batch_limits)."""
     behaviour: EngineBehaviour = field(default_factory=EngineBehaviour)
     env: tuple[tuple[str, str | None], ...] = ()
     """Variables of the engine process's environment that change what it accepts
@@ -106,7 +109,8 @@ class ServingPlan:
             raise ValueError(f"context must be a positive number of tokens, got {self.context}")
         if self.batch < 1:
             raise ValueError(f"batch must be at least 1, got {self.batch}")
-        for name in ("context", "batch", "max_model_len", "max_num_seqs"):
+        for name in ("context", "batch", "max_model_len", "max_num_seqs",
+                     "max_num_batched_tokens"):
             value = getattr(self, name)
             if value is not None and value > MAX_SIZE:
                 raise ValueError(f"{name} must be at most {MAX_SIZE:,} (no engine admits more), "

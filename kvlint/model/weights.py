@@ -669,13 +669,38 @@ class WeightSplit:
     quantized_bytes: float
     """Bytes per parameter of the checkpoint's quantized (or, unquantized, all) tensors."""
 
+    layers: int = 0
+    first_stage_bytes: int = 0
+    """The embeddings (pipeline stage 0)."""
+    last_stage_bytes: int = 0
+    """The LM head (the last pipeline stage)."""
+    tied: bool = False
+
     def per_gpu(self, tp: int, pp: int) -> int:
         return weight_bytes_per_gpu(self.total_bytes, tp, pp,
-                                    replicated_bytes=self.replicated_bytes)
+                                    replicated_bytes=self.replicated_bytes,
+                                    layers=self.layers, first_stage_bytes=self.first_stage_bytes,
+                                    last_stage_bytes=self.last_stage_bytes, tied=self.tied)
+
+
+def pipeline_stage_layers(layers: int, pp: int) -> list[int]:
+    """Decoder layers per pipeline stage as vLLM assigns them (``get_pp_indices``,
+    vllm/distributed/utils.py: ``layers // pp`` each, the remainder one by one to the stages
+    before the last, from the second-to-last backwards, so the last stage, which also holds the
+    LM head, is not the fuller; ``VLLM_PP_LAYER_PARTITION`` overrides it). Evidence I: recalled
+    from vLLM's source, not re-read in the 0.33 wheel."""
+    if pp < 1 or layers < pp:
+        raise ValueError(f"cannot split {layers} layers over {pp} stages")
+    stages = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        stages[-i] += 1
+    return stages
 
 
 def weight_bytes_per_gpu(
-    total_bytes: int, tp: int = 1, pp: int = 1, *, replicated_bytes: int = 0
+    total_bytes: int, tp: int = 1, pp: int = 1, *, replicated_bytes: int = 0,
+    layers: int = 0, first_stage_bytes: int = 0, last_stage_bytes: int = 0,
+    tied: bool = False,
 ) -> int:
     """Weight bytes on the most loaded GPU, approximately: ``(total - replicated) / (tp·pp)
     + replicated / pp``.
@@ -683,15 +708,30 @@ def weight_bytes_per_gpu(
     Approximations: every TP-sharded weight, embeddings and LM head included (vLLM's
     ``VocabParallelEmbedding`` / ``ParallelLMHead`` shard the vocabulary by tp), divides
     evenly by ``tp``; ``replicated_bytes`` (norms, routers, MLA latent down-projections, which
-    every TP rank holds whole) divide by ``pp`` only. Pipeline stages are taken as equal,
-    although vLLM gives the remainder layers to the leading stages, the first stage also holds
-    the embeddings and the last the LM head; KV heads replicated when ``n_kv < tp`` and DP
-    attention's replicated attention weights are not added. Expert parallelism shards experts
-    over the same GPUs, so it does not change the total per GPU.
+    every TP rank holds whole) divide by ``pp`` only. KV heads replicated when ``n_kv < tp``
+    and DP attention's replicated attention weights are not added. Expert parallelism shards
+    experts over the same GPUs, so it does not change the total per GPU.
+
+    Pipeline stages: with ``layers`` given (and ``pp`` > 1) the fullest stage's share, with
+    the layers split as :func:`pipeline_stage_layers` does, ``first_stage_bytes`` (the
+    embeddings) on the first stage and ``last_stage_bytes`` (the LM head) on the last; the
+    rest divides by layer. ``tied``: the LM head is the embedding table, counted once in
+    ``total_bytes`` but held by both end stages (vLLM's Llama-family models build the table on
+    the last rank too when ``tie_word_embeddings``; evidence I, recalled from llama.py).
+    Without ``layers``, stages are taken as equal.
     """
     if tp < 1 or pp < 1:
         raise ValueError(f"tp and pp must be >= 1, got tp={tp} pp={pp}")
     if not 0 <= replicated_bytes <= total_bytes:
         raise ValueError("replicated_bytes must be between 0 and total_bytes")
     sharded = total_bytes - replicated_bytes
-    return math.ceil(sharded / (tp * pp) + replicated_bytes / pp)
+    last = first_stage_bytes if tied else last_stage_bytes
+    edges = first_stage_bytes + (0 if tied else last)
+    if pp == 1 or layers < pp or not 0 <= edges <= total_bytes or total_bytes == 0:
+        return math.ceil(sharded / (tp * pp) + replicated_bytes / pp)
+    per_layer = (total_bytes - edges) / layers
+    stages = pipeline_stage_layers(layers, pp)
+    fullest = max(n * per_layer + (first_stage_bytes if i == 0 else 0)
+                  + (last if i == pp - 1 else 0) for i, n in enumerate(stages))
+    share = fullest / total_bytes
+    return math.ceil(sharded * share / tp + replicated_bytes * share)

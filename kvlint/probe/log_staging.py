@@ -118,7 +118,8 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
     memory_gib = log.kv_memory_gib
     tokens = log.capacity_tokens
     if memory_gib is not None and tokens:
-        raw = log.raw.get("kv_cache_gib" if log.kv_cache_gib is not None else "kv_in_use_gib")
+        # the smaller of the two (pipeline stages: the last stage's pool sized the cache)
+        raw = log.raw.get("kv_cache_gib" if log.kv_cache_gib == memory_gib else "kv_in_use_gib")
         memory = _gib(raw, memory_gib)
         step = _half_step(raw)
         measured = float(memory * GIB / tokens)

@@ -33,8 +33,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
         ranks=("EngineCore_DP0",), gpu_blocks=None),
     "qwen3-235b-a22b-fp8-tp4.log": dict(kv_cache_gib=8.11, kv_tokens=178880, ranks=()),
     "qwen3-8b-v1-lmcache-cudagraph.log": dict(
-        cuda_graph_gib=0.52, kv_cache_gib=6.37, kv_tokens=46368, concurrency_tokens=16384,
-        concurrency=2.83, ranks=("EngineCore",)),
+        cuda_graph_gib=0.52, gpu_memory_utilization=0.9764, kv_cache_gib=6.37, kv_tokens=46368,
+        concurrency_tokens=16384, concurrency=2.83, ranks=("EngineCore",)),
     "deepseek-v2-lite-chat-v1-needed.log": dict(
         model="/home/user/DeepSeek-V2-Lite-Chat/", version="0.8.3.dev172+g2b93162f",
         engine="V1", needed_gib=0.95, needed_len=32768, kv_cache_gib=0.93, kv_tokens=None),

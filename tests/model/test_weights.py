@@ -28,6 +28,7 @@ from kvlint.model.weights import (
     Part,
     decode_read_bytes,
     estimate_parameters,
+    pipeline_stage_layers,
     weight_bytes,
     weight_bytes_per_gpu,
     weight_format,
@@ -347,6 +348,30 @@ def test_unknown_quantization_is_an_upper_bound() -> None:
     fmt = weight_format("bfloat16", {"quant_method": "something-new"})
     assert fmt.bytes_per_param(Part.DENSE_MLP) == 2.0 and not fmt.exact
     assert any("something-new" in note for note in fmt.notes)
+
+
+def test_pipeline_stages_split_layers_like_vllm() -> None:
+    assert pipeline_stage_layers(32, 4) == [8, 8, 8, 8]
+    # 30 // 4 = 7 each; the remainder 2 to the stages before the last, backwards
+    assert pipeline_stage_layers(30, 4) == [7, 8, 8, 7]
+    assert pipeline_stage_layers(5, 2) == [3, 2]
+    with pytest.raises(ValueError):
+        pipeline_stage_layers(2, 4)
+
+
+def test_weight_bytes_per_gpu_fullest_pipeline_stage() -> None:
+    # 4 layers of 20 B, embeddings 10 B on stage 0, LM head 30 B on the last: stages 50 / 70
+    assert weight_bytes_per_gpu(120, 1, 2, layers=4, first_stage_bytes=10,
+                                last_stage_bytes=30) == 70
+    assert weight_bytes_per_gpu(120, 2, 2, layers=4, first_stage_bytes=10,
+                                last_stage_bytes=30) == 35
+    # tied: the 10 B table is counted once in the total but held by both end stages:
+    # (110 - 10) / 4 = 25 B a layer, stages 2 x 25 + 10 = 60 each
+    assert weight_bytes_per_gpu(110, 1, 2, layers=4, first_stage_bytes=10, tied=True) == 60
+    # without layers (or pp 1) the old even split
+    assert weight_bytes_per_gpu(120, 1, 2) == 60
+    assert weight_bytes_per_gpu(120, 1, 1, layers=4, first_stage_bytes=10,
+                                last_stage_bytes=30) == 120
 
 
 def test_weight_bytes_per_gpu() -> None:

@@ -165,3 +165,28 @@ def test_hostile_log_through_the_cli(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     m = json.loads(result.stdout)["results"][0]["probe"]["impls"][0]
     assert m["measured_cache_bytes"] == 0
+
+
+def test_pipeline_log_uses_the_smallest_stage_pool() -> None:
+    """Llama-3.1-8B at pp 2 (vLLM 0.19.0, H100): 16 layers x 8 x 128 x 2 x 2 = 65,536 B/token
+    per stage. Stage 0 prints 66.54 GiB available; the last stage (sampler) has 65.63 GiB in
+    use, which sized the cache: 65.63 GiB / (16 x 65,536) = 67,205 blocks -> 1,075,280 tokens;
+    vLLM printed 1,075,312, inside 65.625..65.635 GiB (1,075,200..1,075,360)."""
+    m = impl(as_json(LLAMA31, "--vllm-log", str(LOGS / "llmd-llama-3.1-8b-h100-pp2-8192.log")))
+    assert m["details"]["pp"] == 2 and m["theory_cache_bytes"] == 65_536
+    tokens = m["details"]["tokens"]
+    assert (tokens["printed"], tokens["predicted"], tokens["low"], tokens["high"]) == \
+        (1_075_312, 1_075_280, 1_075_200, 1_075_360)
+    assert tokens["within_rounding"] is True
+
+
+VLLM_019 = ["llmd-llama-3.1-8b-h100-tp1-8192.log", "llmd-llama-3.1-8b-h100-tp1-32768.log",
+            "llmd-llama-3.1-8b-h100-tp1-8192-kvfp8.log", "llmd-llama-3.1-8b-h100-tp2-8192.log",
+            "llmd-llama-3.1-8b-h100-tp4-8192.log", "llmd-llama-3.1-8b-h100-pp2-8192.log",
+            "llmd-llama-3.1-8b-h100-pp4-8192.log"]
+
+
+def test_every_vllm_019_llama_log_within_the_printed_rounding() -> None:
+    for name in VLLM_019:
+        m = impl(as_json(LLAMA31, "--vllm-log", str(LOGS / name)))
+        assert m["details"]["tokens"]["within_rounding"] is True, name
