@@ -16,8 +16,11 @@ vllm/v1/worker/gpu_worker.py@v0.33.0; ``memory_profiling``, vllm/utils/mem_utils
 
 Weights are kvlint's weights estimate (or the checkpoint's size); the KV-page arithmetic is
 exact. The activation peak, non-torch and CUDA-graph terms are ESTIMATES kvlint cannot take
-from a config exactly (vLLM measures them): the formulas below were calibrated against
-published start-up logs (bench/README.md, "Capacity vs vLLM start-up logs").
+from a config exactly (vLLM measures them): their constants come from the profile lines of
+real start-up logs (fixtures/vllm_logs, each cited below; bench/README.md, "Capacity vs vLLM
+start-up logs"). Pipeline parallelism enters through the weights (the fullest stage's,
+kvlint.model.weights.weight_bytes_per_gpu) and the KV bytes per token (the fullest stage's
+layers): the budget is the smallest stage's, as vLLM sizes every stage's cache to it.
 """
 
 from __future__ import annotations
