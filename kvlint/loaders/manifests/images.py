@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 __all__ = ["engine_from_image", "engine_from_pip", "split_image"]
 
@@ -194,6 +192,11 @@ def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     text = spec.strip().strip("'\"").strip()
     if not text or text.startswith("-"):
         return None
+    # imported here: packaging.requirements (markers, tags, subprocess) costs more than
+    # the rest of this module, and only pip-installing manifests need it
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     try:
         requirement = Requirement(text)
     except InvalidRequirement:
