@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 
-
 __all__ = ["engine_from_image", "engine_from_pip", "split_image"]
 
 _VERSION = re.compile(
