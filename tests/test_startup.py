@@ -100,7 +100,8 @@ spec:
 """
 
 LINT_LAZY = ("kvlint.loaders.manifests.kubernetes_crds", "kvlint.loaders.manifests.compose",
-             "kvlint.loaders.manifests.launchers", "kvlint.reporters.text",
+             "kvlint.loaders.manifests.launchers", "kvlint.loaders.manifests.helm",
+             "kvlint.reporters.text",
              "kvlint.reporters.concise", "kvlint.reporters.sarif", "kvlint.reporters.github",
              "kvlint.reporters.markdown", "kvlint.reporters.junit",
              "kvlint.reporters.geometry_text", "kvlint.loaders.hub_guard", "multiprocessing",
