@@ -497,11 +497,12 @@ def extract_all(files: list[Path], pm: pluggy.PluginManager,
     back); resolving models and running rules stays in this process, where the model and
     geometry caches live."""
     global _EXTRACT
-    import multiprocessing
-
     workers = min(os.cpu_count() or 1, 8)
-    if len(files) < PARALLEL_MIN_FILES or workers < 2 or \
-            "fork" not in multiprocessing.get_all_start_methods():
+    if len(files) < PARALLEL_MIN_FILES or workers < 2:
+        return [extract(f, pm, parsers) for f in files]
+    import multiprocessing  # only a tree big enough for workers pays for it
+
+    if "fork" not in multiprocessing.get_all_start_methods():
         return [extract(f, pm, parsers) for f in files]
     size = max(16, len(files) // (workers * 4))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]

@@ -31,13 +31,7 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.probe",
     "kvlint.rules.config",
     "kvlint.rules.limits",
-    "kvlint.reporters.text",
-    "kvlint.reporters.concise",
-    "kvlint.reporters.json",
-    "kvlint.reporters.sarif",
-    "kvlint.reporters.github",
-    "kvlint.reporters.markdown",
-    "kvlint.reporters.junit",
+    "kvlint.reporters.builtin",
     "kvlint.loaders.manifests.builtin",
 )
 """Modules registered on every manager, through the same hooks third parties implement."""

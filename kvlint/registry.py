@@ -28,10 +28,11 @@ class Registry:
         from kvlint.plugins import describe
 
         rules: list[type[Rule]] = []
+        seen: dict[str, type[Rule]] = {}  # code and name -> rule, of the batches validated
         for impl in pm.hook.kvlint_rules.get_hookimpls():
             try:
                 batch: list[type[Rule]] = list(cast("Iterable[type[Rule]]", impl.function()))
-                _validate_rules([*rules, *batch])
+                _validate_rules(batch, seen)
             except PluginError as err:
                 raise PluginError(f"{describe(impl.plugin_name)}: {err}") from None
             rules.extend(batch)
@@ -98,8 +99,9 @@ class Registry:
         return tuple(active)
 
 
-def _validate_rules(rules: Sequence[type[Rule]]) -> None:
-    seen: dict[str, type[Rule]] = {}
+def _validate_rules(rules: Sequence[type[Rule]], seen: dict[str, type[Rule]]) -> None:
+    """Check ``rules`` (one plugin's batch) and add them to ``seen`` (the rules of the
+    batches before, by code and name): each rule is checked once, not once per later batch."""
     for rule in rules:
         where = f"{rule.__module__}.{rule.__qualname__}"
         if not (isinstance(rule, type) and issubclass(rule, Rule)):

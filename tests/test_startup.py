@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,56 @@ def test_version_and_help_import_no_engine_table_rules_or_pydantic(argv: list[st
     loaded = _modules_after(code)
     assert not {m for m in loaded
                 if m.split(".")[0] in HEAVY or m.startswith(LIGHT_FORBIDDEN)}
+
+
+LINT_MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.0
+          command: ["vllm", "serve"]
+          args: ["meta-llama/Llama-3.1-8B", "--tensor-parallel-size", "2"]
+          resources:
+            limits:
+              nvidia.com/gpu: 2
+"""
+
+LINT_LAZY = ("kvlint.loaders.manifests.kubernetes_crds", "kvlint.loaders.manifests.compose",
+             "kvlint.loaders.manifests.launchers", "kvlint.loaders.manifests.helm",
+             "kvlint.reporters.text",
+             "kvlint.reporters.concise", "kvlint.reporters.sarif", "kvlint.reporters.github",
+             "kvlint.reporters.markdown", "kvlint.reporters.junit",
+             "kvlint.reporters.geometry_text", "kvlint.loaders.hub_guard", "multiprocessing",
+             "packaging.requirements", "logging", "pydantic", "tabulate", "email",
+             "jsonschema", "importlib.metadata")
+
+
+def test_one_manifest_lint_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """``kvlint lint`` of one Deployment (``--format json``) whose model config is a local
+    file: the other manifest parsers, the other formats, the Hub guard, multiprocessing and
+    pip-requirement parsing stay unimported (bench/startup_ratios.py's scenario)."""
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(LINT_MANIFEST, encoding="utf-8")
+    config = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
+    code = (
+        "import sys, json\n"
+        f"sys.argv = ['kvlint', 'lint', {str(manifest)!r}, '--format', 'json', "
+        f"'--model-map', 'meta-llama/Llama-3.1-8B={config}']\n"
+        "from kvlint.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as e:\n"
+        "    assert e.code in (0, 1), e.code\n"
+        "print()\n"
+        "print(json.dumps(list(sys.modules)))\n"
+    )
+    loaded = _modules_after(code)
+    assert "kvlint.loaders.manifests.kubernetes" in loaded  # the parser it needs
+    assert "kvlint.reporters.json" in loaded
+    assert not {m for m in loaded if m.startswith(LINT_LAZY) or m.split(".")[0] in HEAVY}

@@ -16,17 +16,19 @@ endpoint per run, a deadline for Hub access per run, a size cap, telemetry off.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kvlint.errors import HubError, HubNotCachedError, HubUnavailableError
-from kvlint.loaders import hub_cache, hub_guard
+from kvlint.loaders import hub_cache
+
+if TYPE_CHECKING:
+    from kvlint.loaders import hub_guard
 
 __all__ = ["HubConfig", "download_config", "download_python_files", "looks_like_hub_id",
            "split_hub_ref"]
@@ -104,6 +106,8 @@ def download_config(
         hit = _cached_by_path(context)
         if hit is not None:
             return hit
+    from kvlint.loaders import hub_guard  # only what may make a request needs the guard
+
     try:
         hub_guard.install()  # before the import below: it turns telemetry off
         from huggingface_hub import hf_hub_download
@@ -149,6 +153,8 @@ def download_python_files(
     context = _Context(repo_id=repo_id, revision=revision, filename="*.py",
                        endpoint=_endpoint(), cache_dir=_cache_dir(),
                        offline_switch="--offline" if offline else None)
+    from kvlint.loaders import hub_guard
+
     try:
         hub_guard.install()
         from huggingface_hub import snapshot_download
@@ -178,6 +184,10 @@ def _guarded(ctx: _Context, fetch: Callable[[], T], cached: Callable[[], T | Non
     fails before any work), huggingface_hub's retry warnings muted (kvlint's one-line error
     says what happened); when the guard stopped it, ``cached()``'s copy if there is one;
     every failure translated to a one-line :class:`HubError`."""
+    import logging
+
+    from kvlint.loaders import hub_guard
+
     hf_logger = logging.getLogger("huggingface_hub")
     level = hf_logger.level
     hf_logger.setLevel(logging.ERROR)
@@ -396,10 +406,14 @@ def _translate(exc: Exception, ctx: _Context) -> HubError | None:
 
 
 def _guard_error(exc: BaseException) -> hub_guard.GuardError | None:
+    from kvlint.loaders import hub_guard
+
     return next((c for c in _causes(exc) if isinstance(c, hub_guard.GuardError)), None)
 
 
 def _from_guard(err: hub_guard.GuardError, ctx: _Context) -> HubError:
+    from kvlint.loaders import hub_guard
+
     if isinstance(err, hub_guard.EndpointDown):
         if err.status is not None:
             return _from_status(err, err.status, ctx)

@@ -35,8 +35,6 @@ MODEL_MAP = {
     "deepseek-ai/DeepSeek-V3": str(DSV3),
     "meta-llama/Llama-3.1-8B-Instruct": str(LLAMA31),
 }
-CI_REPORTERS = ("kvlint.reporters.sarif", "kvlint.reporters.github",
-                "kvlint.reporters.markdown", "kvlint.reporters.junit")
 
 
 def isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,39 +1,78 @@
 """The built-in manifest parsers, registered through the same hooks as third-party ones.
 
-The parser modules are imported when the hooks are first called (by ``kvlint lint``), so
-commands that never read manifests do not pay for them.
+Each built-in is offered as a :class:`LazyParser` named after its format: the module that
+implements it is imported the first time one of its parsers must detect or parse a document,
+so commands that never read manifests do not pay for them, and a ``kvlint lint`` of a
+Kubernetes Deployment never imports the Helm, compose or launcher parsers it does not reach.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from types import ModuleType
 
 from kvlint.hookspecs import hookimpl
-from kvlint.loaders.manifests.base import DocumentContext, ManifestParser
+from kvlint.loaders.manifests.base import DocumentContext, ManifestParser, ServedModel
 
-MODULES = (
-    "kvlint.loaders.manifests.kubernetes",
-    "kvlint.loaders.manifests.kubernetes_crds",
-    "kvlint.loaders.manifests.helm",
-    "kvlint.loaders.manifests.compose",
-    "kvlint.loaders.manifests.launchers",
-    "kvlint.loaders.manifests.engine_configs",
+PARSERS: tuple[tuple[str, str], ...] = (
+    ("k8s", "kvlint.loaders.manifests.kubernetes:KubernetesWorkloadParser"),
+    ("lws", "kvlint.loaders.manifests.kubernetes:LeaderWorkerSetParser"),
+    ("rbg", "kvlint.loaders.manifests.kubernetes:RoleBasedGroupParser"),
+    ("kserve", "kvlint.loaders.manifests.kubernetes_crds:KServeParser"),
+    ("dynamo", "kvlint.loaders.manifests.kubernetes_crds:DynamoParser"),
+    ("vllm-runtime", "kvlint.loaders.manifests.kubernetes_crds:VllmRuntimeParser"),
+    ("ray-service", "kvlint.loaders.manifests.kubernetes_crds:RayServiceParser"),
+    ("helm-production-stack", "kvlint.loaders.manifests.helm:ProductionStackValuesParser"),
+    ("helm-llm-d", "kvlint.loaders.manifests.helm:LlmdModelServiceValuesParser"),
+    ("helm-vllm-chart", "kvlint.loaders.manifests.helm:VllmChartValuesParser"),
+    ("helm-chart-values", "kvlint.loaders.manifests.helm:ImageChartValuesParser"),
+    ("helm-silogen", "kvlint.loaders.manifests.helm:SilogenValuesParser"),
+    ("compose", "kvlint.loaders.manifests.compose:ComposeParser"),
+    ("skypilot", "kvlint.loaders.manifests.launchers:SkyPilotParser"),
+    ("dstack", "kvlint.loaders.manifests.launchers:DstackParser"),
+    ("azureml", "kvlint.loaders.manifests.launchers:AzureMLDeploymentParser"),
+    ("vllm-config", "kvlint.loaders.manifests.engine_configs:VllmConfigParser"),
+    ("sglang-config", "kvlint.loaders.manifests.engine_configs:SglangConfigParser"),
+    ("trtllm-config", "kvlint.loaders.manifests.engine_configs:TrtllmConfigParser"),
+    ("trtllm-disagg", "kvlint.loaders.manifests.engine_configs:TrtllmDisaggParser"),
+    ("ray-serve", "kvlint.loaders.manifests.engine_configs:RayServeParser"),
 )
-"""Kubernetes objects first: they are recognised by apiVersion/kind, the others by keys."""
+"""Format name -> ``module:Class``, in detection order: Kubernetes objects first (they are
+recognised by apiVersion/kind), the others by keys. ``tests/loaders/manifests`` checks it
+against the parser classes the modules define."""
 
 
-def _parsers(module: ModuleType) -> list[type[ManifestParser]]:
-    return [value for value in vars(module).values()
-            if isinstance(value, type) and issubclass(value, ManifestParser)
-            and value is not ManifestParser and value.name
-            and value.__module__ == module.__name__]
+class LazyParser(ManifestParser):
+    """A built-in parser that imports its implementation (``target``) on first use."""
+
+    target: str = ""
+    _real: ManifestParser | None = None
+
+    def implementation(self) -> ManifestParser:
+        """The parser this one stands for (imported and instantiated once)."""
+        if self._real is None:
+            module, _, name = self.target.partition(":")
+            cls = getattr(importlib.import_module(module), name)
+            assert issubclass(cls, ManifestParser) and cls.name == self.name, self.target
+            self._real = cls()
+        return self._real
+
+    def detect(self, document: object, ctx: DocumentContext) -> bool:
+        return self.implementation().detect(document, ctx)
+
+    def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
+        return self.implementation().parse(document, ctx)
+
+
+LAZY_PARSERS: tuple[type[LazyParser], ...] = tuple(
+    type(f"Lazy{target.rpartition(':')[2]}", (LazyParser,),
+         {"name": name, "target": target, "__module__": __name__})
+    for name, target in PARSERS)
 
 
 @hookimpl
 def kvlint_manifest_parsers() -> Sequence[type[ManifestParser]]:
-    return [p for name in MODULES for p in _parsers(importlib.import_module(name))]
+    return list(LAZY_PARSERS)
 
 
 @hookimpl(trylast=True)

@@ -41,7 +41,7 @@ from kvlint.loaders.manifests.engine_configs import (
     value_line,
     words_of,
 )
-from kvlint.loaders.manifests.helm import entrypoint_engine
+from kvlint.loaders.manifests.images import entrypoint_engine
 from kvlint.loaders.manifests.shell import EngineArgs, Env, Word
 
 SERVICE_KEYS = names("""

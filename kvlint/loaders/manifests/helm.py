@@ -48,6 +48,7 @@ from kvlint.loaders.manifests.engine_configs import (
     words_of,
     words_of_list,
 )
+from kvlint.loaders.manifests.images import entrypoint_engine
 from kvlint.loaders.manifests.shell import EngineArgs, Env, env_from_k8s, split_script
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
@@ -88,22 +89,6 @@ def image_of(spec: Any, where: str) -> Located[str] | None:
     key = "repository" if "repository" in spec else "name"
     return Located(text, key_line(spec, key), key_col(spec, key), f"{where}.{key}" +
                    (" + tag" if tag is not None else ""))
-
-
-ENTRYPOINT_IMAGES = (("tgi", re.compile(r"text-generation-inference")),
-                     ("vllm", re.compile(r"(^|/)vllm-openai(-rocm)?(:|$)")),
-                     ("llamacpp", re.compile(r"llama\.cpp:(full-|light-)?server|llama-server")))
-
-
-def entrypoint_engine(image: str | None) -> str | None:
-    """The engine whose server is the default entrypoint of ``image`` (so that container
-    ``args`` are that server's flags), when the image is one of the engines' own."""
-    if not image:
-        return None
-    for engine, pattern in ENTRYPOINT_IMAGES:
-        if pattern.search(image):
-            return engine
-    return None
 
 
 def replicas_note(obj: Any, key: str, what: str = "replicas") -> list[str]:

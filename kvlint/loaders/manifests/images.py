@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import re
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
-__all__ = ["engine_from_image", "engine_from_pip", "split_image"]
+__all__ = ["ENTRYPOINT_IMAGES", "engine_from_image", "engine_from_pip", "entrypoint_engine",
+           "split_image"]
 
 _VERSION = re.compile(
     r"v?(\d+(?:\.\d+){1,3}(?:\.?(?:post|rc|dev|a|b)\d*)*)(?=$|[-_+])", re.IGNORECASE)
@@ -194,6 +192,11 @@ def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     text = spec.strip().strip("'\"").strip()
     if not text or text.startswith("-"):
         return None
+    # imported here: packaging.requirements (markers, tags, subprocess) costs more than
+    # the rest of this module, and only pip-installing manifests need it
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     try:
         requirement = Requirement(text)
     except InvalidRequirement:
@@ -206,3 +209,19 @@ def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
             "*" not in specifiers[0].version):
         return engine, specifiers[0].version
     return engine, None
+
+
+ENTRYPOINT_IMAGES = (("tgi", re.compile(r"text-generation-inference")),
+                     ("vllm", re.compile(r"(^|/)vllm-openai(-rocm)?(:|$)")),
+                     ("llamacpp", re.compile(r"llama\.cpp:(full-|light-)?server|llama-server")))
+
+
+def entrypoint_engine(image: str | None) -> str | None:
+    """The engine whose server is the default entrypoint of ``image`` (so that container
+    ``args`` are that server's flags), when the image is one of the engines' own."""
+    if not image:
+        return None
+    for engine, pattern in ENTRYPOINT_IMAGES:
+        if pattern.search(image):
+            return engine
+    return None

@@ -51,7 +51,7 @@ from kvlint.loaders.manifests.engine_configs import (
 )
 from kvlint.loaders.manifests.engine_env import with_env
 from kvlint.loaders.manifests.engine_options import engine_problems
-from kvlint.loaders.manifests.helm import entrypoint_engine
+from kvlint.loaders.manifests.images import entrypoint_engine
 from kvlint.loaders.manifests.node_memory import gpu_memory_of
 from kvlint.loaders.manifests.shell import (
     EngineArgs,

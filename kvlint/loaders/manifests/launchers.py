@@ -40,7 +40,7 @@ from kvlint.loaders.manifests.engine_configs import (
     value_line,
     walk_script,
 )
-from kvlint.loaders.manifests.helm import entrypoint_engine
+from kvlint.loaders.manifests.images import entrypoint_engine
 from kvlint.loaders.manifests.shell import EngineArgs, Env, Word, split_script
 
 
