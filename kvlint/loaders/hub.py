@@ -179,6 +179,17 @@ def download_python_files(
 T = TypeVar("T")
 
 
+def _sync_offline(ctx: _Context) -> None:
+    """huggingface_hub reads ``HF_HUB_OFFLINE`` once, at import: a process that imported it
+    while the variable was set (an earlier offline run, a test) would refuse every later
+    request with its own "offline mode is enabled" error. Set its switch from this call's
+    environment and options instead."""
+    from huggingface_hub import constants
+
+    constants.HF_HUB_OFFLINE = ctx.offline_switch is not None or any(
+        _env_true(name) for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
 def _guarded(ctx: _Context, fetch: Callable[[], T], cached: Callable[[], T | None]) -> T:
     """``fetch()`` under the Hub guard (an endpoint known to be down, or a spent deadline,
     fails before any work), huggingface_hub's retry warnings muted (kvlint's one-line error
@@ -191,6 +202,7 @@ def _guarded(ctx: _Context, fetch: Callable[[], T], cached: Callable[[], T | Non
     hf_logger = logging.getLogger("huggingface_hub")
     level = hf_logger.level
     hf_logger.setLevel(logging.ERROR)
+    _sync_offline(ctx)
     try:
         with hub_guard.GUARD.session():
             if ctx.offline_switch is None:

@@ -262,6 +262,20 @@ def test_hf_hub_offline_env(fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch, 
     assert fake_hub.requests == []
 
 
+def test_offline_switch_frozen_at_import_does_not_stick(
+    fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """huggingface_hub reads HF_HUB_OFFLINE once, when imported; a process that imported it
+    offline (an earlier offline run) must still download once the variable is unset."""
+    from huggingface_hub import constants
+
+    commit = fake_hub.add_repo("org/model", {"config.json": CONFIG})
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert download_config("org/model").commit == commit
+    assert fake_hub.requests != []
+
+
 def test_offline_without_cache(fake_hub: FakeHub, tmp_path: Path) -> None:
     fake_hub.add_repo("org/model", {"config.json": CONFIG})
     message = hub_error(repo_id="org/model", offline=True)
