@@ -241,6 +241,16 @@ class ProbeImplOut(_Strict):
     details: dict[str, Any]
 
 
+class ProbeTermOut(_Strict):
+    term: str = Field(description="The engine's own words for the term.")
+    unit: Literal["GiB", "tokens", "x"]
+    printed: float | None = Field(description="As the log printed it; null: not printed.")
+    predicted: float | None = Field(
+        description="kvlint's memory profile; null: not predictable (no GPU memory total).")
+    estimated: bool = Field(description="kvlint estimates the term (vLLM measures it).")
+    error: float | None = Field(description="(predicted - printed) / printed.")
+
+
 class ProbeOut(_Strict):
     device: Literal["cpu", "cuda"]
     method: Literal["dispatch", "timing", "ncu", "metrics", "log"] = Field(
@@ -254,6 +264,9 @@ class ProbeOut(_Strict):
     built: str
     notes: list[str]
     impls: list[ProbeImplOut]
+    terms: list[ProbeTermOut] = Field(
+        default_factory=list,
+        description="--vllm-log: the log's memory profile against kvlint's, term by term.")
 
 
 class ResultOut(_Strict):

@@ -9,6 +9,7 @@ import click
 from kvlint.cli.options import (
     COUNT,
     DEGREE,
+    GPU_MEMORY,
     FiniteFloat,
     common_options,
     env_offline,
@@ -84,7 +85,19 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
 @click.option("--pp", type=DEGREE, default=None,
               help="With --vllm-log: the pipeline-parallel degree [default: the log's, else 1].")
 @click.option("--engine-version", default=None, metavar="VERSION",
-              help="With --endpoint: the vLLM version (default: the newest known).")
+              help="With --endpoint or --vllm-log: the vLLM version [default: the log's, "
+                   "else the newest known].")
+@click.option("--gpu-memory", "gpu_memory_gib", type=GPU_MEMORY, default=None, metavar="GIB",
+              help="With --vllm-log: total memory of one GPU in GiB, as the driver reports "
+                   "it [default: the log's total_gpu_memory]; gives kvlint's memory profile "
+                   "next to the printed one.")
+@click.option("--gpu-memory-utilization", type=FiniteFloat(0, 1, min_open=True), default=None,
+              help="With --vllm-log: the engine's [default: the log's, else vLLM's 0.9].")
+@click.option("--max-model-len", type=COUNT, default=None,
+              help="With --vllm-log: the engine's [default: the log's, else the model's].")
+@click.option("--max-num-batched-tokens", type=COUNT, default=None,
+              help="With --vllm-log: tokens of the start-up profile run [default: vLLM's "
+                   "for the version and GPU].")
 @click.option("--kv-cache-dtype", type=click.Choice(KV_CACHE_DTYPES, case_sensitive=False),
               default="auto", show_default=True, help="With --endpoint: the server's.")
 @click.option("--measure-itl", is_flag=True,
@@ -103,7 +116,9 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
           plot: str | None,
           endpoint: str | None, vllm_log: str | None, served_model_name: str | None,
           tp: int | None, pp: int | None,
-          engine_version: str | None, kv_cache_dtype: str, measure_itl: bool,
+          engine_version: str | None, gpu_memory_gib: float | None,
+          gpu_memory_utilization: float | None, max_model_len: int | None,
+          max_num_batched_tokens: int | None, kv_cache_dtype: str, measure_itl: bool,
           gpu: str | None, bandwidth: float | None, revision: str | None, offline: bool,
           formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
           extend_select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str | None,
@@ -124,6 +139,14 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
     if not (select or session.settings.select or extend_select):
         rules = tuple(r for r in rules if r.code.startswith(("KV6", "KV900")))
     points = _ints("--context", contexts)
+    log_only = {"--gpu-memory": gpu_memory_gib,
+                "--gpu-memory-utilization": gpu_memory_utilization,
+                "--max-model-len": max_model_len,
+                "--max-num-batched-tokens": max_num_batched_tokens}
+    given_log_only = [name for name, value in log_only.items() if value is not None]
+    if given_log_only and not vllm_log:
+        raise UsageError(f"{', '.join(given_log_only)} appl"
+                         f"{'y' if len(given_log_only) > 1 else 'ies'} to --vllm-log FILE")
     if endpoint and vllm_log:
         raise UsageError("--endpoint and --vllm-log are two staging sources: give one")
     if vllm_log:
@@ -137,9 +160,12 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
             raise UsageError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to "
                              "a running engine (--endpoint), not to a log")
         run = probing.probe_log(
-            vllm_log, refs[0], rules, tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype.lower(),
-            engine_version=engine_version, revision=revision,
-            offline=offline or env_offline(), fail_on=session.fail_on)
+            vllm_log, refs[0], rules, probing.LogPlanOptions(
+                tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype.lower(),
+                engine_version=engine_version, gpu_memory_gib=gpu_memory_gib,
+                gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+                max_num_batched_tokens=max_num_batched_tokens),
+            revision=revision, offline=offline or env_offline(), fail_on=session.fail_on)
     elif endpoint:
         if len(refs) != 1:
             raise UsageError("--endpoint probes one served model: give one MODEL")

@@ -62,6 +62,11 @@ def _tokens(memory: Fraction, per_token: Fraction, block: int) -> int:
     return floor(memory / (per_token * block)) * block
 
 
+def torch_dtype(printed: str | None) -> str | None:
+    """The log's ``dtype=torch.bfloat16`` as a ``--dtype`` value (``None``: not printed)."""
+    return _TORCH_DTYPES.get((printed or "").lower())
+
+
 def served_kv_dtype(requested: str, log: VllmLog) -> str:
     """The requested KV dtype, or the log's when the caller left it ``auto``."""
     if requested.strip().lower() != "auto":
@@ -72,8 +77,10 @@ def served_kv_dtype(requested: str, log: VllmLog) -> str:
 def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
             kv_cache_dtype: str = "auto", engine_version: str | None = None,
             source: str = "the log") -> ImplMeasurement:
-    """The log's KV bytes per token per GPU against kvlint's theory at ``tp`` x ``pp``."""
-    version = engine_version or log.version
+    """The log's KV bytes per token per GPU against kvlint's theory at ``tp`` x ``pp``
+    (``engine_version``: the one the engine ran, as the caller resolved it; ``None``: the
+    newest known)."""
+    version = engine_version
     notes: list[str] = []
     try:
         behaviour = engine_behaviour("vllm", version, geometry.model_type,
@@ -86,7 +93,7 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
         plan = ServingPlan(layout=ParallelLayout(tp=tp, pp=pp),
                            kv_cache_dtype=served_kv_dtype(kv_cache_dtype, log), engine="vllm",
                            engine_version=version, behaviour=behaviour,
-                           dtype=_TORCH_DTYPES.get((log.dtype or "").lower()))
+                           dtype=torch_dtype(log.dtype))
         analysis = analyze(geometry, plan)
     except ValueError as err:
         raise UsageError(f"{source}: {err}") from None

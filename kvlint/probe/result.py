@@ -126,6 +126,31 @@ class ImplMeasurement:
         return verdict(self.worst_ratio)
 
 
+Unit = Literal["GiB", "tokens", "x"]
+
+
+@dataclass(frozen=True)
+class LogTerm:
+    """One term of vLLM's memory profile: as the log printed it and as kvlint predicts it."""
+
+    term: str
+    """The engine's own words for it."""
+    unit: Unit
+    printed: float | None
+    """``None``: the log does not print it."""
+    predicted: float | None
+    """``None``: kvlint could not predict it (no GPU memory total, no config dimensions)."""
+    estimated: bool = False
+    """kvlint estimates this term (vLLM measures it while profiling)."""
+
+    @property
+    def error(self) -> float | None:
+        """``(predicted - printed) / printed``."""
+        if self.printed is None or self.predicted is None or not self.printed:
+            return None
+        return (self.predicted - self.printed) / self.printed
+
+
 @dataclass(frozen=True)
 class ProbeReport:
     """The ``probe`` block of one result: every implementation at one context and batch."""
@@ -139,3 +164,5 @@ class ProbeReport:
     built: str = ""
     """What was built and run (layers, what was replaced), in words."""
     notes: tuple[str, ...] = ()
+    terms: tuple[LogTerm, ...] = ()
+    """``--vllm-log``: the log's memory profile against kvlint's, term by term."""

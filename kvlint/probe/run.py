@@ -14,6 +14,7 @@ from kvlint.errors import ConfigError, UsageError
 from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
 from kvlint.loaders.hf_config import config_dtype, resolve_geometry
 from kvlint.loaders.models import LoadedConfig, load_config
+from kvlint.loaders.vllm_log import VllmLog
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
@@ -339,32 +340,112 @@ def _gpu_bandwidth(name: str | None) -> float:
         raise UsageError(str(err).strip("'\"")) from None
 
 
-def probe_log(path: str, ref: str, rules: Sequence[type[Rule]], *, tp: int | None,
-              pp: int | None, kv_cache_dtype: str, engine_version: str | None,
+@dataclass(frozen=True)
+class LogPlanOptions:
+    """What ``probe --vllm-log`` takes from the command line instead of the log."""
+
+    tp: int | None = None
+    pp: int | None = None
+    kv_cache_dtype: str = "auto"
+    engine_version: str | None = None
+    gpu_memory_gib: float | None = None
+    gpu_memory_utilization: float | None = None
+    max_model_len: int | None = None
+    max_num_batched_tokens: int | None = None
+
+
+def _log_version(given: str | None, printed: str | None, notes: list[str]) -> str | None:
+    """The engine version: the option's (a bad one is a usage error), else the log's (one
+    kvlint cannot read is noted and the newest known used)."""
+    from kvlint.engines import load_engines, parse_version
+
+    engine = load_engines()["vllm"]
+    if given is not None:
+        try:
+            parse_version(engine, given)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        return given
+    if printed is None:
+        notes.append("the log prints no vLLM version: kvlint used the newest it knows "
+                     "(give --engine-version)")
+        return None
+    try:
+        parse_version(engine, printed)
+    except ValueError:
+        notes.append(f"the log's vLLM version {printed!r} is not one kvlint reads: it used "
+                     "the newest it knows (give --engine-version)")
+        return None
+    return printed
+
+
+def _log_plan(log: VllmLog, options: LogPlanOptions, path: str,
+              notes: list[str]) -> ServingPlan:
+    """The plan the logged engine ran: the options where given, else what the log printed."""
+    from kvlint.model.gpu_memory import gpu_memory_bytes
+    from kvlint.probe import log_staging
+
+    tp = options.tp or log.tp or 1
+    pp = options.pp or log.pp or 1
+    try:
+        layout = ParallelLayout(tp=tp, pp=pp)
+    except ValueError as err:
+        raise UsageError(f"{path}: tensor_parallel_size/pipeline_parallel_size: {err}") from None
+    version = _log_version(options.engine_version, log.version, notes)
+    sizing: dict[str, Any] = {}
+    total = options.gpu_memory_gib or log.total_gpu_gib
+    if total is not None:
+        try:
+            sizing["gpu_memory_bytes"] = gpu_memory_bytes(total)
+        except ValueError as err:
+            raise UsageError(f"{path}: total_gpu_memory: {err}") from None
+        sizing["gpu_memory_source"] = "--gpu-memory" if options.gpu_memory_gib \
+            else "the log (total_gpu_memory)"
+    else:
+        notes.append("the log prints no total GPU memory: give --gpu-memory GIB (nvidia-smi "
+                     "MiB / 1024) for kvlint's memory profile next to the printed one")
+    try:
+        return ServingPlan(
+            layout=layout, kv_cache_dtype=log_staging.served_kv_dtype(options.kv_cache_dtype, log),
+            engine="vllm", engine_version=version,
+            dtype=log_staging.torch_dtype(log.dtype),
+            gpu_memory_utilization=options.gpu_memory_utilization
+            or log.gpu_memory_utilization,
+            max_model_len=options.max_model_len or log.max_model_len
+            or log.concurrency_tokens,
+            max_num_batched_tokens=options.max_num_batched_tokens, **sizing)
+    except ValueError as err:
+        raise UsageError(f"{path}: {err}") from None
+
+
+def probe_log(path: str, ref: str, rules: Sequence[type[Rule]], options: LogPlanOptions, *,
               revision: str | None, offline: bool, fail_on: str) -> LintRun:
-    """A vLLM start-up log's KV allocation per token per GPU against theory (no GPU)."""
+    """A vLLM start-up log's KV allocation per token per GPU against theory, and its memory
+    profile against kvlint's, term by term (no GPU)."""
     from pathlib import Path
 
     from kvlint.loaders.vllm_log import read_log
     from kvlint.probe import log_staging
+    from kvlint.probe.log_terms import log_terms
 
     log = read_log(Path(path))
-    tp = tp or log.tp or 1
-    pp = pp or log.pp or 1
-    try:
-        ParallelLayout(tp=tp, pp=pp)
-    except ValueError as err:
-        raise UsageError(f"{path}: tensor_parallel_size/pipeline_parallel_size: {err}") from None
+    notes: list[str] = []
+    plan = _log_plan(log, options, path, notes)
     loaded, geometry = _loaded(ref, revision, offline)
-    plan = ServingPlan(layout=ParallelLayout(tp=tp, pp=pp),
-                       kv_cache_dtype=log_staging.served_kv_dtype(kv_cache_dtype, log),
-                       engine="vllm", engine_version=engine_version)
+    target = _target(loaded)
     if geometry is None:
-        return LintRun((lint_config(_target(loaded), loaded.config, plan, rules,
-                                    source=loaded.source),), fail_on, tuple(rules))
-    measured = log_staging.compare(log, geometry, tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype,
-                                   engine_version=engine_version, source=path)
-    report = log_staging.report(measured, path=path, layers=geometry.num_layers)
-    return LintRun((lint_config(_target(loaded), loaded.config, plan, rules,
-                                source=loaded.source, geometry=geometry, probe=report),),
+        return LintRun((lint_config(target, loaded.config, plan, rules,
+                                    source=loaded.source, offline=offline),), fail_on,
+                       tuple(rules))
+    layout = plan.layout
+    sized = lint_config(target, loaded.config, plan, (), source=loaded.source,
+                        geometry=geometry, offline=offline)
+    measured = log_staging.compare(log, geometry, tp=layout.tp, pp=layout.pp,
+                                   kv_cache_dtype=options.kv_cache_dtype,
+                                   engine_version=plan.engine_version, source=path)
+    report = replace(log_staging.report(measured, path=path, layers=geometry.num_layers),
+                     terms=log_terms(log, sized.capacity))
+    report = replace(report, notes=report.notes + tuple(notes))
+    return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,
+                                geometry=geometry, probe=report, offline=offline),),
                    fail_on, tuple(rules))

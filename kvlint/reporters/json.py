@@ -130,6 +130,9 @@ def _probe(p: ProbeReport) -> dict[str, Any]:
     return {
         "device": p.device, "method": p.method, "context": p.context, "batch": p.batch,
         "layers": p.layers, "built": p.built, "notes": list(p.notes),
+        "terms": [{"term": t.term, "unit": t.unit, "printed": t.printed,
+                   "predicted": t.predicted, "estimated": t.estimated,
+                   "error": _round(t.error)} for t in p.terms],
         "impls": [{
             "impl": m.impl, "dtype": m.dtype, "theory_read_bytes": m.theory_read_bytes,
             "measured_read_bytes": m.measured_read_bytes, "read_ratio": _round(m.read_ratio),

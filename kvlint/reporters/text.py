@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
     from kvlint.model.capacity import Capacity
     from kvlint.model.serving import KvAnalysis
-    from kvlint.probe.result import ProbeReport
+    from kvlint.probe.result import LogTerm, ProbeReport
 
 MIN_WIDTH = 40
 """Narrower terminals are wrapped as if this wide (a word per line helps nobody)."""
@@ -202,6 +202,28 @@ def _kv_heads(key_shape: tuple[int, ...]) -> str:
     return str(key_shape[-3]) if len(key_shape) > 2 else "?"
 
 
+def _term_value(value: float | None, unit: str, estimated: bool = False) -> str:
+    if value is None:
+        return "-"
+    mark = "~" if estimated else ""
+    if unit == "tokens":
+        return f"{mark}{fmt_int(int(value))}"
+    if unit == "x":
+        return f"{mark}{value:.2f}x"
+    return f"{mark}{value:.2f} GiB"
+
+
+def _terms_table(terms: tuple[LogTerm, ...]) -> str:
+    """The log's memory profile next to kvlint's (``~``: kvlint's estimate)."""
+    from tabulate import tabulate
+
+    rows = [[t.term, _term_value(t.printed, t.unit), _term_value(t.predicted, t.unit,
+                                                                 t.estimated),
+             "-" if t.error is None else f"{t.error:+.1%}"] for t in terms]
+    return tabulate(rows, headers=["vLLM memory profile, per GPU", "log", "kvlint", "error"],
+                    tablefmt="plain", disable_numparse=True)
+
+
 def _probe_block(p: ProbeReport, width: int | None = None) -> str:
     """The probe's table: one row per implementation, then its materialisations and notes."""
     from tabulate import tabulate
@@ -240,8 +262,10 @@ def _probe_block(p: ProbeReport, width: int | None = None) -> str:
     notes += list(p.notes) + lines
     inner = None if width is None else width - 4  # the block is indented by 2 + 2
     wrapped = [wrap(n, inner, subsequent="  ") for n in notes]
-    block = "\n".join([head, textwrap.indent(table, "  "), *(textwrap.indent(w, "  ")
-                                                             for w in wrapped)])
+    parts = [head, textwrap.indent(table, "  ")]
+    if p.terms:
+        parts.append(textwrap.indent(_terms_table(p.terms), "  "))
+    block = "\n".join([*parts, *(textwrap.indent(w, "  ") for w in wrapped)])
     return printable(block, keep="\n")
 
 
