@@ -140,6 +140,17 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
                              "from": "GPU KV cache size" if log.kv_tokens is not None
                              else f"# GPU blocks x {block}"}
         shown = "" if error is None else f", {error:+.2%}"
+        if tp * pp > 1 and tokens < low:
+            # every rank's pool is cut to the smallest rank's; one rank's GiB can hold more
+            implied = tokens * exact / GIB
+            details["tokens"]["smallest_rank_gib"] = round(float(implied), 3)
+            notes.append(f"per rank: on {tp * pp} GPUs every rank prints its own Available KV "
+                         "cache memory (and, before the sizes were unified, its own GPU KV "
+                         "cache size), and vLLM cuts every cache to the smallest rank's "
+                         f"(kv_cache_utils.unify_kv_cache_configs); {tokens:,} tokens at "
+                         f"{float(exact):,.1f} B/token are {float(implied):.2f} GiB, so the "
+                         "tokens line is a rank's with less KV memory than the printed "
+                         f"{memory_gib:g} GiB")
         notes.append(f"printed KV cache: {memory_gib:g} GiB, {tokens:,} tokens per GPU; kvlint "
                      f"from {memory_gib:g} GiB at {float(exact):,.1f} B/token: {predicted:,} "
                      f"tokens ({low:,}..{high:,} within the GiB rounding{shown})")

@@ -126,3 +126,20 @@ def test_log_only_options_need_a_log(tmp_path: Path) -> None:
               "--engine-version", "not-a-version")
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     assert "not a version" in bad.output
+
+
+def test_multi_rank_excerpt_gets_the_per_rank_caveat() -> None:
+    """vllm#21348's Qwen3-235B-A22B tp 4 excerpt: 8.11 GiB and 178,880 tokens; at 94 layers x 1
+    KV head per GPU x 128 x 2 x 2 = 48,128 B/token the GiB would hold 180,928 (-1.13 %): the
+    tokens are 178,880 x 48,128 / 2^30 = 8.018 GiB, a smaller rank's pool."""
+    data = as_json("probe", str(CONFIGS / "Qwen--Qwen3-235B-A22B.json"), "--vllm-log",
+                   str(LOGS / "qwen3-235b-a22b-fp8-tp4.log"), "--tp", "4")
+    m = data["results"][0]["probe"]["impls"][0]
+    assert m["theory_cache_bytes"] == 48_128
+    assert m["details"]["tokens"]["within_rounding"] is False
+    assert m["details"]["tokens"]["smallest_rank_gib"] == round(178_880 * 48_128 / 2**30, 3)
+    assert any(n.startswith("per rank: on 4 GPUs") for n in m["notes"])
+    single = as_json("probe", QWEN3_8B, "--vllm-log",
+                     str(LOGS / "qwen3-8b-v1-lmcache-cudagraph.log"))
+    assert not any(n.startswith("per rank") for n in
+                   single["results"][0]["probe"]["impls"][0]["notes"])
