@@ -687,8 +687,8 @@ def pipeline_stage_layers(layers: int, pp: int) -> list[int]:
     """Decoder layers per pipeline stage as vLLM assigns them (``get_pp_indices``,
     vllm/distributed/utils.py: ``layers // pp`` each, the remainder one by one to the stages
     before the last, from the second-to-last backwards, so the last stage, which also holds the
-    LM head, is not the fuller; ``VLLM_PP_LAYER_PARTITION`` overrides it). Evidence I: recalled
-    from vLLM's source, not re-read in the 0.33 wheel."""
+    LM head, is not the fuller; ``VLLM_PP_LAYER_PARTITION`` overrides it). Read in the vLLM
+    0.33.0 wheel: vllm/distributed/utils.py ``get_pp_indices`` (lines 198-241)."""
     if pp < 1 or layers < pp:
         raise ValueError(f"cannot split {layers} layers over {pp} stages")
     stages = [layers // pp] * pp
@@ -717,7 +717,8 @@ def weight_bytes_per_gpu(
     embeddings) on the first stage and ``last_stage_bytes`` (the LM head) on the last; the
     rest divides by layer. ``tied``: the LM head is the embedding table, counted once in
     ``total_bytes`` but held by both end stages (vLLM's Llama-family models build the table on
-    the last rank too when ``tie_word_embeddings``; evidence I, recalled from llama.py).
+    the last rank too when ``tie_word_embeddings`` and tie the LM head to it: vLLM 0.33.0
+    wheel, vllm/model_executor/models/llama.py lines 377-388 and 502-510).
     Without ``layers``, stages are taken as equal.
     """
     if tp < 1 or pp < 1:
