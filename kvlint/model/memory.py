@@ -76,13 +76,14 @@ vllm-project/vllm#10517, whose torch peak grows with max_model_len)."""
 A100_EXCEPTION_SINCE = Version("0.9.0")
 """``EngineArgs._set_default_args``: GPUs of >= 70 GiB get max_num_batched_tokens 8192 for
 the API server and max_num_seqs 1024, others 2048 and 256 (vllm/engine/arg_utils.py@v0.8.5,
-@v0.11.0, @v0.33.0, read in the wheels). @v0.11.0 and @v0.33.0 exclude A100s from the large
-tier (PR #17885), @v0.8.5 does not; the release in between is not pinned down (evidence I:
-0.9.0 assumed)."""
+@v0.9.0, @v0.11.0, @v0.12.0, @v0.33.0, read in the wheels). From @v0.9.0 A100s are excluded
+from the large tier (PR #17885: ``"a100" not in device_name``); @v0.8.5 does not exclude them
+(the only release in between is 0.8.5.post1)."""
 
-HUGE_TIER_SINCE = Version("0.12.0")
-""">= 160 GiB GPUs (B200, B300) get 16384 tokens (arg_utils.py@v0.33.0; absent @v0.11.0; the
-release in between is not pinned down: evidence I, 0.12.0 assumed)."""
+HUGE_TIER_SINCE = Version("0.28.0")
+""">= 160 GiB GPUs (B200, B300) get 16384 tokens for the API server (``device_memory >= 160 *
+GiB_bytes`` in vllm/engine/arg_utils.py@v0.28.0 and @v0.33.0; absent @v0.12.0, @v0.17.0,
+@v0.22.0, @v0.25.0, @v0.25.1, @v0.26.0, @v0.27.0 and @v0.27.1, read in the wheels)."""
 
 ACTIVATION_HIDDEN_COPIES = 3
 ACTIVATION_INTERMEDIATE_COPIES = 3
