@@ -69,7 +69,11 @@ def test_default_batch_limits_v1(version: str | None, gib: float, name: str,
 def test_default_batch_limits_v0_profiles_the_whole_context() -> None:
     assert default_batch_limits("0.6.4", 24 * GIB, "RTX 3090", 20000) == (20000, 256)
     assert default_batch_limits("0.6.4", 24 * GIB, "RTX 3090", 1000) == (2048, 256)
-    assert default_batch_limits("0.6.4", 24 * GIB, "RTX 3090", 40000) == (2048, 256)  # chunked
+    assert default_batch_limits("0.6.5", 24 * GIB, "RTX 3090", 40000) == (2048, 256)  # chunked
+    # read in the wheels: chunked prefill's default was 512 tokens through 0.6.4 ...
+    assert default_batch_limits("0.6.4", 24 * GIB, "RTX 3090", 40000) == (512, 256)
+    # ... and 0.5.0 had no automatic chunked prefill for long contexts
+    assert default_batch_limits("0.5.0", 24 * GIB, "RTX 3090", 40000) == (40000, 256)
 
 
 def test_activation_peak_is_the_larger_of_forward_and_sampler() -> None:

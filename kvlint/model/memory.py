@@ -69,9 +69,20 @@ V1_SINCE = Version("0.8.0")
 """V1 engine by default (chunked prefill always on, max_num_batched_tokens from a per-GPU
 tier table; vllm/v1/worker/gpu_worker.py@v0.8.5: KV = total x utilization - torch peak -
 non-torch, the same terms). Before it V0 without chunked prefill profiles
-max(max_model_len, 2048) tokens and turns chunked prefill on (2048 tokens) above 32K context
-for the API server (evidence I: not read in a V0 wheel; matches the V0 logs of
-vllm-project/vllm#10517, whose torch peak grows with max_model_len)."""
+``max(max_model_len, 2048)`` tokens (``SchedulerConfig``, vllm/config.py@v0.5.3..v0.7.3), and
+``EngineArgs.create_engine_config`` turns chunked prefill on by itself above 32,768 tokens of
+context on CUDA (``use_long_context``, vllm/engine/arg_utils.py@v0.5.3..v0.7.3, absent
+@v0.5.0; not for multimodal, sliding-window, LoRA or speculative models, which kvlint does
+not tell apart here). All read in the wheels; it matches the V0 logs of
+vllm-project/vllm#10517, whose torch peak grows with max_model_len."""
+
+V0_CHUNKED_2048_SINCE = Version("0.6.5")
+"""V0 chunked prefill's default max_num_batched_tokens: 512 through v0.6.4 ("the best balance
+between ITL and TTFT on A100", vllm/config.py@v0.5.3, @v0.6.0, @v0.6.4), 2048 from v0.6.5
+(@v0.6.5, @v0.6.6, @v0.7.3; read in the wheels)."""
+
+V0_LONG_CONTEXT_CHUNKED_SINCE = Version("0.5.3")
+"""The first release read with ``use_long_context`` (absent @v0.5.0; 0.5.1 and 0.5.2 not read)."""
 
 A100_EXCEPTION_SINCE = Version("0.9.0")
 """``EngineArgs._set_default_args``: GPUs of >= 70 GiB get max_num_batched_tokens 8192 for
@@ -158,8 +169,9 @@ def default_batch_limits(version: str | None, gpu_memory_bytes: int, gpu_name: s
     """vLLM's default ``(max_num_batched_tokens, max_num_seqs)`` for ``vllm serve``."""
     v = _version(version)
     if v is not None and v < V1_SINCE:
-        if max_model_len > 32768:  # chunked prefill turns itself on (V0 API server)
-            return 2048, 256
+        if max_model_len > 32768 and v >= V0_LONG_CONTEXT_CHUNKED_SINCE:
+            # chunked prefill turns itself on for long contexts (V0)
+            return (2048 if v >= V0_CHUNKED_2048_SINCE else 512), 256
         return max(max_model_len, 2048), 256
     if gpu_memory_bytes >= 160 * GIB and (v is None or v >= HUGE_TIER_SINCE):
         return 16384, 1024
