@@ -11,9 +11,10 @@ offline without a cached copy) is listed in ``LintRun.unavailable`` and the run 
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -235,6 +236,8 @@ class ModelResolver:
     unavailable: dict[str, str] = field(default_factory=dict)
     """Refs the Hub could not be asked about (network, auth...) -> the one-line reason."""
     _identity: dict[tuple[str, bool], str | None] = field(default_factory=dict)
+    results: dict[tuple[object, ...], ModelResult] = field(default_factory=dict)
+    """Manifest results by what they are computed from (:func:`_result_key`), for the run."""
 
     def identity(self, served: ServedModel, sized: bool) -> str | None:
         """What ``served``'s model resolves to in this run, as a digest (the result cache
@@ -536,28 +539,53 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
                              gpus_requested=gpus, engine_problems=refused)
         return replace(result, findings=tuple(_anchor(f, served) for f in result.findings),
                        notes=served.notes)
+    key = _result_key(target.ref, loaded, plan, gpus, refused)
+    known = resolver.results.get(key) if key is not None else None
+    if known is None:
+        known = _lint_loaded(target, loaded, plan, gpus, refused, resolver, rules, defaults)
+        if key is not None:
+            resolver.results[key] = known
+    return replace(known, target=target,
+                   findings=tuple(_anchor(f, served) for f in known.findings),
+                   notes=served.notes)
+
+
+def _result_key(ref: str, loaded: LoadedConfig | str, plan: ServingPlan, gpus: int | None,
+                refused: tuple[Any, ...]) -> tuple[object, ...] | None:
+    """What :func:`lint_config` computes a manifest's result from besides the run's rules,
+    defaults and lock (the target's path and line only locate it): manifests that serve
+    the same model under the same plan share it. ``None`` when it cannot be hashed."""
+    key = (ref, id(loaded) if isinstance(loaded, LoadedConfig) else loaded, plan, gpus,
+           refused)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _lint_loaded(target: Target, loaded: LoadedConfig | str, plan: ServingPlan,
+                 gpus: int | None, refused: tuple[Any, ...], resolver: ModelResolver,
+                 rules: Sequence[type[Rule]], defaults: ConfigDefaults) -> ModelResult:
     try:
         if resolver.is_unavailable(loaded):
             # Not KV902: nothing says the reference is wrong; the run exits 2 (LintRun).
-            result = replace(lint_config(target, None, plan, rules, gpus_requested=gpus,
-                                         engine_problems=refused),
-                             config_error=str(loaded))
-        elif isinstance(loaded, str):
-            result = lint_config(target, None, plan, rules, model_problem=loaded,
-                                 gpus_requested=gpus, engine_problems=refused)
-        else:
-            result = lint_config(target, loaded.config, plan, rules, source=loaded.source,
-                                 defaults=defaults, offline=resolver.offline,
-                                 gpus_requested=gpus, geometry=resolver.geometry(loaded),
-                                 lock=resolver.lock,
-                                 weights_of=Target(loaded.ref, "model", loaded.revision,
-                                                   loaded.path),
-                                 engine_problems=refused)
+            return replace(lint_config(target, None, plan, rules, gpus_requested=gpus,
+                                       engine_problems=refused),
+                           config_error=str(loaded))
+        if isinstance(loaded, str):
+            return lint_config(target, None, plan, rules, model_problem=loaded,
+                               gpus_requested=gpus, engine_problems=refused)
+        return lint_config(target, loaded.config, plan, rules, source=loaded.source,
+                           defaults=defaults, offline=resolver.offline,
+                           gpus_requested=gpus, geometry=resolver.geometry(loaded),
+                           lock=resolver.lock,
+                           weights_of=Target(loaded.ref, "model", loaded.revision,
+                                             loaded.path),
+                           engine_problems=refused)
     except UsageError as err:  # e.g. an fp8_ds_mla cache on a non-MLA model
-        result = lint_config(target, None, plan, rules, model_problem=str(err),
-                             gpus_requested=gpus, engine_problems=refused)
-    return replace(result, findings=tuple(_anchor(f, served) for f in result.findings),
-                   notes=served.notes)
+        return lint_config(target, None, plan, rules, model_problem=str(err),
+                           gpus_requested=gpus, engine_problems=refused)
 
 
 def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> ModelResult:
@@ -584,27 +612,36 @@ def _extract_chunk(files: list[Path]) -> list[list[ServedModel] | ManifestProble
 
 def extract_all(files: list[Path], pm: pluggy.PluginManager,
                 parsers: list[ManifestParser]) -> list[list[ServedModel] | ManifestProblem]:
-    """Extract every file, in order. Parsing dominates the cost of a large tree, so on POSIX
-    with several cores it runs in forked workers (ServedModel records are small to send
-    back); resolving models and running rules stays in this process, where the model and
+    """Extract every file, in order (:func:`extract_iter`, all at once)."""
+    return list(extract_iter(files, pm, parsers))
+
+
+def extract_iter(files: list[Path], pm: pluggy.PluginManager, parsers: list[ManifestParser]
+                 ) -> Iterator[list[ServedModel] | ManifestProblem]:
+    """Extract every file, in order, as the results come. Parsing dominates the cost of a
+    large tree, so on POSIX with several cores it runs in forked workers (ServedModel
+    records are small to send back), in chunks the caller can use while the next ones are
+    parsed; resolving models and running rules stays in this process, where the model and
     geometry caches live."""
     global _EXTRACT
     workers = min(os.cpu_count() or 1, 8)
     if len(files) < PARALLEL_MIN_FILES or workers < 2:
-        return [extract(f, pm, parsers) for f in files]
+        yield from (extract(f, pm, parsers) for f in files)
+        return
     import multiprocessing  # only a tree big enough for workers pays for it
 
     if "fork" not in multiprocessing.get_all_start_methods():
-        return [extract(f, pm, parsers) for f in files]
-    size = max(16, len(files) // (workers * 4))
+        yield from (extract(f, pm, parsers) for f in files)
+        return
+    size = max(16, len(files) // (workers * 8))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
     _EXTRACT = (pm, parsers)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            done = pool.map(_extract_chunk, chunks)
+            for chunk in pool.imap(_extract_chunk, chunks):
+                yield from chunk
     finally:
         _EXTRACT = None
-    return [item for chunk in done for item in chunk]
 
 
 def lint_paths(
@@ -657,14 +694,12 @@ def lint_paths(
         for i, file in enumerate(files):
             contents[i], keys[i], hits[i] = _lookup(store, file, resolver)
     misses = [file for file, hit in zip(files, hits, strict=True) if hit is None]
-    fresh = iter(extract_all(misses, pm, parsers))
-    extracted: list[list[ServedModel] | ManifestProblem | None] = [
-        next(fresh) if hit is None else None for hit in hits]
+    fresh = extract_iter(misses, pm, parsers)  # parsed while the first ones are checked
     if stdin is not None:
         name, stdin_text = str(Path(stdin[0])), stdin[1]
         files, texts[name] = [*files, Path(name)], stdin_text
         _LINES[name] = stdin_text.splitlines()
-        extracted.append(extract_text(stdin_text, Path(name), pm, parsers))
+        fresh = itertools.chain(fresh, [extract_text(stdin_text, Path(name), pm, parsers)])
         keys.append(None)
         hits.append(None)
         contents.append(None)
@@ -674,8 +709,7 @@ def lint_paths(
             resolved[path] = real_paths.real(Path(path))
         return (resolved[path], *rest)
 
-    for file, found, key, hit, data in zip(files, extracted, keys, hits, contents,
-                                           strict=True):
+    for file, key, hit, data in zip(files, keys, hits, contents, strict=True):
         if hit is not None:  # the cached results of an unchanged file
             for record, result in hit.records:
                 if record is None:
@@ -686,6 +720,7 @@ def lint_paths(
             if hit.markers and (text := _text_with_suppressions(file)) is not None:
                 texts[str(file)] = text
             continue
+        found = next(fresh)
         entry: list[tuple[tuple[Any, ...] | None, ModelResult]] | None = \
             [] if key is not None else None
         dependencies: list[LintDependency] = []
@@ -696,7 +731,7 @@ def lint_paths(
                 entry.append((None, result))
             else:
                 entry = None
-        elif found is not None:
+        else:
             if getattr(found, "reads_other_files", True):
                 entry = None
             for served in found:

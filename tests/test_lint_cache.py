@@ -58,13 +58,13 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def extracted(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The files each run parsed (a cached file is not parsed)."""
     runs: list[list[str]] = []
-    real = manifest_linter.extract_all
+    real = manifest_linter.extract_iter
 
     def spy(files: list[Path], *args: Any) -> Any:
         runs.append([f.as_posix() for f in files])
         return real(files, *args)
 
-    monkeypatch.setattr(manifest_linter, "extract_all", spy)
+    monkeypatch.setattr(manifest_linter, "extract_iter", spy)
     return runs
 
 
