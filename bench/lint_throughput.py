@@ -2,7 +2,7 @@
 Hub cache: without the result cache (``--no-cache``: every file parsed and checked) and
 with it (every file unchanged since the previous run).
 
-    python bench/lint_throughput.py [--copies 40] [--runs 5] [--all-models]
+    python bench/lint_throughput.py [--copies 40] [--runs 5] [--all-models] [--format json]
 
 The Hub cache is warmed from a loopback fake Hub (tests/hub_server.py) that serves the
 fixture configs under the model ids the corpus names; the lint then runs ``--offline`` as a
@@ -98,6 +98,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--all-models", action="store_true",
                         help="serve a stand-in config for ids without a fixture")
+    parser.add_argument("--format", default="json",
+                        help="the report's format (written to a file) [default: json]")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -112,7 +114,7 @@ def main() -> None:
         env.pop("KVLINT_NO_CACHE", None)
         kvlint = shutil.which("kvlint")
         base = [kvlint] if kvlint else [sys.executable, "-m", "kvlint"]
-        base += ["lint", "--offline", "--format", "json", "--output", str(work / "out.json")]
+        base += ["lint", "--offline", "--format", args.format, "--output", str(work / "out")]
         warm_cache(cache)
         if args.all_models:
             probe = subprocess.run([*base, str(CORPUS / "."), "--no-cache"], env=env,
@@ -130,8 +132,8 @@ def main() -> None:
             times["cached"].append(timed(cached, env))
         startup = statistics.median(times["start-up"])
         print(f"{files} files ({cached_files} in the result cache), {args.runs} interleaved "
-              f"rounds, python {sys.version.split()[0]}, {os.cpu_count()} cores"
-              f"{', all models served' if args.all_models else ''}")
+              f"rounds, --format {args.format}, python {sys.version.split()[0]}, "
+              f"{os.cpu_count()} cores{', all models served' if args.all_models else ''}")
         print(f"  first run, filling the cache: {first:.2f} s")
         print(f"  start-up (empty tree): median {startup:.3f} s")
         for name in ("no-cache", "cached"):
