@@ -3,6 +3,7 @@ Hub cache: without the result cache (``--no-cache``: every file parsed and check
 with it (every file unchanged since the previous run).
 
     python bench/lint_throughput.py [--copies 40] [--runs 5] [--all-models] [--format json]
+                                    [--compare CHECKOUT]
 
 The Hub cache is warmed from a loopback fake Hub (tests/hub_server.py) that serves the
 fixture configs under the model ids the corpus names; the lint then runs ``--offline`` as a
@@ -12,6 +13,8 @@ result cache. ``--all-models``: the fake Hub also serves a stand-in config (Llam
 for every id the corpus names without a fixture, so every file can be cached. Rounds are
 interleaved (a start-up run on an empty tree, a --no-cache run, a cached run); prints the
 median of each, files/s of the whole process and net of the start-up median.
+``--compare CHECKOUT``: a fourth round runs the kvlint of another checkout (its directory
+first on PYTHONPATH; a version without the cache, e.g. main before it) on the same tree.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ def missing_models(stderr: str) -> tuple[str, ...]:
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:
+    """Seconds ``cmd`` took (it must succeed, or exit 2 only for models not cached)."""
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
@@ -98,6 +102,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--all-models", action="store_true",
                         help="serve a stand-in config for ids without a fixture")
+    parser.add_argument("--compare", metavar="CHECKOUT", default=None,
+                        help="also time the kvlint of this checkout (PYTHONPATH=CHECKOUT)")
     parser.add_argument("--format", default="json",
                         help="the report's format (written to a file) [default: json]")
     args = parser.parse_args()
@@ -113,8 +119,9 @@ def main() -> None:
                "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1", "KVLINT_CACHE_DIR": str(work / "kv")}
         env.pop("KVLINT_NO_CACHE", None)
         kvlint = shutil.which("kvlint")
-        base = [kvlint] if kvlint else [sys.executable, "-m", "kvlint"]
-        base += ["lint", "--offline", "--format", args.format, "--output", str(work / "out")]
+        prefix = [kvlint] if kvlint else [sys.executable, "-m", "kvlint"]
+        lint_args = ["lint", "--offline", "--format", args.format, "--output", str(work / "out")]
+        base = [*prefix, *lint_args]
         warm_cache(cache)
         if args.all_models:
             probe = subprocess.run([*base, str(CORPUS / "."), "--no-cache"], env=env,
@@ -126,17 +133,25 @@ def main() -> None:
         first = timed(cached, env)  # warm-up; fills the result cache
         cached_files = _cached_entries(work / "kv")
         times: dict[str, list[float]] = {"start-up": [], "no-cache": [], "cached": []}
+        other = {**env, "PYTHONPATH": str(Path(args.compare).resolve())} \
+            if args.compare else None
+        compared = [*prefix, *lint_args, str(tree)]
+        if other is not None:
+            times[f"compare {args.compare}"] = []
+            timed(compared, other)  # its warm-up
         for _ in range(args.runs):
             times["start-up"].append(timed(empty, env))
             times["no-cache"].append(timed(uncached, env))
             times["cached"].append(timed(cached, env))
+            if other is not None:
+                times[f"compare {args.compare}"].append(timed(compared, other))
         startup = statistics.median(times["start-up"])
         print(f"{files} files ({cached_files} in the result cache), {args.runs} interleaved "
               f"rounds, --format {args.format}, python {sys.version.split()[0]}, "
               f"{os.cpu_count()} cores{', all models served' if args.all_models else ''}")
         print(f"  first run, filling the cache: {first:.2f} s")
         print(f"  start-up (empty tree): median {startup:.3f} s")
-        for name in ("no-cache", "cached"):
+        for name in [n for n in times if n != "start-up"]:
             median = statistics.median(times[name])
             net = median - startup
             print(f"  {name}: median {median:.3f} s = {files / median:,.0f} files/s "
