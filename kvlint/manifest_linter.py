@@ -14,6 +14,7 @@ import fnmatch
 import itertools
 import os
 import re
+import types
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -769,8 +770,8 @@ def _open_cache(rules: Sequence[type[Rule]], pm: pluggy.PluginManager, plan: Ser
     may depend on anything, so nothing is cached)."""
     from kvlint.lint_cache import LintCache, fingerprint
 
-    plugins = sorted(name for name, _ in pm.list_name_plugin())
-    if any(not name.startswith("kvlint.") for name in plugins):
+    plugins = sorted(_module_of(plugin) for _, plugin in pm.list_name_plugin())
+    if any(name != "kvlint" and not name.startswith("kvlint.") for name in plugins):
         return None
     lock = resolver.lock
     parts = (
@@ -780,6 +781,14 @@ def _open_cache(rules: Sequence[type[Rule]], pm: pluggy.PluginManager, plan: Ser
         _kind(resolver.defaults), os.getcwd(), tuple(repr(c) for c in context),
     )
     return LintCache.open(fingerprint(parts))
+
+
+def _module_of(plugin: object) -> str:
+    """The module a plugin (a module, a class or an object) is defined in."""
+    if isinstance(plugin, types.ModuleType):
+        return plugin.__name__
+    owner = plugin if isinstance(plugin, type) else type(plugin)
+    return str(getattr(owner, "__module__", "") or "")
 
 
 def _kind(value: object) -> str:

@@ -278,3 +278,21 @@ def test_the_cache_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPatch) -> No
     for select in ("KV1", "KV2", "KV3"):
         lint("--select", select)
     assert len(cache_files(repo)) == 2
+
+
+def test_a_third_party_plugin_turns_the_cache_off(repo: Path,
+                                                   extracted: list[list[str]]) -> None:
+    from kvlint.plugins import get_plugin_manager
+    from kvlint.registry import Registry
+
+    pm = get_plugin_manager(load_entry_points=False)
+
+    class Outside:  # a plugin object defined outside kvlint (as an entry point would be)
+        pass
+
+    pm.register(Outside(), name="kvlint.looks-like-ours")
+    rules = tuple(Registry.from_plugins(pm).select(None, [], []))
+    for _ in range(2):
+        manifest_linter.lint_paths(["deploy"], rules, pm, cache=True)
+    assert cache_files(repo) == []
+    assert extracted == [["deploy/app.yaml"]] * 2
