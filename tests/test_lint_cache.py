@@ -296,3 +296,13 @@ def test_a_third_party_plugin_turns_the_cache_off(repo: Path,
         manifest_linter.lint_paths(["deploy"], rules, pm, cache=True)
     assert cache_files(repo) == []
     assert extracted == [["deploy/app.yaml"]] * 2
+
+
+def test_a_manifest_from_stdin_is_not_cached(repo: Path) -> None:
+    text = (repo / "deploy" / "app.yaml").read_text(encoding="utf-8")
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["lint", "-", "--stdin-filename", "deploy/app.yaml",
+                                           "--no-plugins", "--format", "json"], input=text)
+        assert result.exit_code == 1, result.output
+        assert "KV202" in codes(result)
+    assert cache_files(repo) == []
