@@ -23,7 +23,8 @@ Entries live in one file per fingerprint under ``cache_dir()/lint`` (file names 
 digests, never derived from a manifest's text), written atomically (a temporary file, then
 ``os.replace``). A file that cannot be read, is not ours, or is corrupt is ignored and
 replaced; it is unpickled by an unpickler that builds only kvlint's dataclasses, enums and
-located strings (and ``fractions.Fraction``), and its structure is checked before use.
+located strings (and fractions of two integers), and its structure is checked before use
+(lines and columns included: a number no report can print is refused).
 Bounded: ``MAX_ENTRIES`` entries per file, ``MAX_FILES`` files, ``MAX_BYTES`` per file.
 """
 
@@ -40,6 +41,7 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -142,16 +144,21 @@ def fingerprint(parts: Iterable[object]) -> str:
 
 
 # ----------------------------------------------------------------------------- reading back
-_SAFE_OTHER = {("fractions", "Fraction")}
+def _fraction(numerator: object, denominator: object = 1) -> Fraction:
+    """``Fraction`` as pickle rebuilds it (from two integers), and from nothing else (a
+    string such as ``"1e999999999"`` would take forever to convert)."""
+    if type(numerator) is not int or type(denominator) is not int or denominator == 0:
+        raise pickle.UnpicklingError("not a fraction of two integers")
+    return Fraction(numerator, denominator)
 
 
 class _Unpickler(pickle.Unpickler):
-    """Builds kvlint's dataclasses, enums and located strings only: a cache file someone
-    else wrote cannot make it call anything else."""
+    """Builds kvlint's dataclasses, enums and located strings only (and fractions of two
+    integers): a cache file someone else wrote cannot make it call anything else."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in _SAFE_OTHER:
-            return super().find_class(module, name)
+        if (module, name) == ("fractions", "Fraction"):
+            return _fraction
         if module == "kvlint" or (module.startswith("kvlint.") and "." not in name):
             found = super().find_class(module, name)
             if isinstance(found, type) and (
@@ -165,11 +172,16 @@ def _optional(value: object, kind: type | tuple[type, ...]) -> bool:
     return value is None or isinstance(value, kind)
 
 
+def _position(value: object) -> bool:
+    """A line or column: ``None`` or an integer a report can print."""
+    return value is None or (type(value) is int and 0 <= value < 10**9)
+
+
 def _valid_finding(finding: object) -> bool:
     return isinstance(finding, Finding) and isinstance(finding.code, str) and \
         isinstance(finding.message, str) and _optional(finding.path, str) and \
-        _optional(finding.line, int) and _optional(finding.column, int) and \
-        _optional(finding.end_line, int) and isinstance(finding.data, dict)
+        _position(finding.line) and _position(finding.column) and \
+        _position(finding.end_line) and isinstance(finding.data, dict)
 
 
 def _valid_result(result: object) -> bool:
@@ -180,7 +192,7 @@ def _valid_result(result: object) -> bool:
         return False
     t = result.target
     return isinstance(t, Target) and isinstance(t.ref, str) and \
-        _optional(t.path, str) and _optional(t.line, int) and \
+        _optional(t.path, str) and _position(t.line) and \
         isinstance(result.plan, ServingPlan) and _optional(result.analysis, KvAnalysis) and \
         _optional(result.capacity, Capacity) and _optional(result.config_error, str) and \
         result.probe is None and isinstance(result.notes, tuple) and \

@@ -306,3 +306,23 @@ def test_a_manifest_from_stdin_is_not_cached(repo: Path) -> None:
         assert result.exit_code == 1, result.output
         assert "KV202" in codes(result)
     assert cache_files(repo) == []
+
+
+def test_a_crafted_fraction_or_position_is_refused(repo: Path,
+                                                   extracted: list[list[str]]) -> None:
+    expected = lint("--format", "json").stdout
+    (file,) = cache_files(repo)
+    fmt, fingerprint, entries = pickle.loads(file.read_bytes()[len(b"kvlint-lint-cache\n"):])
+    (key, entry), = entries.items()
+    # Fraction("1e999999999") would take forever: only two integers are accepted
+    slow = b"\x80\x05cfractions\nFraction\n\x8c\x0b1e999999999\x85R."
+    (record, result), = entry.records
+    finding = result.findings[0]
+    huge = result.__class__(result.target, result.plan, result.analysis,
+                            (finding.__class__(**{**finding.__dict__, "line": 10**5000}),))
+    header = b"kvlint-lint-cache\n"
+    for body in (slow, pickle.dumps((fmt, fingerprint, {key: entry.__class__(
+            entry.path, entry.dependencies, ((record, huge),), entry.markers)}))):
+        file.write_bytes(header + body)
+        assert lint("--format", "json").stdout == expected
+    assert len(extracted) == 3
