@@ -1,12 +1,20 @@
-"""Throughput of ``kvlint lint`` on 1,000 manifests (copies of the fixture corpus) with a warm
-Hub cache.
+"""Throughput of ``kvlint lint`` on ~2,000 manifests (copies of the fixture corpus) with a warm
+Hub cache: without the result cache (``--no-cache``: every file parsed and checked) and
+with it (every file unchanged since the previous run).
 
-    python bench/lint_throughput.py [--copies 20] [--runs 3]
+    python bench/lint_throughput.py [--copies 40] [--runs 5] [--all-models] [--format json]
+                                    [--compare CHECKOUT]
 
 The Hub cache is warmed from a loopback fake Hub (tests/hub_server.py) that serves the
 fixture configs under the model ids the corpus names; the lint then runs ``--offline`` as a
-pre-commit hook would. Ids without a fixture config stay unresolved (KV902), as they would
-for a user without network. Prints files/s of the whole process (start-up included).
+pre-commit hook would. Ids without a fixture config stay unresolved (KV902) or uncached (the
+run exits 2), as they would for a user without network; their files are never put in the
+result cache. ``--all-models``: the fake Hub also serves a stand-in config (Llama-3.1-8B's)
+for every id the corpus names without a fixture, so every file can be cached. Rounds are
+interleaved (a start-up run on an empty tree, a --no-cache run, a cached run); prints the
+median of each, files/s of the whole process and net of the start-up median.
+``--compare CHECKOUT``: a fourth round runs the kvlint of another checkout (its directory
+first on PYTHONPATH; a version without the cache, e.g. main before it) on the same tree.
 """
 
 from __future__ import annotations
@@ -48,51 +56,118 @@ HUB_MODELS = {
 }
 
 
-def warm_cache(cache: Path) -> None:
-    """Download every mapped config once through huggingface_hub from the loopback Hub."""
+STAND_IN = "meta-llama--Meta-Llama-3.1-8B.json"
+
+
+def warm_cache(cache: Path, extra: tuple[str, ...] = ()) -> None:
+    """Download every mapped config (and ``extra`` ids, with a stand-in config) once
+    through huggingface_hub from the loopback Hub."""
     from kvlint.loaders.hub import download_config
 
+    models = {**HUB_MODELS, **dict.fromkeys(extra, STAND_IN)}
     with FakeHub() as hub:
-        for repo, file in HUB_MODELS.items():
+        for repo, file in models.items():
             hub.add_repo(repo, {"config.json": (CONFIGS / file).read_bytes()})
         os.environ.update({"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(cache)})
-        for repo in HUB_MODELS:
+        for repo in models:
             download_config(repo)
+
+
+def missing_models(stderr: str) -> tuple[str, ...]:
+    """The ids a run's one error line names as not fetched (not in the offline cache)."""
+    marker = "could not be fetched from the Hugging Face Hub: "
+    if marker not in stderr:
+        return ()
+    names = stderr.split(marker, 1)[1].split("; first error", 1)[0]
+    return tuple(n.strip() for n in names.split(",") if n.strip())
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> float:
+    """Seconds ``cmd`` took (it must succeed, or exit 2 only for models not cached)."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    # exit 2 with one "could not be fetched" line: the models without a fixture
+    uncached = proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and \
+        "could not be fetched from the Hugging Face Hub" in proc.stderr
+    if proc.returncode not in (0, 1) and not uncached and "no manifest files" not in \
+            proc.stderr:
+        raise SystemExit(f"kvlint lint failed ({proc.returncode}): {proc.stderr[-800:]}")
+    return elapsed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", type=int, default=20)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=40)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--all-models", action="store_true",
+                        help="serve a stand-in config for ids without a fixture")
+    parser.add_argument("--compare", metavar="CHECKOUT", default=None,
+                        help="also time the kvlint of this checkout (PYTHONPATH=CHECKOUT)")
+    parser.add_argument("--format", default="json",
+                        help="the report's format (written to a file) [default: json]")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         cache = work / "hf-cache"
-        warm_cache(cache)
         tree = work / "manifests"
         for i in range(args.copies):
             shutil.copytree(CORPUS, tree / f"copy{i:03d}")
+        (work / "empty").mkdir()
         files = sum(1 for p in tree.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
         env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1",
                "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1", "KVLINT_CACHE_DIR": str(work / "kv")}
+        env.pop("KVLINT_NO_CACHE", None)
         kvlint = shutil.which("kvlint")
-        cmd = [kvlint] if kvlint else [sys.executable, "-m", "kvlint"]
-        cmd += ["lint", str(tree), "--offline", "--format", "json", "--output",
-                str(work / "out.json")]
-        subprocess.run(cmd, env=env, capture_output=True, check=False)  # warm-up
-        times = []
+        prefix = [kvlint] if kvlint else [sys.executable, "-m", "kvlint"]
+        lint_args = ["lint", "--offline", "--format", args.format, "--output", str(work / "out")]
+        base = [*prefix, *lint_args]
+        warm_cache(cache)
+        if args.all_models:
+            probe = subprocess.run([*base, str(CORPUS / "."), "--no-cache"], env=env,
+                                   capture_output=True, text=True, check=False)
+            warm_cache(cache, missing_models(probe.stderr))
+        uncached = [*base, str(tree), "--no-cache"]
+        cached = [*base, str(tree)]
+        empty = [*base, str(work / "empty")]
+        first = timed(cached, env)  # warm-up; fills the result cache
+        cached_files = _cached_entries(work / "kv")
+        times: dict[str, list[float]] = {"start-up": [], "no-cache": [], "cached": []}
+        other = {**env, "PYTHONPATH": str(Path(args.compare).resolve())} \
+            if args.compare else None
+        compared = [*prefix, *lint_args, str(tree)]
+        if other is not None:
+            times[f"compare {args.compare}"] = []
+            timed(compared, other)  # its warm-up
         for _ in range(args.runs):
-            start = time.perf_counter()
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-            times.append(time.perf_counter() - start)
-            # exit 2 with one "could not be fetched" line: the models without a fixture
-            uncached = proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and \
-                "could not be fetched from the Hugging Face Hub" in proc.stderr
-            if proc.returncode not in (0, 1) and not uncached:
-                raise SystemExit(f"kvlint lint failed ({proc.returncode}): {proc.stderr[-800:]}")
-        best, median = min(times), statistics.median(times)
-        print(f"{files} files, {args.runs} runs: median {median:.2f} s = {files / median:.0f} "
-              f"files/s (best {files / best:.0f} files/s); python {sys.version.split()[0]}")
+            times["start-up"].append(timed(empty, env))
+            times["no-cache"].append(timed(uncached, env))
+            times["cached"].append(timed(cached, env))
+            if other is not None:
+                times[f"compare {args.compare}"].append(timed(compared, other))
+        startup = statistics.median(times["start-up"])
+        print(f"{files} files ({cached_files} in the result cache), {args.runs} interleaved "
+              f"rounds, --format {args.format}, python {sys.version.split()[0]}, "
+              f"{os.cpu_count()} cores{', all models served' if args.all_models else ''}")
+        print(f"  first run, filling the cache: {first:.2f} s")
+        print(f"  start-up (empty tree): median {startup:.3f} s")
+        for name in [n for n in times if n != "start-up"]:
+            median = statistics.median(times[name])
+            net = median - startup
+            print(f"  {name}: median {median:.3f} s = {files / median:,.0f} files/s "
+                  f"(best {files / min(times[name]):,.0f}); net of start-up {net:.3f} s = "
+                  f"{files / net if net > 0 else float('inf'):,.0f} files/s")
+
+
+def _cached_entries(directory: Path) -> int:
+    """Entries in the result cache (0 when it holds none)."""
+    import pickle
+
+    total = 0
+    for file in (directory / "lint").glob("*.pickle"):
+        data = file.read_bytes().split(b"\n", 1)[1]
+        total += len(pickle.loads(data)[2])  # our own file, written by this run
+    return total
 
 
 if __name__ == "__main__":

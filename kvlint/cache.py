@@ -12,3 +12,13 @@ def cache_dir() -> Path:
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kvlint"
+
+
+NO_CACHE_ENV = "KVLINT_NO_CACHE"
+"""Set (to anything but empty, ``0``, ``false`` or ``no``): ``kvlint lint`` neither reads nor
+writes its result cache (:mod:`kvlint.lint_cache`), as with ``--no-cache``."""
+
+
+def lint_cache_disabled() -> bool:
+    """Whether ``KVLINT_NO_CACHE`` turns the lint result cache off."""
+    return os.environ.get(NO_CACHE_ENV, "").strip().lower() not in ("", "0", "false", "no")

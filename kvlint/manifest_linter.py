@@ -11,13 +11,15 @@ offline without a cached copy) is listed in ``LintRun.unavailable`` and the run 
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import types
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -29,6 +31,7 @@ from kvlint.loaders.files import (
     MAX_MANIFEST_BYTES,
     UnreadableFile,
     inside,
+    read_bytes,
     read_text,
     tree_root,
 )
@@ -54,6 +57,11 @@ from kvlint.rules.base import Rule
 from kvlint.suppress import MARKERS as SUPPRESSION_MARKERS
 from kvlint.suppress import Policy
 from kvlint.suppress import apply as apply_suppressions
+
+if TYPE_CHECKING:
+    from kvlint.lint_cache import Dependency as LintDependency
+    from kvlint.lint_cache import Entry as LintEntry
+    from kvlint.lint_cache import LintCache
 
 DEFAULT_INCLUDE = ("*.yaml", "*.yml", "*.json")
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
@@ -85,9 +93,10 @@ def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
     returned: reading it gives an ``unreadable`` problem."""
     found: list[Path] = []
     sink: list[ManifestProblem] = [] if problems is None else problems
+    resolved = _Resolved()
     for raw in paths:
         path = Path(raw)
-        if not _contained(path, tree_root(path), sink):
+        if not _contained(path, resolved.root(path), sink, resolved.real(path)):
             continue
         if is_file(path):
             if not _excluded(path, exclude):
@@ -126,9 +135,45 @@ def _files_under(top: Path, include: Sequence[str], exclude: Sequence[str],
     return found
 
 
-def _contained(path: Path, root: str, problems: list[ManifestProblem]) -> bool:
-    """Whether ``path`` resolves inside ``root``; an ``outside-tree`` problem when not."""
-    if inside(path, root):
+class _Resolved:
+    """:func:`tree_root` and real paths of many files in few directories, each directory
+    resolved once: a file that is not a link resolves to its directory's real path joined
+    with its name (which is what ``os.path.realpath`` computes, component by component)."""
+
+    def __init__(self) -> None:
+        self._dirs: dict[str, str] = {}
+        self._roots: dict[str, str] = {}
+
+    @staticmethod
+    def _split(path: Path) -> tuple[str, str] | None:
+        """``(directory, name)`` of a plain file name, else ``None``."""
+        head, tail = os.path.split(str(path))
+        return None if tail in ("", os.curdir, os.pardir) else (head, tail)
+
+    def root(self, path: Path) -> str:
+        parts = self._split(path)
+        if parts is None or not os.path.isfile(path):
+            return tree_root(path)
+        if parts[0] not in self._roots:  # a file's tree depends only on its directory
+            self._roots[parts[0]] = tree_root(path)
+        return self._roots[parts[0]]
+
+    def real(self, path: Path) -> str:
+        parts = self._split(path)
+        if parts is None or os.path.islink(path):
+            return os.path.realpath(path)
+        head, tail = parts
+        if head not in self._dirs:
+            self._dirs[head] = os.path.realpath(head or os.curdir)
+        return os.path.join(self._dirs[head], tail)
+
+
+def _contained(path: Path, root: str, problems: list[ManifestProblem],
+               real: str | None = None) -> bool:
+    """Whether ``path`` (whose real path is ``real``, when known) resolves inside ``root``;
+    an ``outside-tree`` problem when not."""
+    if inside(path, root) if real is None else \
+            (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
         return True
     problems.append(ManifestProblem(
         str(path), None, f"{path} is a link that leads outside the linted tree; links are "
@@ -139,6 +184,13 @@ def _contained(path: Path, root: str, problems: list[ManifestProblem]) -> bool:
 def _excluded(path: Path, exclude: Sequence[str]) -> bool:
     text = path.as_posix()
     return any(fnmatch.fnmatch(text, g) or fnmatch.fnmatch(path.name, g) for g in exclude)
+
+
+class Extracted(list[ServedModel]):
+    """The served models of one file; ``reads_other_files``: a parser read another file for
+    them (their results then depend on that file too, so they are not cached)."""
+
+    reads_other_files: bool = False
 
 
 def extract(path: Path, pm: pluggy.PluginManager,
@@ -159,7 +211,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     if isinstance(documents, ManifestProblem):
         return documents
     by_name = {p.name: p for p in parsers}
-    models: list[ServedModel] = []
+    models = Extracted()
     every = Documents(documents)  # one tuple for every document's context: linear
     for index, document in enumerate(documents):
         if document is None:
@@ -168,6 +220,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         fmt = pm.hook.kvlint_manifest_format(document=document, ctx=ctx, parsers=parsers)
         if fmt is not None and fmt in by_name:
             models.extend(by_name[fmt].parse(document, ctx))
+    models.reads_other_files = every.reads_other_files
     return models
 
 
@@ -183,6 +236,49 @@ class ModelResolver:
     _geometry: dict[str, AttentionGeometry | None] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
     """Refs the Hub could not be asked about (network, auth...) -> the one-line reason."""
+    _identity: dict[tuple[str, bool], str | None] = field(default_factory=dict)
+    results: dict[tuple[object, ...], ModelResult] = field(default_factory=dict)
+    """Manifest results by what they are computed from (:func:`_result_key`), for the run."""
+
+    def identity(self, served: ServedModel, sized: bool) -> str | None:
+        """What ``served``'s model resolves to in this run, as a digest (the result cache
+        reuses a file's results only while its models resolve to the same digests);
+        ``None``: results about this model are never cached (it did not load, which may be
+        transient, or its checkpoint size lookup failed other than as "not cached").
+        ``sized``: its plan sized a GPU, so the checkpoint size found is part of it."""
+        from kvlint.lint_cache import digest
+
+        ref, reason = self.reference(served)
+        if ref is None:
+            return digest("reason", reason)
+        key = (ref, sized)
+        if key not in self._identity:
+            self._identity[key] = self._identity_of(ref, sized)
+        return self._identity[key]
+
+    def _identity_of(self, ref: str, sized: bool) -> str | None:
+        import json
+
+        from kvlint.lint_cache import digest
+
+        loaded = self._load(ref)
+        if isinstance(loaded, str):
+            return None
+        try:
+            config = json.dumps(loaded.config, sort_keys=True)
+        except (TypeError, ValueError, RecursionError):
+            return None
+        parts: list[object] = [loaded.ref, loaded.source, loaded.path, loaded.revision, config]
+        if sized:
+            from kvlint.loaders.weight_size import checkpoint_lookup
+
+            size, why = checkpoint_lookup(loaded.ref, loaded.path, loaded.revision,
+                                          self.offline, self.lock)
+            if why is not None and why != "not cached":
+                return None
+            parts.append((size.total_bytes, size.source) if size is not None else None)
+            parts.append(why)
+        return digest("loaded", *parts)
 
     def geometry(self, loaded: LoadedConfig) -> AttentionGeometry | None:
         """The resolved geometry of ``loaded``, once per model (``None``: the config does not
@@ -444,28 +540,53 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
                              gpus_requested=gpus, engine_problems=refused)
         return replace(result, findings=tuple(_anchor(f, served) for f in result.findings),
                        notes=served.notes)
+    key = _result_key(target.ref, loaded, plan, gpus, refused)
+    known = resolver.results.get(key) if key is not None else None
+    if known is None:
+        known = _lint_loaded(target, loaded, plan, gpus, refused, resolver, rules, defaults)
+        if key is not None:
+            resolver.results[key] = known
+    return replace(known, target=target,
+                   findings=tuple(_anchor(f, served) for f in known.findings),
+                   notes=served.notes)
+
+
+def _result_key(ref: str, loaded: LoadedConfig | str, plan: ServingPlan, gpus: int | None,
+                refused: tuple[Any, ...]) -> tuple[object, ...] | None:
+    """What :func:`lint_config` computes a manifest's result from besides the run's rules,
+    defaults and lock (the target's path and line only locate it): manifests that serve
+    the same model under the same plan share it. ``None`` when it cannot be hashed."""
+    key = (ref, id(loaded) if isinstance(loaded, LoadedConfig) else loaded, plan, gpus,
+           refused)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _lint_loaded(target: Target, loaded: LoadedConfig | str, plan: ServingPlan,
+                 gpus: int | None, refused: tuple[Any, ...], resolver: ModelResolver,
+                 rules: Sequence[type[Rule]], defaults: ConfigDefaults) -> ModelResult:
     try:
         if resolver.is_unavailable(loaded):
             # Not KV902: nothing says the reference is wrong; the run exits 2 (LintRun).
-            result = replace(lint_config(target, None, plan, rules, gpus_requested=gpus,
-                                         engine_problems=refused),
-                             config_error=str(loaded))
-        elif isinstance(loaded, str):
-            result = lint_config(target, None, plan, rules, model_problem=loaded,
-                                 gpus_requested=gpus, engine_problems=refused)
-        else:
-            result = lint_config(target, loaded.config, plan, rules, source=loaded.source,
-                                 defaults=defaults, offline=resolver.offline,
-                                 gpus_requested=gpus, geometry=resolver.geometry(loaded),
-                                 lock=resolver.lock,
-                                 weights_of=Target(loaded.ref, "model", loaded.revision,
-                                                   loaded.path),
-                                 engine_problems=refused)
+            return replace(lint_config(target, None, plan, rules, gpus_requested=gpus,
+                                       engine_problems=refused),
+                           config_error=str(loaded))
+        if isinstance(loaded, str):
+            return lint_config(target, None, plan, rules, model_problem=loaded,
+                               gpus_requested=gpus, engine_problems=refused)
+        return lint_config(target, loaded.config, plan, rules, source=loaded.source,
+                           defaults=defaults, offline=resolver.offline,
+                           gpus_requested=gpus, geometry=resolver.geometry(loaded),
+                           lock=resolver.lock,
+                           weights_of=Target(loaded.ref, "model", loaded.revision,
+                                             loaded.path),
+                           engine_problems=refused)
     except UsageError as err:  # e.g. an fp8_ds_mla cache on a non-MLA model
-        result = lint_config(target, None, plan, rules, model_problem=str(err),
-                             gpus_requested=gpus, engine_problems=refused)
-    return replace(result, findings=tuple(_anchor(f, served) for f in result.findings),
-                   notes=served.notes)
+        return lint_config(target, None, plan, rules, model_problem=str(err),
+                           gpus_requested=gpus, engine_problems=refused)
 
 
 def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> ModelResult:
@@ -492,27 +613,36 @@ def _extract_chunk(files: list[Path]) -> list[list[ServedModel] | ManifestProble
 
 def extract_all(files: list[Path], pm: pluggy.PluginManager,
                 parsers: list[ManifestParser]) -> list[list[ServedModel] | ManifestProblem]:
-    """Extract every file, in order. Parsing dominates the cost of a large tree, so on POSIX
-    with several cores it runs in forked workers (ServedModel records are small to send
-    back); resolving models and running rules stays in this process, where the model and
+    """Extract every file, in order (:func:`extract_iter`, all at once)."""
+    return list(extract_iter(files, pm, parsers))
+
+
+def extract_iter(files: list[Path], pm: pluggy.PluginManager, parsers: list[ManifestParser]
+                 ) -> Iterator[list[ServedModel] | ManifestProblem]:
+    """Extract every file, in order, as the results come. Parsing dominates the cost of a
+    large tree, so on POSIX with several cores it runs in forked workers (ServedModel
+    records are small to send back), in chunks the caller can use while the next ones are
+    parsed; resolving models and running rules stays in this process, where the model and
     geometry caches live."""
     global _EXTRACT
     workers = min(os.cpu_count() or 1, 8)
     if len(files) < PARALLEL_MIN_FILES or workers < 2:
-        return [extract(f, pm, parsers) for f in files]
+        yield from (extract(f, pm, parsers) for f in files)
+        return
     import multiprocessing  # only a tree big enough for workers pays for it
 
     if "fork" not in multiprocessing.get_all_start_methods():
-        return [extract(f, pm, parsers) for f in files]
-    size = max(16, len(files) // (workers * 4))
+        yield from (extract(f, pm, parsers) for f in files)
+        return
+    size = max(16, len(files) // (workers * 8))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
     _EXTRACT = (pm, parsers)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            done = pool.map(_extract_chunk, chunks)
+            for chunk in pool.imap(_extract_chunk, chunks):
+                yield from chunk
     finally:
         _EXTRACT = None
-    return [item for chunk in done for item in chunk]
 
 
 def lint_paths(
@@ -531,13 +661,18 @@ def lint_paths(
     stdin: tuple[str, str] | None = None,
     lock: ModelLock | None = None,
     discovery_problems: Sequence[ManifestProblem] = (),
+    cache: bool = False,
+    cache_context: Sequence[object] = (),
 ) -> LintRun:
     """``kvlint lint``: every served model of every manifest under ``paths``, with the
     suppressions written in the files and the settings' ``policy`` applied; KV901 findings
     (from the ``unused_suppression`` template) for suppressions that did nothing.
     ``stdin``: ``(name, text)`` of a manifest read from standard input, linted as if it
     were the file ``name`` (``-`` when unnamed). Hub models ``lock`` holds are read from it.
-    ``discovery_problems``: what the caller's own :func:`discover` of the paths reported."""
+    ``discovery_problems``: what the caller's own :func:`discover` of the paths reported.
+    ``cache``: reuse and store each file's results (:mod:`kvlint.lint_cache`);
+    ``cache_context``: what else the caller knows changes findings (the settings), part of
+    the cache's key."""
     problems: list[ManifestProblem] = list(discovery_problems)  # found by the caller's walk
     files = discover(paths, include, exclude, problems)
     _LINES.clear()
@@ -549,35 +684,182 @@ def lint_paths(
     results: list[ModelResult] = []
     texts: dict[str, str] = {}
     seen: set[tuple[object, ...]] = set()
+    resolved: dict[str, str] = {}  # a file has many models: each path is resolved once
+    real_paths = _Resolved()  # ... and each directory once
     results.extend(problem_result(problem, rules) for problem in problems)
-    extracted = extract_all(files, pm, parsers)
+    store = _open_cache(rules, pm, plan, resolver, cache_context) if cache else None
+    keys: list[str | None] = [None] * len(files)
+    hits: list[LintEntry | None] = [None] * len(files)
+    contents: list[bytes | None] = [None] * len(files)
+    if store is not None:
+        for i, file in enumerate(files):
+            contents[i], keys[i], hits[i] = _lookup(store, file, resolver)
+    misses = [file for file, hit in zip(files, hits, strict=True) if hit is None]
+    fresh = extract_iter(misses, pm, parsers)  # parsed while the first ones are checked
     if stdin is not None:
         name, stdin_text = str(Path(stdin[0])), stdin[1]
         files, texts[name] = [*files, Path(name)], stdin_text
         _LINES[name] = stdin_text.splitlines()
-        extracted.append(extract_text(stdin_text, Path(name), pm, parsers))
-    for file, found in zip(files, extracted, strict=True):
-        if isinstance(found, ManifestProblem):
-            results.append(problem_result(found, rules))
+        fresh = itertools.chain(fresh, [extract_text(stdin_text, Path(name), pm, parsers)])
+        keys.append(None)
+        hits.append(None)
+        contents.append(None)
+
+    def served_key(path: str, rest: tuple[object, ...]) -> tuple[object, ...]:
+        if path not in resolved:
+            resolved[path] = real_paths.real(Path(path))
+        return (resolved[path], *rest)
+
+    for file, key, hit, data in zip(files, keys, hits, contents, strict=True):
+        if hit is not None:  # the cached results of an unchanged file
+            for record, result in hit.records:
+                if record is None:
+                    results.append(result)
+                elif (full := served_key(record[0], record[1:])) not in seen:
+                    seen.add(full)
+                    results.append(result)
+            if hit.markers and (text := _text_with_suppressions(file)) is not None:
+                texts[str(file)] = text
             continue
-        for served in found:
-            # A file referenced by another (Ray Serve llm_configs) is reported once.
-            key = (Path(served.path).resolve(), served.line, served.document, served.role,
-                   str(served.model))
-            if key not in seen:
-                seen.add(key)
-                results.append(lint_served(served, resolver, plan, rules, defaults))
-        text = _text_with_suppressions(file) if str(file) not in texts else None
-        if text is not None:
-            texts[str(file)] = text
+        found = next(fresh)
+        entry: list[tuple[tuple[Any, ...] | None, ModelResult]] | None = \
+            [] if key is not None else None
+        dependencies: list[LintDependency] = []
+        if isinstance(found, ManifestProblem):
+            result = problem_result(found, rules)
+            results.append(result)
+            if entry is not None and found.kind not in ("unreadable", "outside-tree"):
+                entry.append((None, result))
+            else:
+                entry = None
+        else:
+            if getattr(found, "reads_other_files", True):
+                entry = None
+            for served in found:
+                # A file referenced by another (Ray Serve llm_configs) is reported once.
+                rest = (served.line, served.document, served.role, str(served.model))
+                full = served_key(served.path, rest)
+                if full in seen:
+                    entry = None  # not all of the file's results were computed
+                    continue
+                seen.add(full)
+                result = lint_served(served, resolver, plan, rules, defaults)
+                results.append(result)
+                if entry is not None:
+                    entry = _record(entry, dependencies, served, str(file), rest, result,
+                                    resolver)
+        suppressible = not isinstance(found, ManifestProblem)
+        if suppressible and str(file) not in texts:
+            text = _text_with_suppressions(file, data)
+            if text is not None:
+                texts[str(file)] = text
+        if store is not None and key is not None and entry is not None and data is not None:
+            _store(store, key, file, data, entry, dependencies, suppressible)
     final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
     unavailable = tuple(r.target.ref for r in final if r.config_error is not None
                         and resolver.is_unavailable(r.config_error))
+    if store is not None:
+        store.save()
     return LintRun(tuple(final), fail_on, tuple(rules),
                    unavailable=tuple(dict.fromkeys(unavailable)))
 
 
-def _text_with_suppressions(file: Path) -> str | None:
+def _open_cache(rules: Sequence[type[Rule]], pm: pluggy.PluginManager, plan: ServingPlan,
+                resolver: ModelResolver, context: Sequence[object]) -> LintCache | None:
+    """The run's cache; ``None`` when a third-party plugin is loaded (its parsers and rules
+    may depend on anything, so nothing is cached)."""
+    from kvlint.lint_cache import LintCache, fingerprint
+
+    plugins = sorted(_module_of(plugin) for _, plugin in pm.list_name_plugin())
+    if any(name != "kvlint" and not name.startswith("kvlint.") for name in plugins):
+        return None
+    lock = resolver.lock
+    parts = (
+        tuple((r.code, r.name, r.__module__, r.__qualname__) for r in rules),
+        tuple(plugins), repr(plan), sorted(resolver.model_map.items()), resolver.offline,
+        (str(lock.path), lock.required, repr(lock.lockfile)) if lock is not None else None,
+        _kind(resolver.defaults), os.getcwd(), tuple(repr(c) for c in context),
+    )
+    return LintCache.open(fingerprint(parts))
+
+
+def _module_of(plugin: object) -> str:
+    """The module a plugin (a module, a class or an object) is defined in."""
+    if isinstance(plugin, types.ModuleType):
+        return plugin.__name__
+    owner = plugin if isinstance(plugin, type) else type(plugin)
+    return str(getattr(owner, "__module__", "") or "")
+
+
+def _kind(value: object) -> str:
+    """``module.Class`` of ``value`` (its repr may hold an address)."""
+    return f"{type(value).__module__}.{type(value).__qualname__}"
+
+
+def _lookup(store: LintCache, file: Path, resolver: ModelResolver
+            ) -> tuple[bytes | None, str | None, LintEntry | None]:
+    """``(bytes, key, entry)`` of ``file``: its entry when it is cached and its models
+    resolve as they did (``None`` when not); no key when it cannot be read."""
+    try:
+        data = read_bytes(file, MAX_MANIFEST_BYTES)
+    except UnreadableFile:
+        return None, None, None
+    key = store.key(str(file), data)
+    entry = store.get(key)
+    if entry is None or entry.path != str(file):
+        return data, key, None
+    for dep in entry.dependencies:
+        served = ServedModel(dep.path, 0, "", model=dep.model)
+        if resolver.identity(served, dep.sized) != dep.identity:
+            return data, key, None
+    store.touch(key)
+    return data, key, entry
+
+
+def _record(entry: list[tuple[tuple[Any, ...] | None, ModelResult]],
+            dependencies: list[LintDependency], served: ServedModel, path: str,
+            rest: tuple[object, ...], result: ModelResult, resolver: ModelResolver
+            ) -> list[tuple[tuple[Any, ...] | None, ModelResult]] | None:
+    """``entry`` with ``result`` added; ``None`` when it must not be cached (the model is
+    in another file, or did not load)."""
+    from kvlint.lint_cache import Dependency
+
+    if served.path != path:
+        return None
+    sized = result.plan.sizes_gpu
+    identity = resolver.identity(served, sized)
+    if identity is None:
+        return None
+    dependencies.append(Dependency(served.model, served.path, sized, identity))
+    entry.append(((served.path, *rest), result))
+    return entry
+
+
+def _store(store: LintCache, key: str, file: Path, data: bytes,
+           records: list[tuple[tuple[Any, ...] | None, ModelResult]],
+           dependencies: list[LintDependency], suppressible: bool) -> None:
+    """Cache ``file``'s results, unless it changed while it was linted."""
+    from kvlint.lint_cache import Entry
+
+    try:
+        now = read_bytes(file, MAX_MANIFEST_BYTES)
+    except UnreadableFile:
+        return
+    if now != data:
+        return
+    store.put(key, Entry(str(file), tuple(dependencies), tuple(records),
+                         suppressible and _has_markers(data)))
+
+
+def _has_markers(data: bytes) -> bool:
+    return any(marker.encode() in data for marker in SUPPRESSION_MARKERS)
+
+
+def _text_with_suppressions(file: Path, data: bytes | None = None) -> str | None:
+    """The text of ``file`` when it holds a suppression marker (``data``: its bytes, when
+    they were read: a file without a marker is not read again)."""
+    if data is not None and not _has_markers(data):
+        return None
     try:
         text = read_text(file, MAX_MANIFEST_BYTES)
     except UnreadableFile:

@@ -65,6 +65,9 @@ class Settings:
     """Names or paths seen in manifests -> a Hub id or a local config."""
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-rule options (``[tool.kvlint.rule-options.KV201]``) for rules that take them."""
+    cache: bool | None = None
+    """``false``: ``kvlint lint`` neither reads nor writes its result cache (as
+    ``--no-cache``)."""
 
 
 POSITIVE = {"context": MAX_SIZE, "batch": MAX_SIZE, "tp": MAX_PARALLEL, "pp": MAX_PARALLEL,

@@ -131,15 +131,27 @@ class Policy:
     per_file_ignores: Mapping[str, Sequence[str]] = field(default_factory=dict)
     severity: Mapping[str, str] = field(default_factory=dict)
     root: Path = field(default_factory=Path.cwd)
+    _paths: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """Path -> its form relative to the root, resolved once per path for the run (a file
+    has many findings)."""
 
     def _relative(self, path: str) -> str:
+        known = self._paths.get(path)
+        if known is None:
+            known = self._paths[path] = self._resolve_relative(path)
+        return known
+
+    def _resolve_relative(self, path: str) -> str:
+        root = self._paths.get("\0root")  # a key no path has (NUL is not in file names)
         try:
-            return Path(path).resolve().relative_to(self.root.resolve()).as_posix()
+            if root is None:
+                root = self._paths["\0root"] = str(self.root.resolve())
+            return Path(path).resolve().relative_to(root).as_posix()
         except (ValueError, RuntimeError, OSError):  # outside the root; a link loop
             return Path(path).as_posix()
 
     def apply(self, finding: Finding) -> Finding | None:
-        if finding.path:
+        if finding.path and self.per_file_ignores:
             rel = self._relative(finding.path)
             for glob, selectors in self.per_file_ignores.items():
                 if (fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(finding.path, glob)) and \

@@ -102,3 +102,11 @@ def _kvlint_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
         os.environ.pop("KVLINT_CACHE_DIR", None)
     else:
         os.environ["KVLINT_CACHE_DIR"] = old
+
+
+@pytest.fixture(autouse=True)
+def _no_lint_result_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kvlint lint``'s result cache is off in every test (results reused across tests would
+    hide what a test changed by patching); tests/test_lint_cache.py turns it on, in a
+    directory of its own."""
+    monkeypatch.setenv("KVLINT_NO_CACHE", "1")

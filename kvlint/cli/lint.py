@@ -35,6 +35,9 @@ from kvlint.model.serving import ServingPlan
 @click.option("--offline", is_flag=True,
               help="Read Hub configs from the local cache only (a model not cached is not "
                    "checked: exit 2).")
+@click.option("--no-cache", is_flag=True,
+              help="Do not read or write the result cache (also KVLINT_NO_CACHE=1, or "
+                   "cache = false in the settings).")
 @click.option("--stdin-filename", default=None, metavar="NAME",
               help="With PATH '-': the file name of the manifest read from stdin, for "
                    "locations, settings discovery and per-file-ignores.")
@@ -42,7 +45,7 @@ from kvlint.model.serving import ServingPlan
 @common_options
 def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
          model_map: tuple[str, ...], gpu: str | None, gpu_memory_gib: float | None,
-         offline: bool,
+         offline: bool, no_cache: bool,
          stdin_filename: str | None, lock_file: str | None, locked: bool,
          formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
          extend_select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str | None,
@@ -78,8 +81,18 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
                      model_map=mapping, fail_on=session.fail_on, policy=session.policy,
                      unused_suppression=session.unused_suppression, stdin=stdin,
                      lock=session.model_lock(starts, lock_file, locked),
-                     discovery_problems=problems)
+                     discovery_problems=problems,
+                     cache=_use_cache(no_cache, d.cache, stdin is not None),
+                     cache_context=(repr(d), str(session.root)))
     session.finish(run)
+
+
+def _use_cache(no_cache: bool, setting: bool | None, from_stdin: bool) -> bool:
+    """Whether results are cached: not with --no-cache, KVLINT_NO_CACHE or ``cache =
+    false``, and not for a manifest read from stdin."""
+    from kvlint.cache import lint_cache_disabled
+
+    return not (no_cache or from_stdin or setting is False or lint_cache_disabled())
 
 
 def _stdin_manifest(paths: tuple[str, ...], name: str | None) -> tuple[str, str] | None:

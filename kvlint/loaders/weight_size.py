@@ -71,6 +71,14 @@ def _checkpoint(ref: str, path: str | None, revision: str | None, offline: bool,
         return None, _short(ref, str(err))
 
 
+def checkpoint_lookup(ref: str, path: str | None, revision: str | None, offline: bool,
+                      lock: ModelLock | None = None
+                      ) -> tuple[CheckpointSize | None, str | None]:
+    """The checkpoint size :func:`plan_weights` sizes ``ref`` from, or why it has none
+    (``"not cached"``: offline without the index cached); what the lint cache keys on."""
+    return _checkpoint(ref, path, revision, offline, lock)
+
+
 def _short(ref: str, reason: str) -> str:
     """An error's first clause without the model's name (which the report already shows)."""
     clause = reason.removeprefix(f"{ref}: ").split("; ")[0]

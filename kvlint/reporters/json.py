@@ -161,7 +161,11 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _result(r: ModelResult, unavailable: tuple[str, ...] = ()) -> dict[str, Any]:
+def _result(r: ModelResult, unavailable: tuple[str, ...] = (),
+            geometries: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``geometries``: the geometry sections already rendered in this report, by the id of
+    the geometry (results of one model share its section: a tree of manifests names few
+    models)."""
     p, layout, t = r.plan, r.plan.layout, r.target
     out: dict[str, Any] = {
         "target": {"kind": t.kind, "ref": t.ref, "revision": t.revision, "path": t.path,
@@ -172,7 +176,7 @@ def _result(r: ModelResult, unavailable: tuple[str, ...] = ()) -> dict[str, Any]
                     "pp": layout.pp, "dp": layout.dp, "dp_attention": layout.dp_attention,
                     "kv_cache_dtype": p.kv_cache_dtype, "gpu": p.gpu,
                     "max_model_len": p.max_model_len, "max_num_seqs": p.max_num_seqs},
-        "geometry": _geometry(r.analysis) if r.analysis else None,
+        "geometry": _shared_geometry(r.analysis, geometries) if r.analysis else None,
         "kv": _kv(r.analysis) if r.analysis else None,
         "capacity": {**_capacity(r.capacity), "gpu_source": p.gpu_source,
                      "gpu_memory_source": p.gpu_memory_source or "gpus.toml"}
@@ -186,12 +190,24 @@ def _result(r: ModelResult, unavailable: tuple[str, ...] = ()) -> dict[str, Any]
     return out
 
 
+def _shared_geometry(a: KvAnalysis, geometries: dict[int, dict[str, Any]] | None
+                     ) -> dict[str, Any]:
+    if geometries is None:
+        return _geometry(a)
+    key = id(a.geometry)  # the geometries live in the run's results while it renders
+    if key not in geometries:
+        geometries[key] = _geometry(a)
+    return geometries[key]
+
+
 def report(run: LintRun) -> dict[str, Any]:
-    """The whole report as plain JSON-ready data."""
+    """The whole report as plain JSON-ready data (results of one model share the same
+    ``geometry`` object: render it, do not change it in place)."""
+    geometries: dict[int, dict[str, Any]] = {}
     return {
         "schema_version": SCHEMA_VERSION,
         "kvlint_version": __version__,
-        "results": [_result(r, run.unavailable) for r in run.results],
+        "results": [_result(r, run.unavailable, geometries) for r in run.results],
         "summary": {s.value: run.count(s) for s in (Severity.ERROR, Severity.WARNING,
                                                      Severity.INFO)},
     }

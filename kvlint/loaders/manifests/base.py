@@ -128,6 +128,10 @@ class Documents(tuple[object, ...]):
     ServingRuntime from each of many documents stays linear in the file."""
 
     _by_name: dict[str, tuple[object, ...]] | None = None
+    reads_other_files: bool = False
+    """Set by a parser that reads (or tries to read) another file for these documents (a
+    Ray Serve config naming LLM config files): the file's results then depend on more than
+    its own text, and ``kvlint lint`` does not cache them (:mod:`kvlint.lint_cache`)."""
 
     def named(self, name: str) -> tuple[object, ...]:
         """The documents whose ``metadata.name`` is ``name`` (``""``: none or not a

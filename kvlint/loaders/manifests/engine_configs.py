@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from kvlint.loaders.files import UnreadableFile, inside, read_text, tree_root
 from kvlint.loaders.manifests.base import (
     DocumentContext,
+    Documents,
     Located,
     ManifestParser,
     ManifestProblem,
@@ -991,6 +992,8 @@ class RayServeParser(ManifestParser):
     @staticmethod
     def _read(reference: str, ctx: DocumentContext, line: int | None) -> _Ref:
         """An LLMConfig file referenced by a path relative to the serve config's directory."""
+        if isinstance(ctx.documents, Documents):
+            ctx.documents.reads_other_files = True  # results depend on another file
         if "://" in reference or os.path.isabs(reference) or reference.startswith("~"):
             return _Ref(None, ctx.path, line, problem=f"llm config {reference} is not a "
                         "relative path: it is not read")

@@ -1,0 +1,339 @@
+"""The result cache of ``kvlint lint``: each manifest's results, reused while nothing that
+can change them has changed (like ruff's cache).
+
+A file's entry is found by a digest of the run's *fingerprint* (kvlint's version and the
+size and time of every file of the installed package, the Python and transformers versions,
+the selected rules, the base serving plan, the models map, ``--offline``, the lock, the
+settings, the working directory and the plugins), the file's path and its bytes. It holds
+the file's results (before suppressions, which are applied on every run) and what the
+file's models resolved to: for each served model the digest of the config it loaded (its
+bytes, source, revision and path), and when a GPU was sized, of the checkpoint size found.
+An entry is used only when every model of the file resolves to the same digests in this run
+(each distinct model is resolved once per run, as without the cache).
+
+Never stored: a file that could not be read; a file whose parser read another file (a Ray
+Serve config naming LLM config files); a file any of whose models did not load (the Hub
+unreachable, offline without a cached copy, an unknown repo, a locked run without it: any of
+these may change without the file changing) or whose checkpoint size lookup failed other
+than with "not cached"; runs with third-party plugins (their parsers and rules may read
+anything). Network answers enter the key by content (the config's bytes), so a success is
+safe to reuse and a failure is never stored.
+
+Entries live in one file per fingerprint under ``cache_dir()/lint`` (file names are hex
+digests, never derived from a manifest's text), written atomically (a temporary file, then
+``os.replace``). A file that cannot be read, is not ours, or is corrupt is ignored and
+replaced; it is unpickled by an unpickler that builds only kvlint's dataclasses, enums and
+located strings (and fractions of two integers), and its structure is checked before use
+(lines and columns included: a number no report can print is refused).
+Bounded: ``MAX_ENTRIES`` entries per file, ``MAX_FILES`` files, ``MAX_BYTES`` per file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import hashlib
+import io
+import os
+import pickle
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from kvlint.cache import cache_dir
+from kvlint.diagnostics import Finding
+from kvlint.linter import ModelResult, Target
+from kvlint.loaders.manifests.base import Located, Unresolved
+
+FORMAT = 1
+"""Bumped when an entry's layout changes (old files are then ignored)."""
+MAX_ENTRIES = 20_000
+MAX_FILES = 8
+MAX_BYTES = 256 * 1024 * 1024
+_MAGIC = b"kvlint-lint-cache\n"
+
+
+def digest(*parts: object) -> str:
+    """A hex SHA-256 of ``parts`` (bytes as they are, anything else as its ``repr``)."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part if isinstance(part, bytes) else repr(part).encode("utf-8",
+                                                                      "surrogatepass")
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """One served model of a file and what it resolved to."""
+
+    model: Located[str] | Unresolved | None
+    """``ServedModel.model``."""
+    path: str
+    """``ServedModel.path`` (local model paths are relative to it)."""
+    sized: bool
+    """Whether its plan sized a GPU (then the checkpoint size is part of ``identity``)."""
+    identity: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The cached results of one file."""
+
+    path: str
+    dependencies: tuple[Dependency, ...]
+    records: tuple[tuple[tuple[Any, ...] | None, ModelResult], ...]
+    """``(served key, result)`` per served model (the key de-duplicates models another file
+    also names: ``(path, line, document, role, model)``); ``None`` for a problem result."""
+    markers: bool
+    """Whether the file holds a suppression marker (then it is read for suppressions)."""
+    used: float = 0.0
+
+
+def source_stamp() -> tuple[tuple[str, int, int], ...]:
+    """Name, size and modification time of every file of the installed kvlint package: an
+    edited checkout (an editable install keeps its version) never reuses old results."""
+    root = Path(__file__).resolve().parent
+    found: list[tuple[str, int, int]] = []
+    for base, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            full = os.path.join(base, name)
+            try:
+                st = os.stat(full)
+            except OSError:
+                continue
+            found.append((os.path.relpath(full, root), st.st_size, st.st_mtime_ns))
+    return tuple(found)
+
+
+def _transformers_stamp() -> tuple[str, int, int] | None:
+    """Where the installed transformers is, and the size and time of its ``__init__.py``
+    (which holds its version): found without importing it or reading every package's
+    metadata. Config defaults kvlint's table lacks come from it."""
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec("transformers")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    try:
+        st = os.stat(spec.origin)
+    except OSError:
+        return None
+    return spec.origin, st.st_size, st.st_mtime_ns
+
+
+def fingerprint(parts: Iterable[object]) -> str:
+    """The run's fingerprint: ``parts`` (what the caller knows changes findings) and what
+    every run shares (kvlint's version and files, Python, transformers)."""
+    from kvlint import __version__
+
+    return digest(FORMAT, __version__, sys.version_info[:3], sys.implementation.name,
+                  _transformers_stamp(), source_stamp(), *parts)
+
+
+# ----------------------------------------------------------------------------- reading back
+def _fraction(numerator: object, denominator: object = 1) -> Fraction:
+    """``Fraction`` as pickle rebuilds it (from two integers), and from nothing else (a
+    string such as ``"1e999999999"`` would take forever to convert)."""
+    if type(numerator) is not int or type(denominator) is not int or denominator == 0:
+        raise pickle.UnpicklingError("not a fraction of two integers")
+    return Fraction(numerator, denominator)
+
+
+class _Unpickler(pickle.Unpickler):
+    """Builds kvlint's dataclasses, enums and located strings only (and fractions of two
+    integers): a cache file someone else wrote cannot make it call anything else."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("fractions", "Fraction"):
+            return _fraction
+        if module == "kvlint" or (module.startswith("kvlint.") and "." not in name):
+            found = super().find_class(module, name)
+            if isinstance(found, type) and (
+                    dataclasses.is_dataclass(found) or issubclass(found, enum.Enum)
+                    or (issubclass(found, str) and found is not str)):
+                return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a kvlint cache")
+
+
+def _optional(value: object, kind: type | tuple[type, ...]) -> bool:
+    return value is None or isinstance(value, kind)
+
+
+def _position(value: object) -> bool:
+    """A line or column: ``None`` or an integer a report can print."""
+    return value is None or (type(value) is int and 0 <= value < 10**9)
+
+
+def _valid_finding(finding: object) -> bool:
+    return isinstance(finding, Finding) and isinstance(finding.code, str) and \
+        isinstance(finding.message, str) and _optional(finding.path, str) and \
+        _position(finding.line) and _position(finding.column) and \
+        _position(finding.end_line) and isinstance(finding.data, dict)
+
+
+def _valid_result(result: object) -> bool:
+    from kvlint.model.capacity import Capacity
+    from kvlint.model.serving import KvAnalysis, ServingPlan
+
+    if not isinstance(result, ModelResult):
+        return False
+    t = result.target
+    return isinstance(t, Target) and isinstance(t.ref, str) and \
+        _optional(t.path, str) and _position(t.line) and \
+        isinstance(result.plan, ServingPlan) and _optional(result.analysis, KvAnalysis) and \
+        _optional(result.capacity, Capacity) and _optional(result.config_error, str) and \
+        result.probe is None and isinstance(result.notes, tuple) and \
+        all(isinstance(n, str) for n in result.notes) and \
+        isinstance(result.findings, tuple) and all(map(_valid_finding, result.findings))
+
+
+def _valid_entry(key: object, entry: object) -> bool:
+    if not isinstance(key, str) or len(key) != 64 or not isinstance(entry, Entry):
+        return False
+    if not isinstance(entry.path, str) or not isinstance(entry.markers, bool) or \
+            not isinstance(entry.used, float) or not isinstance(entry.dependencies, tuple) \
+            or not isinstance(entry.records, tuple):
+        return False
+    for dep in entry.dependencies:
+        if not isinstance(dep, Dependency) or not isinstance(dep.path, str) or \
+                not isinstance(dep.sized, bool) or not isinstance(dep.identity, str):
+            return False
+        model = dep.model
+        if not (model is None or (isinstance(model, Located) and isinstance(model.value, str))
+                or (isinstance(model, Unresolved) and isinstance(model.text, str)
+                    and isinstance(model.reason, str))):
+            return False
+    for record in entry.records:
+        if not isinstance(record, tuple) or len(record) != 2:
+            return False
+        served, result = record
+        if served is not None and not (isinstance(served, tuple) and len(served) == 5
+                                       and isinstance(served[0], str)):
+            return False
+        if not _valid_result(result):
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------- the cache
+@dataclass
+class LintCache:
+    """The entries of one fingerprint, loaded once, saved once at the end of the run."""
+
+    fingerprint: str
+    directory: Path = field(default_factory=lambda: cache_dir() / "lint")
+    entries: dict[str, Entry] = field(default_factory=dict)
+    changed: bool = False
+    hits: int = 0
+    misses: int = 0
+    _used: set[str] = field(default_factory=set)
+
+    @property
+    def file(self) -> Path:
+        return self.directory / f"{self.fingerprint}.pickle"
+
+    @classmethod
+    def open(cls, fingerprint: str, directory: Path | None = None) -> LintCache:
+        cache = cls(fingerprint) if directory is None else cls(fingerprint, directory)
+        cache.entries = cache._read()
+        return cache
+
+    def _read(self) -> dict[str, Entry]:
+        try:
+            with open(self.file, "rb") as handle:
+                if os.fstat(handle.fileno()).st_size > MAX_BYTES:
+                    return {}
+                data = handle.read(MAX_BYTES + 1)
+        except OSError:
+            return {}
+        if not data.startswith(_MAGIC):
+            return {}
+        try:
+            loaded = _Unpickler(io.BytesIO(data[len(_MAGIC):])).load()
+        except Exception:
+            return {}
+        if not (isinstance(loaded, tuple) and len(loaded) == 3 and loaded[0] == FORMAT
+                and loaded[1] == self.fingerprint and isinstance(loaded[2], dict)):
+            return {}
+        entries: dict[str, Entry] = {}
+        try:
+            for key, entry in loaded[2].items():
+                if _valid_entry(key, entry):
+                    entries[key] = entry
+        except Exception:
+            return {}
+        return entries
+
+    def key(self, path: str, data: bytes) -> str:
+        """The entry key of the file ``path`` holding ``data``."""
+        return digest(self.fingerprint, path, data)
+
+    def get(self, key: str) -> Entry | None:
+        return self.entries.get(key)
+
+    def touch(self, key: str) -> None:
+        """Count a hit; its entry's time of use is renewed when the file is next written (a
+        run that only hits writes nothing)."""
+        self.hits += 1
+        self._used.add(key)
+
+    def put(self, key: str, entry: Entry) -> None:
+        self.misses += 1
+        self.entries[key] = entry
+        self._used.add(key)
+        self.changed = True
+
+    def save(self) -> None:
+        """Write the entries (the most recently used ``MAX_ENTRIES``), atomically, and keep
+        at most ``MAX_FILES`` cache files; a cache that cannot be written is skipped."""
+        if not self.changed:
+            return
+        now = time.time()
+        entries = {key: dataclasses.replace(entry, used=now) if key in self._used else entry
+                   for key, entry in self.entries.items()}
+        if len(entries) > MAX_ENTRIES:
+            newest = sorted(entries.items(), key=lambda kv: kv[1].used)[-MAX_ENTRIES:]
+            entries = dict(newest)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            data = _MAGIC + pickle.dumps((FORMAT, self.fingerprint, entries), protocol=5)
+            if len(data) > MAX_BYTES:
+                return
+            import tempfile
+
+            fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".pickle",
+                                        dir=self.directory)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                os.replace(temp, self.file)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+        except (OSError, pickle.PicklingError, RecursionError, TypeError, AttributeError):
+            return
+        self._prune()
+
+    def _prune(self) -> None:
+        try:
+            files = [(p.stat().st_mtime, p) for p in self.directory.glob("*.pickle")
+                     if len(p.stem) == 64]
+        except OSError:
+            return
+        for _, old in sorted(files, key=lambda item: item[0])[:-MAX_FILES]:
+            with contextlib.suppress(OSError):
+                old.unlink()

@@ -1,0 +1,328 @@
+"""`kvlint lint`'s result cache: reused only while nothing that changes findings changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from kvlint import lint_cache, manifest_linter
+from kvlint.cli import main
+from tests.helpers import CONFIGS
+
+MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.8.5
+          args:
+            - --model=../models/llama
+            - --tensor-parallel-size={tp}
+          resources:
+            limits:
+              nvidia.com/gpu: "{tp}"
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A checkout with one manifest (deploy/app.yaml) serving a local Llama-3.1-8B config
+    (models/llama, 8 KV heads) at
+    tp=3 (KV202), the cache in a directory of its own, the cache turned on."""
+    root = tmp_path / "repo"
+    (root / "deploy").mkdir(parents=True)
+    (root / "models" / "llama").mkdir(parents=True)
+    (root / "deploy" / "app.yaml").write_text(MANIFEST.format(tp=3), encoding="utf-8")
+    config = json.loads((CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    (root / "models" / "llama" / "config.json").write_text(json.dumps(config))
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("KVLINT_CACHE_DIR", str(tmp_path / "kvlint-cache"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # --offline is an option tested
+    monkeypatch.delenv("KVLINT_NO_CACHE", raising=False)
+    return root
+
+
+@pytest.fixture
+def extracted(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The files each run parsed (a cached file is not parsed)."""
+    runs: list[list[str]] = []
+    real = manifest_linter.extract_iter
+
+    def spy(files: list[Path], *args: Any) -> Any:
+        runs.append([f.as_posix() for f in files])
+        return real(files, *args)
+
+    monkeypatch.setattr(manifest_linter, "extract_iter", spy)
+    return runs
+
+
+def lint(*args: str) -> Result:
+    return CliRunner().invoke(main, ["lint", "deploy", "--no-plugins", *args])
+
+
+def codes(result: Result) -> list[str]:
+    data = json.loads(result.stdout)
+    return sorted(f["code"] for r in data["results"] for f in r["findings"])
+
+
+def cache_files(repo: Path) -> list[Path]:
+    return sorted((repo.parent / "kvlint-cache" / "lint").glob("*.pickle"))
+
+
+def test_second_run_hits_the_cache_with_identical_output(repo: Path,
+                                                         extracted: list[list[str]]) -> None:
+    for fmt in ("json", "text", "sarif"):
+        first, second = lint("--format", fmt), lint("--format", fmt)
+        assert first.exit_code == second.exit_code == 1, first.output
+        assert first.stdout == second.stdout
+    assert extracted == [["deploy/app.yaml"], [], [], [], [], []]
+    assert "KV202" in codes(lint("--format", "json"))
+    (file,) = cache_files(repo)
+    assert len(file.stem) == 64 and all(c in "0123456789abcdef" for c in file.stem)
+
+
+def test_a_cached_run_equals_an_uncached_one(repo: Path) -> None:
+    lint("--format", "json")
+    cached = lint("--format", "json")
+    uncached = lint("--format", "json", "--no-cache")
+    assert cached.stdout == uncached.stdout
+
+
+def test_changing_the_file_invalidates(repo: Path, extracted: list[list[str]]) -> None:
+    assert "KV202" in codes(lint("--format", "json"))
+    (repo / "deploy" / "app.yaml").write_text(MANIFEST.format(tp=2), encoding="utf-8")
+    assert "KV202" not in codes(lint("--format", "json"))
+    assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
+
+
+@pytest.mark.parametrize("options", [("--select", "KV1"), ("--gpu", "H100-80GB"),
+                                     ("--gpu-memory", "40"), ("--offline",),
+                                     ("--model-map", "x=y")])
+def test_changing_the_options_invalidates(repo: Path, extracted: list[list[str]],
+                                          options: tuple[str, ...]) -> None:
+    plain = lint("--format", "json")
+    changed = lint("--format", "json", *options)
+    assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
+    assert changed.stdout == lint("--format", "json", *options, "--no-cache").stdout
+    if options[0] in ("--select", "--gpu"):
+        assert changed.stdout != plain.stdout
+
+
+def test_changing_the_settings_invalidates(repo: Path, extracted: list[list[str]]) -> None:
+    lint("--format", "json")
+    (repo / "pyproject.toml").write_text('[tool.kvlint]\nselect = ["KV1"]\n')
+    assert "KV202" not in codes(lint("--format", "json"))
+    assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
+
+
+def test_changing_the_model_config_invalidates(repo: Path,
+                                               extracted: list[list[str]]) -> None:
+    assert "KV202" in codes(lint("--format", "json"))
+    config_file = repo / "models" / "llama" / "config.json"
+    config = json.loads(config_file.read_text())
+    config["num_key_value_heads"] = 3  # tp=3 now divides the KV heads
+    config_file.write_text(json.dumps(config))
+    assert "KV202" not in codes(lint("--format", "json"))
+    assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
+
+
+def test_removing_the_model_config_invalidates(repo: Path) -> None:
+    assert "KV902" not in codes(lint("--format", "json"))
+    (repo / "models" / "llama" / "config.json").unlink()
+    assert "KV902" in codes(lint("--format", "json"))
+
+
+def test_no_cache_option_env_and_setting_bypass(repo: Path, extracted: list[list[str]],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    lint("--no-cache")
+    assert cache_files(repo) == []
+    monkeypatch.setenv("KVLINT_NO_CACHE", "1")
+    lint()
+    assert cache_files(repo) == []
+    monkeypatch.delenv("KVLINT_NO_CACHE")
+    (repo / ".kvlint.toml").write_text("cache = false\n")
+    lint()
+    assert cache_files(repo) == []
+    (repo / ".kvlint.toml").unlink()
+    lint()
+    assert len(cache_files(repo)) == 1
+    lint("--no-cache")  # a primed cache is not read either
+    monkeypatch.setenv("KVLINT_NO_CACHE", "yes")
+    lint()
+    assert extracted == [["deploy/app.yaml"]] * 6
+
+
+def test_a_corrupt_cache_file_is_ignored(repo: Path, extracted: list[list[str]]) -> None:
+    expected = lint("--format", "json").stdout
+    (file,) = cache_files(repo)
+    data = file.read_bytes()
+    for garbage in (b"", b"not a cache", data[: len(data) // 2], data[:-7] + b"\x00" * 7,
+                    data[:40] + b"\xff" * 40 + data[80:]):
+        file.write_bytes(garbage)
+        result = lint("--format", "json")
+        assert result.exit_code == 1, result.output
+        assert result.stdout == expected
+    assert extracted == [["deploy/app.yaml"]] * 6
+
+
+class _Payload:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.mkdir, (str(self.marker),))
+
+
+def test_a_foreign_cache_file_runs_nothing(repo: Path, tmp_path: Path,
+                                           extracted: list[list[str]]) -> None:
+    expected = lint("--format", "json").stdout
+    (file,) = cache_files(repo)
+    marker = tmp_path / "pwned"
+    body = pickle.dumps((lint_cache.FORMAT, file.stem, {"0" * 64: _Payload(marker)}))
+    file.write_bytes(b"kvlint-lint-cache\n" + body)
+    assert lint("--format", "json").stdout == expected
+    assert not marker.exists()
+    assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
+
+
+def test_an_entry_of_the_wrong_shape_is_ignored(repo: Path,
+                                                extracted: list[list[str]]) -> None:
+    expected = lint("--format", "json").stdout
+    (file,) = cache_files(repo)
+    fmt, fingerprint, entries = pickle.loads(file.read_bytes()[len(b"kvlint-lint-cache\n"):])
+    (key, entry), = entries.items()
+    broken = [entry.__class__(entry.path, entry.dependencies, (("x", "y"),), entry.markers),
+              entry.__class__(entry.path, "deps", entry.records, entry.markers)]
+    for bad in broken:
+        file.write_bytes(b"kvlint-lint-cache\n" +
+                         pickle.dumps((fmt, fingerprint, {key: bad})))
+        assert lint("--format", "json").stdout == expected
+    assert len(extracted) == 3
+
+
+def test_suppressions_are_applied_to_cached_results(repo: Path,
+                                                    extracted: list[list[str]]) -> None:
+    text = MANIFEST.format(tp=3).replace(
+        "            - --tensor-parallel-size=3",
+        "            # kvlint: ignore[KV202] measured: fine for us\n"
+        "            - --tensor-parallel-size=3\n"
+        "            # kvlint: ignore[KV101] nothing to suppress here")
+    (repo / "deploy" / "app.yaml").write_text(text, encoding="utf-8")
+    first = lint("--format", "json", "--extend-select", "KV901")
+    second = lint("--format", "json", "--extend-select", "KV901")
+    assert first.stdout == second.stdout
+    assert "KV202" not in codes(second)
+    assert codes(second).count("KV901") == 1  # the KV101 suppression matched nothing
+    assert extracted == [["deploy/app.yaml"], []]
+    # per-file-ignores come from the settings: applied on a hit too
+    (repo / "pyproject.toml").write_text(
+        '[tool.kvlint]\nper-file-ignores = { "deploy/*.yaml" = ["KV203"] }\n')
+    assert "KV203" in codes(second)
+    lint("--format", "json")
+    third = lint("--format", "json")
+    assert "KV203" not in codes(third)
+    assert extracted[-1] == []
+    assert third.stdout == lint("--format", "json", "--no-cache").stdout
+
+
+def test_a_model_that_did_not_load_is_not_cached(repo: Path,
+                                                 extracted: list[list[str]]) -> None:
+    text = MANIFEST.format(tp=3).replace("../models/llama", "org/not-in-the-cache")
+    (repo / "deploy" / "app.yaml").write_text(text, encoding="utf-8")
+    assert lint("--offline").exit_code == 2  # offline without a cached copy
+    assert lint("--offline").exit_code == 2
+    assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
+
+
+def test_a_file_that_reads_another_file_is_not_cached(repo: Path,
+                                                      extracted: list[list[str]]) -> None:
+    (repo / "deploy" / "app.yaml").unlink()
+    (repo / "deploy" / "serve.yaml").write_text(
+        "applications:\n"
+        "  - name: llm\n"
+        "    import_path: ray.serve.llm:build_openai_app\n"
+        "    args:\n"
+        "      llm_configs:\n"
+        "        - ../other/llm.yaml\n", encoding="utf-8")
+    (repo / "other").mkdir()
+    (repo / "other" / "llm.yaml").write_text(
+        "model_loading_config:\n  model_id: org/llama\n", encoding="utf-8")
+    mapped = ("--model-map", f"org/llama={repo / 'models' / 'llama' / 'config.json'}")
+    first, second = lint(*mapped), lint(*mapped)
+    assert first.exit_code == second.exit_code == 0, first.output
+    assert "1 served model" in first.stdout and first.stdout == second.stdout
+    assert all("deploy/serve.yaml" in run for run in extracted)
+
+
+def test_the_cache_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lint_cache, "MAX_ENTRIES", 2)
+    for tp in (1, 2, 3, 4):
+        (repo / "deploy" / "app.yaml").write_text(MANIFEST.format(tp=tp), encoding="utf-8")
+        lint()
+    (file,) = cache_files(repo)
+    _, _, entries = pickle.loads(file.read_bytes()[len(b"kvlint-lint-cache\n"):])
+    assert len(entries) == 2
+    monkeypatch.setattr(lint_cache, "MAX_FILES", 2)
+    for select in ("KV1", "KV2", "KV3"):
+        lint("--select", select)
+    assert len(cache_files(repo)) == 2
+
+
+def test_a_third_party_plugin_turns_the_cache_off(repo: Path,
+                                                   extracted: list[list[str]]) -> None:
+    from kvlint.plugins import get_plugin_manager
+    from kvlint.registry import Registry
+
+    pm = get_plugin_manager(load_entry_points=False)
+
+    class Outside:  # a plugin object defined outside kvlint (as an entry point would be)
+        pass
+
+    pm.register(Outside(), name="kvlint.looks-like-ours")
+    rules = tuple(Registry.from_plugins(pm).select(None, [], []))
+    for _ in range(2):
+        manifest_linter.lint_paths(["deploy"], rules, pm, cache=True)
+    assert cache_files(repo) == []
+    assert extracted == [["deploy/app.yaml"]] * 2
+
+
+def test_a_manifest_from_stdin_is_not_cached(repo: Path) -> None:
+    text = (repo / "deploy" / "app.yaml").read_text(encoding="utf-8")
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["lint", "-", "--stdin-filename", "deploy/app.yaml",
+                                           "--no-plugins", "--format", "json"], input=text)
+        assert result.exit_code == 1, result.output
+        assert "KV202" in codes(result)
+    assert cache_files(repo) == []
+
+
+def test_a_crafted_fraction_or_position_is_refused(repo: Path,
+                                                   extracted: list[list[str]]) -> None:
+    expected = lint("--format", "json").stdout
+    (file,) = cache_files(repo)
+    fmt, fingerprint, entries = pickle.loads(file.read_bytes()[len(b"kvlint-lint-cache\n"):])
+    (key, entry), = entries.items()
+    # Fraction("1e999999999") would take forever: only two integers are accepted
+    slow = b"\x80\x05cfractions\nFraction\n\x8c\x0b1e999999999\x85R."
+    (record, result), = entry.records
+    finding = result.findings[0]
+    huge = result.__class__(result.target, result.plan, result.analysis,
+                            (finding.__class__(**{**finding.__dict__, "line": 10**5000}),))
+    header = b"kvlint-lint-cache\n"
+    for body in (slow, pickle.dumps((fmt, fingerprint, {key: entry.__class__(
+            entry.path, entry.dependencies, ((record, huge),), entry.markers)}))):
+        file.write_bytes(header + body)
+        assert lint("--format", "json").stdout == expected
+    assert len(extracted) == 3
