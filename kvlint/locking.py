@@ -1,7 +1,7 @@
 """``kvlint lock``: find every Hugging Face model the manifests and the models map name,
 resolve each once, and write ``kvlint.lock``; ``--check`` compares names only (no network).
 
-The names are found as ``kvlint lint`` finds them (:func:`~kvlint.manifest_linter.discover`,
+The names are found as ``kvlint lint`` finds them (:func:`~kvlint.manifest_discovery.discover`,
 :func:`~kvlint.manifest_linter.extract_all` and the :class:`~kvlint.manifest_linter.ModelResolver`
 that maps names through ``[tool.kvlint] models`` and ``--model-map``), so the lock holds
 exactly the Hub models a lint of the same paths reads. Local configs, unresolved placeholders
@@ -20,7 +20,8 @@ from kvlint.errors import HubError, KvlintError
 from kvlint.loaders.lock import hub_reference, lock_model
 from kvlint.loaders.manifests.base import ManifestProblem
 from kvlint.lockfile import LockedModel, Lockfile, lock_key
-from kvlint.manifest_linter import DEFAULT_INCLUDE, ModelResolver, discover, extract_all
+from kvlint.manifest_discovery import DEFAULT_INCLUDE, discover
+from kvlint.manifest_linter import ModelResolver, extract_all
 
 
 def named_models(paths: Iterable[str], pm: pluggy.PluginManager, *,

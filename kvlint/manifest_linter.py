@@ -10,7 +10,6 @@ offline without a cached copy) is listed in ``LintRun.unavailable`` and the run 
 
 from __future__ import annotations
 
-import fnmatch
 import itertools
 import os
 import re
@@ -48,7 +47,8 @@ from kvlint.loaders.manifests.base import (
 )
 from kvlint.loaders.manifests.yaml_marks import load_documents
 from kvlint.loaders.models import LoadedConfig, load_config
-from kvlint.loaders.paths import is_dir, is_file
+from kvlint.loaders.paths import is_file
+from kvlint.manifest_discovery import DEFAULT_INCLUDE, Resolved, discover
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
@@ -63,10 +63,6 @@ if TYPE_CHECKING:
     from kvlint.lint_cache import Entry as LintEntry
     from kvlint.lint_cache import LintCache
 
-DEFAULT_INCLUDE = ("*.yaml", "*.yml", "*.json")
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
-                          ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
-
 ANCHORS: Mapping[str, tuple[str, ...]] = {
     "KV201": ("tp",), "KV202": ("tp",), "KV203": ("tp",), "KV204": ("tp", "dp_attention"),
     "KV205": ("pp",), "KV206": ("gpus", "tp"), "KV301": ("engine_version", "engine", "image"),
@@ -78,112 +74,6 @@ ANCHORS: Mapping[str, tuple[str, ...]] = {
 }
 """Which extracted value a finding is about: it is reported on that value's line (else on
 the model's line)."""
-
-
-def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
-             exclude: Sequence[str] = (),
-             problems: list[ManifestProblem] | None = None) -> list[Path]:
-    """Files to lint: files given explicitly, and matching files under directories.
-
-    Nothing outside the linted tree (:func:`~kvlint.loaders.files.tree_root`) is returned:
-    links to directories are not followed, and a path given, or a file found, that resolves
-    outside the tree is left out with an ``outside-tree`` problem; a directory that cannot be
-    listed is an ``unreadable`` problem. Problems go to ``problems`` (dropped when it is
-    ``None``). Something that is not a regular file (a FIFO, a device, a dangling link) is
-    returned: reading it gives an ``unreadable`` problem."""
-    found: list[Path] = []
-    sink: list[ManifestProblem] = [] if problems is None else problems
-    resolved = _Resolved()
-    for raw in paths:
-        path = Path(raw)
-        if not _contained(path, resolved.root(path), sink, resolved.real(path)):
-            continue
-        if is_file(path):
-            if not _excluded(path, exclude):
-                found.append(path)
-        elif is_dir(path):
-            found.extend(_files_under(path, include, exclude, sink))
-        elif os.path.lexists(path):  # a FIFO, a device, a link loop: reported when read
-            if not _excluded(path, exclude):
-                found.append(path)
-        else:
-            raise InputError(f"{raw}: no such file or directory")
-    return found
-
-
-def _files_under(top: Path, include: Sequence[str], exclude: Sequence[str],
-                 problems: list[ManifestProblem]) -> list[Path]:
-    """Matching files under the directory ``top``, in a stable order, without following
-    links to directories; files that are links out of the tree are problems."""
-    root = tree_root(top)
-    found: list[Path] = []
-
-    def unreadable(err: OSError) -> None:
-        where = str(err.filename) if err.filename else str(top)
-        problems.append(ManifestProblem(
-            where, None, f"{where}: cannot read this directory ({err.strerror or err}); "
-            "its files are not linted", "unreadable"))
-
-    for base, dirs, files in os.walk(top, onerror=unreadable, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(files):
-            file = Path(base) / name
-            if any(fnmatch.fnmatch(name, g) for g in include) and \
-                    not _excluded(file, exclude) and \
-                    (not os.path.islink(file) or _contained(file, root, problems)):
-                found.append(file)
-    return found
-
-
-class _Resolved:
-    """:func:`tree_root` and real paths of many files in few directories, each directory
-    resolved once: a file that is not a link resolves to its directory's real path joined
-    with its name (which is what ``os.path.realpath`` computes, component by component)."""
-
-    def __init__(self) -> None:
-        self._dirs: dict[str, str] = {}
-        self._roots: dict[str, str] = {}
-
-    @staticmethod
-    def _split(path: Path) -> tuple[str, str] | None:
-        """``(directory, name)`` of a plain file name, else ``None``."""
-        head, tail = os.path.split(str(path))
-        return None if tail in ("", os.curdir, os.pardir) else (head, tail)
-
-    def root(self, path: Path) -> str:
-        parts = self._split(path)
-        if parts is None or not os.path.isfile(path):
-            return tree_root(path)
-        if parts[0] not in self._roots:  # a file's tree depends only on its directory
-            self._roots[parts[0]] = tree_root(path)
-        return self._roots[parts[0]]
-
-    def real(self, path: Path) -> str:
-        parts = self._split(path)
-        if parts is None or os.path.islink(path):
-            return os.path.realpath(path)
-        head, tail = parts
-        if head not in self._dirs:
-            self._dirs[head] = os.path.realpath(head or os.curdir)
-        return os.path.join(self._dirs[head], tail)
-
-
-def _contained(path: Path, root: str, problems: list[ManifestProblem],
-               real: str | None = None) -> bool:
-    """Whether ``path`` (whose real path is ``real``, when known) resolves inside ``root``;
-    an ``outside-tree`` problem when not."""
-    if inside(path, root) if real is None else \
-            (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
-        return True
-    problems.append(ManifestProblem(
-        str(path), None, f"{path} is a link that leads outside the linted tree; links are "
-        "not followed out of the tree, so it is not read", "outside-tree"))
-    return False
-
-
-def _excluded(path: Path, exclude: Sequence[str]) -> bool:
-    text = path.as_posix()
-    return any(fnmatch.fnmatch(text, g) or fnmatch.fnmatch(path.name, g) for g in exclude)
 
 
 class Extracted(list[ServedModel]):
@@ -685,7 +575,7 @@ def lint_paths(
     texts: dict[str, str] = {}
     seen: set[tuple[object, ...]] = set()
     resolved: dict[str, str] = {}  # a file has many models: each path is resolved once
-    real_paths = _Resolved()  # ... and each directory once
+    real_paths = Resolved()  # ... and each directory once
     results.extend(problem_result(problem, rules) for problem in problems)
     store = _open_cache(rules, pm, plan, resolver, cache_context) if cache else None
     keys: list[str | None] = [None] * len(files)

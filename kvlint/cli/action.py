@@ -40,7 +40,8 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
     """Run as the GitHub Action does (action.yml calls this): lint the PR's manifests,
     annotate, summarise, write SARIF and the step outputs; exit by fail-on."""
     from kvlint.integrations import github
-    from kvlint.manifest_linter import DEFAULT_INCLUDE, discover, lint_paths
+    from kvlint.manifest_discovery import DEFAULT_INCLUDE, discover
+    from kvlint.manifest_linter import lint_paths
 
     env = github.environment()
     workdir = Path.cwd()

@@ -56,7 +56,8 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     Suppress with `# kvlint: ignore[KV201] reason` or an `ignore-check.kvlint.io/KV201`
     annotation."""
     from kvlint.loaders.manifests.base import ManifestProblem
-    from kvlint.manifest_linter import DEFAULT_INCLUDE, discover, lint_paths
+    from kvlint.manifest_discovery import DEFAULT_INCLUDE, discover
+    from kvlint.manifest_linter import lint_paths
 
     stdin = _stdin_manifest(paths, stdin_filename)
     starts = [Path(stdin[0])] if stdin else [Path(p) for p in paths]

@@ -45,7 +45,7 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
     from kvlint import locking
     from kvlint import settings as settings_module
     from kvlint.loaders.lock import locate, read, shown, unchanged, write
-    from kvlint.manifest_linter import DEFAULT_INCLUDE
+    from kvlint.manifest_discovery import DEFAULT_INCLUDE
     from kvlint.plugins import get_plugin_manager
 
     starts = [Path(p) for p in paths]

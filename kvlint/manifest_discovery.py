@@ -1,0 +1,124 @@
+"""Which files ``kvlint lint`` reads: files given explicitly, and matching files under
+directories, never following a link out of the linted tree."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from kvlint.errors import InputError
+from kvlint.loaders.files import inside, tree_root
+from kvlint.loaders.manifests.base import ManifestProblem
+from kvlint.loaders.paths import is_dir, is_file
+
+DEFAULT_INCLUDE = ("*.yaml", "*.yml", "*.json")
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
+                          ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
+
+
+def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
+             exclude: Sequence[str] = (),
+             problems: list[ManifestProblem] | None = None) -> list[Path]:
+    """Files to lint: files given explicitly, and matching files under directories.
+
+    Nothing outside the linted tree (:func:`~kvlint.loaders.files.tree_root`) is returned:
+    links to directories are not followed, and a path given, or a file found, that resolves
+    outside the tree is left out with an ``outside-tree`` problem; a directory that cannot be
+    listed is an ``unreadable`` problem. Problems go to ``problems`` (dropped when it is
+    ``None``). Something that is not a regular file (a FIFO, a device, a dangling link) is
+    returned: reading it gives an ``unreadable`` problem."""
+    found: list[Path] = []
+    sink: list[ManifestProblem] = [] if problems is None else problems
+    resolved = Resolved()
+    for raw in paths:
+        path = Path(raw)
+        if not _contained(path, resolved.root(path), sink, resolved.real(path)):
+            continue
+        if is_file(path):
+            if not _excluded(path, exclude):
+                found.append(path)
+        elif is_dir(path):
+            found.extend(_files_under(path, include, exclude, sink))
+        elif os.path.lexists(path):  # a FIFO, a device, a link loop: reported when read
+            if not _excluded(path, exclude):
+                found.append(path)
+        else:
+            raise InputError(f"{raw}: no such file or directory")
+    return found
+
+
+def _files_under(top: Path, include: Sequence[str], exclude: Sequence[str],
+                 problems: list[ManifestProblem]) -> list[Path]:
+    """Matching files under the directory ``top``, in a stable order, without following
+    links to directories; files that are links out of the tree are problems."""
+    root = tree_root(top)
+    found: list[Path] = []
+
+    def unreadable(err: OSError) -> None:
+        where = str(err.filename) if err.filename else str(top)
+        problems.append(ManifestProblem(
+            where, None, f"{where}: cannot read this directory ({err.strerror or err}); "
+            "its files are not linted", "unreadable"))
+
+    for base, dirs, files in os.walk(top, onerror=unreadable, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            file = Path(base) / name
+            if any(fnmatch.fnmatch(name, g) for g in include) and \
+                    not _excluded(file, exclude) and \
+                    (not os.path.islink(file) or _contained(file, root, problems)):
+                found.append(file)
+    return found
+
+
+class Resolved:
+    """:func:`tree_root` and real paths of many files in few directories, each directory
+    resolved once: a file that is not a link resolves to its directory's real path joined
+    with its name (which is what ``os.path.realpath`` computes, component by component)."""
+
+    def __init__(self) -> None:
+        self._dirs: dict[str, str] = {}
+        self._roots: dict[str, str] = {}
+
+    @staticmethod
+    def _split(path: Path) -> tuple[str, str] | None:
+        """``(directory, name)`` of a plain file name, else ``None``."""
+        head, tail = os.path.split(str(path))
+        return None if tail in ("", os.curdir, os.pardir) else (head, tail)
+
+    def root(self, path: Path) -> str:
+        parts = self._split(path)
+        if parts is None or not os.path.isfile(path):
+            return tree_root(path)
+        if parts[0] not in self._roots:  # a file's tree depends only on its directory
+            self._roots[parts[0]] = tree_root(path)
+        return self._roots[parts[0]]
+
+    def real(self, path: Path) -> str:
+        parts = self._split(path)
+        if parts is None or os.path.islink(path):
+            return os.path.realpath(path)
+        head, tail = parts
+        if head not in self._dirs:
+            self._dirs[head] = os.path.realpath(head or os.curdir)
+        return os.path.join(self._dirs[head], tail)
+
+
+def _contained(path: Path, root: str, problems: list[ManifestProblem],
+               real: str | None = None) -> bool:
+    """Whether ``path`` (whose real path is ``real``, when known) resolves inside ``root``;
+    an ``outside-tree`` problem when not."""
+    if inside(path, root) if real is None else \
+            (real == root or real.startswith(root.rstrip(os.sep) + os.sep)):
+        return True
+    problems.append(ManifestProblem(
+        str(path), None, f"{path} is a link that leads outside the linted tree; links are "
+        "not followed out of the tree, so it is not read", "outside-tree"))
+    return False
+
+
+def _excluded(path: Path, exclude: Sequence[str]) -> bool:
+    text = path.as_posix()
+    return any(fnmatch.fnmatch(text, g) or fnmatch.fnmatch(path.name, g) for g in exclude)
