@@ -265,6 +265,8 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         isinstance(served.dtype.value, str) else base.dtype,
         max_model_len=_int(served.max_model_len, 0) or base.max_model_len,
         max_num_seqs=_int(served.max_num_seqs, 0) or base.max_num_seqs,
+        max_num_batched_tokens=_int(served.max_num_batched_tokens, 0)
+        or base.max_num_batched_tokens,
         gpu_memory_utilization=_fraction(served.gpu_memory_utilization)
         or base.gpu_memory_utilization,
         gpu=gpu, gpu_source=gpu_source if gpu else None,

@@ -109,6 +109,27 @@ def test_manifest_gpu_memory_utilization_sizes_the_kv_budget(tmp_path: Path,
     assert result["serving"]["max_num_seqs"] == 4
 
 
+def test_manifest_max_num_batched_tokens_sizes_the_profile_run(tmp_path: Path) -> None:
+    """vLLM profiles --max-num-batched-tokens tokens at start-up: 32,768 instead of the
+    H100's default 8,192 makes the activation estimate 32,768 x 110,592 B (Llama-3.1-8B:
+    2 B x (3 x 14,336 + 3 x 4,096)), which comes out of the KV budget."""
+    base = ["--model=org/llama", "--max-model-len=8192"]
+    default = only(as_json("lint", str(deployment(tmp_path, base, name="a.yaml")), "--gpu",
+                           "H100-80GB", *model_map("org/llama", LLAMA31_8B)))
+    given = only(as_json("lint", str(deployment(
+        tmp_path, [*base, "--max-num-batched-tokens", "32768"], name="b.yaml")), "--gpu",
+        "H100-80GB", *model_map("org/llama", LLAMA31_8B)))
+    assert default["capacity"]["memory_profile"]["profiled_tokens"] == 8192
+    assert given["capacity"]["memory_profile"]["profiled_tokens"] == 32_768
+    assert given["capacity"]["memory_profile"]["activation_peak_bytes"] == 32_768 * 110_592
+    # at the default 8,192 tokens the dummy sampler's 1,024 rows x 128,256 logits x 16 B are
+    # the larger part of the peak
+    sampler = 1024 * 128_256 * 16
+    assert default["capacity"]["memory_profile"]["activation_peak_bytes"] == sampler
+    assert default["capacity"]["kv_budget_bytes_per_gpu"] - \
+        given["capacity"]["kv_budget_bytes_per_gpu"] == 32_768 * 110_592 - sampler
+
+
 def test_budgets_differ_by_exactly_the_fraction(tmp_path: Path) -> None:
     budgets = []
     for fraction in ("0.3", "0.95"):
@@ -457,6 +478,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "pp": Located(2), "dp": Located(4), "dp_attention": Located(True),
         "kv_cache_dtype": Located("fp8"), "max_model_len": Located(1024),
         "max_num_seqs": Located(8), "gpu_memory_utilization": Located(0.5),
+        "max_num_batched_tokens": Located(4096),
         "gpu_type": Located("H200"), "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": Located("1")},
         "dtype": Located("float32"), "gpu_memory": Located(46_068 / 1024),
     }

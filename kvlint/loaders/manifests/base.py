@@ -77,6 +77,8 @@ class ServedModel:
     kv_cache_dtype: Located[str] | Unresolved | None = None
     max_model_len: Located[int] | Unresolved | None = None
     max_num_seqs: Located[int] | Unresolved | None = None
+    max_num_batched_tokens: Located[int] | Unresolved | None = None
+    """vLLM ``--max-num-batched-tokens``: the size of its start-up profile run."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
     dtype: Located[str] | Unresolved | None = None
     """The engine's ``--dtype`` (the model dtype an ``auto`` KV cache follows)."""

@@ -884,6 +884,8 @@ class EngineArgs:
     kv_cache_dtype: Located[str] | Unresolved | None = None
     max_model_len: Located[int] | Unresolved | None = None
     max_num_seqs: Located[int] | Unresolved | None = None
+    max_num_batched_tokens: Located[int] | Unresolved | None = None
+    """vLLM ``--max-num-batched-tokens``: the size of its start-up profile run."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
     config_file: Located[str] | Unresolved | None = None
     unknown: tuple[str, ...] = ()
@@ -959,6 +961,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "expert_parallel": ("--enable-expert-parallel", "-ep"),
         "kv_cache_dtype": ("--kv-cache-dtype",), "max_model_len": ("--max-model-len",),
         "max_num_seqs": ("--max-num-seqs",),
+        "max_num_batched_tokens": ("--max-num-batched-tokens",),
         "gpu_memory_utilization": ("--gpu-memory-utilization",), "config_file": ("--config",),
         "dtype": ("--dtype",),
     },
@@ -1011,6 +1014,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 _INT_FIELDS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs", "max_model_len",
+                         "max_num_batched_tokens",
                          "nnodes", "attn_dp"})
 _BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel"})
 _LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
@@ -1451,8 +1455,8 @@ def judge_known_options_only(args: EngineArgs) -> EngineArgs:
 
 _ENGINE_ARG_FIELDS = frozenset({
     "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
-    "max_model_len", "max_num_seqs", "gpu_memory_utilization", "config_file",
-    "expert_parallel", "dp_local", "nnodes", "dtype"})
+    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
+    "config_file", "expert_parallel", "dp_local", "nnodes", "dtype"})
 
 
 def _value_line(line: int | None, values: list[_Token]) -> int | None:
