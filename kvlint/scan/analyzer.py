@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from kvlint.scan.data_flow import FunctionAnalyzer
 from kvlint.scan.findings import CODES, SourceFinding
 from kvlint.scan.module_index import ModuleIndex
+from kvlint.scan.vocabulary import may_have_findings
 
 __all__ = ["CODES", "SourceFinding", "scan_source"]
 
@@ -46,13 +47,18 @@ def _iter_findings(tree: ast.Module) -> Iterator[SourceFinding]:
 
 def scan_source(text: str, path: str) -> list[SourceFinding]:
     """Scan Python source text; ``ValueError`` (``path:line: invalid Python: msg``) if it
-    does not parse.  The text is parsed with :mod:`ast` only, never imported or executed."""
+    does not parse.  The text is parsed with :mod:`ast` only, never imported or executed.
+    A file that parses but has none of the calls a finding starts at
+    (:func:`~kvlint.scan.vocabulary.may_have_findings`) is not walked: it has no findings,
+    and is then not reported as too deeply nested to analyse either."""
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
         raise ValueError(f"{path}:{exc.lineno or 0}: invalid Python: {exc.msg}") from None
     except ValueError as exc:  # e.g. source with NUL bytes
         raise ValueError(f"{path}:0: invalid Python: {exc}") from None
+    if not may_have_findings(text):
+        return []  # no call that starts a finding: nothing to walk
     try:
         findings = list(_iter_findings(tree))
     except RecursionError:

@@ -137,3 +137,40 @@ def einops_head_repeat(pattern: str) -> bool:
         if any(a in lhs_axes for a in axes) and any(a not in lhs_axes for a in axes):
             return True
     return False
+
+
+ORIGIN_NAMES = ("repeat", "expand", "broadcast_to", *sorted(UPPROJ))
+"""Every finding names an origin, and every origin starts at a call whose callee (the last
+name of the called expression) is one of these or contains one (``repeat_interleave``):
+``repeat_interleave``, ``.repeat`` and ``einops.repeat`` expand the KV heads, ``expand`` /
+``broadcast_to`` start the ``expand`` + ``reshape`` form, the :data:`UPPROJ` names are the MLA
+up-projection. A module-local helper only carries an origin that one of these calls made in
+the same module. Keep this list in step with the calls in :mod:`kvlint.scan.data_flow`."""
+
+_ORIGIN_LETTERS = frozenset("".join(ORIGIN_NAMES))
+_UNSAFE_CHARS: dict[str, bool] = {}
+
+
+def may_have_findings(text: str) -> bool:
+    """``False`` when ``text`` cannot contain a call the analyzer reports, so its functions
+    need not be walked: none of :data:`ORIGIN_NAMES` occurs in it, and no identifier can
+    become one by Python's NFKC normalisation of names. That needs a non-ASCII character
+    whose compatibility decomposition has one of those names' letters (fullwidth r, U+FF52;
+    an accented e), since composition never produces an ASCII letter; a file with such a
+    character is walked."""
+    if any(name in text for name in ORIGIN_NAMES):
+        return True
+    if text.isascii():
+        return False
+    import unicodedata
+
+    for char in set(text):
+        if char < "\x80":
+            continue
+        unsafe = _UNSAFE_CHARS.get(char)
+        if unsafe is None:
+            unsafe = not _ORIGIN_LETTERS.isdisjoint(unicodedata.normalize("NFKD", char))
+            _UNSAFE_CHARS[char] = unsafe
+        if unsafe:
+            return True
+    return False
