@@ -20,7 +20,7 @@ from kvlint.loaders.files import MAX_SOURCE_BYTES, UnreadableFile, read_source
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
 from kvlint.scan.findings import SourceFinding
-from kvlint.suppress import MARKERS, Policy
+from kvlint.suppress import MARKERS, Directive, Policy, directives
 from kvlint.suppress import apply as apply_suppressions
 
 SKIPPED_DIRS = frozenset({".git", ".hg", "__pycache__", ".venv", "venv", "node_modules",
@@ -112,12 +112,12 @@ more than it saves."""
 @dataclass(frozen=True)
 class FileOutcome:
     """What analysing one file gave: a problem (unreadable, invalid Python, an analyzer
-    failure) or its findings, and its text when it may hold a suppression marker. Small and
-    picklable: a worker process sends it back."""
+    failure) or its findings, and its suppression comments when it has a suppression marker
+    (``None`` when it has none). Small and picklable: a worker process sends it back."""
 
     problem: str | None = None
     findings: tuple[SourceFinding, ...] = ()
-    text: str | None = None
+    suppressions: list[Directive] | None = None
 
 
 def analyse_file(file: Path) -> FileOutcome:
@@ -146,7 +146,8 @@ def _analyse(file: Path) -> FileOutcome:
     except (RecursionError, MemoryError):  # ast.parse of an absurdly nested expression
         return FileOutcome(problem=f"{path}:0: invalid Python: nesting too deep to parse")
     marked = any(marker in text for marker in MARKERS)
-    return FileOutcome(findings=tuple(found), text=text if marked else None)
+    return FileOutcome(findings=tuple(found),
+                       suppressions=directives(path, text) if marked else None)
 
 
 def _analyse_chunk(files: list[Path]) -> list[FileOutcome]:
@@ -192,7 +193,7 @@ def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: s
     """Scan ``files`` (see :func:`analyse_files` for ``jobs``) and apply suppressions."""
     active = {r.code: r for r in rules}
     results: list[ModelResult] = []
-    texts: dict[str, str] = {}
+    read: dict[str, list[Directive]] = {}
     for file, outcome in zip(files, analyse_files(files, jobs), strict=True):
         path = str(file)
         if outcome.problem is not None:
@@ -205,9 +206,10 @@ def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: s
             for f in outcome.findings if f.code in active)
         if findings:
             results.append(_result(path, findings))
-        if outcome.text is not None:
-            texts[path] = outcome.text
-    final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
+        if outcome.suppressions is not None:
+            read[path] = outcome.suppressions
+    final = apply_suppressions(results, {}, policy=policy, unused=unused_suppression,
+                               read=read)
     return LintRun(tuple(final), fail_on, tuple(rules))
 
 

@@ -155,13 +155,16 @@ def apply(
     *,
     policy: Policy | None = None,
     unused: Finding | None = None,
+    read: Mapping[str, list[Directive]] | None = None,
 ) -> list[ModelResult]:
     """``results`` with suppressed findings removed and severities overridden; KV901
     findings (``unused`` is its template, ``None`` when KV901 is not selected) added for
     suppressions without a reason or that matched nothing. ``texts`` maps each linted file
-    (that contains a suppression marker) to its text."""
+    (that contains a suppression marker) to its text; ``read`` maps files whose
+    :func:`directives` were already read (by ``scan``'s worker processes) to them."""
     policy = policy or Policy()
     by_path = {path: directives(path, text) for path, text in texts.items()}
+    by_path.update(read or {})
     out: list[ModelResult] = []
     for result in results:
         kept: list[Finding] = []
