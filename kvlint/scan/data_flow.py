@@ -197,6 +197,10 @@ class FunctionAnalyzer:
             self.env[base] = self.env.get(base, EMPTY) | taint
 
     def _name_origins(self, taint: Taint, name: str, stmt: ast.AST) -> Taint:
+        if taint.expanded is None and taint.upproj is None and taint.rebuilt is None:
+            # nothing to name (most assignments); a copy, as before, since a name bound to
+            # the shared EMPTY must not be `is EMPTY` (the receiver test in _call)
+            return Taint() if taint is EMPTY else taint
         line = getattr(stmt, "lineno", 0)
         end = getattr(stmt, "end_lineno", line) or line
 
@@ -220,6 +224,8 @@ class FunctionAnalyzer:
     def _ev(self, node: ast.expr) -> Taint:
         if isinstance(node, ast.Name):
             return self.env.get(node.id, EMPTY)
+        if isinstance(node, ast.Constant):
+            return EMPTY  # no sub-expressions (the general case below would find none)
         if isinstance(node, ast.Call):
             return self._call(node)
         if isinstance(node, ast.Attribute):
