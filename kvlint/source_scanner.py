@@ -20,7 +20,7 @@ from kvlint.loaders.files import MAX_SOURCE_BYTES, UnreadableFile, read_source
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
 from kvlint.scan.findings import SourceFinding
-from kvlint.suppress import MARKERS, Directive, Policy, directives
+from kvlint.suppress import MARKERS, Directive, Policy, directives, may_have_directives
 from kvlint.suppress import apply as apply_suppressions
 
 SKIPPED_DIRS = frozenset({".git", ".hg", "__pycache__", ".venv", "venv", "node_modules",
@@ -145,9 +145,10 @@ def _analyse(file: Path) -> FileOutcome:
         return FileOutcome(problem=str(err))
     except (RecursionError, MemoryError):  # ast.parse of an absurdly nested expression
         return FileOutcome(problem=f"{path}:0: invalid Python: nesting too deep to parse")
-    marked = any(marker in text for marker in MARKERS)
-    return FileOutcome(findings=tuple(found),
-                       suppressions=directives(path, text) if marked else None)
+    if not any(marker in text for marker in MARKERS):
+        return FileOutcome(findings=tuple(found))
+    read = directives(path, text) if may_have_directives(text) else []
+    return FileOutcome(findings=tuple(found), suppressions=read)
 
 
 def _analyse_chunk(files: list[Path]) -> list[FileOutcome]:

@@ -35,6 +35,15 @@ _ANNOTATION = re.compile(
 _SEPARATOR = re.compile(r"^---(\s|$)")
 MARKERS = ("kvlint:", "ignore-check.kvlint.io/", "noqa", "NOQA")
 """A file without any of these has no suppressions (a cheap test before parsing)."""
+_KV_NOQA = re.compile(r"noqa[^\n]*kv", re.IGNORECASE)
+
+
+def may_have_directives(text: str) -> bool:
+    """``False`` when :func:`directives` of ``text`` is surely empty, without tokenizing it:
+    every directive needs ``kvlint:`` or ``ignore-check.kvlint.io/`` in its line, or a
+    ``noqa`` followed on its line by a KV code (``# noqa: E501`` is other tools')."""
+    return ("kvlint:" in text or "ignore-check.kvlint.io/" in text
+            or _KV_NOQA.search(text) is not None)
 
 
 @dataclass

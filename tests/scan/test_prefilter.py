@@ -88,3 +88,20 @@ def test_depth_is_only_a_problem_for_a_file_that_is_walked() -> None:
     assert analyzer.scan_source(deep, "deep.py") == []
     with pytest.raises(ValueError, match="nesting too deep to analyse"):
         analyzer.scan_source(deep + "\n\ndef g(k):\n    return k.expand(2)\n", "deep.py")
+
+
+@pytest.mark.parametrize("comment", [
+    "# noqa: E501", "# noqa", "# NOQA: F401, E402", "# noqa: KV401", "# NOQA:kv401",
+    "# noqa: E501, KV401 reference", "# kvlint: ignore[KV401] why", "# kvlint: ignore[KV401]",
+    "# kvlint: ignore-file[KV402] vendored", "# type: ignore  # noqa: E501 kv cache",
+])
+def test_suppression_prefilter_never_hides_a_directive(comment: str) -> None:
+    """Files whose suppression comments cannot be kvlint's are not tokenized for them."""
+    from kvlint.suppress import directives, may_have_directives
+
+    text = f"import torch\n\n\ndef f(k):\n    return k  {comment}\n"
+    if not may_have_directives(text):
+        assert directives("f.py", text) == []
+    if "KV4" in comment.upper() or "kvlint:" in comment:
+        assert may_have_directives(text)
+    assert not may_have_directives("x = 1  # noqa: E501\ny = 2  # NOQA\n")
