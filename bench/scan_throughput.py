@@ -8,9 +8,11 @@ the CPU time of each (children's user + system: all its processes or threads) an
 findings: count and a digest of code, path, line, column and message.
 
     python bench/scan_throughput.py [--runs 5] [--package transformers] [--baseline DIR]
+                                    [--one-process]
 
 ``--baseline DIR`` also runs ``python -m kvlint`` from another checkout (e.g. main) in each
-round and checks that it reports the same findings.
+round and checks that it reports the same findings. ``--one-process`` also times
+``scan_files`` without worker processes (``kvlint-1p``, ``baseline-1p``): the CPU cost.
 """
 
 from __future__ import annotations
@@ -27,6 +29,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+ONE_PROCESS = """
+import inspect, sys
+from kvlint.plugins import get_plugin_manager
+from kvlint.registry import Registry
+from kvlint.source_scanner import package_files, scan_files
+rules = Registry.from_plugins(get_plugin_manager(load_entry_points=False)).select()
+jobs = {"jobs": 1} if "jobs" in inspect.signature(scan_files).parameters else {}
+scan_files(package_files(sys.argv[1]), rules, **jobs)
+"""
+"""``scan_files`` of the package in this one process (``jobs=1`` where there are workers)."""
 
 
 def _digest(report: str) -> tuple[int, int, str]:
@@ -59,6 +72,8 @@ def main() -> None:
     parser.add_argument("--package", default="transformers")
     parser.add_argument("--baseline", metavar="DIR",
                         help="also time python -m kvlint from this checkout (PYTHONPATH)")
+    parser.add_argument("--one-process", action="store_true",
+                        help="also time scan_files in one process (no workers): *-1p")
     args = parser.parse_args()
     from kvlint.source_scanner import locate_package, package_files
 
@@ -83,6 +98,12 @@ def main() -> None:
         baseline = str(Path(args.baseline).resolve())
         commands["baseline"] = ([sys.executable, "-m", "kvlint", *scan],
                                 {**base_env, "PYTHONPATH": baseline}, baseline, (0,))
+    if args.one_process:
+        for name, tree in (("kvlint", here), ("baseline", args.baseline)):
+            if tree:
+                tree = str(Path(tree).resolve())
+                commands[f"{name}-1p"] = ([sys.executable, "-c", ONE_PROCESS, args.package],
+                                          {**base_env, "PYTHONPATH": tree}, tree, (0,))
     walls: dict[str, list[float]] = {name: [] for name in commands}
     cpus: dict[str, list[float]] = {name: [] for name in commands}
     digests: dict[str, tuple[int, int, str]] = {}
@@ -93,12 +114,12 @@ def main() -> None:
             wall, cpu, out = _timed(cmd, env, cwd, ok)
             walls[name].append(wall)
             cpus[name].append(cpu)
-            if name != "ruff":
+            if name in ("kvlint", "baseline"):
                 digests[name] = _digest(out)
     print(f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}; "
           f"{args.package}: {files} files; {args.runs} interleaved rounds")
     for name in commands:
-        print(f"  {name:8} median wall {statistics.median(walls[name]):6.2f} s "
+        print(f"  {name:11} median wall {statistics.median(walls[name]):6.2f} s "
               f"(min {min(walls[name]):.2f}, max {max(walls[name]):.2f}); "
               f"median CPU {statistics.median(cpus[name]):6.2f} s")
     ratio = statistics.median(walls["kvlint"]) / statistics.median(walls["ruff"])
