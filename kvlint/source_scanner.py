@@ -178,13 +178,16 @@ def analyse_files(files: Sequence[Path], jobs: int | None = None) -> list[FileOu
     size = max(8, len(files) // (workers * 16))  # small chunks: files differ in cost
     chunks = [list(files[i : i + size]) for i in range(0, len(files), size)]
     outcomes: list[FileOutcome] = []
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
         futures = [pool.submit(_analyse_chunk, chunk) for chunk in chunks]
         for chunk, future in zip(chunks, futures, strict=True):
             try:
                 outcomes.extend(future.result())
             except Exception:  # the pool broke (a worker died): do that chunk here
                 outcomes.extend(_analyse_chunk(chunk))
+    finally:  # on Ctrl-C, drop the chunks not started instead of finishing the scan
+        pool.shutdown(wait=True, cancel_futures=True)
     return outcomes
 
 
