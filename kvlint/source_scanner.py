@@ -3,7 +3,9 @@
 Sources are files and directories, an installed distribution (``--package``: located through
 importlib metadata, never imported) or a Hub repository's remote code (``--hub``: its ``*.py``
 downloaded into the Hugging Face cache, never executed). One result per file with findings;
-``# kvlint: ignore[KV401] reason`` suppressions work as in manifests.
+``# kvlint: ignore[KV401] reason`` suppressions work as in manifests. A large tree (200
+files or more) is analysed by forked worker processes; the report is the same as one
+process's, in the same order.
 """
 
 from __future__ import annotations
