@@ -3,14 +3,16 @@
 Sources are files and directories, an installed distribution (``--package``: located through
 importlib metadata, never imported) or a Hub repository's remote code (``--hub``: its ``*.py``
 downloaded into the Hugging Face cache, never executed). One result per file with findings;
-``# kvlint: ignore[KV401] reason`` suppressions work as in manifests.
+``# kvlint: ignore[KV401] reason`` suppressions work as in manifests. A large tree (200
+files or more) is analysed by forked worker processes; the report is the same as one
+process's, in the same order.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kvlint.diagnostics import Finding, Severity
@@ -19,7 +21,8 @@ from kvlint.linter import LintRun, ModelResult, Target
 from kvlint.loaders.files import MAX_SOURCE_BYTES, UnreadableFile, read_source
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
-from kvlint.suppress import MARKERS, Policy
+from kvlint.scan.findings import SourceFinding
+from kvlint.suppress import MARKERS, Directive, Policy, directives, may_have_directives
 from kvlint.suppress import apply as apply_suppressions
 
 SKIPPED_DIRS = frozenset({".git", ".hg", "__pycache__", ".venv", "venv", "node_modules",
@@ -102,40 +105,117 @@ def hub_files(repo_id: str, *, revision: str | None = None, offline: bool = Fals
                                                    offline=offline))])
 
 
-def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: str = "error",
-               policy: Policy | None = None, unused_suppression: Finding | None = None
-               ) -> LintRun:
+PARALLEL_MIN_FILES = 200
+"""From this many files on, ``scan`` analyses them in worker processes (as ``lint`` extracts
+manifests, :data:`kvlint.manifest_linter.PARALLEL_MIN_FILES`); below, a second process costs
+more than it saves."""
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What analysing one file gave: a problem (unreadable, invalid Python, an analyzer
+    failure) or its findings, and its suppression comments when it has a suppression marker
+    (``None`` when it has none). Small and picklable: a worker process sends it back."""
+
+    problem: str | None = None
+    findings: tuple[SourceFinding, ...] = ()
+    suppressions: list[Directive] | None = None
+
+
+def analyse_file(file: Path) -> FileOutcome:
+    """Read and analyse one file. Every failure is that file's problem, never an exception:
+    one bad file (or an analyzer bug on it) does not stop the scan, in this process or in a
+    worker. The file is parsed, never imported or run."""
+    try:
+        return _analyse(file)
+    except Exception as err:  # a bug in kvlint's analyzer: that file's problem, not a crash
+        return FileOutcome(problem=f"{file}:0: kvlint could not analyse this file "
+                                   f"({type(err).__name__}: {err}); please report it")
+
+
+def _analyse(file: Path) -> FileOutcome:
     from kvlint.scan.analyzer import scan_source
 
+    path = str(file)
+    try:
+        text = read_source(file, MAX_SOURCE_BYTES)
+    except UnreadableFile as err:  # a FIFO, a huge or undecodable file: a finding
+        return FileOutcome(problem=f"{path}: {err}")
+    try:
+        found = scan_source(text, path)
+    except ValueError as err:  # invalid Python: report it, keep scanning the rest
+        return FileOutcome(problem=str(err))
+    except (RecursionError, MemoryError):  # ast.parse of an absurdly nested expression
+        return FileOutcome(problem=f"{path}:0: invalid Python: nesting too deep to parse")
+    if not any(marker in text for marker in MARKERS):
+        return FileOutcome(findings=tuple(found))
+    read = directives(path, text) if may_have_directives(text) else []
+    return FileOutcome(findings=tuple(found), suppressions=read)
+
+
+def _analyse_chunk(files: list[Path]) -> list[FileOutcome]:
+    return [analyse_file(f) for f in files]
+
+
+def default_jobs() -> int:
+    """Worker processes for a large tree: the CPUs, at most 8 (as ``lint``)."""
+    return min(os.cpu_count() or 1, 8)
+
+
+def analyse_files(files: Sequence[Path], jobs: int | None = None) -> list[FileOutcome]:
+    """:func:`analyse_file` of every file, in order. With :data:`PARALLEL_MIN_FILES` files or
+    more, ``jobs`` (default :func:`default_jobs`) of at least 2, and the ``fork`` start
+    method (POSIX), the files are analysed in chunks by forked worker processes; the
+    outcomes come back in the files' order, so the report is the same as one process's.
+    A chunk whose worker fails (the pool breaks) is analysed in this process."""
+    workers = default_jobs() if jobs is None else jobs
+    if len(files) < PARALLEL_MIN_FILES or workers < 2:
+        return [analyse_file(f) for f in files]
+    import multiprocessing  # only a tree big enough for workers pays for it
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return [analyse_file(f) for f in files]
+    from concurrent.futures import ProcessPoolExecutor
+
+    size = max(8, len(files) // (workers * 16))  # small chunks: files differ in cost
+    chunks = [list(files[i : i + size]) for i in range(0, len(files), size)]
+    outcomes: list[FileOutcome] = []
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        futures = [pool.submit(_analyse_chunk, chunk) for chunk in chunks]
+        for chunk, future in zip(chunks, futures, strict=True):
+            try:
+                outcomes.extend(future.result())
+            except Exception:  # the pool broke (a worker died): do that chunk here
+                outcomes.extend(_analyse_chunk(chunk))
+    finally:  # on Ctrl-C, drop the chunks not started instead of finishing the scan
+        pool.shutdown(wait=True, cancel_futures=True)
+    return outcomes
+
+
+def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: str = "error",
+               policy: Policy | None = None, unused_suppression: Finding | None = None,
+               jobs: int | None = None) -> LintRun:
+    """Scan ``files`` (see :func:`analyse_files` for ``jobs``) and apply suppressions."""
     active = {r.code: r for r in rules}
     results: list[ModelResult] = []
-    texts: dict[str, str] = {}
-    for file in files:
+    read: dict[str, list[Directive]] = {}
+    for file, outcome in zip(files, analyse_files(files, jobs), strict=True):
         path = str(file)
-        try:
-            text = read_source(file, MAX_SOURCE_BYTES)
-        except UnreadableFile as err:  # a FIFO, a huge or undecodable file: a finding
-            results.append(_result(path, (_problem(f"{path}: {err}", path, rules),)))
-            continue
-        try:
-            found = scan_source(text, path)
-        except ValueError as err:  # invalid Python: report it, keep scanning the rest
-            results.append(_result(path, (_problem(str(err), path, rules),)))
-            continue
-        except (RecursionError, MemoryError):  # ast.parse of an absurdly nested expression
-            results.append(_result(path, (_problem(
-                f"{path}:0: invalid Python: nesting too deep to parse", path, rules),)))
+        if outcome.problem is not None:
+            results.append(_result(path, (_problem(outcome.problem, path, rules),)))
             continue
         findings = tuple(
             replace(active[f.code]().finding(f.message, function=f.function,
                                              variable=f.variable, **f.data),
                     path=path, line=f.line, column=f.column)
-            for f in found if f.code in active)
+            for f in outcome.findings if f.code in active)
         if findings:
             results.append(_result(path, findings))
-        if any(marker in text for marker in MARKERS):
-            texts[path] = text
-    final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
+        if outcome.suppressions is not None:
+            read[path] = outcome.suppressions
+    final = apply_suppressions(results, {}, policy=policy, unused=unused_suppression,
+                               read=read)
     return LintRun(tuple(final), fail_on, tuple(rules))
 
 

@@ -35,6 +35,15 @@ _ANNOTATION = re.compile(
 _SEPARATOR = re.compile(r"^---(\s|$)")
 MARKERS = ("kvlint:", "ignore-check.kvlint.io/", "noqa", "NOQA")
 """A file without any of these has no suppressions (a cheap test before parsing)."""
+_KV_NOQA = re.compile(r"noqa[^\n]*kv", re.IGNORECASE)
+
+
+def may_have_directives(text: str) -> bool:
+    """``False`` when :func:`directives` of ``text`` is surely empty, without tokenizing it:
+    every directive needs ``kvlint:`` or ``ignore-check.kvlint.io/`` in its line, or a
+    ``noqa`` followed on its line by a KV code (``# noqa: E501`` is other tools')."""
+    return ("kvlint:" in text or "ignore-check.kvlint.io/" in text
+            or _KV_NOQA.search(text) is not None)
 
 
 @dataclass
@@ -167,13 +176,16 @@ def apply(
     *,
     policy: Policy | None = None,
     unused: Finding | None = None,
+    read: Mapping[str, list[Directive]] | None = None,
 ) -> list[ModelResult]:
     """``results`` with suppressed findings removed and severities overridden; KV901
     findings (``unused`` is its template, ``None`` when KV901 is not selected) added for
     suppressions without a reason or that matched nothing. ``texts`` maps each linted file
-    (that contains a suppression marker) to its text."""
+    (that contains a suppression marker) to its text; ``read`` maps files whose
+    :func:`directives` were already read (by ``scan``'s worker processes) to them."""
     policy = policy or Policy()
     by_path = {path: directives(path, text) for path, text in texts.items()}
+    by_path.update(read or {})
     out: list[ModelResult] = []
     for result in results:
         kept: list[Finding] = []
