@@ -46,6 +46,7 @@ BLOCK_SIZE = 16
 pages)."""
 
 BLOCK_SIZE_0_34 = 64
+BLOCK_SIZE_64_SINCE = Version("0.34.0")
 """The default from v0.34.0: ``CacheConfig.DEFAULT_BLOCK_SIZE = 64`` (vllm/config/cache.py
 @v0.34.0 line 185; 16 @v0.33.0), kept unless an attention backend prefers another size
 (``Platform.update_block_size_for_backend``, vllm/platforms/interface.py@v0.34.0 lines
@@ -219,8 +220,10 @@ def default_utilization(version: str | None) -> float | None:
 
 
 def default_block_size(version: str | None) -> int:
-    """vLLM's default KV block size in tokens for ``version``."""
-    return BLOCK_SIZE_0_34 if extensible_kv_cache(version) else BLOCK_SIZE
+    """vLLM's default KV block size in tokens for ``version`` (the newest known when
+    ``None``)."""
+    v = _version(version)
+    return BLOCK_SIZE_0_34 if v is None or v >= BLOCK_SIZE_64_SINCE else BLOCK_SIZE
 
 
 def kv_margin_bytes(version: str | None, gpu_memory_bytes: int, requested_bytes: int,
