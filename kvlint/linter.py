@@ -261,7 +261,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
               lock: ModelLock | None = None
               ) -> tuple[Capacity | None, LayoutSizer | None]:
     from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
-    from kvlint.model.memory import memory_terms, model_dims
+    from kvlint.model.memory import default_utilization, memory_terms, model_dims
 
     plan = analysis.plan
     spec = _gpu_spec(plan)
@@ -281,6 +281,10 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     memory = None
     dims = model_dims(config)
     if plan.overhead_bytes is None and plan.behaviour.engine == "vllm" and dims is not None:
+        # vLLM >= 0.34 defaults to 1.0 with its extensible KV cache, whose margin the
+        # profile below then deducts (kvlint/model/memory.py EXTENSIBLE_KV_CACHE_SINCE)
+        utilization = (plan.gpu_memory_utilization
+                       or default_utilization(plan.behaviour.version) or utilization)
         memory = memory_terms(  # vLLM's own start-up profile, term by term
             gpu_memory_bytes=spec.memory_bytes, gpu_name=spec.name,
             utilization=utilization, weight_bytes=weights.per_gpu_bytes, dims=dims,

@@ -169,6 +169,12 @@ class MemoryProfileOut(_Strict):
     kv_memory_bytes: int = Field(description="'Available KV cache memory'.")
     profiled_tokens: int = Field(description="max_num_batched_tokens of the profile run.")
     sampler_rows: int
+    kv_margin_bytes: int = Field(
+        description="vLLM >= 0.34.0: what the extensible KV cache's margin (max(1 GiB, "
+                    "0.75 x peak activation)) takes beyond the memory gpu_memory_utilization "
+                    "leaves free.")
+    block_size: int = Field(description="vLLM's default KV block size in tokens (16, 64 "
+                                        "from 0.34.0).")
     estimated: list[str] = Field(description="The terms kvlint estimates (vLLM measures them).")
 
 

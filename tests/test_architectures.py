@@ -2,9 +2,12 @@
 
 The expected values were read by hand in the cited sources (the wheels' files; counts also
 re-counted with ``awk``/``grep`` over the same files, independently of the generator):
-``vllm/model_executor/models/registry.py`` of vllm 0.8.5, 0.11.0 and 0.33.0 (PyPI) has 119,
-168 and 251 architectures in ``_TEXT_GENERATION_MODELS`` + ``_MULTIMODAL_MODELS``, and
-0.33.0 has 50 ``_PREVIOUSLY_SUPPORTED_MODELS``.
+``vllm/model_executor/models/registry.py`` of vllm 0.8.5, 0.11.0, 0.33.0 and 0.34.0 (PyPI)
+has 119, 168, 251 and 256 (126 + 130) architectures in ``_TEXT_GENERATION_MODELS`` +
+``_MULTIMODAL_MODELS``, 0.33.0 has 50 ``_PREVIOUSLY_SUPPORTED_MODELS`` and 0.34.0 52 (Keye
+and KeyeVL1_5 "until 0.33.0") and 27 ``_TRANSFORMERS_SUPPORTED_MODELS`` (23 in 0.33.0;
+GemmaForCausalLM, StableLmForCausalLM, OlmoeForCausalLM and AriaForConditionalGeneration
+moved there from the native registries).
 """
 
 from __future__ import annotations
@@ -42,9 +45,33 @@ def versions(engine: str) -> dict[str, Any]:
 
 def test_vllm_counts_per_version() -> None:
     v = versions("vllm")
-    assert list(v) == ["0.8.5", "0.11.0", "0.33.0"]
-    assert [len(v[x]["served"]) for x in v] == [119, 168, 251]
-    assert [len(v[x]["removed"]) for x in v] == [0, 7, 50]
+    assert list(v) == ["0.8.5", "0.11.0", "0.33.0", "0.34.0"]
+    assert [len(v[x]["served"]) for x in v] == [119, 168, 251, 256]
+    assert [len(v[x]["removed"]) for x in v] == [0, 7, 50, 52]
+    assert [len(v[x]["transformers_backend"]) for x in v] == [0, 2, 23, 27]
+
+
+def test_vllm_0_34_changes() -> None:
+    v = versions("vllm")
+    old, new = v["0.33.0"], v["0.34.0"]
+    assert set(new["served"]) - set(old["served"]) == {
+        "CanaryForConditionalGeneration", "KimiK31ForConditionalGeneration",
+        "Lfm3AudioForConditionalGeneration", "Lfm3ForCausalLM",
+        "Lfm3VlForConditionalGeneration", "MingV3ASRForConditionalGeneration",
+        "MistralLarge4ForCausalLM", "Nemotron3_5TranscribeForConditionalGeneration",
+        "RicursiveForCausalLM", "UnlimitedOCR2TextForCausalLM", "ZayaForCausalLM"}
+    moved = {"AriaForConditionalGeneration", "GemmaForCausalLM", "OlmoeForCausalLM",
+             "StableLmForCausalLM"}
+    assert set(old["served"]) - set(new["served"]) == moved | {
+        "KeyeForConditionalGeneration", "KeyeVL1_5ForConditionalGeneration"}
+    assert set(new["transformers_backend"]) - set(old["transformers_backend"]) == moved
+    assert new["removed"]["KeyeForConditionalGeneration"] == "0.33.0"
+    assert new["transformers_requirement"] == "<5.23.0,>=5.16.1"  # the wheel's METADATA
+    assert new["transformers"] == "5.22.2"
+    v34 = judge("vllm", "0.34.0", ["GemmaForCausalLM"], "gemma")
+    assert v34 is not None and v34.status == "transformers-backend"
+    v33 = judge("vllm", "0.33.0", ["MistralLarge4ForCausalLM"], "mistral_large_4")
+    assert v33 is not None and (v33.status, v33.first) == ("not-yet", "0.34.0")
 
 
 def test_vllm_previously_supported_of_0_33() -> None:
@@ -132,7 +159,8 @@ def test_mllama_on_vllm_0_33_runs_on_the_transformers_backend() -> None:
 
 @pytest.mark.parametrize(("version", "status"), [
     ("0.8.5", "served"), ("0.11.0", "served"), ("0.25.0", "served"), ("0.28.0", "served"),
-    ("0.28.1", "removed"), ("0.33.0", "removed"), ("0.40.0", "removed")])
+    ("0.28.1", "removed"), ("0.33.0", "removed"), ("0.34.0", "removed"),
+    ("0.40.0", "removed")])
 def test_falcon_rw_by_vllm_version(version: str, status: str) -> None:
     v = judge("vllm", version, ["RWForCausalLM"], "RefinedWebModel", remote_code=True)
     assert v is not None and v.status == status
@@ -188,7 +216,7 @@ def test_unpinned_vllm_is_judged_by_the_newest() -> None:
     _, result = check(MPT, "--engine", "vllm")
     f = kv305(result)
     assert f is not None and f["message"].startswith(
-        "vLLM 0.33.0 (newest known) does not serve architecture MPTForCausalLM: vLLM served "
+        "vLLM 0.34.0 (newest known) does not serve architecture MPTForCausalLM: vLLM served "
         "it until 0.28.0")
 
 
@@ -323,4 +351,4 @@ def test_unknown_version_reports_what_no_version_serves() -> None:
 
     assert judge_every("vllm", ["RWForCausalLM"], "RefinedWebModel") is None
     v = judge_every("vllm", ["NoSuchModelForCausalLM"], "nosuch")
-    assert v is not None and (v.status, v.version) == ("unknown", "0.33.0")
+    assert v is not None and (v.status, v.version) == ("unknown", "0.34.0")

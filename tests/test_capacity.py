@@ -77,31 +77,36 @@ def test_eight_kv_heads_at_tp16_replicate_twice() -> None:
 def test_llama31_8b_on_one_l4() -> None:
     l4 = find_gpu("l4")
     weights = 16_060_522_496  # 8,030,261,248 parameters x 2 bytes (estimate)
-    # vLLM 0.33's profile on a 24 GB GPU: 2,048 profiled tokens, 256 sampler rows; the
-    # sampler's 256 x 128,256 x 16 B beats the forward pass's 2,048 x 110,592 B
+    # vLLM 0.34's profile (the newest known) on a 24 GB GPU: 2,048 profiled tokens, 256
+    # sampler rows; the sampler's 256 x 128,256 x 16 B beats the forward pass's 2,048 x
+    # 110,592 B. gpu_memory_utilization defaults to 1.0 with the extensible KV cache, whose
+    # margin max(1 GiB, 0.75 x peak) stays free: 1 GiB here (0.75 x 501 MiB is less)
     activation = 256 * 128_256 * 16
-    overhead = activation + 300 * MIB + 512 * MIB  # + non-torch + CUDA graphs (estimates)
-    budget = int(l4.runtime_memory_bytes * 0.92) - weights - overhead  # vLLM's 0.92 default
+    margin = GIB
+    overhead = activation + 300 * MIB + 512 * MIB + margin  # + non-torch + CUDA graphs
+    budget = l4.runtime_memory_bytes - weights - overhead
     # a decode step reads every weight but the embedding table, of which it reads one row
     read = weights - (128_256 - 1) * 4096 * 2
     fits = check(LLAMA31_8B, "--gpu", "L4", "--max-model-len", "8192")
     assert fits["capacity"] == {
-        "gpu": "L4", "gpu_source": "--gpu", "gpu_memory_utilization": 0.92,
+        "gpu": "L4", "gpu_source": "--gpu", "gpu_memory_utilization": 1.0,
         "gpu_memory_bytes": l4.runtime_memory_bytes, "gpu_memory_source": "gpus.toml",
         "weight_bytes_per_gpu": weights, "kv_budget_bytes_per_gpu": budget,
-        "max_tokens": budget // (16 * 131_072) * 16,  # whole 16-token blocks
+        "max_tokens": budget // (64 * 131_072) * 64,  # whole 64-token blocks (0.34)
         "max_sequences": budget // (8192 * 131_072),
         "crossover_batch": pytest.approx(read / (8192 * 131_072)),
         "tpot_floor_ms": pytest.approx((read + 8192 * 131_072) / 300e9 * 1000),
         "context": 8192, "bytes_per_sequence_per_gpu": 8192 * 131_072,
         "state_bytes_per_sequence_per_gpu": 0, "overhead_bytes_per_gpu": overhead,
-        "max_concurrency": pytest.approx(budget // (16 * 131_072) * 16 / 8192),
+        "max_concurrency": pytest.approx(budget // (64 * 131_072) * 64 / 8192),
         "memory_profile": {
-            "engine_version": "0.33.0", "requested_bytes": int(l4.runtime_memory_bytes * 0.92),
+            "engine_version": "0.34.0", "requested_bytes": l4.runtime_memory_bytes,
             "weight_bytes": weights, "activation_peak_bytes": activation,
             "non_torch_bytes": 300 * MIB, "cuda_graph_bytes": 512 * MIB,
             "kv_memory_bytes": budget, "profiled_tokens": 2048, "sampler_rows": 256,
-            "estimated": ["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes"]},
+            "kv_margin_bytes": margin, "block_size": 64,
+            "estimated": ["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes",
+                          "kv_margin_bytes"]},
     }
     assert "KV501" not in codes(fits)
 
@@ -138,8 +143,9 @@ def test_gpu_memory_utilization_and_overhead_options() -> None:
               "--gpu-memory-utilization", "0.5", "--overhead", "1")["capacity"]
     h100 = find_gpu("H100").runtime_memory_bytes
     assert b["overhead_bytes_per_gpu"] == GIB and b["memory_profile"] is None  # the override
+    assert a["gpu_memory_utilization"] == 1.0  # vLLM 0.34's default (extensible KV cache)
     assert a["kv_budget_bytes_per_gpu"] - b["kv_budget_bytes_per_gpu"] == \
-        int(h100 * 0.92) - int(h100 * 0.5) - a["overhead_bytes_per_gpu"] + GIB
+        h100 - int(h100 * 0.5) - a["overhead_bytes_per_gpu"] + GIB
 
 
 def test_windowed_layers_fit_more_sequences() -> None:
@@ -160,7 +166,16 @@ def test_unknown_gpu_is_a_usage_error() -> None:
 
 def test_text_shows_capacity() -> None:
     out = CliRunner().invoke(main, ["check", LLAMA31_8B, "--gpu", "L4", "--max-model-len",
-                                    "8192", "--no-plugins"]).stdout
+                                    "8192", "--no-plugins"]).stdout  # vLLM 0.34.0
+    assert "L4 · 22.5 GiB · gpu_memory_utilization 1.00 · overhead 2.3 GiB" in out
+    assert ("vLLM profile  22.5 GiB requested · model weights ~15.0 GiB · peak activation "
+            "~501 MiB (2,048 tokens) · non-torch memory ~300 MiB · CUDA graph memory "
+            "~512 MiB · KV cache margin ~1.0 GiB (vLLM 0.34.0)") in out
+    assert ("Available KV cache memory: ~5.3 GiB · GPU KV cache size: ~43,008 tokens · "
+            "Maximum concurrency for 8,192 tokens per request: ~5.25x") in out
+    out = CliRunner().invoke(main, ["check", LLAMA31_8B, "--gpu", "L4", "--max-model-len",
+                                    "8192", "--engine-version", "0.33.0",
+                                    "--no-plugins"]).stdout
     assert "L4 · 22.5 GiB · gpu_memory_utilization 0.92 · overhead 1.3 GiB" in out
     assert ("vLLM profile  20.7 GiB requested · model weights ~15.0 GiB · peak activation "
             "~501 MiB (2,048 tokens) · non-torch memory ~300 MiB · CUDA graph memory "

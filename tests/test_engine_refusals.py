@@ -59,18 +59,19 @@ class Case:
 
 
 CASES = [
-    # --- vLLM (argparse: unique prefixes, _ -> -; 0.8.5 and 0.33.0 tables) -----------------
+    # --- vLLM (argparse: unique prefixes, _ -> -; 0.8.5, 0.11.0, 0.33.0, 0.34.0 tables) -----
     Case("vllm-tp-is-not-an-option", "vllm", "v0.33.0", ["--tp", "8"],
          [("KV701", "--tp", "did you mean -tp?")], {"tp": 1}),
     Case("vllm-tp-unpinned-judged-by-newest", "vllm", "latest", ["--tp", "8"],
-         [("KV701", "--tp", "judged by 0.33.0, the newest kvlint knows")]),
+         [("KV701", "--tp", "judged by 0.34.0, the newest kvlint knows")]),
     # a tag that names no version (custom, date): every known version judges; an option one
     # of them accepts may be what runs (vLLM 0.8.5/0.11.0 have --swap-space)
     Case("vllm-unknown-version-option-of-older", "vllm", "my-tag", ["--swap-space", "16"]),
     Case("vllm-unknown-version-option-of-newer", "vllm", "20250312_0916_RC01",
          ["--async-scheduling"]),
     Case("vllm-unknown-version-no-version-has-it", "vllm", "my-tag", ["--tp", "8"],
-         [("KV701", "--tp", "judged by every version kvlint knows, 0.8.5, 0.11.0, 0.33.0")]),
+         [("KV701", "--tp",
+           "judged by every version kvlint knows, 0.8.5, 0.11.0, 0.33.0, 0.34.0")]),
     Case("vllm-unknown-version-kv-dtype-of-some-version", "vllm", "my-tag",
          ["--kv-cache-dtype", "nvfp4"], [], {"kv_cache_dtype": "nvfp4"}),
     Case("vllm-short-tp", "vllm", "v0.33.0", ["-tp", "8"], [], {"tp": 8}),
@@ -97,6 +98,17 @@ CASES = [
     Case("vllm-option-removed", "vllm", "v0.33.0", ["--swap-space", "4"],
          [("KV701", "--swap-space", "removed after 0.11.0")]),
     Case("vllm-option-of-its-version", "vllm", "v0.8.5", ["--swap-space", "4"]),
+    # 0.34.0's options (vllm/engine/arg_utils.py@v0.34.0): --enable-extensible-kv-cache is a
+    # bool | None field, so argparse.BooleanOptionalAction gives it a --no- form
+    Case("vllm-0-34-option", "vllm", "v0.34.0", ["--no-enable-extensible-kv-cache"]),
+    Case("vllm-0-34-value-option", "vllm", "v0.34.0",
+         ["--max-num-inflight-kv-loads", "4", "-tp", "2"], [], {"tp": 2}),
+    Case("vllm-0-34-option-on-0-33", "vllm", "v0.33.0", ["--enable-extensible-kv-cache"],
+         [("KV701", "--enable-extensible-kv-cache", "added after 0.33.0")]),
+    Case("vllm-0-34-tp-zero", "vllm", "v0.34.0", ["--tensor-parallel-size", "0"],
+         [("KV702", "--tensor-parallel-size", "needs at least 1")]),
+    Case("vllm-0-34-kv-dtype", "vllm", "v0.34.0", ["--kv-cache-dtype", "nvfp4"], [],
+         {"kv_cache_dtype": "nvfp4"}),
     # 0.20.0 lies between 0.11.0 and 0.33.0: what either accepts is not reported
     Case("vllm-between-known-versions", "vllm", "v0.20.0", ["--swap-space", "4"]),
     Case("vllm-gone-before-both-neighbours", "vllm", "v0.20.0", ["--num-scheduler-steps", "8"],

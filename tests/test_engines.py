@@ -236,3 +236,26 @@ def test_engine_usage_errors() -> None:
     assert version.exit_code == 2
     assert version.stderr.strip() == ("kvlint: error: --engine-version 'banana' is not a "
                                       "version (like 0.6.3, v0.6.3, latest)")
+
+
+# --- vLLM 0.34.0 (read in the vllm-0.34.0 wheel, PyPI) --------------------------------------
+
+
+def test_vllm_latest_is_0_34() -> None:
+    vllm = load_engines()["vllm"]
+    assert vllm.latest == Version("0.34.0")
+    assert "2026-12-02" in vllm.latest_source
+
+
+@pytest.mark.parametrize(("version", "cache"), [
+    ("0.33.0", "full-padded-v"), ("0.34.0", "latent"), (None, "latent")])
+def test_mistral_large_4_latent_from_0_34(version: str | None, cache: str) -> None:
+    # transformers_utils/model_arch_config_convertor.py@v0.34.0 is_deepseek_mla() line 315
+    assert behaviour("vllm", version, "mistral_large_4", is_mla=True).mla_cache == cache
+
+
+def test_vllm_0_34_is_known() -> None:
+    _, result = check(LLAMA31, "--engine", "vllm", "--engine-version", "0.34.0")
+    assert "KV306" not in codes(result)
+    _, result = check(LLAMA31, "--engine", "vllm", "--engine-version", "0.35.0")
+    assert "newest is 0.34.0" in finding(result, "KV306")["message"]

@@ -1,8 +1,10 @@
 """A GPU's memory as an input: ``--gpu-memory`` (check, lint, compare), ``gpu-memory`` in the
 settings, and the GPU-memory node labels of Kubernetes manifests (kvlint.model.gpu_memory).
 
-Every figure below is checked by hand: Qwen3-8B in bfloat16 under vLLM's defaults (gpu memory
-utilization 0.92; the overhead from vLLM 0.33's start-up profile, kvlint.model.memory) holds
+Every figure below is checked by hand: Qwen3-8B in bfloat16 under vLLM's defaults (0.34, the
+newest known, for ``check``: gpu memory utilization 1.0 less the extensible KV cache's margin,
+64-token blocks; 0.33 for the manifests, which pin v0.33.0: 0.92, 16-token blocks; the
+overhead from the start-up profile, kvlint.model.memory) holds
 147,456 KV bytes per token (36 layers x 8 KV heads x 128 x 2 x 2 B) and ~16,381,452,288 B of
 weights (8,190,726,144 parameters x 2 B); its max_model_len is 40,960, so one full sequence is
 147,456 x 40,960 = 6,039,797,760 B.
@@ -59,19 +61,26 @@ def capacity_of(*args: str) -> dict[str, Any]:
     return cap
 
 
-def budget(memory: int, name: str = "custom") -> int:
-    """The KV budget under vLLM 0.33's start-up profile (kvlint.model.memory)."""
+def budget(memory: int, name: str = "custom", version: str = "0.34.0") -> int:
+    """The KV budget under vLLM's start-up profile (kvlint.model.memory): 0.34 (the newest
+    known: gpu_memory_utilization 1.0 and the extensible KV cache's margin) or 0.33 (0.92)."""
     dims = model_dims(json.loads(Path(QWEN3_8B).read_text(encoding="utf-8")))
     assert dims is not None
-    terms = memory_terms(gpu_memory_bytes=memory, gpu_name=name, utilization=0.92,
-                         weight_bytes=WEIGHTS, dims=dims, tp=1, version="0.33.0",
+    utilization = 1.0 if version == "0.34.0" else 0.92
+    terms = memory_terms(gpu_memory_bytes=memory, gpu_name=name, utilization=utilization,
+                         weight_bytes=WEIGHTS, dims=dims, tp=1, version=version,
                          max_model_len=40_960)
-    assert terms.kv_memory_bytes == int(memory * 0.92) - WEIGHTS - terms.overhead_bytes
+    if version == "0.34.0":
+        assert terms.kv_margin_bytes == max(GIB, int(terms.activation_peak_bytes * 0.75))
+    else:
+        assert terms.kv_margin_bytes == 0
+    assert terms.kv_memory_bytes == int(memory * utilization) - WEIGHTS - terms.overhead_bytes
     return terms.kv_memory_bytes
 
 
-def tokens(memory: int, name: str = "custom") -> int:
-    return block_tokens(budget(memory, name), PER_TOKEN)
+def tokens(memory: int, name: str = "custom", version: str = "0.34.0") -> int:
+    return block_tokens(budget(memory, name, version), PER_TOKEN,
+                        64 if version == "0.34.0" else 16)
 
 
 # --------------------------------------------------------------------------- the arithmetic
@@ -139,7 +148,7 @@ def test_settings_memory_and_the_option_wins(tmp_path: Path) -> None:
     assert cap["gpu_memory_source"] == "settings (gpu-memory)"
     assert cap["kv_budget_bytes_per_gpu"] == budget(24 * GIB)
     assert cap["max_tokens"] == tokens(24 * GIB)
-    assert cap["max_sequences"] == budget(24 * GIB) // SEQUENCE == 0  # 5.45 GiB < 5.63 GiB
+    assert cap["max_sequences"] == budget(24 * GIB) // SEQUENCE == 1  # 6.37 GiB > 5.63 GiB
     cap = capacity_of("check", QWEN3_8B, "--gpu-memory", "48")
     assert cap["gpu_memory_source"] == "--gpu-memory"
     assert cap["gpu_memory_bytes"] == 48 * GIB
@@ -194,8 +203,8 @@ def write_manifest(tmp_path: Path, selector: dict[str, str]) -> str:
 def test_lint_option_sizes_any_gpu(tmp_path: Path) -> None:
     cap = capacity_of("lint", write_manifest(tmp_path, {}), *MAP, "--gpu-memory", "80")
     assert cap["gpu"] == "custom (80 GiB)"
-    assert cap["kv_budget_bytes_per_gpu"] == budget(80 * GIB)
-    assert cap["max_tokens"] == tokens(80 * GIB)
+    assert cap["kv_budget_bytes_per_gpu"] == budget(80 * GIB, version="0.33.0")  # v0.33.0
+    assert cap["max_tokens"] == tokens(80 * GIB, version="0.33.0")
     assert cap["gpu_memory_source"] == "--gpu-memory"
 
 
@@ -207,8 +216,8 @@ def test_manifest_node_label_states_the_memory(tmp_path: Path, label: str) -> No
     assert cap["gpu"] == "custom (44.9883 GiB)"
     assert cap["gpu_memory_bytes"] == 46_068 * MIB == 48_305_799_168
     assert cap["gpu_memory_source"] == f"nodeSelector {label} (line 9)"
-    assert cap["kv_budget_bytes_per_gpu"] == budget(48_305_799_168)
-    assert cap["max_tokens"] == tokens(48_305_799_168)
+    assert cap["kv_budget_bytes_per_gpu"] == budget(48_305_799_168, version="0.33.0")
+    assert cap["max_tokens"] == tokens(48_305_799_168, version="0.33.0")
 
 
 def test_manifest_memory_with_a_named_gpu_keeps_its_bandwidth(tmp_path: Path) -> None:

@@ -19,6 +19,9 @@ from kvlint.model.memory import (
     block_tokens,
     cuda_graph_bytes,
     default_batch_limits,
+    default_block_size,
+    default_utilization,
+    kv_margin_bytes,
     memory_terms,
     model_dims,
     non_torch_bytes,
@@ -59,6 +62,9 @@ def test_model_dims_dense_moe_and_multimodal() -> None:
     ("0.28.0", 178.0, "B200", (16384, 1024)),       # from 0.28.0
     ("0.9.0", 79.2, "A100-80GB", (2048, 256)),      # A100 exception from 0.9.0
     ("0.33.0", 22.5, "L4", (2048, 256)),
+    ("0.34.0", 178.0, "B200", (16384, 1024)),       # tiers unchanged (arg_utils.py@v0.34.0)
+    ("0.34.0", 79.2, "A100-80GB", (2048, 256)),
+    ("0.34.0", 79.2, "H100-80GB", (8192, 1024)),
     (None, 22.5, "L4", (2048, 256)),
 ])
 def test_default_batch_limits_v1(version: str | None, gib: float, name: str,
@@ -107,6 +113,31 @@ def test_memory_terms_add_up() -> None:
                          weight_bytes=15 * GIB, dims=LLAMA_DIMS, tp=1, version="0.33.0",
                          max_model_len=8192, max_num_batched_tokens=512)
     assert (given.profiled_tokens, given.sampler_rows) == (512, 512)
+
+
+def test_extensible_kv_cache_of_0_34() -> None:
+    # vllm/config/cache.py@v0.34.0: DEFAULT_BLOCK_SIZE 64 (16 @v0.33.0), and an unset
+    # gpu_memory_utilization resolves to 1.0 with the extensible KV cache (0.92 without)
+    assert (default_block_size("0.33.0"), default_block_size("0.34.0")) == (16, 64)
+    assert default_block_size(None) == 64  # unpinned: the newest known
+    assert (default_utilization("0.33.0"), default_utilization("0.34.0")) == (None, 1.0)
+    # extensible_kv_cache.py@v0.34.0 measure_kv_cache_bytes: the budget is capped at the
+    # free memory less max(1 GiB, 0.75 x transient peak)
+    assert kv_margin_bytes("0.33.0", 80 * GIB, 80 * GIB, 4 * GIB) == 0
+    assert kv_margin_bytes("0.34.0", 80 * GIB, 80 * GIB, 512 * MIB) == GIB  # the floor
+    assert kv_margin_bytes("0.34.0", 80 * GIB, 80 * GIB, 4 * GIB) == 3 * GIB  # 0.75 x 4 GiB
+    # an explicit 0.9 leaves 8 GiB free: more than the margin, which then costs nothing
+    assert kv_margin_bytes("0.34.0", 80 * GIB, int(80 * GIB * 0.9), 4 * GIB) == 0
+    # 0.98 leaves 1.6 GiB: the margin takes the 1.4 GiB that are missing
+    assert kv_margin_bytes("0.34.0", 80 * GIB, int(80 * GIB * 0.98), 4 * GIB) == \
+        3 * GIB - (80 * GIB - int(80 * GIB * 0.98))
+    t = memory_terms(gpu_memory_bytes=80 * GIB, gpu_name="H100", utilization=1.0,
+                     weight_bytes=15 * GIB, dims=LLAMA_DIMS, tp=1, version="0.34.0",
+                     max_model_len=8192, max_num_seqs=4)
+    peak = 8192 * 110_592
+    assert t.activation_peak_bytes == peak and t.block_size == 64
+    assert t.kv_margin_bytes == GIB  # 0.75 x 864 MiB = 648 MiB: the 1 GiB floor
+    assert t.kv_memory_bytes == 80 * GIB - 15 * GIB - (peak + 300 * MIB + 512 * MIB + GIB)
 
 
 def test_block_tokens_rounds_down_to_whole_blocks() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
@@ -64,3 +65,22 @@ def test_state_in_json_per_sequence() -> None:
     _, result = check(NEMOTRON_H, "--tp", "8")
     # 54 Mamba-2 layers x 2,112,512 B at tp=8 (see tests/model/test_state.py)
     assert result["kv"]["state_bytes_per_sequence_per_gpu"] == 114_075_648
+
+
+def test_ricursive_of_vllm_0_34_splits_kv_heads_evenly(tmp_path: Path) -> None:
+    # vllm/model_executor/models/ricursive.py@v0.34.0 line 97: ValueError unless the KV
+    # heads divide by tp (no replication); the class is new in 0.34.0
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({
+        "architectures": ["RicursiveForCausalLM"], "model_type": "ricursive",
+        "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
+        "head_dim": 128, "num_hidden_layers": 24, "intermediate_size": 8192,
+        "vocab_size": 32000, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}))
+    code, result = check(str(config), "--tp", "8")
+    assert code == 1
+    [finding] = kv207(result)
+    assert "KV heads (4) are not divisible by tp=8" in finding["message"]
+    assert "(vLLM 0.34.0 model_executor/models/ricursive.py:97)" in finding["message"]
+    assert finding["data"]["valid_tp"] == [1, 2, 4]
+    code, result = check(str(config), "--tp", "4")
+    assert kv207(result) == []

@@ -4,14 +4,19 @@ the engines' own artefacts, read with ``ast`` and never imported.
 Usage (every argument is a wheel, an unpacked directory or a single source file)::
 
     python -m kvlint.engines.architectures_gen -o kvlint/engines/architectures.json \\
-        --vllm vllm-0.8.5-*.whl vllm-0.11.0-*.whl vllm-0.33.0-*.whl \\
+        --vllm vllm-0.8.5-*.whl vllm-0.11.0-*.whl vllm-0.33.0-*.whl vllm-0.34.0-*.whl \\
         --sglang sglang-0.4.6.post1-*.whl sglang-0.5.5.post3-*.whl sglang-0.5.23-*.whl \\
         --lmdeploy lmdeploy-0.7.3-*.whl lmdeploy-0.18.0-*.whl \\
         --tgi 3.3.7=server/text_generation_server/models/__init__.py@v3.3.7 \\
         --trtllm 'main@065ff9e9=_arch_index.py' \\
         --trtllm-legacy 'main@02267d3d=models/__init__.py' \\
         --llamacpp 'llama-cpp-python 0.3.36=vendor/llama.cpp/convert_hf_to_gguf.py' \\
-        --transformers 5.20.2=.../site-packages/transformers
+        --transformers 5.22.2=transformers-5.22.2-*.whl 5.20.2=.../site-packages/transformers \\
+            5.19.0=...
+
+(vLLM 0.34.0 and transformers 5.22.2 were added to the file by running ``vllm()`` and
+``transformers()`` on those two wheels and merging with ``_by_version``/``_mark_judged`` and
+``dumps``: the entries a full run gives.)
 
 What is read:
 

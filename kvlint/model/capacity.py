@@ -2,8 +2,9 @@
 
     budget      = gpu_memory x gpu_memory_utilization - weights_per_gpu - overhead
                   (vLLM: overhead = its start-up profile's peak activation + non-torch
-                  memory + CUDA graphs, kvlint/model/memory.py, and max_tokens counts whole
-                  16-token blocks)
+                  memory + CUDA graphs (+ the extensible KV cache's margin from 0.34.0),
+                  kvlint/model/memory.py, and max_tokens counts whole 16-token blocks,
+                  64-token from 0.34.0)
                   (engines whose fraction applies to the memory left after weights, like
                   TensorRT-LLM's kv_cache_free_gpu_memory_fraction:
                   (gpu_memory - weights_per_gpu - overhead) x fraction)
@@ -41,7 +42,7 @@ from fractions import Fraction
 from math import floor
 
 from kvlint.model import kv
-from kvlint.model.memory import BLOCK_SIZE, MemoryTerms
+from kvlint.model.memory import MemoryTerms
 from kvlint.model.serving import KvAnalysis
 
 GIB = 1024**3
@@ -177,8 +178,8 @@ def capacity(
     """Capacity of one GPU of the plan; ``None`` when the engine refuses the tp.
 
     With ``memory`` (vLLM's profile, kvlint/model/memory.py) its terms replace
-    ``overhead_bytes`` and the tokens are rounded down to whole 16-token blocks, as vLLM
-    counts them."""
+    ``overhead_bytes`` and the tokens are rounded down to whole blocks of the version's
+    default size (16 tokens, 64 from vLLM 0.34.0), as vLLM counts them."""
     per_token = a.footprint.bytes_per_token_per_gpu_exact
     context = a.plan.max_model_len or a.plan.context
     per_seq = sequence_bytes_per_gpu(a, context)
@@ -193,7 +194,7 @@ def capacity(
                                     kv_sequence_bytes=per_seq - state, state_bytes=state,
                                     context=context)
     if memory is not None and not state:
-        max_tokens = max_tokens // BLOCK_SIZE * BLOCK_SIZE
+        max_tokens = max_tokens // memory.block_size * memory.block_size
     tp = a.plan.layout.attention_tp
     cluster_seq = kv.bytes_per_sequence_cluster(
         a.cached, a.dtype, a.plan.layout, a.plan.context,

@@ -14,6 +14,12 @@ vllm/v1/worker/gpu_worker.py@v0.33.0; ``memory_profiling``, vllm/utils/mem_utils
     blocks    = KV memory // (page bytes x layers)   (v1/core/kv_cache_utils.py@v0.33.0)
     tokens    = blocks x block_size                  ("GPU KV cache size: N tokens")
 
+From v0.34.0 the extensible KV cache (on by default on CUDA and ROCm) measures the same
+terms after warmup and CUDA graph capture instead (``measure_kv_cache_bytes``,
+vllm/v1/worker/extensible_kv_cache.py@v0.34.0 lines 592-618); the budget becomes
+min(total x gpu_memory_utilization, total - margin), gpu_memory_utilization defaults to 1.0
+and the block size to 64 (vllm/config/cache.py@v0.34.0): ``EXTENSIBLE_KV_CACHE_SINCE``.
+
 Weights are kvlint's weights estimate (or the checkpoint's size); the KV-page arithmetic is
 exact. The activation peak, non-torch and CUDA-graph terms are ESTIMATES kvlint cannot take
 from a config exactly (vLLM measures them): their constants come from the profile lines of
@@ -35,8 +41,38 @@ GIB = 1024**3
 MIB = 1024**2
 
 BLOCK_SIZE = 16
-"""vLLM's default KV block size in tokens (vllm/config/cache.py@v0.33.0: ``block_size``
-defaults to 16 on CUDA for attention-only models; hybrid models use larger pages)."""
+"""vLLM's default KV block size in tokens through v0.33.0 (vllm/config/cache.py@v0.33.0:
+``block_size`` defaults to 16 on CUDA for attention-only models; hybrid models use larger
+pages)."""
+
+BLOCK_SIZE_0_34 = 64
+BLOCK_SIZE_64_SINCE = Version("0.34.0")
+"""The default from v0.34.0: ``CacheConfig.DEFAULT_BLOCK_SIZE = 64`` (vllm/config/cache.py
+@v0.34.0 line 185; 16 @v0.33.0), kept unless an attention backend prefers another size
+(``Platform.update_block_size_for_backend``, vllm/platforms/interface.py@v0.34.0 lines
+759-790)."""
+
+EXTENSIBLE_KV_CACHE_SINCE = Version("0.34.0")
+"""v0.34.0 sizes an extensible KV cache from the memory measured after warmup and CUDA graph
+capture (``enable_extensible_kv_cache``, default on CUDA and ROCm: vllm/config/vllm.py@v0.34.0
+lines 3200-3254; absent @v0.33.0). ``gpu_memory_utilization`` then defaults to 1.0
+(``CacheConfig.resolved_gpu_memory_utilization``, vllm/config/cache.py@v0.34.0 lines
+494-501; 0.92 without the extensible cache) and ``measure_kv_cache_bytes``
+(vllm/v1/worker/extensible_kv_cache.py@v0.34.0 lines 592-618) keeps
+``available = min(requested - non-KV use, free + committed - margin) - transient peak``:
+the budget is capped at the memory free at start-up less the margin. kvlint takes the
+GPU's memory for the memory free at start-up (an empty GPU). Not modelled: the switches that
+turn it off (--no-enable-extensible-kv-cache, --kv-cache-memory-bytes,
+--num-gpu-blocks-override, some KV connectors): there 0.92 and no margin, as before."""
+
+KV_MARGIN_FLOOR_BYTES = GIB
+KV_MARGIN_FRACTION = 0.75
+"""``KV_CACHE_MARGIN_FLOOR_BYTES = 1 << 30`` (3 << 30 on ROCm) and
+``KV_CACHE_MARGIN_FRACTION = 0.75`` (vllm/v1/worker/extensible_kv_cache.py@v0.34.0 lines
+64-65): the margin is max(floor, 0.75 x transient peak), the peak being the profiled
+activation peak (``reserved_headroom_bytes = peak_activation_memory``,
+vllm/v1/worker/gpu_worker.py@v0.34.0 lines 946-948; ``record_transient_peak`` may raise it
+to warmup's peak). kvlint models CUDA."""
 
 NON_TORCH_BYTES = 300 * MIB
 """ESTIMATE. Non-torch memory of one worker at tp=1 (CUDA context growth, cuBLAS workspaces).
@@ -145,11 +181,17 @@ class MemoryTerms:
     """max_num_batched_tokens the dummy forward pass runs."""
     sampler_rows: int
     engine_version: str
+    kv_margin_bytes: int = 0
+    """From v0.34.0: what the extensible KV cache's margin takes beyond the memory that
+    ``gpu_memory_utilization`` already leaves free (0 before, and when it leaves enough)."""
+    block_size: int = BLOCK_SIZE
+    """The default KV block size in tokens (16 through v0.33.0, 64 from v0.34.0)."""
 
     @property
     def overhead_bytes(self) -> int:
         """Everything besides weights and KV."""
-        return self.activation_peak_bytes + self.non_torch_bytes + self.cuda_graph_bytes
+        return (self.activation_peak_bytes + self.non_torch_bytes + self.cuda_graph_bytes
+                + self.kv_margin_bytes)
 
     @property
     def kv_memory_bytes(self) -> int:
@@ -162,6 +204,35 @@ def _version(version: str | None) -> Version | None:
         return Version(version) if version else None
     except InvalidVersion:
         return None
+
+
+def extensible_kv_cache(version: str | None) -> bool:
+    """Whether the version sizes its KV cache as an extensible one by default (the newest
+    known when ``None``)."""
+    v = _version(version)
+    return v is None or v >= EXTENSIBLE_KV_CACHE_SINCE
+
+
+def default_utilization(version: str | None) -> float | None:
+    """vLLM's ``gpu_memory_utilization`` when none is given, where it differs from the engine
+    table's 0.92: 1.0 with the extensible KV cache (v0.34.0); ``None`` otherwise."""
+    return 1.0 if extensible_kv_cache(version) else None
+
+
+def default_block_size(version: str | None) -> int:
+    """vLLM's default KV block size in tokens for ``version`` (the newest known when
+    ``None``)."""
+    v = _version(version)
+    return BLOCK_SIZE_0_34 if v is None or v >= BLOCK_SIZE_64_SINCE else BLOCK_SIZE
+
+
+def kv_margin_bytes(version: str | None, gpu_memory_bytes: int, requested_bytes: int,
+                    activation_peak: int) -> int:
+    """The extensible KV cache's margin beyond what the requested budget leaves free."""
+    if not extensible_kv_cache(version):
+        return 0
+    margin = max(KV_MARGIN_FLOOR_BYTES, int(activation_peak * KV_MARGIN_FRACTION))
+    return max(0, margin - (gpu_memory_bytes - requested_bytes))
 
 
 def default_batch_limits(version: str | None, gpu_memory_bytes: int, gpu_name: str,
@@ -209,15 +280,19 @@ def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
     tokens = max_num_batched_tokens or tokens
     seqs = max_num_seqs or seqs
     rows = min(tokens, seqs)
+    requested = int(gpu_memory_bytes * utilization)
+    peak = activation_peak_bytes(dims, tokens, rows, tp)
     return MemoryTerms(
-        requested_bytes=int(gpu_memory_bytes * utilization),
+        requested_bytes=requested,
         weight_bytes=weight_bytes,
-        activation_peak_bytes=activation_peak_bytes(dims, tokens, rows, tp),
+        activation_peak_bytes=peak,
         non_torch_bytes=non_torch_bytes(tp),
         cuda_graph_bytes=cuda_graph_bytes(version),
         profiled_tokens=tokens,
         sampler_rows=rows,
         engine_version=version or "?",
+        kv_margin_bytes=kv_margin_bytes(version, gpu_memory_bytes, requested, peak),
+        block_size=default_block_size(version),
     )
 
 

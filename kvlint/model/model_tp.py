@@ -24,7 +24,8 @@ from kvlint.model.state import TpRefusal, tp_refusals
 class NoReplication:
     """How a model class splits its KV heads: ``at-least-one`` — ``n_kv // tp`` heads per
     GPU, so ``tp > n_kv`` leaves a GPU with none; ``divisible`` — asserts ``n_kv % tp == 0``.
-    ``source``: the vLLM 0.33.0 file and line; ``code``: what it does there."""
+    ``source``: the vLLM 0.33.0 file and line (a version first, ``0.34.0 path:line``, for a
+    model class 0.33.0 lacks); ``code``: what it does there."""
 
     requires: str
     source: str
@@ -46,13 +47,20 @@ NO_KV_REPLICATION: Final[dict[str, NoReplication]] = {
         "divisible", "models/muse_spark/common/layers.py:367",
         "assert total_num_kv_heads % tp_size == 0 (no KV-head padding for the fused QKV+O-gate "
         "projection)"),
+    "RicursiveForCausalLM": NoReplication(  # new in vLLM 0.34.0 (registry.py@v0.34.0)
+        "divisible", "0.34.0 model_executor/models/ricursive.py:97",
+        "raise ValueError unless num_attention_heads and num_key_value_heads are divisible by "
+        "tp_size"),
     "InklingForCausalLM": NoReplication(
         "at-least-one", "models/inkling/nvidia/sconv_swa_attn.py:143",
         "assert tp_size <= num_kv_heads, then num_kv_heads // tp_size"),
 }
 """Architectures whose vLLM 0.33.0 model class computes ``num_kv_heads // tp`` without vLLM's
 usual ``max(1, ...)`` replication (every model file of the 0.33.0 wheel read for
-``// tp_size`` on a KV-head count)."""
+``// tp_size`` on a KV-head count). The 0.34.0 wheel, grepped the same way: the five above
+unchanged (gpt_oss.py:156, param2moe.py:121, hrm_text.py:145, muse_spark/common/layers.py
+:370, inkling/nvidia/sconv_swa_attn.py:143), one new class without replication
+(RicursiveForCausalLM); the other new hits (lfm3.py, models/beam/amd) replicate."""
 
 NO_REPLICATION_ENGINES: Final = frozenset({"vllm"})
 STATE_SPLIT_ENGINES: Final = frozenset({"vllm", "sglang"})

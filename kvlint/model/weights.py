@@ -688,7 +688,9 @@ def pipeline_stage_layers(layers: int, pp: int) -> list[int]:
     vllm/distributed/utils.py: ``layers // pp`` each, the remainder one by one to the stages
     before the last, from the second-to-last backwards, so the last stage, which also holds the
     LM head, is not the fuller; ``VLLM_PP_LAYER_PARTITION`` overrides it). Read in the vLLM
-    0.33.0 wheel: vllm/distributed/utils.py ``get_pp_indices`` (lines 198-241)."""
+    0.33.0 wheel: vllm/distributed/utils.py ``get_pp_indices`` (lines 198-241); the same
+    default split in the 0.34.0 wheel (lines 211-256, which only add a ValueError for negative
+    ``VLLM_PP_LAYER_PARTITION`` counts)."""
     if pp < 1 or layers < pp:
         raise ValueError(f"cannot split {layers} layers over {pp} stages")
     stages = [layers // pp] * pp

@@ -114,8 +114,10 @@ def _memory(m: MemoryTerms | None) -> dict[str, Any] | None:
         "weight_bytes": m.weight_bytes, "activation_peak_bytes": m.activation_peak_bytes,
         "non_torch_bytes": m.non_torch_bytes, "cuda_graph_bytes": m.cuda_graph_bytes,
         "kv_memory_bytes": m.kv_memory_bytes, "profiled_tokens": m.profiled_tokens,
-        "sampler_rows": m.sampler_rows,
-        "estimated": ["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes"],
+        "sampler_rows": m.sampler_rows, "kv_margin_bytes": m.kv_margin_bytes,
+        "block_size": m.block_size,
+        "estimated": ["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes",
+                      "kv_margin_bytes"],
     }
 
 

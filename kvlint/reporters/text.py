@@ -159,7 +159,10 @@ def _capacity_rows(c: Capacity, source: str | None = None,
                      f"peak activation ~{fmt_bytes(m.activation_peak_bytes)} "
                      f"({fmt_int(m.profiled_tokens)} tokens) · non-torch memory "
                      f"~{fmt_bytes(m.non_torch_bytes)} · CUDA graph memory "
-                     f"~{fmt_bytes(m.cuda_graph_bytes)} (vLLM {m.engine_version})"])
+                     f"~{fmt_bytes(m.cuda_graph_bytes)}"
+                     + (f" · KV cache margin ~{fmt_bytes(m.kv_margin_bytes)}"
+                        if m.kv_margin_bytes else "")
+                     + f" (vLLM {m.engine_version})"])
         rows.append(["KV cache", f"Available KV cache memory: "
                                  f"~{fmt_bytes(c.kv_budget_bytes_per_gpu)} · GPU KV cache size: "
                                  f"~{fmt_int(c.max_tokens)} tokens · Maximum concurrency for "

@@ -20,7 +20,8 @@ def _budget(cap: Capacity) -> str:
         return (f"{fmt_bytes(cap.gpu.memory_bytes)} x {cap.gpu_memory_utilization:.2f} - "
                 f"{weights} weights - ~{fmt_bytes(m.activation_peak_bytes)} peak activation - "
                 f"~{fmt_bytes(m.non_torch_bytes)} non-torch - ~{fmt_bytes(m.cuda_graph_bytes)} "
-                "CUDA graphs")
+                "CUDA graphs" + (f" - ~{fmt_bytes(m.kv_margin_bytes)} KV cache margin"
+                                 if m.kv_margin_bytes else ""))
     if cap.fraction_of_free_memory:
         return (f"({fmt_bytes(cap.gpu.memory_bytes)} - {weights} weights - "
                 f"{fmt_bytes(cap.overhead_bytes)} overhead) x {cap.gpu_memory_utilization:.2f}")
@@ -62,7 +63,8 @@ class MaxModelLenExceedsKvBudget(Rule):
 
     ## Use instead
     The largest max_model_len the message gives, more GPUs (tp), an fp8 KV cache, or a
-    higher `--gpu-memory-utilization`.
+    higher `--gpu-memory-utilization` (where it is below 1.0: vLLM 0.34 takes the whole GPU
+    by default).
     """
 
     code = "KV501"
@@ -80,12 +82,15 @@ class MaxModelLenExceedsKvBudget(Rule):
         budget = max(cap.kv_budget_bytes_per_gpu, 0)
         longest = longest_fitting_context(a, budget, length)
         state = a.state_bytes_per_sequence_per_gpu or 0
+        # vLLM >= 0.34 already takes the whole GPU (gpu_memory_utilization 1.0)
+        fixes = ("Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
+                 "--gpu-memory-utilization." if cap.gpu_memory_utilization < 1 else
+                 "Lower --max-model-len, add GPUs (tp) or use an fp8 KV cache.")
         yield self.finding(
             f"One {fmt_int(length)}-token sequence needs {_what(need, state)} per GPU, "
             f"more than the {fmt_bytes(budget)} left on each {_gpu(cap, ctx)} "
             f"({_budget(cap)}); the largest max_model_len that fits is {fmt_int(longest)}. "
-            "Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
-            "--gpu-memory-utilization.",
+            + fixes,
             suggestion=_fitting_length(ctx, longest),
             max_model_len=length,
             kv_bytes_needed_per_gpu=need,

@@ -268,7 +268,7 @@ class EngineVersionUnknown(Rule):
     ```console
     $ kvlint check meta-llama/Llama-3.1-8B --engine vllm --engine-version 99.0 --format concise
     meta-llama/Llama-3.1-8B:1:1: KV306 vLLM 99.0 is newer than any version kvlint knows (the
-    newest is 0.33.0): its engine checks are vLLM 0.33.0's, which may not be what 99.0 does; pin
+    newest is 0.34.0): its engine checks are vLLM 0.34.0's, which may not be what 99.0 does; pin
     a version kvlint knows or upgrade kvlint.
     ```
 

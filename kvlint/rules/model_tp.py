@@ -40,7 +40,7 @@ class TpRefusedByModel(Rule):
     ## Example
     ```console
     $ kvlint check nvidia/Nemotron-H-56B-Base-8K --tp 16 --format concise
-    nvidia/Nemotron-H-56B-Base-8K:1:1: KV207 vLLM 0.33.0 (newest known) cannot build this
+    nvidia/Nemotron-H-56B-Base-8K:1:1: KV207 vLLM 0.34.0 (newest known) cannot build this
     model at tp=16: mamba n_groups (8) is neither 1 nor divisible by tp=16: vLLM replicates
     the groups over the head shards only when there is one group (vLLM 0.33.0
     model_executor/layers/mamba/mamba_mixer2.py:320). Use tp ∈ {1, 2, 4, 8}, with pipeline
@@ -70,13 +70,18 @@ class TpRefusedByModel(Rule):
         valid = [t for t in kv.valid_tp_degrees(a.cached, limit, b.kv_sharding)
                  if not model_tp_refusals(g, t, b.engine)]
         reasons = "; ".join(r.message for r in refusals)
-        sources = ", ".join(sorted({r.source for r in refusals}))
+        read_in: dict[str, list[str]] = {}  # a source read in another wheel names its version
+        for source in sorted({r.source for r in refusals}):
+            version, _, path = (source.partition(" ") if source[:1].isdigit()
+                                else ("0.33.0", "", source))
+            read_in.setdefault(version, []).append(path)
+        sources = "; vLLM ".join(f"{v} {', '.join(paths)}" for v, paths in read_in.items())
         fix = (f"Use tp \u2208 {{{', '.join(map(str, valid))}}}, with pipeline or data "
                "parallelism for the other GPUs." if valid else
                f"No tp up to {limit} works: serve it unsharded or with pipeline parallelism.")
         yield self.finding(
-            f"{b.label} cannot build this model at tp={tp}: {reasons} (vLLM 0.33.0 "
-            f"{sources}). {fix}",
+            f"{b.label} cannot build this model at tp={tp}: {reasons} (vLLM {sources}). "
+            f"{fix}",
             engine=b.engine,
             tp=tp,
             refusals=[{"what": r.what, "value": r.value, "requirement": r.rule,

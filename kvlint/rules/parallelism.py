@@ -146,7 +146,7 @@ class TpIndivisibleKvHeads(Rule):
     ## Example
     ```console
     $ kvlint check microsoft/phi-4 --tp 8 --format concise
-    microsoft/phi-4:1:1: KV202 vLLM 0.33.0 (newest known) refuses tp=8 for 10 KV heads: 10 is
+    microsoft/phi-4:1:1: KV202 vLLM 0.34.0 (newest known) refuses tp=8 for 10 KV heads: 10 is
     neither divisible by 8 nor a divisor of it. Use tp ∈ {1, 2, 5, 10, 20, 40}.
     ```
 
@@ -201,7 +201,7 @@ class TpIndivisibleAttentionHeads(Rule):
     ```console
     $ kvlint check 01-ai/Yi-34B --tp 16 --format concise
     01-ai/Yi-34B:1:1: KV203 56 attention heads do not split over tp=16 (56 % 16 = 8): every
-    head-sharding engine refuses it. Valid on vLLM 0.33.0 (newest known) for this model: tp ∈
+    head-sharding engine refuses it. Valid on vLLM 0.34.0 (newest known) for this model: tp ∈
     {1, 2, 4, 8, 56}.
     ```
 

@@ -2,7 +2,8 @@
 
 Generated once from the engines' own sources and pasted here as data (no engine is imported):
 
-- vLLM: the union of ``vllm serve``'s options in the vllm 0.33.0, 0.11.0 and 0.8.5 wheels
+- vLLM: the union of ``vllm serve``'s options in the vllm 0.34.0, 0.33.0, 0.11.0 and 0.8.5
+  wheels
   (PyPI), read with ``ast`` from ``vllm/engine/arg_utils.py`` (``add_cli_args``: option strings, and
   the type of the config-dataclass field each ``**x_kwargs["field"]`` refers to: ``bool`` →
   ``argparse.BooleanOptionalAction``, list/tuple/set → ``nargs="+"``),
@@ -51,6 +52,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --enable-reasoning --grpc --headless --use-v2-block-manager -dpm
         """,
         "negatable": """
+            --checkpoint-prepare-on-startup --enable-extensible-kv-cache --shuffle-safetensors-files
             --eplb-log-balancedness
             --allow-credentials --allow-deprecated-quantization --async-scheduling
             --calculate-kv-scales --cohere-is-reasoning-model --cudagraph-metrics
@@ -103,6 +105,8 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --sleep-preserve-parameter-names
         """,
         "value": """
+            --cache-aware-admission-threshold --cache-aware-admission-window
+            --headless-client-handshake-address --max-num-inflight-kv-loads
             --eplb-step-interval --eplb-window-size --num-redundant-experts
             --override-attention-dtype
             --additional-config --all2all-backend --allowed-local-media-path

@@ -9,15 +9,17 @@ Read once from the engines' own artefacts (PyPI wheels, ``pip download --no-deps
 ``ast`` and no engine imported; the union of each engine's versions equals ``OPTION_TABLES``
 exactly:
 
-- vLLM 0.8.5, 0.11.0 and 0.33.0: option strings of the ``add_argument`` calls in
+- vLLM 0.8.5, 0.11.0, 0.33.0 and 0.34.0: option strings of the ``add_argument`` calls in
   ``vllm/engine/arg_utils.py``, ``vllm/entrypoints/cli/serve.py`` and
   ``vllm/entrypoints/openai/cli_args.py`` (0.8.5, 0.11.0) /
-  ``vllm/entrypoints/common/cli_args.py`` (0.33.0); ``FrontendArgs`` dataclass fields become
-  ``--field-name`` options (0.11.0, 0.33.0). Choices: ``CacheDType`` of ``vllm/config.py``
-  (0.8.5) / ``vllm/config/cache.py`` (0.11.0, 0.33.0); ``--dtype`` ``choices`` (0.8.5
-  ``arg_utils.py``) / ``ModelDType`` (``vllm/config/model.py``). Parallel sizes:
-  ``ParallelConfig`` fields are ``Field(default=1, ge=1)`` in 0.33.0
-  ``vllm/config/parallel.py`` (a plain ``int = 1`` in 0.11.0: not judged there).
+  ``vllm/entrypoints/common/cli_args.py`` (0.33.0, 0.34.0); ``FrontendArgs`` dataclass fields
+  become ``--field-name`` options (0.11.0, 0.33.0, 0.34.0). Choices: ``CacheDType`` of
+  ``vllm/config.py`` (0.8.5) / ``vllm/config/cache.py`` (0.11.0, 0.33.0, 0.34.0: unchanged);
+  ``--dtype`` ``choices`` (0.8.5 ``arg_utils.py``) / ``ModelDType``
+  (``vllm/config/model.py``). Parallel sizes: ``ParallelConfig`` fields are
+  ``Field(default=1, ge=1)`` in 0.33.0 and 0.34.0 ``vllm/config/parallel.py`` (a plain
+  ``int = 1`` in 0.11.0: not judged there). 0.34.0 adds seven options to 0.33.0's and
+  removes none (the same ``ast`` read of both wheels, which gives 0.33.0's set exactly).
 - SGLang 0.4.6.post1, 0.5.5.post3 and 0.5.23: ``add_argument`` calls of
   ``sglang/srt/server_args.py`` (0.4.6.post1, 0.5.5.post3); ``A[type, Arg(...)]`` and
   ``A[type, "help"]`` fields of ``sglang/srt/arg_groups/fields/*.py`` (``cli_name``,
@@ -35,7 +37,7 @@ exactly:
 from __future__ import annotations
 
 VERSIONS: dict[str, tuple[str, ...]] = {
-    "vllm": ("0.8.5", "0.11.0", "0.33.0"),
+    "vllm": ("0.8.5", "0.11.0", "0.33.0", "0.34.0"),
     "sglang": ("0.4.6.post1", "0.5.5.post3", "0.5.23"),
     "lmdeploy": ("0.7.3", "0.18.0"),
 }
@@ -44,6 +46,10 @@ VERSIONS: dict[str, tuple[str, ...]] = {
 ABSENT: dict[str, dict[str, str]] = {
     "vllm": {
         "0.8.5": """
+            --cache-aware-admission-threshold --cache-aware-admission-window
+            --checkpoint-prepare-on-startup --enable-extensible-kv-cache
+            --headless-client-handshake-address --max-num-inflight-kv-loads
+            --shuffle-safetensors-files
             --aggregate-engine-logging --all2all-backend --allow-deprecated-quantization
             --allowed-media-domains --anthropic-disabled-thinking-effort
             --api-server-count --async-scheduling --attention-backend --attention-config
@@ -127,6 +133,10 @@ ABSENT: dict[str, dict[str, str]] = {
             -dpn -dpp -dpr -ep -n -pcp -r -sc
         """,
         "0.11.0": """
+            --cache-aware-admission-threshold --cache-aware-admission-window
+            --checkpoint-prepare-on-startup --enable-extensible-kv-cache
+            --headless-client-handshake-address --max-num-inflight-kv-loads
+            --shuffle-safetensors-files
             --aggregate-engine-logging --all2all-backend --allow-deprecated-quantization
             --anthropic-disabled-thinking-effort --attention-backend --attention-config
             --aux-output-config --cohere-format --cohere-is-reasoning-model
@@ -196,6 +206,27 @@ ABSENT: dict[str, dict[str, str]] = {
             -n -pcp -r -sc
         """,
         "0.33.0": """
+            --cache-aware-admission-threshold --cache-aware-admission-window
+            --checkpoint-prepare-on-startup --enable-extensible-kv-cache
+            --headless-client-handshake-address --max-num-inflight-kv-loads
+            --shuffle-safetensors-files
+            --calculate-kv-scales --cuda-graph-sizes --device
+            --disable-async-output-proc --disable-frontend-multiprocessing
+            --disable-log-requests --disable-mm-preprocessor-cache --enable-lora-bias
+            --enable-multimodal-encoder-data-parallel --enable-prompt-adapter
+            --enable-reasoning --eplb-log-balancedness --eplb-step-interval
+            --eplb-window-size --guided-decoding-backend --logits-processor-pattern
+            --long-lora-scaling-factors --lora-extra-vocab-size
+            --max-long-partial-prefills --max-num-partial-prefills
+            --max-prompt-adapter-token --max-prompt-adapters --max-seq-len-to-capture
+            --multi-step-stream-outputs --num-lookahead-slots --num-redundant-experts
+            --num-scheduler-steps --override-attention-dtype --override-neuron-config
+            --override-pooler-config --preemption-mode --prompt-adapters
+            --qlora-adapter-name-or-path --rope-scaling --rope-theta
+            --scheduler-delay-factor --swap-space --task --tokenizer-pool-extra-config
+            --tokenizer-pool-size --tokenizer-pool-type --use-v2-block-manager -O
+        """,
+        "0.34.0": """
             --calculate-kv-scales --cuda-graph-sizes --device
             --disable-async-output-proc --disable-frontend-multiprocessing
             --disable-log-requests --disable-mm-preprocessor-cache --enable-lora-bias
@@ -596,6 +627,11 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
                          turboquant_3bit_nc octave_k3v4 octave_k3v3 octave_k3v3_compact
                          ultraquant_4bit int4_per_token_head int8_per_token_head
                          fp8_per_token_head nvfp4 nvfp4_4over6""",
+            "0.34.0": """auto float16 bfloat16 fp8 fp8_e4m3 fp8_e5m2 fp8_inc fp8_ds_mla
+                         nvfp4_ds_mla turboquant_k8v4 turboquant_4bit_nc turboquant_k3v4_nc
+                         turboquant_3bit_nc octave_k3v4 octave_k3v3 octave_k3v3_compact
+                         ultraquant_4bit int4_per_token_head int8_per_token_head
+                         fp8_per_token_head nvfp4 nvfp4_4over6""",
         },
         "--dtype": {"*": "auto half float16 bfloat16 float float32"},
     },
@@ -634,7 +670,10 @@ CASELESS = frozenset({("lmdeploy", "--quant-policy")})
 
 POSITIVE: dict[str, dict[str, str]] = {
     "vllm": {"0.33.0": """--tensor-parallel-size -tp --pipeline-parallel-size -pp
+                          --data-parallel-size -dp""",
+             "0.34.0": """--tensor-parallel-size -tp --pipeline-parallel-size -pp
                           --data-parallel-size -dp"""},
 }
-"""Engine → version → options whose value must be at least 1 (vLLM 0.33.0
-``vllm/config/parallel.py`` ``ParallelConfig``: ``Field(default=1, ge=1)``)."""
+"""Engine → version → options whose value must be at least 1 (vLLM 0.33.0 and 0.34.0
+``vllm/config/parallel.py`` ``ParallelConfig``: ``Field(default=1, ge=1)``, lines 140-147
+and 148-155)."""
