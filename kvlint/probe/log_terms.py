@@ -45,6 +45,9 @@ def log_terms(log: VllmLog, capacity: Capacity | None) -> tuple[LogTerm, ...]:
         rows.append(LogTerm("CUDA graph memory", "GiB", log.cuda_graph_gib,
                             _gib(memory.cuda_graph_bytes) if memory is not None else None,
                             True))
+    if memory is not None and memory.kv_margin_bytes:  # vLLM >= 0.34's extensible cache
+        rows.append(LogTerm("extensible KV cache margin (kept free)", "GiB", None,
+                            _gib(memory.kv_margin_bytes), True))
     if capacity is not None and memory is None:  # another engine, or --overhead given
         rows.append(LogTerm("overhead (activation + non-torch + graphs)", "GiB", None,
                             _gib(capacity.overhead_bytes)))

@@ -143,3 +143,19 @@ def test_multi_rank_excerpt_gets_the_per_rank_caveat() -> None:
                      str(LOGS / "qwen3-8b-v1-lmcache-cudagraph.log"))
     assert not any(n.startswith("per rank") for n in
                    single["results"][0]["probe"]["impls"][0]["notes"])
+
+
+def test_extensible_cache_margin_row_from_vllm_034() -> None:
+    """vLLM 0.34 keeps max(1 GiB, 0.75 x the transient peak) free beyond the requested
+    budget: at utilization 1.0 on the log's 79.19 GiB H100 the whole margin is a row."""
+    data = as_json("probe", LLAMA31, "--vllm-log",
+                   str(LOGS / "llmd-llama-3.1-8b-h100-tp1-8192.log"),
+                   "--engine-version", "0.34.0", "--gpu-memory-utilization", "1.0")
+    rows = terms(data)
+    margin = rows["extensible KV cache margin (kept free)"]
+    profile = data["results"][0]["capacity"]["memory_profile"]
+    assert margin["printed"] is None and margin["estimated"] is True
+    assert margin["predicted"] == round(profile["kv_margin_bytes"] / 2**30, 2) > 0
+    pinned = terms(as_json("probe", LLAMA31, "--vllm-log",
+                           str(LOGS / "llmd-llama-3.1-8b-h100-tp1-8192.log")))
+    assert not any(name.startswith("extensible") for name in pinned)  # the log's 0.19.0
