@@ -106,6 +106,10 @@ def download_config(
         hit = _cached_by_path(context)
         if hit is not None:
             return hit
+        if context.offline_switch is not None and _surely_not_cached(context):
+            # huggingface_hub's own lookup reads the same paths and would raise
+            # LocalEntryNotFoundError (translated to this): its import (~100 ms) is saved.
+            raise _offline_missing(context, context.offline_switch)
     from kvlint.loaders import hub_guard  # only what may make a request needs the guard
 
     try:
@@ -227,6 +231,15 @@ def _cached_by_path(ctx: _Context) -> HubConfig | None:
     if hit is None:
         return None
     return HubConfig(repo_id=ctx.repo_id, revision=ctx.revision, commit=hit[1], path=hit[0])
+
+
+def _surely_not_cached(ctx: _Context) -> bool:
+    """Offline, whether huggingface_hub could only answer "not in the cache": a valid repo
+    id whose file is neither cached (checked by the caller) nor recorded as absent (a
+    ``.no_exist`` marker: huggingface_hub answers that differently)."""
+    return looks_like_hub_id(ctx.repo_id) and "@" not in ctx.repo_id and \
+        not hub_cache.cached_absent(ctx.repo_id, ctx.filename, ctx.revision,
+                                    cache=ctx.cache_dir)
 
 
 def _cached(ctx: _Context) -> HubConfig | None:
