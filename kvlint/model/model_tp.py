@@ -24,12 +24,13 @@ from kvlint.model.state import TpRefusal, tp_refusals
 class NoReplication:
     """How a model class splits its KV heads: ``at-least-one`` — ``n_kv // tp`` heads per
     GPU, so ``tp > n_kv`` leaves a GPU with none; ``divisible`` — asserts ``n_kv % tp == 0``.
-    ``source``: the vLLM 0.33.0 file and line (a version first, ``0.34.0 path:line``, for a
-    model class 0.33.0 lacks); ``code``: what it does there."""
+    ``source``: the vLLM file and line, read in the ``read_in`` wheel (0.33.0, or the
+    release that added the model class); ``code``: what it does there."""
 
     requires: str
     source: str
     code: str
+    read_in: str = "0.33.0"
 
 
 NO_KV_REPLICATION: Final[dict[str, NoReplication]] = {
@@ -48,9 +49,9 @@ NO_KV_REPLICATION: Final[dict[str, NoReplication]] = {
         "assert total_num_kv_heads % tp_size == 0 (no KV-head padding for the fused QKV+O-gate "
         "projection)"),
     "RicursiveForCausalLM": NoReplication(  # new in vLLM 0.34.0 (registry.py@v0.34.0)
-        "divisible", "0.34.0 model_executor/models/ricursive.py:97",
+        "divisible", "model_executor/models/ricursive.py:97",
         "raise ValueError unless num_attention_heads and num_key_value_heads are divisible by "
-        "tp_size"),
+        "tp_size", read_in="0.34.0"),
     "InklingForCausalLM": NoReplication(
         "at-least-one", "models/inkling/nvidia/sconv_swa_attn.py:143",
         "assert tp_size <= num_kv_heads, then num_kv_heads // tp_size"),
@@ -81,11 +82,11 @@ def _kv_refusals(geometry: AttentionGeometry, tp: int) -> list[TpRefusal]:
         if fact.requires == "at-least-one" and n < tp:
             out.append(TpRefusal("KV heads", n, tp, "are fewer than", fact.source,
                                  f"{arch} gives each GPU {n} // {tp} = 0 KV heads and does "
-                                 f"not replicate them ({fact.code})"))
+                                 f"not replicate them ({fact.code})", fact.read_in))
         elif fact.requires == "divisible" and n % tp:
             out.append(TpRefusal("KV heads", n, tp, "are not divisible by", fact.source,
                                  f"{arch} splits KV heads evenly and does not replicate "
-                                 f"them ({fact.code})"))
+                                 f"them ({fact.code})", fact.read_in))
     return out
 
 

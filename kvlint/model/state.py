@@ -54,7 +54,7 @@ MODEL_DTYPE_BYTES = 2
 @dataclass(frozen=True)
 class TpRefusal:
     """Why the model cannot be built at ``tp``: ``what`` (``value``) ``rule`` tp, with the
-    vLLM 0.33.0 source (``path:line``) that asserts it."""
+    vLLM source (``path:line``) that asserts it, read in the ``read_in`` wheel."""
 
     what: str
     value: int
@@ -62,6 +62,7 @@ class TpRefusal:
     rule: str
     source: str
     detail: str = ""
+    read_in: str = "0.33.0"
 
     @property
     def message(self) -> str:

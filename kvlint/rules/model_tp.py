@@ -70,11 +70,9 @@ class TpRefusedByModel(Rule):
         valid = [t for t in kv.valid_tp_degrees(a.cached, limit, b.kv_sharding)
                  if not model_tp_refusals(g, t, b.engine)]
         reasons = "; ".join(r.message for r in refusals)
-        read_in: dict[str, list[str]] = {}  # a source read in another wheel names its version
-        for source in sorted({r.source for r in refusals}):
-            version, _, path = (source.partition(" ") if source[:1].isdigit()
-                                else ("0.33.0", "", source))
-            read_in.setdefault(version, []).append(path)
+        read_in: dict[str, list[str]] = {}  # the wheel each source was read in
+        for version, source in sorted({(r.read_in, r.source) for r in refusals}):
+            read_in.setdefault(version, []).append(source)
         sources = "; vLLM ".join(f"{v} {', '.join(paths)}" for v, paths in read_in.items())
         fix = (f"Use tp \u2208 {{{', '.join(map(str, valid))}}}, with pipeline or data "
                "parallelism for the other GPUs." if valid else
