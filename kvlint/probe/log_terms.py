@@ -25,10 +25,6 @@ def _gib(value: int | None) -> float | None:
 def log_terms(log: VllmLog, capacity: Capacity | None) -> tuple[LogTerm, ...]:
     """The rows of the comparison: every term the log prints or kvlint predicts."""
     memory = capacity.memory if capacity is not None else None
-    predicted_kv = None
-    if capacity is not None:
-        predicted_kv = memory.kv_memory_bytes if memory is not None \
-            else capacity.kv_budget_bytes_per_gpu
     rows = [
         LogTerm("model weights (Model loading took)", "GiB", log.weights_gib,
                 _gib(capacity.weight_bytes_per_gpu) if capacity is not None else None,
@@ -51,16 +47,15 @@ def log_terms(log: VllmLog, capacity: Capacity | None) -> tuple[LogTerm, ...]:
     if capacity is not None and memory is None:  # another engine, or --overhead given
         rows.append(LogTerm("overhead (activation + non-torch + graphs)", "GiB", None,
                             _gib(capacity.overhead_bytes)))
+    # the KV terms follow from estimated ones
     derived = capacity is not None and (memory is not None or capacity.weights_estimated)
-    """The KV terms follow from estimated ones."""
     rows.append(LogTerm("Available KV cache memory", "GiB", log.kv_memory_gib,
-                        _gib(predicted_kv) if predicted_kv is not None else None, derived))
-    tokens = capacity.max_tokens if capacity is not None and predicted_kv is not None \
-        and predicted_kv > 0 else (0 if capacity is not None else None)
+                        None if capacity is None else _gib(capacity.kv_budget_bytes_per_gpu),
+                        derived))
     printed_tokens = log.capacity_tokens
     rows.append(LogTerm("GPU KV cache size (tokens)", "tokens",
                         None if printed_tokens is None else float(printed_tokens),
-                        None if tokens is None else float(tokens), derived))
+                        None if capacity is None else float(capacity.max_tokens), derived))
     length = log.concurrency_tokens or (capacity.context if capacity is not None else None)
     if length:
         ours = None

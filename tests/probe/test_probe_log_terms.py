@@ -57,6 +57,11 @@ def test_terms_of_a_v019_tp2_log_next_to_kvlints() -> None:
     # vLLM 0.19 captures CUDA graphs after sizing the KV cache: printed, not predicted
     graphs = rows["CUDA graph memory (not deducted by vLLM 0.19.0)"]
     assert graphs["printed"] == 1.69 and graphs["predicted"] is None
+    # kvlint's activation peak: the dummy sampler's 1,024 rows x 128,256 logits x 16 B =
+    # 2,101,346,304 B (above 8,192 tokens x 2 B x (3 x 14,336 / 2 + 3 x 4,096) = 553,648,128)
+    assert rows["peak activation"]["predicted"] == round(1024 * 128_256 * 16 / 2**30, 2) == 1.96
+    # non-torch at tp 2: 300 MiB + 1,843 MiB
+    assert rows["non-torch memory"]["predicted"] == round((300 + 1843) / 1024, 2) == 2.09
     for name in ("peak activation", "non-torch memory", "Available KV cache memory"):
         assert rows[name]["estimated"] is True
     total = 85_029_615_043 / 2**30  # the log's total_gpu_memory, as kvlint read it
