@@ -46,11 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from kvlint.cache import cache_dir
-from kvlint.diagnostics import Finding
+from kvlint.diagnostics import Finding, Severity
 from kvlint.linter import ModelResult, Target
 from kvlint.loaders.manifests.base import Located, Unresolved
+from kvlint.model.capacity import Capacity
+from kvlint.model.serving import KvAnalysis, ServingPlan
 
-FORMAT = 1
+FORMAT = 2
 """Bumped when an entry's layout changes (old files are then ignored)."""
 MAX_ENTRIES = 20_000
 MAX_FILES = 8
@@ -94,6 +96,10 @@ class Entry:
     markers: bool
     """Whether the file holds a suppression marker (then it is read for suppressions)."""
     used: float = 0.0
+    files: tuple[tuple[str, str], ...] = ()
+    """``(path, state)`` of each other file its parser read (a Ray Serve config's LLM
+    config files, :func:`~kvlint.loaders.files.read_referenced`): the entry is used only
+    while each reads the same."""
 
 
 def source_stamp() -> tuple[tuple[str, int, int], ...]:
@@ -179,15 +185,13 @@ def _position(value: object) -> bool:
 
 def _valid_finding(finding: object) -> bool:
     return isinstance(finding, Finding) and isinstance(finding.code, str) and \
+        isinstance(finding.name, str) and isinstance(finding.severity, Severity) and \
         isinstance(finding.message, str) and _optional(finding.path, str) and \
         _position(finding.line) and _position(finding.column) and \
         _position(finding.end_line) and isinstance(finding.data, dict)
 
 
 def _valid_result(result: object) -> bool:
-    from kvlint.model.capacity import Capacity
-    from kvlint.model.serving import KvAnalysis, ServingPlan
-
     if not isinstance(result, ModelResult):
         return False
     t = result.target
@@ -216,6 +220,10 @@ def _valid_entry(key: object, entry: object) -> bool:
                 or (isinstance(model, Unresolved) and isinstance(model.text, str)
                     and isinstance(model.reason, str))):
             return False
+    if not isinstance(entry.files, tuple) or not all(
+            isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str)
+            and isinstance(f[1], str) for f in entry.files):
+        return False
     for record in entry.records:
         if not isinstance(record, tuple) or len(record) != 2:
             return False
@@ -226,6 +234,14 @@ def _valid_entry(key: object, entry: object) -> bool:
         if not _valid_result(result):
             return False
     return True
+
+
+def _checked_entry(key: object, entry: object) -> bool:
+    """:func:`_valid_entry`, and ``False`` where the check itself fails."""
+    try:
+        return _valid_entry(key, entry)
+    except Exception:
+        return False
 
 
 # ----------------------------------------------------------------------------- the cache
@@ -240,6 +256,7 @@ class LintCache:
     hits: int = 0
     misses: int = 0
     _used: set[str] = field(default_factory=set)
+    _checked: set[str] = field(default_factory=set)
 
     @property
     def file(self) -> Path:
@@ -266,23 +283,26 @@ class LintCache:
         except Exception:
             return {}
         if not (isinstance(loaded, tuple) and len(loaded) == 3 and loaded[0] == FORMAT
-                and loaded[1] == self.fingerprint and isinstance(loaded[2], dict)):
+                and loaded[1] == self.fingerprint and type(loaded[2]) is dict):
             return {}
-        entries: dict[str, Entry] = {}
-        try:
-            for key, entry in loaded[2].items():
-                if _valid_entry(key, entry):
-                    entries[key] = entry
-        except Exception:
-            return {}
-        return entries
+        return loaded[2]  # each entry is checked when it is first used (or saved)
 
     def key(self, path: str, data: bytes) -> str:
         """The entry key of the file ``path`` holding ``data``."""
         return digest(self.fingerprint, path, data)
 
     def get(self, key: str) -> Entry | None:
-        return self.entries.get(key)
+        """The entry of ``key``, once its structure is checked (an entry that fails the
+        check is dropped)."""
+        entry = self.entries.get(key)
+        if entry is None or key in self._checked:
+            return entry
+        if not _checked_entry(key, entry):
+            del self.entries[key]
+            self.changed = True
+            return None
+        self._checked.add(key)
+        return entry
 
     def touch(self, key: str) -> None:
         """Count a hit; its entry's time of use is renewed when the file is next written (a
@@ -294,6 +314,7 @@ class LintCache:
         self.misses += 1
         self.entries[key] = entry
         self._used.add(key)
+        self._checked.add(key)
         self.changed = True
 
     def save(self) -> None:
@@ -303,7 +324,8 @@ class LintCache:
             return
         now = time.time()
         entries = {key: dataclasses.replace(entry, used=now) if key in self._used else entry
-                   for key, entry in self.entries.items()}
+                   for key, entry in self.entries.items()
+                   if key in self._checked or _checked_entry(key, entry)}
         if len(entries) > MAX_ENTRIES:
             newest = sorted(entries.items(), key=lambda kv: kv[1].used)[-MAX_ENTRIES:]
             entries = dict(newest)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pluggy
 
@@ -38,7 +39,7 @@ def named_models(paths: Iterable[str], pm: pluggy.PluginManager, *,
         if found is not None:
             named.setdefault(lock_key(*found), origin)
 
-    files = discover(paths, include, exclude)
+    files = [Path(f) for f in discover(paths, include, exclude)]
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     resolver = ModelResolver(model_map=dict(model_map))
     for found in extract_all(files, pm, parsers):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -20,7 +21,7 @@ SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv"
 
 def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
              exclude: Sequence[str] = (),
-             problems: list[ManifestProblem] | None = None) -> list[Path]:
+             problems: list[ManifestProblem] | None = None) -> list[str]:
     """Files to lint: files given explicitly, and matching files under directories.
 
     Nothing outside the linted tree (:func:`~kvlint.loaders.files.tree_root`) is returned:
@@ -29,7 +30,7 @@ def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
     listed is an ``unreadable`` problem. Problems go to ``problems`` (dropped when it is
     ``None``). Something that is not a regular file (a FIFO, a device, a dangling link) is
     returned: reading it gives an ``unreadable`` problem."""
-    found: list[Path] = []
+    found: list[str] = []
     sink: list[ManifestProblem] = [] if problems is None else problems
     resolved = Resolved()
     for raw in paths:
@@ -37,39 +38,55 @@ def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
         if not _contained(path, resolved.root(path), sink, resolved.real(path)):
             continue
         if is_file(path):
-            if not _excluded(path, exclude):
-                found.append(path)
+            if not _excluded(str(path), exclude):
+                found.append(str(path))
         elif is_dir(path):
-            found.extend(_files_under(path, include, exclude, sink))
+            found.extend(_files_under(str(path), include, exclude, sink))
         elif os.path.lexists(path):  # a FIFO, a device, a link loop: reported when read
-            if not _excluded(path, exclude):
-                found.append(path)
+            if not _excluded(str(path), exclude):
+                found.append(str(path))
         else:
             raise InputError(f"{raw}: no such file or directory")
     return found
 
 
-def _files_under(top: Path, include: Sequence[str], exclude: Sequence[str],
-                 problems: list[ManifestProblem]) -> list[Path]:
-    """Matching files under the directory ``top``, in a stable order, without following
-    links to directories; files that are links out of the tree are problems."""
+def _files_under(top: str, include: Sequence[str], exclude: Sequence[str],
+                 problems: list[ManifestProblem]) -> list[str]:
+    """Matching files under the directory ``top``, in a stable order (a directory's files,
+    then its subdirectories, by name), without following links to directories; files that
+    are links out of the tree are problems."""
     root = tree_root(top)
-    found: list[Path] = []
+    found: list[str] = []
+    patterns = [re.compile(fnmatch.translate(os.path.normcase(g))) for g in include]
 
-    def unreadable(err: OSError) -> None:
-        where = str(err.filename) if err.filename else str(top)
-        problems.append(ManifestProblem(
-            where, None, f"{where}: cannot read this directory ({err.strerror or err}); "
-            "its files are not linted", "unreadable"))
-
-    for base, dirs, files in os.walk(top, onerror=unreadable, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(files):
-            file = Path(base) / name
-            if any(fnmatch.fnmatch(name, g) for g in include) and \
-                    not _excluded(file, exclude) and \
-                    (not os.path.islink(file) or _contained(file, root, problems)):
-                found.append(file)
+    stack = [top if top != os.curdir else ""]  # a stack: a tree of any depth is walked
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory or os.curdir) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as err:
+            where = str(err.filename) if err.filename else (directory or os.curdir)
+            problems.append(ManifestProblem(
+                where, None, f"{where}: cannot read this directory "
+                f"({err.strerror or err}); its files are not linted", "unreadable"))
+            continue
+        subdirs: list[str] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            path = os.path.join(directory, entry.name) if directory else entry.name
+            if is_dir:  # a link to a directory is not followed (nor linted)
+                if entry.name not in SKIPPED_DIRS and not entry.is_symlink():
+                    subdirs.append(path)
+                continue
+            name = os.path.normcase(entry.name)
+            if any(p.match(name) for p in patterns) and not _excluded(path, exclude) and \
+                    (not entry.is_symlink() or _contained(Path(path), root, problems)):
+                found.append(path)
+        stack.extend(reversed(subdirs))  # the first subdirectory is walked next
     return found
 
 
@@ -83,12 +100,12 @@ class Resolved:
         self._roots: dict[str, str] = {}
 
     @staticmethod
-    def _split(path: Path) -> tuple[str, str] | None:
+    def _split(path: str | Path) -> tuple[str, str] | None:
         """``(directory, name)`` of a plain file name, else ``None``."""
         head, tail = os.path.split(str(path))
         return None if tail in ("", os.curdir, os.pardir) else (head, tail)
 
-    def root(self, path: Path) -> str:
+    def root(self, path: str | Path) -> str:
         parts = self._split(path)
         if parts is None or not os.path.isfile(path):
             return tree_root(path)
@@ -96,7 +113,7 @@ class Resolved:
             self._roots[parts[0]] = tree_root(path)
         return self._roots[parts[0]]
 
-    def real(self, path: Path) -> str:
+    def real(self, path: str | Path) -> str:
         parts = self._split(path)
         if parts is None or os.path.islink(path):
             return os.path.realpath(path)
@@ -119,6 +136,9 @@ def _contained(path: Path, root: str, problems: list[ManifestProblem],
     return False
 
 
-def _excluded(path: Path, exclude: Sequence[str]) -> bool:
-    text = path.as_posix()
-    return any(fnmatch.fnmatch(text, g) or fnmatch.fnmatch(path.name, g) for g in exclude)
+def _excluded(path: str, exclude: Sequence[str]) -> bool:
+    if not exclude:
+        return False
+    text = path.replace(os.sep, "/") if os.sep != "/" else path
+    name = os.path.basename(path)
+    return any(fnmatch.fnmatch(text, g) or fnmatch.fnmatch(name, g) for g in exclude)

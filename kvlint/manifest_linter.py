@@ -31,6 +31,7 @@ from kvlint.loaders.files import (
     UnreadableFile,
     inside,
     read_bytes,
+    read_referenced,
     read_text,
     tree_root,
 )
@@ -77,10 +78,13 @@ the model's line)."""
 
 
 class Extracted(list[ServedModel]):
-    """The served models of one file; ``reads_other_files``: a parser read another file for
-    them (their results then depend on that file too, so they are not cached)."""
+    """The served models of one file; ``read_files``: the other files a parser read for them
+    and what it found (:attr:`Documents.read_files`): the results depend on those files
+    too; ``reads_other_files``: a parser read another file without saying which (then the
+    results are not cached)."""
 
     reads_other_files: bool = False
+    read_files: tuple[tuple[str, str], ...] = ()
 
 
 def extract(path: Path, pm: pluggy.PluginManager,
@@ -111,6 +115,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         if fmt is not None and fmt in by_name:
             models.extend(by_name[fmt].parse(document, ctx))
     models.reads_other_files = every.reads_other_files
+    models.read_files = tuple(sorted((every.read_files or {}).items()))
     return models
 
 
@@ -138,7 +143,13 @@ class ModelResolver:
         ``sized``: its plan sized a GPU, so the checkpoint size found is part of it."""
         from kvlint.lint_cache import digest
 
-        ref, reason = self.reference(served)
+        model = served.model
+        ref: str | None
+        if isinstance(model, Located) and isinstance(model.value, str) and \
+                not _looks_local(model.value):  # a Hub id: where the manifest is is moot
+            ref = self.model_map.get(model.value) or model.value
+        else:
+            ref, reason = self.reference(served)
         if ref is None:
             return digest("reason", reason)
         key = (ref, sized)
@@ -153,7 +164,10 @@ class ModelResolver:
 
         loaded = self._load(ref)
         if isinstance(loaded, str):
-            return None
+            # A load that failed for good (a malformed config, an id that is not a repo)
+            # gives the same results while it fails the same way; the Hub unreachable or a
+            # model not cached offline may be transient (and the run exits 2): not cached.
+            return None if ref in self.unavailable else digest("failed", ref, loaded)
         try:
             config = json.dumps(loaded.config, sort_keys=True)
         except (TypeError, ValueError, RecursionError):
@@ -552,7 +566,7 @@ def lint_paths(
     unused_suppression: Finding | None = None,
     stdin: tuple[str, str] | None = None,
     lock: ModelLock | None = None,
-    discovery_problems: Sequence[ManifestProblem] = (),
+    discovery_problems: Sequence[ManifestProblem] | None = None,
     cache: bool = False,
     cache_context: Sequence[object] = (),
 ) -> LintRun:
@@ -561,12 +575,16 @@ def lint_paths(
     (from the ``unused_suppression`` template) for suppressions that did nothing.
     ``stdin``: ``(name, text)`` of a manifest read from standard input, linted as if it
     were the file ``name`` (``-`` when unnamed). Hub models ``lock`` holds are read from it.
-    ``discovery_problems``: what the caller's own :func:`discover` of the paths reported.
+    ``discovery_problems``: given, ``paths`` are the files the caller's own :func:`discover`
+    returned (they are not walked and checked again) and these are the problems it reported.
     ``cache``: reuse and store each file's results (:mod:`kvlint.lint_cache`);
     ``cache_context``: what else the caller knows changes findings (the settings), part of
     the cache's key."""
-    problems: list[ManifestProblem] = list(discovery_problems)  # found by the caller's walk
-    files = discover(paths, include, exclude, problems)
+    if discovery_problems is None:
+        problems: list[ManifestProblem] = []
+        files = discover(paths, include, exclude, problems)
+    else:  # the caller's walk
+        problems, files = list(discovery_problems), list(paths)
     _LINES.clear()
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     defaults = default_config_defaults()
@@ -579,18 +597,19 @@ def lint_paths(
     resolved: dict[str, str] = {}  # a file has many models: each path is resolved once
     real_paths = Resolved()  # ... and each directory once
     results.extend(problem_result(problem, rules) for problem in problems)
-    store = _open_cache(rules, pm, plan, resolver, cache_context) if cache else None
+    store = _open_cache(rules, pm, plan, resolver, cache_context) if cache and files \
+        else None
     keys: list[str | None] = [None] * len(files)
     hits: list[LintEntry | None] = [None] * len(files)
     contents: list[bytes | None] = [None] * len(files)
     if store is not None:
         for i, file in enumerate(files):
             contents[i], keys[i], hits[i] = _lookup(store, file, resolver)
-    misses = [file for file, hit in zip(files, hits, strict=True) if hit is None]
+    misses = [Path(file) for file, hit in zip(files, hits, strict=True) if hit is None]
     fresh = extract_iter(misses, pm, parsers)  # parsed while the first ones are checked
     if stdin is not None:
         name, stdin_text = str(Path(stdin[0])), stdin[1]
-        files, texts[name] = [*files, Path(name)], stdin_text
+        files, texts[name] = [*files, name], stdin_text
         _LINES[name] = stdin_text.splitlines()
         fresh = itertools.chain(fresh, [extract_text(stdin_text, Path(name), pm, parsers)])
         keys.append(None)
@@ -599,7 +618,7 @@ def lint_paths(
 
     def served_key(path: str, rest: tuple[object, ...]) -> tuple[object, ...]:
         if path not in resolved:
-            resolved[path] = real_paths.real(Path(path))
+            resolved[path] = real_paths.real(path)
         return (resolved[path], *rest)
 
     for file, key, hit, data in zip(files, keys, hits, contents, strict=True):
@@ -617,6 +636,7 @@ def lint_paths(
         entry: list[tuple[tuple[Any, ...] | None, ModelResult]] | None = \
             [] if key is not None else None
         dependencies: list[LintDependency] = []
+        read_files: tuple[tuple[str, str], ...] = ()
         if isinstance(found, ManifestProblem):
             result = problem_result(found, rules)
             results.append(result)
@@ -627,26 +647,29 @@ def lint_paths(
         else:
             if getattr(found, "reads_other_files", True):
                 entry = None
+            read_files = getattr(found, "read_files", ())
             for served in found:
-                # A file referenced by another (Ray Serve llm_configs) is reported once.
+                # A file referenced by another (Ray Serve llm_configs) is reported once; its
+                # results are still computed for this file's cache entry.
                 rest = (served.line, served.document, served.role, str(served.model))
                 full = served_key(served.path, rest)
-                if full in seen:
-                    entry = None  # not all of the file's results were computed
+                reported = full in seen
+                if reported and entry is None:
                     continue
-                seen.add(full)
                 result = lint_served(served, resolver, plan, rules, defaults)
-                results.append(result)
+                if not reported:
+                    seen.add(full)
+                    results.append(result)
                 if entry is not None:
                     entry = _record(entry, dependencies, served, str(file), rest, result,
-                                    resolver)
+                                    resolver, read_files)
         suppressible = not isinstance(found, ManifestProblem)
         if suppressible and str(file) not in texts:
             text = _text_with_suppressions(file, data)
             if text is not None:
                 texts[str(file)] = text
         if store is not None and key is not None and entry is not None and data is not None:
-            _store(store, key, file, data, entry, dependencies, suppressible)
+            _store(store, key, file, data, entry, dependencies, suppressible, read_files)
     final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
     unavailable = tuple(r.target.ref for r in final if r.config_error is not None
                         and resolver.is_unavailable(r.config_error))
@@ -688,7 +711,7 @@ def _kind(value: object) -> str:
     return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
-def _lookup(store: LintCache, file: Path, resolver: ModelResolver
+def _lookup(store: LintCache, file: str, resolver: ModelResolver
             ) -> tuple[bytes | None, str | None, LintEntry | None]:
     """``(bytes, key, entry)`` of ``file``: its entry when it is cached and its models
     resolve as they did (``None`` when not); no key when it cannot be read."""
@@ -701,8 +724,11 @@ def _lookup(store: LintCache, file: Path, resolver: ModelResolver
     if entry is None or entry.path != str(file):
         return data, key, None
     for dep in entry.dependencies:
-        served = ServedModel(dep.path, 0, "", model=dep.model)
-        if resolver.identity(served, dep.sized) != dep.identity:
+        if resolver.identity(ServedModel(dep.path, 0, "", model=dep.model),
+                             dep.sized) != dep.identity:
+            return data, key, None
+    for path, state in entry.files:
+        if read_referenced(path, entry.path).state != state:
             return data, key, None
     store.touch(key)
     return data, key, entry
@@ -710,13 +736,15 @@ def _lookup(store: LintCache, file: Path, resolver: ModelResolver
 
 def _record(entry: list[tuple[tuple[Any, ...] | None, ModelResult]],
             dependencies: list[LintDependency], served: ServedModel, path: str,
-            rest: tuple[object, ...], result: ModelResult, resolver: ModelResolver
+            rest: tuple[object, ...], result: ModelResult, resolver: ModelResolver,
+            read_files: tuple[tuple[str, str], ...] = ()
             ) -> list[tuple[tuple[Any, ...] | None, ModelResult]] | None:
     """``entry`` with ``result`` added; ``None`` when it must not be cached (the model is
-    in another file, or did not load)."""
+    in another file the parser did not record reading, or its load may be transient)."""
     from kvlint.lint_cache import Dependency
 
-    if served.path != path:
+    if served.path != path and all(os.path.normpath(read) != served.path
+                                   for read, _ in read_files):
         return None
     sized = result.plan.sizes_gpu
     identity = resolver.identity(served, sized)
@@ -727,9 +755,10 @@ def _record(entry: list[tuple[tuple[Any, ...] | None, ModelResult]],
     return entry
 
 
-def _store(store: LintCache, key: str, file: Path, data: bytes,
+def _store(store: LintCache, key: str, file: str, data: bytes,
            records: list[tuple[tuple[Any, ...] | None, ModelResult]],
-           dependencies: list[LintDependency], suppressible: bool) -> None:
+           dependencies: list[LintDependency], suppressible: bool,
+           read_files: tuple[tuple[str, str], ...] = ()) -> None:
     """Cache ``file``'s results, unless it changed while it was linted."""
     from kvlint.lint_cache import Entry
 
@@ -740,14 +769,14 @@ def _store(store: LintCache, key: str, file: Path, data: bytes,
     if now != data:
         return
     store.put(key, Entry(str(file), tuple(dependencies), tuple(records),
-                         suppressible and _has_markers(data)))
+                         suppressible and _has_markers(data), files=read_files))
 
 
 def _has_markers(data: bytes) -> bool:
     return any(marker.encode() in data for marker in SUPPRESSION_MARKERS)
 
 
-def _text_with_suppressions(file: Path, data: bytes | None = None) -> str | None:
+def _text_with_suppressions(file: str, data: bytes | None = None) -> str | None:
     """The text of ``file`` when it holds a suppression marker (``data``: its bytes, when
     they were read: a file without a marker is not read again)."""
     if data is not None and not _has_markers(data):

@@ -199,7 +199,9 @@ def apply(
                 d.used.add(changed.code)
             if not valid:
                 kept.append(changed)
-        out.append(replace(result, findings=tuple(kept)))
+        same = len(kept) == len(result.findings) and \
+            all(a is b for a, b in zip(kept, result.findings, strict=True))
+        out.append(result if same else replace(result, findings=tuple(kept)))
     if unused is None:
         return out
     for path, found in by_path.items():

@@ -246,8 +246,8 @@ def test_a_model_that_did_not_load_is_not_cached(repo: Path,
     assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
 
 
-def test_a_file_that_reads_another_file_is_not_cached(repo: Path,
-                                                      extracted: list[list[str]]) -> None:
+def test_a_file_that_reads_another_file_is_cached_while_that_file_reads_the_same(
+        repo: Path, extracted: list[list[str]]) -> None:
     (repo / "deploy" / "app.yaml").unlink()
     (repo / "deploy" / "serve.yaml").write_text(
         "applications:\n"
@@ -257,13 +257,83 @@ def test_a_file_that_reads_another_file_is_not_cached(repo: Path,
         "      llm_configs:\n"
         "        - ../other/llm.yaml\n", encoding="utf-8")
     (repo / "other").mkdir()
-    (repo / "other" / "llm.yaml").write_text(
-        "model_loading_config:\n  model_id: org/llama\n", encoding="utf-8")
+    llm = repo / "other" / "llm.yaml"
+    llm.write_text("model_loading_config:\n  model_id: org/llama\n", encoding="utf-8")
     mapped = ("--model-map", f"org/llama={repo / 'models' / 'llama' / 'config.json'}")
     first, second = lint(*mapped), lint(*mapped)
     assert first.exit_code == second.exit_code == 0, first.output
     assert "1 served model" in first.stdout and first.stdout == second.stdout
-    assert all("deploy/serve.yaml" in run for run in extracted)
+    assert extracted == [["deploy/serve.yaml"], []]
+    # the LLM config changes (tp 3 on 8 KV heads): the serve config is parsed again
+    llm.write_text("model_loading_config:\n  model_id: org/llama\n"
+                   "engine_kwargs:\n  tensor_parallel_size: 3\n", encoding="utf-8")
+    third = lint(*mapped, "--format", "json")
+    assert extracted[-1] == ["deploy/serve.yaml"] and "KV202" in codes(third)
+    assert lint(*mapped, "--format", "json").stdout == third.stdout
+    assert extracted[-1] == []
+    # ... and disappears: a problem, found again; the same answer on the next run
+    llm.unlink()
+    fourth = lint(*mapped)
+    assert extracted[-1] == ["deploy/serve.yaml"], fourth.output
+    assert "llm config ../other/llm.yaml: cannot read" in fourth.stdout
+    assert lint(*mapped).stdout == fourth.stdout
+    # ... and comes back as a link out of the tree: not read, and not reused either
+    outside = repo.parent / "outside.yaml"
+    outside.write_text("model_loading_config:\n  model_id: org/llama\n", encoding="utf-8")
+    llm.symlink_to(outside)
+    fifth = lint(*mapped)
+    assert extracted[-1] == ["deploy/serve.yaml"] and "outside the linted tree" in \
+        fifth.stdout, fifth.output
+
+
+def test_a_config_linted_alone_and_through_a_serve_config_is_reported_once_and_cached(
+        repo: Path, extracted: list[list[str]]) -> None:
+    (repo / "deploy" / "app.yaml").unlink()
+    (repo / "deploy" / "serve.yaml").write_text(
+        "applications:\n"
+        "  - name: llm\n"
+        "    import_path: ray.serve.llm:build_openai_app\n"
+        "    args:\n"
+        "      llm_configs:\n"
+        "        - configs/llm.yaml\n", encoding="utf-8")
+    (repo / "deploy" / "configs").mkdir()
+    (repo / "deploy" / "configs" / "llm.yaml").write_text(
+        "model_loading_config:\n  model_id: org/llama\n", encoding="utf-8")
+    mapped = ("--model-map", f"org/llama={repo / 'models' / 'llama' / 'config.json'}")
+    first, second = lint(*mapped), lint(*mapped)
+    assert "1 served model in 1 file" in first.stdout, first.output
+    assert first.stdout == second.stdout
+    assert sorted(extracted[0]) == ["deploy/configs/llm.yaml", "deploy/serve.yaml"]
+    assert extracted[1] == []
+    # the serve config goes: the LLM config's own entry still holds its own result
+    (repo / "deploy" / "serve.yaml").unlink()
+    third = lint(*mapped)
+    assert extracted[-1] == [] and "1 served model in 1 file" in third.stdout, third.output
+    assert third.stdout == CliRunner().invoke(
+        main, ["lint", "deploy", "--no-plugins", "--no-cache", *mapped]).stdout
+
+
+def test_a_model_that_cannot_load_for_good_is_cached_until_that_changes(
+        repo: Path, extracted: list[list[str]]) -> None:
+    text = MANIFEST.format(tp=3).replace("../models/llama", "org/name:with-a-tag")
+    (repo / "deploy" / "app.yaml").write_text(text, encoding="utf-8")
+    first, second = lint("--offline"), lint("--offline")
+    assert first.exit_code == second.exit_code == 0 and first.stdout == second.stdout
+    assert "KV902" in first.stdout and "not a Hugging Face repo id" in first.stdout
+    assert extracted == [["deploy/app.yaml"]] * 1 + [[]]
+
+    # a local config that does not parse: cached with its error, linted again once fixed
+    (repo / "deploy" / "app.yaml").write_text(MANIFEST.format(tp=3), encoding="utf-8")
+    config = repo / "models" / "llama" / "config.json"
+    good = config.read_text()
+    config.write_text("{not json", encoding="utf-8")
+    third, fourth = lint(), lint()
+    assert extracted[-2:] == [["deploy/app.yaml"], []] and third.stdout == fourth.stdout
+    assert "KV902" in third.stdout, third.output
+    config.write_text(good, encoding="utf-8")
+    fifth = lint()
+    assert extracted[-1] == ["deploy/app.yaml"] and "KV902" not in fifth.stdout
+    assert "KV202" in fifth.stdout
 
 
 def test_the_cache_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -66,8 +66,7 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     files: list[str] = []
     problems: list[ManifestProblem] = []  # links out of the tree, unreadable directories
     if stdin is None:
-        files = [str(f) for f in discover(paths, include or DEFAULT_INCLUDE, exclude,
-                                          problems)]
+        files = discover(paths, include or DEFAULT_INCLUDE, exclude, problems)
         if not files and not problems:
             click.echo("kvlint: warning: no manifest files found under the given path(s) "
                        f"(include: {', '.join(include or DEFAULT_INCLUDE)})", err=True)

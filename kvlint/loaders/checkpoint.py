@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -156,6 +157,8 @@ def local_checkpoint_size(path: Path) -> CheckpointSize | None:
 # ------------------------------------------------------------------------------------- Hub
 def _missing_entry(err: HubError) -> bool:
     """Whether ``err`` says the Hub has no such file (the repo and revision exist)."""
+    if "huggingface_hub.errors" not in sys.modules:
+        return False  # none of its errors can be in the chain (an offline miss by path)
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
     cause: BaseException | None = err.__cause__

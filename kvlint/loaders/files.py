@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 
 MiB = 1024 * 1024
 
@@ -74,6 +75,42 @@ def read_text(path: str | os.PathLike[str], limit: int) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise UnreadableFile(f"not UTF-8 text (byte {err.start})") from None
+
+
+MAX_REFERENCED_BYTES = MiB
+"""A file a manifest names for its settings (a Ray Serve LLM config)."""
+
+
+@dataclass(frozen=True)
+class Referenced:
+    """What a manifest that names another file (a Ray Serve LLM config) gets from it."""
+
+    text: str | None
+    """The file's text; ``None`` when it is not read (see ``outside`` and ``problem``)."""
+    outside: bool
+    """It leads outside the referring manifest's tree (a link or ``..``): not read."""
+    problem: str | None
+    """Why it could not be read (:class:`UnreadableFile`'s reason)."""
+    state: str
+    """A digest of all of the above: ``kvlint lint``'s result cache keeps the referring
+    manifest's results only while reading the file gives the same state."""
+
+
+def read_referenced(path: str, referrer: str) -> Referenced:
+    """The file ``path`` named by the manifest ``referrer``, read as manifests are (inside
+    the referrer's tree, at most :data:`MAX_REFERENCED_BYTES`)."""
+    import hashlib
+
+    def state(*parts: str) -> str:
+        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+    if not inside(path, tree_root(referrer)):
+        return Referenced(None, True, None, state("outside"))
+    try:
+        text = read_text(path, MAX_REFERENCED_BYTES)
+    except UnreadableFile as err:
+        return Referenced(None, False, str(err), state("unreadable", str(err)))
+    return Referenced(text, False, None, state("text", text))
 
 
 def read_source(path: str | os.PathLike[str], limit: int) -> str:

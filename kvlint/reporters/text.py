@@ -324,13 +324,13 @@ class TextReporter(Reporter):
     description = "a table per model and the findings, for people"
 
     def render(self, run: LintRun) -> str:
-        from tabulate import tabulate  # imported only when text is rendered
-
         display = self.display
         blocks = []
         for r in run.results if not display.quiet else ():
             if r.target.kind != "model":
                 continue  # manifests: findings only, quiet enough for every commit
+            from tabulate import tabulate  # imported only when a model's table is drawn
+
             table = tabulate(_rows(r, display.width), tablefmt="plain")
             blocks.append(display.paint(_header(r), bold=True) + "\n"
                           + textwrap.indent(table, "  "))

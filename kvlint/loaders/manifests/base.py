@@ -131,9 +131,19 @@ class Documents(tuple[object, ...]):
 
     _by_name: dict[str, tuple[object, ...]] | None = None
     reads_other_files: bool = False
-    """Set by a parser that reads (or tries to read) another file for these documents (a
-    Ray Serve config naming LLM config files): the file's results then depend on more than
-    its own text, and ``kvlint lint`` does not cache them (:mod:`kvlint.lint_cache`)."""
+    """Set by a parser that reads (or tries to read) another file for these documents
+    without recording it with :meth:`note_read`: the file's results then depend on more
+    than its own text, and ``kvlint lint`` does not cache them (:mod:`kvlint.lint_cache`)."""
+    read_files: dict[str, str] | None = None
+    """Files a parser read for these documents (a Ray Serve config naming LLM config
+    files), with the state it found (:attr:`~kvlint.loaders.files.Referenced.state`): the
+    result cache keeps the file's results while they read the same."""
+
+    def note_read(self, path: str, state: str) -> None:
+        """Record that a parser read (or tried to read) ``path`` and found ``state``."""
+        if self.read_files is None:
+            self.read_files = {}
+        self.read_files[path] = state
 
     def named(self, name: str) -> tuple[object, ...]:
         """The documents whose ``metadata.name`` is ``name`` (``""``: none or not a

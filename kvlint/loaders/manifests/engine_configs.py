@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kvlint.loaders.files import UnreadableFile, inside, read_text, tree_root
+from kvlint.loaders.files import read_referenced
 from kvlint.loaders.manifests.base import (
     DocumentContext,
     Documents,
@@ -896,9 +896,6 @@ class TrtllmDisaggParser(ManifestParser):
 # Ray Serve LLM
 # ============================================================================================
 
-MAX_REFERENCED_BYTES = 1 << 20
-
-
 def _is_llm_config(obj: object) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("model_loading_config"), dict) and \
         any(k in obj["model_loading_config"] for k in ("model_id", "model_source"))
@@ -993,29 +990,28 @@ class RayServeParser(ManifestParser):
     @staticmethod
     def _read(reference: str, ctx: DocumentContext, line: int | None) -> _Ref:
         """An LLMConfig file referenced by a path relative to the serve config's directory."""
-        if isinstance(ctx.documents, Documents):
-            ctx.documents.reads_other_files = True  # results depend on another file
         if "://" in reference or os.path.isabs(reference) or reference.startswith("~"):
             return _Ref(None, ctx.path, line, problem=f"llm config {reference} is not a "
                         "relative path: it is not read")
         if not reference.lower().endswith((".yaml", ".yml", ".json")):
             return _Ref(None, ctx.path, line, problem=f"llm config {reference} is not a "
                         "YAML or JSON file: it is not read")
-        target = Path(ctx.path).parent / reference
-        if not inside(target, tree_root(ctx.path)):
+        target = str(Path(ctx.path).parent / reference)
+        read = read_referenced(target, ctx.path)
+        if isinstance(ctx.documents, Documents):
+            ctx.documents.note_read(target, read.state)  # results depend on another file
+        if read.outside:
             return _Ref(None, ctx.path, line, problem=f"llm config {reference} is outside the "
                         "linted tree (a link or ..): it is not read")
-        try:
-            text = read_text(target, MAX_REFERENCED_BYTES)
-        except UnreadableFile as err:
-            return _Ref(None, ctx.path, line, problem=f"llm config {reference}: {err}")
-        docs = load_documents(text, str(target))
+        if read.text is None:
+            return _Ref(None, ctx.path, line, problem=f"llm config {reference}: {read.problem}")
+        docs = load_documents(read.text, target)
         if isinstance(docs, ManifestProblem):
             return _Ref(None, ctx.path, line, problem=f"llm config {reference}: {docs.message}")
         config = next((d for d in docs if isinstance(d, dict)), None)
         if config is None:
             return _Ref(None, ctx.path, line, problem=f"llm config {reference} is empty")
-        return _Ref(config, os.path.normpath(str(target)), _doc_line(config))
+        return _Ref(config, os.path.normpath(target), _doc_line(config))
 
     def _one(self, ref: _Ref, ctx: DocumentContext, app: dict[str, Any] | None,
              import_path: str) -> ServedModel:
