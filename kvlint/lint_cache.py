@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import gc
 import hashlib
 import io
 import os
@@ -278,10 +279,15 @@ class LintCache:
             return {}
         if not data.startswith(_MAGIC):
             return {}
+        collecting = gc.isenabled()
+        gc.disable()  # tens of thousands of new objects, no cycles: the collector only costs
         try:
             loaded = _Unpickler(io.BytesIO(data[len(_MAGIC):])).load()
         except Exception:
             return {}
+        finally:
+            if collecting:
+                gc.enable()
         if not (isinstance(loaded, tuple) and len(loaded) == 3 and loaded[0] == FORMAT
                 and loaded[1] == self.fingerprint and type(loaded[2]) is dict):
             return {}

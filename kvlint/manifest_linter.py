@@ -132,6 +132,10 @@ class ModelResolver:
     unavailable: dict[str, str] = field(default_factory=dict)
     """Refs the Hub could not be asked about (network, auth...) -> the one-line reason."""
     _identity: dict[tuple[str, bool], str | None] = field(default_factory=dict)
+    _hub_ids: dict[str, str] = field(default_factory=dict)
+    _unloaded: dict[tuple[str, str | None, str | None, bool], str | None] = \
+        field(default_factory=dict)
+    """Model names that are Hub ids (not local paths) -> what they load from."""
     results: dict[tuple[object, ...], ModelResult] = field(default_factory=dict)
     """Manifest results by what they are computed from (:func:`_result_key`), for the run."""
 
@@ -147,7 +151,7 @@ class ModelResolver:
         ref: str | None
         if isinstance(model, Located) and isinstance(model.value, str) and \
                 not _looks_local(model.value):  # a Hub id: where the manifest is is moot
-            ref = self.model_map.get(model.value) or model.value
+            ref = self._hub_ids[model.value] = self.model_map.get(model.value) or model.value
         else:
             ref, reason = self.reference(served)
         if ref is None:
@@ -156,6 +160,28 @@ class ModelResolver:
         if key not in self._identity:
             self._identity[key] = self._identity_of(ref, sized)
         return self._identity[key]
+
+    def dependency_identity(self, model: Located[str] | Unresolved | None, path: str,
+                            sized: bool) -> str | None:
+        """:meth:`identity` of the model ``model`` served by the manifest ``path``."""
+        key: tuple[str, str | None, str | None, bool]
+        if isinstance(model, Located) and isinstance(model.value, str):
+            known = self._identity.get((self._hub_ids.get(model.value, ""), sized))
+            if known is not None:  # a Hub id seen before: the manifest's place is moot
+                return known
+            name = model.value
+            if name in self.model_map or not _looks_local(name):
+                return self.identity(ServedModel(path, 0, "", model=model), sized)
+            # a local path depends on the manifest's directory (a relative path), or on the
+            # tree it belongs to (an absolute one: whether it leads out of the tree)
+            key = ("path", name, tree_root(path) if os.path.isabs(name) else
+                   os.path.dirname(path), sized)
+        else:  # nothing or an unresolved value: the same answer wherever it is
+            key = ("none", None, None, sized) if model is None else \
+                ("unresolved", model.text, model.reason, sized)
+        if key not in self._unloaded:
+            self._unloaded[key] = self.identity(ServedModel(path, 0, "", model=model), sized)
+        return self._unloaded[key]
 
     def _identity_of(self, ref: str, sized: bool) -> str | None:
         import json
@@ -724,8 +750,7 @@ def _lookup(store: LintCache, file: str, resolver: ModelResolver
     if entry is None or entry.path != str(file):
         return data, key, None
     for dep in entry.dependencies:
-        if resolver.identity(ServedModel(dep.path, 0, "", model=dep.model),
-                             dep.sized) != dep.identity:
+        if resolver.dependency_identity(dep.model, dep.path, dep.sized) != dep.identity:
             return data, key, None
     for path, state in entry.files:
         if read_referenced(path, entry.path).state != state:
