@@ -3,7 +3,7 @@ Hub cache: without the result cache (``--no-cache``: every file parsed and check
 with it (every file unchanged since the previous run).
 
     python bench/lint_throughput.py [--copies 40] [--runs 5] [--all-models] [--format json]
-                                    [--compare CHECKOUT]
+                                    [--compare CHECKOUT] [--bytecode]
 
 The Hub cache is warmed from a loopback fake Hub (tests/hub_server.py) that serves the
 fixture configs under the model ids the corpus names; the lint then runs ``--offline`` as a
@@ -15,12 +15,18 @@ interleaved (a start-up run on an empty tree, a --no-cache run, a cached run); p
 median of each, files/s of the whole process and net of the start-up median.
 ``--compare CHECKOUT``: a fourth round runs the kvlint of another checkout (its directory
 first on PYTHONPATH; a version without the cache, e.g. main before it) on the same tree.
+``--bytecode``: kvlint's bytecode is written once (a temporary ``PYTHONPYCACHEPREFIX``) and
+read back, as a pip-installed package (a pre-commit environment) has it; by default the
+environment is inherited, and where ``PYTHONDONTWRITEBYTECODE`` is set every run compiles
+kvlint from source. Each figure is the median wall time; CPU time (user + system of the
+process and its workers) is printed beside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -82,11 +88,20 @@ def missing_models(stderr: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in names.split(",") if n.strip())
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
-    """Seconds ``cmd`` took (it must succeed, or exit 2 only for models not cached)."""
+CPU: dict[str, list[float]] = {}
+"""CPU seconds of each timed command line, by its label."""
+
+
+def timed(cmd: list[str], env: dict[str, str], label: str = "") -> float:
+    """Seconds ``cmd`` took (it must succeed, or exit 2 only for models not cached); its CPU
+    time goes to ``CPU[label]``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(label, []).append(after.ru_utime + after.ru_stime - before.ru_utime
+                                     - before.ru_stime)
     # exit 2 with one "could not be fetched" line: the models without a fixture
     uncached = proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and \
         "could not be fetched from the Hugging Face Hub" in proc.stderr
@@ -106,6 +121,9 @@ def main() -> None:
                         help="also time the kvlint of this checkout (PYTHONPATH=CHECKOUT)")
     parser.add_argument("--format", default="json",
                         help="the report's format (written to a file) [default: json]")
+    parser.add_argument("--bytecode", action="store_true",
+                        help="cache bytecode (a temporary PYTHONPYCACHEPREFIX) as an installed "
+                             "package has it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -118,6 +136,9 @@ def main() -> None:
         env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1",
                "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1", "KVLINT_CACHE_DIR": str(work / "kv")}
         env.pop("KVLINT_NO_CACHE", None)
+        if args.bytecode:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
         kvlint = shutil.which("kvlint")
         prefix = [kvlint] if kvlint else [sys.executable, "-m", "kvlint"]
         lint_args = ["lint", "--offline", "--format", args.format, "--output", str(work / "out")]
@@ -140,23 +161,29 @@ def main() -> None:
             times[f"compare {args.compare}"] = []
             timed(compared, other)  # its warm-up
         for _ in range(args.runs):
-            times["start-up"].append(timed(empty, env))
-            times["no-cache"].append(timed(uncached, env))
-            times["cached"].append(timed(cached, env))
+            times["start-up"].append(timed(empty, env, "start-up"))
+            times["no-cache"].append(timed(uncached, env, "no-cache"))
+            times["cached"].append(timed(cached, env, "cached"))
             if other is not None:
-                times[f"compare {args.compare}"].append(timed(compared, other))
+                name = f"compare {args.compare}"
+                times[name].append(timed(compared, other, name))
         startup = statistics.median(times["start-up"])
+        startup_cpu = statistics.median(CPU["start-up"])
+        bytecode = "bytecode cached" if args.bytecode else (
+            "no bytecode cache" if env.get("PYTHONDONTWRITEBYTECODE") else "bytecode as found")
         print(f"{files} files ({cached_files} in the result cache), {args.runs} interleaved "
               f"rounds, --format {args.format}, python {sys.version.split()[0]}, "
-              f"{os.cpu_count()} cores{', all models served' if args.all_models else ''}")
+              f"{os.cpu_count()} cores, {bytecode}"
+              f"{', all models served' if args.all_models else ''}")
         print(f"  first run, filling the cache: {first:.2f} s")
-        print(f"  start-up (empty tree): median {startup:.3f} s")
+        print(f"  start-up (empty tree): median {startup:.3f} s (CPU {startup_cpu:.3f} s)")
         for name in [n for n in times if n != "start-up"]:
             median = statistics.median(times[name])
+            cpu = statistics.median(CPU[name])
             net = median - startup
-            print(f"  {name}: median {median:.3f} s = {files / median:,.0f} files/s "
-                  f"(best {files / min(times[name]):,.0f}); net of start-up {net:.3f} s = "
-                  f"{files / net if net > 0 else float('inf'):,.0f} files/s")
+            print(f"  {name}: median {median:.3f} s (CPU {cpu:.3f} s) = {files / median:,.0f} "
+                  f"files/s (best {files / min(times[name]):,.0f}); net of start-up "
+                  f"{net:.3f} s = {files / net if net > 0 else float('inf'):,.0f} files/s")
 
 
 def _cached_entries(directory: Path) -> int:

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from kvlint.cache import cache_dir
-from kvlint.diagnostics import Finding, Severity
+from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.linter import ModelResult, Target
 from kvlint.loaders.manifests.base import Located, Unresolved
 from kvlint.model.capacity import Capacity
@@ -63,13 +63,17 @@ _MAGIC = b"kvlint-lint-cache\n"
 
 def digest(*parts: object) -> str:
     """A hex SHA-256 of ``parts`` (bytes as they are, anything else as its ``repr``)."""
-    h = hashlib.sha256()
+    return str(_hashed(hashlib.sha256(), parts).hexdigest())
+
+
+def _hashed(h: Any, parts: Iterable[object]) -> Any:
+    """``h`` (a hashlib object) updated with ``parts`` as :func:`digest` hashes them."""
     for part in parts:
         data = part if isinstance(part, bytes) else repr(part).encode("utf-8",
                                                                       "surrogatepass")
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
-    return h.hexdigest()
+    return h
 
 
 @dataclass(frozen=True)
@@ -185,24 +189,32 @@ def _position(value: object) -> bool:
 
 
 def _valid_finding(finding: object) -> bool:
-    return isinstance(finding, Finding) and isinstance(finding.code, str) and \
-        isinstance(finding.name, str) and isinstance(finding.severity, Severity) and \
-        isinstance(finding.message, str) and _optional(finding.path, str) and \
-        _position(finding.line) and _position(finding.column) and \
-        _position(finding.end_line) and isinstance(finding.data, dict)
+    if type(finding) is not Finding:
+        return False
+    f = finding.__dict__  # every field at once (a missing one fails the check)
+    return isinstance(f["code"], str) and isinstance(f["name"], str) and \
+        type(f["severity"]) is Severity and isinstance(f["message"], str) and \
+        (f["path"] is None or isinstance(f["path"], str)) and _position(f["line"]) and \
+        _position(f["column"]) and _position(f["end_line"]) and type(f["data"]) is dict \
+        and _valid_suggestion(f["suggestion"])
+
+
+def _valid_suggestion(suggestion: object) -> bool:
+    return suggestion is None or (type(suggestion) is Suggestion and isinstance(
+        suggestion.message, str) and type(suggestion.serving) is dict)
 
 
 def _valid_result(result: object) -> bool:
-    if not isinstance(result, ModelResult):
+    if type(result) is not ModelResult:
         return False
     t = result.target
-    return isinstance(t, Target) and isinstance(t.ref, str) and \
-        _optional(t.path, str) and _position(t.line) and \
-        isinstance(result.plan, ServingPlan) and _optional(result.analysis, KvAnalysis) and \
+    return type(t) is Target and isinstance(t.ref, str) and \
+        (t.path is None or isinstance(t.path, str)) and _position(t.line) and \
+        type(result.plan) is ServingPlan and _optional(result.analysis, KvAnalysis) and \
         _optional(result.capacity, Capacity) and _optional(result.config_error, str) and \
-        result.probe is None and isinstance(result.notes, tuple) and \
+        result.probe is None and type(result.notes) is tuple and \
         all(isinstance(n, str) for n in result.notes) and \
-        isinstance(result.findings, tuple) and all(map(_valid_finding, result.findings))
+        type(result.findings) is tuple and all(map(_valid_finding, result.findings))
 
 
 def _valid_entry(key: object, entry: object) -> bool:
@@ -258,6 +270,7 @@ class LintCache:
     misses: int = 0
     _used: set[str] = field(default_factory=set)
     _checked: set[str] = field(default_factory=set)
+    _prefix: Any = None
 
     @property
     def file(self) -> Path:
@@ -294,8 +307,11 @@ class LintCache:
         return loaded[2]  # each entry is checked when it is first used (or saved)
 
     def key(self, path: str, data: bytes) -> str:
-        """The entry key of the file ``path`` holding ``data``."""
-        return digest(self.fingerprint, path, data)
+        """The entry key of the file ``path`` holding ``data``: ``digest(fingerprint, path,
+        data)``, the fingerprint hashed once per run."""
+        if self._prefix is None:
+            self._prefix = _hashed(hashlib.sha256(), (self.fingerprint,))
+        return str(_hashed(self._prefix.copy(), (path, data)).hexdigest())
 
     def get(self, key: str) -> Entry | None:
         """The entry of ``key``, once its structure is checked (an entry that fails the

@@ -118,9 +118,25 @@ class Resolved:
         if parts is None or os.path.islink(path):
             return os.path.realpath(path)
         head, tail = parts
-        if head not in self._dirs:
-            self._dirs[head] = os.path.realpath(head or os.curdir)
-        return os.path.join(self._dirs[head], tail)
+        return os.path.join(self._dirs.get(head) or self._real_dir(head), tail)
+
+    def _real_dir(self, head: str) -> str:
+        """The real path of the directory ``head``: its parent's (resolved once) joined
+        with its name when it is not a link, else ``os.path.realpath``; a loop, not
+        recursion (a tree may be deep)."""
+        chain: list[tuple[str, str, str]] = []
+        directory = head
+        while directory not in self._dirs:
+            parent, name = os.path.split(directory)
+            if name in ("", os.curdir, os.pardir) or parent == directory or \
+                    os.path.islink(directory):
+                self._dirs[directory] = os.path.realpath(directory or os.curdir)
+                break
+            chain.append((directory, parent, name))
+            directory = parent
+        for directory, parent, name in reversed(chain):
+            self._dirs[directory] = os.path.join(self._dirs[parent], name)
+        return self._dirs[head]
 
 
 def _contained(path: Path, root: str, problems: list[ManifestProblem],

@@ -18,6 +18,7 @@ unknown one (a custom tag, another engine's image) is judged by every version kv
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from functools import cache
@@ -185,12 +186,29 @@ def _status(engine: str, name: str, options: frozenset[str]) -> tuple[str, list[
     if engine in _ABBREV and len(name) > 2 and name[1] != "-" and name[:2] in options:
         return "ok", [name[:2]]  # argparse: a one-letter option with its value attached
     if engine in _ABBREV and name.startswith("--") and len(name) > 2:
-        matches = sorted(o for o in options if o.startswith(name))
+        matches = _prefixed(options, name)
         if len(matches) == 1:
             return "ok", matches
         if matches:
             return "ambiguous", matches
     return "unknown", []
+
+
+_SORTED: dict[frozenset[str], list[str]] = {}
+"""Each option set kvlint has looked words up in, sorted (a few per run)."""
+
+
+def _prefixed(options: frozenset[str], prefix: str) -> list[str]:
+    """The options that start with ``prefix``, sorted (found by bisection)."""
+    ordered = _SORTED.get(options)
+    if ordered is None:
+        ordered = _SORTED[options] = sorted(options)
+    i = bisect.bisect_left(ordered, prefix)
+    found = []
+    while i < len(ordered) and ordered[i].startswith(prefix):
+        found.append(ordered[i])
+        i += 1
+    return found
 
 
 def _history(engine: str, option: str) -> str:

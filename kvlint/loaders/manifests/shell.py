@@ -74,6 +74,9 @@ class Word:
 
 _SEPARATORS = frozenset(";&|\n()")
 _BLANK = frozenset(" \t\r")
+_ORDINARY = re.compile(r"""[^\\'"$`#<>&;|()\n \t\r]+""")
+"""A run of characters :meth:`_Splitter.run` only appends to the word (``#`` and ``&``,
+ordinary only in some places, are left to the loop)."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)", re.DOTALL)
 
@@ -239,7 +242,14 @@ class _Splitter:
         text = self.text
         n = len(text)
         i = 0
+        ordinary = _ORDINARY.match
         while i < n:
+            run = ordinary(text, i)
+            if run is not None:  # most of a script: taken a run at a time
+                self.begin(i)
+                self.chars.append(run.group())
+                i = run.end()
+                continue
             c = text[i]
             if c == "\\":
                 if i + 1 < n and text[i + 1] == "\n":

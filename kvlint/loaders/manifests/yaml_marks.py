@@ -319,9 +319,11 @@ class _Builder:
             pairs = [(k, v) for k, v in pairs if k.tag != _MERGE]
         for key_node, value_node in pairs:
             if type(key_node) is ScalarNode and len(key_node.value) < _STRING_WEIGHT:
-                key = self.scalar(key_node)
-                if type(key) is LStr:
-                    key = str(key)
+                tag = key_node.tag
+                if tag == _STR or (tag not in _SCALARS and tag not in (_NULL, _BOOL)):
+                    key = str(key_node.value)  # a key is a plain string: no LStr to build
+                else:
+                    key = self.scalar(key_node)
             else:
                 key, n = build(key_node, depth + 1)
                 size += n
