@@ -46,7 +46,6 @@ from kvlint.loaders.manifests.base import (
     ServedModel,
     Unresolved,
 )
-from kvlint.loaders.manifests.yaml_marks import load_documents
 from kvlint.loaders.models import LoadedConfig, load_config
 from kvlint.loaders.paths import is_file
 from kvlint.manifest_discovery import DEFAULT_INCLUDE, Resolved, discover
@@ -101,6 +100,8 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
                  parsers: Sequence[ManifestParser]) -> list[ServedModel] | ManifestProblem:
     """Every served model in ``text``, a manifest read from ``path`` (or from stdin, named
     ``path``)."""
+    from kvlint.loaders.manifests.yaml_marks import load_documents  # not for cached files
+
     documents = load_documents(text, str(path))
     if isinstance(documents, ManifestProblem):
         return documents
@@ -445,14 +446,25 @@ def _key_column(path: str, line: int | None) -> int | None:
 
 _LINES: dict[str, list[str]] = {}
 """Source lines of the files read for columns, for the run (cleared by lint_paths)."""
+_TEXTS: dict[str, str] = {}
+"""... and their text, read once for columns and suppressions (cleared by lint_paths)."""
+
+
+def _source_text(path: str) -> str:
+    """The text of the manifest ``path`` (empty when it cannot be read), read once."""
+    text = _TEXTS.get(path)
+    if text is None:
+        try:
+            text = read_text(path, MAX_MANIFEST_BYTES)
+        except UnreadableFile:
+            text = ""
+        _TEXTS[path] = text
+    return text
 
 
 def _source_line(path: str, line: int) -> str:
     if path not in _LINES:
-        try:
-            _LINES[path] = read_text(path, MAX_MANIFEST_BYTES).splitlines()
-        except UnreadableFile:
-            _LINES[path] = []
+        _LINES[path] = _source_text(path).splitlines()
     lines = _LINES[path]
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
@@ -612,6 +624,7 @@ def lint_paths(
     else:  # the caller's walk
         problems, files = list(discovery_problems), list(paths)
     _LINES.clear()
+    _TEXTS.clear()
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     defaults = default_config_defaults()
     resolver = ModelResolver(offline=offline, model_map=dict(model_map or {}),
@@ -806,8 +819,10 @@ def _text_with_suppressions(file: str, data: bytes | None = None) -> str | None:
     they were read: a file without a marker is not read again)."""
     if data is not None and not _has_markers(data):
         return None
-    try:
-        text = read_text(file, MAX_MANIFEST_BYTES)
-    except UnreadableFile:
-        return None
+    text = _TEXTS.get(file)  # read for columns already
+    if text is None:
+        try:
+            text = read_text(file, MAX_MANIFEST_BYTES)
+        except UnreadableFile:
+            return None
     return text if any(marker in text for marker in SUPPRESSION_MARKERS) else None

@@ -132,3 +132,33 @@ def test_one_manifest_lint_imports_only_what_it_uses(tmp_path: Path) -> None:
     assert "kvlint.loaders.manifests.kubernetes" in loaded  # the parser it needs
     assert "kvlint.reporters.json" in loaded
     assert not {m for m in loaded if m.startswith(LINT_LAZY) or m.split(".")[0] in HEAVY}
+
+
+def test_a_cached_lint_imports_neither_the_yaml_loader_nor_the_parsers(tmp_path: Path) -> None:
+    """The same lint run twice with the result cache: the second, every file unchanged,
+    reads its results from the cache without importing PyYAML or any manifest parser."""
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(LINT_MANIFEST, encoding="utf-8")
+    config = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
+    code = (
+        "import sys, json, os\n"
+        f"os.environ['KVLINT_CACHE_DIR'] = {str(tmp_path / 'cache')!r}\n"
+        "os.environ.pop('KVLINT_NO_CACHE', None)\n"
+        f"sys.argv = ['kvlint', 'lint', {str(manifest)!r}, '--format', 'json', "
+        f"'--model-map', 'meta-llama/Llama-3.1-8B={config}']\n"
+        "from kvlint.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as e:\n"
+        "    assert e.code in (0, 1), e.code\n"
+        "print()\n"
+        "print(json.dumps(list(sys.modules)))\n"
+    )
+    first = _modules_after(code)
+    assert "yaml" in first and "kvlint.loaders.manifests.kubernetes" in first
+    second = _modules_after(code)
+    assert "kvlint.lint_cache" in second
+    assert not {m for m in second if m.split(".")[0] == "yaml" or
+                m.startswith(("kvlint.loaders.manifests.kubernetes",
+                              "kvlint.loaders.manifests.yaml_marks",
+                              "kvlint.loaders.manifests.shell"))}

@@ -1381,11 +1381,12 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     grammar = _grammar(engine)
     fields: dict[str, Any] = {}
     options: dict[str, Located[Any] | Unresolved] = {}
+    last_line: dict[str, int | None] = {}  # each option word's line, its last use winning
+    for token in tokens:
+        if token.text is not None:
+            last_line[token.text.split("=", 1)[0]] = token.line
     for canonical, (spelling, values, _note) in parsed.values.items():
-        line = None
-        for token in tokens:
-            if token.text is not None and token.text.split("=", 1)[0] == spelling:
-                line = token.line
+        line = last_line.get(spelling)
         if values and line is None:
             line = values[0].line
         if values and values[0].unresolved is not None:

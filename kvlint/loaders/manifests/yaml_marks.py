@@ -37,6 +37,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kvlint.loaders.manifests.base import ManifestProblem
+from kvlint.loaders.manifests.located_str import LStr
 
 try:  # pragma: no cover - depends on how PyYAML was built
     from yaml import CSafeLoader as _BaseLoader
@@ -101,36 +102,6 @@ conversion is quadratic, cheap."""
 _STRING_WEIGHT = 256
 """An aliased string counts one node per this many characters (shared, but a consumer that
 joins the aliases copies them)."""
-
-
-class LStr(str):
-    """A string scalar with its position and YAML style.
-
-    ``style`` is ``None`` (plain), ``'|'`` (literal block), ``'>'`` (folded block), ``'"'`` or
-    ``"'"``. ``end_line`` is the line where the scalar ends. ``raw`` is the scalar's source
-    text (indicator or quotes included) for multi-line scalars that are not literal blocks
-    (folded, quoted or plain ones, whose line breaks YAML folded away), so
-    ``shell.split_script`` can place each word on its own line; ``None`` otherwise.
-    """
-
-    line: int
-    column: int
-    style: str | None
-    end_line: int
-    raw: str | None
-
-    def __new__(cls, value: str, line: int = 0, column: int = 0, style: str | None = None,
-                end_line: int | None = None, raw: str | None = None) -> LStr:
-        self = super().__new__(cls, value)
-        self.line = line
-        self.column = column
-        self.style = style
-        self.end_line = line if end_line is None else end_line
-        self.raw = raw
-        return self
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (LStr, (str(self), self.line, self.column, self.style, self.end_line, self.raw))
 
 
 class LDict(dict[str, Any]):
@@ -296,9 +267,14 @@ class _Builder:
         lines = out.item_lines
         size = 1
         build = self.build
+        scalar = self.scalar
         for item in node.value:
-            value, n = build(item, depth + 1)
-            size += n
+            if type(item) is ScalarNode and len(item.value) < _STRING_WEIGHT:
+                value = scalar(item)  # what build() does for it, one call less
+                size += 1
+            else:
+                value, n = build(item, depth + 1)
+                size += n
             m = item.start_mark
             out.append(value)
             lines.append((m.line + 1, m.column + 1))
@@ -335,8 +311,12 @@ class _Builder:
                     raise _Refused("invalid-yaml", "found an unhashable key (a mapping or "
                                    "sequence used as a key)",
                                    key_node.start_mark.line + 1) from None
-            value, n = build(value_node, depth + 1)
-            size += n + 1
+            if type(value_node) is ScalarNode and len(value_node.value) < _STRING_WEIGHT:
+                value = self.scalar(value_node)  # what build() does for it, one call less
+                size += 2
+            else:
+                value, n = build(value_node, depth + 1)
+                size += n + 1
             km = key_node.start_mark
             vm = value_node.start_mark
             out[key] = value
