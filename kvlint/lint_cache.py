@@ -9,15 +9,19 @@ the file's results (before suppressions, which are applied on every run) and wha
 file's models resolved to: for each served model the digest of the config it loaded (its
 bytes, source, revision and path), and when a GPU was sized, of the checkpoint size found.
 An entry is used only when every model of the file resolves to the same digests in this run
-(each distinct model is resolved once per run, as without the cache).
+(each distinct model is resolved once per run, as without the cache), and every other file
+its parser read (a Ray Serve config's LLM config files) reads the same (its text, or why it
+could not be read, and whether it stays inside the tree). A model that failed to load for good
+(a malformed config, a name that is no repo id) resolves to a digest of its error: the entry
+is used while it fails the same way.
 
-Never stored: a file that could not be read; a file whose parser read another file (a Ray
-Serve config naming LLM config files); a file any of whose models did not load (the Hub
-unreachable, offline without a cached copy, an unknown repo, a locked run without it: any of
-these may change without the file changing) or whose checkpoint size lookup failed other
-than with "not cached"; runs with third-party plugins (their parsers and rules may read
-anything). Network answers enter the key by content (the config's bytes), so a success is
-safe to reuse and a failure is never stored.
+Never stored: a file that could not be read; a file whose parser read another file without
+recording which; a file any of whose models could not be asked about (the Hub unreachable,
+offline without a cached copy: that may change without the file changing, and the run exits
+2) or whose checkpoint size lookup failed other than with "not cached"; runs with third-party
+plugins (their parsers and rules may read anything). Network answers enter the key by
+content (the config's bytes), so a success is safe to reuse, and a failure to reach the Hub
+is never stored.
 
 Entries live in one file per fingerprint under ``cache_dir()/lint`` (file names are hex
 digests, never derived from a manifest's text), written atomically (a temporary file, then

@@ -203,13 +203,26 @@ def test_an_entry_of_the_wrong_shape_is_ignored(repo: Path,
     (file,) = cache_files(repo)
     fmt, fingerprint, entries = pickle.loads(file.read_bytes()[len(b"kvlint-lint-cache\n"):])
     (key, entry), = entries.items()
+    (record, result), = entry.records
+    finding = result.findings[0]
+    odd = finding.__class__(**{**finding.__dict__, "severity": "error"})
     broken = [entry.__class__(entry.path, entry.dependencies, (("x", "y"),), entry.markers),
-              entry.__class__(entry.path, "deps", entry.records, entry.markers)]
+              entry.__class__(entry.path, "deps", entry.records, entry.markers),
+              entry.__class__(entry.path, entry.dependencies, entry.records, entry.markers,
+                              files=(("/dev/zero",),)),
+              entry.__class__(entry.path, entry.dependencies, ((record, result.__class__(
+                  result.target, result.plan, result.analysis, (odd,))),), entry.markers)]
     for bad in broken:
         file.write_bytes(b"kvlint-lint-cache\n" +
                          pickle.dumps((fmt, fingerprint, {key: bad})))
         assert lint("--format", "json").stdout == expected
-    assert len(extracted) == 3
+    assert len(extracted) == 1 + len(broken)
+    # a referenced file recorded with a state it does not have: the file is linted again
+    file.write_bytes(b"kvlint-lint-cache\n" + pickle.dumps((fmt, fingerprint, {
+        key: entry.__class__(entry.path, entry.dependencies, entry.records, entry.markers,
+                             files=(("/dev/zero", "0" * 64),))})))
+    assert lint("--format", "json").stdout == expected
+    assert len(extracted) == 2 + len(broken) and extracted[-1] == ["deploy/app.yaml"]
 
 
 def test_suppressions_are_applied_to_cached_results(repo: Path,
