@@ -2,7 +2,7 @@
 can change them has changed (like ruff's cache).
 
 A file's entry is found by a digest of the run's *fingerprint* (kvlint's version and the
-size and time of every file of the installed package, the Python and transformers versions,
+content of every file of the installed package, the Python and transformers versions,
 the selected rules, the base serving plan, the models map, ``--offline``, the lock, the
 settings, the working directory and the plugins), the file's path and its bytes. It holds
 the file's results (before suppressions, which are applied on every run) and what the
@@ -111,11 +111,13 @@ class Entry:
     while each reads the same."""
 
 
-def source_stamp() -> tuple[tuple[str, int, int], ...]:
-    """Name, size and modification time of every file of the installed kvlint package: an
-    edited checkout (an editable install keeps its version) never reuses old results."""
-    root = Path(__file__).resolve().parent
-    found: list[tuple[str, int, int]] = []
+def source_stamp(root: Path | None = None) -> str:
+    """A digest of the name and content of every file of the installed kvlint package (or
+    the directory ``root``): an edited checkout (an editable install keeps its version)
+    never reuses old results, and a reinstall of the same code (a fresh CI runner, a rebuilt
+    pre-commit environment, whose files all have new times) still does."""
+    root = root or Path(__file__).resolve().parent
+    h = hashlib.sha256()
     for base, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
@@ -123,17 +125,18 @@ def source_stamp() -> tuple[tuple[str, int, int], ...]:
                 continue
             full = os.path.join(base, name)
             try:
-                st = os.stat(full)
+                with open(full, "rb") as handle:
+                    data = handle.read()
             except OSError:
                 continue
-            found.append((os.path.relpath(full, root), st.st_size, st.st_mtime_ns))
-    return tuple(found)
+            _hashed(h, (os.path.relpath(full, root), data))
+    return str(h.hexdigest())
 
 
-def _transformers_stamp() -> tuple[str, int, int] | None:
-    """Where the installed transformers is, and the size and time of its ``__init__.py``
-    (which holds its version): found without importing it or reading every package's
-    metadata. Config defaults kvlint's table lacks come from it."""
+def _transformers_stamp() -> tuple[str, str] | None:
+    """Where the installed transformers is, and a digest of its ``__init__.py`` (which holds
+    its version): found without importing it or reading every package's metadata. Config
+    defaults kvlint's table lacks come from it."""
     from importlib.util import find_spec
 
     try:
@@ -143,10 +146,10 @@ def _transformers_stamp() -> tuple[str, int, int] | None:
     if spec is None or not spec.origin:
         return None
     try:
-        st = os.stat(spec.origin)
+        with open(spec.origin, "rb") as handle:
+            return spec.origin, digest(handle.read())
     except OSError:
         return None
-    return spec.origin, st.st_size, st.st_mtime_ns
 
 
 def fingerprint(parts: Iterable[object]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -409,3 +410,16 @@ def test_a_crafted_fraction_or_position_is_refused(repo: Path,
         file.write_bytes(header + body)
         assert lint("--format", "json").stdout == expected
     assert len(extracted) == 3
+
+
+def test_the_source_stamp_follows_content_not_file_times(tmp_path: Path) -> None:
+    package = tmp_path / "kvlint"
+    shutil.copytree(Path(lint_cache.__file__).parent, package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    stamp = lint_cache.source_stamp(package)
+    assert stamp == lint_cache.source_stamp()  # the same files, copied (new times)
+    module = package / "lint_cache.py"
+    os.utime(module, (1, 1))
+    assert lint_cache.source_stamp(package) == stamp
+    module.write_text(module.read_text() + "\n# an edit\n")
+    assert lint_cache.source_stamp(package) != stamp
