@@ -35,10 +35,14 @@ from kvlint.model.serving import ServingPlan
               help="Model lock [default: kvlint.lock next to the settings file, if any].")
 @click.option("--locked", type=click.Choice(["true", "false"]), default="false",
               help="Read Hub models from the lock only (a model it lacks fails the step).")
+@click.option("--cache", type=click.Choice(["true", "false"]), default="true",
+              help="Reuse and keep each file's results in kvlint's result cache "
+                   "($KVLINT_CACHE_DIR; action.yml restores it between runs).")
 def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, summary: str,
-                  offline: str, lock_file: str, locked: str) -> None:
+                  offline: str, lock_file: str, locked: str, cache: str) -> None:
     """Run as the GitHub Action does (action.yml calls this): lint the PR's manifests,
     annotate, summarise, write SARIF and the step outputs; exit by fail-on."""
+    from kvlint.cache import lint_cache_disabled
     from kvlint.integrations import github
     from kvlint.manifest_discovery import DEFAULT_INCLUDE, discover
     from kvlint.manifest_linter import lint_paths
@@ -69,7 +73,10 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
                      offline=offline == "true" or
                      bool(d.offline) or env_offline(), model_map=mapping,
                      fail_on=session.fail_on, policy=session.policy,
-                     unused_suppression=session.unused_suppression, lock=lock)
+                     unused_suppression=session.unused_suppression, lock=lock,
+                     cache=cache == "true" and d.cache is not False
+                     and not lint_cache_disabled(),
+                     cache_context=(repr(d), str(session.root)))
     lock.raise_missing()
     annotations, code = github.report(run, env, chosen, sarif_file=sarif_file or None,
                                       summary=summary == "true", workdir=workdir)

@@ -107,13 +107,15 @@ def test_push_event_lints_the_whole_repository(pull_request: dict[str, Any],
     assert pull_request["files"]["summary.md"].read_text() == ""
 
 
-def _substitute(text: str, inputs: dict[str, str]) -> str:
+def _substitute(text: str, inputs: dict[str, str], runner_temp: Path = Path("/tmp")) -> str:
     def value(match: re.Match[str]) -> str:
         expr = match[1].strip()
         if expr.startswith("inputs."):
             return inputs[expr.removeprefix("inputs.")]
         if expr == "github.action_path":
             return str(ROOT)
+        if expr == "runner.temp":
+            return str(runner_temp)
         raise AssertionError(f"unexpected expression {expr}")
     return re.sub(r"\$\{\{(.*?)\}\}", value, text)
 
@@ -134,11 +136,16 @@ def run_action_steps(pull_request: dict[str, Any], **given: str
                   "PIP_NO_BUILD_ISOLATION": "false",
                   "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     ran = []
+    temp = pull_request["tmp"] / "runner-temp"
     for step in action["runs"]["steps"]:
-        if "uses" in step:
-            assert step["uses"].startswith("actions/setup-python@v")
+        if "uses" in step:  # a runner's own actions: Python is here; the cache starts empty
+            assert step["uses"].startswith(("actions/setup-python@v", "actions/cache@v"))
+            if step["uses"].startswith("actions/cache@v"):
+                assert step["if"] == "inputs.cache == 'true'"
+                assert _substitute(step["with"]["path"], inputs, temp) == \
+                    str(temp / "kvlint-cache")
             continue
-        env = {**runner_env, **{k: _substitute(str(v), inputs)
+        env = {**runner_env, **{k: _substitute(str(v), inputs, temp)
                                 for k, v in step.get("env", {}).items()}}
         proc = subprocess.run(["bash", "-e", "-c", _substitute(step["run"], inputs)],
                               cwd=pull_request["repo"], env=env, capture_output=True,
@@ -253,6 +260,29 @@ def test_action_yml_pull_request_sarif_and_a_typo_in_paths(
     typo = run_action_steps(pull_request, paths="typo.yaml")[-1][1]
     assert typo.returncode == 2
     assert typo.stdout == "::error title=kvlint::--paths: typo.yaml: no such file or directory\n"
+
+
+def test_action_yml_keeps_results_in_its_cache_between_runs(
+        pull_request: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the `cache` input on (the default), the kvlint step writes its result cache
+    where actions/cache restores it from (runner.temp); a second run with that directory
+    restored reads every file from it (the same SARIF and annotations); `cache: false`
+    neither reads nor writes it."""
+    monkeypatch.delenv("KVLINT_NO_CACHE")
+    sarif = pull_request["tmp"] / "results" / "kvlint.sarif"
+    cache = pull_request["tmp"] / "runner-temp" / "kvlint-cache" / "lint"
+    first = run_action_steps(pull_request, sarif_file=str(sarif))[-1][1]
+    (written,) = cache.glob("*.pickle")
+    stamp = written.stat().st_mtime_ns
+    report = sarif.read_text()
+    second = run_action_steps(pull_request, sarif_file=str(sarif))[-1][1]
+    assert (second.returncode, second.stdout) == (first.returncode, first.stdout) == \
+        (1, first.stdout)
+    assert sarif.read_text() == report
+    assert written.stat().st_mtime_ns == stamp  # every file hit: nothing to write
+    shutil.rmtree(cache)
+    off = run_action_steps(pull_request, sarif_file=str(sarif), cache="false")[-1][1]
+    assert off.stdout == first.stdout and not cache.exists()
 
 
 def test_unreachable_hub_fails_the_action_with_one_line(pull_request: dict[str, Any],
