@@ -260,8 +260,9 @@ def test_a_model_that_did_not_load_is_not_cached(repo: Path,
     assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
 
 
-def test_a_file_that_reads_another_file_is_cached_while_that_file_reads_the_same(
-        repo: Path, extracted: list[list[str]]) -> None:
+def serve_config(repo: Path, reference: str) -> None:
+    """deploy/serve.yaml, a Ray Serve config naming the LLM config file ``reference``, in
+    place of deploy/app.yaml."""
     (repo / "deploy" / "app.yaml").unlink()
     (repo / "deploy" / "serve.yaml").write_text(
         "applications:\n"
@@ -269,7 +270,12 @@ def test_a_file_that_reads_another_file_is_cached_while_that_file_reads_the_same
         "    import_path: ray.serve.llm:build_openai_app\n"
         "    args:\n"
         "      llm_configs:\n"
-        "        - ../other/llm.yaml\n", encoding="utf-8")
+        f"        - {reference}\n", encoding="utf-8")
+
+
+def test_a_file_that_reads_another_file_is_cached_while_that_file_reads_the_same(
+        repo: Path, extracted: list[list[str]]) -> None:
+    serve_config(repo, "../other/llm.yaml")
     (repo / "other").mkdir()
     llm = repo / "other" / "llm.yaml"
     llm.write_text("model_loading_config:\n  model_id: org/llama\n", encoding="utf-8")
@@ -302,14 +308,7 @@ def test_a_file_that_reads_another_file_is_cached_while_that_file_reads_the_same
 
 def test_a_config_linted_alone_and_through_a_serve_config_is_reported_once_and_cached(
         repo: Path, extracted: list[list[str]]) -> None:
-    (repo / "deploy" / "app.yaml").unlink()
-    (repo / "deploy" / "serve.yaml").write_text(
-        "applications:\n"
-        "  - name: llm\n"
-        "    import_path: ray.serve.llm:build_openai_app\n"
-        "    args:\n"
-        "      llm_configs:\n"
-        "        - configs/llm.yaml\n", encoding="utf-8")
+    serve_config(repo, "configs/llm.yaml")
     (repo / "deploy" / "configs").mkdir()
     (repo / "deploy" / "configs" / "llm.yaml").write_text(
         "model_loading_config:\n  model_id: org/llama\n", encoding="utf-8")

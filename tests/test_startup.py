@@ -109,15 +109,18 @@ LINT_LAZY = ("kvlint.loaders.manifests.kubernetes_crds", "kvlint.loaders.manifes
              "jsonschema", "importlib.metadata")
 
 
-def test_one_manifest_lint_imports_only_what_it_uses(tmp_path: Path) -> None:
-    """``kvlint lint`` of one Deployment (``--format json``) whose model config is a local
-    file: the other manifest parsers, the other formats, the Hub guard, multiprocessing and
-    pip-requirement parsing stay unimported (bench/startup_ratios.py's scenario)."""
+def _lint_code(tmp_path: Path, cache: Path | None = None) -> str:
+    """A script that lints one Deployment (``--format json``) whose model config is a local
+    file, then prints the modules it imported; ``cache``: with the result cache there."""
     manifest = tmp_path / "deploy.yaml"
     manifest.write_text(LINT_MANIFEST, encoding="utf-8")
     config = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
-    code = (
-        "import sys, json\n"
+    setup = "" if cache is None else (
+        f"os.environ['KVLINT_CACHE_DIR'] = {str(cache)!r}\n"
+        "os.environ.pop('KVLINT_NO_CACHE', None)\n")
+    return (
+        "import sys, json, os\n"
+        f"{setup}"
         f"sys.argv = ['kvlint', 'lint', {str(manifest)!r}, '--format', 'json', "
         f"'--model-map', 'meta-llama/Llama-3.1-8B={config}']\n"
         "from kvlint.cli import main\n"
@@ -128,6 +131,13 @@ def test_one_manifest_lint_imports_only_what_it_uses(tmp_path: Path) -> None:
         "print()\n"
         "print(json.dumps(list(sys.modules)))\n"
     )
+
+
+def test_one_manifest_lint_imports_only_what_it_uses(tmp_path: Path) -> None:
+    """``kvlint lint`` of one Deployment (``--format json``) whose model config is a local
+    file: the other manifest parsers, the other formats, the Hub guard, multiprocessing and
+    pip-requirement parsing stay unimported (bench/startup_ratios.py's scenario)."""
+    code = _lint_code(tmp_path)
     loaded = _modules_after(code)
     assert "kvlint.loaders.manifests.kubernetes" in loaded  # the parser it needs
     assert "kvlint.reporters.json" in loaded
@@ -137,23 +147,7 @@ def test_one_manifest_lint_imports_only_what_it_uses(tmp_path: Path) -> None:
 def test_a_cached_lint_imports_neither_the_yaml_loader_nor_the_parsers(tmp_path: Path) -> None:
     """The same lint run twice with the result cache: the second, every file unchanged,
     reads its results from the cache without importing PyYAML or any manifest parser."""
-    manifest = tmp_path / "deploy.yaml"
-    manifest.write_text(LINT_MANIFEST, encoding="utf-8")
-    config = str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json")
-    code = (
-        "import sys, json, os\n"
-        f"os.environ['KVLINT_CACHE_DIR'] = {str(tmp_path / 'cache')!r}\n"
-        "os.environ.pop('KVLINT_NO_CACHE', None)\n"
-        f"sys.argv = ['kvlint', 'lint', {str(manifest)!r}, '--format', 'json', "
-        f"'--model-map', 'meta-llama/Llama-3.1-8B={config}']\n"
-        "from kvlint.cli import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as e:\n"
-        "    assert e.code in (0, 1), e.code\n"
-        "print()\n"
-        "print(json.dumps(list(sys.modules)))\n"
-    )
+    code = _lint_code(tmp_path, cache=tmp_path / "cache")
     first = _modules_after(code)
     assert "yaml" in first and "kvlint.loaders.manifests.kubernetes" in first
     second = _modules_after(code)
