@@ -261,7 +261,13 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
               lock: ModelLock | None = None
               ) -> tuple[Capacity | None, LayoutSizer | None]:
     from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
-    from kvlint.model.memory import default_utilization, memory_terms, model_dims
+    from kvlint.model.memory import (
+        default_block_size,
+        default_utilization,
+        kv_cache_memory_bytes_option,
+        memory_terms,
+        model_dims,
+    )
 
     plan = analysis.plan
     spec = _gpu_spec(plan)
@@ -280,7 +286,14 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                    or DEFAULT_GPU_MEMORY_UTILIZATION)
     memory = None
     dims = model_dims(config)
-    if plan.overhead_bytes is None and plan.behaviour.engine == "vllm" and dims is not None:
+    given = None
+    if plan.kv_cache_memory_bytes is not None and plan.behaviour.engine == "vllm" and \
+            kv_cache_memory_bytes_option(plan.behaviour.version):
+        # vLLM reserves exactly that, without its memory profile (KV_CACHE_MEMORY_BYTES_SINCE)
+        given = (plan.kv_cache_memory_bytes,
+                 plan.kv_cache_memory_source or "--kv-cache-memory-bytes",
+                 default_block_size(plan.behaviour.version))
+    elif plan.overhead_bytes is None and plan.behaviour.engine == "vllm" and dims is not None:
         # vLLM >= 0.34 defaults to 1.0 with its extensible KV cache, whose margin the
         # profile below then deducts (kvlint/model/memory.py EXTENSIBLE_KV_CACHE_SINCE)
         utilization = (plan.gpu_memory_utilization
@@ -309,6 +322,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         fraction_of_free_memory=of_free,
         overhead_bytes=overhead,
         memory=memory,
+        given_budget=given,
     ), sizer
 
 

@@ -292,6 +292,9 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         gpu, gpu_source = named.value, _where(named, "the manifest")  # settings are defaults
         if base.gpu is None or not _same_gpu(base.gpu, named.value):
             memory = memory_source = None  # ... and so does its memory in the GPU table
+    kv_bytes = served.kv_cache_memory_bytes if isinstance(served.kv_cache_memory_bytes, Located) \
+        and isinstance(served.kv_cache_memory_bytes.value, int) \
+        and served.kv_cache_memory_bytes.value > 0 else None
     stated = served.gpu_memory
     if stated is not None:  # a memory the manifest states wins over the table's and defaults
         memory, memory_source = gpu_memory_bytes(stated.value), _where(stated, "the manifest")
@@ -308,6 +311,9 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         max_num_seqs=_int(served.max_num_seqs, 0) or base.max_num_seqs,
         max_num_batched_tokens=_int(served.max_num_batched_tokens, 0)
         or base.max_num_batched_tokens,
+        kv_cache_memory_bytes=kv_bytes.value if kv_bytes else base.kv_cache_memory_bytes,
+        kv_cache_memory_source=_where(kv_bytes, "the manifest") if kv_bytes
+        else base.kv_cache_memory_source,
         gpu_memory_utilization=_fraction(served.gpu_memory_utilization)
         or base.gpu_memory_utilization,
         gpu=gpu, gpu_source=gpu_source if gpu else None,

@@ -155,6 +155,11 @@ class CapacityOut(_Strict):
         description="vLLM's 'Maximum concurrency for context tokens per request'.")
     memory_profile: MemoryProfileOut | None = Field(
         description="vLLM's start-up memory profile term by term (vLLM without --overhead).")
+    kv_budget_source: str | None = Field(
+        default=None,
+        description="Where a KV budget set by hand comes from (vLLM --kv-cache-memory-bytes "
+                    ">= 0.10.2, the manifest's key and line): kv_budget_bytes_per_gpu is then "
+                    "that value, without a memory profile or gpu_memory_utilization.")
 
 
 class MemoryProfileOut(_Strict):

@@ -130,6 +130,53 @@ def test_manifest_max_num_batched_tokens_sizes_the_profile_run(tmp_path: Path) -
         given["capacity"]["kv_budget_bytes_per_gpu"] == 32_768 * 110_592 - sampler
 
 
+@pytest.mark.parametrize(("value", "budget"), [
+    ("20G", 20 * 2**30), ("20g", 20 * 10**9), ("21474836480", 20 * 2**30),
+    ("1.5g", 1_500_000_000)])
+def test_manifest_kv_cache_memory_bytes_is_the_kv_budget(tmp_path: Path, value: str,
+                                                         budget: int) -> None:
+    """vLLM >= 0.10.2 reserves exactly --kv-cache-memory-bytes per GPU for the KV cache (no
+    memory profile, no gpu_memory_utilization); human_readable_int: G = 2**30, g = 1e9.
+    Llama-3.1-8B's bf16 KV is 131,072 B/token, and vLLM 0.33 counts whole 16-token blocks."""
+    path = deployment(tmp_path, ["--model=org/llama", "--max-model-len=8192",
+                                 "--gpu-memory-utilization=0.5",
+                                 f"--kv-cache-memory-bytes={value}"])
+    cap = only(as_json("lint", str(path), "--gpu", "H100-80GB",
+                       *model_map("org/llama", LLAMA31_8B)))["capacity"]
+    assert cap["kv_budget_bytes_per_gpu"] == budget
+    assert cap["max_tokens"] == budget // (131_072 * 16) * 16
+    assert cap["memory_profile"] is None
+    assert cap["kv_budget_source"] == "--kv-cache-memory-bytes (line 15)"
+
+
+def test_kv_cache_memory_bytes_beyond_the_gpu_and_before_vllm_0_10_2(tmp_path: Path) -> None:
+    args = ["--model=org/llama", "--kv-cache-memory-bytes=80G"]
+    result = only(as_json("lint", str(deployment(tmp_path, args)), "--gpu", "H100-80GB",
+                          *model_map("org/llama", LLAMA31_8B)))
+    (kv503,) = [f for f in result["findings"] if f["code"] == "KV503"]
+    weights = result["capacity"]["weight_bytes_per_gpu"]
+    gpu = result["capacity"]["gpu_memory_bytes"]
+    assert kv503["data"] == {"weight_bytes_per_gpu": weights,
+                             "kv_cache_memory_bytes": 80 * 2**30, "gpu_memory_bytes": gpu}
+    assert weights + 80 * 2**30 > gpu
+    assert kv503["message"].startswith(
+        "The KV cache --kv-cache-memory-bytes (line 13) sets (80.0 GiB) and the weights")
+    assert "the server runs out of memory at start" in kv503["message"]
+    text = run("check", str(LLAMA31_8B), "--gpu", "H100-80GB", "--kv-cache-memory-bytes",
+               "80G").stdout
+    assert "KV cache set by --kv-cache-memory-bytes (no memory profile, no " \
+        "gpu_memory_utilization)" in text, text
+    assert "more than the GPU has, the server runs out of memory at start" in text
+    assert "KV503" in text
+    bad = run("check", str(LLAMA31_8B), "--gpu", "H100-80GB", "--kv-cache-memory-bytes", "1.5G")
+    assert bad.exit_code == 2 and "not a byte count vLLM accepts" in bad.output
+    old = only(as_json("lint", str(deployment(tmp_path, args, name="old.yaml",
+                                              image="vllm/vllm-openai:v0.8.5")),
+                       "--gpu", "H100-80GB", *model_map("org/llama", LLAMA31_8B)))
+    assert old["capacity"]["kv_budget_source"] is None  # 0.8.5 has no such option ...
+    assert "KV701" in {f["code"] for f in old["findings"]}  # ... and refuses it at start
+
+
 def test_budgets_differ_by_exactly_the_fraction(tmp_path: Path) -> None:
     budgets = []
     for fraction in ("0.3", "0.95"):
@@ -478,7 +525,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "pp": Located(2), "dp": Located(4), "dp_attention": Located(True),
         "kv_cache_dtype": Located("fp8"), "max_model_len": Located(1024),
         "max_num_seqs": Located(8), "gpu_memory_utilization": Located(0.5),
-        "max_num_batched_tokens": Located(4096),
+        "max_num_batched_tokens": Located(4096), "kv_cache_memory_bytes": Located(2**34),
         "gpu_type": Located("H200"), "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": Located("1")},
         "dtype": Located("float32"), "gpu_memory": Located(46_068 / 1024),
     }

@@ -7,7 +7,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -101,6 +101,10 @@ def plan_options(func: F) -> F:
                      help="Most tokens the engine runs in one step: the size of vLLM's "
                           "start-up profile run, whose activation peak is taken from the KV "
                           "memory (default: vLLM's per-GPU default)."),
+        click.option("--kv-cache-memory-bytes", type=KV_BYTES, default=None, metavar="BYTES",
+                     help="vLLM >= 0.10.2: the KV cache's bytes per GPU, set by hand (as vLLM "
+                          "reads it: 20G = 20 GiB, 20g = 20e9); it replaces the memory profile "
+                          "and gpu_memory_utilization."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -177,6 +181,37 @@ COUNT = click.IntRange(min=1, max=MAX_SIZE)
 """Tokens and sequences: bounded so the byte arithmetic stays finite."""
 
 
+if TYPE_CHECKING:  # generic in click's stubs and from 8.2; 8.1's cannot be subscripted
+    _IntParam = click.ParamType[int]
+else:
+    _IntParam = click.ParamType
+
+
+class KvBytes(_IntParam):
+    """A byte count as vLLM's ``human_readable_int`` reads it (``20G`` = 20 GiB, ``20g`` =
+    20e9, ``21474836480``), positive and below a bound no GPU reaches."""
+
+    name = "bytes"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number: int | None = value
+        else:
+            from kvlint.loaders.manifests.shell import integer_value
+
+            number = integer_value("vllm", "kv_cache_memory_bytes", str(value).strip())
+        from kvlint.model.serving import MAX_KV_CACHE_MEMORY_BYTES
+
+        if number is None or not 0 < number <= MAX_KV_CACHE_MEMORY_BYTES:
+            self.fail(f"{value!r} is not a byte count vLLM accepts (a positive integer, or "
+                      "with k/m/g/t = powers of 1000, K/M/G/T = powers of 1024)", param, ctx)
+        return number
+
+
+KV_BYTES = KvBytes()
+
+
 def pick(cli: T | None, setting: T | None, default: T) -> T:
     """The command line wins over the settings file, which wins over the default."""
     if cli is not None:
@@ -188,7 +223,8 @@ def serving_plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str |
           engine_version: str | None, kv_cache_dtype: str, context: int, batch: int,
           gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
           max_model_len: int | None, max_num_seqs: int | None,
-          max_num_batched_tokens: int | None = None) -> ServingPlan:
+          max_num_batched_tokens: int | None = None,
+          kv_cache_memory_bytes: int | None = None) -> ServingPlan:
     """The serving plan of the command line, validated (UsageError on nonsense)."""
     from kvlint.engines import load_engines, parse_version
 
@@ -202,7 +238,10 @@ def serving_plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str |
             gpu=gpu, gpu_memory_utilization=gpu_memory_utilization,
             overhead_bytes=None if overhead_gib is None else int(overhead_gib * 1024**3),
             max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-            max_num_batched_tokens=max_num_batched_tokens)
+            max_num_batched_tokens=max_num_batched_tokens,
+            kv_cache_memory_bytes=kv_cache_memory_bytes,
+            kv_cache_memory_source=None if kv_cache_memory_bytes is None
+            else "--kv-cache-memory-bytes")
     except ValueError as err:
         raise UsageError(str(err)) from None
 

@@ -94,6 +94,19 @@ class Capacity:
     memory: MemoryTerms | None = None
     """vLLM's start-up profile term by term (kvlint/model/memory.py) when the overhead was
     modelled rather than given (``--overhead``); ``overhead_bytes`` is then its sum."""
+    kv_budget_source: str | None = None
+    """Set when the KV budget is given rather than derived (vLLM ``--kv-cache-memory-bytes``:
+    the engine reserves exactly that, without a memory profile or gpu_memory_utilization):
+    where it was given."""
+
+    @property
+    def kv_overflow_bytes(self) -> int:
+        """A given KV budget's excess over the GPU beside the weights (0 when it fits or
+        when the budget is derived)."""
+        if self.kv_budget_source is None:
+            return 0
+        return max(0, self.weight_bytes_per_gpu + self.kv_budget_bytes_per_gpu
+                   - self.gpu.memory_bytes)
 
     @property
     def max_concurrency(self) -> float | None:
@@ -174,12 +187,15 @@ def capacity(
     fraction_of_free_memory: bool = False,
     overhead_bytes: int = DEFAULT_OVERHEAD_BYTES,
     memory: MemoryTerms | None = None,
+    given_budget: tuple[int, str, int] | None = None,
 ) -> Capacity | None:
     """Capacity of one GPU of the plan; ``None`` when the engine refuses the tp.
 
     With ``memory`` (vLLM's profile, kvlint/model/memory.py) its terms replace
     ``overhead_bytes`` and the tokens are rounded down to whole blocks of the version's
-    default size (16 tokens, 64 from vLLM 0.34.0), as vLLM counts them."""
+    default size (16 tokens, 64 from vLLM 0.34.0), as vLLM counts them. ``given_budget``:
+    ``(bytes, where given, block size)`` of a KV budget set by hand (vLLM
+    ``--kv-cache-memory-bytes``), which replaces the derived one."""
     per_token = a.footprint.bytes_per_token_per_gpu_exact
     context = a.plan.max_model_len or a.plan.context
     per_seq = sequence_bytes_per_gpu(a, context)
@@ -190,11 +206,14 @@ def capacity(
         overhead_bytes = memory.overhead_bytes
     budget = kv_budget(gpu, gpu_memory_utilization, weight_bytes_per_gpu, overhead_bytes,
                        fraction_of_free_memory)
+    block = memory.block_size if memory is not None else None
+    if given_budget is not None:
+        budget, _, block = given_budget
     max_tokens, max_sequences = fit(budget, per_token=per_token,
                                     kv_sequence_bytes=per_seq - state, state_bytes=state,
                                     context=context)
-    if memory is not None and not state:
-        max_tokens = max_tokens // memory.block_size * memory.block_size
+    if block is not None and not state:
+        max_tokens = max_tokens // block * block
     tp = a.plan.layout.attention_tp
     cluster_seq = kv.bytes_per_sequence_cluster(
         a.cached, a.dtype, a.plan.layout, a.plan.context,
@@ -225,4 +244,5 @@ def capacity(
         bytes_per_sequence_per_gpu=per_seq,
         state_bytes_per_sequence_per_gpu=state,
         memory=memory,
+        kv_budget_source=given_budget[1] if given_budget is not None else None,
     )

@@ -61,9 +61,21 @@ lines 3200-3254; absent @v0.33.0). ``gpu_memory_utilization`` then defaults to 1
 (vllm/v1/worker/extensible_kv_cache.py@v0.34.0 lines 592-618) keeps
 ``available = min(requested - non-KV use, free + committed - margin) - transient peak``:
 the budget is capped at the memory free at start-up less the margin. kvlint takes the
-GPU's memory for the memory free at start-up (an empty GPU). Not modelled: the switches that
-turn it off (--no-enable-extensible-kv-cache, --kv-cache-memory-bytes,
---num-gpu-blocks-override, some KV connectors): there 0.92 and no margin, as before."""
+GPU's memory for the memory free at start-up (an empty GPU). ``--kv-cache-memory-bytes``
+turns it off and sets the budget (``KV_CACHE_MEMORY_BYTES_SINCE``); not modelled: the other
+switches that turn it off (--no-enable-extensible-kv-cache, --num-gpu-blocks-override, some
+KV connectors): there 0.92 and no margin, as before."""
+
+KV_CACHE_MEMORY_BYTES_SINCE = Version("0.10.2")
+"""``--kv-cache-memory-bytes`` (``CacheConfig.kv_cache_memory_bytes``): the KV cache's bytes
+per GPU, given. ``determine_available_memory`` then runs the profile forward pass only to
+compile and returns the given bytes ("skipped memory profiling": no weights, activation,
+non-torch or CUDA-graph terms, no gpu_memory_utilization; vllm/v1/worker/gpu_worker.py
+@v0.10.2 lines 235-252, @v0.11.0 lines 235-252, @v0.34.0 lines 688-713, where multimodal
+models keep their IPC buffers out of it, which kvlint does not model). The option is
+absent @v0.10.1.1 (and in kvlint's 0.8.5 option table). From v0.34.0 it also turns the
+extensible KV cache off (vllm/config/vllm.py@v0.34.0 lines 3203-3207). Parsed as
+``human_readable_int`` (``20G`` = 20 GiB, ``20g`` = 20e9)."""
 
 KV_MARGIN_FLOOR_BYTES = GIB
 KV_MARGIN_FRACTION = 0.75
@@ -217,6 +229,13 @@ def default_utilization(version: str | None) -> float | None:
     """vLLM's ``gpu_memory_utilization`` when none is given, where it differs from the engine
     table's 0.92: 1.0 with the extensible KV cache (v0.34.0); ``None`` otherwise."""
     return 1.0 if extensible_kv_cache(version) else None
+
+
+def kv_cache_memory_bytes_option(version: str | None) -> bool:
+    """Whether the version reads ``--kv-cache-memory-bytes`` (the newest known when
+    ``None``)."""
+    v = _version(version)
+    return v is None or v >= KV_CACHE_MEMORY_BYTES_SINCE
 
 
 def default_block_size(version: str | None) -> int:

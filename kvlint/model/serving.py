@@ -75,6 +75,11 @@ class ServingPlan:
     max_num_batched_tokens: int | None = None
     """Tokens of one engine step (vLLM: the start-up profile's dummy forward pass);
     ``None``: the engine's default (kvlint.model.memory.default_batch_limits)."""
+    kv_cache_memory_bytes: int | None = None
+    """vLLM ``--kv-cache-memory-bytes``: the KV cache's bytes per GPU, set by hand; the
+    engine then sizes it so, without the memory profile or ``gpu_memory_utilization``."""
+    kv_cache_memory_source: str | None = None
+    """Where :attr:`kv_cache_memory_bytes` comes from (the manifest's key and line)."""
     behaviour: EngineBehaviour = field(default_factory=EngineBehaviour)
     env: tuple[tuple[str, str | None], ...] = ()
     """Variables of the engine process's environment that change what it accepts
@@ -115,6 +120,10 @@ class ServingPlan:
             if value is not None and value > MAX_SIZE:
                 raise ValueError(f"{name} must be at most {MAX_SIZE:,} (no engine admits more), "
                                  f"got {'a larger number' if value > 10**30 else value}")
+        kv_bytes = self.kv_cache_memory_bytes
+        if kv_bytes is not None and not 0 < kv_bytes <= MAX_KV_CACHE_MEMORY_BYTES:
+            raise ValueError(f"kv cache memory must be in (0, {MAX_KV_CACHE_MEMORY_BYTES:,}] "
+                             f"bytes, got {'a larger number' if kv_bytes > 10**30 else kv_bytes}")
         util = self.gpu_memory_utilization
         if util is not None and not 0 < util <= 1:
             raise ValueError(f"gpu memory utilization must be in (0, 1], got {util}")
@@ -122,6 +131,10 @@ class ServingPlan:
         if memory is not None and not 0 < memory <= MAX_GPU_MEMORY_GIB * 2**30:
             raise ValueError(f"gpu memory must be in (0, {MAX_GPU_MEMORY_GIB}] GiB, "
                              f"got {memory} bytes")
+
+
+MAX_KV_CACHE_MEMORY_BYTES = 2**60
+"""A KV cache size no GPU holds (1 EiB): kept exact, and reported as too large for the GPU."""
 
 
 @dataclass(frozen=True)

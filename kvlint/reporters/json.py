@@ -101,6 +101,7 @@ def _capacity(c: Capacity) -> dict[str, Any]:
         "overhead_bytes_per_gpu": c.overhead_bytes,
         "max_concurrency": c.max_concurrency,
         "memory_profile": _memory(c.memory),
+        "kv_budget_source": c.kv_budget_source,
     }
 
 

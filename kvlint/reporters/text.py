@@ -143,12 +143,23 @@ def _capacity_rows(c: Capacity, source: str | None = None,
            else "gpu_memory_utilization")
     memory = fmt_bytes(c.gpu.memory_bytes) + (f" ({c.gpu.memory_bytes:,} B from {memory_source})"
                                               if memory_source else "")
+    sized = (f"{how} {c.gpu_memory_utilization:.2f} · overhead {fmt_bytes(c.overhead_bytes)}"
+             if c.kv_budget_source is None else
+             f"KV cache set by {c.kv_budget_source} (no memory profile, no {how})")
     rows = [
-        ["GPU", f"{c.gpu.name} · {memory} · {how} "
-                f"{c.gpu_memory_utilization:.2f} · overhead {fmt_bytes(c.overhead_bytes)}"
-                + (f" · from {source}" if source else "")],
+        ["GPU", f"{c.gpu.name} · {memory} · {sized}" + (f" · from {source}" if source else "")],
         ["weights", f"{weights} per GPU ({c.weights_source})"],
     ]
+    if c.kv_budget_source is not None:
+        over = c.kv_overflow_bytes
+        rows.append(["KV budget", f"{fmt_bytes(c.kv_budget_bytes_per_gpu)} per GPU → "
+                                  f"{fmt_int(c.max_tokens)} tokens{capacity_sequences_text(c)}"
+                                  f" · weights + KV cache: "
+                                  f"{fmt_bytes(c.weight_bytes_per_gpu + c.kv_budget_bytes_per_gpu)}"
+                                  f" of {fmt_bytes(c.gpu.memory_bytes)}"
+                                  + (f": {fmt_bytes(over)} more than the GPU has, the server "
+                                     "runs out of memory at start" if over else "")])
+        return rows
     if c.kv_budget_bytes_per_gpu <= 0:
         rows.append(["KV budget", "none: the weights and overhead fill the GPU (see KV503)"])
         return rows

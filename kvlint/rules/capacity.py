@@ -149,10 +149,13 @@ class MaxNumSeqsExceedsKvBudget(Rule):
 
 class WeightsExceedGpuMemory(Rule):
     """## What it does
-    Flags weights that do not fit on each GPU of the plan.
+    Flags weights that do not fit on each GPU of the plan, or that do not fit beside a KV
+    cache whose size is set by hand (vLLM >= 0.10.2 `--kv-cache-memory-bytes`, which it
+    reserves as given, without its memory profile).
 
     ## Why is this bad?
-    The engine runs out of memory while loading the checkpoint, after downloading it.
+    The engine runs out of memory while loading the checkpoint, after downloading it, or while
+    allocating the KV cache it was told to reserve.
 
     ## Example
     ```console
@@ -169,6 +172,8 @@ class WeightsExceedGpuMemory(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         cap = ctx.capacity
+        if cap is not None and cap.weights_fit and cap.kv_overflow_bytes:
+            yield self._kv_set_by_hand(cap, ctx)
         if cap is None or cap.weights_fit:
             return
         layout = ctx.plan.layout
@@ -192,6 +197,23 @@ class WeightsExceedGpuMemory(Rule):
             gpus_needed=fits.gpus if fits else None,
             weight_bytes_per_gpu=cap.weight_bytes_per_gpu,
             usable_bytes_per_gpu=cap.usable_bytes,
+        )
+
+
+    def _kv_set_by_hand(self, cap: Capacity, ctx: RuleContext) -> Finding:
+        room = max(cap.gpu.memory_bytes - cap.weight_bytes_per_gpu, 0)
+        estimate = " (estimated from the config)" if cap.weights_estimated else ""
+        return self.finding(
+            f"The KV cache {cap.kv_budget_source} sets "
+            f"({fmt_bytes(cap.kv_budget_bytes_per_gpu)}) and the weights "
+            f"({fmt_bytes(cap.weight_bytes_per_gpu)} per GPU{estimate}) need "
+            f"{fmt_bytes(cap.kv_overflow_bytes)} more than each {_gpu(cap, ctx)} has "
+            f"({fmt_bytes(cap.gpu.memory_bytes)}): the server runs out of memory at start. "
+            f"Ask for less than {fmt_bytes(room)}, which is what the weights leave before "
+            "activations and CUDA graphs, or leave it to gpu_memory_utilization.",
+            weight_bytes_per_gpu=cap.weight_bytes_per_gpu,
+            kv_cache_memory_bytes=cap.kv_budget_bytes_per_gpu,
+            gpu_memory_bytes=cap.gpu.memory_bytes,
         )
 
 

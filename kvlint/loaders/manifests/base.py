@@ -79,6 +79,9 @@ class ServedModel:
     max_num_seqs: Located[int] | Unresolved | None = None
     max_num_batched_tokens: Located[int] | Unresolved | None = None
     """vLLM ``--max-num-batched-tokens``: the size of its start-up profile run."""
+    kv_cache_memory_bytes: Located[int] | Unresolved | None = None
+    """vLLM ``--kv-cache-memory-bytes``: the KV cache's bytes per GPU, set by hand (the
+    memory profile and ``gpu_memory_utilization`` then do not size it)."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
     dtype: Located[str] | Unresolved | None = None
     """The engine's ``--dtype`` (the model dtype an ``auto`` KV cache follows)."""

@@ -421,6 +421,6 @@ def _clipped(text: str, most: int = 60) -> str:
 
 
 _INTEGER_KEYS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs",
-                           "max_num_batched_tokens",
+                           "max_num_batched_tokens", "kv_cache_memory_bytes",
                            "max_model_len", "nnodes", "attn_dp"})
 _NUMBER_KEYS = frozenset({"gpu_memory_utilization"})

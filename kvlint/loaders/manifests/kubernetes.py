@@ -667,8 +667,9 @@ def follow_config(run: Run, pod: Any, ctx: DocumentContext
     from_file = config_args(run.engine.value, conf, f"{where}: ")
     merged = {name: getattr(from_file, name) for name in (
         "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
-        "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-        "expert_parallel", "dp_local", "nnodes") if getattr(args, name) is None}
+        "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
+        "gpu_memory_utilization", "expert_parallel", "dp_local", "nnodes")
+        if getattr(args, name) is None}
     return replace(args, config_file=None, **{k: v for k, v in merged.items()
                                               if v is not None}), {}, notes
 
@@ -704,7 +705,8 @@ def expert_size(engine: str, args: EngineArgs) -> Located[int] | Unresolved | No
 
 
 ARG_FIELDS = ("model", "tp", "pp", "dp", "dp_attention", "kv_cache_dtype", "max_model_len",
-              "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "dtype")
+              "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
+              "gpu_memory_utilization", "dtype")
 
 
 def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None = None,

@@ -896,6 +896,8 @@ class EngineArgs:
     max_num_seqs: Located[int] | Unresolved | None = None
     max_num_batched_tokens: Located[int] | Unresolved | None = None
     """vLLM ``--max-num-batched-tokens``: the size of its start-up profile run."""
+    kv_cache_memory_bytes: Located[int] | Unresolved | None = None
+    """vLLM ``--kv-cache-memory-bytes``: the KV cache's bytes per GPU, set by hand."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
     config_file: Located[str] | Unresolved | None = None
     unknown: tuple[str, ...] = ()
@@ -972,6 +974,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "kv_cache_dtype": ("--kv-cache-dtype",), "max_model_len": ("--max-model-len",),
         "max_num_seqs": ("--max-num-seqs",),
         "max_num_batched_tokens": ("--max-num-batched-tokens",),
+        "kv_cache_memory_bytes": ("--kv-cache-memory-bytes",),
         "gpu_memory_utilization": ("--gpu-memory-utilization",), "config_file": ("--config",),
         "dtype": ("--dtype",),
     },
@@ -1024,7 +1027,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 _INT_FIELDS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs", "max_model_len",
-                         "max_num_batched_tokens",
+                         "max_num_batched_tokens", "kv_cache_memory_bytes",
                          "nnodes", "attn_dp"})
 _BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel"})
 _LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
@@ -1325,6 +1328,7 @@ def integer_value(engine: str, key: str, text: str) -> int | None:
 
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_HUMAN_READABLE = frozenset({"max_model_len", "max_num_batched_tokens", "kv_cache_memory_bytes"})
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
@@ -1333,9 +1337,12 @@ def _integer(engine: str, key: str, text: str) -> int | None:
     """An integer as the engine's parser reads it. vLLM's ``--max-model-len`` takes
     ``human_readable_int_or_auto`` (vllm/utils/argparse_utils.py@v0.33.0): ``k/m/g/t`` are
     powers of 1000 (decimals allowed: ``25.6k`` = 25600), ``K/M/G/T`` powers of 1024
-    (integers only), and ``-1``/``auto`` mean "derive it" (returned as -1)."""
-    if engine == "vllm" and key == "max_model_len":
-        if text.lower() == "auto":
+    (integers only), and ``-1``/``auto`` mean "derive it" (returned as -1);
+    ``--max-num-batched-tokens`` and ``--kv-cache-memory-bytes`` take ``human_readable_int``
+    (the same without ``auto``: ``human_readable_int_args``, vllm/engine/arg_utils.py@v0.34.0
+    lines 396-408; ``human_readable_ints``, arg_utils.py@v0.11.0 lines 233-239)."""
+    if engine == "vllm" and key in _HUMAN_READABLE:
+        if key == "max_model_len" and text.lower() == "auto":
             return -1
         match = _HUMAN.fullmatch(text)
         if match:
@@ -1466,8 +1473,8 @@ def judge_known_options_only(args: EngineArgs) -> EngineArgs:
 
 _ENGINE_ARG_FIELDS = frozenset({
     "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
-    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",
-    "config_file", "expert_parallel", "dp_local", "nnodes", "dtype"})
+    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
+    "gpu_memory_utilization", "config_file", "expert_parallel", "dp_local", "nnodes", "dtype"})
 
 
 def _value_line(line: int | None, values: list[_Token]) -> int | None:
