@@ -297,13 +297,15 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         # vLLM >= 0.34 defaults to 1.0 with its extensible KV cache, whose margin the
         # profile below then deducts (kvlint/model/memory.py EXTENSIBLE_KV_CACHE_SINCE)
         utilization = (plan.gpu_memory_utilization
-                       or default_utilization(plan.behaviour.version) or utilization)
+                       or default_utilization(plan.behaviour.version, plan.extensible_kv_cache)
+                       or utilization)
         memory = memory_terms(  # vLLM's own start-up profile, term by term
             gpu_memory_bytes=spec.memory_bytes, gpu_name=spec.name,
             utilization=utilization, weight_bytes=weights.per_gpu_bytes, dims=dims,
             tp=plan.layout.attention_tp, version=plan.behaviour.version,
             max_model_len=plan.max_model_len or plan.context, max_num_seqs=plan.max_num_seqs,
-            max_num_batched_tokens=plan.max_num_batched_tokens)
+            max_num_batched_tokens=plan.max_num_batched_tokens,
+            extensible=plan.extensible_kv_cache)
     from kvlint.model.advice import LayoutSizer
 
     of_free = engine.memory_fraction_semantics == "free-after-weights"

@@ -314,6 +314,9 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         kv_cache_memory_bytes=kv_bytes.value if kv_bytes else base.kv_cache_memory_bytes,
         kv_cache_memory_source=_where(kv_bytes, "the manifest") if kv_bytes
         else base.kv_cache_memory_source,
+        extensible_kv_cache=served.extensible_kv_cache.value
+        if isinstance(served.extensible_kv_cache, Located)
+        and isinstance(served.extensible_kv_cache.value, bool) else base.extensible_kv_cache,
         gpu_memory_utilization=_fraction(served.gpu_memory_utilization)
         or base.gpu_memory_utilization,
         gpu=gpu, gpu_source=gpu_source if gpu else None,

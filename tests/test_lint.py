@@ -107,7 +107,9 @@ def test_whole_corpus_runs_without_tracebacks() -> None:
     assert {"Qwen/Qwen3-32B", "facebook/opt-125m"} <= unavailable
     assert all(ref in line for ref in unavailable)
     codes = {f["code"] for r in results for f in r["findings"]}
-    assert codes <= {"KV902", "KV903", "KV206", "KV701"}
+    # KV702: llm-d's wide-EP decode worker passes --kv-cache-memory-bytes=${VAR-} with VAR
+    # set nowhere in the manifest: an empty value, which vLLM's human_readable_int refuses
+    assert codes <= {"KV902", "KV903", "KV206", "KV701", "KV702"}
     assert {f["severity"] for r in results for f in r["findings"]
             if f["code"] == "KV902"} == {"warning"}
     # no engine refusal: the two options the newest versions lack (--swap-space on a Vertex

@@ -177,6 +177,25 @@ def test_kv_cache_memory_bytes_beyond_the_gpu_and_before_vllm_0_10_2(tmp_path: P
     assert "KV701" in {f["code"] for f in old["findings"]}  # ... and refuses it at start
 
 
+def test_vllm_0_34_without_its_extensible_kv_cache(tmp_path: Path) -> None:
+    """vLLM 0.34's extensible KV cache (on by default) makes gpu_memory_utilization default to
+    1.0 and keeps max(1 GiB, 0.75 x peak) free; --no-enable-extensible-kv-cache goes back to
+    0.92 and no margin (CacheConfig.resolved_gpu_memory_utilization)."""
+    image = "vllm/vllm-openai:v0.34.0"
+    base = ["--model=org/llama", "--max-model-len=8192"]
+    on, off, explicit = (only(as_json("lint", str(deployment(
+        tmp_path, [*base, *extra], name=f"{i}.yaml", image=image)), "--gpu", "H100-80GB",
+        *model_map("org/llama", LLAMA31_8B)))["capacity"] for i, extra in enumerate(
+            ([], ["--no-enable-extensible-kv-cache"], ["--enable-extensible-kv-cache"])))
+    assert (on["gpu_memory_utilization"], off["gpu_memory_utilization"]) == (1.0, 0.92)
+    assert on["memory_profile"]["kv_margin_bytes"] > 0
+    assert off["memory_profile"]["kv_margin_bytes"] == 0
+    assert explicit == on
+    gpu = on["gpu_memory_bytes"]
+    assert on["memory_profile"]["requested_bytes"] == gpu
+    assert off["memory_profile"]["requested_bytes"] == int(gpu * 0.92)
+
+
 def test_budgets_differ_by_exactly_the_fraction(tmp_path: Path) -> None:
     budgets = []
     for fraction in ("0.3", "0.95"):
@@ -526,6 +545,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "kv_cache_dtype": Located("fp8"), "max_model_len": Located(1024),
         "max_num_seqs": Located(8), "gpu_memory_utilization": Located(0.5),
         "max_num_batched_tokens": Located(4096), "kv_cache_memory_bytes": Located(2**34),
+        "extensible_kv_cache": Located(False),
         "gpu_type": Located("H200"), "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": Located("1")},
         "dtype": Located("float32"), "gpu_memory": Located(46_068 / 1024),
     }

@@ -62,9 +62,9 @@ lines 3200-3254; absent @v0.33.0). ``gpu_memory_utilization`` then defaults to 1
 ``available = min(requested - non-KV use, free + committed - margin) - transient peak``:
 the budget is capped at the memory free at start-up less the margin. kvlint takes the
 GPU's memory for the memory free at start-up (an empty GPU). ``--kv-cache-memory-bytes``
-turns it off and sets the budget (``KV_CACHE_MEMORY_BYTES_SINCE``); not modelled: the other
-switches that turn it off (--no-enable-extensible-kv-cache, --num-gpu-blocks-override, some
-KV connectors): there 0.92 and no margin, as before."""
+turns it off and sets the budget (``KV_CACHE_MEMORY_BYTES_SINCE``);
+``--no-enable-extensible-kv-cache`` turns it off (0.92 and no margin, as before); not
+modelled: the other switches that do (--num-gpu-blocks-override, some KV connectors)."""
 
 KV_CACHE_MEMORY_BYTES_SINCE = Version("0.10.2")
 """``--kv-cache-memory-bytes`` (``CacheConfig.kv_cache_memory_bytes``): the KV cache's bytes
@@ -218,17 +218,20 @@ def _version(version: str | None) -> Version | None:
         return None
 
 
-def extensible_kv_cache(version: str | None) -> bool:
-    """Whether the version sizes its KV cache as an extensible one by default (the newest
-    known when ``None``)."""
+def extensible_kv_cache(version: str | None, switch: bool | None = None) -> bool:
+    """Whether the version sizes its KV cache as an extensible one (the newest known when
+    ``None``): by default from v0.34.0, unless ``switch`` (``--[no-]enable-extensible-kv-cache``,
+    an option of those versions only) turns it off."""
     v = _version(version)
-    return v is None or v >= EXTENSIBLE_KV_CACHE_SINCE
+    return (v is None or v >= EXTENSIBLE_KV_CACHE_SINCE) and switch is not False
 
 
-def default_utilization(version: str | None) -> float | None:
+def default_utilization(version: str | None, switch: bool | None = None) -> float | None:
     """vLLM's ``gpu_memory_utilization`` when none is given, where it differs from the engine
-    table's 0.92: 1.0 with the extensible KV cache (v0.34.0); ``None`` otherwise."""
-    return 1.0 if extensible_kv_cache(version) else None
+    table's 0.92: 1.0 with the extensible KV cache (v0.34.0,
+    ``CacheConfig.resolved_gpu_memory_utilization``, vllm/config/cache.py@v0.34.0 lines
+    495-501); ``None`` otherwise."""
+    return 1.0 if extensible_kv_cache(version, switch) else None
 
 
 def kv_cache_memory_bytes_option(version: str | None) -> bool:
@@ -246,9 +249,9 @@ def default_block_size(version: str | None) -> int:
 
 
 def kv_margin_bytes(version: str | None, gpu_memory_bytes: int, requested_bytes: int,
-                    activation_peak: int) -> int:
+                    activation_peak: int, switch: bool | None = None) -> int:
     """The extensible KV cache's margin beyond what the requested budget leaves free."""
-    if not extensible_kv_cache(version):
+    if not extensible_kv_cache(version, switch):
         return 0
     margin = max(KV_MARGIN_FLOOR_BYTES, int(activation_peak * KV_MARGIN_FRACTION))
     return max(0, margin - (gpu_memory_bytes - requested_bytes))
@@ -293,7 +296,8 @@ def cuda_graph_bytes(version: str | None) -> int:
 def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
                  weight_bytes: int, dims: ModelDims, tp: int, version: str | None,
                  max_model_len: int, max_num_batched_tokens: int | None = None,
-                 max_num_seqs: int | None = None) -> MemoryTerms:
+                 max_num_seqs: int | None = None,
+                 extensible: bool | None = None) -> MemoryTerms:
     """vLLM's memory profile of one GPU (the fullest rank)."""
     tokens, seqs = default_batch_limits(version, gpu_memory_bytes, gpu_name, max_model_len)
     tokens = max_num_batched_tokens or tokens
@@ -310,7 +314,8 @@ def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
         profiled_tokens=tokens,
         sampler_rows=rows,
         engine_version=version or "?",
-        kv_margin_bytes=kv_margin_bytes(version, gpu_memory_bytes, requested, peak),
+        kv_margin_bytes=kv_margin_bytes(version, gpu_memory_bytes, requested, peak,
+                                        extensible),
         block_size=default_block_size(version),
     )
 

@@ -80,6 +80,9 @@ class ServingPlan:
     engine then sizes it so, without the memory profile or ``gpu_memory_utilization``."""
     kv_cache_memory_source: str | None = None
     """Where :attr:`kv_cache_memory_bytes` comes from (the manifest's key and line)."""
+    extensible_kv_cache: bool | None = None
+    """vLLM 0.34's ``--[no-]enable-extensible-kv-cache``; ``None``: the version's default (on
+    from 0.34.0, kvlint.model.memory.EXTENSIBLE_KV_CACHE_SINCE)."""
     behaviour: EngineBehaviour = field(default_factory=EngineBehaviour)
     env: tuple[tuple[str, str | None], ...] = ()
     """Variables of the engine process's environment that change what it accepts

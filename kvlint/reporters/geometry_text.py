@@ -155,7 +155,8 @@ def capacity_sequences_text(c: Capacity) -> str:
     """`` · 12 sequences of 8,192`` and, with recurrent state, what each one takes."""
     if c.max_sequences is None:
         return ""
-    text = f" · {fmt_int(c.max_sequences)} sequences of {fmt_int(c.context)}"
+    noun = "sequence" if c.max_sequences == 1 else "sequences"
+    text = f" · {fmt_int(c.max_sequences)} {noun} of {fmt_int(c.context)}"
     if c.state_bytes_per_sequence_per_gpu:
         text += (f" (each {fmt_bytes(c.bytes_per_sequence_per_gpu)}: "
                  f"{fmt_bytes(c.kv_bytes_per_sequence_per_gpu)} KV + "

@@ -82,6 +82,8 @@ class ServedModel:
     kv_cache_memory_bytes: Located[int] | Unresolved | None = None
     """vLLM ``--kv-cache-memory-bytes``: the KV cache's bytes per GPU, set by hand (the
     memory profile and ``gpu_memory_utilization`` then do not size it)."""
+    extensible_kv_cache: Located[bool] | Unresolved | None = None
+    """vLLM 0.34 ``--[no-]enable-extensible-kv-cache`` (``None``: the version's default)."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
     dtype: Located[str] | Unresolved | None = None
     """The engine's ``--dtype`` (the model dtype an ``auto`` KV cache follows)."""

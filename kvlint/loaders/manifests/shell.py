@@ -898,6 +898,8 @@ class EngineArgs:
     """vLLM ``--max-num-batched-tokens``: the size of its start-up profile run."""
     kv_cache_memory_bytes: Located[int] | Unresolved | None = None
     """vLLM ``--kv-cache-memory-bytes``: the KV cache's bytes per GPU, set by hand."""
+    extensible_kv_cache: Located[bool] | Unresolved | None = None
+    """vLLM ``--[no-]enable-extensible-kv-cache`` (0.34.0)."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
     config_file: Located[str] | Unresolved | None = None
     unknown: tuple[str, ...] = ()
@@ -975,6 +977,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "max_num_seqs": ("--max-num-seqs",),
         "max_num_batched_tokens": ("--max-num-batched-tokens",),
         "kv_cache_memory_bytes": ("--kv-cache-memory-bytes",),
+        "extensible_kv_cache": ("--enable-extensible-kv-cache",),
         "gpu_memory_utilization": ("--gpu-memory-utilization",), "config_file": ("--config",),
         "dtype": ("--dtype",),
     },
@@ -1029,7 +1032,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
 _INT_FIELDS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs", "max_model_len",
                          "max_num_batched_tokens", "kv_cache_memory_bytes",
                          "nnodes", "attn_dp"})
-_BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel"})
+_BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel", "extensible_kv_cache"})
 _LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
                           "8": "int8", "int8": "int8", "16": "fp8", "fp8": "fp8",
                           "17": "fp8_e5m2", "fp8_e5m2": "fp8_e5m2", "42": "turbo_quant",
@@ -1474,7 +1477,8 @@ def judge_known_options_only(args: EngineArgs) -> EngineArgs:
 _ENGINE_ARG_FIELDS = frozenset({
     "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
     "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
-    "gpu_memory_utilization", "config_file", "expert_parallel", "dp_local", "nnodes", "dtype"})
+    "extensible_kv_cache", "gpu_memory_utilization", "config_file", "expert_parallel",
+    "dp_local", "nnodes", "dtype"})
 
 
 def _value_line(line: int | None, values: list[_Token]) -> int | None:
