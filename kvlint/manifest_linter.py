@@ -134,9 +134,11 @@ class ModelResolver:
     """Refs the Hub could not be asked about (network, auth...) -> the one-line reason."""
     _identity: dict[tuple[str, bool], str | None] = field(default_factory=dict)
     _hub_ids: dict[str, str] = field(default_factory=dict)
+    """Model names that are Hub ids (not local paths) -> what they load from."""
     _unloaded: dict[tuple[str, str | None, str | None, bool], str | None] = \
         field(default_factory=dict)
-    """Model names that are Hub ids (not local paths) -> what they load from."""
+    """Identities of local paths (by directory or tree) and of missing or unresolved models
+    (by their text), for :meth:`dependency_identity`."""
     results: dict[tuple[object, ...], ModelResult] = field(default_factory=dict)
     """Manifest results by what they are computed from (:func:`_result_key`), for the run."""
 

@@ -18,6 +18,7 @@ from kvlint.reporters.base import Reporter
 from kvlint.reporters.display import (
     Display,
     hidden_line,
+    in_reading_order,
     located,
     location,
     severity_counts,
@@ -51,9 +52,9 @@ class ConciseReporter(Reporter):
     description = "one line per finding (path:line:col: CODE message); default under pre-commit"
 
     def render(self, run: LintRun) -> str:
-        everything = located(run)
+        everything = located(run, ordered=False)  # only what is shown needs sorting
         shown, hidden = split_infos(everything, self.display, run.fail_on)
-        lines = [line(ref, f, self.display) for ref, f in shown]
+        lines = [line(ref, f, self.display) for ref, f in in_reading_order(shown)]
         if not self.display.quiet:
             lines.extend(footer(run, [f for _, f in everything], hidden))
         return "".join(f"{text}\n" for text in lines)

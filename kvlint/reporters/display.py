@@ -58,11 +58,12 @@ def location(finding: Finding, ref: str) -> tuple[str, int, int]:
     return (finding.path or ref, finding.line or 1, finding.column or 1)
 
 
-def located(run: LintRun) -> list[tuple[str, Finding]]:
+def located(run: LintRun, ordered: bool = True) -> list[tuple[str, Finding]]:
     """Every finding of ``run`` with its target's reference, in reading order (path, line,
-    column, code), each finding once: the same code, path, line and message reported for
-    two served models of one file (prefill and decode servers at one line) is one line of
-    output, as it is one line of the file."""
+    column, code; ``ordered=False``: in the order found, for callers that count or sort a
+    part with :func:`in_reading_order`), each finding once: the same code, path, line and
+    message reported for two served models of one file (prefill and decode servers at one
+    line) is one line of output, as it is one line of the file."""
     seen: set[tuple[str, str | None, int | None, str]] = set()
     found: list[tuple[str, Finding]] = []
     for result in run.results:
@@ -71,8 +72,12 @@ def located(run: LintRun) -> list[tuple[str, Finding]]:
             if key not in seen:
                 seen.add(key)
                 found.append((result.target.ref, f))
-    found.sort(key=lambda item: (*location(item[1], item[0]), item[1].code))
-    return found
+    return in_reading_order(found) if ordered else found
+
+
+def in_reading_order(items: list[tuple[str, Finding]]) -> list[tuple[str, Finding]]:
+    """``items`` sorted by path, line, column and code (stable)."""
+    return sorted(items, key=lambda item: (*location(item[1], item[0]), item[1].code))
 
 
 def split_infos(items: Sequence[tuple[str, Finding]], display: Display, fail_on: str = "error"

@@ -21,6 +21,7 @@ from kvlint.reporters.display import (
     PLAIN,
     Display,
     hidden_line,
+    in_reading_order,
     located,
     severity_counts,
     split_infos,
@@ -347,9 +348,9 @@ class TextReporter(Reporter):
                           + textwrap.indent(table, "  "))
             if r.probe is not None:
                 blocks.append(textwrap.indent(_probe_block(r.probe, display.width), "  "))
-        everything = located(run)
+        everything = located(run, ordered=False)  # only what is shown needs sorting
         shown, hidden = split_infos(everything, display, run.fail_on)
-        blocks.extend(_finding(ref, f, display) for ref, f in shown)
+        blocks.extend(_finding(ref, f, display) for ref, f in in_reading_order(shown))
         if not display.quiet:
             if (line := hidden_line(hidden)) is not None:
                 blocks.append(printable(line))
