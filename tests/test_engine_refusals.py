@@ -62,6 +62,14 @@ CASES = [
     # --- vLLM (argparse: unique prefixes, _ -> -; 0.8.5, 0.11.0, 0.33.0, 0.34.0 tables) -----
     Case("vllm-tp-is-not-an-option", "vllm", "v0.33.0", ["--tp", "8"],
          [("KV701", "--tp", "did you mean -tp?")], {"tp": 1}),
+    Case("vllm-kv-bytes-human-readable", "vllm", "v0.34.0",
+         ["--kv-cache-memory-bytes", "20G", "--max-num-batched-tokens=8k"]),
+    Case("vllm-kv-bytes-from-an-unset-variable", "vllm", "v0.34.0",
+         ["--kv-cache-memory-bytes=${KV_BYTES-}"],
+         [("KV702", "--kv-cache-memory-bytes", "(from ${KV_BYTES-}) '' is not an integer")]),
+    Case("vllm-kv-bytes-decimal-binary", "vllm", "v0.34.0",
+         ["--kv-cache-memory-bytes", "1.5G"],
+         [("KV702", "--kv-cache-memory-bytes", "'1.5G' is not an integer")]),
     Case("vllm-tp-unpinned-judged-by-newest", "vllm", "latest", ["--tp", "8"],
          [("KV701", "--tp", "judged by 0.34.0, the newest kvlint knows")]),
     # a tag that names no version (custom, date): every known version judges; an option one

@@ -374,6 +374,8 @@ def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
     text = use.values[0].strip()
     data["value"] = text
     quoted = _clipped(text)  # what messages quote: a 400-digit value is not repeated whole
+    if use.written:  # the value an expansion gave: say what was written
+        shown = f"{shown} (from {_clipped(use.written)})"
     if key in _INTEGER_KEYS:
         number = integer_value(engine, key, text)
         if number is None:

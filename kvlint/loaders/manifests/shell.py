@@ -945,6 +945,9 @@ class OptionUse:
     value_line: int | None = None
     """The last line of the option's value words when below the option's own line (a flag
     and its value on separate lines): the end of the finding's span, for suppressions."""
+    written: str = ""
+    """The first value as written when an expansion gave it (``${KV_CACHE_MEMORY_BYTES-}``);
+    empty when it was written as it is."""
 
 
 @dataclass(frozen=True)
@@ -1192,9 +1195,11 @@ class _Parsed:
             "underscore" if "underscores" in note else "unknown")
         below = [v.line for v in values if v.line is not None and token.line is not None
                  and v.line > token.line]
+        written = values[0].raw if values and "$" in values[0].raw else ""
         self.uses.append(OptionUse(name, canonical, kind, tuple(v.text for v in values),
                                    token.line, token.column, inline, reason,
-                                   value_line=max(below) if below else None))
+                                   value_line=max(below) if below else None,
+                                   written=written))
         if canonical is None:
             self.unknown.append(name)
             return
