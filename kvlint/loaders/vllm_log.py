@@ -105,6 +105,11 @@ _MEMORY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("kv_cache_gib", re.compile(r"\bkv_cache_size=" + _NUM + _GIB)),
     ("kv_cache_gib", re.compile(r"\bavailable_kv_cache_memory\s{1,16}" + _NUM + _GIB)),
     ("kv_cache_gib", re.compile(r"reserved for KV Cache is " + _NUM + _GIB)),
+    # --kv-cache-memory-bytes: "reserved 20.00GiB memory for KV Cache as specified by
+    # kv_cache_memory_bytes config and skipped memory profiling" (vllm/v1/worker/
+    # gpu_worker.py@v0.11.0 lines 240-247; "20.0 GiB" @v0.34.0 lines 696-706)
+    ("kv_cache_set_gib", re.compile(r"reserved " + _NUM + _GIB + r" memory for KV Cache as "
+                                    r"specified by kv_cache_memory_bytes")),
     ("kv_in_use_gib", re.compile(r"Current kv cache memory in use is " + _NUM + _GIB)),
     ("gpu_memory_utilization", re.compile(r"\bgpu_memory_utilization(?:=|\s{2,16})"
                                           r"(\d{1,3}(?:\.\d{1,12})?)")),
@@ -167,6 +172,9 @@ class VllmLog:
     """The KV pool per GPU: ``Available KV cache memory``, V0's ``kv_cache_size=`` or
     ``reserved for KV Cache is``."""
     kv_in_use_gib: float | None = None
+    kv_cache_set_gib: float | None = None
+    """The KV cache size ``--kv-cache-memory-bytes`` gave (vLLM then skips its memory
+    profile and reserves exactly that)."""
     gpu_blocks: int | None = None
     cpu_blocks: int | None = None
     kv_tokens: int | None = None
@@ -202,7 +210,8 @@ class VllmLog:
         """The KV pool in GiB: the smaller of the available memory and the memory in use
         (a pipeline-parallel log prints "Available KV cache memory" for its first stage only;
         every stage's "in use" line shows the smallest, which sized the cache)."""
-        known = [v for v in (self.kv_cache_gib, self.kv_in_use_gib) if v is not None]
+        known = [v for v in (self.kv_cache_gib, self.kv_in_use_gib, self.kv_cache_set_gib)
+                 if v is not None]
         return min(known) if known else None
 
     def has_kv_figures(self) -> bool:
@@ -355,7 +364,7 @@ _INTS = ("tp", "pp", "max_model_len", "block_size", "gpu_blocks", "cpu_blocks", 
 _FLOATS = ("gpu_memory_utilization", "weights_gib", "non_torch_gib", "activation_peak_gib",
            "peak_torch_gib",
            "consumed_gib", "cuda_graph_gib", "total_gpu_gib", "kv_cache_gib", "kv_in_use_gib",
-           "concurrency", "needed_gib")
+           "kv_cache_set_gib", "concurrency", "needed_gib")
 _STRINGS = ("model", "version", "engine", "dtype", "kv_cache_dtype")
 
 

@@ -44,14 +44,22 @@ def log_terms(log: VllmLog, capacity: Capacity | None) -> tuple[LogTerm, ...]:
     if memory is not None and memory.kv_margin_bytes:  # vLLM >= 0.34's extensible cache
         rows.append(LogTerm("extensible KV cache margin (kept free)", "GiB", None,
                             _gib(memory.kv_margin_bytes), True))
-    if capacity is not None and memory is None:  # another engine, or --overhead given
+    given = capacity is not None and capacity.kv_budget_source is not None
+    if given:  # --kv-cache-memory-bytes: reserved as given, no memory profile
+        assert capacity is not None
+        rows.append(LogTerm("reserved for KV Cache as specified by kv_cache_memory_bytes",
+                            "GiB", log.kv_cache_set_gib,
+                            _gib(capacity.kv_budget_bytes_per_gpu)))
+    elif capacity is not None and memory is None:  # another engine, or --overhead given
         rows.append(LogTerm("overhead (activation + non-torch + graphs)", "GiB", None,
                             _gib(capacity.overhead_bytes)))
     # the KV terms follow from estimated ones
-    derived = capacity is not None and (memory is not None or capacity.weights_estimated)
-    rows.append(LogTerm("Available KV cache memory", "GiB", log.kv_memory_gib,
-                        None if capacity is None else _gib(capacity.kv_budget_bytes_per_gpu),
-                        derived))
+    derived = capacity is not None and not given and (memory is not None
+                                                      or capacity.weights_estimated)
+    if not given:
+        rows.append(LogTerm("Available KV cache memory", "GiB", log.kv_memory_gib,
+                            None if capacity is None
+                            else _gib(capacity.kv_budget_bytes_per_gpu), derived))
     printed_tokens = log.capacity_tokens
     rows.append(LogTerm("GPU KV cache size (tokens)", "tokens",
                         None if printed_tokens is None else float(printed_tokens),

@@ -404,6 +404,9 @@ def _log_plan(log: VllmLog, options: LogPlanOptions, path: str,
     else:
         notes.append("the log prints no total GPU memory: give --gpu-memory GIB (nvidia-smi "
                      "MiB / 1024) for kvlint's memory profile next to the printed one")
+    if log.kv_cache_set_gib is not None:  # the engine reserved it as given: no profile
+        sizing["kv_cache_memory_bytes"] = max(1, round(log.kv_cache_set_gib * 2**30))
+        sizing["kv_cache_memory_source"] = "the log (kv_cache_memory_bytes)"
     try:
         return ServingPlan(
             layout=layout, kv_cache_dtype=log_staging.served_kv_dtype(options.kv_cache_dtype, log),

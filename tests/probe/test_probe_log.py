@@ -127,6 +127,40 @@ def test_tp_and_pp_come_from_the_log_and_split_the_theory(tmp_path: Path) -> Non
     assert any("ran at tp=2, the theory uses tp=1" in n for n in override["notes"])
 
 
+def test_a_log_of_kv_cache_memory_bytes_sizes_the_plan(tmp_path: Path) -> None:
+    """vLLM >= 0.10.2 with --kv-cache-memory-bytes skips its memory profile and prints what
+    it reserved (the line's format: vllm/v1/worker/gpu_worker.py@v0.11.0 lines 240-247):
+    kvlint's plan takes that KV size, and its tokens follow from it exactly: 20 GiB /
+    131,072 B = 163,840 tokens (whole 16-token blocks)."""
+    path = tmp_path / "kv-bytes.log"
+    path.write_text(
+        "INFO 10-03 12:00:01 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: "
+        "model='meta-llama/Llama-3.1-8B', dtype=torch.bfloat16, max_seq_len=8192, "
+        "tensor_parallel_size=1, pipeline_parallel_size=1, kv_cache_dtype=auto\n"
+        "INFO 10-03 12:00:30 [gpu_model_runner.py:2653] Model loading took 14.9889 GiB and "
+        "10.52 seconds\n"
+        "INFO 10-03 12:00:35 [gpu_worker.py:253] Initial free memory 78.69 GiB, reserved "
+        "20.00GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
+        "memory profiling. This does does not respect the gpu_memory_utilization config.\n"
+        "INFO 10-03 12:00:36 [kv_cache_utils.py:1087] GPU KV cache size: 163,840 tokens\n"
+        "INFO 10-03 12:00:36 [kv_cache_utils.py:1091] Maximum concurrency for 8,192 tokens per "
+        "request: 20.00x\n", encoding="utf-8")
+    data = as_json(LLAMA31, "--vllm-log", str(path), "--gpu-memory", "79.19")
+    result = data["results"][0]
+    cap = result["capacity"]
+    assert cap["kv_budget_bytes_per_gpu"] == 20 * GIB and cap["max_tokens"] == 163_840
+    assert cap["kv_budget_source"] == "the log (kv_cache_memory_bytes)"
+    assert cap["memory_profile"] is None
+    terms = {t["term"]: t for t in result["probe"]["terms"]}
+    reserved = terms["reserved for KV Cache as specified by kv_cache_memory_bytes"]
+    assert (reserved["printed"], reserved["predicted"]) == (20.0, 20.0)
+    tokens = terms["GPU KV cache size (tokens)"]
+    assert (tokens["printed"], tokens["predicted"], tokens["estimated"]) == \
+        (163_840, 163_840, False)
+    assert "Available KV cache memory" not in terms
+    assert impl(data)["measured_cache_bytes"] == 131_072
+
+
 def test_a_log_without_kv_figures_compares_nothing() -> None:
     m = impl(as_json(QWEN3_8B, "--vllm-log", str(LOGS / "qwen3-8b-gguf-v0.18-args.log")))
     assert m["measured_cache_bytes"] is None and m["verdict"] == "ok"
