@@ -325,6 +325,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         overhead_bytes=overhead,
         memory=memory,
         given_budget=given,
+        token_cap=(plan.kv_tokens_cap, plan.kv_tokens_cap_source or "--max-total-tokens")
+        if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None,
     ), sizer
 
 

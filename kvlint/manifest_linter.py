@@ -319,6 +319,10 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         extensible_kv_cache=served.extensible_kv_cache.value
         if isinstance(served.extensible_kv_cache, Located)
         and isinstance(served.extensible_kv_cache.value, bool) else base.extensible_kv_cache,
+        kv_tokens_cap=_int(served.kv_tokens_cap, 0) or base.kv_tokens_cap,
+        kv_tokens_cap_source=_where(served.kv_tokens_cap, "the manifest")
+        if _int(served.kv_tokens_cap, 0) and isinstance(served.kv_tokens_cap, Located)
+        else base.kv_tokens_cap_source,
         gpu_memory_utilization=_fraction(served.gpu_memory_utilization)
         or base.gpu_memory_utilization,
         gpu=gpu, gpu_source=gpu_source if gpu else None,

@@ -155,6 +155,11 @@ class CapacityOut(_Strict):
         description="vLLM's 'Maximum concurrency for context tokens per request'.")
     memory_profile: MemoryProfileOut | None = Field(
         description="vLLM's start-up memory profile term by term (vLLM without --overhead).")
+    kv_tokens_capped_by: str | None = Field(
+        default=None,
+        description="Where a cap on the KV pool's tokens that binds was set (SGLang "
+                    "--max-total-tokens, the manifest's key and line): max_tokens is that "
+                    "cap, below what kv_budget_bytes_per_gpu holds.")
     kv_budget_source: str | None = Field(
         default=None,
         description="Where a KV budget set by hand comes from (vLLM --kv-cache-memory-bytes "

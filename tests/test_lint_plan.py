@@ -226,6 +226,36 @@ def test_sglang_mem_fraction_static_sizes_the_kv_budget(tmp_path: Path) -> None:
         int(85_020_639_232 * 0.5) - LLAMA_8B_WEIGHTS - 2 * GIB
 
 
+@pytest.mark.parametrize(("cap", "tokens", "capped"), [
+    ("50000", 50_000, True), ("5000000", None, False)])
+def test_sglang_max_total_tokens_caps_the_pool(tmp_path: Path, cap: str, tokens: int | None,
+                                               capped: bool) -> None:
+    """SGLang's pool holds min(profiled, --max-total-tokens) tokens (model_runner.py
+    @0.4.6.post1 lines 774-781, @0.5.5.post3 lines 1636-1643; kv_cache_configurator.py
+    @0.5.23 _apply_token_constraints): a cap below what the budget holds binds, one above
+    it does nothing (SGLang warns and uses the profiled size)."""
+    path = tmp_path / "compose.yaml"
+    path.write_text(
+        "services:\n"
+        "  sglang:\n"
+        "    image: lmsysorg/sglang:v0.5.23\n"
+        "    command: python3 -m sglang.launch_server --model-path org/llama"
+        f" --context-length 8192 --max-total-tokens {cap}\n", encoding="utf-8")
+    result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
+                          *model_map("org/llama", LLAMA31_8B)))
+    cap_info = result["capacity"]
+    fraction = cap_info["gpu_memory_utilization"]  # SGLang's default for the GPU
+    budget = int(85_020_639_232 * fraction) - LLAMA_8B_WEIGHTS - 2 * GIB
+    held = budget // 131_072
+    assert cap_info["kv_budget_bytes_per_gpu"] == budget  # the budget is not the cap's
+    assert held > 50_000
+    assert cap_info["max_tokens"] == (tokens if capped else held)
+    assert cap_info["max_sequences"] == (tokens if capped else held) // 8192
+    assert (cap_info["kv_tokens_capped_by"] is not None) == capped
+    if capped:
+        assert cap_info["kv_tokens_capped_by"] == "--max-total-tokens (line 4)"
+
+
 def test_an_impossible_fraction_falls_back_to_the_engine_default(tmp_path: Path) -> None:
     path = deployment(tmp_path, ["--model=org/llama", "--gpu-memory-utilization=1.5"])
     result = run("lint", str(path), "--gpu", "H100-80GB", "--format", "json",
@@ -545,7 +575,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "kv_cache_dtype": Located("fp8"), "max_model_len": Located(1024),
         "max_num_seqs": Located(8), "gpu_memory_utilization": Located(0.5),
         "max_num_batched_tokens": Located(4096), "kv_cache_memory_bytes": Located(2**34),
-        "extensible_kv_cache": Located(False),
+        "extensible_kv_cache": Located(False), "kv_tokens_cap": Located(4096),
         "gpu_type": Located("H200"), "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": Located("1")},
         "dtype": Located("float32"), "gpu_memory": Located(46_068 / 1024),
     }

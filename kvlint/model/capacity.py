@@ -94,6 +94,9 @@ class Capacity:
     memory: MemoryTerms | None = None
     """vLLM's start-up profile term by term (kvlint/model/memory.py) when the overhead was
     modelled rather than given (``--overhead``); ``overhead_bytes`` is then its sum."""
+    kv_tokens_capped_by: str | None = None
+    """Where a cap on the KV pool's tokens that binds was set (SGLang ``--max-total-tokens``:
+    ``max_tokens`` is that cap, below what the budget holds)."""
     kv_budget_source: str | None = None
     """Set when the KV budget is given rather than derived (vLLM ``--kv-cache-memory-bytes``:
     the engine reserves exactly that, without a memory profile or gpu_memory_utilization):
@@ -188,6 +191,7 @@ def capacity(
     overhead_bytes: int = DEFAULT_OVERHEAD_BYTES,
     memory: MemoryTerms | None = None,
     given_budget: tuple[int, str, int] | None = None,
+    token_cap: tuple[int, str] | None = None,
 ) -> Capacity | None:
     """Capacity of one GPU of the plan; ``None`` when the engine refuses the tp.
 
@@ -195,7 +199,10 @@ def capacity(
     ``overhead_bytes`` and the tokens are rounded down to whole blocks of the version's
     default size (16 tokens, 64 from vLLM 0.34.0), as vLLM counts them. ``given_budget``:
     ``(bytes, where given, block size)`` of a KV budget set by hand (vLLM
-    ``--kv-cache-memory-bytes``), which replaces the derived one."""
+    ``--kv-cache-memory-bytes``), which replaces the derived one. ``token_cap``: ``(tokens,
+    where given)`` of a cap on the pool's tokens (SGLang ``--max-total-tokens``: the pool
+    holds the smaller of it and what the budget holds; not applied to models with recurrent
+    state, whose pools SGLang splits otherwise)."""
     per_token = a.footprint.bytes_per_token_per_gpu_exact
     context = a.plan.max_model_len or a.plan.context
     per_seq = sequence_bytes_per_gpu(a, context)
@@ -214,6 +221,11 @@ def capacity(
                                     context=context)
     if block is not None and not state:
         max_tokens = max_tokens // block * block
+    capped_by = None
+    if token_cap is not None and not state and token_cap[0] < max_tokens:
+        max_tokens, capped_by = token_cap
+        if max_sequences is not None:
+            max_sequences = min(max_sequences, max_tokens // context)
     tp = a.plan.layout.attention_tp
     cluster_seq = kv.bytes_per_sequence_cluster(
         a.cached, a.dtype, a.plan.layout, a.plan.context,
@@ -245,4 +257,5 @@ def capacity(
         state_bytes_per_sequence_per_gpu=state,
         memory=memory,
         kv_budget_source=given_budget[1] if given_budget is not None else None,
+        kv_tokens_capped_by=capped_by,
     )

@@ -83,6 +83,11 @@ class ServingPlan:
     extensible_kv_cache: bool | None = None
     """vLLM 0.34's ``--[no-]enable-extensible-kv-cache``; ``None``: the version's default (on
     from 0.34.0, kvlint.model.memory.EXTENSIBLE_KV_CACHE_SINCE)."""
+    kv_tokens_cap: int | None = None
+    """SGLang ``--max-total-tokens``: its KV pool holds at most this many tokens (the
+    profiled size when smaller)."""
+    kv_tokens_cap_source: str | None = None
+    """Where :attr:`kv_tokens_cap` comes from (the manifest's key and line)."""
     behaviour: EngineBehaviour = field(default_factory=EngineBehaviour)
     env: tuple[tuple[str, str | None], ...] = ()
     """Variables of the engine process's environment that change what it accepts
@@ -118,7 +123,7 @@ class ServingPlan:
         if self.batch < 1:
             raise ValueError(f"batch must be at least 1, got {self.batch}")
         for name in ("context", "batch", "max_model_len", "max_num_seqs",
-                     "max_num_batched_tokens"):
+                     "max_num_batched_tokens", "kv_tokens_cap"):
             value = getattr(self, name)
             if value is not None and value > MAX_SIZE:
                 raise ValueError(f"{name} must be at most {MAX_SIZE:,} (no engine admits more), "

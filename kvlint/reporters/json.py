@@ -102,6 +102,7 @@ def _capacity(c: Capacity) -> dict[str, Any]:
         "max_concurrency": c.max_concurrency,
         "memory_profile": _memory(c.memory),
         "kv_budget_source": c.kv_budget_source,
+        "kv_tokens_capped_by": c.kv_tokens_capped_by,
     }
 
 

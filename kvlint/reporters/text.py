@@ -181,8 +181,10 @@ def _capacity_rows(c: Capacity, source: str | None = None,
                                  f"{fmt_int(c.context)} tokens per request: "
                                  f"~{c.max_concurrency or 0:.2f}x"])
     seqs = capacity_sequences_text(c)
+    capped = (f" (capped by {c.kv_tokens_capped_by}: the pool holds no more)"
+              if c.kv_tokens_capped_by else "")
     rows.append(["KV budget", f"{fmt_bytes(c.kv_budget_bytes_per_gpu)} per GPU → "
-                              f"{fmt_int(c.max_tokens)} tokens{seqs}"])
+                              f"{fmt_int(c.max_tokens)} tokens{capped}{seqs}"])
     if c.tpot_floor_ms is not None:
         cross = _crossover(c)
         moe = (f" · reads {fmt_bytes(c.decode_weight_bytes_per_gpu)} of the weights per step "

@@ -15,6 +15,8 @@ from kvlint.units import fmt_bytes, fmt_int
 def _budget(cap: Capacity) -> str:
     """``20.2 GiB (22.5 GiB x 0.90) - 15.0 GiB weights - 2.0 GiB overhead``."""
     weights = ("~" if cap.weights_estimated else "") + fmt_bytes(cap.weight_bytes_per_gpu)
+    if cap.kv_budget_source is not None:  # vLLM --kv-cache-memory-bytes: as given
+        return f"set by {cap.kv_budget_source}"
     m = cap.memory
     if m is not None:  # vLLM's own profile, its estimated terms marked ~
         return (f"{fmt_bytes(cap.gpu.memory_bytes)} x {cap.gpu_memory_utilization:.2f} - "
@@ -84,6 +86,8 @@ class MaxModelLenExceedsKvBudget(Rule):
         state = a.state_bytes_per_sequence_per_gpu or 0
         # vLLM >= 0.34 already takes the whole GPU (gpu_memory_utilization 1.0)
         fixes = ("Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
+                 "--kv-cache-memory-bytes." if cap.kv_budget_source is not None else
+                 "Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
                  "--gpu-memory-utilization." if cap.gpu_memory_utilization < 1 else
                  "Lower --max-model-len, add GPUs (tp) or use an fp8 KV cache.")
         yield self.finding(

@@ -84,6 +84,9 @@ class ServedModel:
     memory profile and ``gpu_memory_utilization`` then do not size it)."""
     extensible_kv_cache: Located[bool] | Unresolved | None = None
     """vLLM 0.34 ``--[no-]enable-extensible-kv-cache`` (``None``: the version's default)."""
+    kv_tokens_cap: Located[int] | Unresolved | None = None
+    """SGLang ``--max-total-tokens``: the most tokens its KV pool holds (the profiled pool,
+    when smaller, wins)."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
     dtype: Located[str] | Unresolved | None = None
     """The engine's ``--dtype`` (the model dtype an ``auto`` KV cache follows)."""

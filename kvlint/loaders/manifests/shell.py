@@ -900,6 +900,8 @@ class EngineArgs:
     """vLLM ``--kv-cache-memory-bytes``: the KV cache's bytes per GPU, set by hand."""
     extensible_kv_cache: Located[bool] | Unresolved | None = None
     """vLLM ``--[no-]enable-extensible-kv-cache`` (0.34.0)."""
+    kv_tokens_cap: Located[int] | Unresolved | None = None
+    """SGLang ``--max-total-tokens``: the most tokens its KV pool holds."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
     config_file: Located[str] | Unresolved | None = None
     unknown: tuple[str, ...] = ()
@@ -997,6 +999,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "max_num_seqs": ("--max-running-requests",),
         "gpu_memory_utilization": ("--mem-fraction-static",), "config_file": ("--config",),
         "nnodes": ("--nnodes",), "dtype": ("--dtype",),
+        "kv_tokens_cap": ("--max-total-tokens",),
     },
     "trtllm": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -1033,7 +1036,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 _INT_FIELDS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs", "max_model_len",
-                         "max_num_batched_tokens", "kv_cache_memory_bytes",
+                         "max_num_batched_tokens", "kv_cache_memory_bytes", "kv_tokens_cap",
                          "nnodes", "attn_dp"})
 _BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel", "extensible_kv_cache"})
 _LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
@@ -1482,7 +1485,8 @@ def judge_known_options_only(args: EngineArgs) -> EngineArgs:
 _ENGINE_ARG_FIELDS = frozenset({
     "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
     "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
-    "extensible_kv_cache", "gpu_memory_utilization", "config_file", "expert_parallel",
+    "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "config_file",
+    "expert_parallel",
     "dp_local", "nnodes", "dtype"})
 
 
