@@ -211,14 +211,20 @@ def test_budgets_differ_by_exactly_the_fraction(tmp_path: Path) -> None:
     assert budgets[1] - budgets[0] == int(85_020_639_232 * 0.95) - int(85_020_639_232 * 0.3)
 
 
-def test_sglang_mem_fraction_static_sizes_the_kv_budget(tmp_path: Path) -> None:
+def sglang_compose(tmp_path: Path, args: str) -> Path:
+    """A compose file running SGLang 0.5.23 on org/llama with ``args`` (line 4)."""
     path = tmp_path / "compose.yaml"
     path.write_text(
         "services:\n"
         "  sglang:\n"
         "    image: lmsysorg/sglang:v0.5.23\n"
-        "    command: python3 -m sglang.launch_server --model-path org/llama"
-        " --mem-fraction-static 0.5\n", encoding="utf-8")
+        f"    command: python3 -m sglang.launch_server --model-path org/llama {args}\n",
+        encoding="utf-8")
+    return path
+
+
+def test_sglang_mem_fraction_static_sizes_the_kv_budget(tmp_path: Path) -> None:
+    path = sglang_compose(tmp_path, "--mem-fraction-static 0.5")
     result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
                           *model_map("org/llama", LLAMA31_8B)))
     assert result["capacity"]["gpu_memory_utilization"] == 0.5
@@ -234,13 +240,7 @@ def test_sglang_max_total_tokens_caps_the_pool(tmp_path: Path, cap: str, tokens:
     @0.4.6.post1 lines 774-781, @0.5.5.post3 lines 1636-1643; kv_cache_configurator.py
     @0.5.23 _apply_token_constraints): a cap below what the budget holds binds, one above
     it does nothing (SGLang warns and uses the profiled size)."""
-    path = tmp_path / "compose.yaml"
-    path.write_text(
-        "services:\n"
-        "  sglang:\n"
-        "    image: lmsysorg/sglang:v0.5.23\n"
-        "    command: python3 -m sglang.launch_server --model-path org/llama"
-        f" --context-length 8192 --max-total-tokens {cap}\n", encoding="utf-8")
+    path = sglang_compose(tmp_path, f"--context-length 8192 --max-total-tokens {cap}")
     result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
                           *model_map("org/llama", LLAMA31_8B)))
     cap_info = result["capacity"]
