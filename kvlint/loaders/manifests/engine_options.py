@@ -377,7 +377,9 @@ def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
     if use.written:  # the value an expansion gave: say what was written
         shown = f"{shown} (from {_clipped(use.written)})"
     if key in _INTEGER_KEYS:
-        number = integer_value(engine, key, text)
+        # what any judging version's parser reads may be what runs
+        number = next((n for v in versions
+                       if (n := integer_value(engine, key, text, v)) is not None), None)
         if number is None:
             refusal = texts["integer"].format(name=use.name, value=quoted)
             return EngineArgProblem(

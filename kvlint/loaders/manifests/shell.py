@@ -1332,19 +1332,29 @@ def field_of_option(engine: str) -> dict[str, str]:
     return {name: key for key, names in _field_options(engine).items() for name in names}
 
 
-def integer_value(engine: str, key: str, text: str) -> int | None:
+def integer_value(engine: str, key: str, text: str, version: str | None = None) -> int | None:
     """``text`` as ``engine``'s parser reads the integer option of field ``key`` (``None``
-    when it refuses it)."""
-    return _integer(engine, key, text)
+    when it refuses it); ``version``: as that known vLLM version's parser reads it (one of
+    the option tables' versions; ``None``: as the newest does)."""
+    return _integer(engine, key, text, version)
 
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _HUMAN_READABLE = frozenset({"max_model_len", "max_num_batched_tokens", "kv_cache_memory_bytes"})
+_PLAIN_INT_AT = {"0.8.5": frozenset({"max_num_batched_tokens"})}
+"""vLLM versions whose parser reads these fields as a plain ``int`` (``scheduler_kwargs`` of
+vllm/engine/arg_utils.py@v0.8.5 line 826; ``--max-model-len`` is ``human_readable_int``
+there, line 477)."""
+_NO_AUTO_OR_TERA = frozenset({"0.8.5", "0.11.0"})
+"""vLLM versions whose ``human_readable_int`` knows neither ``t``/``T`` (its multipliers stop
+at ``g``/``G``: arg_utils.py@v0.8.5 lines 1676-1700, @v0.11.0 lines 1740-1772) nor ``auto``
+for ``--max-model-len`` (``human_readable_int_or_auto`` from 0.33.0: arg_utils.py@v0.33.0
+lines 404-406)."""
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
-def _integer(engine: str, key: str, text: str) -> int | None:
+def _integer(engine: str, key: str, text: str, version: str | None = None) -> int | None:
     """An integer as the engine's parser reads it. vLLM's ``--max-model-len`` takes
     ``human_readable_int_or_auto`` (vllm/utils/argparse_utils.py@v0.33.0): ``k/m/g/t`` are
     powers of 1000 (decimals allowed: ``25.6k`` = 25600), ``K/M/G/T`` powers of 1024
@@ -1352,11 +1362,13 @@ def _integer(engine: str, key: str, text: str) -> int | None:
     ``--max-num-batched-tokens`` and ``--kv-cache-memory-bytes`` take ``human_readable_int``
     (the same without ``auto``: ``human_readable_int_args``, vllm/engine/arg_utils.py@v0.34.0
     lines 396-408; ``human_readable_ints``, arg_utils.py@v0.11.0 lines 233-239)."""
-    if engine == "vllm" and key in _HUMAN_READABLE:
-        if key == "max_model_len" and text.lower() == "auto":
+    if engine == "vllm" and key in _HUMAN_READABLE and \
+            key not in _PLAIN_INT_AT.get(version or "", ()):
+        old = version in _NO_AUTO_OR_TERA
+        if key == "max_model_len" and text.lower() == "auto" and not old:
             return -1
         match = _HUMAN.fullmatch(text)
-        if match:
+        if match and not (old and match.group(2) in "tT"):
             number, suffix = match.groups()
             if len(number) > _MAX_DIGITS:
                 return None
