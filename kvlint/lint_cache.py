@@ -53,6 +53,7 @@ from typing import Any
 from kvlint.cache import cache_dir
 from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.linter import ModelResult, Target
+from kvlint.loaders.files import UnreadableFile, read_bytes
 from kvlint.loaders.manifests.base import Located, Unresolved
 from kvlint.model.capacity import Capacity
 from kvlint.model.serving import KvAnalysis, ServingPlan
@@ -290,12 +291,9 @@ class LintCache:
         return cache
 
     def _read(self) -> dict[str, Entry]:
-        try:
-            with open(self.file, "rb") as handle:
-                if os.fstat(handle.fileno()).st_size > MAX_BYTES:
-                    return {}
-                data = handle.read(MAX_BYTES + 1)
-        except OSError:
+        try:  # a regular file only, bounded (a FIFO put in its place does not block)
+            data = read_bytes(self.file, MAX_BYTES)
+        except UnreadableFile:
             return {}
         if not data.startswith(_MAGIC):
             return {}

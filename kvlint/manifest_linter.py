@@ -276,8 +276,14 @@ def _looks_local(name: str) -> bool:
 
 
 def _int(value: Located[int] | Unresolved | None, default: int = 1) -> int:
-    return value.value if isinstance(value, Located) and isinstance(value.value, int) \
-        and value.value > 0 else default
+    given = _given_int(value)
+    return given.value if given is not None else default
+
+
+def _given_int(value: Located[int] | Unresolved | None) -> Located[int] | None:
+    """``value`` when it is a positive integer the manifest states, else ``None``."""
+    return value if isinstance(value, Located) and isinstance(value.value, int) \
+        and value.value > 0 else None
 
 
 def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
@@ -294,9 +300,8 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         gpu, gpu_source = named.value, _where(named, "the manifest")  # settings are defaults
         if base.gpu is None or not _same_gpu(base.gpu, named.value):
             memory = memory_source = None  # ... and so does its memory in the GPU table
-    kv_bytes = served.kv_cache_memory_bytes if isinstance(served.kv_cache_memory_bytes, Located) \
-        and isinstance(served.kv_cache_memory_bytes.value, int) \
-        and served.kv_cache_memory_bytes.value > 0 else None
+    kv_bytes = _given_int(served.kv_cache_memory_bytes)
+    tokens_cap = _given_int(served.kv_tokens_cap)
     stated = served.gpu_memory
     if stated is not None:  # a memory the manifest states wins over the table's and defaults
         memory, memory_source = gpu_memory_bytes(stated.value), _where(stated, "the manifest")
@@ -319,9 +324,8 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         extensible_kv_cache=served.extensible_kv_cache.value
         if isinstance(served.extensible_kv_cache, Located)
         and isinstance(served.extensible_kv_cache.value, bool) else base.extensible_kv_cache,
-        kv_tokens_cap=_int(served.kv_tokens_cap, 0) or base.kv_tokens_cap,
-        kv_tokens_cap_source=_where(served.kv_tokens_cap, "the manifest")
-        if _int(served.kv_tokens_cap, 0) and isinstance(served.kv_tokens_cap, Located)
+        kv_tokens_cap=tokens_cap.value if tokens_cap else base.kv_tokens_cap,
+        kv_tokens_cap_source=_where(tokens_cap, "the manifest") if tokens_cap
         else base.kv_tokens_cap_source,
         gpu_memory_utilization=_fraction(served.gpu_memory_utilization)
         or base.gpu_memory_utilization,
@@ -684,7 +688,7 @@ def lint_paths(
                     seen.add(full)
                     results.append(result)
             if hit.markers and (text := _text_with_suppressions(file)) is not None:
-                texts[str(file)] = text
+                texts[file] = text
             continue
         found = next(fresh)
         entry: list[tuple[tuple[Any, ...] | None, ModelResult]] | None = \
@@ -715,13 +719,13 @@ def lint_paths(
                     seen.add(full)
                     results.append(result)
                 if entry is not None:
-                    entry = _record(entry, dependencies, served, str(file), rest, result,
+                    entry = _record(entry, dependencies, served, file, rest, result,
                                     resolver, read_files)
         suppressible = not isinstance(found, ManifestProblem)
-        if suppressible and str(file) not in texts:
+        if suppressible and file not in texts:
             text = _text_with_suppressions(file, data)
             if text is not None:
-                texts[str(file)] = text
+                texts[file] = text
         if store is not None and key is not None and entry is not None and data is not None:
             _store(store, key, file, data, entry, dependencies, suppressible, read_files)
     final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
@@ -773,9 +777,9 @@ def _lookup(store: LintCache, file: str, resolver: ModelResolver
         data = read_bytes(file, MAX_MANIFEST_BYTES)
     except UnreadableFile:
         return None, None, None
-    key = store.key(str(file), data)
+    key = store.key(file, data)
     entry = store.get(key)
-    if entry is None or entry.path != str(file):
+    if entry is None or entry.path != file:
         return data, key, None
     for dep in entry.dependencies:
         if resolver.dependency_identity(dep.model, dep.path, dep.sized) != dep.identity:
@@ -821,7 +825,7 @@ def _store(store: LintCache, key: str, file: str, data: bytes,
         return
     if now != data:
         return
-    store.put(key, Entry(str(file), tuple(dependencies), tuple(records),
+    store.put(key, Entry(file, tuple(dependencies), tuple(records),
                          suppressible and _has_markers(data), files=read_files))
 
 

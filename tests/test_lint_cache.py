@@ -82,6 +82,20 @@ def cache_files(repo: Path) -> list[Path]:
     return sorted((repo.parent / "kvlint-cache" / "lint").glob("*.pickle"))
 
 
+HEADER = b"kvlint-lint-cache\n"
+
+
+def read_cache(file: Path) -> tuple[Any, Any, dict[str, Any]]:
+    """``(format, fingerprint, entries)`` of a cache file (written by the run: trusted)."""
+    fmt, fingerprint, entries = pickle.loads(file.read_bytes()[len(HEADER):])
+    return fmt, fingerprint, entries
+
+
+def write_cache(file: Path, body: bytes) -> None:
+    """A cache file holding the pickle ``body``, as a hostile hand would write it."""
+    file.write_bytes(HEADER + body)
+
+
 def test_second_run_hits_the_cache_with_identical_output(repo: Path,
                                                          extracted: list[list[str]]) -> None:
     for fmt in ("json", "text", "sarif"):
@@ -192,7 +206,7 @@ def test_a_foreign_cache_file_runs_nothing(repo: Path, tmp_path: Path,
     (file,) = cache_files(repo)
     marker = tmp_path / "pwned"
     body = pickle.dumps((lint_cache.FORMAT, file.stem, {"0" * 64: _Payload(marker)}))
-    file.write_bytes(b"kvlint-lint-cache\n" + body)
+    write_cache(file, body)
     assert lint("--format", "json").stdout == expected
     assert not marker.exists()
     assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
@@ -202,7 +216,7 @@ def test_an_entry_of_the_wrong_shape_is_ignored(repo: Path,
                                                 extracted: list[list[str]]) -> None:
     expected = lint("--format", "json").stdout
     (file,) = cache_files(repo)
-    fmt, fingerprint, entries = pickle.loads(file.read_bytes()[len(b"kvlint-lint-cache\n"):])
+    fmt, fingerprint, entries = read_cache(file)
     (key, entry), = entries.items()
     (record, result), = entry.records
     finding = result.findings[0]
@@ -214,12 +228,11 @@ def test_an_entry_of_the_wrong_shape_is_ignored(repo: Path,
               entry.__class__(entry.path, entry.dependencies, ((record, result.__class__(
                   result.target, result.plan, result.analysis, (odd,))),), entry.markers)]
     for bad in broken:
-        file.write_bytes(b"kvlint-lint-cache\n" +
-                         pickle.dumps((fmt, fingerprint, {key: bad})))
+        write_cache(file, pickle.dumps((fmt, fingerprint, {key: bad})))
         assert lint("--format", "json").stdout == expected
     assert len(extracted) == 1 + len(broken)
     # a referenced file recorded with a state it does not have: the file is linted again
-    file.write_bytes(b"kvlint-lint-cache\n" + pickle.dumps((fmt, fingerprint, {
+    write_cache(file, pickle.dumps((fmt, fingerprint, {
         key: entry.__class__(entry.path, entry.dependencies, entry.records, entry.markers,
                              files=(("/dev/zero", "0" * 64),))})))
     assert lint("--format", "json").stdout == expected
@@ -355,7 +368,7 @@ def test_the_cache_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPatch) -> No
         (repo / "deploy" / "app.yaml").write_text(MANIFEST.format(tp=tp), encoding="utf-8")
         lint()
     (file,) = cache_files(repo)
-    _, _, entries = pickle.loads(file.read_bytes()[len(b"kvlint-lint-cache\n"):])
+    _, _, entries = read_cache(file)
     assert len(entries) == 2
     monkeypatch.setattr(lint_cache, "MAX_FILES", 2)
     for select in ("KV1", "KV2", "KV3"):
@@ -395,7 +408,7 @@ def test_a_crafted_fraction_or_position_is_refused(repo: Path,
                                                    extracted: list[list[str]]) -> None:
     expected = lint("--format", "json").stdout
     (file,) = cache_files(repo)
-    fmt, fingerprint, entries = pickle.loads(file.read_bytes()[len(b"kvlint-lint-cache\n"):])
+    fmt, fingerprint, entries = read_cache(file)
     (key, entry), = entries.items()
     # Fraction("1e999999999") would take forever: only two integers are accepted
     slow = b"\x80\x05cfractions\nFraction\n\x8c\x0b1e999999999\x85R."
@@ -403,10 +416,9 @@ def test_a_crafted_fraction_or_position_is_refused(repo: Path,
     finding = result.findings[0]
     huge = result.__class__(result.target, result.plan, result.analysis,
                             (finding.__class__(**{**finding.__dict__, "line": 10**5000}),))
-    header = b"kvlint-lint-cache\n"
     for body in (slow, pickle.dumps((fmt, fingerprint, {key: entry.__class__(
             entry.path, entry.dependencies, ((record, huge),), entry.markers)}))):
-        file.write_bytes(header + body)
+        write_cache(file, body)
         assert lint("--format", "json").stdout == expected
     assert len(extracted) == 3
 
@@ -422,3 +434,16 @@ def test_the_source_stamp_follows_content_not_file_times(tmp_path: Path) -> None
     assert lint_cache.source_stamp(package) == stamp
     module.write_text(module.read_text() + "\n# an edit\n")
     assert lint_cache.source_stamp(package) != stamp
+
+
+def test_a_fifo_in_place_of_the_cache_file_is_ignored(repo: Path,
+                                                      extracted: list[list[str]]) -> None:
+    """A FIFO where the cache file belongs is not opened for reading (that would block
+    until a writer came): it is ignored like a corrupt file, and the run lints as usual."""
+    expected = lint("--format", "json").stdout
+    (file,) = cache_files(repo)
+    file.unlink()
+    os.mkfifo(file)
+    assert lint_cache.LintCache.open(file.stem, file.parent).entries == {}
+    assert lint("--format", "json").stdout == expected
+    assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]

@@ -167,6 +167,7 @@ def test_kv_cache_memory_bytes_beyond_the_gpu_and_before_vllm_0_10_2(tmp_path: P
     assert "KV cache set by --kv-cache-memory-bytes (no memory profile, no " \
         "gpu_memory_utilization)" in text, text
     assert "more than the GPU has, the server runs out of memory at start" in text
+    assert "TPOT ≥" in text  # the decode roofline stays
     assert "KV503" in text
     bad = run("check", str(LLAMA31_8B), "--gpu", "H100-80GB", "--kv-cache-memory-bytes", "1.5G")
     assert bad.exit_code == 2 and "not a byte count vLLM accepts" in bad.output
@@ -188,7 +189,8 @@ def test_vllm_0_34_without_its_extensible_kv_cache(tmp_path: Path) -> None:
         *model_map("org/llama", LLAMA31_8B)))["capacity"] for i, extra in enumerate(
             ([], ["--no-enable-extensible-kv-cache"], ["--enable-extensible-kv-cache"])))
     assert (on["gpu_memory_utilization"], off["gpu_memory_utilization"]) == (1.0, 0.92)
-    assert on["memory_profile"]["kv_margin_bytes"] > 0
+    assert on["memory_profile"]["kv_margin_bytes"] == max(  # utilization 1.0: all of it
+        GIB, int(on["memory_profile"]["activation_peak_bytes"] * 0.75))
     assert off["memory_profile"]["kv_margin_bytes"] == 0
     assert explicit == on
     gpu = on["gpu_memory_bytes"]

@@ -151,16 +151,6 @@ def _capacity_rows(c: Capacity, source: str | None = None,
         ["GPU", f"{c.gpu.name} · {memory} · {sized}" + (f" · from {source}" if source else "")],
         ["weights", f"{weights} per GPU ({c.weights_source})"],
     ]
-    if c.kv_budget_source is not None:
-        over = c.kv_overflow_bytes
-        rows.append(["KV budget", f"{fmt_bytes(c.kv_budget_bytes_per_gpu)} per GPU → "
-                                  f"{fmt_int(c.max_tokens)} tokens{capacity_sequences_text(c)}"
-                                  f" · weights + KV cache: "
-                                  f"{fmt_bytes(c.weight_bytes_per_gpu + c.kv_budget_bytes_per_gpu)}"
-                                  f" of {fmt_bytes(c.gpu.memory_bytes)}"
-                                  + (f": {fmt_bytes(over)} more than the GPU has, the server "
-                                     "runs out of memory at start" if over else "")])
-        return rows
     if c.kv_budget_bytes_per_gpu <= 0:
         rows.append(["KV budget", "none: the weights and overhead fill the GPU (see KV503)"])
         return rows
@@ -183,8 +173,15 @@ def _capacity_rows(c: Capacity, source: str | None = None,
     seqs = capacity_sequences_text(c)
     capped = (f" (capped by {c.kv_tokens_capped_by}: the pool holds no more)"
               if c.kv_tokens_capped_by else "")
+    given = ""
+    if c.kv_budget_source is not None:  # set by hand: does it fit beside the weights?
+        total = c.weight_bytes_per_gpu + c.kv_budget_bytes_per_gpu
+        over = c.kv_overflow_bytes
+        given = (f" · weights + KV cache: {fmt_bytes(total)} of {fmt_bytes(c.gpu.memory_bytes)}"
+                 + (f": {fmt_bytes(over)} more than the GPU has, the server runs out of "
+                    "memory at start" if over else ""))
     rows.append(["KV budget", f"{fmt_bytes(c.kv_budget_bytes_per_gpu)} per GPU → "
-                              f"{fmt_int(c.max_tokens)} tokens{capped}{seqs}"])
+                              f"{fmt_int(c.max_tokens)} tokens{capped}{seqs}{given}"])
     if c.tpot_floor_ms is not None:
         cross = _crossover(c)
         moe = (f" · reads {fmt_bytes(c.decode_weight_bytes_per_gpu)} of the weights per step "
