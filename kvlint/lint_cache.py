@@ -23,6 +23,15 @@ plugins (their parsers and rules may read anything). Network answers enter the k
 content (the config's bytes), so a success is safe to reuse, and a failure to reach the Hub
 is never stored.
 
+An unchanged file is found without reading it: the cache also keeps, per path, the file's
+:func:`signature` (device, inode, mode, size, modification and change times, as ``stat`` gives
+them) and its entry's key, and a file whose signature is the same is not read and hashed
+again. A signature is kept only for a file last changed at least :data:`RACY_NS` before the
+run began (a file changed again within the same tick of a coarse clock would keep its
+signature; git calls such files "racily clean"); its change time cannot be set back by
+anyone editing the file. Filesystems whose clock runs more than that behind this machine's
+are not guarded against.
+
 Entries live in one file per fingerprint under ``cache_dir()/lint`` (file names are hex
 digests, never derived from a manifest's text), written atomically (a temporary file, then
 ``os.replace``). A file that cannot be read, is not ours, or is corrupt is ignored and
@@ -42,6 +51,7 @@ import hashlib
 import io
 import os
 import pickle
+import stat
 import sys
 import time
 from collections.abc import Iterable
@@ -58,8 +68,10 @@ from kvlint.loaders.manifests.base import Located, Unresolved
 from kvlint.model.capacity import Capacity
 from kvlint.model.serving import KvAnalysis, ServingPlan
 
-FORMAT = 2
+FORMAT = 3
 """Bumped when an entry's layout changes (old files are then ignored)."""
+RACY_NS = 2_000_000_000
+"""A file changed less than this long (in ns) before the run began is always read."""
 MAX_ENTRIES = 20_000
 MAX_FILES = 8
 MAX_BYTES = 256 * 1024 * 1024
@@ -110,6 +122,22 @@ class Entry:
     """``(path, state)`` of each other file its parser read (a Ray Serve config's LLM
     config files, :func:`~kvlint.loaders.files.read_referenced`): the entry is used only
     while each reads the same."""
+
+
+Signature = tuple[int, int, int, int, int, int]
+
+
+def signature(path: str) -> Signature | None:
+    """``(device, inode, mode, size, mtime_ns, ctime_ns)`` of the regular file at ``path``
+    (links followed); ``None`` when it cannot be stat'ed or is not a regular file."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns,
+            info.st_ctime_ns)
 
 
 def source_stamp(root: Path | None = None) -> str:
@@ -265,6 +293,16 @@ def _checked_entry(key: object, entry: object) -> bool:
         return False
 
 
+def _held_key(held: object) -> str | None:
+    """The entry key of a well-formed ``(signature, key)`` pair of the stat index (read from
+    a file: checked before use), else ``None``."""
+    if type(held) is not tuple or len(held) != 2 or type(held[0]) is not tuple or \
+            len(held[0]) != 6 or not all(type(n) is int for n in held[0]) or \
+            type(held[1]) is not str:
+        return None
+    return held[1]
+
+
 # ----------------------------------------------------------------------------- the cache
 @dataclass
 class LintCache:
@@ -273,6 +311,9 @@ class LintCache:
     fingerprint: str
     directory: Path = field(default_factory=lambda: cache_dir() / "lint")
     entries: dict[str, Entry] = field(default_factory=dict)
+    stats: dict[str, tuple[Signature, str]] = field(default_factory=dict)
+    """Path -> (its :func:`signature`, its entry's key), for files not changed since."""
+    started_ns: int = field(default_factory=time.time_ns)
     changed: bool = False
     hits: int = 0
     misses: int = 0
@@ -287,29 +328,30 @@ class LintCache:
     @classmethod
     def open(cls, fingerprint: str, directory: Path | None = None) -> LintCache:
         cache = cls(fingerprint) if directory is None else cls(fingerprint, directory)
-        cache.entries = cache._read()
+        cache.entries, cache.stats = cache._read()
         return cache
 
-    def _read(self) -> dict[str, Entry]:
+    def _read(self) -> tuple[dict[str, Entry], dict[str, tuple[Signature, str]]]:
         try:  # a regular file only, bounded (a FIFO put in its place does not block)
             data = read_bytes(self.file, MAX_BYTES)
         except UnreadableFile:
-            return {}
+            return {}, {}
         if not data.startswith(_MAGIC):
-            return {}
+            return {}, {}
         collecting = gc.isenabled()
         gc.disable()  # tens of thousands of new objects, no cycles: the collector only costs
         try:
             loaded = _Unpickler(io.BytesIO(data[len(_MAGIC):])).load()
         except Exception:
-            return {}
+            return {}, {}
         finally:
             if collecting:
                 gc.enable()
-        if not (isinstance(loaded, tuple) and len(loaded) == 3 and loaded[0] == FORMAT
-                and loaded[1] == self.fingerprint and type(loaded[2]) is dict):
-            return {}
-        return loaded[2]  # each entry is checked when it is first used (or saved)
+        if not (type(loaded) is tuple and len(loaded) == 4 and loaded[0] == FORMAT
+                and loaded[1] == self.fingerprint and type(loaded[2]) is dict
+                and type(loaded[3]) is dict):
+            return {}, {}
+        return loaded[2], loaded[3]  # each is checked when it is first used (or saved)
 
     def key(self, path: str, data: bytes) -> str:
         """The entry key of the file ``path`` holding ``data``: ``digest(fingerprint, path,
@@ -330,6 +372,25 @@ class LintCache:
             return None
         self._checked.add(key)
         return entry
+
+    def known(self, path: str, sig: Signature | None) -> str | None:
+        """The key of ``path``'s entry when its signature is still ``sig`` (then it need not
+        be read); ``None`` when unknown."""
+        held = self.stats.get(path)
+        key = _held_key(held)  # checked first: the index was read from a file
+        return key if key is not None and held is not None and held[0] == sig else None
+
+    def note(self, path: str, sig: Signature | None, key: str) -> None:
+        """Remember that ``path``, with signature ``sig`` (taken before it was read), holds
+        the bytes of entry ``key``: unless it changed too recently to tell
+        (:data:`RACY_NS`)."""
+        if sig is None or max(sig[4], sig[5]) >= self.started_ns - RACY_NS:
+            if self.stats.pop(path, None) is not None:
+                self.changed = True
+            return
+        if self.stats.get(path) != (sig, key):
+            self.stats[path] = (sig, key)
+            self.changed = True
 
     def touch(self, key: str) -> None:
         """Count a hit; its entry's time of use is renewed when the file is next written (a
@@ -356,9 +417,12 @@ class LintCache:
         if len(entries) > MAX_ENTRIES:
             newest = sorted(entries.items(), key=lambda kv: kv[1].used)[-MAX_ENTRIES:]
             entries = dict(newest)
+        stats = {path: held for path, held in self.stats.items()
+                 if type(path) is str and _held_key(held) in entries}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            data = _MAGIC + pickle.dumps((FORMAT, self.fingerprint, entries), protocol=5)
+            data = _MAGIC + pickle.dumps((FORMAT, self.fingerprint, entries, stats),
+                                         protocol=5)
             if len(data) > MAX_BYTES:
                 return
             import tempfile

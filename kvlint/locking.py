@@ -1,12 +1,13 @@
 """``kvlint lock``: find every Hugging Face model the manifests and the models map name,
 resolve each once, and write ``kvlint.lock``; ``--check`` compares names only (no network).
 
-The names are found as ``kvlint lint`` finds them (:func:`~kvlint.manifest_discovery.discover`,
-:func:`~kvlint.manifest_linter.extract_all` and the :class:`~kvlint.manifest_linter.ModelResolver`
-that maps names through ``[tool.kvlint] models`` and ``--model-map``), so the lock holds
-exactly the Hub models a lint of the same paths reads. Local configs, unresolved placeholders
-and local paths without a config are not locked: the first are in the repository, the others
-are KV902 findings either way.
+The names are found as ``kvlint lint`` finds them
+(:func:`~kvlint.manifest_discovery.discover`, :func:`~kvlint.manifest_extraction.extract_all`
+and the :class:`~kvlint.manifest_linter.ModelResolver` that maps names through
+``[tool.kvlint] models`` and ``--model-map``), so the lock holds exactly the Hub models a lint
+of the same paths reads. Local configs, unresolved placeholders and local paths without a
+config are not locked: the first are in the repository, the others are KV902 findings either
+way.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from kvlint.loaders.lock import hub_reference, lock_model
 from kvlint.loaders.manifests.base import ManifestProblem
 from kvlint.lockfile import LockedModel, Lockfile, lock_key
 from kvlint.manifest_discovery import DEFAULT_INCLUDE, discover
-from kvlint.manifest_linter import ModelResolver, extract_all
+from kvlint.manifest_extraction import extract_all
+from kvlint.manifest_linter import ModelResolver
 
 
 def named_models(paths: Iterable[str], pm: pluggy.PluginManager, *,

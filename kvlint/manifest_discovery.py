@@ -21,7 +21,8 @@ SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv"
 
 def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
              exclude: Sequence[str] = (),
-             problems: list[ManifestProblem] | None = None) -> list[str]:
+             problems: list[ManifestProblem] | None = None,
+             resolved: Resolved | None = None) -> list[str]:
     """Files to lint: files given explicitly, and matching files under directories.
 
     Nothing outside the linted tree (:func:`~kvlint.loaders.files.tree_root`) is returned:
@@ -29,10 +30,11 @@ def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
     outside the tree is left out with an ``outside-tree`` problem; a directory that cannot be
     listed is an ``unreadable`` problem. Problems go to ``problems`` (dropped when it is
     ``None``). Something that is not a regular file (a FIFO, a device, a dangling link) is
-    returned: reading it gives an ``unreadable`` problem."""
+    returned: reading it gives an ``unreadable`` problem. ``resolved``: where real paths are
+    resolved, told which files the walk found not to be links (it need not ask again)."""
     found: list[str] = []
     sink: list[ManifestProblem] = [] if problems is None else problems
-    resolved = Resolved()
+    resolved = Resolved() if resolved is None else resolved
     for raw in paths:
         path = Path(raw)
         if not _contained(path, resolved.root(path), sink, resolved.real(path)):
@@ -41,7 +43,7 @@ def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
             if not _excluded(str(path), exclude):
                 found.append(str(path))
         elif is_dir(path):
-            found.extend(_files_under(str(path), include, exclude, sink))
+            found.extend(_files_under(str(path), include, exclude, sink, resolved))
         elif os.path.lexists(path):  # a FIFO, a device, a link loop: reported when read
             if not _excluded(str(path), exclude):
                 found.append(str(path))
@@ -51,7 +53,7 @@ def discover(paths: Iterable[str], include: Sequence[str] = DEFAULT_INCLUDE,
 
 
 def _files_under(top: str, include: Sequence[str], exclude: Sequence[str],
-                 problems: list[ManifestProblem]) -> list[str]:
+                 problems: list[ManifestProblem], resolved: Resolved) -> list[str]:
     """Matching files under the directory ``top``, in a stable order (a directory's files,
     then its subdirectories, by name), without following links to directories; files that
     are links out of the tree are problems."""
@@ -83,8 +85,11 @@ def _files_under(top: str, include: Sequence[str], exclude: Sequence[str],
                     subdirs.append(path)
                 continue
             name = os.path.normcase(entry.name)
-            if any(p.match(name) for p in patterns) and not _excluded(path, exclude) and \
-                    (not entry.is_symlink() or _contained(Path(path), root, problems)):
+            if any(p.match(name) for p in patterns) and not _excluded(path, exclude):
+                if not entry.is_symlink():
+                    resolved.plain.add(path)
+                elif not _contained(Path(path), root, problems):
+                    continue
                 found.append(path)
         stack.extend(reversed(subdirs))  # the first subdirectory is walked next
     return found
@@ -98,6 +103,8 @@ class Resolved:
     def __init__(self) -> None:
         self._dirs: dict[str, str] = {}
         self._roots: dict[str, str] = {}
+        self.plain: set[str] = set()
+        """Paths a directory walk found not to be links (their type came with the listing)."""
 
     @staticmethod
     def _split(path: str | Path) -> tuple[str, str] | None:
@@ -115,7 +122,7 @@ class Resolved:
 
     def real(self, path: str | Path) -> str:
         parts = self._split(path)
-        if parts is None or os.path.islink(path):
+        if parts is None or (path not in self.plain and os.path.islink(path)):
             return os.path.realpath(path)
         head, tail = parts
         return os.path.join(self._dirs.get(head) or self._real_dir(head), tail)

@@ -10,11 +10,12 @@ offline without a cached copy) is listed in ``LintRun.unavailable`` and the run 
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import re
 import types
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -38,10 +39,7 @@ from kvlint.loaders.files import (
 from kvlint.loaders.hf_config import ConfigDefaults, resolve_geometry
 from kvlint.loaders.lock import ModelLock
 from kvlint.loaders.manifests.base import (
-    DocumentContext,
-    Documents,
     Located,
-    ManifestParser,
     ManifestProblem,
     ServedModel,
     Unresolved,
@@ -49,6 +47,7 @@ from kvlint.loaders.manifests.base import (
 from kvlint.loaders.models import LoadedConfig, load_config
 from kvlint.loaders.paths import is_file
 from kvlint.manifest_discovery import DEFAULT_INCLUDE, Resolved, discover
+from kvlint.manifest_extraction import bulk_collection, extract_iter, extract_text
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
@@ -61,7 +60,7 @@ from kvlint.suppress import apply as apply_suppressions
 if TYPE_CHECKING:
     from kvlint.lint_cache import Dependency as LintDependency
     from kvlint.lint_cache import Entry as LintEntry
-    from kvlint.lint_cache import LintCache
+    from kvlint.lint_cache import LintCache, Signature
 
 ANCHORS: Mapping[str, tuple[str, ...]] = {
     "KV201": ("tp",), "KV202": ("tp",), "KV203": ("tp",), "KV204": ("tp", "dp_attention"),
@@ -74,50 +73,6 @@ ANCHORS: Mapping[str, tuple[str, ...]] = {
 }
 """Which extracted value a finding is about: it is reported on that value's line (else on
 the model's line)."""
-
-
-class Extracted(list[ServedModel]):
-    """The served models of one file; ``read_files``: the other files a parser read for them
-    and what it found (:attr:`Documents.read_files`): the results depend on those files
-    too; ``reads_other_files``: a parser read another file without saying which (then the
-    results are not cached)."""
-
-    reads_other_files: bool = False
-    read_files: tuple[tuple[str, str], ...] = ()
-
-
-def extract(path: Path, pm: pluggy.PluginManager,
-            parsers: Sequence[ManifestParser]) -> list[ServedModel] | ManifestProblem:
-    """Every served model in ``path``, or why the file cannot be read."""
-    try:
-        text = read_text(path, MAX_MANIFEST_BYTES)
-    except UnreadableFile as err:
-        return ManifestProblem(str(path), None, f"{path}: {err}", "unreadable")
-    return extract_text(text, path, pm, parsers)
-
-
-def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
-                 parsers: Sequence[ManifestParser]) -> list[ServedModel] | ManifestProblem:
-    """Every served model in ``text``, a manifest read from ``path`` (or from stdin, named
-    ``path``)."""
-    from kvlint.loaders.manifests.yaml_marks import load_documents  # not for cached files
-
-    documents = load_documents(text, str(path))
-    if isinstance(documents, ManifestProblem):
-        return documents
-    by_name = {p.name: p for p in parsers}
-    models = Extracted()
-    every = Documents(documents)  # one tuple for every document's context: linear
-    for index, document in enumerate(documents):
-        if document is None:
-            continue
-        ctx = DocumentContext(str(path), index, every)
-        fmt = pm.hook.kvlint_manifest_format(document=document, ctx=ctx, parsers=parsers)
-        if fmt is not None and fmt in by_name:
-            models.extend(by_name[fmt].parse(document, ctx))
-    models.reads_other_files = every.reads_other_files
-    models.read_files = tuple(sorted((every.read_files or {}).items()))
-    return models
 
 
 @dataclass
@@ -141,6 +96,8 @@ class ModelResolver:
     (by their text), for :meth:`dependency_identity`."""
     results: dict[tuple[object, ...], ModelResult] = field(default_factory=dict)
     """Manifest results by what they are computed from (:func:`_result_key`), for the run."""
+    _roots: dict[str, str] = field(default_factory=dict)
+    """:func:`tree_root` of manifests, by their directory (each resolved once)."""
 
     def identity(self, served: ServedModel, sized: bool) -> str | None:
         """What ``served``'s model resolves to in this run, as a digest (the result cache
@@ -177,8 +134,11 @@ class ModelResolver:
                 return self.identity(ServedModel(path, 0, "", model=model), sized)
             # a local path depends on the manifest's directory (a relative path), or on the
             # tree it belongs to (an absolute one: whether it leads out of the tree)
-            key = ("path", name, tree_root(path) if os.path.isabs(name) else
-                   os.path.dirname(path), sized)
+            directory = os.path.dirname(path)
+            if os.path.isabs(name) and directory not in self._roots:
+                self._roots[directory] = tree_root(path)  # a manifest: a file's tree
+            key = ("path", name, self._roots[directory] if os.path.isabs(name) else
+                   directory, sized)
         else:  # nothing or an unresolved value: the same answer wherever it is
             key = ("none", None, None, sized) if model is None else \
                 ("unresolved", model.text, model.reason, sized)
@@ -563,51 +523,6 @@ def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> Mod
     return replace(result, findings=findings)
 
 
-_EXTRACT: tuple[pluggy.PluginManager, list[ManifestParser]] | None = None
-PARALLEL_MIN_FILES = 200
-"""Below this many files a second process costs more than it saves."""
-
-
-def _extract_chunk(files: list[Path]) -> list[list[ServedModel] | ManifestProblem]:
-    assert _EXTRACT is not None
-    pm, parsers = _EXTRACT
-    return [extract(f, pm, parsers) for f in files]
-
-
-def extract_all(files: list[Path], pm: pluggy.PluginManager,
-                parsers: list[ManifestParser]) -> list[list[ServedModel] | ManifestProblem]:
-    """Extract every file, in order (:func:`extract_iter`, all at once)."""
-    return list(extract_iter(files, pm, parsers))
-
-
-def extract_iter(files: list[Path], pm: pluggy.PluginManager, parsers: list[ManifestParser]
-                 ) -> Iterator[list[ServedModel] | ManifestProblem]:
-    """Extract every file, in order, as the results come. Parsing dominates the cost of a
-    large tree, so on POSIX with several cores it runs in forked workers (ServedModel
-    records are small to send back), in chunks the caller can use while the next ones are
-    parsed; resolving models and running rules stays in this process, where the model and
-    geometry caches live."""
-    global _EXTRACT
-    workers = min(os.cpu_count() or 1, 8)
-    if len(files) < PARALLEL_MIN_FILES or workers < 2:
-        yield from (extract(f, pm, parsers) for f in files)
-        return
-    import multiprocessing  # only a tree big enough for workers pays for it
-
-    if "fork" not in multiprocessing.get_all_start_methods():
-        yield from (extract(f, pm, parsers) for f in files)
-        return
-    size = max(16, len(files) // (workers * 8))
-    chunks = [files[i : i + size] for i in range(0, len(files), size)]
-    _EXTRACT = (pm, parsers)
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for chunk in pool.imap(_extract_chunk, chunks):
-                yield from chunk
-    finally:
-        _EXTRACT = None
-
-
 def lint_paths(
     paths: Iterable[str],
     rules: Sequence[type[Rule]],
@@ -626,6 +541,7 @@ def lint_paths(
     discovery_problems: Sequence[ManifestProblem] | None = None,
     cache: bool = False,
     cache_context: Sequence[object] = (),
+    resolved: Resolved | None = None,
 ) -> LintRun:
     """``kvlint lint``: every served model of every manifest under ``paths``, with the
     suppressions written in the files and the settings' ``policy`` applied; KV901 findings
@@ -636,10 +552,39 @@ def lint_paths(
     returned (they are not walked and checked again) and these are the problems it reported.
     ``cache``: reuse and store each file's results (:mod:`kvlint.lint_cache`);
     ``cache_context``: what else the caller knows changes findings (the settings), part of
-    the cache's key."""
+    the cache's key. ``resolved``: the real paths the caller's walk resolved."""
+    with bulk_collection():
+        return _lint_paths(paths, rules, pm, base=base, include=include, exclude=exclude,
+                           offline=offline, model_map=model_map, fail_on=fail_on,
+                           policy=policy, unused_suppression=unused_suppression,
+                           stdin=stdin, lock=lock, discovery_problems=discovery_problems,
+                           cache=cache, cache_context=cache_context,
+                           real_paths=resolved or Resolved())
+
+
+def _lint_paths(
+    paths: Iterable[str],
+    rules: Sequence[type[Rule]],
+    pm: pluggy.PluginManager,
+    *,
+    base: ServingPlan | None,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    offline: bool,
+    model_map: Mapping[str, str] | None,
+    fail_on: str,
+    policy: Policy | None,
+    unused_suppression: Finding | None,
+    stdin: tuple[str, str] | None,
+    lock: ModelLock | None,
+    discovery_problems: Sequence[ManifestProblem] | None,
+    cache: bool,
+    cache_context: Sequence[object],
+    real_paths: Resolved,
+) -> LintRun:
     if discovery_problems is None:
         problems: list[ManifestProblem] = []
-        files = discover(paths, include, exclude, problems)
+        files = discover(paths, include, exclude, problems, real_paths)
     else:  # the caller's walk
         problems, files = list(discovery_problems), list(paths)
     _LINES.clear()
@@ -653,16 +598,18 @@ def lint_paths(
     texts: dict[str, str] = {}
     seen: set[tuple[object, ...]] = set()
     resolved: dict[str, str] = {}  # a file has many models: each path is resolved once
-    real_paths = Resolved()  # ... and each directory once
     results.extend(problem_result(problem, rules) for problem in problems)
     store = _open_cache(rules, pm, plan, resolver, cache_context) if cache and files \
         else None
+    if store is not None:
+        gc.freeze()  # its entries live as long as the run: no collection need scan them
     keys: list[str | None] = [None] * len(files)
     hits: list[LintEntry | None] = [None] * len(files)
     contents: list[bytes | None] = [None] * len(files)
+    signatures: list[Signature | None] = [None] * len(files)
     if store is not None:
         for i, file in enumerate(files):
-            contents[i], keys[i], hits[i] = _lookup(store, file, resolver)
+            contents[i], keys[i], hits[i], signatures[i] = _lookup(store, file, resolver)
     misses = [Path(file) for file, hit in zip(files, hits, strict=True) if hit is None]
     fresh = extract_iter(misses, pm, parsers)  # parsed while the first ones are checked
     if stdin is not None:
@@ -673,13 +620,15 @@ def lint_paths(
         keys.append(None)
         hits.append(None)
         contents.append(None)
+        signatures.append(None)
 
     def served_key(path: str, rest: tuple[object, ...]) -> tuple[object, ...]:
         if path not in resolved:
             resolved[path] = real_paths.real(path)
         return (resolved[path], *rest)
 
-    for file, key, hit, data in zip(files, keys, hits, contents, strict=True):
+    for file, key, hit, data, sig in zip(files, keys, hits, contents, signatures,
+                                         strict=True):
         if hit is not None:  # the cached results of an unchanged file
             for record, result in hit.records:
                 if record is None:
@@ -727,7 +676,8 @@ def lint_paths(
             if text is not None:
                 texts[file] = text
         if store is not None and key is not None and entry is not None and data is not None:
-            _store(store, key, file, data, entry, dependencies, suppressible, read_files)
+            _store(store, key, file, data, entry, dependencies, suppressible, read_files,
+                   sig)
     final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
     unavailable = tuple(r.target.ref for r in final if r.config_error is not None
                         and resolver.is_unavailable(r.config_error))
@@ -770,25 +720,42 @@ def _kind(value: object) -> str:
 
 
 def _lookup(store: LintCache, file: str, resolver: ModelResolver
-            ) -> tuple[bytes | None, str | None, LintEntry | None]:
-    """``(bytes, key, entry)`` of ``file``: its entry when it is cached and its models
-    resolve as they did (``None`` when not); no key when it cannot be read."""
+            ) -> tuple[bytes | None, str | None, LintEntry | None, Signature | None]:
+    """``(bytes, key, entry, signature)`` of ``file``: its entry when it is cached and its
+    models resolve as they did (``None`` when not); no key when it cannot be read. A file
+    whose signature is the one the cache holds for it is not read (no bytes)."""
+    from kvlint.lint_cache import signature
+
+    sig = signature(file)  # before the file is read: a change while it is read shows
+    known = store.known(file, sig)
+    if known is not None and (entry := _usable(store, known, file, resolver)) is not None:
+        return None, known, entry, sig
     try:
         data = read_bytes(file, MAX_MANIFEST_BYTES)
     except UnreadableFile:
-        return None, None, None
+        return None, None, None, None
     key = store.key(file, data)
+    entry = _usable(store, key, file, resolver)
+    if entry is not None:
+        store.note(file, sig, key)
+    return data, key, entry, sig
+
+
+def _usable(store: LintCache, key: str, file: str, resolver: ModelResolver
+            ) -> LintEntry | None:
+    """The entry ``key`` of ``file`` when its models resolve as they did and the other files
+    it read read the same (then it counts as a hit)."""
     entry = store.get(key)
     if entry is None or entry.path != file:
-        return data, key, None
+        return None
     for dep in entry.dependencies:
         if resolver.dependency_identity(dep.model, dep.path, dep.sized) != dep.identity:
-            return data, key, None
+            return None
     for path, state in entry.files:
         if read_referenced(path, entry.path).state != state:
-            return data, key, None
+            return None
     store.touch(key)
-    return data, key, entry
+    return entry
 
 
 def _record(entry: list[tuple[tuple[Any, ...] | None, ModelResult]],
@@ -815,8 +782,10 @@ def _record(entry: list[tuple[tuple[Any, ...] | None, ModelResult]],
 def _store(store: LintCache, key: str, file: str, data: bytes,
            records: list[tuple[tuple[Any, ...] | None, ModelResult]],
            dependencies: list[LintDependency], suppressible: bool,
-           read_files: tuple[tuple[str, str], ...] = ()) -> None:
-    """Cache ``file``'s results, unless it changed while it was linted."""
+           read_files: tuple[tuple[str, str], ...] = (), sig: Signature | None = None
+           ) -> None:
+    """Cache ``file``'s results, unless it changed while it was linted (``sig``: its
+    signature before it was read)."""
     from kvlint.lint_cache import Entry
 
     try:
@@ -827,6 +796,7 @@ def _store(store: LintCache, key: str, file: str, data: bytes,
         return
     store.put(key, Entry(file, tuple(dependencies), tuple(records),
                          suppressible and _has_markers(data), files=read_files))
+    store.note(file, sig, key)
 
 
 def _has_markers(data: bytes) -> bool:

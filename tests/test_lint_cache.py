@@ -87,8 +87,14 @@ HEADER = b"kvlint-lint-cache\n"
 
 def read_cache(file: Path) -> tuple[Any, Any, dict[str, Any]]:
     """``(format, fingerprint, entries)`` of a cache file (written by the run: trusted)."""
-    fmt, fingerprint, entries = pickle.loads(file.read_bytes()[len(HEADER):])
+    fmt, fingerprint, entries, _ = pickle.loads(file.read_bytes()[len(HEADER):])
     return fmt, fingerprint, entries
+
+
+def read_stats(file: Path) -> dict[str, Any]:
+    """The stat index of a cache file: path -> (signature, key)."""
+    stats: dict[str, Any] = pickle.loads(file.read_bytes()[len(HEADER):])[3]
+    return stats
 
 
 def write_cache(file: Path, body: bytes) -> None:
@@ -205,7 +211,7 @@ def test_a_foreign_cache_file_runs_nothing(repo: Path, tmp_path: Path,
     expected = lint("--format", "json").stdout
     (file,) = cache_files(repo)
     marker = tmp_path / "pwned"
-    body = pickle.dumps((lint_cache.FORMAT, file.stem, {"0" * 64: _Payload(marker)}))
+    body = pickle.dumps((lint_cache.FORMAT, file.stem, {"0" * 64: _Payload(marker)}, {}))
     write_cache(file, body)
     assert lint("--format", "json").stdout == expected
     assert not marker.exists()
@@ -228,13 +234,13 @@ def test_an_entry_of_the_wrong_shape_is_ignored(repo: Path,
               entry.__class__(entry.path, entry.dependencies, ((record, result.__class__(
                   result.target, result.plan, result.analysis, (odd,))),), entry.markers)]
     for bad in broken:
-        write_cache(file, pickle.dumps((fmt, fingerprint, {key: bad})))
+        write_cache(file, pickle.dumps((fmt, fingerprint, {key: bad}, {})))
         assert lint("--format", "json").stdout == expected
     assert len(extracted) == 1 + len(broken)
     # a referenced file recorded with a state it does not have: the file is linted again
     write_cache(file, pickle.dumps((fmt, fingerprint, {
         key: entry.__class__(entry.path, entry.dependencies, entry.records, entry.markers,
-                             files=(("/dev/zero", "0" * 64),))})))
+                             files=(("/dev/zero", "0" * 64),))}, {})))
     assert lint("--format", "json").stdout == expected
     assert len(extracted) == 2 + len(broken) and extracted[-1] == ["deploy/app.yaml"]
 
@@ -417,7 +423,7 @@ def test_a_crafted_fraction_or_position_is_refused(repo: Path,
     huge = result.__class__(result.target, result.plan, result.analysis,
                             (finding.__class__(**{**finding.__dict__, "line": 10**5000}),))
     for body in (slow, pickle.dumps((fmt, fingerprint, {key: entry.__class__(
-            entry.path, entry.dependencies, ((record, huge),), entry.markers)}))):
+            entry.path, entry.dependencies, ((record, huge),), entry.markers)}, {}))):
         write_cache(file, body)
         assert lint("--format", "json").stdout == expected
     assert len(extracted) == 3
@@ -447,3 +453,80 @@ def test_a_fifo_in_place_of_the_cache_file_is_ignored(repo: Path,
     assert lint_cache.LintCache.open(file.stem, file.parent).entries == {}
     assert lint("--format", "json").stdout == expected
     assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The manifests the lint read (through ``read_bytes``) while looking up the cache."""
+    seen: list[str] = []
+    real = manifest_linter.read_bytes
+
+    def spy(path: Any, limit: int) -> bytes:
+        seen.append(str(path))
+        return real(path, limit)
+
+    monkeypatch.setattr(manifest_linter, "read_bytes", spy)
+    return seen
+
+
+def test_an_unchanged_file_is_known_by_its_stat_and_not_read(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, reads: list[str],
+        extracted: list[list[str]]) -> None:
+    monkeypatch.setattr(lint_cache, "RACY_NS", 0)  # the file was written just now
+    expected = lint("--format", "json").stdout
+    (file,) = cache_files(repo)
+    (held,) = read_stats(file).values()
+    info = os.stat("deploy/app.yaml")
+    assert held[0] == (info.st_dev, info.st_ino, info.st_mode, info.st_size,
+                       info.st_mtime_ns, info.st_ctime_ns)
+    reads.clear()
+    assert lint("--format", "json").stdout == expected
+    assert reads == [] and extracted == [["deploy/app.yaml"], []]
+
+
+def test_a_file_changed_just_before_the_run_is_always_read(
+        repo: Path, reads: list[str], extracted: list[list[str]]) -> None:
+    expected = lint("--format", "json").stdout
+    (file,) = cache_files(repo)
+    assert read_stats(file) == {}  # written within RACY_NS of the run: racily clean
+    reads.clear()
+    assert lint("--format", "json").stdout == expected
+    assert reads == ["deploy/app.yaml"] and extracted == [["deploy/app.yaml"], []]
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_seen(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, extracted: list[list[str]]) -> None:
+    monkeypatch.setattr(lint_cache, "RACY_NS", 0)
+    manifest = repo / "deploy" / "app.yaml"
+    assert "KV202" in codes(lint("--format", "json"))
+    before = os.stat(manifest)
+    manifest.write_text(MANIFEST.format(tp=8), encoding="utf-8")  # same size: 3 -> 8
+    os.utime(manifest, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(manifest)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert "KV202" not in codes(lint("--format", "json"))  # its change time moved
+    assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
+
+
+def test_a_crafted_stat_index_is_checked_before_use(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, extracted: list[list[str]]) -> None:
+    monkeypatch.setattr(lint_cache, "RACY_NS", 0)
+    expected = lint("--format", "json").stdout
+    (file,) = cache_files(repo)
+    fmt, fingerprint, entries = read_cache(file)
+    ((path, (sig, key)),) = read_stats(file).items()
+    other = {"0" * 64: next(iter(entries.values()))}  # a key that is not this file's
+    for stats in ({path: ("x", "y")}, {path: (sig[:3], key)}, {path: (sig, 7)},
+                  {path: (sig, "0" * 64)}, {path: None}, {path: ((1.5,) * 6, key)}):
+        write_cache(file, pickle.dumps((fmt, fingerprint, {**entries, **other}, stats)))
+        assert lint("--format", "json").stdout == expected
+    # each of these was found by reading and hashing the file: it was never linted again
+    assert extracted == [["deploy/app.yaml"]] + [[]] * 6
+
+
+def test_a_link_to_a_manifest_in_the_tree_is_reported_once(repo: Path) -> None:
+    (repo / "deploy" / "alias.yaml").symlink_to("app.yaml")
+    runs = [json.loads(lint("--format", "json").stdout) for _ in range(2)]
+    for data in runs:  # linted, then from the cache: the two names are one file
+        assert [r["target"]["path"] for r in data["results"]] == ["deploy/alias.yaml"]
+    assert runs[0] == runs[1]

@@ -56,7 +56,7 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     Suppress with `# kvlint: ignore[KV201] reason` or an `ignore-check.kvlint.io/KV201`
     annotation."""
     from kvlint.loaders.manifests.base import ManifestProblem
-    from kvlint.manifest_discovery import DEFAULT_INCLUDE, discover
+    from kvlint.manifest_discovery import DEFAULT_INCLUDE, Resolved, discover
     from kvlint.manifest_linter import lint_paths
 
     stdin = _stdin_manifest(paths, stdin_filename)
@@ -65,8 +65,9 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
                             select, extend_select, ignore, fail_on, formats, outputs)
     files: list[str] = []
     problems: list[ManifestProblem] = []  # links out of the tree, unreadable directories
+    resolved = Resolved()  # the walk's real paths, used again to tell files apart
     if stdin is None:
-        files = discover(paths, include or DEFAULT_INCLUDE, exclude, problems)
+        files = discover(paths, include or DEFAULT_INCLUDE, exclude, problems, resolved)
         if not files and not problems:
             click.echo("kvlint: warning: no manifest files found under the given path(s) "
                        f"(include: {', '.join(include or DEFAULT_INCLUDE)})", err=True)
@@ -81,7 +82,7 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
                      model_map=mapping, fail_on=session.fail_on, policy=session.policy,
                      unused_suppression=session.unused_suppression, stdin=stdin,
                      lock=session.model_lock(starts, lock_file, locked),
-                     discovery_problems=problems,
+                     discovery_problems=problems, resolved=resolved,
                      cache=_use_cache(no_cache, d.cache, stdin is not None),
                      cache_context=(repr(d), str(session.root)))
     session.finish(run)

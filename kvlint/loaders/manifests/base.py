@@ -195,3 +195,8 @@ class ManifestParser:
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
         """Every served model of ``document`` (empty when it serves none)."""
         raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Import or build now what parsing will need. Called once in the main process
+        before a large tree is parsed in forked workers, so that each worker does not do it
+        again; optional (the default does nothing)."""

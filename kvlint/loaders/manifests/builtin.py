@@ -63,6 +63,9 @@ class LazyParser(ManifestParser):
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
         return self.implementation().parse(document, ctx)
 
+    def prepare(self) -> None:
+        self.implementation().prepare()
+
 
 LAZY_PARSERS: tuple[type[LazyParser], ...] = tuple(
     type(f"Lazy{target.rpartition(':')[2]}", (LazyParser,),
