@@ -15,7 +15,7 @@ import itertools
 import os
 import re
 import types
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -356,7 +356,7 @@ def _anchor(finding: Finding, served: ServedModel) -> Finding:
             option = finding.data.get("option")
             if column is None and isinstance(option, str) and option:
                 column = _word_column(served.path, finding.line, option)
-            return replace(finding, path=served.path,
+            return _placed(finding, path=served.path,
                            column=column or _key_column(served.path, finding.line))
         # about the model as a whole: at the flag or key that names it on its line
         model = _located_of(served, "model")
@@ -364,7 +364,7 @@ def _anchor(finding: Finding, served: ServedModel) -> Finding:
             else ""
         column = next((c for word in flag.split() if word.startswith("-")
                        and (c := _word_column(served.path, served.line or 0, word))), None)
-        return replace(finding, path=served.path, line=served.line,
+        return _placed(finding, path=served.path, line=served.line,
                        column=column or _key_column(served.path, served.line))
     line = about.line
     column = about.column or _column(served.path, line, about) or \
@@ -372,7 +372,16 @@ def _anchor(finding: Finding, served: ServedModel) -> Finding:
     value_line = about.value_line if isinstance(about, Located) else None
     end_line = value_line if value_line is not None and line is not None and \
         value_line > line else None
-    return replace(finding, path=served.path, line=line, column=column, end_line=end_line)
+    return _placed(finding, path=served.path, line=line, column=column, end_line=end_line)
+
+
+def _placed(finding: Finding, **where: str | int | None) -> Finding:
+    """``finding`` at another place (``path``, ``line``, ``column``, ``end_line``): what
+    ``dataclasses.replace`` gives, without re-running ``__init__`` for each of the thousands
+    of findings a large tree places."""
+    moved = object.__new__(Finding)
+    moved.__dict__.update(finding.__dict__, **where)
+    return moved
 
 
 def _column(path: str, line: int | None, about: Located[Any] | Unresolved) -> int | None:
@@ -392,9 +401,8 @@ def _column(path: str, line: int | None, about: Located[Any] | Unresolved) -> in
     if isinstance(raw, str) and raw.strip():
         candidates.append(raw.strip())
     for candidate in candidates:
-        pattern = r"(?<![\w.-])" + re.escape(candidate) + r"(?![\w.-])"
-        if m := re.search(pattern, text):
-            return m.start() + 1
+        for start in _word_starts(text, candidate):
+            return start + 1
     return None
 
 
@@ -402,9 +410,32 @@ def _word_column(path: str, line: int, word: str) -> int | None:
     """The 1-based column of ``word`` on ``line`` of ``path`` when it is written there once
     (an option word inside a shell string, whose parser knows only the line); ``None`` when
     it is absent or repeated on that line (which occurrence is meant is then unknown)."""
-    pattern = r"(?<![\w.-])" + re.escape(word) + r"(?![\w.-])"
-    found = [m.start() + 1 for m in re.finditer(pattern, _source_line(path, line))]
-    return found[0] if len(found) == 1 else None
+    found = list(itertools.islice(_word_starts(_source_line(path, line), word), 2))
+    return found[0] + 1 if len(found) == 1 else None
+
+
+def _word_starts(text: str, word: str) -> Iterator[int]:
+    """The 0-based starts of ``word`` in ``text`` where neither neighbour is a word
+    character, a dot or a dash, left to right and not overlapping: what the regex
+    ``(?<![\\w.-])WORD(?![\\w.-])`` finds, without compiling one per word (a large tree
+    has thousands of distinct values)."""
+    if not word:
+        return
+    size = len(word)
+    at = text.find(word)
+    while at >= 0:
+        end = at + size
+        if (at == 0 or not _joins(text[at - 1])) and (end == len(text) or
+                                                      not _joins(text[end])):
+            yield at
+            at = text.find(word, end)
+        else:
+            at = text.find(word, at + 1)
+
+
+def _joins(char: str) -> bool:
+    """Whether ``char`` continues a word: what the regex ``[\\w.-]`` matches."""
+    return char.isalnum() or char in "_.-"
 
 
 _KEY = re.compile(r"\s*(?:-\s+)*")
@@ -518,7 +549,7 @@ def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> Mod
                          manifest_problem=(problem.kind, problem.message))
     column = _key_column(problem.path, problem.line) \
         if problem.kind not in ("unreadable", "outside-tree") else None
-    findings = tuple(replace(f, path=problem.path, line=problem.line, column=column)
+    findings = tuple(_placed(f, path=problem.path, line=problem.line, column=column)
                      for f in result.findings)
     return replace(result, findings=findings)
 

@@ -19,9 +19,9 @@ class LStr(str):
 
     line: int
     column: int
-    style: str | None
+    style: str | None = None
     end_line: int
-    raw: str | None
+    raw: str | None = None
 
     def __new__(cls, value: str, line: int = 0, column: int = 0, style: str | None = None,
                 end_line: int | None = None, raw: str | None = None) -> LStr:

@@ -81,6 +81,13 @@ class _Loader(_BaseLoader):
             return tag
         return _SEQ if kind is SequenceNode else _MAP
 
+    if not _NO_SHORTCUTS:
+        # No path resolvers are registered, so the composer's two calls per node that keep
+        # their state do nothing: C builtins taking the same arguments cost less than a
+        # Python call (each builds a throwaway slice or empty tuple).
+        descend_resolver = staticmethod(slice)  # type: ignore[assignment]
+        ascend_resolver = staticmethod(tuple)  # type: ignore[assignment]
+
 __all__ = ["MAX_EXPANDED_NODES", "LDict", "LList", "LStr", "line_of", "load_documents"]
 
 MAX_EXPANDED_NODES = 100_000
@@ -167,6 +174,9 @@ _SCALARS: dict[str, Any] = {
 }
 _BOOLS = SafeConstructor.bool_values
 _STYLES = {None: None, "": None, "|": "|", ">": ">", '"': '"', "'": "'"}
+_new_str = str.__new__
+_new_list = list.__new__
+_new_dict = dict.__new__
 
 
 class _Refused(Exception):
@@ -233,13 +243,7 @@ class _Builder:
     def scalar(self, node: ScalarNode) -> Any:
         tag = node.tag
         if tag == _STR or (tag not in _SCALARS and tag not in (_NULL, _BOOL)):
-            start = node.start_mark
-            end = node.end_mark
-            style = _STYLES.get(node.style)
-            raw = None
-            if end.line != start.line and style != "|":
-                raw = self.text[start.index:end.index]
-            return LStr(node.value, start.line + 1, start.column + 1, style, end.line + 1, raw)
+            return self.string(node)
         if tag == _NULL:
             return None
         if tag == _BOOL:
@@ -259,12 +263,30 @@ class _Builder:
             return LStr(node.value, start.line + 1, start.column + 1,
                         _STYLES.get(node.style), node.end_mark.line + 1)
 
+    def string(self, node: ScalarNode) -> LStr:
+        """A string scalar as an :class:`LStr` (built here, not through ``LStr()``: this
+        runs for most scalars of every manifest)."""
+        start = node.start_mark
+        end = node.end_mark
+        out = _new_str(LStr, node.value)
+        out.line = start.line + 1
+        out.column = start.column + 1
+        out.end_line = end.line + 1
+        style = node.style
+        if style:  # plain: the class's None
+            out.style = _STYLES.get(style)
+            if style != "|" and end.line != start.line:
+                out.raw = self.text[start.index:end.index]
+        elif end.line != start.line:
+            out.raw = self.text[start.index:end.index]
+        return out
+
     def sequence(self, node: SequenceNode, depth: int) -> tuple[Any, int]:
-        out = LList()
+        out = _new_list(LList)  # LList() without its __init__: the fields are set here
         mark = node.start_mark
         out.line = mark.line + 1
         out.column = mark.column + 1
-        lines = out.item_lines
+        out.item_lines = lines = []
         size = 1
         build = self.build
         scalar = self.scalar
@@ -281,14 +303,16 @@ class _Builder:
         return out, size
 
     def mapping(self, node: MappingNode, depth: int) -> tuple[Any, int]:
-        out = LDict()
+        out = _new_dict(LDict)  # LDict() without its __init__: the fields are set here
         mark = node.start_mark
         out.line = mark.line + 1
         out.column = mark.column + 1
-        key_lines = out.key_lines
-        value_lines = out.value_lines
+        out.key_lines = key_lines = {}
+        out.value_lines = value_lines = {}
         size = 1
         build = self.build
+        string = self.string
+        scalar = self.scalar
         pairs = node.value
         if self.merges and any(k.tag == _MERGE for k, _ in pairs):
             size += self.merge(out, [v for k, v in pairs if k.tag == _MERGE], depth)
@@ -297,7 +321,7 @@ class _Builder:
             if type(key_node) is ScalarNode and len(key_node.value) < _STRING_WEIGHT:
                 tag = key_node.tag
                 if tag == _STR or (tag not in _SCALARS and tag not in (_NULL, _BOOL)):
-                    key = str(key_node.value)  # a key is a plain string: no LStr to build
+                    key = key_node.value  # a key is a plain string: no LStr to build
                 else:
                     key = self.scalar(key_node)
             else:
@@ -312,7 +336,8 @@ class _Builder:
                                    "sequence used as a key)",
                                    key_node.start_mark.line + 1) from None
             if type(value_node) is ScalarNode and len(value_node.value) < _STRING_WEIGHT:
-                value = self.scalar(value_node)  # what build() does for it, one call less
+                # what build() does for it, one call less (two for a string)
+                value = string(value_node) if value_node.tag == _STR else scalar(value_node)
                 size += 2
             else:
                 value, n = build(value_node, depth + 1)

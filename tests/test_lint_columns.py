@@ -1,0 +1,33 @@
+"""Where ``kvlint lint`` places a finding on a line: the word search that stands in for a
+regex per word finds exactly what ``(?<![\\w.-])WORD(?![\\w.-])`` finds."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kvlint.manifest_linter import _word_starts
+
+# characters that make boundaries interesting: word characters (ASCII and not), the dot and
+# dash that join words, separators, and the word's own characters
+ALPHABET = st.sampled_from(list("ab-._= /:1é٣\t\"'$"))
+
+
+def _regex_starts(text: str, word: str) -> list[int]:
+    pattern = r"(?<![\w.-])" + re.escape(word) + r"(?![\w.-])"
+    return [m.start() for m in re.finditer(pattern, text)]
+
+
+@given(st.text(ALPHABET, max_size=40), st.text(ALPHABET, min_size=1, max_size=5))
+def test_word_starts_match_the_regex(text: str, word: str) -> None:
+    assert list(_word_starts(text, word)) == _regex_starts(text, word)
+
+
+def test_word_starts_examples() -> None:
+    line = "  vllm serve m --tp 2 --tp=4 --tensor-parallel-size 8 a=a=a"
+    assert list(_word_starts(line, "--tp")) == _regex_starts(line, "--tp") == [15, 22]
+    assert list(_word_starts(line, "--tensor")) == []  # a dash continues the word
+    assert list(_word_starts(line, "a=a")) == _regex_starts(line, "a=a")
+    assert list(_word_starts("", "x")) == [] and list(_word_starts("x", "")) == []
