@@ -13,8 +13,10 @@ result cache. ``--all-models``: the fake Hub also serves a stand-in config (Llam
 for every id the corpus names without a fixture, so every file can be cached. Rounds are
 interleaved (a start-up run on an empty tree, a --no-cache run, a cached run); prints the
 median of each, files/s of the whole process and net of the start-up median.
-``--compare CHECKOUT``: a fourth round runs the kvlint of another checkout (its directory
-first on PYTHONPATH; a version without the cache, e.g. main before it) on the same tree.
+``--compare CHECKOUT``: the rounds also run the kvlint of another checkout (its directory
+first on PYTHONPATH; e.g. main before a change) on the same tree, cached and ``--no-cache``.
+kvlint is run through the ``kvlint`` script beside this interpreter, as a pre-commit or CI
+environment runs it (not through a version manager's shim on ``PATH``).
 ``--bytecode``: kvlint's bytecode is written once (a temporary ``PYTHONPYCACHEPREFIX``) and
 read back, as a pip-installed package (a pre-commit environment) has it; by default the
 environment is inherited, and where ``PYTHONDONTWRITEBYTECODE`` is set every run compiles
@@ -31,6 +33,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -139,8 +142,7 @@ def main() -> None:
         if args.bytecode:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-        kvlint = shutil.which("kvlint")
-        prefix = [kvlint] if kvlint else [sys.executable, "-m", "kvlint"]
+        prefix = _kvlint_command()
         lint_args = ["lint", "--offline", "--format", args.format, "--output", str(work / "out")]
         base = [*prefix, *lint_args]
         warm_cache(cache)
@@ -159,6 +161,7 @@ def main() -> None:
         compared = [*prefix, *lint_args, str(tree)]
         if other is not None:
             times[f"compare {args.compare}"] = []
+            times[f"compare {args.compare} --no-cache"] = []
             timed(compared, other)  # its warm-up
         for _ in range(args.runs):
             times["start-up"].append(timed(empty, env, "start-up"))
@@ -167,6 +170,8 @@ def main() -> None:
             if other is not None:
                 name = f"compare {args.compare}"
                 times[name].append(timed(compared, other, name))
+                name = f"{name} --no-cache"
+                times[name].append(timed([*compared, "--no-cache"], other, name))
         startup = statistics.median(times["start-up"])
         startup_cpu = statistics.median(CPU["start-up"])
         bytecode = "bytecode cached" if args.bytecode else (
@@ -184,6 +189,16 @@ def main() -> None:
             print(f"  {name}: median {median:.3f} s (CPU {cpu:.3f} s) = {files / median:,.0f} "
                   f"files/s (best {files / min(times[name]):,.0f}); net of start-up "
                   f"{net:.3f} s = {files / net if net > 0 else float('inf'):,.0f} files/s")
+
+
+def _kvlint_command() -> list[str]:
+    """The ``kvlint`` script installed beside this interpreter (as a pre-commit or CI
+    environment runs it; a version manager's shim on ``PATH`` would add its own start-up),
+    else ``python -m kvlint``."""
+    script = Path(sysconfig.get_path("scripts")) / "kvlint"
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-m", "kvlint"]
 
 
 def _cached_entries(directory: Path) -> int:

@@ -110,6 +110,12 @@ PARALLEL_MIN_FILES = 200
 """Below this many files a second process costs more than it saves."""
 
 
+_CHUNKS_PER_WORKER = 8
+_MIN_CHUNK = 16
+"""Files go to the workers in chunks of about ``files / (workers x _CHUNKS_PER_WORKER)``
+(at least ``_MIN_CHUNK``)."""
+
+
 def _extract_chunk(files: list[Path]) -> list[list[ServedModel] | ManifestProblem]:
     assert _EXTRACT is not None
     pm, parsers = _EXTRACT
@@ -145,7 +151,7 @@ def extract_iter(files: list[Path], pm: pluggy.PluginManager, parsers: list[Mani
 
     for parser in parsers:
         parser.prepare()
-    size = max(16, len(files) // (workers * 8))
+    size = max(_MIN_CHUNK, len(files) // (workers * _CHUNKS_PER_WORKER))
     chunks = [files[i : i + size] for i in range(0, len(files), size)]
     _EXTRACT = (pm, parsers)
     try:  # what prepare() built is frozen too: shared with the workers, never scanned there
