@@ -36,10 +36,12 @@ class Extracted(list[ServedModel]):
     """The served models of one file; ``read_files``: the other files a parser read for them
     and what it found (:attr:`Documents.read_files`): the results depend on those files
     too; ``reads_other_files``: a parser read another file without saying which (then the
-    results are not cached)."""
+    results are not cached); ``source``: ``(path, text)`` of the file, so that the process
+    that places the findings in it need not read it again."""
 
     reads_other_files: bool = False
     read_files: tuple[tuple[str, str], ...] = ()
+    source: tuple[str, str] | None = None
 
 
 def extract(path: Path, pm: pluggy.PluginManager,
@@ -73,6 +75,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
             models.extend(by_name[fmt].parse(document, ctx))
     models.reads_other_files = every.reads_other_files
     models.read_files = tuple(sorted((every.read_files or {}).items()))
+    models.source = (str(path), text)
     return models
 
 

@@ -686,6 +686,8 @@ def _lint_paths(
             if getattr(found, "reads_other_files", True):
                 entry = None
             read_files = getattr(found, "read_files", ())
+            if (source := getattr(found, "source", None)) is not None:
+                _TEXTS.setdefault(*source)  # the text the worker parsed: not read again
             for served in found:
                 # A file referenced by another (Ray Serve llm_configs) is reported once; its
                 # results are still computed for this file's cache entry.
