@@ -29,8 +29,9 @@ them) and its entry's key, and a file whose signature is the same is not read an
 again. A signature is kept only for a file last changed at least :data:`RACY_NS` before the
 run began (a file changed again within the same tick of a coarse clock would keep its
 signature; git calls such files "racily clean"); its change time cannot be set back by
-anyone editing the file. Filesystems whose clock runs more than that behind this machine's
-are not guarded against.
+anyone editing the file. Not guarded against: a filesystem whose clock runs more than that
+behind this machine's, and, on Windows, an edit that restores the file's size and
+modification time (there ``st_ctime`` is the creation time).
 
 Entries live in one file per fingerprint under ``cache_dir()/lint`` (file names are hex
 digests, never derived from a manifest's text), written atomically (a temporary file, then

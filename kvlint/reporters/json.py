@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +10,7 @@ from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.model.kv import exact_number
 from kvlint.reporters.base import Reporter
+from kvlint.reporters.json_text import indented_json
 
 if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
@@ -222,7 +222,7 @@ class JsonReporter(Reporter):
     description = "machine-readable results (kvlint schema prints the JSON Schema)"
 
     def render(self, run: LintRun) -> str:
-        return json.dumps(report(run), indent=2) + "\n"
+        return indented_json(report(run)) + "\n"
 
 
 @hookimpl

@@ -29,6 +29,7 @@ from kvlint import __version__
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.reporters.base import Reporter
+from kvlint.reporters.json_text import indented_json
 
 if TYPE_CHECKING:
     from kvlint.linter import LintRun, ModelResult
@@ -302,9 +303,7 @@ class SarifReporter(Reporter):
     description = "SARIF 2.1.0 for GitHub code scanning (paths relative to the repository root)"
 
     def render(self, run: LintRun) -> str:
-        import json
-
-        return json.dumps(sarif_log(run), indent=2) + "\n"
+        return indented_json(sarif_log(run)) + "\n"
 
 
 @hookimpl
