@@ -78,3 +78,29 @@ def test_bulk_collection_restores_the_collector() -> None:
             pass
         assert gc.get_threshold()[0] == max(threshold[0], manifest_extraction.BULK_THRESHOLD)
     assert gc.get_threshold() == threshold and gc.get_freeze_count() == 0
+
+
+def test_the_linting_process_does_not_read_a_parsed_file_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvlint import manifest_linter
+    from kvlint.registry import Registry
+
+    files = _tree(tmp_path / "tree")
+    pm = get_plugin_manager(load_entry_points=False)
+    rules = tuple(Registry.from_plugins(pm).select())
+    monkeypatch.setattr(manifest_extraction.os, "cpu_count", lambda: 2)
+    read: list[str] = []
+    real = manifest_linter.read_text
+
+    def spy(path: object, limit: int) -> str:
+        read.append(str(path))
+        return real(path, limit)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(manifest_linter, "read_text", spy)
+    run = manifest_linter.lint_paths([str(f) for f in files], rules, pm, offline=True)
+    assert any(f.column for r in run.results for f in r.findings)  # columns were placed
+    # ... in the text each worker parsed: only a file that is no manifest (a Helm template,
+    # invalid YAML) is read again, to place its problem
+    problems = {r.target.path for r in run.results
+                if any(f.code == "KV903" for f in r.findings) and r.analysis is None}
+    assert read and set(read) <= problems
