@@ -711,6 +711,11 @@ def _lint_paths(
         if store is not None and key is not None and entry is not None and data is not None:
             _store(store, key, file, data, entry, dependencies, suppressible, read_files,
                    sig)
+        # placed and checked: its text is not kept for the rest of a large run (a Ray Serve
+        # config whose results are placed in it reads it again)
+        for done in (file, str(Path(file))):
+            _TEXTS.pop(done, None)
+            _LINES.pop(done, None)
     final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
     unavailable = tuple(r.target.ref for r in final if r.config_error is not None
                         and resolver.is_unavailable(r.config_error))
