@@ -530,3 +530,17 @@ def test_a_link_to_a_manifest_in_the_tree_is_reported_once(repo: Path) -> None:
     for data in runs:  # linted, then from the cache: the two names are one file
         assert [r["target"]["path"] for r in data["results"]] == ["deploy/alias.yaml"]
     assert runs[0] == runs[1]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_file_replaced_by_a_fifo_is_not_taken_from_the_cache(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lint_cache, "RACY_NS", 0)
+    lint()
+    lint()  # its signature is known now
+    manifest = repo / "deploy" / "app.yaml"
+    manifest.unlink()
+    os.mkfifo(manifest)  # nothing ever writes to it: reading it would block
+    result = lint("--format", "json")
+    assert result.exit_code == 1, result.output
+    assert "KV202" not in codes(result) and "not a regular file" in result.stdout
