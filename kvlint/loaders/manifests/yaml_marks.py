@@ -429,7 +429,10 @@ def _may_nest_deeper(text: str) -> bool:
     ``-``/``?``/``:`` indicators before a line's content (so depth <= 2 x the longest such
     prefix + 4), and each flow level takes a ``[`` or ``{``."""
     flow = text.count("[") + text.count("{")
-    return 2 * _PREFIX_COLUMNS + 4 + flow > _C_STACK_SAFE_DEPTH or \
+    if 2 * _PREFIX_COLUMNS + 4 + flow > _C_STACK_SAFE_DEPTH:
+        return True
+    # no line that long, no prefix that long: the regex (a scan in Python's re) is skipped
+    return max(map(len, text.split("\n")), default=0) >= _PREFIX_COLUMNS and \
         _LONG_PREFIX.search(text) is not None
 
 
