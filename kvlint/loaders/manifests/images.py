@@ -11,6 +11,7 @@ Dynamo, LMCache or Triton release, a custom tag).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["ENTRYPOINT_IMAGES", "engine_from_image", "engine_from_pip", "entrypoint_engine",
            "split_image"]
@@ -65,6 +66,7 @@ def _tag_version(tag: str | None, what: str) -> tuple[str | None, str]:
     return None, f"{what} tag {tag} does not name a version"
 
 
+@lru_cache(maxsize=4096)  # a pure function of the text; a tree repeats its images
 def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
     """``(engine key or None, version or "latest" or None, note)`` for a container image.
 
@@ -184,6 +186,7 @@ _PIP_ENGINES = {
 }
 
 
+@lru_cache(maxsize=4096)  # a pure function of the text; parsing a requirement is slow
 def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     """``(engine, pinned version or None)`` for a pip requirement that installs an engine
     (``vllm==0.6.1.post2`` → ``("vllm", "0.6.1.post2")``; ``vllm>=0.10.0`` and
