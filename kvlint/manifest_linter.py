@@ -510,12 +510,18 @@ def _result_key(ref: str, loaded: LoadedConfig | str, plan: ServingPlan, gpus: i
     """What :func:`lint_config` computes a manifest's result from besides the run's rules,
     defaults and lock (the target's path and line only locate it): manifests that serve
     the same model under the same plan share it. ``None`` when it cannot be hashed."""
-    key = (ref, id(loaded) if isinstance(loaded, LoadedConfig) else loaded, plan, gpus,
-           refused)
+    key: tuple[object, ...] = (ref, id(loaded) if isinstance(loaded, LoadedConfig) else
+                               loaded, plan, gpus, refused)
     try:
         hash(key)
     except TypeError:
-        return None
+        # an engine problem carries a dict (its data): its text stands for it, every field
+        # written out (an equal text is an equal problem; an unequal one only misses)
+        key = (*key[:4], repr(refused))
+        try:
+            hash(key)
+        except TypeError:
+            return None
     return key
 
 

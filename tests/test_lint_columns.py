@@ -1,5 +1,6 @@
-"""Where ``kvlint lint`` places a finding on a line: the word search that stands in for a
-regex per word finds exactly what ``(?<![\\w.-])WORD(?![\\w.-])`` finds."""
+"""``kvlint lint``'s placing of findings and sharing of results: the word search that stands
+in for a regex per word finds exactly what ``(?<![\\w.-])WORD(?![\\w.-])`` finds, and
+manifests with the same engine problems share one result key."""
 
 from __future__ import annotations
 
@@ -31,3 +32,19 @@ def test_word_starts_examples() -> None:
     assert list(_word_starts(line, "--tensor")) == []  # a dash continues the word
     assert list(_word_starts(line, "a=a")) == _regex_starts(line, "a=a")
     assert list(_word_starts("", "x")) == [] and list(_word_starts("x", "")) == []
+
+
+def test_a_result_key_holds_engine_problems_with_data() -> None:
+    from kvlint.manifest_linter import _result_key
+    from kvlint.model.engine_args import EngineArgProblem
+    from kvlint.model.serving import ServingPlan
+
+    def problem(value: str) -> EngineArgProblem:
+        return EngineArgProblem("value", "--kv-cache-memory-bytes", f"{value!r} is refused",
+                                line=9, data={"engine": "vllm", "value": value})
+
+    plan = ServingPlan()
+    one = _result_key("org/model", "config", plan, None, (problem(""),))
+    same = _result_key("org/model", "config", plan, None, (problem(""),))
+    other = _result_key("org/model", "config", plan, None, (problem("x"),))
+    assert one is not None and one == same and hash(one) == hash(same) and one != other
