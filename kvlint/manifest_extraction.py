@@ -92,20 +92,25 @@ def bulk_collection() -> Iterator[None]:
     """Freeze what exists now out of the cyclic collector and collect less often, until the
     outermost such block ends (then the old settings are back and the frozen objects are
     collectable again); an inner block only freezes what was built since. Memory stays
-    bounded: collections still run, every :data:`BULK_THRESHOLD` allocations."""
+    bounded: collections still run, every :data:`BULK_THRESHOLD` allocations. A process
+    that had frozen objects itself (a server that forks workers, embedding kvlint) keeps
+    them frozen: nothing is unfrozen then, since the collector cannot tell whose they are."""
     global _BULK_DEPTH
     threshold = gc.get_threshold()
+    outermost = _BULK_DEPTH == 0
+    already_frozen = gc.get_freeze_count() > 0
     gc.freeze()
-    if _BULK_DEPTH == 0:
+    if outermost:
         gc.set_threshold(max(threshold[0], BULK_THRESHOLD), *threshold[1:])
     _BULK_DEPTH += 1
     try:
         yield
     finally:
         _BULK_DEPTH -= 1
-        if _BULK_DEPTH == 0:
+        if outermost:
             gc.set_threshold(*threshold)
-            gc.unfreeze()
+            if not already_frozen:
+                gc.unfreeze()
 
 
 _EXTRACT: tuple[pluggy.PluginManager, list[ManifestParser]] | None = None

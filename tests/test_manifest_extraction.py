@@ -104,3 +104,14 @@ def test_the_linting_process_does_not_read_a_parsed_file_again(
     problems = {r.target.path for r in run.results
                 if any(f.code == "KV903" for f in r.findings) and r.analysis is None}
     assert read and set(read) <= problems
+
+
+def test_objects_the_process_froze_itself_stay_frozen() -> None:
+    gc.freeze()  # as a server embedding kvlint might, before forking its own workers
+    try:
+        frozen = gc.get_freeze_count()
+        with manifest_extraction.bulk_collection():
+            pass
+        assert gc.get_freeze_count() >= frozen > 0
+    finally:
+        gc.unfreeze()
