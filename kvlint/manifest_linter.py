@@ -510,18 +510,12 @@ def _result_key(ref: str, loaded: LoadedConfig | str, plan: ServingPlan, gpus: i
     """What :func:`lint_config` computes a manifest's result from besides the run's rules,
     defaults and lock (the target's path and line only locate it): manifests that serve
     the same model under the same plan share it. ``None`` when it cannot be hashed."""
-    key: tuple[object, ...] = (ref, id(loaded) if isinstance(loaded, LoadedConfig) else
-                               loaded, plan, gpus, refused)
+    key = (ref, id(loaded) if isinstance(loaded, LoadedConfig) else loaded, plan, gpus,
+           refused)
     try:
         hash(key)
     except TypeError:
-        # an engine problem carries a dict (its data): its text stands for it, every field
-        # written out (an equal text is an equal problem; an unequal one only misses)
-        key = (*key[:4], repr(refused))
-        try:
-            hash(key)
-        except TypeError:
-            return None
+        return None
     return key
 
 
@@ -560,6 +554,7 @@ def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> Mod
     return replace(result, findings=findings)
 
 
+@bulk_collection()
 def lint_paths(
     paths: Iterable[str],
     rules: Sequence[type[Rule]],
@@ -590,35 +585,7 @@ def lint_paths(
     ``cache``: reuse and store each file's results (:mod:`kvlint.lint_cache`);
     ``cache_context``: what else the caller knows changes findings (the settings), part of
     the cache's key. ``resolved``: the real paths the caller's walk resolved."""
-    with bulk_collection():
-        return _lint_paths(paths, rules, pm, base=base, include=include, exclude=exclude,
-                           offline=offline, model_map=model_map, fail_on=fail_on,
-                           policy=policy, unused_suppression=unused_suppression,
-                           stdin=stdin, lock=lock, discovery_problems=discovery_problems,
-                           cache=cache, cache_context=cache_context,
-                           real_paths=resolved or Resolved())
-
-
-def _lint_paths(
-    paths: Iterable[str],
-    rules: Sequence[type[Rule]],
-    pm: pluggy.PluginManager,
-    *,
-    base: ServingPlan | None,
-    include: Sequence[str],
-    exclude: Sequence[str],
-    offline: bool,
-    model_map: Mapping[str, str] | None,
-    fail_on: str,
-    policy: Policy | None,
-    unused_suppression: Finding | None,
-    stdin: tuple[str, str] | None,
-    lock: ModelLock | None,
-    discovery_problems: Sequence[ManifestProblem] | None,
-    cache: bool,
-    cache_context: Sequence[object],
-    real_paths: Resolved,
-) -> LintRun:
+    real_paths = resolved or Resolved()
     if discovery_problems is None:
         problems: list[ManifestProblem] = []
         files = discover(paths, include, exclude, problems, real_paths)
@@ -634,7 +601,7 @@ def _lint_paths(
     results: list[ModelResult] = []
     texts: dict[str, str] = {}
     seen: set[tuple[object, ...]] = set()
-    resolved: dict[str, str] = {}  # a file has many models: each path is resolved once
+    real_of: dict[str, str] = {}  # a file has many models: each path is resolved once
     results.extend(problem_result(problem, rules) for problem in problems)
     store = _open_cache(rules, pm, plan, resolver, cache_context) if cache and files \
         else None
@@ -660,9 +627,9 @@ def _lint_paths(
         signatures.append(None)
 
     def served_key(path: str, rest: tuple[object, ...]) -> tuple[object, ...]:
-        if path not in resolved:
-            resolved[path] = real_paths.real(path)
-        return (resolved[path], *rest)
+        if path not in real_of:
+            real_of[path] = real_paths.real(path)
+        return (real_of[path], *rest)
 
     for file, key, hit, data, sig in zip(files, keys, hits, contents, signatures,
                                          strict=True):

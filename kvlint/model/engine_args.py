@@ -22,6 +22,8 @@ class EngineArgProblem:
     message: str
     line: int | None = None
     column: int | None = None
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    """Machine-readable details for the finding (not hashed: a dict; equality still compares
+    it), so problems are hashable and manifests with the same ones share one result."""
     end_line: int | None = None
     """The value's line when it is below the option's (the span suppressions match)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import cache
 from typing import Any
 
 __all__ = ["indented_json"]
@@ -28,15 +29,11 @@ def indented_json(data: Any) -> str:
                              iterable_as_array=False, bigint_as_string=False))
 
 
-_SIMPLEJSON: list[Any] = []
-
-
+@cache
 def _simplejson() -> Any:
     """The simplejson module when Python's own encoder writes indented JSON in Python and
     simplejson writes it in C (its C speedups built, version 4.1 on); else ``None``."""
-    if not _SIMPLEJSON:
-        _SIMPLEJSON.append(None if sys.version_info >= (3, 13) else _load())
-    return _SIMPLEJSON[0]
+    return None if sys.version_info >= (3, 13) else _load()
 
 
 def _load() -> Any:

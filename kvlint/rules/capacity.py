@@ -14,9 +14,9 @@ from kvlint.units import fmt_bytes, fmt_int
 
 def _budget(cap: Capacity) -> str:
     """``20.2 GiB (22.5 GiB x 0.90) - 15.0 GiB weights - 2.0 GiB overhead``."""
-    weights = ("~" if cap.weights_estimated else "") + fmt_bytes(cap.weight_bytes_per_gpu)
     if cap.kv_budget_source is not None:  # vLLM --kv-cache-memory-bytes: as given
         return f"set by {cap.kv_budget_source}"
+    weights = ("~" if cap.weights_estimated else "") + fmt_bytes(cap.weight_bytes_per_gpu)
     m = cap.memory
     if m is not None:  # vLLM's own profile, its estimated terms marked ~
         return (f"{fmt_bytes(cap.gpu.memory_bytes)} x {cap.gpu_memory_utilization:.2f} - "
