@@ -8,11 +8,15 @@ the CPU time of each (children's user + system: all its processes or threads) an
 findings: count and a digest of code, path, line, column and message.
 
     python bench/scan_throughput.py [--runs 5] [--package transformers] [--baseline DIR]
-                                    [--one-process]
+                                    [--one-process] [--cached]
 
 ``--baseline DIR`` also runs ``python -m kvlint`` from another checkout (e.g. main) in each
 round and checks that it reports the same findings. ``--one-process`` also times
 ``scan_files`` without worker processes (``kvlint-1p``, ``baseline-1p``): the CPU cost.
+``kvlint`` runs without its result cache (``KVLINT_NO_CACHE=1``); ``--cached`` also times a
+scan of the unchanged package with a warm result cache (``kvlint-cached``, its own cache
+directory, filled before the rounds) against ruff with its cache (``ruff-cached``) and checks
+that the cached scan reports the same findings.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -74,7 +79,14 @@ def main() -> None:
                         help="also time python -m kvlint from this checkout (PYTHONPATH)")
     parser.add_argument("--one-process", action="store_true",
                         help="also time scan_files in one process (no workers): *-1p")
+    parser.add_argument("--cached", action="store_true",
+                        help="also time kvlint and ruff with a warm cache: *-cached")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as caches:
+        _run(args, Path(caches))
+
+
+def _run(args: argparse.Namespace, caches: Path) -> None:
     from kvlint.source_scanner import locate_package, package_files
 
     files = len(package_files(args.package))
@@ -85,7 +97,7 @@ def main() -> None:
     scan = ["scan", "--package", args.package, "--format", "json", "--isolated",
             "--fail-on", "never"]
     here = str(Path(__file__).resolve().parents[1])
-    base_env = {**os.environ, "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    base_env = {**os.environ, "KVLINT_DISABLE_PLUGIN_AUTOLOAD": "1", "KVLINT_NO_CACHE": "1"}
     # ``python -m`` puts the working directory first on sys.path: run each kvlint in its
     # own checkout so that it imports that checkout's code
     commands: dict[str, tuple[list[str], dict[str, str], str, tuple[int, ...]]] = {
@@ -98,6 +110,16 @@ def main() -> None:
         baseline = str(Path(args.baseline).resolve())
         commands["baseline"] = ([sys.executable, "-m", "kvlint", *scan],
                                 {**base_env, "PYTHONPATH": baseline}, baseline, (0,))
+    if args.cached:
+        cached_env = {**base_env, "KVLINT_CACHE_DIR": str(caches / "kvlint")}
+        del cached_env["KVLINT_NO_CACHE"]
+        commands["kvlint-cached"] = ([sys.executable, "-m", "kvlint", *scan],
+                                     {**cached_env, "PYTHONPATH": here}, here, (0,))
+        commands["ruff-cached"] = ([ruff, "check", "--select", "E", "--cache-dir",
+                                    str(caches / "ruff"), "--quiet", *roots],
+                                   base_env, here, (0, 1))
+        for name in ("kvlint-cached", "ruff-cached"):  # fill the caches
+            _timed(*commands[name])
     if args.one_process:
         for name, tree in (("kvlint", here), ("baseline", args.baseline)):
             if tree:
@@ -114,7 +136,7 @@ def main() -> None:
             wall, cpu, out = _timed(cmd, env, cwd, ok)
             walls[name].append(wall)
             cpus[name].append(cpu)
-            if name in ("kvlint", "baseline"):
+            if name in ("kvlint", "baseline", "kvlint-cached"):
                 digests[name] = _digest(out)
     print(f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}; "
           f"{args.package}: {files} files; {args.runs} interleaved rounds")
@@ -134,8 +156,14 @@ def main() -> None:
               f"{statistics.median(walls['baseline']) / statistics.median(walls['kvlint']):.2f}x")
     for name, (count, results, digest) in digests.items():
         print(f"  {name} findings: {count} in {results} files, digest {digest}")
-    if "baseline" in digests and digests["baseline"] != digests["kvlint"]:
-        raise SystemExit("the baseline reports different findings")
+    if "kvlint-cached" in walls:
+        cached = statistics.median(walls["kvlint-cached"])
+        print(f"  kvlint-cached / ruff-cached: "
+              f"{cached / statistics.median(walls['ruff-cached']):.2f}x; kvlint / "
+              f"kvlint-cached: {statistics.median(walls['kvlint']) / cached:.1f}x")
+    for name in ("baseline", "kvlint-cached"):
+        if name in digests and digests[name] != digests["kvlint"]:
+            raise SystemExit(f"{name} reports different findings")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,11 @@ def cache_dir() -> Path:
 
 
 NO_CACHE_ENV = "KVLINT_NO_CACHE"
-"""Set (to anything but empty, ``0``, ``false`` or ``no``): ``kvlint lint`` neither reads nor
-writes its result cache (:mod:`kvlint.lint_cache`), as with ``--no-cache``."""
+"""Set (to anything but empty, ``0``, ``false`` or ``no``): ``kvlint lint`` and ``kvlint scan``
+neither read nor write their result caches (:mod:`kvlint.lint_cache`,
+:mod:`kvlint.scan_cache`), as with ``--no-cache``."""
 
 
-def lint_cache_disabled() -> bool:
-    """Whether ``KVLINT_NO_CACHE`` turns the lint result cache off."""
+def result_cache_disabled() -> bool:
+    """Whether ``KVLINT_NO_CACHE`` turns the result caches off."""
     return os.environ.get(NO_CACHE_ENV, "").strip().lower() not in ("", "0", "false", "no")

@@ -66,8 +66,8 @@ class Settings:
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per-rule options (``[tool.kvlint.rule-options.KV201]``) for rules that take them."""
     cache: bool | None = None
-    """``false``: ``kvlint lint`` neither reads nor writes its result cache (as
-    ``--no-cache``)."""
+    """``false``: ``kvlint lint`` and ``kvlint scan`` neither read nor write their result
+    caches (as ``--no-cache``)."""
 
 
 POSITIVE = {"context": MAX_SIZE, "batch": MAX_SIZE, "tp": MAX_PARALLEL, "pp": MAX_PARALLEL,

@@ -18,7 +18,7 @@ from pathlib import Path
 from kvlint.diagnostics import Finding, Severity
 from kvlint.errors import InputError
 from kvlint.linter import LintRun, ModelResult, Target
-from kvlint.loaders.files import MAX_SOURCE_BYTES, UnreadableFile, read_source
+from kvlint.loaders.files import MAX_SOURCE_BYTES, UnreadableFile, read_bytes, read_source
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
 from kvlint.scan.findings import SourceFinding
@@ -120,6 +120,9 @@ class FileOutcome:
     problem: str | None = None
     findings: tuple[SourceFinding, ...] = ()
     suppressions: list[Directive] | None = None
+    reusable: bool = True
+    """Whether it follows from the file's bytes alone (not for a file that could not be
+    read or an analysis that failed): only then is it cached (:mod:`kvlint.scan_cache`)."""
 
 
 def analyse_file(file: Path) -> FileOutcome:
@@ -130,7 +133,8 @@ def analyse_file(file: Path) -> FileOutcome:
         return _analyse(file)
     except Exception as err:  # a bug in kvlint's analyzer: that file's problem, not a crash
         return FileOutcome(problem=f"{file}:0: kvlint could not analyse this file "
-                                   f"({type(err).__name__}: {err}); please report it")
+                                   f"({type(err).__name__}: {err}); please report it",
+                           reusable=False)
 
 
 def _analyse(file: Path) -> FileOutcome:
@@ -140,13 +144,14 @@ def _analyse(file: Path) -> FileOutcome:
     try:
         text = read_source(file, MAX_SOURCE_BYTES)
     except UnreadableFile as err:  # a FIFO, a huge or undecodable file: a finding
-        return FileOutcome(problem=f"{path}: {err}")
+        return FileOutcome(problem=f"{path}: {err}", reusable=False)
     try:
         found = scan_source(text, path)
     except ValueError as err:  # invalid Python: report it, keep scanning the rest
         return FileOutcome(problem=str(err))
     except (RecursionError, MemoryError):  # ast.parse of an absurdly nested expression
-        return FileOutcome(problem=f"{path}:0: invalid Python: nesting too deep to parse")
+        return FileOutcome(problem=f"{path}:0: invalid Python: nesting too deep to parse",
+                           reusable=False)  # the limit is the interpreter's, not the file's
     if not any(marker in text for marker in MARKERS):
         return FileOutcome(findings=tuple(found))
     read = directives(path, text) if may_have_directives(text) else []
@@ -193,14 +198,72 @@ def analyse_files(files: Sequence[Path], jobs: int | None = None) -> list[FileOu
     return outcomes
 
 
+def cached_outcomes(files: Sequence[Path], jobs: int | None = None) -> list[FileOutcome]:
+    """:func:`analyse_files`, with each file's outcome reused from ``scan``'s result cache
+    (:mod:`kvlint.scan_cache`) while the file and kvlint are unchanged, and stored for the
+    next run otherwise."""
+    from kvlint.result_cache import Signature, signature
+    from kvlint.scan_cache import ScanCache, ScanEntry, scan_fingerprint
+
+    store = ScanCache.open(scan_fingerprint())
+    outcomes: list[FileOutcome | None] = []
+    keys: list[str | None] = []
+    contents: list[bytes | None] = []
+    signatures: list[Signature | None] = []
+    for file in files:
+        path = str(file)
+        sig = signature(path)  # before the file is read: a change while it is read shows
+        key = store.known(path, sig)
+        outcome = store.outcome(key, path)
+        data = None
+        if outcome is None:
+            try:
+                data = read_bytes(file, MAX_SOURCE_BYTES)
+            except UnreadableFile:  # analysed (and reported) as without the cache
+                key = None
+            else:
+                key = store.key(path, data)
+                outcome = store.outcome(key, path)
+                if outcome is not None:
+                    store.note(path, sig, key)
+        outcomes.append(outcome)
+        keys.append(key)
+        contents.append(data)
+        signatures.append(sig)
+    misses = [file for file, outcome in zip(files, outcomes, strict=True) if outcome is None]
+    fresh = iter(analyse_files(misses, jobs))
+    done: list[FileOutcome] = []
+    for file, outcome, key, data, sig in zip(files, outcomes, keys, contents, signatures,
+                                             strict=True):
+        if outcome is None:
+            outcome = next(fresh)
+            if key is not None and data is not None and outcome.reusable and \
+                    _unchanged(file, data):
+                store.put(key, ScanEntry(str(file), outcome))
+                store.note(str(file), sig, key)
+        done.append(outcome)
+    store.save()
+    return done
+
+
+def _unchanged(file: Path, data: bytes) -> bool:
+    """Whether ``file`` still holds ``data`` (it was not changed while it was analysed)."""
+    try:
+        return read_bytes(file, MAX_SOURCE_BYTES) == data
+    except UnreadableFile:
+        return False
+
+
 def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: str = "error",
                policy: Policy | None = None, unused_suppression: Finding | None = None,
-               jobs: int | None = None) -> LintRun:
-    """Scan ``files`` (see :func:`analyse_files` for ``jobs``) and apply suppressions."""
+               jobs: int | None = None, cache: bool = False) -> LintRun:
+    """Scan ``files`` (see :func:`analyse_files` for ``jobs``) and apply suppressions.
+    ``cache``: reuse and store each file's outcome (:func:`cached_outcomes`)."""
     active = {r.code: r for r in rules}
     results: list[ModelResult] = []
     read: dict[str, list[Directive]] = {}
-    for file, outcome in zip(files, analyse_files(files, jobs), strict=True):
+    outcomes = cached_outcomes(files, jobs) if cache and files else analyse_files(files, jobs)
+    for file, outcome in zip(files, outcomes, strict=True):
         path = str(file)
         if outcome.problem is not None:
             results.append(_result(path, (_problem(outcome.problem, path, rules),)))
@@ -212,8 +275,8 @@ def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: s
             for f in outcome.findings if f.code in active)
         if findings:
             results.append(_result(path, findings))
-        if outcome.suppressions is not None:
-            read[path] = outcome.suppressions
+        if outcome.suppressions is not None:  # fresh copies: applying them marks them used
+            read[path] = [replace(d, used=set()) for d in outcome.suppressions]
     final = apply_suppressions(results, {}, policy=policy, unused=unused_suppression,
                                read=read)
     return LintRun(tuple(final), fail_on, tuple(rules))

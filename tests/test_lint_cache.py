@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from kvlint import lint_cache, manifest_linter
+from kvlint import lint_cache, manifest_linter, result_cache
 from kvlint.cli import main
 from tests.helpers import CONFIGS
 
@@ -369,14 +369,14 @@ def test_a_model_that_cannot_load_for_good_is_cached_until_that_changes(
 
 
 def test_the_cache_is_bounded(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lint_cache, "MAX_ENTRIES", 2)
+    monkeypatch.setattr(result_cache, "MAX_ENTRIES", 2)
     for tp in (1, 2, 3, 4):
         (repo / "deploy" / "app.yaml").write_text(MANIFEST.format(tp=tp), encoding="utf-8")
         lint()
     (file,) = cache_files(repo)
     _, _, entries = read_cache(file)
     assert len(entries) == 2
-    monkeypatch.setattr(lint_cache, "MAX_FILES", 2)
+    monkeypatch.setattr(result_cache, "MAX_FILES", 2)
     for select in ("KV1", "KV2", "KV3"):
         lint("--select", select)
     assert len(cache_files(repo)) == 2
@@ -472,7 +472,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_an_unchanged_file_is_known_by_its_stat_and_not_read(
         repo: Path, monkeypatch: pytest.MonkeyPatch, reads: list[str],
         extracted: list[list[str]]) -> None:
-    monkeypatch.setattr(lint_cache, "RACY_NS", 0)  # the file was written just now
+    monkeypatch.setattr(result_cache, "RACY_NS", 0)  # the file was written just now
     expected = lint("--format", "json").stdout
     (file,) = cache_files(repo)
     (held,) = read_stats(file).values()
@@ -496,7 +496,7 @@ def test_a_file_changed_just_before_the_run_is_always_read(
 
 def test_an_edit_that_keeps_size_and_mtime_is_seen(
         repo: Path, monkeypatch: pytest.MonkeyPatch, extracted: list[list[str]]) -> None:
-    monkeypatch.setattr(lint_cache, "RACY_NS", 0)
+    monkeypatch.setattr(result_cache, "RACY_NS", 0)
     manifest = repo / "deploy" / "app.yaml"
     assert "KV202" in codes(lint("--format", "json"))
     before = os.stat(manifest)
@@ -510,7 +510,7 @@ def test_an_edit_that_keeps_size_and_mtime_is_seen(
 
 def test_a_crafted_stat_index_is_checked_before_use(
         repo: Path, monkeypatch: pytest.MonkeyPatch, extracted: list[list[str]]) -> None:
-    monkeypatch.setattr(lint_cache, "RACY_NS", 0)
+    monkeypatch.setattr(result_cache, "RACY_NS", 0)
     expected = lint("--format", "json").stdout
     (file,) = cache_files(repo)
     fmt, fingerprint, entries = read_cache(file)
@@ -535,7 +535,7 @@ def test_a_link_to_a_manifest_in_the_tree_is_reported_once(repo: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_file_replaced_by_a_fifo_is_not_taken_from_the_cache(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lint_cache, "RACY_NS", 0)
+    monkeypatch.setattr(result_cache, "RACY_NS", 0)
     lint()
     lint()  # its signature is known now
     manifest = repo / "deploy" / "app.yaml"

@@ -42,7 +42,7 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
                   offline: str, lock_file: str, locked: str, cache: str) -> None:
     """Run as the GitHub Action does (action.yml calls this): lint the PR's manifests,
     annotate, summarise, write SARIF and the step outputs; exit by fail-on."""
-    from kvlint.cache import lint_cache_disabled
+    from kvlint.cache import result_cache_disabled
     from kvlint.integrations import github
     from kvlint.manifest_discovery import DEFAULT_INCLUDE, discover
     from kvlint.manifest_linter import lint_paths
@@ -75,7 +75,7 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
                      fail_on=session.fail_on, policy=session.policy,
                      unused_suppression=session.unused_suppression, lock=lock,
                      cache=cache == "true" and d.cache is not False
-                     and not lint_cache_disabled(),
+                     and not result_cache_disabled(),
                      cache_context=(repr(d), str(session.root)))
     lock.raise_missing()
     annotations, code = github.report(run, env, chosen, sarif_file=sarif_file or None,

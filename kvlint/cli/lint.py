@@ -18,6 +18,7 @@ from kvlint.cli.options import (
     lock_options,
     manifest_options,
     parse_model_map,
+    use_result_cache,
 )
 from kvlint.cli.session import Session
 from kvlint.errors import UsageError
@@ -83,17 +84,10 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
                      unused_suppression=session.unused_suppression, stdin=stdin,
                      lock=session.model_lock(starts, lock_file, locked),
                      discovery_problems=problems, resolved=resolved,
-                     cache=_use_cache(no_cache, d.cache, stdin is not None),
+                     cache=use_result_cache(no_cache, d.cache,
+                                            from_stdin=stdin is not None),
                      cache_context=(repr(d), str(session.root)))
     session.finish(run)
-
-
-def _use_cache(no_cache: bool, setting: bool | None, from_stdin: bool) -> bool:
-    """Whether results are cached: not with --no-cache, KVLINT_NO_CACHE or ``cache =
-    false``, and not for a manifest read from stdin."""
-    from kvlint.cache import lint_cache_disabled
-
-    return not (no_cache or from_stdin or setting is False or lint_cache_disabled())
 
 
 def _stdin_manifest(paths: tuple[str, ...], name: str | None) -> tuple[str, str] | None:

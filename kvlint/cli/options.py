@@ -267,5 +267,15 @@ def local_ref(ref: str, root: Path) -> str:
     return str(candidate) if not Path(ref).is_absolute() and exists(candidate) else ref
 
 
+def use_result_cache(no_cache: bool, setting: bool | None, *, from_stdin: bool = False
+                     ) -> bool:
+    """Whether ``lint`` or ``scan`` reuses and stores results: not with ``--no-cache``,
+    ``KVLINT_NO_CACHE`` or ``cache = false`` in the settings, and not for a file read from
+    stdin."""
+    from kvlint.cache import result_cache_disabled
+
+    return not (no_cache or from_stdin or setting is False or result_cache_disabled())
+
+
 def env_offline() -> bool:
     return os.environ.get(OFFLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")

@@ -9,6 +9,7 @@ import click
 from kvlint.cli.options import (
     common_options,
     env_offline,
+    use_result_cache,
 )
 from kvlint.cli.session import Session
 from kvlint.errors import UsageError
@@ -21,15 +22,19 @@ from kvlint.errors import UsageError
 @click.option("--hub", "hub_repos", multiple=True, metavar="MODEL",
               help="Scan a Hub repository's remote code (downloaded, never executed).")
 @click.option("--offline", is_flag=True, help="Hub code from the local cache only.")
+@click.option("--no-cache", is_flag=True,
+              help="Do not read or write the result cache (also KVLINT_NO_CACHE=1, or "
+                   "cache = false in the settings).")
 @common_options
 def scan(paths: tuple[str, ...], packages: tuple[str, ...], hub_repos: tuple[str, ...],
-         offline: bool, formats: tuple[str, ...], outputs: tuple[str, ...],
+         offline: bool, no_cache: bool, formats: tuple[str, ...], outputs: tuple[str, ...],
          select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...],
          fail_on: str | None, config_file: str | None, isolated: bool,
          no_plugins: bool) -> None:
     """Scan Python sources (engine or model code) for materialised GQA (KV401/KV402) and MLA
     that caches full K/V or rebuilds it every step (KV403/KV404). Static analysis only:
-    nothing scanned is imported or run."""
+    nothing scanned is imported or run. A file unchanged since an earlier scan is not
+    analysed again (the result cache)."""
     from kvlint import source_scanner
 
     if not (paths or packages or hub_repos):
@@ -43,7 +48,8 @@ def scan(paths: tuple[str, ...], packages: tuple[str, ...], hub_repos: tuple[str
         repo_id, _, revision = repo.partition("@")
         files.extend(source_scanner.hub_files(repo_id, revision=revision or None,
                                               offline=offline or env_offline()))
-    run = source_scanner.scan_files(files, session.rules, fail_on=session.fail_on,
-                                    policy=session.policy,
-                                    unused_suppression=session.unused_suppression)
+    run = source_scanner.scan_files(
+        files, session.rules, fail_on=session.fail_on, policy=session.policy,
+        unused_suppression=session.unused_suppression,
+        cache=use_result_cache(no_cache, session.settings.cache))
     session.finish(run)
