@@ -197,10 +197,21 @@ def resolve_weight_format(config: Any) -> WeightFormat:
 
 
 # ------------------------------------------------------------------------------ resolution
+SHARED_BLOCK_MODEL_TYPES: Final = frozenset({"zamba", "zamba2"})
+"""Hybrids whose every layer is a Mamba layer and whose few attention + MLP blocks serve many
+of them (transformers modeling_zamba.py / modeling_zamba2.py: ``num_mem_blocks`` shared
+blocks, a linear and LoRA adapters per hybrid layer), which the per-layer count does not
+model. Their weights are sized from the checkpoint (kvlint.loaders.weight_size)."""
+
+
 def _resolve(f: _Fields, outer: Mapping[str, Any], geometry: AttentionGeometry) -> ModelShape:
     mt = f.model_type
     if mt in SSM_MODEL_TYPES and mt not in ("mamba", "falcon_mamba", "mamba2"):
         raise ConfigError(f"counting the parameters of {mt!r} models is not supported",
+                          field="model_type")
+    if mt in SHARED_BLOCK_MODEL_TYPES:
+        raise ConfigError(f"counting the parameters of {mt!r} models is not supported: their "
+                          "attention and MLP blocks are shared by many layers",
                           field="model_type")
     hidden = f.required("hidden_size", "n_embd", "d_model", "model_dim")
     padded = f.raw("padded_vocab_size")  # ChatGLM: the embedding's real row count

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvlint.errors import HubError, HubNotCachedError, InputError
+from kvlint.errors import ConfigError, HubError, HubNotCachedError, InputError
 from kvlint.loaders.checkpoint import (
     INDEX_NAME,
     CheckpointSize,
@@ -91,8 +91,13 @@ def plan_weights(
     lock: ModelLock | None = None,
 ) -> PlanWeights:
     """Weights per GPU of ``ref`` under tp x pp. Raises ``ConfigError`` when the config
-    cannot be sized at all."""
-    shape = resolve_shape(config, defaults=defaults)
+    cannot be sized at all: its parameters cannot be counted and its checkpoint's size is
+    not known either (with the checkpoint's size, :func:`_checkpoint_only`)."""
+    try:
+        shape = resolve_shape(config, defaults=defaults)
+    except ConfigError as err:
+        return _checkpoint_only(err, config, ref=ref, path=path, revision=revision,
+                                offline=offline, tp=tp, pp=pp, lock=lock)
     estimate = estimate_parameters(shape)
     fmt = resolve_weight_format(config)
     estimated = weight_bytes(estimate, fmt)
@@ -120,6 +125,32 @@ def plan_weights(
         source=source,
         split=split,
     )
+
+
+def _checkpoint_only(err: ConfigError, config: dict[str, Any], *, ref: str, path: str | None,
+                     revision: str | None, offline: bool, tp: int, pp: int,
+                     lock: ModelLock | None) -> PlanWeights:
+    """The weights of a model whose parameters kvlint cannot count from its config (a field
+    missing, or a layout the count does not model) but whose checkpoint's size is known:
+    that size, every byte taken as split over tp x pp and read at each decode step (no
+    replicated norms, no experts left unread: an upper bound per GPU for a MoE). Without a
+    checkpoint size, ``err`` extended with why there is none."""
+    found, why = _checkpoint(ref, path, revision, offline, lock)
+    if found is None or found.total_bytes <= 0:
+        missing = why or ("no safetensors index or weights beside the config" if path
+                          else "the repository has no safetensors index")
+        raise ConfigError(f"{err.detail}; nor is its checkpoint's size known ({missing}), "
+                          "so its weights cannot be sized", field=err.field,
+                          source=err.source) from None
+    fmt = resolve_weight_format(config)
+    split = WeightSplit(found.total_bytes, 0, fmt.name,
+                        fmt.quantized_bytes if fmt.quantized_parts else fmt.base_bytes)
+    per_gpu = split.per_gpu(tp, pp)
+    return PlanWeights(
+        total_bytes=found.total_bytes, per_gpu_bytes=per_gpu,
+        decode_read_per_gpu_bytes=per_gpu, estimated=False,
+        source=f"checkpoint: {found.source} (split evenly over tp x pp: {err})",
+        split=split)
 
 
 def _stage_edges(estimated: WeightBytes, layers: int, tied: bool,
