@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.errors import InputError
@@ -24,6 +25,9 @@ from kvlint.rules.base import Rule
 from kvlint.scan.findings import SourceFinding
 from kvlint.suppress import MARKERS, Directive, Policy, directives, may_have_directives
 from kvlint.suppress import apply as apply_suppressions
+
+if TYPE_CHECKING:
+    from kvlint.scan_cache import ScanCache
 
 SKIPPED_DIRS = frozenset({".git", ".hg", "__pycache__", ".venv", "venv", "node_modules",
                           ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache", "build",
@@ -207,38 +211,29 @@ def cached_outcomes(files: Sequence[Path], jobs: int | None = None) -> list[File
 
     store = ScanCache.open(scan_fingerprint())
     outcomes: list[FileOutcome | None] = []
-    keys: list[str | None] = []
-    contents: list[bytes | None] = []
+    keys: list[str | None] = []  # a key of the bytes read (a miss is read again after)
     signatures: list[Signature | None] = []
     for file in files:
         path = str(file)
         sig = signature(path)  # before the file is read: a change while it is read shows
         key = store.known(path, sig)
         outcome = store.outcome(key, path)
-        data = None
         if outcome is None:
-            try:
-                data = read_bytes(file, MAX_SOURCE_BYTES)
-            except UnreadableFile:  # analysed (and reported) as without the cache
-                key = None
-            else:
-                key = store.key(path, data)
-                outcome = store.outcome(key, path)
-                if outcome is not None:
-                    store.note(path, sig, key)
+            key = _content_key(store, file)
+            outcome = store.outcome(key, path)
+            if outcome is not None and key is not None:
+                store.note(path, sig, key)
         outcomes.append(outcome)
         keys.append(key)
-        contents.append(data)
         signatures.append(sig)
     misses = [file for file, outcome in zip(files, outcomes, strict=True) if outcome is None]
     fresh = iter(analyse_files(misses, jobs))
     done: list[FileOutcome] = []
-    for file, outcome, key, data, sig in zip(files, outcomes, keys, contents, signatures,
-                                             strict=True):
+    for file, outcome, key, sig in zip(files, outcomes, keys, signatures, strict=True):
         if outcome is None:
             outcome = next(fresh)
-            if key is not None and data is not None and outcome.reusable and \
-                    _unchanged(file, data):
+            # stored only when the file still holds the bytes it had before the analysis
+            if key is not None and outcome.reusable and _content_key(store, file) == key:
                 store.put(key, ScanEntry(str(file), outcome))
                 store.note(str(file), sig, key)
         done.append(outcome)
@@ -246,12 +241,13 @@ def cached_outcomes(files: Sequence[Path], jobs: int | None = None) -> list[File
     return done
 
 
-def _unchanged(file: Path, data: bytes) -> bool:
-    """Whether ``file`` still holds ``data`` (it was not changed while it was analysed)."""
+def _content_key(store: ScanCache, file: Path) -> str | None:
+    """The cache key of ``file``'s path and present bytes; ``None`` when it cannot be read
+    (it is then analysed, and reported, as without the cache)."""
     try:
-        return read_bytes(file, MAX_SOURCE_BYTES) == data
+        return store.key(str(file), read_bytes(file, MAX_SOURCE_BYTES))
     except UnreadableFile:
-        return False
+        return None
 
 
 def scan_files(files: Sequence[Path], rules: Sequence[type[Rule]], *, fail_on: str = "error",
