@@ -178,7 +178,8 @@ class ResultCache(Generic[E]):
     """Bumped when an entry's layout changes (old files are then ignored)."""
 
     fingerprint: str
-    directory: Path = field(default_factory=Path)
+    directory: Path
+    """Where its file lives (:meth:`open`: ``cache_dir()/KIND`` unless told)."""
     entries: dict[str, E] = field(default_factory=dict)
     stats: dict[str, tuple[Signature, str]] = field(default_factory=dict)
     """Path -> (its :func:`signature`, its entry's key), for files not changed since."""
