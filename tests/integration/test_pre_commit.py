@@ -10,8 +10,10 @@ the manifest, so no Hub access is needed either.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import pickle
 import shutil
 import site
 import subprocess
@@ -136,3 +138,45 @@ def test_hook_passes_on_a_valid_tp(tmp_path: Path, env: dict[str, str]) -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "Passed" in out
+
+
+def test_scan_hook_reuses_its_result_cache(tmp_path: Path, env: dict[str, str]) -> None:
+    """The `kvlint-scan` hook on a staged module that copies KV heads (KV401, a warning: the
+    hook passes and prints it) fills the scan cache in kvlint's cache directory; run again, it
+    reports from that cache instead of analysing the module again."""
+    from tests.helpers import GQA_SOURCE
+
+    repo = tmp_path / "engine-repo"
+    repo.mkdir()
+    (repo / "attn.py").write_text(GQA_SOURCE, encoding="utf-8")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    cache = tmp_path / "kvlint-cache"
+    cached = {**env, "KVLINT_CACHE_DIR": str(cache)}
+    cached.pop("KVLINT_NO_CACHE", None)
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["pre-commit", "try-repo", str(ROOT), "kvlint-scan", "--files", "attn.py",
+             "--verbose"], cwd=repo, env=cached, text=True, capture_output=True,
+            timeout=900, check=False)
+
+    first = run()
+    out = first.stdout + first.stderr
+    assert first.returncode == 0, out
+    assert "attn.py:12:22: KV401 key_states is expanded by repeat_kv" in out
+    # the entry's message marked: a second run that reads the cache prints the mark
+    (written,) = (cache / "scan").glob("*.pickle")
+    header = b"kvlint-scan-cache\n"
+    layout, fingerprint, entries, stats = pickle.loads(written.read_bytes()[len(header):])
+    [(key, entry)] = entries.items()
+    marked = tuple(dataclasses.replace(f, message=f"{f.message} [from the cache]")
+                   for f in entry.outcome.findings)
+    entries[key] = dataclasses.replace(
+        entry, outcome=dataclasses.replace(entry.outcome, findings=marked))
+    written.write_bytes(header + pickle.dumps((layout, fingerprint, entries, stats)))
+    second = run()
+    again = second.stdout + second.stderr
+    assert second.returncode == 0, again
+    assert "attn.py:12:22: KV401 key_states is expanded by repeat_kv" in again
+    assert again.count("[from the cache]") == out.count("KV401 ") > 0
