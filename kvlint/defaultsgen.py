@@ -1,8 +1,11 @@
 """Generated data: ``kvlint/loaders/config_defaults.json``, the defaults of transformers'
 config classes for the fields kvlint's loaders read, so ``kvlint check`` needs no transformers.
 
-``python -m kvlint.defaultsgen [ROOT]`` rewrites the file from the installed transformers; a
-test regenerates it in memory and fails when the shipped file is stale.
+``python -m kvlint.defaultsgen [ROOT]`` rewrites the file from the installed transformers;
+``python -m kvlint.defaultsgen --check`` regenerates it in memory and exits 1 when the shipped
+file differs (CI's non-blocking job runs it against the newest transformers, to say when a
+regeneration is due). The sync test does the same at the transformers version the test
+environment pins (``requirements/dev-constraints.txt``), the one the table records.
 
 What is recorded, per model type transformers has a config class for (and per text
 sub-config model type of a multimodal class, which may not be registered on its own):
@@ -256,7 +259,19 @@ def render(table: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    root = Path((argv or sys.argv[1:] or ["."])[0])
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--check"]:
+        import transformers
+
+        shipped = json.loads(DATA_FILE.read_text(encoding="utf-8"))["transformers"]
+        if DATA_FILE.read_text(encoding="utf-8") == render(generate()):
+            print(f"{DATA_FILE.name} is in sync with transformers {transformers.__version__}")
+            return 0
+        print(f"{DATA_FILE.name} (from transformers {shipped}) differs from what transformers "
+              f"{transformers.__version__} gives: pin the new version in "
+              "requirements/dev-constraints.txt and run `python -m kvlint.defaultsgen .`")
+        return 1
+    root = Path((args or ["."])[0])
     target = root / "kvlint" / "loaders" / DATA_FILE.name
     target.write_text(render(generate()), encoding="utf-8")
     return 0
