@@ -4,14 +4,20 @@
 lets an engine command in the manifest win over it (images are often reused as base images).
 Versions are returned as the engine's own version strings (``0.8.5``, ``0.4.6.post1``,
 llama.cpp ``b5415``); ``"latest"`` for rolling tags (``latest``, ``nightly``, ``main``, commit
-shas, llama.cpp ``server``); ``None`` when the tag names something else (a date, an llm-d,
-Dynamo, LMCache or Triton release, a custom tag).
+shas, llama.cpp ``server``); ``None`` when the tag names something else (a date, a dated
+nightly, an llm-d, Dynamo, LMCache, Triton, NGC (``YY.MM``) or cloud-vendor container release,
+a custom tag). ``None`` means "unknown": it is never replaced by the newest version here. A
+container release maps to an engine version only through the cited tables of
+:mod:`kvlint.loaders.manifests.image_releases`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
+
+from kvlint.loaders.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM, Release
 
 __all__ = ["ENTRYPOINT_IMAGES", "engine_from_image", "engine_from_pip", "entrypoint_engine",
            "split_image"]
@@ -19,15 +25,21 @@ __all__ = ["ENTRYPOINT_IMAGES", "engine_from_image", "engine_from_pip", "entrypo
 _VERSION = re.compile(
     r"v?(\d+(?:\.\d+){1,3}(?:\.?(?:post|rc|dev|a|b)\d*)*)(?=$|[-_+])", re.IGNORECASE)
 _ROLLING = frozenset({"latest", "nightly", "main", "master", "head", "dev", "edge", "stable"})
-_SHA = re.compile(r"(sha-)?[0-9a-f]{7,40}", re.IGNORECASE)
+_SHA = re.compile(r"sha-[0-9a-f]{7,40}(?:[-_].*)?|[0-9a-f]{7,40}", re.IGNORECASE)
 _DATE = re.compile(r"(\d{4}-\d{2}-\d{2}|\d{8})([-_.].*)?")
-_SGLANG_IN_TAG = re.compile(r"(?:^|[-_])sglang[-_]?v?(\d+(?:\.\d+){1,3}(?:\.?post\d+)?)",
-                            re.IGNORECASE)
-_VLLM_IN_TAG = re.compile(r"(?:^|[-_])vllm[-_]?v?(\d+(?:\.\d+){1,3}(?:\.?post\d+)?)",
-                          re.IGNORECASE)
+_DATED = re.compile(r"(?:^|[-_.])(20\d{2}-?[01]\d-?[0-3]\d)(?=$|[-_.])")
+#: ``YY.MM``: NVIDIA NGC (and other vendors') container releases, not engine versions
+_CALENDAR = re.compile(r"(1[89]|[2-9]\d)\.(0[1-9]|1[0-2])(?=$|[-_.])")
+_IN_TAG = r"(?:^|[-_]){}[-_]?v?(\d+(?:\.\d+){{1,3}}(?:\.?(?:post|rc|dev)\d*)*)(?=$|[-_+])"
+_SGLANG_IN_TAG = re.compile(_IN_TAG.format("sglang"), re.IGNORECASE)
+_VLLM_IN_TAG = re.compile(_IN_TAG.format("vllm"), re.IGNORECASE)
+_TGI_IN_TAG = re.compile(_IN_TAG.format("tgi"), re.IGNORECASE)
+_LMI_IN_TAG = re.compile(_IN_TAG.format("lmi"), re.IGNORECASE)
+_TRTLLM_IN_TAG = re.compile(_IN_TAG.format("(?:tensorrt-?llm|trtllm)"), re.IGNORECASE)
 _TGI_DLC = re.compile(r"text-generation-inference-(?:cu\d+|gpu|tpu|neuronx?)\.(\d+)-(\d+)"
                       r"(?:-(\d+))?(?:\.|$)")
 _LLAMACPP_BUILD = re.compile(r"(?:^|[-_])b(\d{3,6})(?:$|[-_])")
+_ROCM_ROLLING = frozenset({"latest", "nightly", "main"})
 
 
 def split_image(image: str) -> tuple[str, str | None, str | None]:
@@ -47,23 +59,71 @@ def split_image(image: str) -> tuple[str, str | None, str | None]:
     return ref, tag or None, digest
 
 
+def _is_sha(tag: str) -> bool:
+    """A commit-build tag: ``sha-<hex>`` (optionally suffixed) or a bare hex sha with a letter
+    (an all-digit tag is a build number or a date, not a sha)."""
+    return bool(_SHA.fullmatch(tag)) and (tag.lower().startswith("sha-")
+                                          or any(c in "abcdef" for c in tag.lower()))
+
+
 def _tag_version(tag: str | None, what: str) -> tuple[str | None, str]:
-    """A version (or "latest") from a tag, with a note when it names none."""
+    """A version (or "latest") from a tag, with a note when it names none. A tag that names
+    no version it can read gives ``None``, never "latest"."""
     if tag is None:
         return "latest", "no tag: Docker pulls latest"
     low = tag.lower()
     if low in _ROLLING:
         return "latest", ""
     if low.startswith(("nightly", "latest-", "main-", "dev-")):
+        dated = _DATED.search(low)
+        if dated:
+            return None, (f"{what} tag {tag} is a nightly build of {dated.group(1)}: its "
+                          "version is not in the tag")
         return "latest", f"{tag} is a rolling build, not a release"
     if _DATE.fullmatch(tag):
         return None, f"{what} tag {tag} is a date, not a version"
+    if _CALENDAR.match(tag):
+        return None, (f"{what} tag {tag} is a YY.MM container release, not an engine "
+                      "version")
     match = _VERSION.match(tag)
     if match:
         return match.group(1), ""
-    if _SHA.fullmatch(tag):
+    if _is_sha(tag):
         return "latest", f"{what} tag {tag} is a commit build, not a release"
     return None, f"{what} tag {tag} does not name a version"
+
+
+def _release_version(tag: str | None, table: Mapping[str, Release], container: str,
+                     engine: str) -> tuple[str | None, str]:
+    """The engine version of a ``YY.MM`` container release, from a cited table only."""
+    match = _CALENDAR.match(tag or "")
+    if match is None:
+        return None, (f"{container} tag {tag} is not a YY.MM container release: the "
+                      f"{engine} version is unknown")
+    release = table.get(match.group(0))
+    if release is None:
+        return None, (f"{container} release {match.group(0)} is a YY.MM release, not the "
+                      f"{engine} version, and kvlint has no cited release note giving its "
+                      f"{engine} version")
+    return release.version, (f"{container} release {match.group(0)} ships {engine} "
+                             f"{release.version} ({release.source})")
+
+
+def _rocm_vllm(tag: str | None) -> tuple[str | None, str]:
+    """``rocm/vllm`` and ``rocm/vllm-dev``: the vLLM version when the tag names it
+    (``..._vllm_0.6.4``), "latest" only for a rolling tag (nightly/main/latest, undated)."""
+    base = ("ROCm vLLM image, also used as a base for other engines: the command decides")
+    composite = _VLLM_IN_TAG.search(tag or "")
+    if composite:
+        return composite.group(1), f"{base}; vLLM {composite.group(1)} read from the tag {tag}"
+    if tag is None:
+        return "latest", f"{base}; no tag: Docker pulls latest"
+    words = set(re.split(r"[-_.]", tag.lower()))
+    if words & _ROCM_ROLLING and not _DATED.search(tag) and not _VERSION.search(tag):
+        return "latest", f"{base}; {tag} is a rolling tag"
+    why = ("is a date or a dated build" if _DATED.search(tag) or _DATE.fullmatch(tag) else
+           "does not name a vLLM version")
+    return None, f"{base}; ROCm vLLM tag {tag} {why}"
 
 
 @lru_cache(maxsize=4096)  # a pure function of the text; a tree repeats its images
@@ -73,16 +133,22 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
     Knows the official images (``vllm/vllm-openai``, ``vllm/vllm-tpu``, ``lmsysorg/sglang``,
     ``ghcr.io/huggingface/text-generation-inference`` and Google's TGI DLCs, whose version is
     in the image NAME, ``openmmlab/lmdeploy``, NVIDIA's TensorRT-LLM and Triton TRT-LLM
-    images, ``ghcr.io/ggml-org/llama.cpp``), composite tags (``...-sglang0.5.5.post3-...``),
-    and images whose tag is not the engine's version (llm-d, NVIDIA Dynamo runtimes,
-    LMCache's vLLM images, ``rocm/vllm-dev``). Not LLM engines: text-embeddings-inference,
-    Ray images, routing sidecars and plain OS images (``None``)."""
+    images, ``ghcr.io/ggml-org/llama.cpp``), composite tags (``...-sglang0.5.5.post3-...``,
+    ``...-tgi2.3.1-...``, ``..._vllm_0.6.4``), ROCm images (``rocm/vllm``, ``rocm/vllm-dev``,
+    ``rocm/sgl-dev``), NVIDIA NGC containers (``nvcr.io/nvidia/vllm:25.10-py3``: a ``YY.MM``
+    release, mapped through a cited table), AWS TGI and LMI containers, and images whose tag
+    is not the engine's version (llm-d, NVIDIA Dynamo runtimes, LMCache's vLLM images, Vertex
+    AI Model Garden). Not LLM engines: text-embeddings-inference, Ray images, routing
+    sidecars and plain OS images (``None``)."""
     name, tag, digest = split_image(image)
     if not name or "${" in image or "{{" in image or name.startswith("<"):
         return None, None, f"{image} is a placeholder, not an image"
     low = name.lower()
     last = low.rsplit("/", 1)[-1]
     tag_low = (tag or "").lower()
+    ngc = low.startswith("nvcr.io/")
+    vertex = "vertex-ai/" in low or "model-garden" in low or (
+        last.startswith("pytorch-") and last.endswith("-serve"))
 
     if "text-embeddings-inference" in low or "text-embeddings-router" in low:
         return None, None, "text-embeddings-inference is not an LLM engine"
@@ -108,6 +174,12 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
     if "huggingfaceserver" in low or low.endswith("kserve/huggingfaceserver"):
         return "vllm", None, ("KServe huggingfaceserver (vLLM backend): its tag "
                               f"{tag} is not a vLLM version")
+    if vertex and any(e in last for e in ("vllm", "sglang", "tgi")):
+        engine = "vllm" if "vllm" in last else "sglang" if "sglang" in last else "tgi"
+        shown = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}[engine]
+        dated = "dated " if _DATE.fullmatch(tag or "") or _DATED.search(tag or "") else ""
+        return engine, None, (f"Vertex AI Model Garden image {last}: its tag {tag} is a "
+                              f"{dated}Model Garden build, not the {shown} version")
 
     if "text-generation-inference" in low or last == "tgi":
         dlc = _TGI_DLC.search(last)
@@ -117,34 +189,58 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
                                         f"DLC); the tag {tag} is the DLC's")
         version, note = _tag_version(tag, "TGI")
         return "tgi", version, note
+    if re.search(r"(?:^|-)tgi(?:-|$)", last):  # AWS huggingface-pytorch-tgi-inference
+        composite = _TGI_IN_TAG.search(tag or "")
+        if composite:
+            return "tgi", composite.group(1), (f"TGI {composite.group(1)} read from the "
+                                               f"vendor container tag {tag}")
+        return "tgi", None, (f"vendor TGI container {last}: its tag {tag} does not name a "
+                             "TGI version (the leading version is PyTorch's)")
+
+    if last.startswith("djl-") or "djl-serving" in low:  # AWS LMI (DJL Serving)
+        trtllm = _TRTLLM_IN_TAG.search(tag or "")
+        if trtllm:
+            return "trtllm", trtllm.group(1), (f"TensorRT-LLM {trtllm.group(1)} read from "
+                                               f"the LMI container tag {tag}")
+        lmi = _LMI_IN_TAG.search(tag or "")
+        if lmi or re.search(r"(?:^|[-_])lmi(?:$|[-_])", tag_low):
+            which = f"LMI {lmi.group(1)}" if lmi else "LMI"
+            return "vllm", None, (f"AWS {which} container (DJL Serving, vLLM-based "
+                                  "backends): the tag does not name the bundled vLLM and "
+                                  "kvlint has no cited table for it")
+        return None, None, f"DJL Serving container {tag}: no LLM engine named in the tag"
+
+    if ngc and last == "vllm":
+        version, note = _release_version(tag, NGC_VLLM, "NGC vLLM container", "vLLM")
+        return "vllm", version, note
+    if ngc and last == "sglang":
+        version, note = _release_version(tag, {}, "NGC SGLang container", "SGLang")
+        return "sglang", version, note
 
     if "vllm" in last:
         if low.startswith("rocm/") or "vllm-dev" in last:
-            version, note = _tag_version(tag, "ROCm vLLM dev")
-            base = ("ROCm vLLM development image, also used as a base for other engines: "
-                    "the command decides")
-            return "vllm", version, f"{base}; {note}" if note else base
+            version, note = _rocm_vllm(tag)
+            return "vllm", version, note
+        composite = _VLLM_IN_TAG.search(tag or "")
+        if composite:
+            return "vllm", composite.group(1), f"vLLM version from the tag {tag}"
         if low.startswith("lmcache/"):
-            composite = _VLLM_IN_TAG.search(tag or "")
-            if composite:
-                return "vllm", composite.group(1), f"vLLM version from the tag {tag}"
             lm_version, note = _tag_version(tag, "LMCache")
             if lm_version == "latest":
                 return "vllm", "latest", note
             return "vllm", None, (note if lm_version is None else
                                   f"LMCache image: tag {tag} is an LMCache release, not a "
                                   "vLLM version")
-        if last == "pytorch-vllm-serve" or "vertex" in low:
-            vertex, note = _tag_version(tag, "Vertex AI vLLM")
-            return "vllm", "latest" if vertex == "latest" else None, (
-                note or f"Vertex AI Model Garden image: tag {tag} is not a vLLM version")
         version, note = _tag_version(tag, "vLLM")
         if digest and tag is None:
             return "vllm", None, "pinned by digest; the vLLM version is not in the reference"
         return "vllm", version, note
 
-    if "sglang" in last:
+    if "sglang" in last or last == "sgl-dev":
         version, note = _tag_version(tag, "SGLang")
+        if last == "sgl-dev":
+            base = "ROCm SGLang development image"
+            return "sglang", version, f"{base}; {note}" if note else base
         return "sglang", version, note
 
     if last == "lmdeploy" or last.startswith("lmdeploy"):
@@ -152,8 +248,9 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
         return "lmdeploy", version, note
 
     if last == "tritonserver" and "trtllm" in tag_low:
-        return "trtllm", None, (f"Triton container {tag}: the TensorRT-LLM version follows "
-                                "from the container release (not in the tag)")
+        version, note = _release_version(tag, TRITON_TRTLLM, "Triton TRT-LLM container",
+                                         "TensorRT-LLM")
+        return "trtllm", version, note
     if "tensorrt-llm" in low or "tensorrt_llm" in low or "trtllm" in last:
         version, note = _tag_version(tag, "TensorRT-LLM")
         return "trtllm", version, note

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kvlint.loaders.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM
 from kvlint.loaders.manifests.images import engine_from_image, engine_from_pip, split_image
 
 
@@ -31,7 +32,7 @@ from kvlint.loaders.manifests.images import engine_from_image, engine_from_pip, 
     ("openmmlab/lmdeploy:latest", "lmdeploy", "latest"),
     ("kube-ai-registry.cn-shanghai.cr.aliyuncs.com/kube-ai/lmdeploy:v0.4.2", "lmdeploy",
      "0.4.2"),
-    ("nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3", "trtllm", None),
+    ("nvcr.io/nvidia/tritonserver:24.07-trtllm-python-py3", "trtllm", "0.11.0"),
     ("nvcr.io/nvidia/tensorrt-llm/release:1.0.0", "trtllm", "1.0.0"),
     ("dstackai/tensorrt_llm:9b931c0f6305aefa3660e6fb84a76a42c0eef167 ", "trtllm", "latest"),
     ("ghcr.io/ggerganov/llama.cpp:server", "llamacpp", "latest"),
@@ -76,6 +77,100 @@ def test_notes_explain_misleading_tags() -> None:
         "huggingface-text-generation-inference-cu121.2-2.ubuntu2204:latest")[2]
     assert "composite tag" in engine_from_image(
         "mooncake:0.3.7.post2-sglang0.5.5.post3-deepep")[2]
+
+
+@pytest.mark.parametrize(("image", "expected"), [
+    # ROCm: the vLLM version in the tag; "latest" only for an undated rolling tag
+    ("rocm/vllm:rocm6.2_mi300_ubuntu20.04_py3.9_vllm_0.6.4", ("vllm", "0.6.4")),
+    ("rocm/vllm:rocm6.3.1_instinct_vllm0.8.3_20250410", ("vllm", "0.8.3")),
+    ("rocm/vllm-dev:rocm6.4.1_vllm_0.10.0_20250812", ("vllm", "0.10.0")),
+    ("rocm/vllm-dev:nightly", ("vllm", "latest")),
+    ("rocm/vllm-dev:main", ("vllm", "latest")),
+    ("rocm/vllm:latest", ("vllm", "latest")),
+    ("rocm/vllm-dev", ("vllm", "latest")),
+    ("rocm/vllm-dev:nightly_main_20250101", ("vllm", None)),
+    ("rocm/vllm-dev:base", ("vllm", None)),
+    ("rocm/sgl-dev:v0.4.6.post4-rocm630", ("sglang", "0.4.6.post4")),
+    ("rocm/sgl-dev:20250520", ("sglang", None)),
+    ("lmsysorg/sglang:v0.4.6-rocm630", ("sglang", "0.4.6")),
+    # NGC: YY.MM container releases, mapped only through the cited tables
+    ("nvcr.io/nvidia/vllm:25.09-py3", ("vllm", None)),
+    ("nvcr.io/nvidia/vllm:25.10-py3", ("vllm", "0.10.2")),
+    ("nvcr.io/nvidia/vllm:26.01-py3", ("vllm", "0.11.1")),
+    ("nvcr.io/nvidia/vllm:latest", ("vllm", None)),
+    ("nvcr.io/nvidia/sglang:25.10-py3", ("sglang", None)),
+    ("nvcr.io/nvidia/tritonserver:24.08-trtllm-python-py3", ("trtllm", "0.12.0")),
+    ("nvcr.io/nvidia/tritonserver:25.09-trtllm-python-py3", ("trtllm", "1.0.0")),
+    ("nvcr.io/nvidia/tritonserver:25.11-trtllm-python-py3", ("trtllm", None)),
+    ("nvcr.io/nvidia/tritonserver:23.10-trtllm-python-py3", ("trtllm", None)),
+    ("vllm/vllm-openai:25.09", ("vllm", None)),  # a YY.MM tag is no vLLM version
+    # cloud vendors' containers
+    ("763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-tgi-inference:"
+     "2.4.0-tgi2.3.1-gpu-py311-cu124-ubuntu22.04", ("tgi", "2.3.1")),
+    ("763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-tgi-inference:"
+     "2.1.2-optimum0.0.25-neuronx-py310-ubuntu22.04", ("tgi", None)),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.29.0-lmi11.0.0-cu124",
+     ("vllm", None)),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:"
+     "0.29.0-tensorrtllm0.11.0-cu124", ("trtllm", "0.11.0")),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:"
+     "0.26.0-deepspeed0.12.6-cu121", (None, None)),
+    ("763104351884.dkr.ecr.us-east-1.amazonaws.com/vllm:"
+     "0.10.2-gpu-py312-cu128-ubuntu22.04-ec2", ("vllm", "0.10.2")),
+    ("us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/pytorch-vllm-serve:"
+     "latest", ("vllm", None)),
+    # CUDA / OS suffixes
+    ("vllm/vllm-openai:v0.8.5-cu126", ("vllm", "0.8.5")),
+    ("vllm/vllm-openai:0.6.3.post1-ubuntu22.04", ("vllm", "0.6.3.post1")),
+    ("vllm/vllm-openai:v0.9.0-cuda12.8", ("vllm", "0.9.0")),
+    ("lmsysorg/sglang:v0.5.0rc0-cu126", ("sglang", "0.5.0rc0")),
+    ("openmmlab/lmdeploy:v0.7.3-cu12", ("lmdeploy", "0.7.3")),
+    # undatable tags: unknown, never "latest"
+    ("vllm/vllm-openai:nightly-20250801", ("vllm", None)),
+    ("vllm/vllm-openai:cu126", ("vllm", None)),
+    ("lmsysorg/sglang:blackwell", ("sglang", None)),
+    ("ghcr.io/huggingface/text-generation-inference:1234567", ("tgi", None)),
+    ("ghcr.io/huggingface/text-generation-inference:sha-f852190-rocm", ("tgi", "latest")),
+    ("lmcache/vllm-openai:v0.3.0-vllm0.8.5", ("vllm", "0.8.5")),
+])
+def test_engine_from_vendor_images(image: str,
+                                   expected: tuple[str | None, str | None]) -> None:
+    engine, version, note = engine_from_image(image)
+    assert (engine, version) == expected
+    if engine is not None and version is None:
+        assert note  # unknown always says why
+
+
+@pytest.mark.parametrize(("image", "words"), [
+    ("nvcr.io/nvidia/vllm:25.09-py3", ("25.09", "YY.MM", "no cited release note")),
+    ("nvcr.io/nvidia/vllm:25.10-py3",
+     ("vLLM 0.10.2", "https://docs.nvidia.com/deeplearning/frameworks/vllm-release-notes/"
+      "rel-25-10.html")),
+    ("nvcr.io/nvidia/tritonserver:24.08-trtllm-python-py3",
+     ("TensorRT-LLM 0.12.0", "compatibility.html")),
+    ("763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.29.0-lmi11.0.0-cu124",
+     ("LMI 11.0.0", "no cited table")),
+    ("rocm/vllm:rocm6.2_mi300_ubuntu20.04_py3.9_vllm_0.6.4", ("base", "vLLM 0.6.4")),
+    ("rocm/vllm-dev:nightly_main_20250101", ("dated",)),
+    ("vllm/vllm-openai:nightly-20250801", ("nightly build of 20250801",)),
+    ("vllm/vllm-openai:25.09", ("YY.MM",)),
+    ("us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/pytorch-vllm-serve:"
+     "latest", ("Model Garden",)),
+    ("763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-tgi-inference:"
+     "2.1.2-optimum0.0.25-neuronx-py310-ubuntu22.04", ("PyTorch",)),
+])
+def test_vendor_notes(image: str, words: tuple[str, ...]) -> None:
+    note = engine_from_image(image)[2]
+    for word in words:
+        assert word in note
+
+
+def test_release_tables_cite_sources() -> None:
+    for table in (NGC_VLLM, TRITON_TRTLLM):
+        for release, row in table.items():
+            assert len(release) == 5 and release[2] == "."  # YY.MM
+            assert row.source.startswith("https://docs.nvidia.com/")
+            assert row.version[0].isdigit()
 
 
 def test_split_image() -> None:
