@@ -22,6 +22,10 @@ PARSERS: tuple[tuple[str, str], ...] = (
     ("dynamo", "kvlint.loaders.manifests.kubernetes_crds:DynamoParser"),
     ("vllm-runtime", "kvlint.loaders.manifests.kubernetes_crds:VllmRuntimeParser"),
     ("ray-service", "kvlint.loaders.manifests.kubernetes_crds:RayServiceParser"),
+    ("rbg-v1alpha2", "kvlint.loaders.manifests.operators:RoleBasedGroupV2Parser"),
+    ("aibrix", "kvlint.loaders.manifests.operators:AibrixParser"),
+    ("ome", "kvlint.loaders.manifests.operators:OmeParser"),
+    ("kaito", "kvlint.loaders.manifests.operators:KaitoWorkspaceParser"),
     ("helm-production-stack", "kvlint.loaders.manifests.helm:ProductionStackValuesParser"),
     ("helm-llm-d", "kvlint.loaders.manifests.helm:LlmdModelServiceValuesParser"),
     ("helm-vllm-chart", "kvlint.loaders.manifests.helm:VllmChartValuesParser"),
@@ -38,8 +42,10 @@ PARSERS: tuple[tuple[str, str], ...] = (
     ("ray-serve", "kvlint.loaders.manifests.engine_configs:RayServeParser"),
 )
 """Format name -> ``module:Class``, in detection order: Kubernetes objects first (they are
-recognised by apiVersion/kind), the others by keys. ``tests/loaders/manifests`` checks it
-against the parser classes the modules define."""
+recognised by apiVersion/kind; the operators' resources after the workloads, which never
+claim them: ``rbg`` reads RoleBasedGroup v1alpha1, ``rbg-v1alpha2`` the rest), the others by
+keys.
+``tests/loaders/manifests`` checks it against the parser classes the modules define."""
 
 
 class LazyParser(ManifestParser):

@@ -669,7 +669,7 @@ def follow_config(run: Run, pod: Any, ctx: DocumentContext
         "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
         "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
         "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "expert_parallel",
-        "dp_local", "nnodes")
+        "dp_local", "nnodes", "quantization", "config_overrides")
         if getattr(args, name) is None}
     return replace(args, config_file=None, **{k: v for k, v in merged.items()
                                               if v is not None}), {}, notes
@@ -707,7 +707,8 @@ def expert_size(engine: str, args: EngineArgs) -> Located[int] | Unresolved | No
 
 ARG_FIELDS = ("model", "tp", "pp", "dp", "dp_attention", "kv_cache_dtype", "max_model_len",
               "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
-              "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "dtype")
+              "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "dtype",
+              "quantization", "config_overrides")
 
 
 def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None = None,
@@ -902,7 +903,10 @@ class RoleBasedGroupParser(ManifestParser):
     name = "rbg"
 
     def detect(self, document: object, ctx: DocumentContext) -> bool:
-        return is_object(document, ("workloads.x-k8s.io/",), ("RoleBasedGroup",))
+        # v1alpha2 (leaderWorkerPattern, roleTemplates) is the operators module's rbg-v1alpha2
+        return is_object(document, ("workloads.x-k8s.io/",), ("RoleBasedGroup",)) and \
+            isinstance(document, dict) and \
+            not str(document.get("apiVersion", "")).startswith("workloads.x-k8s.io/v1alpha2")
 
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
         out: list[ServedModel] = []
