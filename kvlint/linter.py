@@ -21,6 +21,7 @@ from kvlint.model.capacity import DEFAULT_OVERHEAD_BYTES, Capacity, GpuSpec, cap
 from kvlint.model.context_limit import ContextLimit, LimitPolicy, derive
 from kvlint.model.engine_args import EngineArgProblem
 from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.overrides import apply_config_overrides, on_the_fly_quantization
 
 if TYPE_CHECKING:
     from kvlint.loaders.lock import ModelLock
@@ -136,6 +137,11 @@ def lint_config(
     limit: ContextLimit | None = None
     policy: LimitPolicy | None = None
     given_max_len = plan.max_model_len
+    if config is not None and plan.config_overrides:
+        # the config the engine builds the model from: its own geometry, limits and weights
+        config = apply_config_overrides(config, plan.config_overrides, plan.engine,
+                                        plan.engine_version)
+        geometry = None
     if config is not None:
         defaults = defaults or default_config_defaults()
         try:
@@ -274,14 +280,18 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     engine = load_engines()[plan.behaviour.engine]
     # A manifest's path is not the model's: only a checked config sits beside its weights.
     path = target.path if target.kind == "model" else None
+    quantized = on_the_fly_quantization(plan.engine, plan.quantization, config)
     key = (target.ref, path, target.revision, offline, lock, plan.layout.tp, plan.layout.pp,
-           plan.batch)
+           plan.batch, plan.config_overrides, plan.engine if quantized else None,
+           plan.quantization if quantized else None)
     weights = _WEIGHTS.get(key)
     if weights is None:  # a tree of manifests sizes the same model many times
         weights = _WEIGHTS[key] = plan_weights(
             config, ref=target.ref, path=path, revision=target.revision,
             offline=offline, tp=plan.layout.tp, pp=plan.layout.pp, batch=plan.batch,
-            defaults=defaults, lock=lock)
+            defaults=defaults, lock=lock,
+            quantized=(quantized, plan.quantization_source or "--quantization")
+            if quantized else None)
     utilization = (plan.gpu_memory_utilization or engine.gpu_memory_utilization
                    or DEFAULT_GPU_MEMORY_UTILIZATION)
     memory = None

@@ -28,6 +28,7 @@ from kvlint.loaders.manifests.base import (
     ManifestProblem,
     ServedModel,
 )
+from kvlint.loaders.manifests.engine_markers import first_engine_line
 
 __all__ = ["PARALLEL_MIN_FILES", "Extracted", "bulk_collection", "extract", "extract_all",
            "extract_iter", "extract_text"]
@@ -42,6 +43,10 @@ class Extracted(list[ServedModel]):
     reads_other_files: bool = False
     read_files: tuple[tuple[str, str], ...] = ()
     source: tuple[str, str] | None = None
+    problems: tuple[ManifestProblem, ...] = ()
+    """What the file holds besides its served models that a finding reports: a document
+    that cannot be read while the others can (``PartialDocuments``), an engine command that
+    yields no served model (``engine-not-understood``)."""
 
 
 def extract(path: Path, pm: pluggy.PluginManager,
@@ -76,7 +81,28 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     models.reads_other_files = every.reads_other_files
     models.read_files = tuple(sorted((every.read_files or {}).items()))
     models.source = (str(path), text)
+    problems = list(getattr(documents, "problems", ()))
+    if not models and not any(p.kind == "invalid-yaml" for p in problems):
+        unread = engine_not_understood(text, str(path))
+        if unread is not None:
+            problems.append(unread)
+    models.problems = tuple(problems)
     return models
+
+
+def engine_not_understood(text: str, path: str) -> ManifestProblem | None:
+    """A problem on the first line of ``text`` that runs an engine (:mod:`.engine_markers`),
+    for a file in which no parser found a served model: a format kvlint does not read never
+    passes in silence. ``None`` when no line runs one."""
+    found = first_engine_line(text)
+    if found is None:
+        return None
+    line, words = found
+    return ManifestProblem(
+        path=path, line=line, kind="engine-not-understood",
+        message=(f"this file runs an engine ({words!r}) but kvlint found no served model in "
+                 "it: its format or command is not one kvlint reads, so nothing here was "
+                 "checked"))
 
 
 BULK_THRESHOLD = 20_000

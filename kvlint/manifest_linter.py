@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from kvlint.cascades import without_cascades
 from kvlint.diagnostics import Finding
 from kvlint.engines import UNKNOWN_VERSION
 from kvlint.errors import ConfigError, HubError, HubUnavailableError, InputError, UsageError
@@ -262,6 +263,10 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
             memory = memory_source = None  # ... and so does its memory in the GPU table
     kv_bytes = _given_int(served.kv_cache_memory_bytes)
     tokens_cap = _given_int(served.kv_tokens_cap)
+    overrides = served.config_overrides if isinstance(served.config_overrides, Located) \
+        else None
+    quantization = served.quantization if isinstance(served.quantization, Located) and \
+        isinstance(served.quantization.value, str) else None
     stated = served.gpu_memory
     if stated is not None:  # a memory the manifest states wins over the table's and defaults
         memory, memory_source = gpu_memory_bytes(stated.value), _where(stated, "the manifest")
@@ -293,6 +298,12 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         gpu_memory_bytes=memory, gpu_memory_source=memory_source,
         env=tuple(sorted((name, str(value.value) if isinstance(value, Located) else None)
                          for name, value in served.env.items())) or base.env,
+        config_overrides=overrides.value if overrides else base.config_overrides,
+        config_overrides_source=_where(overrides, "the manifest") if overrides
+        else base.config_overrides_source,
+        quantization=quantization.value if quantization else base.quantization,
+        quantization_source=_where(quantization, "the manifest") if quantization
+        else base.quantization_source,
     )
 
 
@@ -500,9 +511,10 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
         known = _lint_loaded(target, loaded, plan, gpus, refused, resolver, rules, defaults)
         if key is not None:
             resolver.results[key] = known
+    kept, skipped = without_cascades(known.findings, served)
     return replace(known, target=target,
-                   findings=tuple(_anchor(f, served) for f in known.findings),
-                   notes=served.notes)
+                   findings=tuple(_anchor(f, served) for f in kept),
+                   notes=(*served.notes, *skipped))
 
 
 def _result_key(ref: str, loaded: LoadedConfig | str, plan: ServingPlan, gpus: int | None,
@@ -676,6 +688,13 @@ def lint_paths(
                 if entry is not None:
                     entry = _record(entry, dependencies, served, file, rest, result,
                                     resolver, read_files)
+            for problem in getattr(found, "problems", ()):
+                # a document that cannot be read beside others that can, an engine command
+                # that yields no served model: reported, never a silent pass
+                result = problem_result(problem, rules)
+                results.append(result)
+                if entry is not None:
+                    entry.append((None, result))
         suppressible = not isinstance(found, ManifestProblem)
         if suppressible and file not in texts:
             text = _text_with_suppressions(file, data)

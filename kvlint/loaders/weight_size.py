@@ -3,6 +3,7 @@ estimated from the config (and labelled as an estimate)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from kvlint.model.weights import (
 
 if TYPE_CHECKING:
     from kvlint.loaders.lock import ModelLock
+    from kvlint.model.overrides import OnTheFly
 
 
 @dataclass(frozen=True)
@@ -88,23 +90,45 @@ def _short(ref: str, reason: str) -> str:
 def plan_weights(
     config: dict[str, Any], *, ref: str, path: str | None, revision: str | None,
     offline: bool, tp: int, pp: int, batch: int, defaults: ConfigDefaults | None,
-    lock: ModelLock | None = None,
+    lock: ModelLock | None = None, quantized: tuple[OnTheFly, str] | None = None,
 ) -> PlanWeights:
     """Weights per GPU of ``ref`` under tp x pp. Raises ``ConfigError`` when the config
     cannot be sized at all: its parameters cannot be counted and its checkpoint's size is
-    not known either (with the checkpoint's size, :func:`_checkpoint_only`)."""
+    not known either (with the checkpoint's size, :func:`_checkpoint_only`).
+
+    ``quantized``: the engine quantizes the 16-bit checkpoint while loading it (the method,
+    and the option that asks for it): the weights are counted in that format, and a known
+    checkpoint size is scaled by the ratio of the two formats' counts."""
     try:
         shape = resolve_shape(config, defaults=defaults)
     except ConfigError as err:
+        if quantized is not None:
+            raise ConfigError(f"{err.detail}; its parameters cannot be counted, so the "
+                              f"weights {quantized[1]} quantizes cannot be sized",
+                              field=err.field, source=err.source) from None
         return _checkpoint_only(err, config, ref=ref, path=path, revision=revision,
                                 offline=offline, tp=tp, pp=pp, lock=lock)
     estimate = estimate_parameters(shape)
     fmt = resolve_weight_format(config)
     estimated = weight_bytes(estimate, fmt)
+    on_disk = estimated.total
+    if quantized is not None:
+        fmt = resolve_weight_format({**config, "quantization_config": quantized[0].config})
+        estimated = weight_bytes(estimate, fmt)
     read = decode_read_bytes(estimate, fmt, batch)
     found, why = _checkpoint(ref, path, revision, offline, lock)
     if found is not None and found.total_bytes > 0:
         total, source, is_estimate = found.total_bytes, f"checkpoint: {found.source}", False
+        if quantized is not None and on_disk:
+            total = math.ceil(found.total_bytes * estimated.total / on_disk)
+            source = (f"checkpoint: {found.source}, quantized to {fmt.name} while loading "
+                      f"({quantized[1]}): x {estimated.total / on_disk:.4f}, the ratio of "
+                      "the two formats' parameter counts")
+            is_estimate = True
+    elif quantized is not None:
+        total, is_estimate = estimated.total, True
+        source = (f"estimate: {estimate.total:,} parameters x {fmt.name}, quantized while "
+                  f"loading ({quantized[1]})")
     else:
         total, is_estimate = estimated.total, True
         source = f"estimate: {estimate.total:,} parameters x {fmt.name}" + (

@@ -43,6 +43,9 @@ class EngineBehaviour:
     """Whether an fp8 KV cache works with MLA here (``None``: unknown)."""
     fp8_mla_versions: str | None = None
     windowed_sliding_cache: bool = True
+    pipeline_parallel: bool = True
+    """Whether the engine has pipeline parallelism (a layout with pp > 1 is one it can run;
+    TGI and LMDeploy have none: engines.toml ``pipeline_parallel``)."""
     windowed_versions: str | None = None
     unverified: tuple[str, ...] = ()
     """Behaviours that rest on facts the engine table marks as unverified."""
@@ -106,6 +109,18 @@ class ServingPlan:
     gpu_memory_source: str | None = None
     """Where :attr:`gpu_memory_bytes` comes from (``--gpu-memory``, ``settings (gpu-memory)``,
     a manifest's key and line)."""
+    config_overrides: str | None = None
+    """Fields of the model's config the engine command overrides (vLLM ``--hf-overrides``,
+    ``--rope-scaling``, ``--rope-theta``; SGLang ``--json-model-override-args``), as the
+    canonical JSON text of an object (kvlint.model.overrides); applied before any rule."""
+    config_overrides_source: str | None = None
+    """Where :attr:`config_overrides` comes from (the manifest's options and line)."""
+    quantization: str | None = None
+    """The quantization method the engine command asks for (vLLM/SGLang ``--quantization``,
+    TGI ``--quantize``): a method that quantizes a 16-bit checkpoint while loading it changes
+    the weight bytes (kvlint.model.overrides.on_the_fly_quantization)."""
+    quantization_source: str | None = None
+    """Where :attr:`quantization` comes from (the manifest's option and line)."""
 
     @property
     def sizes_gpu(self) -> bool:

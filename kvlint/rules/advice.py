@@ -73,8 +73,10 @@ def sequence_fits(ctx: RuleContext, layout: Layout) -> bool:
 def _layouts(ctx: RuleContext) -> Iterator[Layout]:
     assert ctx.analysis is not None
     layers = ctx.analysis.geometry.num_layers
+    # an engine without pipeline parallelism (TGI, LMDeploy) can only be given more tp
+    stages = min(layers, MAX_STAGES) if ctx.plan.behaviour.pipeline_parallel else 1
     for tp in valid_tps(ctx):
-        for pp in range(1, min(layers, MAX_STAGES) + 1):
+        for pp in range(1, stages + 1):
             if tp * pp <= MAX_PARALLEL:
                 yield Layout(tp, pp)
 

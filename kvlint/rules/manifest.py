@@ -103,6 +103,11 @@ class ManifestUnparsable(Rule):
     directory that cannot be listed) and a symbolic link that leads out of the linted tree
     (`outside-tree`: never followed, so nothing outside the repository is read or reported).
 
+    In a stream of several documents, one that cannot be read does not hide the others:
+    they are linted, and the one that cannot is reported on its line; a document that holds
+    a stray `{{...}}` placeholder another tool fills in (a Secret's `{{HF_TOKEN}}`) and runs
+    no engine is an info (`template-placeholder`).
+
     ## Why is this bad?
     Nothing in the file was checked; a CI gate that silently skips it gives false comfort.
 
@@ -125,11 +130,49 @@ class ManifestUnparsable(Rule):
         if ctx.manifest_problem is None:
             return
         kind, message = ctx.manifest_problem
+        if kind == EngineNotUnderstood.kind:
+            return
         finding = self.finding(message, kind=kind)
-        if kind == "helm-template":
+        if kind in ("helm-template", "template-placeholder"):
             finding = Finding(finding.code, finding.name, Severity.INFO, finding.message,
                               data=finding.data)
         yield finding
+
+
+class EngineNotUnderstood(Rule):
+    """## What it does
+    Warns about a manifest that runs an inference engine (its command: `vllm serve`,
+    `python -m sglang.launch_server`, `text-generation-launcher`, `lmdeploy serve`,
+    `trtllm-serve`, `llama-server`; or its serving image) in which kvlint found no served
+    model: a format, wrapper or operator it does not read. The finding is on the first line
+    that runs the engine.
+
+    ## Why is this bad?
+    Nothing in the file was checked. Without this warning a deployment kvlint cannot read
+    would pass CI as if it were clean.
+
+    ## Example
+    ```yaml
+    kind: MyServingPlatform
+    spec:
+      launch: "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 8"
+    ```
+
+    ## Use instead
+    Lint a form kvlint reads (the rendered Deployment, the engine's config file), add a
+    manifest parser plugin for the format (`kvlint_manifest_parsers`), or, where nothing
+    should be checked, suppress it with a reason: `# kvlint: ignore[KV904] <why>`.
+    """
+
+    code = "KV904"
+    name = "engine-command-not-understood"
+    severity = Severity.WARNING
+    needs_geometry = False
+    kind = "engine-not-understood"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        if ctx.manifest_problem is not None and ctx.manifest_problem[0] == self.kind:
+            yield self.finding(ctx.manifest_problem[1])
 
 
 class UnusedSuppression(Rule):
@@ -164,4 +207,5 @@ class UnusedSuppression(Rule):
 
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
-    return [GpuCountMismatch, ModelUnresolved, ManifestUnparsable, UnusedSuppression]
+    return [GpuCountMismatch, ModelUnresolved, ManifestUnparsable, EngineNotUnderstood,
+            UnusedSuppression]

@@ -90,6 +90,12 @@ class ServedModel:
     gpu_memory_utilization: Located[float] | Unresolved | None = None
     dtype: Located[str] | Unresolved | None = None
     """The engine's ``--dtype`` (the model dtype an ``auto`` KV cache follows)."""
+    quantization: Located[str] | Unresolved | None = None
+    """The engine's quantization method (vLLM/SGLang ``--quantization``, TGI ``--quantize``,
+    LMDeploy ``--model-format``)."""
+    config_overrides: Located[str] | Unresolved | None = None
+    """Model-config fields the engine command overrides, as canonical JSON text
+    (:mod:`.model_overrides`)."""
     gpus: Located[int] | Unresolved | None = None
     """GPUs requested per replica of this role (pods x GPUs per pod for multi-node groups)."""
     gpu_type: Located[str] | None = None
@@ -116,7 +122,9 @@ class ManifestProblem:
     kind: str
     """``invalid-yaml``, ``helm-template``, ``alias-bomb``, ``unreadable`` (not a regular
     file, too large, not UTF-8, a directory that cannot be listed), ``outside-tree`` (a link
-    out of the linted tree, not followed)."""
+    out of the linted tree, not followed); for one document of a stream whose others are
+    read, ``template-placeholder`` (a stray ``{{...}}``); ``engine-not-understood`` (a file
+    that runs an engine, in which no served model was found: KV904)."""
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,24 @@ def _normalise(engine: str, name: str) -> str:
     return name
 
 
+VLLM_DOTTED_SINCE = Version("0.9.2")
+"""vLLM reads ``--json-option.key VALUE`` (a field of a JSON option) from 0.9.2: its
+FlexibleArgumentParser folds dotted words into a nested dict (vllm/utils/__init__.py@0.9.2,
+create_nested_dict / recursive_dict_update); 0.7.3 and 0.8.5 have no such step, so argparse
+refuses the dotted word as an unrecognized argument."""
+
+
+def _dotted_refused(engine: str, word: str, version: str | None) -> bool:
+    """Whether ``engine`` at ``version`` refuses ``word`` as a dotted JSON-option field."""
+    if engine != "vllm" or version is None or not word.startswith("--") or \
+            "." not in word.split("=", 1)[0]:
+        return False
+    try:
+        return Version(version) < VLLM_DOTTED_SINCE
+    except InvalidVersion:
+        return False
+
+
 def _status(engine: str, name: str, options: frozenset[str]) -> tuple[str, list[str]]:
     """``("ok" | "unknown" | "ambiguous", matches)`` of one option word."""
     if name in options:
@@ -270,7 +288,8 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
                 {"engine": engine, "reason": "positional"}))
             continue
         name = _normalise(engine, use.name)
-        statuses = [_status(engine, name, s) for s in sets]
+        statuses = [("unknown", []) if _dotted_refused(engine, use.name, v)
+                    else _status(engine, name, s) for v, s in zip(versions, sets, strict=True)]
         # the engine at this version decides, whatever the union tables made of the word
         canonical = next((m[0] for st, m in statuses if st == "ok"), None) \
             if use.reason in ("", "unknown", "ambiguous") else None
@@ -332,10 +351,33 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
             data["history"] = history
         longer = sorted((o for o in options if o.startswith(name)), key=len)
         close = longer[:1] or _closest(name, options)
+        ours = _own_spelling(engine, name, options)
+        if ours and close and field_of_option(engine).get(close[0]) == \
+                field_of_option(engine).get(ours):
+            ours = None  # the close spelling is this engine's option for the same value
+        if ours:
+            close = [ours]
         if close and close[0] != name:
-            parts.append(f"did you mean {close[0]}?")
+            parts.append(f"did you mean {close[0]}?" if not ours else
+                         f"{name} is another engine's spelling; {_display(engine)}'s is "
+                         f"{ours}")
             data["suggestion"] = close[0]
     return EngineArgProblem("option", use.name, "; ".join(parts), use.line, use.column, data)
+
+
+def _own_spelling(engine: str, name: str, options: frozenset[str]) -> str | None:
+    """``engine``'s option for the value another engine spells ``name`` (SGLang's
+    ``--tp-size`` is vLLM's ``--tensor-parallel-size``), when kvlint reads that value."""
+    for other in _PARSER:
+        if other == engine:
+            continue
+        key = field_of_option(other).get(name)
+        if key is None:
+            continue
+        mine = [o for o, k in field_of_option(engine).items() if k == key and o in options]
+        if mine:
+            return max(mine, key=len)
+    return None
 
 
 def _grams(text: str) -> frozenset[str]:

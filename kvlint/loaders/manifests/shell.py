@@ -27,6 +27,7 @@ from typing import Any
 
 from kvlint.loaders.manifests.base import Located, Unresolved
 from kvlint.loaders.manifests.cli_options import OPTION_TABLES
+from kvlint.loaders.manifests.model_overrides import config_overrides
 from kvlint.loaders.manifests.yaml_marks import LDict, LList, LStr
 
 __all__ = [
@@ -913,6 +914,13 @@ class EngineArgs:
     nnodes: Located[int] | Unresolved | None = None
     """SGLang / LMDeploy ``--nnodes``."""
     dtype: Located[str] | Unresolved | None = None
+    quantization: Located[str] | Unresolved | None = None
+    """vLLM/SGLang ``--quantization``, TGI ``--quantize`` / ``QUANTIZE``, LMDeploy
+    ``--model-format``: the weight format the engine loads (or converts) the checkpoint to."""
+    config_overrides: Located[str] | Unresolved | None = None
+    """Model-config fields the command overrides (vLLM ``--hf-overrides``, ``--rope-scaling``,
+    ``--rope-theta``; SGLang ``--json-model-override-args``), as canonical JSON text
+    (:mod:`.model_overrides`)."""
     notes: tuple[str, ...] = ()
     options: Mapping[str, Located[Any] | Unresolved] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
@@ -984,7 +992,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "kv_cache_memory_bytes": ("--kv-cache-memory-bytes",),
         "extensible_kv_cache": ("--enable-extensible-kv-cache",),
         "gpu_memory_utilization": ("--gpu-memory-utilization",), "config_file": ("--config",),
-        "dtype": ("--dtype",),
+        "dtype": ("--dtype",), "quantization": ("--quantization", "-q"),
     },
     "sglang": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -999,7 +1007,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "max_num_seqs": ("--max-running-requests",),
         "gpu_memory_utilization": ("--mem-fraction-static",), "config_file": ("--config",),
         "nnodes": ("--nnodes",), "dtype": ("--dtype",),
-        "kv_tokens_cap": ("--max-total-tokens",),
+        "kv_tokens_cap": ("--max-total-tokens",), "quantization": ("--quantization",),
     },
     "trtllm": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -1020,13 +1028,14 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "max_model_len": ("--max-total-tokens",),
         "max_num_seqs": ("--max-batch-size", "--max-concurrent-requests"),
         "gpu_memory_utilization": ("--cuda-memory-fraction",), "dtype": ("--dtype",),
+        "quantization": ("--quantize",),
     },
     "lmdeploy": {
         "served_name": ("--model-name",), "tp": ("--tp",), "dp": ("--dp",), "ep": ("--ep",),
         "kv_cache_dtype": ("--quant-policy",), "max_model_len": ("--session-len",),
         "max_num_seqs": ("--max-batch-size",),
         "gpu_memory_utilization": ("--cache-max-entry-count",), "nnodes": ("--nnodes",),
-        "dtype": ("--dtype",),
+        "dtype": ("--dtype",), "quantization": ("--model-format",),
     },
     "llamacpp": {
         "model": ("-hf", "-hfr", "--hf-repo", "-m", "--model"),
@@ -1477,6 +1486,12 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
         notes.append("-c 0: the context size is the model's training context")
     if engine == "llamacpp" and "--hf-file" in options:
         notes.append("llama.cpp reads the GGUF file named by --hf-file from the --hf-repo")
+    overrides = config_overrides(engine, uses)
+    if overrides is not None:
+        fields["config_overrides"] = overrides
+        if isinstance(overrides, Located):
+            notes.append(f"{overrides.source} change the model's config as the engine "
+                         "loads it: kvlint applies them before any check")
     result = EngineArgs(engine=engine, unknown=tuple(unknown), notes=tuple(notes),
                         options=options, uses=tuple(uses),
                         **{k: v for k, v in fields.items() if k in _ENGINE_ARG_FIELDS})
@@ -1499,7 +1514,7 @@ _ENGINE_ARG_FIELDS = frozenset({
     "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
     "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "config_file",
     "expert_parallel",
-    "dp_local", "nnodes", "dtype"})
+    "dp_local", "nnodes", "dtype", "quantization", "config_overrides"})
 
 
 def _value_line(line: int | None, values: list[_Token]) -> int | None:
@@ -1590,7 +1605,7 @@ _TGI_ENV = {"NUM_SHARD": "--num-shard", "MAX_TOTAL_TOKENS": "--max-total-tokens"
             "MAX_BATCH_SIZE": "--max-batch-size",
             "MAX_CONCURRENT_REQUESTS": "--max-concurrent-requests",
             "KV_CACHE_DTYPE": "--kv-cache-dtype", "CUDA_MEMORY_FRACTION": "--cuda-memory-fraction",
-            "DTYPE": "--dtype"}
+            "DTYPE": "--dtype", "QUANTIZE": "--quantize"}
 _LLAMACPP_ENV = {"LLAMA_ARG_CTX_SIZE": "--ctx-size", "LLAMA_ARG_N_PARALLEL": "--parallel",
                  "LLAMA_ARG_CACHE_TYPE_K": "--cache-type-k"}
 
@@ -1621,6 +1636,7 @@ def env_args_tgi(env: Env) -> EngineArgs:
         gpu_memory_utilization=_env_field(env, ["CUDA_MEMORY_FRACTION"],
                                           "gpu_memory_utilization", "tgi"),
         dtype=_env_field(env, ["DTYPE"], "dtype", "tgi"),
+        quantization=_env_field(env, ["QUANTIZE"], "quantization", "tgi"),
         notes=tuple(notes),
         uses=_env_uses(env, _TGI_ENV),
     )

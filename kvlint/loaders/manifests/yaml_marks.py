@@ -29,6 +29,7 @@ which recurses on the C stack, can overflow it; a number longer than Python read
 from __future__ import annotations
 
 import gc
+import itertools
 import re
 from typing import Any
 
@@ -37,6 +38,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kvlint.loaders.manifests.base import ManifestProblem
+from kvlint.loaders.manifests.engine_markers import first_engine_line
 from kvlint.loaders.manifests.located_str import LStr
 
 try:  # pragma: no cover - depends on how PyYAML was built
@@ -466,11 +468,95 @@ def _nesting_error_line(err: yaml.YAMLError) -> int | None:
     return int(mark.line) + 1 if mark is not None else 1
 
 
+class PartialDocuments(list[Any]):
+    """The documents of a stream in which some documents cannot be read (a stray template
+    placeholder in a Secret, one broken document): each of those is ``None`` at its index,
+    and :attr:`problems` says why, at its line. The others are read as usual."""
+
+    problems: tuple[ManifestProblem, ...] = ()
+
+
+_DOCUMENT_START = re.compile(r"^---(?=[ \t]|$)|^\.\.\.[ \t]*$", re.MULTILINE)
+_HELM_ACTION = re.compile(
+    r"\{\{-?\s*(?:\.Values|\.Release|\.Chart|\.Capabilities|\.Files|\$|include\b|"
+    r"template\b|if\b|else\b|end\b|range\b|with\b|define\b|toYaml\b|tpl\b|/\*|"
+    r"default\b|required\b|quote\b)")
+"""A Go-template action that Helm charts use; a bare ``{{NAME}}`` is a stray placeholder."""
+
+
+def is_helm_template(text: str, path: str) -> bool:
+    """Whether ``text`` is a Helm chart's template (in a ``templates/`` directory, or
+    holding Helm's own actions) rather than YAML with stray ``{{...}}`` placeholders."""
+    parts = path.replace("\\", "/").split("/")
+    return "templates" in parts[:-1] or _HELM_ACTION.search(text) is not None
+
+
+def _per_document(text: str, path: str) -> PartialDocuments | None:
+    """The stream read one document at a time, when it has several and at least one of
+    them reads; ``None`` otherwise. Each document is parsed with the lines before it blank,
+    so its lines and columns are the file's."""
+    starts = [m.start() for m in _DOCUMENT_START.finditer(text)]
+    if not starts:
+        return None
+    bounds = ([0] if text[:starts[0]].strip() else []) + starts + [len(text)]
+    if len(bounds) < 3:
+        return None
+    out = PartialDocuments()
+    problems: list[ManifestProblem] = []
+    for begin, end in itertools.pairwise(bounds):
+        chunk = text[begin:end]
+        if chunk.startswith("..."):
+            continue
+        padding = "\n" * text.count("\n", 0, begin)
+        read = _parse_stream(padding + chunk, path)
+        if isinstance(read, ManifestProblem):
+            out.append(None)
+            problems.append(_document_problem(read, chunk, text.count("\n", 0, begin) + 1))
+        else:
+            out.extend(read)
+    if len(problems) == len(out):
+        return None
+    out.problems = tuple(problems)
+    return out
+
+
+def _document_problem(problem: ManifestProblem, chunk: str, first_line: int
+                      ) -> ManifestProblem:
+    """Why one document of a stream is skipped: an info for a stray placeholder in a
+    document that runs no engine (a Secret's ``{{HF_TOKEN}}``), the YAML error otherwise."""
+    template = _first_template_line(chunk)
+    if template is None or problem.kind == "alias-bomb":
+        return problem
+    line = first_line + template - 1
+    if first_engine_line(chunk) is not None:
+        return ManifestProblem(
+            path=problem.path, line=line, kind="invalid-yaml",
+            message=("invalid YAML: this document runs an engine but holds a {{...}} "
+                     "placeholder YAML cannot read, so its served model is not checked; the "
+                     "file's other documents are linted"))
+    return ManifestProblem(
+        path=problem.path, line=line, kind="template-placeholder",
+        message=("this document holds a {{...}} placeholder YAML cannot read (filled in by "
+                 "another tool before deploy); it is skipped, the file's other documents "
+                 "are linted"))
+
+
 def load_documents(text: str, path: str) -> list[Any] | ManifestProblem:
     """Every document of ``text``, in order, as line-aware values; an empty document is
     ``None`` (indices stay those of the stream). A :class:`ManifestProblem` instead when the
     file is a Helm template, invalid YAML, nested deeper than :data:`MAX_DEPTH` or a YAML
-    bomb."""
+    bomb; a :class:`PartialDocuments` when only some documents of a stream cannot be read
+    (those are ``None``, their problems attached), unless the file is a Helm template."""
+    read = _parse_stream(text, path)
+    if isinstance(read, ManifestProblem) and read.kind != "alias-bomb" and \
+            not ("{{" in text and is_helm_template(text, path)):
+        partial = _per_document(text, path)
+        if partial is not None:
+            return partial
+    return read
+
+
+def _parse_stream(text: str, path: str) -> list[Any] | ManifestProblem:
     documents: list[Any] = []
     try:
         deep = _too_deep(text, MAX_DEPTH) if _may_nest_deeper(text) else None

@@ -1,0 +1,47 @@
+"""Whether a manifest's text runs an inference engine, read from its words alone.
+
+Used where no parser's structure is available: a document YAML cannot read (is the placeholder
+in it in a Secret, or in the Deployment that runs the engine?) and a file in which no parser
+found a served model (a format kvlint does not read must not pass in silence: KV904).
+
+A line runs an engine when it holds the engine's serving command (``vllm serve``, ``python -m
+vllm.entrypoints.openai.api_server``, ``python -m sglang.launch_server``,
+``text-generation-launcher``, ``lmdeploy serve``, ``trtllm-serve``, ``llama-server``), not in
+a comment and not in a ``pip install``; or when it names an engine's serving image in a text
+that replaces no command (the image's own entrypoint then starts the engine).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["first_engine_line"]
+
+_COMMAND = re.compile(
+    r"\bvllm\s+serve\b|\bvllm\.entrypoints\.(?:openai\.)?api_server\b|"
+    r"\bsglang\.launch_server\b|\bsglang\s+serve\b|\btext-generation-launcher\b|"
+    r"\blmdeploy\s+serve\b|\btrtllm-serve\b|\bllama-server\b")
+_IMAGE = re.compile(
+    r"(?:image|repository)[\"']?\s*:\s*[\"']?[\w./-]*(?:vllm/vllm-openai|lmsysorg/sglang|"
+    r"text-generation-inference|openmmlab/lmdeploy)\b")
+_COMMAND_KEY = re.compile(r"^\s*-?\s*[\"']?(?:command|entrypoint)[\"']?\s*:", re.MULTILINE)
+_INSTALL = re.compile(r"\bpip3?\s+install\b|\buv\s+pip\b")
+_HINTS = ("vllm", "sglang", "text-generation", "lmdeploy", "trtllm", "llama-server")
+
+
+def first_engine_line(text: str) -> tuple[int, str] | None:
+    """``(1-based line, the words that run the engine)`` of the first line of ``text`` that
+    runs an engine, or ``None``."""
+    low = text.lower()
+    if not any(hint in low for hint in _HINTS):
+        return None
+    images = _COMMAND_KEY.search(text) is None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("#"):
+            continue
+        found = None if _INSTALL.search(line) else _COMMAND.search(line)
+        if found is None and images:
+            found = _IMAGE.search(line)
+        if found is not None:
+            return number, found.group(0).strip()
+    return None

@@ -1,0 +1,180 @@
+"""What a file in the wild must not do to a lint: one unreadable document hides the others;
+an engine command in a format kvlint does not read passes in silence (KV904); a value the
+engine refuses (or that the manifest leaves unset) becomes findings about a deployment nobody
+wrote (cascades)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.loaders.manifests.base import ManifestProblem
+from kvlint.loaders.manifests.yaml_marks import PartialDocuments, load_documents
+from tests.helpers import CONFIGS
+
+QWEN3 = ["--model-map", f"Qwen/Qwen3-8B={CONFIGS / 'Qwen--Qwen3-8B.json'}"]
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def lint(path: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:
+    result = CliRunner().invoke(main, ["lint", str(path), "--no-plugins", "--isolated",
+                                       "--no-cache", "--format", "json", *QWEN3, *extra])
+    assert result.exit_code in (0, 1), result.output
+    data = json.loads(result.stdout)
+    return result.exit_code, [f for r in data["results"] for f in r["findings"]]
+
+
+def brief(findings: list[dict[str, Any]]) -> list[tuple[str, str, int | None]]:
+    return sorted((f["code"], f["severity"], f["line"]) for f in findings)
+
+
+SECRET = """\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: hf
+stringData:
+  token: {{HF_TOKEN}}
+"""
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: qwen3
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.8.5
+          args: ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "{tp}"]
+          resources:
+            limits:
+              nvidia.com/gpu: {gpus}
+"""
+
+
+# --- one document does not hide the others ---------------------------------------------
+
+
+def test_a_stray_placeholder_skips_its_document_only(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(SECRET + "---\n" + DEPLOYMENT.format(tp=16, gpus=16), encoding="utf-8")
+    docs = load_documents(path.read_text(encoding="utf-8"), str(path))
+    assert isinstance(docs, PartialDocuments)
+    assert docs[0] is None and docs[1]["kind"] == "Deployment"
+    assert docs[1].line == 8  # lines stay the file's
+    assert [(p.kind, p.line) for p in docs.problems] == [("template-placeholder", 6)]
+    code, findings = lint(path)
+    # the Deployment is linted (tp=16 over Qwen3-8B's 8 KV heads), the Secret is an info
+    assert brief(findings) == [("KV201", "warning", 18), ("KV903", "info", 6)]
+    assert code == 0
+
+
+def test_a_placeholder_in_the_document_that_runs_the_engine_is_an_error(
+        tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    broken = DEPLOYMENT.format(tp="{{TP}}", gpus=8).replace('"{{TP}}"', "{{TP}}")
+    path.write_text(SECRET.replace("{{HF_TOKEN}}", "x") + "---\n" + broken, encoding="utf-8")
+    code, findings = lint(path)
+    assert brief(findings) == [("KV903", "error", 18)]
+    assert "runs an engine" in findings[0]["message"]
+    assert code == 1
+
+
+def test_a_helm_template_is_still_one_info_for_the_whole_file(tmp_path: Path) -> None:
+    chart = tmp_path / "chart" / "templates"
+    chart.mkdir(parents=True)
+    path = chart / "deploy.yaml"
+    path.write_text(SECRET + "---\n" + DEPLOYMENT.format(tp=16, gpus=16), encoding="utf-8")
+    loaded = load_documents(path.read_text(encoding="utf-8"), str(path))
+    assert isinstance(loaded, ManifestProblem) and loaded.kind == "helm-template"
+    values = tmp_path / "values.yaml"
+    values.write_text(SECRET.replace("{{HF_TOKEN}}", "{{ .Values.token }}") + "---\n"
+                      + DEPLOYMENT.format(tp=16, gpus=16), encoding="utf-8")
+    loaded = load_documents(values.read_text(encoding="utf-8"), str(values))
+    assert isinstance(loaded, ManifestProblem) and loaded.kind == "helm-template"
+
+
+def test_every_document_unreadable_is_one_problem(tmp_path: Path) -> None:
+    text = "a: [1\n---\nb: {2\n"
+    loaded = load_documents(text, "x.yaml")
+    assert isinstance(loaded, ManifestProblem) and loaded.kind == "invalid-yaml"
+
+
+# --- an engine command nobody read -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("apiVersion: example.com/v1\nkind: MyServing\nspec:\n  # vllm serve is started below\n"
+     "  launch: \"vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 8\"\n", 5),
+    ("kind: Platform\nspec:\n  runtime:\n    image: vllm/vllm-openai:v0.9.2\n", 4),
+    ("kind: Job\nspec:\n  script: python -m sglang.launch_server --model-path x/y\n", 3),
+])
+def test_an_engine_in_an_unread_format_is_kv904(tmp_path: Path, text: str, line: int) -> None:
+    path = tmp_path / "custom.yaml"
+    path.write_text(text, encoding="utf-8")
+    code, findings = lint(path)
+    assert brief(findings) == [("KV904", "warning", line)]
+    assert "kvlint found no served model in it" in findings[0]["message"]
+    assert code == 0
+
+
+@pytest.mark.parametrize("text", [
+    "kind: Job\nspec:\n  script: uv pip install vllm serve\n",  # an install, not a launch
+    "kind: Job\nspec:\n  image: vllm/vllm-openai:v0.9.2\n  command: [python, bench.py]\n",
+    "kind: ConfigMap\ndata:\n  notes: the team runs sglang on another cluster\n",
+])
+def test_no_kv904_without_an_engine_launch(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "other.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert lint(path)[1] == []
+
+
+# --- no cascades from a value kvlint had to guess -----------------------------------------
+
+
+def test_a_refused_tp_drops_what_follows_from_the_default(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(DEPLOYMENT.format(tp="eight", gpus=8), encoding="utf-8")
+    code, findings = lint(path)
+    # not "tp=1 needs 1 GPU, 7 stay idle" (KV206): tp=1 is vLLM's default, not the manifest's
+    assert brief(findings) == [("KV702", "error", 11)]
+    assert findings[0]["message"].endswith("; kvlint skipped KV206: it depends on this tp.")
+    assert code == 1
+
+
+def test_another_engines_spelling_is_named_and_its_cascade_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(DEPLOYMENT.format(tp=8, gpus=8).replace("--tensor-parallel-size",
+                                                            "--tp-size"), encoding="utf-8")
+    _, findings = lint(path)
+    assert brief(findings) == [("KV701", "error", 11)]
+    assert "--tp-size is another engine's spelling; vLLM's is --tensor-parallel-size" in \
+        findings[0]["message"]
+
+
+def test_an_unset_variable_drops_what_follows_from_the_default(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(DEPLOYMENT.format(tp="$(TP)", gpus=8), encoding="utf-8")
+    assert lint(path)[1] == []
+
+
+def test_findings_about_values_that_were_read_stay(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    text = DEPLOYMENT.format(tp="eight", gpus=8).replace(
+        '"eight"]', '"eight", "--max-model-len", "65536"]')
+    path.write_text(text, encoding="utf-8")
+    _, findings = lint(path)
+    # max_model_len was read: KV703 stays (over Qwen3-8B's 40,960 tokens)
+    assert [f["code"] for f in findings] == ["KV702", "KV703"]

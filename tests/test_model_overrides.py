@@ -1,0 +1,261 @@
+"""What an engine command changes in the model before any rule runs: vLLM ``--hf-overrides``
+/ ``--rope-scaling`` / ``--rope-theta``, SGLang ``--json-model-override-args`` (the config the
+engine builds the model from) and on-the-fly quantization (the weight bytes it holds)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.loaders.manifests.base import Located, Unresolved
+from kvlint.loaders.manifests.shell import Env, Word, parse_engine_args
+from kvlint.model.overrides import (
+    apply_config_overrides,
+    canonical_overrides,
+    on_the_fly_quantization,
+)
+from tests.helpers import CONFIGS
+
+QWEN3 = json.loads((CONFIGS / "Qwen--Qwen3-8B.json").read_text(encoding="utf-8"))
+LLAMA70 = CONFIGS / "meta-llama--Llama-3.3-70B-Instruct.json"
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def args(engine: str, *words: str) -> Any:
+    return parse_engine_args(engine, [Word(w, 3) for w in words], Env({}))
+
+
+# --- reading the options ----------------------------------------------------------------
+
+
+def test_hf_overrides_json_object_is_read_canonically() -> None:
+    parsed = args("vllm", "--hf-overrides", json.dumps({"rope_scaling": YARN,
+                                                        "max_position_embeddings": 131072}))
+    assert isinstance(parsed.config_overrides, Located)
+    assert json.loads(parsed.config_overrides.value) == {
+        "rope_scaling": YARN, "max_position_embeddings": 131072}
+    assert parsed.config_overrides.value == canonical_overrides(
+        {"max_position_embeddings": 131072, "rope_scaling": YARN})
+    assert "--hf-overrides (overrides max_position_embeddings, rope_scaling)" in \
+        parsed.config_overrides.source
+    assert any("kvlint applies them before any check" in n for n in parsed.notes)
+
+
+def test_dotted_hf_overrides_build_one_object() -> None:
+    parsed = args("vllm", "--hf-overrides.max_position_embeddings", "131072",
+                  "--hf-overrides.rope_scaling.rope_type", "yarn",
+                  "--hf_overrides.rope_scaling.factor", "4.0")
+    assert isinstance(parsed.config_overrides, Located)
+    assert json.loads(parsed.config_overrides.value) == {
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
+
+
+def test_legacy_rope_options_and_sglang_override_args() -> None:
+    parsed = args("vllm", "--rope-scaling", json.dumps(YARN), "--rope-theta", "1e6")
+    assert isinstance(parsed.config_overrides, Located)
+    assert json.loads(parsed.config_overrides.value) == {"rope_scaling": YARN,
+                                                         "rope_theta": 1e6}
+    sglang = args("sglang", "--model-path", "Qwen/Qwen3-8B", "--json-model-override-args",
+                  json.dumps({"rope_scaling": YARN}))
+    assert isinstance(sglang.config_overrides, Located)
+    assert json.loads(sglang.config_overrides.value) == {"rope_scaling": YARN}
+    # another engine's option changes nothing here (SGLang has no --hf-overrides)
+    assert args("sglang", "--model-path", "x/y").config_overrides is None
+
+
+@pytest.mark.parametrize("words", [
+    ("--hf-overrides", "{not json"),
+    ("--hf-overrides", "[1, 2]"),
+    ("--rope-theta", "fast"),
+    ("--rope-theta", "nan"),
+])
+def test_unreadable_overrides_are_unresolved(words: tuple[str, ...]) -> None:
+    parsed = args("vllm", *words)
+    assert isinstance(parsed.config_overrides, Unresolved)
+    assert parsed.config_overrides.line == 3
+
+
+def test_quantization_options_per_engine() -> None:
+    assert args("vllm", "--quantization", "fp8").quantization == \
+        Located("fp8", 3, source="--quantization")
+    assert args("vllm", "-q", "bitsandbytes").quantization.value == "bitsandbytes"
+    assert args("sglang", "--quantization", "fp8").quantization.value == "fp8"
+    assert args("tgi", "--quantize", "bitsandbytes-nf4").quantization.value == \
+        "bitsandbytes-nf4"
+    tgi_env = parse_engine_args("tgi", [], Env({"QUANTIZE": "eetq"}))
+    assert tgi_env.quantization is not None
+    assert tgi_env.quantization.value == "eetq"
+
+
+# --- applying them ----------------------------------------------------------------------
+
+
+def test_fields_are_set_whole_and_sub_configs_merged_as_each_engine_does() -> None:
+    config = {"rope_scaling": {"rope_type": "yarn", "factor": 2.0, "beta_fast": 32},
+              "max_position_embeddings": 4096,
+              "text_config": {"max_position_embeddings": 4096, "hidden_size": 8}}
+    rope = canonical_overrides({"rope_scaling": {"factor": 4.0}})
+    # vLLM (config.update): a plain field, rope_scaling included, is replaced whole
+    assert apply_config_overrides(config, rope, "vllm")["rope_scaling"] == {"factor": 4.0}
+    # SGLang 0.5.5 replaces it too; 0.5.23 merges rope_scaling shallowly
+    assert apply_config_overrides(config, rope, "sglang", "0.5.5.post3")["rope_scaling"] == \
+        {"factor": 4.0}
+    assert apply_config_overrides(config, rope, "sglang", "0.5.23")["rope_scaling"] == \
+        {"rope_type": "yarn", "factor": 4.0, "beta_fast": 32}
+    # a sub-config is merged into (vLLM's _apply_dict_overrides), not replaced
+    text = canonical_overrides({"text_config": {"max_position_embeddings": 65536}})
+    out = apply_config_overrides(config, text, "vllm", "0.34.0")
+    assert out["text_config"] == {"max_position_embeddings": 65536, "hidden_size": 8}
+    # a top-level field does not reach the text part the engine reads limits from
+    top = apply_config_overrides(
+        config, canonical_overrides({"max_position_embeddings": 65536}), "vllm")
+    assert (top["max_position_embeddings"], top["text_config"]["max_position_embeddings"]) \
+        == (65536, 4096)
+    assert config["rope_scaling"]["factor"] == 2.0  # the loaded config is not changed
+
+
+def test_on_the_fly_quantization_only_for_unquantized_checkpoints() -> None:
+    fp8 = on_the_fly_quantization("vllm", "fp8", QWEN3)
+    assert fp8 is not None and fp8.config == {"quant_method": "fp8"}
+    nf4 = on_the_fly_quantization("tgi", "bitsandbytes-nf4", QWEN3)
+    assert nf4 is not None and nf4.config["load_in_4bit"] is True
+    tgi_int8 = on_the_fly_quantization("tgi", "bitsandbytes", QWEN3)
+    assert tgi_int8 is not None and tgi_int8.config["load_in_8bit"] is True
+    quantized = {**QWEN3, "quantization_config": {"quant_method": "awq", "bits": 4}}
+    assert on_the_fly_quantization("vllm", "fp8", quantized) is None
+    assert on_the_fly_quantization("vllm", "awq", QWEN3) is None  # needs an AWQ checkpoint
+    assert on_the_fly_quantization("lmdeploy", "awq", QWEN3) is None
+    assert on_the_fly_quantization(None, "fp8", QWEN3) is None
+
+
+# --- end to end: the findings the override decides --------------------------------------
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: qwen3
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:{version}
+          args:
+            - --model
+            - Qwen/Qwen3-8B
+            - --max-model-len
+            - "{length}"
+{extra}          resources:
+            limits:
+              nvidia.com/gpu: 1
+"""
+
+
+def lint_json(path: Path, *extra: str) -> dict[str, Any]:
+    result = CliRunner().invoke(main, [
+        "lint", str(path), "--no-plugins", "--format", "json", "--offline",
+        "--model-map", f"Qwen/Qwen3-8B={CONFIGS / 'Qwen--Qwen3-8B.json'}",
+        "--model-map", f"meta-llama/Llama-3.3-70B-Instruct={LLAMA70}", *extra])
+    assert result.exit_code in (0, 1), result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def codes(data: dict[str, Any]) -> list[tuple[str, int | None]]:
+    return sorted((f["code"], f["line"]) for r in data["results"] for f in r["findings"])
+
+
+@pytest.mark.parametrize("extra", [
+    '            - --hf-overrides\n            - \'{"rope_scaling": ' + json.dumps(YARN) + "}'\n",
+    "            - --hf-overrides.rope_scaling.rope_type=yarn\n"
+    "            - --hf-overrides.rope_scaling.factor=4.0\n"
+    "            - --hf-overrides.rope_scaling.original_max_position_embeddings=32768\n",
+    "            - --rope-scaling\n            - '" + json.dumps(YARN) + "'\n",
+])
+def test_qwen3_at_128k_through_yarn_is_not_over_the_limit(tmp_path: Path, extra: str) -> None:
+    """Qwen3's documented 128K set-up: YaRN x4 over 32,768 positions = 131,072 tokens (vLLM
+    0.11.0 derives YaRN's limit from original_max_position_embeddings x factor)."""
+    path = tmp_path / "qwen3.yaml"
+    path.write_text(DEPLOYMENT.format(version="v0.11.0", length=131072, extra=extra),
+                    encoding="utf-8")
+    assert codes(lint_json(path)) == []
+    path.write_text(DEPLOYMENT.format(version="v0.11.0", length=131073, extra=extra),
+                    encoding="utf-8")
+    data = lint_json(path)
+    assert codes(data) == [("KV703", 14)]
+    message = data["results"][0]["findings"][0]["message"]
+    assert "model's own limit of 131,072 tokens" in message
+    assert "x rope factor 4 (yarn) = 131072" in message
+
+
+def test_vllm_0_8_5_refuses_dotted_override_words(tmp_path: Path) -> None:
+    """vLLM reads ``--hf-overrides.key VALUE`` from 0.9.2 on; 0.8.5's argparse refuses it."""
+    path = tmp_path / "qwen3.yaml"
+    extra = "            - --hf-overrides.max_position_embeddings=131072\n"
+    path.write_text(DEPLOYMENT.format(version="v0.8.5", length=32768, extra=extra),
+                    encoding="utf-8")
+    data = lint_json(path)
+    assert codes(data) == [("KV701", 16)]
+    assert "0.8.5 has no option --hf-overrides.max_position_embeddings" in \
+        data["results"][0]["findings"][0]["message"]
+
+
+def test_without_the_override_128k_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "qwen3.yaml"
+    path.write_text(DEPLOYMENT.format(version="v0.8.5", length=131072, extra=""),
+                    encoding="utf-8")
+    data = lint_json(path)
+    assert codes(data) == [("KV703", 14)]
+    assert "own limit of 40,960 tokens" in data["results"][0]["findings"][0]["message"]
+
+
+TGI = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tgi
+spec:
+  template:
+    spec:
+      nodeSelector:
+        cloud.google.com/gke-accelerator: nvidia-l4
+      containers:
+        - name: tgi
+          image: ghcr.io/huggingface/text-generation-inference:2.4.1
+          args: ["--model-id", "meta-llama/Llama-3.3-70B-Instruct", "--num-shard", "2"{q}]
+          resources:
+            limits:
+              nvidia.com/gpu: 2
+"""
+
+
+def test_tgi_nf4_weights_fit_where_16_bit_ones_do_not(tmp_path: Path) -> None:
+    path = tmp_path / "tgi.yaml"
+    path.write_text(TGI.format(q=""), encoding="utf-8")
+    data = lint_json(path)
+    assert ("KV503", 16) in codes(data)
+    kv503 = next(f for r in data["results"] for f in r["findings"] if f["code"] == "KV503")
+    # TGI has no pipeline parallelism: the proposed layout is tp only
+    assert "pp=" not in kv503["message"]
+    assert "tp=8 (8 such GPUs" in kv503["message"]
+    path.write_text(TGI.format(q=', "--quantize", "bitsandbytes-nf4"'), encoding="utf-8")
+    data = lint_json(path)
+    assert "KV503" not in {c for c, _ in codes(data)}
+    # bitsandbytes 4-bit: 0.5 B + one fp32 absmax per 64 values (0.5625 B) for the 80
+    # layers' 68,451,041,280 projection parameters; embeddings and LM head (2 x 128,256 x
+    # 8,192) 16-bit and split over tp=2; the 1,318,912 norm parameters 16-bit on each GPU:
+    # 38,503,710,720 / 2 + 4,202,692,608 / 2 + 2,637,824 = 21,355,839,488 bytes per GPU
+    assert data["results"][0]["capacity"]["weight_bytes_per_gpu"] == 21_355_839_488
