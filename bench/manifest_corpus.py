@@ -92,7 +92,7 @@ def _field_ok(key: str, want: Any, got: Any) -> bool:
     if key == "model":
         return got is not None and _norm(want).rstrip("/") == _norm(got).rstrip("/")
     if key == "engine_version":
-        return (got is None) if want == "unknown" else str(got) == str(want)
+        return (got in (None, "?")) if want == "unknown" else str(got) == str(want)
     if key == "gpu_type":
         first = _norm(re.split(r"[\s(]", str(want).strip())[0])
         return got is not None and (first in _norm(got) or _norm(got) in _norm(want))

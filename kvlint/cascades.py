@@ -60,7 +60,8 @@ def _guessed(served: ServedModel) -> dict[str, str]:
     """The values ``served`` states but kvlint could not read -> the option (or why)."""
     out: dict[str, str] = {}
     for problem in served.engine_problems:  # the refusal names the option first
-        name = _field_of(problem.option)
+        field = problem.data.get("field")  # a refusal about another value than its option's
+        name = field if isinstance(field, str) else _field_of(problem.option)
         if name is not None and name in DEPENDS and \
                 not isinstance(getattr(served, name), Located):
             out.setdefault(name, problem.option)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from kvlint.diagnostics import Finding, Severity, fails
+from kvlint.engines import UNKNOWN_VERSION, load_engines
 from kvlint.engines import behaviour as engine_behaviour
-from kvlint.engines import load_engines
 from kvlint.errors import ConfigError, UsageError
 from kvlint.loaders.hf_config import (
     ConfigDefaults,
@@ -108,7 +108,41 @@ def default_config_defaults() -> ConfigDefaults:
     return TableDefaults()
 
 
-def lint_config(
+def lint_config(target: Target, config: dict[str, Any] | None, plan: ServingPlan,
+                rules: Sequence[type[Rule]], **options: Any) -> ModelResult:
+    """Resolve one raw config (``None`` when the model is unknown: ``model_problem`` says
+    why), size it under ``plan`` and run ``rules`` on it (:func:`_lint_config_at`).
+
+    An engine whose version is unknown (``plan.engine_version`` ``"unknown"``: an image tag
+    that names none) is never taken for the newest: the config is judged at every version
+    whose engine facts differ (``Engine.judging_versions``), and only the findings (by code)
+    that every one of them gives are reported, in the newest version's words."""
+    if config is None or plan.engine is None or plan.engine_version != UNKNOWN_VERSION or \
+            plan.engine not in load_engines():
+        return _lint_config_at(target, config, plan, rules, **options)
+    versions = load_engines()[plan.engine].judging_versions()
+    results = [_lint_config_at(target, config, replace(plan, engine_version=v), rules,
+                               **options) for v in versions]
+    newest = results[-1]
+    if newest.analysis is None:
+        return newest
+    common = set.intersection(*({f.code for f in r.findings} for r in results))
+    behaviour = replace(newest.plan.behaviour, version=UNKNOWN_VERSION, pinned=False,
+                        unknown=True, judged_by=versions)
+    unknown_plan = replace(newest.plan, engine_version=UNKNOWN_VERSION, behaviour=behaviour)
+    kept = tuple(f for f in newest.findings if f.code in common and f.code != "KV304")
+    note = next((f for rule in rules if rule.code == "KV304"
+                 for f in rule().check(_context_of(newest, unknown_plan))), None)
+    return replace(newest, plan=unknown_plan,
+                   findings=kept + ((note,) if note is not None else ()))
+
+
+def _context_of(result: ModelResult, plan: ServingPlan) -> RuleContext:
+    """A rule context that holds what KV304 reads: the plan and that there is an analysis."""
+    return RuleContext(result.target.ref, plan, result.analysis, None, None, None)
+
+
+def _lint_config_at(
     target: Target,
     config: dict[str, Any] | None,
     plan: ServingPlan,

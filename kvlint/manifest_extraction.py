@@ -100,9 +100,9 @@ def engine_not_understood(text: str, path: str) -> ManifestProblem | None:
     line, words = found
     return ManifestProblem(
         path=path, line=line, kind="engine-not-understood",
-        message=(f"this file runs an engine ({words!r}) but kvlint found no served model in "
-                 "it: its format or command is not one kvlint reads, so nothing here was "
-                 "checked"))
+        message=(f"this file runs or configures an engine ({words!r}) but kvlint found no "
+                 "served model in it: its format or command is not one kvlint reads, so "
+                 "nothing here was checked"))
 
 
 BULK_THRESHOLD = 20_000

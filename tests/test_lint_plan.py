@@ -580,6 +580,8 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "extensible_kv_cache": Located(False), "kv_tokens_cap": Located(4096),
         "gpu_type": Located("H200"), "env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": Located("1")},
         "dtype": Located("float32"), "gpu_memory": Located(46_068 / 1024),
+        "quantization": Located("fp8"),
+        "config_overrides": Located('{"max_position_embeddings":8192}'),
     }
     settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
     assert settings == set(samples), "a new ServedModel field: make it reach the plan"

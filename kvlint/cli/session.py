@@ -142,8 +142,11 @@ class Session:
         from kvlint.reporters.display import Display, explicit_infos
 
         if output is None and output_flag("statistics"):
-            from kvlint.reporters.statistics import render_statistics
+            from kvlint.reporters.statistics import engine_commands, render_statistics
 
+            summary = engine_commands(run)
+            if summary:  # beside ruff's table, not in it: tools parse the table
+                sys.stderr.write(summary)
             return render_statistics(run, display_style(output))
         instance = reporter()
         instance.display = Display(

@@ -101,6 +101,19 @@ class Engine:
     def context_limit_at(self, version: Version) -> Fact | None:
         return self._first(self.context_limit, version)
 
+    def judging_versions(self) -> tuple[str, ...]:
+        """One version in each range of versions over which the table's facts are constant
+        (each fact's lower bounds and exact versions, the oldest range's start, the newest
+        known), oldest first: an engine whose version is unknown is judged by all of them."""
+        found = {self.latest, Version("0")}
+        for facts in (self.kv_sharding, self.mla, self.fp8_mla, self.sliding_window,
+                      self.context_limit):
+            for fact in facts:
+                for spec in fact.versions:
+                    if spec.operator in (">=", "==", "===") and "*" not in spec.version:
+                        found.add(Version(spec.version))
+        return tuple(str(v) for v in sorted(v for v in found if v <= self.latest))
+
     def latent_versions(self, model_type: str) -> SpecifierSet | None:
         """The versions in which this engine caches ``model_type``'s MLA latent."""
         specs = [f.versions for f in self.mla
@@ -272,6 +285,7 @@ def behaviour(engine_key: str | None, version: str | None, model_type: str,
         version=str(parsed),
         pinned=pinned,
         named=named,
+        unknown=version is not None and version.strip().lower() == UNKNOWN_VERSION,
         kv_sharding=str(sharding.values["kv_sharding"]),
         pipeline_parallel=engine.pipeline_parallel,
         mla_cache=mla_cache,

@@ -32,6 +32,11 @@ class EngineBehaviour:
     """Whether the user named a version (else the newest known was assumed)."""
     named: bool = False
     """Whether the user named the engine at all (else vLLM was assumed)."""
+    unknown: bool = False
+    """Whether the engine's version is unknown (an image tag that names none): the findings
+    are those every version kvlint knows gives (kvlint.linter.lint_config)."""
+    judged_by: tuple[str, ...] = ()
+    """With :attr:`unknown`: the versions the findings were judged by."""
     kv_sharding: KvSharding = "replicate"
     mla_cache: str = "latent"
     """``latent`` | ``full`` | ``full-padded-v`` for MLA models."""

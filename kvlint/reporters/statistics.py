@@ -1,7 +1,9 @@
 """``--statistics``: how many findings each rule reported, most first, as ruff prints them
 (``count<TAB>code<TAB>name``, the columns padded). kvlint fixes nothing itself, so ruff's
 ``[*]`` fixable marker never appears. Duplicates are folded as the text formats fold them;
-infos are counted too (a count hides nothing)."""
+infos are counted too (a count hides nothing). For manifests, :func:`engine_commands` is a
+summary line (written to standard error, so the table stays ruff's) counting the engine
+commands read as served models and the files that run an engine kvlint could not read."""
 
 from __future__ import annotations
 
@@ -31,3 +33,19 @@ def render_statistics(run: LintRun, style: Style | None = None) -> str:
         painted = display.severity(code.ljust(code_width), severity)
         lines.append(f"{display.paint(str(n).rjust(count_width), bold=True)}\t{painted}\t{name}")
     return "\n".join(lines) + "\n"
+
+
+_UNREAD = ("KV903", "KV904")
+
+
+def engine_commands(run: LintRun) -> str:
+    """How many engine commands of the linted manifests kvlint read as a served model, and
+    how many files run an engine it could not read (KV904), so a format it does not
+    understand shows in the numbers; empty when no manifest was linted."""
+    manifests = [r for r in run.results if r.target.kind == "manifest"]
+    if not manifests:
+        return ""
+    served = sum(1 for r in manifests if not any(f.code in _UNREAD for f in r.findings))
+    unread = sum(1 for r in manifests for f in r.findings if f.code == "KV904")
+    return (f"# engine commands: {served} read as served models, {unread} in files kvlint "
+            "could not read (KV904)\n")

@@ -220,7 +220,9 @@ def _windows(windows: list[int]) -> str:
 
 class EngineVersionUnpinned(Rule):
     """## What it does
-    Notes an engine named without a version (or as `latest`/`nightly`).
+    Notes an engine named without a version (or as `latest`/`nightly`), or whose version
+    nothing in the manifest dates (a vendor's tag, a custom image): that one is judged by
+    every version kvlint knows, and only the findings all of them give are reported.
 
     ## Why is this bad?
     MLA caches, fp8 MLA kernels and windowed allocation all changed between releases; kvlint
@@ -242,6 +244,18 @@ class EngineVersionUnpinned(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         b = ctx.plan.behaviour
         if ctx.analysis is None or not b.named or b.pinned:
+            return
+        if b.unknown:
+            shown = list(b.judged_by)
+            if len(shown) > 1 and shown[0] == "0":
+                shown[0] = f"one before {shown[1]}"
+            judged = ", ".join(shown) or b.version
+            yield self.finding(
+                f"the {b.display} version is unknown (nothing in the manifest dates it): kvlint "
+                f"judged the deployment by every {b.display} version it knows ({judged}) and "
+                "reports only what holds for all of them; pin the version (--engine-version, "
+                "or an image tag that names it) for the checks of the one you deploy.",
+                engine=b.engine, judged_by=list(b.judged_by))
             return
         yield self.finding(
             f"no {b.display} version given: kvlint assumed the newest it knows ({b.version}); "

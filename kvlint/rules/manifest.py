@@ -143,9 +143,10 @@ class EngineNotUnderstood(Rule):
     """## What it does
     Warns about a manifest that runs an inference engine (its command: `vllm serve`,
     `python -m sglang.launch_server`, `text-generation-launcher`, `lmdeploy serve`,
-    `trtllm-serve`, `llama-server`; or its serving image) in which kvlint found no served
-    model: a format, wrapper or operator it does not read. The finding is on the first line
-    that runs the engine.
+    `trtllm-serve`, `llama-server`; or its serving image), or that sets one of an engine's
+    own options (`--max-model-len`, a values key such as `maxModelLen`), in which kvlint
+    found no served model: a format, chart, wrapper or operator it does not read. The
+    finding is on the first line that runs (or configures) the engine.
 
     ## Why is this bad?
     Nothing in the file was checked. Without this warning a deployment kvlint cannot read

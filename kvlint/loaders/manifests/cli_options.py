@@ -16,7 +16,10 @@ Generated once from the engines' own sources and pasted here as data (no engine 
 - SGLang: the union of the sglang 0.5.23, 0.5.5.post3 and 0.4.6.post1 wheels: ``A[type,
   Arg(...)]`` fields of ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``,
   ``List`` → ``nargs="+"``, ``cli_name``/``aliases``) and the ``add_argument`` calls of
-  ``sglang/srt/server_args.py`` (their ``action``/``nargs``).
+  ``sglang/srt/server_args.py`` (their ``action``/``nargs``). A custom action is read by its
+  ``nargs``: ``--disable-cuda-graph`` is a flag in every release (``store_true`` to 0.5.5.post3,
+  ``DeprecatedStoreTrueAction``, ``nargs=0``, at 0.5.23: server_args.py@0.5.23 line 410 and
+  sglang/srt/arg_groups/argparse_actions.py@0.5.23), not an option that takes a value.
   ``prepare_server_args`` uses a plain ``argparse.ArgumentParser``: unique prefixes are accepted
   (``--tp`` → ``--tp-size``), underscores are NOT turned into dashes.
 - LMDeploy: ``lmdeploy serve api_server`` in the lmdeploy 0.18.0 wheel
@@ -186,6 +189,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
     },
     "sglang": {
         "flag": """
+            --disable-cuda-graph
             --collect-tokens-histogram --enable-expert-distribution-metrics
             --enable-piecewise-cuda-graph --keep-mm-feature-on-device
             --prefill-round-robin-balance
@@ -314,7 +318,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --decrypted-draft-config-file --deepep-config --deepep-dispatcher-output-dtype
             --deepep-mode --deepep-v2-mode --default-chat-template-kwargs
             --default-priority-value --detokenizer-worker-num --device
-            --disable-cuda-graph --disaggregation-bootstrap-port
+            --disaggregation-bootstrap-port
             --disaggregation-decode-allocation-policy --disaggregation-decode-extra-slots
             --disaggregation-decode-host-receive-threshold
             --disaggregation-decode-polling-interval

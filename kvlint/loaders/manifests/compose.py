@@ -215,8 +215,9 @@ class ComposeParser(ManifestParser):
                              "entrypoint + command" if entry else "command")
             args = launch.args
         elif "entrypoint" not in service and image is not None:
-            fallback = entrypoint_engine(image.value)
-            if fallback is not None and (not command or command[0].text.startswith("-")):
+            options_only = bool(command) and command[0].text.startswith("-")
+            fallback = entrypoint_engine(image.value, env, args_only=options_only)
+            if fallback is not None and (not command or options_only):
                 engine = Located(fallback, key_line(service, "command") or image.line, None,
                                  f"entrypoint of image {image.value}")
                 args = engine_args(fallback, words, Env({}, k8s=False), Env(env, k8s=False))

@@ -7,8 +7,13 @@ found a served model (a format kvlint does not read must not pass in silence: KV
 A line runs an engine when it holds the engine's serving command (``vllm serve``, ``python -m
 vllm.entrypoints.openai.api_server``, ``python -m sglang.launch_server``,
 ``text-generation-launcher``, ``lmdeploy serve``, ``trtllm-serve``, ``llama-server``), not in
-a comment and not in a ``pip install``; or when it names an engine's serving image in a text
-that replaces no command (the image's own entrypoint then starts the engine).
+a comment and not in a ``pip install``; or when it names an engine's image (a name with
+``vllm``, ``sglang``, ``text-generation-inference``, ``lmdeploy``, ``trtllm``, ``llama.cpp``...
+that is no router, proxy, gateway, scheduler, sidecar, operator, controller or benchmark;
+under a ``name`` key, a reference with a registry path) in a text that replaces no command
+(the image's own entrypoint then starts the engine). Failing both, a line that sets an
+engine's own option (``--max-model-len``, ``--enforce-eager``; a values key such as
+``maxModelLen`` or ``gpu_memory_utilization``) configures one.
 """
 
 from __future__ import annotations
@@ -22,11 +27,22 @@ _COMMAND = re.compile(
     r"\bsglang\.launch_server\b|\bsglang\s+serve\b|\btext-generation-launcher\b|"
     r"\blmdeploy\s+serve\b|\btrtllm-serve\b|\bllama-server\b")
 _IMAGE = re.compile(
-    r"(?:image|repository)[\"']?\s*:\s*[\"']?[\w./-]*(?:vllm/vllm-openai|lmsysorg/sglang|"
-    r"text-generation-inference|openmmlab/lmdeploy)\b")
+    r"(?:(?:image|repository)[\"']?\s*:\s*[\"']?(?:[^\s\"'#]*/)?|"
+    r"name[\"']?\s*:\s*[\"']?[^\s\"'#]*/)"
+    r"(?![^\s\"'/#:]*(?:router|proxy|gateway|scheduler|sidecar|operator|controller|bench))"
+    r"[^\s\"'/#:]*(?:vllm|sglang|text-generation-inference|lmdeploy|tensorrt-llm|trtllm|"
+    r"llama\.cpp|llama-cpp|llama-server)[^\s\"'/#:]*(?=[:@\"'\s]|$)")
+_SETTING = re.compile(
+    r"--(?:gpu-memory-utilization|max-model-len|tensor-parallel-size|enforce-eager|"
+    r"kv-cache-dtype|mem-fraction-static|tp-size|num-shard)\b|"
+    r"^\s*-?\s*[\"']?(?:gpu_?memory_?utilization|max_?model_?len|tensor_?parallel_?size)"
+    r"[\"']?\s*:", re.IGNORECASE)
+"""An engine's own option, as a flag or as a values-file key (``maxModelLen``,
+``gpu_memory_utilization``): a file that sets one configures an engine."""
 _COMMAND_KEY = re.compile(r"^\s*-?\s*[\"']?(?:command|entrypoint)[\"']?\s*:", re.MULTILINE)
 _INSTALL = re.compile(r"\bpip3?\s+install\b|\buv\s+pip\b")
-_HINTS = ("vllm", "sglang", "text-generation", "lmdeploy", "trtllm", "llama-server")
+_HINTS = ("vllm", "sglang", "text-generation", "lmdeploy", "trtllm", "tensorrt-llm", "llama-server",
+          "llama.cpp", "llama-cpp", "memory", "model", "parallel", "eager", "shard")
 
 
 def first_engine_line(text: str) -> tuple[int, str] | None:
@@ -44,4 +60,7 @@ def first_engine_line(text: str) -> tuple[int, str] | None:
             found = _IMAGE.search(line)
         if found is not None:
             return number, found.group(0).strip()
+    for number, line in enumerate(text.splitlines(), 1):  # no command, no image: a setting
+        if not line.lstrip().startswith("#") and (found := _SETTING.search(line)):
+            return number, found.group(0).strip().rstrip(":").strip("\"'")
     return None

@@ -195,6 +195,35 @@ def _dotted_refused(engine: str, word: str, version: str | None) -> bool:
         return False
 
 
+SGLANG_DP_ATTENTION_NEEDS_DP = (Version("0.4.6.post1"), Version("0.5.1"))
+"""SGLang releases that refuse ``--enable-dp-attention`` without ``--dp-size`` > 1 at start
+(``assert self.dp_size > 1, "Please set a dp-size > 1. ..."``: server_args.py@0.4.6.post1
+line 298, @0.4.9 line 405, @0.5.1 line 534). 0.3.6 to 0.4.3 set dp_size = tp_size instead
+(server_args.py@0.3.6 line 189, @0.4.3 line 253; kvlint.manifest_linter.plan_for), 0.5.5 keeps
+dp_size 1 (server_args.py@0.5.5 line 1379). Releases between the ones read (0.4.4-0.4.5,
+0.5.2-0.5.4) are not judged."""
+
+
+def _sglang_dp_attention_alone(uses: Sequence[OptionUse],
+                               version: Located[str] | Unresolved | None,
+                               fields: dict[str, str]) -> list[EngineArgProblem]:
+    """The refusal of ``--enable-dp-attention`` without a DP size, in the releases that
+    refuse it (:data:`SGLANG_DP_ATTENTION_NEEDS_DP`)."""
+    parsed = _parse(version.value) if isinstance(version, Located) else None
+    low, high = SGLANG_DP_ATTENTION_NEEDS_DP
+    if parsed is None or not low <= parsed <= high:
+        return []
+    flag = next((u for u in uses if fields.get(u.canonical or "") == "dp_attention"), None)
+    sized = any(fields.get(u.canonical or "") == "dp" for u in uses)
+    if flag is None or sized:
+        return []
+    return [EngineArgProblem(
+        "value", flag.name, f"{flag.name} without --dp-size: SGLang {parsed} refuses it at "
+        "start (AssertionError: Please set a dp-size > 1); give --dp-size, the number of "
+        "attention DP ranks (a divisor of tp)", flag.line, flag.column,
+        {"engine": "sglang", "reason": "dp-attention-without-dp", "field": "dp"})]
+
+
 def _status(engine: str, name: str, options: frozenset[str]) -> tuple[str, list[str]]:
     """``("ok" | "unknown" | "ambiguous", matches)`` of one option word."""
     if name in options:
@@ -312,6 +341,8 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
                                label, texts)
         if value_problem is not None:
             problems.append(value_problem)
+    if engine == "sglang":
+        problems.extend(_sglang_dp_attention_alone(uses, version, fields))
     if basis:
         problems = [replace(p, message=f"{p.message} ({basis})",
                             data={**p.data, "judged_by": basis}) for p in problems]

@@ -14,7 +14,7 @@ container release maps to an engine version only through the cited tables of
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from kvlint.loaders.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM, Release
@@ -23,7 +23,9 @@ __all__ = ["ENTRYPOINT_IMAGES", "engine_from_image", "engine_from_pip", "entrypo
            "split_image"]
 
 _VERSION = re.compile(
-    r"v?(\d+(?:\.\d+){1,3}(?:\.?(?:post|rc|dev|a|b)\d*)*)(?=$|[-_+])", re.IGNORECASE)
+    r"v?(\d+(?:\.\d+){1,3}(?:\.?(?:post|rc|dev|a|b)\d*)*)(?=$|[-_+]|\.[a-z])", re.IGNORECASE)
+"""A release at the start of a tag, before a ``-``/``_``/``+`` suffix or a vendor's dotted
+word (``v0.7.3.self.post1``: AIBrix's build of vLLM 0.7.3)."""
 _ROLLING = frozenset({"latest", "nightly", "main", "master", "head", "dev", "edge", "stable"})
 _SHA = re.compile(r"sha-[0-9a-f]{7,40}(?:[-_].*)?|[0-9a-f]{7,40}", re.IGNORECASE)
 _DATE = re.compile(r"(\d{4}-\d{2}-\d{2}|\d{8})([-_.].*)?")
@@ -234,6 +236,18 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
         version, note = _tag_version(tag, "vLLM")
         if digest and tag is None:
             return "vllm", None, "pinned by digest; the vLLM version is not in the reference"
+        # vLLM's own images, or a mirror of them (a mirror keeps the repository's name)
+        official = last in ("vllm-openai", "vllm-tpu")
+        if not official and version not in (None, "latest") and \
+                not str(version).startswith("0."):
+            # every vLLM release is 0.x: a vendor build's tag (opea/vllm-gaudi:1.22.0, the
+            # Gaudi software release) names its own release, not vLLM's
+            return "vllm", None, (f"vendor vLLM build {last}: its tag {tag} is not a vLLM "
+                                  "version (vLLM releases are 0.x)")
+        if not official and version == "latest":
+            # a vendor's or a team's own build: its newest build is not vLLM's newest release
+            return "vllm", None, (f"{name}:{tag or 'latest'} is a rolling tag of a build "
+                                  "that is not vLLM's own image: the vLLM in it is not dated")
         return "vllm", version, note
 
     if "sglang" in last or last == "sgl-dev":
@@ -312,16 +326,37 @@ def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
 
 
 ENTRYPOINT_IMAGES = (("tgi", re.compile(r"text-generation-inference")),
-                     ("vllm", re.compile(r"(^|/)vllm-openai(-rocm)?(:|$)")),
+                     # vllm-openai and its rebuilds (-rocm, -ubi9...) keep the image's
+                     # ENTRYPOINT, the OpenAI server (vllm-project/vllm docker/Dockerfile)
+                     ("vllm", re.compile(r"(^|/)vllm-openai[\w.-]*(:|@|$)")),
                      ("llamacpp", re.compile(r"llama\.cpp:(full-|light-)?server|llama-server")))
 
 
-def entrypoint_engine(image: str | None) -> str | None:
+_LLAMACPP_MODEL_ENV = ("LLAMA_ARG_MODEL", "LLAMA_ARG_HF_REPO", "LLAMA_ARG_MODEL_URL")
+"""Variables only llama.cpp's server reads its model from (common/arg.cpp ``set_env``)."""
+
+
+_ARGS_ONLY_ENGINES = frozenset({"vllm", "sglang", "tgi", "llamacpp"})
+
+
+def entrypoint_engine(image: str | None, env: Iterable[str] = (),
+                      args_only: bool = False) -> str | None:
     """The engine whose server is the default entrypoint of ``image`` (so that container
-    ``args`` are that server's flags), when the image is one of the engines' own."""
+    ``args`` are that server's flags), when the image is one of the engines' own; or a
+    llama.cpp build (``llama-cpp-docker``) whose environment (``env``: the names the
+    container sets) gives llama-server its model, which nothing else reads; or, when the
+    container gives only options (``args_only``: ``--model ...``, no program), a custom
+    build named for an engine (``kloudchat-vllm:local``, ``acme/vllm-custom``): nothing but
+    that engine's server entrypoint takes its options. SGLang's own images start no server,
+    so ``lmsysorg/sglang`` given options alone is not read as one."""
     if not image:
         return None
     for engine, pattern in ENTRYPOINT_IMAGES:
         if pattern.search(image):
             return engine
+    named = engine_from_image(image)[0]
+    if any(name in _LLAMACPP_MODEL_ENV for name in env) and named == "llamacpp":
+        return "llamacpp"
+    if args_only and named in _ARGS_ONLY_ENGINES and "lmsysorg/sglang" not in image:
+        return named
     return None

@@ -207,14 +207,17 @@ def _items(value: Any) -> list[tuple[Word, Any]]:
 
 
 def _shell_script(argv: list[tuple[Word, Any]]) -> tuple[Any, list[Word]] | None:
-    """``sh -c SCRIPT [$0 ARGS...]``: the script (raw item) and the words after it."""
+    """``sh -c [--] SCRIPT [$0 ARGS...]``: the script (raw item) and the words after it."""
     if not argv or os.path.basename(argv[0][0].text) not in SHELLS:
         return None
     for i in range(1, len(argv)):
         text = argv[i][0].text
         if text.startswith("-") and not text.startswith("--") and "c" in text[1:]:
-            if i + 1 < len(argv):
-                return argv[i + 1][1], [w for w, _ in argv[i + 2:]]
+            at = i + 1
+            if at < len(argv) and argv[at][0].text == "--":  # bash -lc -- SCRIPT
+                at += 1
+            if at < len(argv):
+                return argv[at][1], [w for w, _ in argv[at + 1:]]
             return None
         if not text.startswith("-"):
             return None
@@ -393,7 +396,9 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
     command = _items(container.get("command"))
     args = _items(container.get("args"))
     notes: list[str] = []
-    entry = entrypoint_engine(image.value) if image and not command else None
+    options_only = bool(args) and args[0][0].text.startswith("-")
+    entry = entrypoint_engine(image.value, env.values, args_only=options_only) \
+        if image and not command else None
     if entry is not None:
         # the image's entrypoint is the server: args are its flags
         parsed = with_env(parse_engine_args(entry, [w for w, _ in args], env), env)

@@ -11,6 +11,7 @@ and controllers), cited per parser; the pod machinery is :mod:`.kubernetes`'s.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -533,6 +534,26 @@ KAITO_SKUS: dict[str, tuple[int, float]] = {
 """Azure GPU SKU -> (GPUs per node, GPU memory per node in GiB), as KAITO's
 pkg/sku/azure_sku_handler.go@0d9b555e5f322170ec8f3a9518fed1cf104639b9 lists them."""
 
+_AZURE_GPU = re.compile(r"_(T4|A10|A100|H100|H200)_v\d+$")
+
+
+def kaito_gpu(sku: str) -> str:
+    """The GPU of an Azure SKU, named as kvlint's GPU table names it: the model is in the
+    SKU's name (``Standard_NC24ads_A100_v4``), its memory in :data:`KAITO_SKUS` (80 GiB per
+    A100 there: ``A100-80GB``; 94 per H100: ``H100-NVL``); the SKU itself when unknown."""
+    found = _AZURE_GPU.search(sku)
+    if found is None or sku not in KAITO_SKUS:
+        return sku
+    count, memory = KAITO_SKUS[sku]
+    per_gpu = memory / count
+    model = found.group(1)
+    if model == "A100":
+        return "A100-80GB" if per_gpu >= 80 else "A100-40GB"
+    if model == "H100":
+        return "H100-NVL" if per_gpu >= 94 else "H100-80GB"
+    return model
+
+
 KAITO_PRESETS: dict[str, str] = {
     "llama-3.1-8b-instruct": "meta-llama/Llama-3.1-8B-Instruct",
     "falcon-7b": "tiiuae/falcon-7b", "falcon-7b-instruct": "tiiuae/falcon-7b-instruct",
@@ -606,7 +627,8 @@ class KaitoWorkspaceParser(ManifestParser):
         sku = get_str(resource, "instanceType")
         sku_line = value_line(resource, "instanceType")
         per_node: Located[int] | Unresolved | None = None
-        gpu_type = Located(sku, sku_line, None, "resource.instanceType") if sku else None
+        gpu_type = Located(kaito_gpu(sku), sku_line, None,
+                           f"resource.instanceType {sku}") if sku else None
         if sku and sku in KAITO_SKUS:
             per_node = Located(KAITO_SKUS[sku][0], sku_line, None,
                                f"resource.instanceType {sku}: {KAITO_SKUS[sku][0]} GPUs per "

@@ -8,7 +8,7 @@ from kvlint.loaders.manifests.base import DocumentContext, ManifestParser
 from kvlint.loaders.manifests.builtin import LAZY_PARSERS, PARSERS, LazyParser
 
 MODULES = ("kvlint.loaders.manifests.kubernetes", "kvlint.loaders.manifests.kubernetes_crds",
-           "kvlint.loaders.manifests.operators",
+           "kvlint.loaders.manifests.operators", "kvlint.loaders.manifests.platforms",
            "kvlint.loaders.manifests.helm", "kvlint.loaders.manifests.compose",
            "kvlint.loaders.manifests.launchers", "kvlint.loaders.manifests.engine_configs")
 

@@ -134,7 +134,7 @@ def test_fixture_details_and_lines() -> None:
     (llama,) = extract("kaito-workspace-llama3.3-70b-2node.yaml")
     assert value(llama.max_model_len) == 16384 and line(llama.max_model_len) == 15
     assert value(llama.gpu_memory_utilization) == 0.95
-    assert value(llama.gpu_type) == "Standard_NC48ads_A100_v4"
+    assert value(llama.gpu_type) == "A100-80GB"  # the GPU of Standard_NC48ads_A100_v4
     assert line(llama.tp) == 23 and line(llama.pp) == 22
     (phi,) = extract("kaito-workspace-phi4-a100.yaml")
     assert value(phi.gpu_memory_utilization) == 0.84 and phi.max_model_len is None

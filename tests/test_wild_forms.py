@@ -1,0 +1,167 @@
+"""Ordinary ways real manifests are written that kvlint misread (a false error, a model not
+found, a version taken for the newest). Each case is written here, in the shape the engines'
+own images and parsers define; none is copied from a scanned repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.engines import load_engines
+from kvlint.loaders.manifests.images import engine_from_image, entrypoint_engine
+from kvlint.loaders.manifests.operators import kaito_gpu
+from tests.helpers import CONFIGS
+
+MAP = ["--model-map", f"Qwen/Qwen3-8B={CONFIGS / 'Qwen--Qwen3-8B.json'}",
+       "--model-map", f"deepseek-ai/DeepSeek-V3={CONFIGS / 'deepseek-ai--DeepSeek-V3.json'}"]
+
+
+@pytest.fixture(autouse=True)
+def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def lint(path: Path) -> list[dict[str, Any]]:
+    result = CliRunner().invoke(main, ["lint", str(path), "--no-plugins", "--isolated",
+                                       "--no-cache", "--format", "json", "--verbose", *MAP])
+    assert result.exit_code in (0, 1), result.output
+    return list(json.loads(result.stdout)["results"])
+
+
+def deployment(image: str, command: str, gpus: int = 1) -> str:
+    return f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: server
+spec:
+  template:
+    spec:
+      containers:
+        - name: server
+          image: {image}
+          {command}
+          resources:
+            limits:
+              nvidia.com/gpu: {gpus}
+"""
+
+
+def test_sglang_disable_cuda_graph_is_a_flag_in_every_release(tmp_path: Path) -> None:
+    """A flag (store_true, then DeprecatedStoreTrueAction with nargs=0 at 0.5.23), never an
+    option that takes a value: no KV702 "expected one argument"."""
+    path = tmp_path / "sglang.yaml"
+    for version in ("v0.4.6.post1", "v0.5.8", "v0.5.23"):
+        path.write_text(deployment(
+            f"lmsysorg/sglang:{version}",
+            'command: ["python3", "-m", "sglang.launch_server", "--model-path", '
+            '"Qwen/Qwen3-8B", "--disable-cuda-graph"]'), encoding="utf-8")
+        (result,) = lint(path)
+        assert [f["code"] for f in result["findings"]] == [], version
+
+
+def test_bash_lc_double_dash_script_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "ray.yaml"
+    path.write_text(deployment(
+        "vllm/vllm-openai:v0.9.2",
+        'command: ["/bin/bash", "-lc", "--"]\n'
+        '          args: ["ulimit -n 65536; $RAY_START_CMD; vllm serve Qwen/Qwen3-8B '
+        '--tensor-parallel-size 2"]', gpus=2), encoding="utf-8")
+    (result,) = lint(path)
+    assert result["serving"]["tp"] == 2 and result["target"]["ref"] == "Qwen/Qwen3-8B"
+
+
+def test_a_rebuilt_vllm_openai_image_keeps_its_entrypoint(tmp_path: Path) -> None:
+    assert entrypoint_engine("quay.io/acme/vllm-openai-ubi9:0.4.2") == "vllm"
+    assert entrypoint_engine("vllm/vllm-openai@sha256:abc") == "vllm"
+    path = tmp_path / "ubi.yaml"
+    path.write_text(deployment("quay.io/acme/vllm-openai-ubi9:0.4.2",
+                               'args: ["--model", "Qwen/Qwen3-8B"]'), encoding="utf-8")
+    (result,) = lint(path)
+    assert (result["serving"]["engine"], result["serving"]["engine_version"]) == \
+        ("vllm", "0.4.2")
+
+
+@pytest.mark.parametrize(("image", "expected"), [
+    ("opea/vllm-gaudi:1.22.0", ("vllm", None)),  # a Gaudi software release, not vLLM's
+    ("opea/vllm-rocm:latest", ("vllm", None)),  # a vendor's newest build, not vLLM's newest
+    ("registry.example.com/mirror/vllm-openai:latest", ("vllm", "latest")),  # a mirror
+    ("aibrix/vllm-openai:v0.7.3.self.post1", ("vllm", "0.7.3")),
+    ("vllm/vllm-openai:v0.6.3.post1", ("vllm", "0.6.3.post1")),
+])
+def test_vendor_tags(image: str, expected: tuple[str, str | None]) -> None:
+    assert engine_from_image(image)[:2] == expected
+
+
+def test_llama_cpp_build_with_its_model_in_the_environment(tmp_path: Path) -> None:
+    assert entrypoint_engine("llama-cpp-docker", ["LLAMA_ARG_MODEL"]) == "llamacpp"
+    assert entrypoint_engine("llama-cpp-docker", ["HF_TOKEN"]) is None
+    path = tmp_path / "compose.yaml"
+    path.write_text("services:\n  llama:\n    image: llama-cpp-docker\n    environment:\n"
+                    "      - LLAMA_ARG_CTX_SIZE=2048\n"
+                    "      - LLAMA_ARG_MODEL=/models/model-Q5_K_M.gguf\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(path), "--no-plugins", "--isolated",
+                                       "--no-cache", "--format", "json"])
+    (found,) = json.loads(result.stdout)["results"]
+    assert found["serving"]["engine"] == "llamacpp"
+    assert found["target"]["ref"] == "/models/model-Q5_K_M.gguf"
+
+
+def test_kaito_sku_names_its_gpu() -> None:
+    assert kaito_gpu("Standard_NC24ads_A100_v4") == "A100-80GB"
+    assert kaito_gpu("Standard_ND96asr_A100_v4") == "A100-40GB"
+    assert kaito_gpu("Standard_NC40ads_H100_v5") == "H100-NVL"
+    assert kaito_gpu("Standard_ND96isr_H100_v5") == "H100-80GB"
+    assert kaito_gpu("Standard_NC4as_T4_v3") == "T4"
+    assert kaito_gpu("Standard_Unknown_v9") == "Standard_Unknown_v9"
+
+
+def test_an_unknown_version_is_judged_by_every_known_version(tmp_path: Path) -> None:
+    """vLLM caches DeepSeek-V3's MLA latent only from some release on: with a version nothing
+    dates, neither "caches full K/V" (KV301, old releases) nor "the latent is replicated"
+    (KV204, new ones) holds for every version, so neither is reported; KV304 says why."""
+    versions = load_engines()["vllm"].judging_versions()
+    assert versions[0] == "0" and versions[-1] == str(load_engines()["vllm"].latest)
+    assert list(versions) == sorted(versions, key=lambda v: tuple(map(int, v.split("."))))
+    path = tmp_path / "custom.yaml"
+    path.write_text(deployment("myorg/custom-vllm:build-42",
+                               'command: ["vllm", "serve", "deepseek-ai/DeepSeek-V3", '
+                               '"--tensor-parallel-size", "8"]', gpus=8), encoding="utf-8")
+    (result,) = lint(path)
+    assert result["serving"]["engine_version"] == "unknown"
+    (kv304,) = result["findings"]
+    assert kv304["code"] == "KV304"
+    assert "the vLLM version is unknown" in kv304["message"]
+    assert f"({', '.join(['one before ' + versions[1], *versions[1:]])})" in kv304["message"]
+    # pinned, the newest release's findings are reported
+    path.write_text(deployment("vllm/vllm-openai:v0.34.0",
+                               'command: ["vllm", "serve", "deepseek-ai/DeepSeek-V3", '
+                               '"--tensor-parallel-size", "8"]', gpus=8), encoding="utf-8")
+    (result,) = lint(path)
+    assert "KV204" in [f["code"] for f in result["findings"]]
+
+
+@pytest.mark.parametrize(("version", "dp", "codes"), [
+    ("v0.4.3", 8, []),  # 0.3.6-0.4.3: dp_size = tp_size (server_args.py@0.4.3)
+    ("v0.4.9", 1, ["KV702"]),  # 0.4.6.post1-0.5.1 assert dp_size > 1 at start
+    ("v0.5.5", 1, ["KV204"]),  # 0.5.5: dp stays 1; the latent is replicated over tp=8
+])
+def test_sglang_dp_attention_without_dp_size_by_release(tmp_path: Path, version: str, dp: int,
+                                                        codes: list[str]) -> None:
+    path = tmp_path / "sglang.yaml"
+    path.write_text(deployment(
+        f"lmsysorg/sglang:{version}",
+        'command: [python3, -m, sglang.launch_server, --model-path, deepseek-ai/DeepSeek-V3, '
+        "--tp, '8', --enable-dp-attention]", gpus=8), encoding="utf-8")
+    (result,) = lint(path)
+    assert (result["serving"]["dp"], result["serving"]["dp_attention"]) == (dp, True)
+    assert [f["code"] for f in result["findings"]] == codes
+    if codes == ["KV702"]:  # the refusal; KV204 (computed from dp=1) is left out and named
+        assert result["findings"][0]["message"].endswith(
+            "kvlint skipped KV204: it depends on this dp.")
