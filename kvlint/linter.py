@@ -326,8 +326,10 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             defaults=defaults, lock=lock,
             quantized=(quantized, plan.quantization_source or "--quantization")
             if quantized else None)
-    utilization = (plan.gpu_memory_utilization or engine.gpu_memory_utilization
-                   or DEFAULT_GPU_MEMORY_UTILIZATION)
+    # the version's own default (vLLM: 0.9 to 0.19, 0.92 from 0.20, 1.0 with 0.34's
+    # extensible KV cache): engines.toml gpu_memory_utilization_by_version
+    table = engine.gpu_memory_utilization_at(plan.behaviour.version)
+    utilization = plan.gpu_memory_utilization or table or DEFAULT_GPU_MEMORY_UTILIZATION
     memory = None
     dims = model_dims(config)
     given = None
@@ -342,7 +344,9 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         # profile below then deducts (kvlint/model/memory.py EXTENSIBLE_KV_CACHE_SINCE)
         utilization = (plan.gpu_memory_utilization
                        or default_utilization(plan.behaviour.version, plan.extensible_kv_cache)
-                       or utilization)
+                       # the extensible KV cache switched off: 0.34's fixed default, 0.92
+                       or ((engine.gpu_memory_utilization or utilization) if table == 1.0
+                           else utilization))
         memory = memory_terms(  # vLLM's own start-up profile, term by term
             gpu_memory_bytes=spec.memory_bytes, gpu_name=spec.name,
             utilization=utilization, weight_bytes=weights.per_gpu_bytes, dims=dims,

@@ -78,6 +78,21 @@ class Engine:
     pipeline_parallel: bool
     context_limit: tuple[Fact, ...] = ()
     """How the engine derives a model's maximum sequence length, by version (KV703)."""
+    utilization_by_version: tuple[Fact, ...] = ()
+    """The default ``gpu_memory_utilization`` by version, where it changed
+    (``gpu_memory_utilization_by_version``); :attr:`gpu_memory_utilization` otherwise."""
+
+    def gpu_memory_utilization_at(self, version: str | None) -> float | None:
+        """The engine's default memory fraction at ``version`` (the newest known when
+        ``None`` or unpinned): the by-version table's entry, else the engine's one value."""
+        try:
+            parsed, _ = parse_version(self, version)
+        except ValueError:
+            parsed = self.latest
+        fact = self._first(self.utilization_by_version, parsed)
+        if fact is not None and isinstance(fact.values.get("value"), int | float):
+            return float(fact.values["value"])
+        return self.gpu_memory_utilization
 
     def _first(self, facts: Sequence[Fact], version: Version,
                model_type: str | None = None) -> Fact | None:
@@ -191,6 +206,9 @@ def _engine(key: str, data: Mapping[str, Any]) -> Engine:
         pipeline_parallel=bool(data.get("pipeline_parallel", True)),
         context_limit=_facts(data.get("context_limit"), f"{where}.context_limit",
                              CONTEXT_LIMIT_KEYS),
+        utilization_by_version=_facts(data.get("gpu_memory_utilization_by_version"),
+                                      f"{where}.gpu_memory_utilization_by_version",
+                                      ("value",)),
     )
 
 
