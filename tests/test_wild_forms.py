@@ -165,3 +165,32 @@ def test_sglang_dp_attention_without_dp_size_by_release(tmp_path: Path, version:
     if codes == ["KV702"]:  # the refusal; KV204 (computed from dp=1) is left out and named
         assert result["findings"][0]["message"].endswith(
             "kvlint skipped KV204: it depends on this dp.")
+
+
+def test_kserve_mount_path_is_the_model_its_uri_names(tmp_path: Path) -> None:
+    """``vllm serve /mnt/models`` in an LLMInferenceService serves what spec.model.uri names:
+    KServe's storage initializer copies it to /mnt/models."""
+    path = tmp_path / "llmisvc.yaml"
+    path.write_text("""\
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata:
+  name: qwen
+spec:
+  model:
+    uri: hf://Qwen/Qwen3-8B
+    name: Qwen/Qwen3-8B
+  template:
+    containers:
+      - name: main
+        image: vllm/vllm-openai:v0.11.0
+        command: ["sh", "-c"]
+        args:
+          - exec vllm serve /mnt/models --served-model-name Qwen/Qwen3-8B --max-model-len 8192
+        resources:
+          limits:
+            nvidia.com/gpu: "1"
+""", encoding="utf-8")
+    (result,) = lint(path)
+    assert result["target"]["ref"] == "Qwen/Qwen3-8B"
+    assert result["findings"] == []

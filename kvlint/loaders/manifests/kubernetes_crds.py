@@ -302,6 +302,10 @@ class KServeParser(ManifestParser):
                             "version is unknown")
             run = Run(engine, args, line, main, image, version, [*more, *args.notes])
             self._model(model_spec, run)
+        elif _is_model_mount(run.args.model):
+            # the command serves the directory KServe's storage initializer fills from
+            # spec.model.uri: the model is that one
+            self._model(get_map(spec, "model") or {}, run, mounted=True)
         if isinstance(extra, str):
             notes.append(f"engine flags from env VLLM_ADDITIONAL_ARGS (line {node_line(extra)})")
         args, overrides, more = follow_config(run, pod, ctx)
@@ -321,7 +325,10 @@ class KServeParser(ManifestParser):
                      overrides=overrides)
 
     @staticmethod
-    def _model(model_spec: dict[str, Any], run: Run) -> None:
+    def _model(model_spec: dict[str, Any], run: Run, mounted: bool = False) -> None:
+        """The served model from ``spec.model`` (``mounted``: the command names the mount
+        path the weights are copied to, ``/mnt/models``; it is replaced when the URI names
+        the model)."""
         uri = get_str(model_spec, "uri")
         name = get_str(model_spec, "name")
         if uri is None and name is None:
@@ -340,8 +347,18 @@ class KServeParser(ManifestParser):
                                  "taken as the model")
         if isinstance(found, Located) and name and name != found.value:
             run.overrides["served_name"] = name
-        if run.args.model is None:
+        if run.args.model is None or (mounted and isinstance(found, Located)):
             run.overrides["model"] = found
+
+
+KSERVE_MODEL_MOUNT = "/mnt/models"
+"""Where KServe's storage initializer puts the weights of ``storageUri`` / ``spec.model.uri``
+(kserve/kserve pkg/constants: DefaultModelLocalMountPath)."""
+
+
+def _is_model_mount(model: object) -> bool:
+    return isinstance(model, Located) and isinstance(model.value, str) and \
+        model.value.rstrip("/") == KSERVE_MODEL_MOUNT
 
 
 # ============================================================================================
