@@ -194,3 +194,32 @@ spec:
     (result,) = lint(path)
     assert result["target"]["ref"] == "Qwen/Qwen3-8B"
     assert result["findings"] == []
+
+
+def test_llm_d_values_render_their_own_values_references(tmp_path: Path) -> None:
+    """The llm-d modelservice chart renders container fields through Helm's tpl:
+    ``{{ .Values.modelArtifacts.name }}`` is the values file's own modelArtifacts.name."""
+    path = tmp_path / "values.yaml"
+    path.write_text("""\
+modelArtifacts:
+  name: Qwen/Qwen3-8B
+  uri: hf://"{{ .Values.modelArtifacts.name }}"
+decode:
+  create: true
+  replicas: 1
+  parallelism:
+    tensor: 2
+  containers:
+  - name: vllm
+    image: ghcr.io/llm-d/llm-d:v0.2.0
+    modelCommand: vllmServe
+    args:
+      - --served-model-name
+      - "{{ .Values.modelArtifacts.name }}"
+      - --max-model-len
+      - "{{ .Values.decode.missing }}"
+""", encoding="utf-8")
+    (result,) = lint(path)
+    assert (result["target"]["ref"], result["serving"]["tp"]) == ("Qwen/Qwen3-8B", 2)
+    # a reference kvlint cannot render is not a value the engine refuses (no KV702)
+    assert [f["code"] for f in result["findings"]] == ["KV304"]

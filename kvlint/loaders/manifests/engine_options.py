@@ -445,6 +445,8 @@ def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
     if not use.values or use.values[0] is None:
         return None  # no value, or one kvlint cannot expand (KV902 territory)
     text = use.values[0].strip()
+    if "{{" in text and "}}" in text:
+        return None  # a template reference the chart renders: not the value that runs
     data["value"] = text
     quoted = _clipped(text)  # what messages quote: a 400-digit value is not repeated whole
     if use.written:  # the value an expansion gave: say what was written

@@ -49,6 +49,7 @@ from kvlint.loaders.manifests.engine_configs import (
     words_of_list,
 )
 from kvlint.loaders.manifests.images import entrypoint_engine
+from kvlint.loaders.manifests.located_str import LStr
 from kvlint.loaders.manifests.shell import EngineArgs, Env, env_from_k8s, split_script
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
@@ -220,6 +221,31 @@ ROLES = ("prefill", "decode")
 ROLE_DEFAULT_REPLICAS = {"decode": 1, "prefill": 0}
 
 
+_VALUES_REF = re.compile(r"\"?\{\{-?\s*\.Values\.([A-Za-z0-9_.]+)\s*-?\}\}\"?")
+
+
+def values_tpl(value: Any, doc: dict[str, Any]) -> Any:
+    """``value`` (a string, or a list of them) with each ``{{ .Values.a.b }}`` replaced by
+    the scalar the values file holds at ``a.b``, as the llm-d chart renders its container
+    fields through Helm's ``tpl``; a reference to anything else is left as written."""
+    if isinstance(value, list):
+        return [values_tpl(item, doc) for item in value]
+    if not isinstance(value, str) or "{{" not in value:
+        return value
+
+    def scalar(match: re.Match[str]) -> str:
+        node: Any = doc
+        for key in match.group(1).split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        return str(node) if isinstance(node, str | int | float) and \
+            not isinstance(node, bool) else match.group(0)
+
+    text = _VALUES_REF.sub(scalar, value)
+    if isinstance(value, LStr):
+        return LStr(text, value.line, value.column, value.style, value.end_line)
+    return text
+
+
 class LlmdModelServiceValuesParser(ManifestParser):
     """llm-d ``llm-d-modelservice`` chart: ``modelArtifacts`` names the model, ``decode`` and
     ``prefill`` each render pods whose ``--tensor-parallel-size``/``--data-parallel-size``
@@ -249,7 +275,7 @@ class LlmdModelServiceValuesParser(ManifestParser):
     @staticmethod
     def _model(doc: dict[str, Any]) -> tuple[Located[str] | Unresolved | None, str | None]:
         artifacts = get_map(doc, "modelArtifacts") or {}
-        uri = get_str(artifacts, "uri")
+        uri = values_tpl(get_str(artifacts, "uri"), doc)
         name = get_str(artifacts, "name")
         line = value_line(artifacts, "uri")
         if uri is None:
@@ -294,14 +320,15 @@ class LlmdModelServiceValuesParser(ManifestParser):
         if command in ("vllmServe", "imageDefault"):
             engine = Located("vllm", key_line(first, "modelCommand"), None,
                              f"modelCommand {command}")
-            flags = engine_args("vllm", words_of(first.get("args")), env)
+            flags = engine_args("vllm", words_of(values_tpl(first.get("args"), doc)), env)
             chart = EngineArgs(
                 engine="vllm", model=model,
                 tp=tp_v if tp_n > 1 else None,
                 dp=data_v if data_n > 1 else None)
             args = merge_args(flags, chart)
         else:
-            words = words_of(first.get("command")) + words_of(first.get("args"))
+            words = words_of(values_tpl(first.get("command"), doc)) + \
+                words_of(values_tpl(first.get("args"), doc))
             launch, more = first_launch(launch_in_argv(words, env))
             notes.extend(more)
             if launch is not None:
