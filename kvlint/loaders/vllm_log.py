@@ -8,31 +8,37 @@ capped at :data:`MAX_LINE_CHARS` and the text at :data:`MAX_BYTES`, so a hostile
 huge line, binary, NUL bytes) costs bounded time and memory; every regular expression is
 linear (no nested quantifiers).
 
-The lines read (vLLM V0 and V1, 0.5 to 0.2x formats):
+What is read, and how:
 
-* engine config: ``Initializing a V1 LLM engine (v0.8.3) with config: model='...',
-  ... dtype=torch.bfloat16, max_seq_len=102400, ... tensor_parallel_size=1,
-  pipeline_parallel_size=1, ... enforce_eager=True, kv_cache_dtype=auto, ...``; the
-  ``non-default args: {...}`` dict and the banner's ``version X`` / ``model Y``;
-* memory profiling: V0 ``Loading model weights took X GB``, ``Memory profiling results:
-  ... non_torch_memory=XGiB kv_cache_size=XGiB gpu_memory_utilization=0.90`` or ``model
-  weights take XGiB; non_torch_memory takes XGiB; PyTorch activation peak memory takes
-  XGiB; the rest of the memory reserved for KV Cache is XGiB``; V1 ``Model loading took X
-  GiB``, ``Available KV cache memory: X GiB``, ``Estimated CUDA graph memory: X GiB``,
-  newer ``Actual usage is X GiB for consumed memory (weights + non-torch), X GiB for peak
-  activation, and X GiB for CUDAGraph memory ... Current kv cache memory in use is X GiB``;
-* capacity: ``# GPU blocks: N`` (V0 also ``, # CPU blocks: M``), ``GPU KV cache size: N
-  tokens``, ``Maximum concurrency for L tokens per request: Xx``, and the start-up errors
-  ``maximum number of tokens that can be stored in KV cache (N)`` and ``(X GiB KV cache is
-  needed, which is larger than the available KV cache memory (Y GiB)``.
+* the KV-cache figures (blocks, tokens, memory profile, the refusals of a failed start) come
+  from :data:`FORMATS_FILE`, ``vllm_log_formats.json``: vLLM's own format strings, read from
+  its source version by version (0.4.0 to 0.34.0) by :mod:`kvlint.loaders.vllm_log_table_gen`
+  (each entry cites ``path@version``). Every placeholder the table names a field for becomes
+  one linear regular expression: the placeholder and the format's literal text around it
+  (extended over neighbouring placeholders until it names enough words), so a line wrapped
+  or cut after the figure is still read. Each entry also says the first and last version that
+  prints it: the lines matched narrow :attr:`VllmLog.version_range`;
+* written here, not from the table (they are not format strings of figures): the engine
+  config (``Initializing a V1 LLM engine (v0.8.3) with config: model='...', ...``), the
+  ``non-default args: {...}`` dict, the banner's ``version X`` / ``model Y`` and V1's debug
+  ``worker init memory snapshot: ... total_memory=XGiB`` (a dataclass ``repr``).
+
+Figures are read from start-up records only: a line whose first format is preceded by a
+quote, a brace, a backquote or the words ``request``/``prompt`` (a request log or a JSON body
+quoting a start-up message) is not read. The same value printed at two precisions (``15.5083`` and
+``15.51``) is one value, never "ranks that differ".
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
 
 from kvlint.errors import UsageError
 
@@ -79,50 +85,13 @@ _ARGS_FIELDS: dict[str, re.Pattern[str]] = {
     "block_size": re.compile(r"'block_size': (\d{1,6})"),
     "gpu_memory_utilization": re.compile(r"'gpu_memory_utilization': (\d{1,3}(?:\.\d{1,12})?)"),
 }
-_MAX_MODEL_LEN = re.compile(r"Using max model len (\d{1,12})")
 
-_GIB = r"\s?GiB"
-_MEMORY: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("weights_gib", re.compile(r"Loading model weights took " + _NUM + r"\s?GB")),
-    ("weights_gib", re.compile(r"Model loading took " + _NUM + _GIB)),
-    ("weights_gib", re.compile(r"model weights take\s{1,16}" + _NUM + _GIB)),
-    ("non_torch_gib", re.compile(r"non_torch_memory(?:=| takes |\s{2,16})" + _NUM + _GIB)),
-    ("non_torch_gib", re.compile(r"non-torch forward increase memory: " + _NUM + _GIB)),
-    ("non_torch_gib", re.compile(_NUM + r" GiB for non-torch memory")),
-    ("activation_peak_gib", re.compile(r"activation peak memory(?: takes)?\s{1,16}" + _NUM
-                                       + _GIB)),
-    ("activation_peak_gib", re.compile(r"torch peak memory increase: " + _NUM + _GIB)),
-    ("peak_torch_gib", re.compile(r"\bpeak_torch_memory=" + _NUM + _GIB)),
-    ("activation_peak_gib", re.compile(_NUM + r" GiB for peak activation")),
-    ("consumed_gib", re.compile(_NUM + r" GiB for consumed memory")),
-    ("cuda_graph_gib", re.compile(r"Estimated CUDA graph memory: " + _NUM + _GIB)),
-    ("cuda_graph_gib", re.compile(_NUM + r" GiB for CUDAGraph memory")),
-    ("cuda_graph_gib", re.compile(r"Graph capturing finished in \d{1,6} secs?, took " + _NUM
-                                  + _GIB)),
-    ("total_gpu_gib", re.compile(r"total_gpu_memory(?:=|\s{2,16})" + _NUM + _GIB)),
-    ("total_gpu_gib", re.compile(r"\btotal_memory=" + _NUM + _GIB)),
-    ("kv_cache_gib", re.compile(r"Available KV cache memory: " + _NUM + _GIB)),
-    ("kv_cache_gib", re.compile(r"\bkv_cache_size=" + _NUM + _GIB)),
-    ("kv_cache_gib", re.compile(r"\bavailable_kv_cache_memory\s{1,16}" + _NUM + _GIB)),
-    ("kv_cache_gib", re.compile(r"reserved for KV Cache is " + _NUM + _GIB)),
-    # --kv-cache-memory-bytes: "reserved 20.00GiB memory for KV Cache as specified by
-    # kv_cache_memory_bytes config and skipped memory profiling" (vllm/v1/worker/
-    # gpu_worker.py@v0.11.0 lines 240-247; "20.0 GiB" @v0.34.0 lines 696-706)
-    ("kv_cache_set_gib", re.compile(r"reserved " + _NUM + _GIB + r" memory for KV Cache as "
-                                    r"specified by kv_cache_memory_bytes")),
-    ("kv_in_use_gib", re.compile(r"Current kv cache memory in use is " + _NUM + _GIB)),
-    ("gpu_memory_utilization", re.compile(r"\bgpu_memory_utilization(?:=|\s{2,16})"
-                                          r"(\d{1,3}(?:\.\d{1,12})?)")),
-    ("gpu_memory_utilization", re.compile(r"gpu_memory_utilization \((\d{1,3}(?:\.\d{1,12})?)\)")),
-    ("gpu_memory_utilization", re.compile(r"current --gpu-memory-utilization="
-                                          r"(\d{1,3}(?:\.\d{1,12})?) is equivalent")),
-    ("gpu_memory_utilization", re.compile(r"Desired GPU memory utilization is \("
-                                          r"(\d{1,3}(?:\.\d{1,12})?),")),
-)
-_SNAPSHOT_ONLY = ("total_gpu_gib",)
-"""V1's ``worker init memory snapshot`` line (debug level, before the model loads) also
-prints ``non_torch_memory=``: the CUDA context, not the profile's increase; only its
-``total_memory=`` is read."""
+FORMATS_FILE = Path(__file__).parent / "vllm_log_formats.json"
+"""vLLM's format strings, per version (written by :mod:`kvlint.loaders.vllm_log_table_gen`)."""
+_SNAPSHOT_TOTAL = re.compile(r"\btotal_memory=" + _NUM + r"\s?GiB")
+"""V1's ``worker init memory snapshot`` line (debug level, before the model loads) is a
+dataclass ``repr``: it also prints ``non_torch_memory=`` (the CUDA context, not the profile's
+increase), so only its ``total_memory=`` is read and the table's patterns skip it."""
 _SMALLEST = ("kv_cache_gib", "kv_in_use_gib")
 """Per-rank KV memory: vLLM sizes every worker's cache to the smallest (pipeline stages differ
 in weights and activation peak), so the smallest printed figure is the one the printed tokens
@@ -131,16 +100,241 @@ blocks is the minimum over workers)."""
 _LARGEST = ("activation_peak_gib", "non_torch_gib")
 """Per-rank profile terms: the fullest rank's figure (pipeline stages: the last one, with the
 sampler, sets the smallest KV pool)."""
+_PR_10511: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(r"^" + label + r"\s{1,16}" + _NUM + unit)) for name, label, unit in (
+        ("total_gpu_gib", "total_gpu_memory", r"\s?GiB"),
+        ("gpu_memory_utilization", "gpu_memory_utilization", ""),
+        ("usable_gib", "the current vLLM instance can use", r"\s?GiB"),
+        ("weights_gib", "model weights take", r"\s?GiB"),
+        ("non_torch_gib", "non_torch_memory", r"\s?GiB"),
+        ("activation_peak_gib", "PyTorch activation peak memory", r"\s?GiB"),
+        ("kv_cache_gib", "available_kv_cache_memory", r"\s?GiB")))
+"""Not in the table: the two-column profile of vLLM PR #10511 (2024-12, between 0.6.4 and
+0.6.5; merged reworded as ``the current vLLM instance can use total_gpu_memory (...)``), one
+``name  value`` record per line after the header ``Memory profiling results:``."""
+_QUOTING = re.compile(r"[\"'{`]|request|prompt", re.IGNORECASE)
+"""Before a match on its line: a request log or a JSON body quoting a start-up message."""
+_WORD = re.compile(r"[A-Za-z_]{3,40}")
+_PRINTF = re.compile(r"%(?:\([^)]{0,40}\))?[-+ 0#]{0,4}(?:\d{1,3}|\*)?(?:\.\d{1,3})?"
+                     r"[diouxXeEfFgGcrsa%]")
+_DEVICE = r"[\w:-]{1,24}"
+_TEXT = r".{0,160}?"
+_STRONG = 8
+"""A pattern's literal text names at least this many word characters around its figure."""
 
-_GPU_BLOCKS = re.compile(r"(?:^|[^\w])(?:# )?GPU blocks: " + _NUM)
-_CPU_BLOCKS = re.compile(r"# CPU blocks: " + _NUM)
-_KV_TOKENS = re.compile(r"GPU KV cache size: " + _NUM + r" tokens")
-_CONCURRENCY = re.compile(r"Maximum concurrency for " + _NUM + r" tokens per request: "
-                          + _NUM + r"x")
-_MAX_TOKENS_ERROR = re.compile(r"maximum number of tokens that can be stored in KV cache "
-                               r"\(" + _NUM + r"\)")
-_NEEDED = re.compile(r"max seq len \(" + _NUM + r"\), \(" + _NUM + r" GiB KV cache is needed, "
-                     r"which is larger than the available KV cache memory \(" + _NUM + r" GiB\)")
+
+@dataclass(frozen=True)
+class Placeholder:
+    """One placeholder of a format string, as written in vLLM's source (``%.2f``,
+    ``{num_gpu_blocks}``)."""
+
+    spec: str
+
+
+def format_tokens(text: str, style: str) -> list[str | Placeholder]:
+    """A format string as literal text and placeholders (``style``: ``printf`` or ``brace``)."""
+    tokens: list[str | Placeholder] = []
+    literal: list[str] = []
+    if style == "printf":
+        position = 0
+        for found in _PRINTF.finditer(text):
+            literal.append(text[position:found.start()])
+            if found.group() == "%%":
+                literal.append("%")
+            else:
+                tokens.append("".join(literal))
+                literal = []
+                tokens.append(Placeholder(found.group()))
+            position = found.end()
+        literal.append(text[position:])
+    elif style == "brace":
+        index = 0
+        while index < len(text):
+            char = text[index]
+            if char in "{}" and text[index + 1:index + 2] == char:
+                literal.append(char)
+                index += 2
+                continue
+            if char == "{":
+                depth, end = 0, index
+                while end < len(text):
+                    depth += {"{": 1, "}": -1}.get(text[end], 0)
+                    if depth == 0:
+                        break
+                    end += 1
+                tokens.append("".join(literal))
+                literal = []
+                tokens.append(Placeholder(text[index:end + 1]))
+                index = end + 1
+                continue
+            literal.append(char)
+            index += 1
+    else:
+        literal.append(text)
+    tokens.append("".join(literal))
+    return [t for t in tokens if not isinstance(t, str) or t]
+
+
+@dataclass(frozen=True)
+class FormatEntry:
+    """One row of the table: a vLLM format string and the versions that print it."""
+
+    id: str
+    format: str
+    style: str
+    first: str
+    last: str
+    source: str
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    regex: re.Pattern[str]
+    gate: str
+    head: str
+    """The format's first words on this line (a match's prefix is checked before them)."""
+    reads: tuple[tuple[int, str], ...]
+    """(entry index, field)."""
+
+
+def _number_pattern(negative: bool) -> str:
+    return ("-?" if negative else "") + r"\d[\d,]{0,30}(?:\.\d{1,12})?"
+
+
+def _field(meaning: str) -> tuple[str, bool]:
+    """(field name, negative allowed) of a table ``fields`` item; ``-`` for one not read."""
+    name, _, rest = meaning.partition(",")
+    return (name if not name.startswith("-") else "-"), "negative" in rest
+
+
+def _inner_word(literals: list[str]) -> str:
+    """The longest whole word of the pattern's literals (a cheap substring gate)."""
+    best = ""
+    for text in literals:
+        for found in _WORD.finditer(text):
+            inner = found.start() > 0 and found.end() < len(text)
+            if inner and len(found.group()) > len(best):
+                best = found.group()
+    if not best:
+        words = [w for text in literals for w in _WORD.findall(text)]
+        best = max(words, key=len, default="")
+    return best
+
+
+def _segments(tokens: list[str | Placeholder]) -> list[list[str | int]]:
+    """Per printed line, the literals and the placeholders' indices."""
+    segments: list[list[str | int]] = [[]]
+    count = 0
+    for token in tokens:
+        if isinstance(token, Placeholder):
+            segments[-1].append(count)
+            count += 1
+            continue
+        parts = token.split("\n")
+        for number, part in enumerate(parts):
+            if number:
+                segments.append([])
+            if part:
+                segments[-1].append(part)
+    return segments
+
+
+def _words(item: str | int) -> int:
+    return len(re.findall(r"\w", item)) if isinstance(item, str) else 0
+
+
+def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
+    """(regex, gate word, head, field) for each placeholder of ``entry`` that is read."""
+    fields = [_field(m) for m in entry.fields]
+    out = []
+    for segment in _segments(format_tokens(entry.format, entry.style)):
+        literals = [i for i in segment if isinstance(i, str)]
+        head = literals[0].strip()[:40] if literals else ""
+        for position, item in enumerate(segment):
+            if not isinstance(item, int) or item >= len(fields) or fields[item][0] in ("-",
+                                                                                      "device"):
+                continue
+            start, strength = position, 0
+            while start > 0 and strength < _STRONG:
+                start -= 1
+                strength += _words(segment[start])
+            left = list(segment[start:position])
+            if left and isinstance(left[0], str):
+                tail = left[0]
+                if len(tail) > 48:  # from a word's start
+                    tail = tail[-48:]
+                    tail = tail[tail.find(" ") + 1:] if " " in tail else tail
+                if start > 0:  # after a placeholder: drop the unit of the figure before
+                    rest = re.sub(r"^\S*\s+", "", tail, count=1)
+                    tail = rest if _words(rest) >= _STRONG else tail
+                left[0] = tail.lstrip(" ,;.)")
+            while left and isinstance(left[0], int) and fields[left[0]][0] != "device":
+                left.pop(0)
+            strength = sum(_words(i) for i in left)
+            right: list[str | int] = []
+            after = position + 1
+            if after < len(segment) and isinstance(segment[after], str):
+                cut = re.split(r"[,;()\[\]]|\. ", str(segment[after]))[0][:40]
+                if strength >= _STRONG or cut != segment[after]:
+                    right.append(cut)
+                    after = len(segment) if strength >= _STRONG else after
+            while strength < _STRONG and after < len(segment):
+                right.append(segment[after])
+                strength += _words(segment[after])
+                after += 1
+            parts = []
+            for part in [*left, -1, *right]:
+                if isinstance(part, str):
+                    text = re.escape(part)
+                    if part.startswith("# "):
+                        text = "(?:# )?" + re.escape(part[2:])
+                    parts.append(text)
+                elif part == -1:
+                    parts.append("(" + _number_pattern(fields[item][1]) + ")")
+                else:
+                    name, negative = fields[part]
+                    parts.append(_DEVICE if name == "device" else _TEXT if name == "-"
+                                 else "(?:" + _number_pattern(negative) + ")")
+            regex = "".join(parts)
+            if regex.startswith(("(?:# )?", "(")) or regex[:1].isalnum():
+                regex = r"(?<![A-Za-z_])" + regex
+            if not right or right == [""]:
+                regex += r"(?!\d|\.\d)"
+            out.append((regex, _inner_word([p for p in [*left, *right] if isinstance(p, str)]),
+                        head, fields[item][0]))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def format_table() -> tuple[tuple[str, ...], tuple[FormatEntry, ...]]:
+    """(versions read, entries) of :data:`FORMATS_FILE`."""
+    data = json.loads(FORMATS_FILE.read_text(encoding="utf-8"))
+    entries = tuple(FormatEntry(e["id"], e["format"], e["style"], e["first"], e["last"],
+                                e["source"], tuple(e["fields"])) for e in data["formats"])
+    return tuple(data["versions"]), entries
+
+
+@functools.lru_cache(maxsize=1)
+def _patterns() -> tuple[dict[str, tuple[_Pattern, ...]], tuple[_Pattern, ...]]:
+    """The compiled patterns by gate word (and those with none), compiled on first use."""
+    grouped: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
+    for index, entry in enumerate(format_table()[1]):
+        for regex, gate, head, name in _entry_patterns(entry):
+            grouped.setdefault((regex, gate, head), []).append((index, name))
+    by_gate: dict[str, list[_Pattern]] = {}
+    ungated: list[_Pattern] = []
+    for (regex, gate, head), reads in grouped.items():
+        pattern = _Pattern(re.compile(regex), gate, head, tuple(reads))
+        (by_gate.setdefault(gate, []) if gate else ungated).append(pattern)
+    return {k: tuple(v) for k, v in by_gate.items()}, tuple(ungated)
+
+
+def _version_key(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
 @dataclass(frozen=True)
@@ -187,6 +381,22 @@ class VllmLog:
     """V1's start-up error: the KV memory one max-length request needs ..."""
     needed_len: int | None = None
     """... at this max seq len."""
+    estimated_max_len: int | None = None
+    """V1's refusal: ``the estimated maximum model length is N`` (what the KV pool fits)."""
+    usable_gib: float | None = None
+    """V0: ``total_gpu_memory (X GiB) x gpu_memory_utilization (Y) = Z GiB``: Z."""
+    free_on_start_gib: float | None = None
+    """``Free memory on device (F/T GiB) on startup`` / ``Initial free memory``: F."""
+    requested_gib: float | None = None
+    """``Desired GPU memory utilization is (U, R GiB)``: R."""
+    max_num_batched_tokens: int | None = None
+    """``Chunked prefill is enabled with max_num_batched_tokens=N``."""
+    version_range: tuple[str, str] | None = None
+    """The vLLM versions this log can come from: the printed version (both ends), else the
+    intersection of the table's ``[first, last]`` over the lines read (versions kvlint read
+    vLLM's source at; the true bounds reach to the neighbouring versions read)."""
+    formats: tuple[str, ...] = ()
+    """The ids of the table entries the lines read matched (vllm_log_formats.json)."""
     ranks: tuple[str, ...] = ()
     """Process labels seen in prefixes (``EngineCore_DP0``, ``Worker_TP1``...)."""
     lines: int = 0
@@ -240,6 +450,21 @@ def _lines(text: str) -> Iterable[str]:
         start = end + 1
 
 
+def _same_value(one: str, other: str) -> bool:
+    """One number printed at two precisions (15.5083 and 15.51): the finer rounds to the
+    coarser (numbers are not ranks)."""
+    try:
+        a, b = _number(one), _number(other)
+    except ValueError:
+        return one == other
+    places = min(len(t.partition(".")[2]) for t in (one, other))
+    return abs(a - b) <= 0.5 * 10.0 ** -places + 1e-9
+
+
+def _finer(one: str, other: str) -> str:
+    return max(one, other, key=lambda t: len(t.partition(".")[2]))
+
+
 class _Fields:
     """First value per field (per rank order; the smallest of :data:`_SMALLEST`, the largest
     of :data:`_LARGEST`), with a note when ranks disagree."""
@@ -250,16 +475,20 @@ class _Fields:
         self.differs: dict[str, set[str]] = {}
 
     def put(self, name: str, value: str, rank: str) -> None:
-        if name not in self.values or self._replaces(name, value):
-            if name in self.values and self.values[name] != value:
-                self.differs.setdefault(name, {self.values[name]}).add(value)
+        old = self.values.get(name)
+        if old is None:
             self.values[name] = value
             self.rank_of[name] = rank
-        elif self.values[name] != value:
-            seen = self.differs.setdefault(name, {self.values[name]})
-            if len(seen) < 8:
+        elif _same_value(old, value):
+            self.values[name] = _finer(old, value)
+        elif self._replaces(name, value):
+            self.differs.setdefault(name, {old}).add(value)
+            self.values[name] = value
+            self.rank_of[name] = rank
+        else:
+            seen = self.differs.setdefault(name, {old})
+            if len(seen) < 8 and not any(_same_value(s, value) for s in seen):
                 seen.add(value)
-
 
     def _replaces(self, name: str, value: str) -> bool:
         if name not in _SMALLEST and name not in _LARGEST:
@@ -269,6 +498,35 @@ class _Fields:
         except ValueError:
             return False
         return new < old if name in _SMALLEST else new > old
+
+
+class _Versions:
+    """The intersection of the ``[first, last]`` of the entries each line matched."""
+
+    def __init__(self) -> None:
+        self.versions = [v for v in (_version_key(t) for t in format_table()[0]) if v]
+        self.low: Version | None = None
+        self.high: Version | None = None
+        self.ids: dict[str, None] = {}
+        self.conflict = False
+
+    def narrow(self, entries: set[int]) -> None:
+        table = format_table()[1]
+        bounds = [(_version_key(table[i].first), _version_key(table[i].last)) for i in entries]
+        lows = [lo for lo, _ in bounds if lo is not None]
+        highs = [hi for _, hi in bounds if hi is not None]
+        if not lows or not highs:
+            return
+        low, high = min(lows), max(highs)
+        new_low = low if self.low is None else max(low, self.low)
+        new_high = high if self.high is None else min(high, self.high)
+        if new_low > new_high:
+            self.conflict = True
+            return
+        self.low, self.high = new_low, new_high
+        for i in sorted(entries):
+            if len(self.ids) < 64:
+                self.ids.setdefault(table[i].id, None)
 
 
 def _config_text(lines: list[str], index: int) -> str:
@@ -285,6 +543,7 @@ def parse_text(text: str) -> VllmLog:
     """The figures of the vLLM log ``text`` (pure; never raises on odd input)."""
     lines = list(_lines(text))
     fields = _Fields()
+    versions = _Versions()
     ranks: dict[str, None] = {}
     for index, line in enumerate(lines):
         # cheap substring gates keep a long hostile line from meeting every pattern
@@ -293,9 +552,9 @@ def parse_text(text: str) -> VllmLog:
         rank = labels[-1] if labels else ""
         if rank and len(ranks) < 64:
             ranks.setdefault(rank, None)
-        _parse_line(lines, index, line, rank, fields)
+        _parse_line(lines, index, line, rank, fields, versions)
     truncated = len(lines) >= MAX_LINES
-    log = _build(fields, tuple(ranks), len(lines))
+    log = _build(fields, tuple(ranks), len(lines), versions)
     if truncated:
         from dataclasses import replace
 
@@ -304,10 +563,18 @@ def parse_text(text: str) -> VllmLog:
     return log
 
 
-def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fields) -> None:
+def _origin(line: str, start: int, head: str) -> int:
+    """Where the format matched at ``start`` begins on ``line`` (its first words)."""
+    cut = line.rfind(head, 0, start + len(head)) if head else -1
+    return cut if 0 <= cut <= start else start
+
+
+def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fields,
+                versions: _Versions) -> None:
     if "LLM engine" in line:
         engine = _ENGINE.search(line)
-        if engine:
+        if engine and not _QUOTING.search(line[:_origin(line, engine.start(),
+                                                          "Initializing")]):
             if engine.group(1):
                 fields.put("engine", engine.group(1), rank)
             fields.put("version", engine.group(2).lstrip("v"), rank)
@@ -328,47 +595,55 @@ def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fie
         model = _BANNER_MODEL.search(line)
         if model:
             fields.put("model", model.group(1), rank)
-    found = _MAX_MODEL_LEN.search(line) if "max model len" in line else None
-    if found:
-        fields.put("max_model_len", found.group(1), rank)
-    if "GB" in line or "GiB" in line or "gpu_memory_utilization" in line \
-            or "GPU memory utilization" in line or "gpu-memory-utilization" in line:
-        snapshot = "memory snapshot" in line
-        for name, pattern in _MEMORY:
-            if snapshot and name not in _SNAPSHOT_ONLY:
-                continue
-            found = pattern.search(line)
+    if "memory snapshot" in line:
+        found = _SNAPSHOT_TOTAL.search(line)
+        if found:
+            fields.put("total_gpu_gib", found.group(1), rank)
+        return
+    message = line.rsplit("] ", 1)[-1]
+    if "  " in message and message[:1] in "tganmPp":
+        for name, pattern in _PR_10511:
+            found = pattern.search(message)
             if found:
                 fields.put(name, found.group(1), rank)
-    found = _NEEDED.search(line) if "KV cache is needed" in line else None
-    if found:
-        fields.put("needed_len", found.group(1), rank)
-        fields.put("needed_gib", found.group(2), rank)
-        fields.put("kv_cache_gib", found.group(3), rank)
-    if "blocks" not in line and "tokens" not in line:
+    by_gate, ungated = _patterns()
+    words = set(_WORD.findall(line))
+    hits: list[tuple[_Pattern, re.Match[str]]] = []
+    for candidate in [p for gate in sorted(words.intersection(by_gate)) for p in by_gate[gate]] \
+            + list(ungated):
+        match = candidate.regex.search(line)
+        if match is not None:
+            hits.append((candidate, match))
+    if not hits:
         return
-    for name, pattern in (("gpu_blocks", _GPU_BLOCKS), ("cpu_blocks", _CPU_BLOCKS),
-                          ("kv_tokens", _KV_TOKENS),
-                          ("max_tokens_error", _MAX_TOKENS_ERROR)):
-        found = pattern.search(line)
-        if found:
-            fields.put(name, found.group(1), rank)
-    found = _CONCURRENCY.search(line)
-    if found:
-        fields.put("concurrency_tokens", found.group(1), rank)
-        fields.put("concurrency", found.group(2), rank)
+    # a request log or a JSON body quoting start-up text: a quote, a brace or the words
+    # request/prompt before the first format on the line
+    origin = min(_origin(line, hit.start(), source.head) for source, hit in hits)
+    if _QUOTING.search(line[:origin]):
+        return
+    matched: set[int] = set()
+    for source, hit in hits:
+        names: set[str] = set()
+        for entry, name in source.reads:
+            matched.add(entry)
+            if name not in names:
+                names.add(name)
+                fields.put(name, hit.group(1), rank)
+    versions.narrow(matched)
 
 
 _INTS = ("tp", "pp", "max_model_len", "block_size", "gpu_blocks", "cpu_blocks", "kv_tokens",
-         "concurrency_tokens", "max_tokens_error", "needed_len")
+         "concurrency_tokens", "max_tokens_error", "needed_len", "estimated_max_len",
+         "max_num_batched_tokens")
 _FLOATS = ("gpu_memory_utilization", "weights_gib", "non_torch_gib", "activation_peak_gib",
            "peak_torch_gib",
            "consumed_gib", "cuda_graph_gib", "total_gpu_gib", "kv_cache_gib", "kv_in_use_gib",
-           "kv_cache_set_gib", "concurrency", "needed_gib")
+           "kv_cache_set_gib", "concurrency", "needed_gib", "usable_gib", "free_on_start_gib",
+           "requested_gib")
 _STRINGS = ("model", "version", "engine", "dtype", "kv_cache_dtype")
 
 
-def _build(fields: _Fields, ranks: tuple[str, ...], count: int) -> VllmLog:
+def _build(fields: _Fields, ranks: tuple[str, ...], count: int, versions: _Versions) -> VllmLog:
     values: dict[str, object] = {}
     for name, text in fields.values.items():
         try:
@@ -395,7 +670,17 @@ def _build(fields: _Fields, ranks: tuple[str, ...], count: int) -> VllmLog:
         notes.append(f"lines from {len(workers)} processes ({', '.join(workers[:8])}): "
                      "figures are per GPU, taken from the first that printed each (KV memory: the "
                      "smallest; activation peak and non-torch memory: the largest)")
+    printed = fields.values.get("version")
+    version_range: tuple[str, str] | None = None
+    if printed is not None and _version_key(printed) is not None:
+        version_range = (printed, printed)
+    elif versions.low is not None and versions.high is not None:
+        version_range = (str(versions.low), str(versions.high))
+    if versions.conflict:
+        notes.append("lines worded as different vLLM versions print them (several logs "
+                     "joined?); the version range is from the lines that agree")
     return VllmLog(**values, ranks=ranks, lines=count,  # type: ignore[arg-type]
+                   version_range=version_range, formats=tuple(versions.ids),
                    notes=tuple(notes), raw=dict(fields.values))
 
 
