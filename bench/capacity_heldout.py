@@ -14,6 +14,8 @@ Two steps, so that predictions are frozen before they are compared:
     python bench/capacity_heldout.py predict --logs /work/logs29 --out PRED.json
     python bench/capacity_heldout.py compare --logs /work/logs29 --pred PRED.json
 
+``read`` checks the log reader alone: whether it gets every figure each log prints.
+
 A start that the log shows failing for memory is predicted right when kvlint reports KV501 or
 KV503; a start that succeeds, when kvlint's ``max_tokens`` is within 5 % of the printed ``GPU
 KV cache size`` (or ``# GPU blocks`` x the version's block size, 16 before 0.34).
@@ -52,7 +54,17 @@ def _facts(logs: Path) -> dict[str, dict[str, Any]]:
     return {e["file"][:3]: e for e in entries}
 
 
-def predict(logs: Path) -> dict[str, Any]:
+def _log_version(logs: Path, entry: dict[str, Any]) -> str | None:
+    """The newest vLLM release whose wording the log's lines all have (VllmLog.version_range):
+    what ``--infer-version`` passes when the poster states none."""
+    from kvlint.loaders.vllm_log import parse_text
+
+    text = (logs / "files" / entry["file"]).read_text(encoding="utf-8", errors="replace")
+    found = getattr(parse_text(text), "version_range", None)
+    return str(found[1]) if found else None
+
+
+def predict(logs: Path, infer_version: bool = False) -> dict[str, Any]:
     facts = _facts(logs)
     out: dict[str, Any] = {}
     for key, (config, gpu) in CASES.items():
@@ -60,7 +72,7 @@ def predict(logs: Path) -> dict[str, Any]:
         args = [sys.executable, "-m", "kvlint", "check", str(CONFIGS / f"{config}.json"),
                 "--gpu", gpu, "--tp", str(e.get("tp") or 1), "--pp", str(e.get("pp") or 1),
                 "--format", "json", "--no-plugins", "--isolated", "--offline"]
-        version = e.get("vllm_version")
+        version = e.get("vllm_version") or (_log_version(logs, e) if infer_version else None)
         if version:
             args += ["--engine-version", version.split("+")[0].split(".dev")[0]]
         length = MAX_LEN.get(key) or e.get("max_model_len")
@@ -113,15 +125,56 @@ def compare(logs: Path, pred: dict[str, Any]) -> int:
     return 0
 
 
+READ_FIELDS = {"gpu_blocks": "gpu_blocks", "kv_cache_tokens": "kv_tokens",
+               "available_kv_gib": "kv_cache_gib", "weights_gib": "weights_gib",
+               "total_gpu_memory_gib": "total_gpu_gib"}
+"""expected.json's printed figures -> the VllmLog fields that should hold them."""
+
+
+def read(logs: Path) -> int:
+    """Whether kvlint's log reader gets every figure the poster's log prints (the facts
+    written by hand), log by log: the share of logs read fully, and what was missed."""
+    from kvlint.loaders.vllm_log import parse_text
+
+    facts = _facts(logs)
+    full = 0
+    for key, e in sorted(facts.items()):
+        text = (logs / "files" / e["file"]).read_text(encoding="utf-8", errors="replace")
+        log = parse_text(text)
+        missed = []
+        for printed, attr in READ_FIELDS.items():
+            want = e["printed"].get(printed)
+            got = getattr(log, attr, None)
+            if want is None:
+                continue
+            if got is None or abs(float(got) - float(want)) > max(0.011, abs(want) * 0.001):
+                missed.append(f"{printed}={want} (read {got})")
+        if e["failed_for_memory"] and not any(
+                getattr(log, a, None) is not None for a in (
+                    "needed_gib", "max_tokens_error", "estimated_max_len", "kv_cache_gib",
+                    "gpu_blocks")):
+            missed.append("the failure's figures")
+        full += not missed
+        print(f"{key} {'ok' if not missed else 'MISSED ' + '; '.join(missed)}"
+              f"  (versions {getattr(log, 'version_range', None)})")
+    print(f"\n{full} of {len(facts)} logs: every printed figure read")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=("predict", "compare"))
+    parser.add_argument("step", choices=("predict", "compare", "read"))
     parser.add_argument("--logs", type=Path, required=True)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--pred", type=Path)
+    parser.add_argument("--infer-version", action="store_true",
+                        help="without a stated version, the newest release whose wording the "
+                             "log has (the log reader's version range)")
     args = parser.parse_args()
+    if args.step == "read":
+        return read(args.logs)
     if args.step == "predict":
-        found = predict(args.logs)
+        found = predict(args.logs, args.infer_version)
         text = json.dumps(found, indent=1)
         if args.out:
             args.out.write_text(text, encoding="utf-8")

@@ -354,9 +354,12 @@ class LogPlanOptions:
     max_num_batched_tokens: int | None = None
 
 
-def _log_version(given: str | None, printed: str | None, notes: list[str]) -> str | None:
-    """The engine version: the option's (a bad one is a usage error), else the log's (one
-    kvlint cannot read is noted and the newest known used)."""
+def _log_version(given: str | None, printed: str | None, notes: list[str],
+                 wording: tuple[str, str] | None = None) -> str | None:
+    """The engine version: the option's (a bad one is a usage error), else the log's, else
+    the newest release whose wording every line read has (``VllmLog.version_range``, from
+    vLLM's own format strings: a V0 log is never modelled as the newest vLLM); one kvlint
+    cannot read is noted and the newest known used."""
     from kvlint.engines import load_engines, parse_version
 
     engine = load_engines()["vllm"]
@@ -366,6 +369,11 @@ def _log_version(given: str | None, printed: str | None, notes: list[str]) -> st
         except ValueError as err:
             raise UsageError(str(err)) from None
         return given
+    if printed is None and wording is not None:
+        low, high = wording
+        notes.append(f"the log prints no vLLM version; its wording is that of vLLM {low} to "
+                     f"{high}: kvlint modelled {high} (give --engine-version)")
+        return high
     if printed is None:
         notes.append("the log prints no vLLM version: kvlint used the newest it knows "
                      "(give --engine-version)")
@@ -391,7 +399,7 @@ def _log_plan(log: VllmLog, options: LogPlanOptions, path: str,
         layout = ParallelLayout(tp=tp, pp=pp)
     except ValueError as err:
         raise UsageError(f"{path}: tensor_parallel_size/pipeline_parallel_size: {err}") from None
-    version = _log_version(options.engine_version, log.version, notes)
+    version = _log_version(options.engine_version, log.version, notes, log.version_range)
     sizing: dict[str, Any] = {}
     total = options.gpu_memory_gib or log.total_gpu_gib
     if total is not None:
