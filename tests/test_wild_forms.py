@@ -223,3 +223,22 @@ decode:
     assert (result["target"]["ref"], result["serving"]["tp"]) == ("Qwen/Qwen3-8B", 2)
     # a reference kvlint cannot render is not a value the engine refuses (no KV702)
     assert [f["code"] for f in result["findings"]] == ["KV304"]
+
+
+def test_a_pod_that_joins_a_ray_cluster_does_not_hold_all_the_ranks(tmp_path: Path) -> None:
+    """``ray start --address=...`` then ``vllm serve -tp 16`` on an 8-GPU pod: the other ranks
+    run on the cluster's other nodes, so "8 GPUs but tp=16 needs 16" (KV206) is not claimed."""
+    path = tmp_path / "ray-worker.yaml"
+    path.write_text(deployment(
+        "vllm/vllm-openai:v0.9.2",
+        'command: ["/bin/bash", "-c"]\n'
+        '          args: ["ray start --address=ray-head:6379; vllm serve Qwen/Qwen3-8B -tp 16 '
+        '--distributed-executor-backend ray"]', gpus=8), encoding="utf-8")
+    (result,) = lint(path)
+    assert "KV206" not in [f["code"] for f in result["findings"]]
+    path.write_text(deployment(
+        "vllm/vllm-openai:v0.9.2",
+        'command: ["/bin/bash", "-c"]\n'
+        '          args: ["vllm serve Qwen/Qwen3-8B -tp 16"]', gpus=8), encoding="utf-8")
+    (result,) = lint(path)
+    assert "KV206" in [f["code"] for f in result["findings"]]

@@ -457,8 +457,24 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
             "llama-server has no default model and none is given: it is built into the image "
             "or its wrapper (the image name may say which)", first.line, None, image.value)
     judged = judge_known_options_only(first.args) if translated else first.args
+    joined = _joins_ray_cluster(commands)
+    if joined is not None and "gpus" not in overrides:
+        # the engine's ranks run on a Ray cluster this pod joins: its GPUs are the cluster's
+        overrides["gpus"] = Unresolved(
+            f"the container joins a Ray cluster ({joined}) before it starts the engine: the "
+            "ranks run on that cluster's GPUs, which this pod's request alone does not show",
+            first.line, None, joined)
     return Run(engine, judged, first.line, container, image, version,
                notes + list(first.args.notes), overrides)
+
+
+def _joins_ray_cluster(commands: Sequence[Sequence[Word]]) -> str | None:
+    """``ray start --address=...`` in a container's script: the words, or ``None``."""
+    for cmd in commands:
+        words = [w.text for w in cmd]
+        if words[:2] == ["ray", "start"] and any(w.startswith("--address") for w in words):
+            return " ".join(words[:3])
+    return None
 
 
 # ============================================================================================
@@ -727,6 +743,8 @@ def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None =
     values["ep"] = expert_size(run.engine.value, args)
     values.update(run.overrides)
     values.update(overrides or {})
+    if "gpus" in values:  # the container says its request is not the group's (a Ray worker)
+        gpus = values.pop("gpus")
     values["model"] = model_check(values.get("model"))
     served = values.pop("served_name") if "served_name" in values else args.served_name
     served_name = str(served.value) if isinstance(served, Located) else (
