@@ -315,9 +315,12 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     # A manifest's path is not the model's: only a checked config sits beside its weights.
     path = target.path if target.kind == "model" else None
     quantized = on_the_fly_quantization(plan.engine, plan.quantization, config)
+    # vLLM's MXFP4 MoE layout (gpt-oss) is Marlin's, padded per rank, on the GPUs where it is
+    # vLLM's default backend (compute capability below 9.0); elsewhere sized as stored
+    loader = "vllm" if plan.behaviour.engine == "vllm" and _marlin_mxfp4(spec.name) else None
     key = (target.ref, path, target.revision, offline, lock, plan.layout.tp, plan.layout.pp,
            plan.batch, plan.config_overrides, plan.engine if quantized else None,
-           plan.quantization if quantized else None)
+           plan.quantization if quantized else None, loader)
     weights = _WEIGHTS.get(key)
     if weights is None:  # a tree of manifests sizes the same model many times
         weights = _WEIGHTS[key] = plan_weights(
@@ -325,7 +328,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             offline=offline, tp=plan.layout.tp, pp=plan.layout.pp, batch=plan.batch,
             defaults=defaults, lock=lock,
             quantized=(quantized, plan.quantization_source or "--quantization")
-            if quantized else None)
+            if quantized else None, engine=loader)
     # the version's own default (vLLM: 0.9 to 0.19, 0.92 from 0.20, 1.0 with 0.34's
     # extensible KV cache): engines.toml gpu_memory_utilization_by_version
     table = engine.gpu_memory_utilization_at(plan.behaviour.version)
@@ -376,6 +379,22 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         token_cap=(plan.kv_tokens_cap, plan.kv_tokens_cap_source or "--max-total-tokens")
         if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None,
     ), sizer
+
+
+_SM9_AND_LATER = ("H100", "H200", "H20", "GH200", "H800", "B100", "B200", "GB200", "B300",
+                  "GB300", "RTX-PRO-6000", "RTX-5090", "RTX-5080")
+"""NVIDIA GPUs of compute capability 9.0 or more, by the names kvlint's GPU table gives them
+(Hopper, Blackwell): vLLM runs MXFP4 MoE with triton_kernels there by default
+(fused_moe/oracle/mxfp4.py@0.20.0 lines 193-212, @0.34.0 lines 421-458), and with Marlin
+below 9.0 (quantization/mxfp4.py@0.10.1 lines 123-135, @0.11.0 lines 94-99)."""
+
+
+def _marlin_mxfp4(gpu: str) -> bool:
+    """Whether vLLM's default MXFP4 MoE backend on ``gpu`` is Marlin (an NVIDIA GPU below
+    compute capability 9.0); AMD GPUs and unnamed ones are not judged."""
+    upper = gpu.upper()
+    return not upper.startswith(("MI", "CUSTOM", "GPU ")) and \
+        not upper.startswith(_SM9_AND_LATER)
 
 
 def _gpu_spec(plan: ServingPlan) -> GpuSpec:

@@ -18,11 +18,15 @@ from kvlint.loaders.checkpoint import (
 from kvlint.loaders.hf_config import ConfigDefaults
 from kvlint.loaders.shape import resolve_shape, resolve_weight_format
 from kvlint.model.weights import (
+    ModelShape,
     Part,
     WeightBytes,
     WeightSplit,
     decode_read_bytes,
     estimate_parameters,
+    mxfp4_moe_checkpoint_bytes,
+    vllm_marlin_mxfp4_layout,
+    vllm_mxfp4_moe_bytes_per_gpu,
     weight_bytes,
     weight_bytes_per_gpu,
 )
@@ -91,6 +95,7 @@ def plan_weights(
     config: dict[str, Any], *, ref: str, path: str | None, revision: str | None,
     offline: bool, tp: int, pp: int, batch: int, defaults: ConfigDefaults | None,
     lock: ModelLock | None = None, quantized: tuple[OnTheFly, str] | None = None,
+    engine: str | None = None,
 ) -> PlanWeights:
     """Weights per GPU of ``ref`` under tp x pp. Raises ``ConfigError`` when the config
     cannot be sized at all: its parameters cannot be counted and its checkpoint's size is
@@ -98,7 +103,11 @@ def plan_weights(
 
     ``quantized``: the engine quantizes the 16-bit checkpoint while loading it (the method,
     and the option that asks for it): the weights are counted in that format, and a known
-    checkpoint size is scaled by the ratio of the two formats' counts."""
+    checkpoint size is scaled by the ratio of the two formats' counts.
+
+    ``engine``: the engine that loads the weights (``None``, the default: sized as stored).
+    ``"vllm"`` sizes an MXFP4 MoE's (gpt-oss) routed experts as vLLM allocates them for its
+    Marlin backend, padded per TP rank (:func:`_vllm_mxfp4_experts`)."""
     try:
         shape = resolve_shape(config, defaults=defaults)
     except ConfigError as err:
@@ -136,6 +145,12 @@ def plan_weights(
             f"; checkpoint unavailable: {why}" if why else "")
     scale = total / estimated.total if estimated.total else 1.0
     replicated = int(estimated.replicated * scale)
+    if engine == "vllm" and quantized is None:  # quantized while loading: not MXFP4
+        loaded = _vllm_mxfp4_experts(
+            config, shape, tp, estimated,
+            checkpoint=found is not None and found.total_bytes > 0)
+        if loaded is not None:
+            total, source = total + loaded[0], f"{source}; {loaded[1]}"
     split = WeightSplit(total, replicated, fmt.name,
                         fmt.quantized_bytes if fmt.quantized_parts else fmt.base_bytes,
                         *_stage_edges(estimated, shape.num_layers, shape.tie_word_embeddings,
@@ -149,6 +164,41 @@ def plan_weights(
         source=source,
         split=split,
     )
+
+
+def _vllm_mxfp4_experts(config: dict[str, Any], shape: ModelShape, tp: int,
+                        estimated: WeightBytes, *, checkpoint: bool) -> tuple[int, str] | None:
+    """(bytes to add to the total, why) for an MXFP4 MoE (gpt-oss) loaded by vLLM: its
+    routed experts as vLLM's Marlin MXFP4 MoE backend allocates them on each of the ``tp``
+    ranks (:func:`~kvlint.model.weights.vllm_mxfp4_moe_bytes_per_gpu`) in place of their
+    stored bytes (the checkpoint's, by its tensor shapes, when ``checkpoint``; else the
+    estimate's). ``None`` when the model is not an MXFP4 MoE or TP does not divide its
+    experts' width (vLLM refuses that layout).
+
+    Marlin is the backend vLLM 0.10.1 to 0.34.0 picks on SM 8.x, and on SM 9.0 when the
+    ``triton_kernels`` package is missing (0.10.x/0.11.0 also: torch < 2.8) or with
+    ``VLLM_MXFP4_USE_MARLIN=1``. Its other MXFP4 backends (triton_kernels on SM 9.0 by
+    default, FlashInfer, AITER) pad differently, and triton_kernels' swizzled layout is
+    not in vLLM's source, so they are not modelled."""
+    quantization = config.get("quantization_config")
+    if not isinstance(quantization, dict) or str(quantization.get("quant_method", "")
+                                                 ).lower() != "mxfp4":
+        return None
+    if not shape.is_moe or shape.num_moe_layers < 1:
+        return None
+    hidden, width = shape.hidden_size, shape.expert_intermediate_size
+    experts, layers = shape.num_experts, shape.num_moe_layers
+    if width < 1 or width % tp:
+        return None
+    stored = (mxfp4_moe_checkpoint_bytes(hidden, width, experts, layers) if checkpoint
+              else estimated.by_part.get(Part.EXPERTS, 0))
+    per_gpu = vllm_mxfp4_moe_bytes_per_gpu(hidden, width, experts, layers, tp)
+    layout = vllm_marlin_mxfp4_layout(hidden, width, tp)
+    added = tp * per_gpu - stored
+    return added, (f"vLLM (Marlin MXFP4 MoE) loads the experts padded to hidden "
+                   f"{layout.hidden_size} x width {layout.intermediate_size} per rank, with "
+                   f"bf16 biases on every rank: {per_gpu / 2**30:.2f} GiB of experts per GPU "
+                   f"at tp {tp}, {added / 2**30:+.2f} GiB in all")
 
 
 def _checkpoint_only(err: ConfigError, config: dict[str, Any], *, ref: str, path: str | None,
