@@ -539,6 +539,20 @@ def group_gpus(per_pod: Located[int] | Unresolved | None, pods: int,
                    f"{per_pod.source} {per_pod.value} per pod x {what}")
 
 
+def lead_and_workers_gpus(lead: Located[int] | Unresolved | None,
+                          work: Located[int] | Unresolved | None, workers: int, what: str,
+                          lead_name: str = "leader") -> Located[int] | Unresolved | None:
+    """GPUs of one lead pod (a leader, an entry pod) plus ``workers`` worker pods."""
+    if isinstance(lead, Unresolved) or isinstance(work, Unresolved):
+        return lead if isinstance(lead, Unresolved) else work
+    if workers <= 0 or work is None:
+        return lead
+    if lead is None or lead.value == work.value:
+        return group_gpus(lead or work, workers + 1, what)
+    return Located(lead.value + work.value * workers, lead.line, lead.column,
+                   f"{lead_name} {lead.value} + {workers} workers x {work.value} GPUs ({what})")
+
+
 def gpu_type_of(pod: Any) -> Located[str] | None:
     """The GPU (or machine) type a pod is scheduled on, as written: a nodeSelector label, or
     a required node-affinity term on such a label."""

@@ -43,6 +43,7 @@ from kvlint.loaders.manifests.kubernetes import (
     group_gpus,
     int_at,
     is_object,
+    lead_and_workers_gpus,
     no_column,
     object_name,
     pod_gpus,
@@ -102,17 +103,6 @@ def _patch_pod(pod: Mapping[str, Any], patch: Any) -> dict[str, Any]:
             out[key] = value
     return out
 
-
-def _group(lead: GPU, work: GPU, workers: int, what: str) -> GPU:
-    """GPUs of one leader pod plus ``workers`` worker pods."""
-    if isinstance(lead, Unresolved) or isinstance(work, Unresolved):
-        return lead if isinstance(lead, Unresolved) else work
-    if workers <= 0 or work is None:
-        return lead
-    if lead is None or lead.value == work.value:
-        return group_gpus(lead or work, workers + 1, what)
-    return Located(lead.value + work.value * workers, lead.line, lead.column,
-                   f"leader {lead.value} + {workers} workers x {work.value} GPUs ({what})")
 
 
 def _runs_to_models(ctx: DocumentContext, fmt: str, runs: list[Run], pod: dict[str, Any], *,
@@ -218,7 +208,8 @@ class RoleBasedGroupV2Parser(ManifestParser):
         if size > 1 and isinstance(size_v, Located):
             notes.append(f"leaderWorkerPattern size {size} (line {size_v.line}): one model "
                          f"served by {size} pods")
-        gpus = _group(lead_gpus, work_gpus, size - 1, f"leaderWorkerPattern size {size}")
+        gpus = lead_and_workers_gpus(lead_gpus, work_gpus, size - 1,
+                                     f"leaderWorkerPattern size {size}")
         return _runs_to_models(ctx, self.name, runs, used, name=group, role=role_name,
                                gpus=gpus, notes=[*notes, *gpu_notes])
 
@@ -501,7 +492,8 @@ class OmeParser(ManifestParser):
         if multinode:
             work_pod = {"containers": [runner("worker")]}
             work_gpus, _ = pod_gpus(work_pod)
-            gpus = _group(per_pod, work_gpus, workers, f"a leader and worker.size {workers}")
+            gpus = lead_and_workers_gpus(per_pod, work_gpus, workers,
+                                         f"a leader and worker.size {workers}")
             more.append(f"multi-node: a leader and {workers} worker pods (LeaderWorkerSet)")
         out = []
         for run in runs:

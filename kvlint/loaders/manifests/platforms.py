@@ -46,6 +46,7 @@ from kvlint.loaders.manifests.kubernetes import (
     group_gpus,
     int_at,
     is_object,
+    lead_and_workers_gpus,
     object_name,
     pod_gpus,
     pod_models,
@@ -70,17 +71,6 @@ def _storage_model(uri: str, line: int | None, source: str) -> tuple[Model, list
 
     return storage_model(uri, line, None, source)
 
-
-def _group(lead: GPU, work: GPU, workers: int, what: str) -> GPU:
-    """GPUs of one entry pod plus ``workers`` worker pods."""
-    if isinstance(lead, Unresolved) or isinstance(work, Unresolved):
-        return lead if isinstance(lead, Unresolved) else work
-    if workers <= 0 or work is None:
-        return lead
-    if lead is None or lead.value == work.value:
-        return group_gpus(lead or work, workers + 1, what)
-    return Located(lead.value + work.value * workers, lead.line, lead.column,
-                   f"entry {lead.value} + {workers} workers x {work.value} GPUs ({what})")
 
 
 def _serve(ctx: DocumentContext, fmt: str, pod: dict[str, Any], *, name: str,
@@ -400,7 +390,8 @@ class KthenaParser(ManifestParser):
         work, _ = pod_gpus(worker)
         more.append(f"workerReplicas {workers} (line {key_line(role, 'workerReplicas')}): one "
                     f"model served by {workers + 1} pods")
-        gpus = _group(lead, work, workers, f"an entry and workerReplicas {workers}")
+        gpus = lead_and_workers_gpus(lead, work, workers,
+                                     f"an entry and workerReplicas {workers}", "entry")
         return _serve(ctx, self.name, used, name=object_name(document), role=name,
                       gpus=gpus, notes=[*more, *gpu_notes], runs=runs)
 
@@ -745,7 +736,7 @@ class LlmazParser(ManifestParser):
         runs = container_runs(main, ctx, platform=platform)
         lead, gpu_notes = pod_gpus(main)
         work, _ = pod_gpus(worker) if worker is not None else (None, [])
-        gpus = _group(lead, work, size - 1, f"workloadTemplate.size {size}")
+        gpus = lead_and_workers_gpus(lead, work, size - 1, f"workloadTemplate.size {size}", "entry")
         if size > 1:
             notes.append(f"workloadTemplate.size {size}: one model served by {size} pods")
         return _serve(ctx, self.name, main, name=object_name(document), role=None, gpus=gpus,

@@ -3,6 +3,7 @@ compose, launchers, engine configs) on a fixture or a text, and read Located val
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +61,24 @@ def v(value: Any) -> Any:
 
 def line(value: Any) -> int | None:
     return value.line if isinstance(value, Located | Unresolved) else None
+
+
+def parse_with(parsers: Sequence[ManifestParser], text: str,
+               path: str = "manifest.yaml") -> list[ServedModel]:
+    """Every served model ``parsers`` find in ``text`` (at most one claims each document)."""
+    docs = load_documents(text, path)
+    assert isinstance(docs, list), docs
+    out: list[ServedModel] = []
+    for index, doc in enumerate(docs):
+        ctx = DocumentContext(path=path, index=index, documents=tuple(docs))
+        claimed = [p for p in parsers if p.detect(doc, ctx)]
+        assert len(claimed) <= 1, f"document {index} claimed by {[p.name for p in claimed]}"
+        for parser in claimed:
+            out.extend(parser.parse(doc, ctx))
+    return out
+
+
+def model_map(models: Mapping[str, str], configs: Path) -> list[str]:
+    """``--model-map REF=CONFIG`` arguments for ``models`` (ref -> file in ``configs``)."""
+    return [arg for ref, file in models.items()
+            for arg in ("--model-map", f"{ref}={configs / file}")]

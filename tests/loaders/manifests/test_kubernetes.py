@@ -26,6 +26,7 @@ from kvlint.loaders.manifests.kubernetes_crds import (
     VllmRuntimeParser,
 )
 from kvlint.loaders.manifests.yaml_marks import load_documents
+from tests.loaders.manifests.support import parse_with
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "manifests"
 PARSERS = [KubernetesWorkloadParser(), LeaderWorkerSetParser(), RoleBasedGroupParser(),
@@ -36,16 +37,7 @@ FAMILIES = ("lws/*", "llm-d/lws-*", "vllm/k8s-*", "production-stack/k8s-*",
 
 
 def extract_text(text: str, path: str = "manifest.yaml") -> list[ServedModel]:
-    docs = load_documents(text, path)
-    assert isinstance(docs, list), docs
-    out: list[ServedModel] = []
-    for index, doc in enumerate(docs):
-        ctx = DocumentContext(path=path, index=index, documents=tuple(docs))
-        claimed = [p for p in PARSERS if p.detect(doc, ctx)]
-        assert len(claimed) <= 1, f"document {index} claimed by {[p.name for p in claimed]}"
-        for parser in claimed:
-            out.extend(parser.parse(doc, ctx))
-    return out
+    return parse_with(PARSERS, text, path)
 
 
 def extract(rel: str) -> list[ServedModel]:

@@ -25,6 +25,7 @@ from kvlint.loaders.manifests.operators import (
 )
 from kvlint.loaders.manifests.yaml_marks import load_documents
 from tests.helpers import CONFIGS, ROOT
+from tests.loaders.manifests.support import model_map, parse_with
 
 FIXTURES = ROOT / "fixtures" / "operators"
 PARSERS = [RoleBasedGroupV2Parser(), AibrixParser(), OmeParser(), KaitoWorkspaceParser()]
@@ -36,20 +37,11 @@ MODELS = {
     "meta-llama/Llama-3.3-70B-Instruct": "meta-llama--Llama-3.3-70B-Instruct.json",
     "microsoft/phi-4": "microsoft--phi-4.json",
 }
-MAP = [arg for ref, file in MODELS.items() for arg in ("--model-map", f"{ref}={CONFIGS / file}")]
+MAP = model_map(MODELS, CONFIGS)
 
 
 def extract_text(text: str, path: str = "manifest.yaml") -> list[ServedModel]:
-    docs = load_documents(text, path)
-    assert isinstance(docs, list), docs
-    out: list[ServedModel] = []
-    for index, doc in enumerate(docs):
-        ctx = DocumentContext(path=path, index=index, documents=tuple(docs))
-        claimed = [p for p in PARSERS if p.detect(doc, ctx)]
-        assert len(claimed) <= 1, [p.name for p in claimed]
-        for parser in claimed:
-            out.extend(parser.parse(doc, ctx))
-    return out
+    return parse_with(PARSERS, text, path)
 
 
 def extract(name: str) -> list[ServedModel]:

@@ -25,6 +25,7 @@ from kvlint.loaders.manifests.platforms import (
 )
 from kvlint.loaders.manifests.yaml_marks import load_documents
 from tests.helpers import CONFIGS, ROOT
+from tests.loaders.manifests.support import model_map, parse_with
 
 FIXTURES = ROOT / "fixtures" / "operators" / "platforms"
 PARSERS = [KubeAIModelParser(), KthenaParser(), LlmazParser()]
@@ -34,20 +35,11 @@ MODELS = {
     "meta-llama/Llama-3.1-8B-Instruct": "meta-llama--Meta-Llama-3.1-8B.json",
     "meta-llama/Llama-3.1-70B-Instruct": "meta-llama--Meta-Llama-3.1-70B.json",
 }
-MAP = [arg for ref, file in MODELS.items() for arg in ("--model-map", f"{ref}={CONFIGS / file}")]
+MAP = model_map(MODELS, CONFIGS)
 
 
 def extract_text(text: str, path: str = "manifest.yaml") -> list[ServedModel]:
-    docs = load_documents(text, path)
-    assert isinstance(docs, list), docs
-    out: list[ServedModel] = []
-    for index, doc in enumerate(docs):
-        ctx = DocumentContext(path=path, index=index, documents=tuple(docs))
-        claimed = [p for p in PARSERS if p.detect(doc, ctx)]
-        assert len(claimed) <= 1, [p.name for p in claimed]
-        for parser in claimed:
-            out.extend(parser.parse(doc, ctx))
-    return out
+    return parse_with(PARSERS, text, path)
 
 
 def extract(name: str) -> list[ServedModel]:
