@@ -12,6 +12,23 @@ model (network, deadline, auth, offline without a cached copy) is a
 
 Every request goes through :mod:`kvlint.loaders.hub_guard`: short timeouts, one failure per
 endpoint per run, a deadline for Hub access per run, a size cap, telemetry off.
+
+What a hostile endpoint cannot do (issue 31), and where each guarantee rests:
+
+* **Leak a secret or drive the terminal through a message.** Every message this module
+  raises passes :func:`_translate` (or :func:`_endpoint`), which runs it through
+  :func:`kvlint.loaders.hub_guard.safe_text`: ``HF_TOKEN``, the saved login and
+  ``HF_ENDPOINT``'s credentials are redacted, and control characters, ANSI escapes and bidi
+  overrides in an echoed error body or header are escaped. The messages are what both stderr
+  and ``--format json`` show (``unavailable``, KV902), so one choke point covers both; server
+  text is also redacted before :func:`_reason` cuts it to 200 characters. huggingface_hub's
+  own logger is silenced during a call, so it prints no server text of its own.
+* **Be reached through a malformed ``HF_ENDPOINT``.** :func:`_endpoint` accepts only an
+  ``http(s)://host[:port][/path]`` URL; anything else (no scheme, ``ftp:``, garbage, a query)
+  is a one-line :class:`~kvlint.errors.UsageError` (exit 2), raised before huggingface_hub
+  sees it, never a per-model finding or a traceback.
+* **Hold kvlint past the deadline, fill the disk through compression, or redirect kvlint to
+  a local file**: enforced in the transport, see :mod:`kvlint.loaders.hub_guard`.
 """
 
 from __future__ import annotations
@@ -23,8 +40,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import urlsplit
 
-from kvlint.errors import HubError, HubNotCachedError, HubUnavailableError
+from kvlint.errors import HubError, HubNotCachedError, HubUnavailableError, UsageError
 from kvlint.loaders import hub_cache
 
 if TYPE_CHECKING:
@@ -205,7 +223,7 @@ def _guarded(ctx: _Context, fetch: Callable[[], T], cached: Callable[[], T | Non
 
     hf_logger = logging.getLogger("huggingface_hub")
     level = hf_logger.level
-    hf_logger.setLevel(logging.ERROR)
+    hf_logger.setLevel(logging.CRITICAL + 1)  # kvlint's one line says what went wrong
     _sync_offline(ctx)
     try:
         with hub_guard.GUARD.session():
@@ -261,7 +279,41 @@ def _env_true(name: str) -> bool:
 
 
 def _endpoint() -> str:
-    return (os.environ.get("HF_ENDPOINT") or _DEFAULT_ENDPOINT).rstrip("/")
+    """``HF_ENDPOINT`` (or huggingface.co), checked: a usage error unless it is an http(s)
+    URL with a host, an optional port and path, and nothing else."""
+    raw = os.environ.get("HF_ENDPOINT") or _DEFAULT_ENDPOINT
+    endpoint = raw.strip().rstrip("/")
+    problem = _endpoint_problem(endpoint)
+    if problem is not None:
+        from kvlint.loaders.hub_guard import safe_text
+
+        shown = safe_text(repr(raw))
+        shown = shown if len(shown) <= 120 else shown[:117] + "..."
+        raise UsageError(f"HF_ENDPOINT={shown} is not a usable URL ({problem}); set it to an"
+                         f" http(s) URL such as {_DEFAULT_ENDPOINT}, or unset it")
+    return endpoint
+
+
+def _endpoint_problem(endpoint: str) -> str | None:
+    if not endpoint.isprintable() or any(c.isspace() for c in endpoint):
+        return "it contains spaces or control characters"
+    try:
+        parts = urlsplit(endpoint)
+        port = parts.port
+    except ValueError as exc:
+        return f"it does not parse: {exc}"
+    scheme = parts.scheme.lower()
+    if "://" not in endpoint or not scheme:
+        return "no scheme: it must start with https:// or http://"
+    if scheme not in ("http", "https"):
+        return f"the scheme is '{scheme}', not http or https"
+    if not parts.hostname:
+        return "no host"
+    if port == 0:
+        return "port 0"
+    if parts.query or parts.fragment or "?" in endpoint or "#" in endpoint:
+        return "it has a query or fragment"
+    return None
 
 
 def _cache_dir() -> Path:
@@ -306,15 +358,19 @@ class _Context:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """``text`` safe to print on one line: secrets redacted, server text escaped."""
+    from kvlint.loaders.hub_guard import safe_text
+
+    return safe_text(text)
 
 
 def _reason(exc: BaseException) -> str:
-    """A short, single-line description of ``exc`` for the end of a message."""
+    """A short, single-line description of ``exc`` for the end of a message (redacted and
+    escaped before it is cut, so no prefix of a secret survives the cut)."""
     server_message = getattr(exc, "server_message", None)
     text = server_message if isinstance(server_message, str) and server_message else str(exc)
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    reason = lines[0] if lines else type(exc).__name__
+    reason = _one_line(lines[0]) if lines else type(exc).__name__
     return reason if len(reason) <= 200 else reason[:197] + "..."
 
 
@@ -443,14 +499,15 @@ def _from_guard(err: hub_guard.GuardError, ctx: _Context) -> HubError:
         if err.status is not None:
             return _from_status(err, err.status, ctx)
         return _unreachable(ctx, err.reason)
-    if isinstance(err, hub_guard.TooLarge):
+    if isinstance(err, hub_guard.DeadlineExceeded):
         return HubUnavailableError(
-            f"Refused {ctx.filename} of {ctx.repo_id} from {ctx.endpoint}: {err.reason}"
+            f"Gave up fetching {ctx.repo_id} from the Hugging Face Hub at {ctx.endpoint}:"
+            f" {err.reason}; raise it, or pass --offline to read the local cache"
+            f" ({ctx.cache_dir})"
         )
+    # Too large, a redirect to a non-HTTP URL, an encoding kvlint does not inflate.
     return HubUnavailableError(
-        f"Gave up fetching {ctx.repo_id} from the Hugging Face Hub at {ctx.endpoint}:"
-        f" {err.reason}; raise it, or pass --offline to read the local cache"
-        f" ({ctx.cache_dir})"
+        f"Refused {ctx.filename} of {ctx.repo_id} from {ctx.endpoint}: {err.reason}"
     )
 
 

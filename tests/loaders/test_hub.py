@@ -450,9 +450,13 @@ def test_endpoint_that_is_not_a_hub(fake_hub: FakeHub) -> None:
 
 
 def test_endpoint_without_scheme(fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A malformed HF_ENDPOINT is a usage error (exit 2), not a per-model Hub error."""
+    from kvlint.errors import UsageError
+
     monkeypatch.setenv("HF_ENDPOINT", fake_hub.url.removeprefix("http://"))
-    message = hub_error(repo_id="org/model")
-    assert "HF_ENDPOINT" in message and "not a usable URL" in message
+    with pytest.raises(UsageError, match=r"^HF_ENDPOINT='127\.0\.0\.1:\d+' is not a usable "
+                                         r"URL \(no scheme"):
+        download_config("org/model")
 
 
 def test_unwritable_cache(
