@@ -16,6 +16,7 @@ import gc
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pluggy
@@ -24,6 +25,7 @@ from kvlint.loaders.files import MAX_MANIFEST_BYTES, UnreadableFile, read_text
 from kvlint.loaders.manifests.base import (
     DocumentContext,
     Documents,
+    Located,
     ManifestParser,
     ManifestProblem,
     ServedModel,
@@ -81,6 +83,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     models.reads_other_files = every.reads_other_files
     models.read_files = tuple(sorted((every.read_files or {}).items()))
     models.source = (str(path), text)
+    _fold_node_ranks(models)
     problems = list(getattr(documents, "problems", ()))
     if not models and not any(p.kind == "invalid-yaml" for p in problems):
         unread = engine_not_understood(text, str(path))
@@ -88,6 +91,38 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
             problems.append(unread)
     models.problems = tuple(problems)
     return models
+
+
+def _fold_node_ranks(models: Extracted) -> None:
+    """The commands of one multi-node SGLang server (``--nnodes N --node-rank R``) written in
+    one file are one served model: node 0's, which serves the requests; the others are
+    removed (said in its notes). A rank above 0 whose node 0 is not in the file stays."""
+    def key(served: ServedModel) -> tuple[object, ...]:
+        model, tp = served.model, served.tp
+        return (served.engine.value if served.engine else None,
+                model.value if isinstance(model, Located) else None, served.role,
+                tp.value if isinstance(tp, Located) else None)
+
+    def rank(served: ServedModel) -> int:
+        value = served.node_rank
+        return value.value if isinstance(value, Located) and isinstance(value.value, int) \
+            else 0
+
+    leads = {key(s): i for i, s in enumerate(models) if rank(s) == 0}
+    folded: dict[int, list[int]] = {}
+    for i, served in enumerate(models):
+        lead = leads.get(key(served))
+        if rank(served) > 0 and lead is not None:
+            folded.setdefault(lead, []).append(i)
+    if not folded:
+        return
+    for lead, others in folded.items():
+        ranks = ", ".join(f"{rank(models[i])} (line {models[i].line})" for i in others)
+        models[lead] = replace(models[lead], notes=(
+            *models[lead].notes, f"node ranks {ranks} of this multi-node server are in this "
+            "file too: one served model"))
+    for i in sorted((i for others in folded.values() for i in others), reverse=True):
+        del models[i]
 
 
 def engine_not_understood(text: str, path: str) -> ManifestProblem | None:

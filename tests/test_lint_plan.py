@@ -562,6 +562,7 @@ NOT_PLAN_FIELDS = {
     "gpus",  # lint_served passes it as gpus_requested (KV206)
     "ep",  # expert parallelism is not modelled: weights per GPU follow tp x pp
     "engine_problems",  # lint_served passes them to the rules (KV701/KV702)
+    "node_rank",  # which node of a multi-node server: the extraction folds ranks above 0
 }
 
 

@@ -242,3 +242,20 @@ def test_a_pod_that_joins_a_ray_cluster_does_not_hold_all_the_ranks(tmp_path: Pa
         '          args: ["vllm serve Qwen/Qwen3-8B -tp 16"]', gpus=8), encoding="utf-8")
     (result,) = lint(path)
     assert "KV206" in [f["code"] for f in result["findings"]]
+
+
+def test_the_nodes_of_one_multi_node_sglang_server_are_one_served_model(tmp_path: Path) -> None:
+    """Node 0 (a StatefulSet) and node 1 (a Deployment) of ``--nnodes 2``: node 0 serves;
+    the file has one served model, with both nodes' GPUs."""
+    def node(kind: str, rank: int) -> str:
+        return deployment(
+            "lmsysorg/sglang:v0.5.5",
+            'command: [python3, -m, sglang.launch_server, --model-path, Qwen/Qwen3-8B, '
+            f"--tp, '16', --nnodes, '2', --node-rank, '{rank}', --dist-init-addr, "
+            "'head:5000']", gpus=8).replace("kind: Deployment", f"kind: {kind}")
+    path = tmp_path / "two-nodes.yaml"
+    path.write_text(node("StatefulSet", 0) + "---\n" + node("Deployment", 1), encoding="utf-8")
+    (result,) = lint(path)
+    assert result["serving"]["tp"] == 16
+    assert result["target"]["line"] == 11  # node 0's
+    assert "KV206" not in [f["code"] for f in result["findings"]]

@@ -96,6 +96,9 @@ class ServedModel:
     config_overrides: Located[str] | Unresolved | None = None
     """Model-config fields the engine command overrides, as canonical JSON text
     (:mod:`.model_overrides`)."""
+    node_rank: Located[int] | Unresolved | None = None
+    """SGLang ``--node-rank``: the node of a multi-node server this command starts (a rank
+    above 0 serves nothing itself: its GPUs belong to node 0's model)."""
     gpus: Located[int] | Unresolved | None = None
     """GPUs requested per replica of this role (pods x GPUs per pod for multi-node groups)."""
     gpu_type: Located[str] | None = None

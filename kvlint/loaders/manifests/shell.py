@@ -917,6 +917,9 @@ class EngineArgs:
     quantization: Located[str] | Unresolved | None = None
     """vLLM/SGLang ``--quantization``, TGI ``--quantize`` / ``QUANTIZE``, LMDeploy
     ``--model-format``: the weight format the engine loads (or converts) the checkpoint to."""
+    node_rank: Located[int] | Unresolved | None = None
+    """SGLang ``--node-rank``: which node of an ``--nnodes`` server this command starts (only
+    node 0 serves requests)."""
     config_overrides: Located[str] | Unresolved | None = None
     """Model-config fields the command overrides (vLLM ``--hf-overrides``, ``--rope-scaling``,
     ``--rope-theta``; SGLang ``--json-model-override-args``), as canonical JSON text
@@ -1008,6 +1011,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "gpu_memory_utilization": ("--mem-fraction-static",), "config_file": ("--config",),
         "nnodes": ("--nnodes",), "dtype": ("--dtype",),
         "kv_tokens_cap": ("--max-total-tokens",), "quantization": ("--quantization",),
+        "node_rank": ("--node-rank",),
     },
     "trtllm": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -1046,7 +1050,7 @@ _FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
 
 _INT_FIELDS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs", "max_model_len",
                          "max_num_batched_tokens", "kv_cache_memory_bytes", "kv_tokens_cap",
-                         "nnodes", "attn_dp"})
+                         "nnodes", "attn_dp", "node_rank"})
 _BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel", "extensible_kv_cache"})
 _LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
                           "8": "int8", "int8": "int8", "16": "fp8", "fp8": "fp8",
@@ -1514,7 +1518,7 @@ _ENGINE_ARG_FIELDS = frozenset({
     "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
     "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "config_file",
     "expert_parallel",
-    "dp_local", "nnodes", "dtype", "quantization", "config_overrides"})
+    "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank"})
 
 
 def _value_line(line: int | None, values: list[_Token]) -> int | None:
