@@ -19,11 +19,14 @@ anyone editing the file. Not guarded against: a filesystem whose clock runs more
 behind this machine's, and, on Windows, an edit that restores the file's size and
 modification time (there ``st_ctime`` is the creation time).
 
-The file is written atomically (a temporary file, then ``os.replace``), readable by its owner
-only. A file that cannot be read, is not ours, or is corrupt is ignored and replaced; it is
-read as a regular file only, bounded, and unpickled by an unpickler that builds only kvlint's
-dataclasses, enums and located strings (and fractions of two integers); each entry's
-structure is checked (by the cache's kind) before it is used or saved again. A cache
+The file is written atomically (a temporary file created exclusively in the same directory,
+then ``os.replace``: never through a link), readable by its owner only. The directory is used
+only when it is a real directory (not a link) of the user's own, writable by no one else,
+and outside the linted tree (:func:`kvlint.cache.trusted_dir`); a file that cannot be read,
+is a link, is not ours, is writable by others, or is corrupt is ignored and replaced; it is
+read as a regular file only, without blocking, bounded, and unpickled by an unpickler that
+builds only kvlint's dataclasses, enums and located strings (and fractions of two integers);
+each entry's structure is checked (by the cache's kind) before it is used or saved again. A cache
 directory restored from somewhere else (a CI cache a pull request could write) can hand
 kvlint anything: nothing in it is trusted before these checks.
 Bounded: ``MAX_ENTRIES`` entries per file (the most recently used are kept), ``MAX_FILES``
@@ -49,8 +52,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
-from kvlint.cache import cache_dir
-from kvlint.loaders.files import UnreadableFile, read_bytes
+from kvlint.cache import (
+    CacheFileError,
+    cache_dir,
+    flag_disabled,
+    read_private,
+    trusted_dir,
+    write_private,
+)
 
 RACY_NS = 2_000_000_000
 """A file changed less than this long (in ns) before the run began is always read."""
@@ -222,9 +231,14 @@ class ResultCache(Generic[E]):
         return cache
 
     def _read(self) -> tuple[dict[str, E], dict[str, tuple[Signature, str]]]:
-        try:  # a regular file only, bounded (a FIFO put in its place does not block)
-            data = read_bytes(self.file, MAX_BYTES)
-        except UnreadableFile:
+        # --no-cache: nothing under the cache directory is read. Otherwise only a trusted
+        # directory (ours, a real directory, writable by no one else, outside the linted
+        # tree) and a private regular file in it (not a link; a FIFO does not block), bounded
+        if flag_disabled() or not trusted_dir(self.directory):
+            return {}, {}
+        try:
+            data = read_private(self.file, MAX_BYTES)
+        except CacheFileError:
             return {}, {}
         magic = self.magic()
         if not data.startswith(magic):
@@ -319,31 +333,21 @@ class ResultCache(Generic[E]):
             entries = dict(newest[-MAX_ENTRIES:])
         stats = {path: held for path, held in self.stats.items()
                  if type(path) is str and _held_key(held) in entries}
+        if flag_disabled():
+            return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
             data = self.magic() + pickle.dumps(
                 (self.LAYOUT, self.fingerprint, entries, stats), protocol=5)
-            if len(data) > MAX_BYTES:
-                return
-            import tempfile
-
-            fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".pickle",
-                                        dir=self.directory)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                os.replace(temp, self.file)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
-                raise
-        except (OSError, pickle.PicklingError, RecursionError, TypeError, AttributeError):
+        except (pickle.PicklingError, RecursionError, TypeError, AttributeError):
+            return
+        # atomic, owner-only, never through a link, only into a trusted directory
+        if len(data) > MAX_BYTES or not write_private(self.file, data):
             return
         self._prune()
 
     def _prune(self) -> None:
         try:
-            files = [(p.stat().st_mtime, p) for p in self.directory.glob("*.pickle")
+            files = [(p.lstat().st_mtime, p) for p in self.directory.glob("*.pickle")
                      if len(p.stem) == 64]
         except OSError:
             return

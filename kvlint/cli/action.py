@@ -49,6 +49,9 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
 
     env = github.environment()
     workdir = Path.cwd()
+    # an unusable $GITHUB_OUTPUT / $GITHUB_STEP_SUMMARY (a FIFO, a directory, a device, a
+    # link, unwritable) is one line and exit 2 before any work, never a hang
+    github.check_files(env)
     given = tuple(paths.split())
     if given:
         missing = github.missing_paths(given, workdir)

@@ -56,6 +56,23 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     PATH '-' reads one manifest from stdin (helm template ... | kvlint lint -).
     Suppress with `# kvlint: ignore[KV201] reason` or an `ignore-check.kvlint.io/KV201`
     annotation."""
+    from kvlint import cache
+
+    # --no-cache: nothing under the cache directory is read (the engine table's copy
+    # included); a cache inside the linted paths (or their repository) is not trusted
+    with cache.scope(no_cache=no_cache, linted=[p for p in paths if p != "-"]):
+        _lint(paths, include, exclude, model_map, gpu, gpu_memory_gib, offline, no_cache,
+              stdin_filename, lock_file, locked, formats, outputs, select, extend_select,
+              ignore, fail_on, config_file, isolated, no_plugins)
+
+
+def _lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
+          model_map: tuple[str, ...], gpu: str | None, gpu_memory_gib: float | None,
+          offline: bool, no_cache: bool,
+          stdin_filename: str | None, lock_file: str | None, locked: bool,
+          formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
+          extend_select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str | None,
+          config_file: str | None, isolated: bool, no_plugins: bool) -> None:
     from kvlint.loaders.manifests.base import ManifestProblem
     from kvlint.manifest_discovery import DEFAULT_INCLUDE, Resolved, discover
     from kvlint.manifest_linter import lint_paths
@@ -98,7 +115,13 @@ def _stdin_manifest(paths: tuple[str, ...], name: str | None) -> tuple[str, str]
         return None
     if len(paths) > 1:
         raise UsageError("PATH '-' reads one manifest from stdin: give it alone")
-    data: bytes = sys.stdin.buffer.read()
+    from kvlint.loaders.files import MAX_MANIFEST_BYTES, MiB
+
+    # bounded as a manifest file is: `yes | kvlint lint -` stops at the cap
+    data: bytes = sys.stdin.buffer.read(MAX_MANIFEST_BYTES + 1)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise UsageError(f"{name or '-'} (stdin): larger than {MAX_MANIFEST_BYTES // MiB} MiB "
+                         "(the manifest size limit); not read")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,10 +16,13 @@ from kvlint.cli.options import (
     env_offline,
 )
 from kvlint.cli.session import Session
-from kvlint.errors import UsageError
+from kvlint.errors import InputError, UsageError
 from kvlint.loaders.paths import exists
 from kvlint.model.kv import KV_CACHE_DTYPES
 from kvlint.model.limits import MAX_LAYERS, MAX_SIZE
+
+if TYPE_CHECKING:
+    from kvlint.linter import LintRun
 
 
 def _ints(option: str, value: str | None) -> tuple[int, ...]:
@@ -166,6 +170,7 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
                 gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                 max_num_batched_tokens=max_num_batched_tokens),
             revision=revision, offline=offline or env_offline(), fail_on=session.fail_on)
+        _refuse_incomparable(run, vllm_log)
     elif endpoint:
         if len(refs) != 1:
             raise UsageError("--endpoint probes one served model: give one MODEL")
@@ -199,3 +204,17 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
 
         plot_reads(run, plot)
     session.finish(run)
+
+
+def _refuse_incomparable(run: LintRun, log: str) -> None:
+    """A log from which nothing could be compared with theory (empty, another program's, a
+    request log) is never verdict "ok" with exit 0: one line, exit 2. A result without a
+    probe (the model's config failed) is left to its own error."""
+    for result in run.results:
+        report = result.probe
+        if report is None:
+            continue
+        if any(impl.worst_ratio is not None and not impl.skipped for impl in report.impls):
+            continue
+        raise InputError(f"{log}: nothing comparable: no KV cache figure of a vLLM start-up "
+                         "log was found in it (is it the engine's start-up log?)")

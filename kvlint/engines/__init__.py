@@ -7,6 +7,7 @@ on one engine version into a pure :class:`~kvlint.model.serving.EngineBehaviour`
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -212,28 +213,74 @@ def _engine(key: str, data: Mapping[str, Any]) -> Engine:
     )
 
 
-def _read_table() -> dict[str, Any]:
-    """engines.toml as data. Parsing TOML costs ~30 ms of every run, so the parsed table is
-    kept as JSON in kvlint's cache dir, keyed by a hash of the file's text."""
+MAX_TABLE_CACHE_BYTES = 4 * 1024 * 1024
+"""The cached copy of the parsed table (about 50 KB) is not read when larger."""
+_TABLE_MAGIC = b"kvlint-engines-1 "
+
+
+def _table_key(text: str) -> bytes:
+    """The key that binds a cached copy of the parsed table to the shipped ``engines.toml``
+    of this installation: its text and the identity of the installed file (device, inode,
+    change time in ns: a copy written by another installation, such as a CI cache restored
+    on a fresh runner, does not match, and a change time cannot be set back)."""
     import hashlib
+
+    here = resources.files("kvlint.engines").joinpath("engines.toml")
+    parts = [hashlib.sha256(text.encode()).digest()]
+    try:
+        info = os.stat(os.fspath(here))  # type: ignore[call-overload]
+        parts.append(f"{info.st_dev}:{info.st_ino}:{info.st_ctime_ns}".encode())
+    except (OSError, TypeError):
+        parts.append(b"no-file")
+    return hashlib.sha256(b"\0".join(parts)).digest()
+
+
+def _read_table() -> dict[str, Any]:
+    """engines.toml as data.
+
+    Parsing TOML costs ~20 ms of every run (importing tomllib and parsing), so the parsed
+    table is kept as JSON in kvlint's cache dir (``engines-<hash>.json``). The cached copy is
+    used only when it is bound to the shipped table: its first line carries an HMAC of the
+    JSON that follows, keyed by the shipped file's text and the installed file's identity
+    (:func:`_table_key`), checked on read. It is read only as a private regular file of the
+    user in a trusted directory (:func:`kvlint.cache.read_private`,
+    :func:`kvlint.cache.trusted_dir`), bounded, and never under ``--no-cache`` /
+    ``KVLINT_NO_CACHE``; it is written atomically, never through a link."""
+    import hashlib
+    import hmac
     import json
 
-    from kvlint.cache import cache_dir
+    from kvlint import cache
 
     text = resources.files("kvlint.engines").joinpath("engines.toml").read_text("utf-8")
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    cached = cache_dir() / f"engines-{digest}.json"
-    try:
-        data: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
+    data: dict[str, Any]
+    if cache.reads_disabled():
+        data = tomllib.loads(text)
         return data
-    except (OSError, ValueError):
-        pass
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    directory = cache.cache_dir()
+    cached = directory / f"engines-{digest}.json"
+    key = _table_key(text)
+    if cache.trusted_dir(directory):
+        try:
+            raw = cache.read_private(cached, MAX_TABLE_CACHE_BYTES)
+            head, _, body = raw.partition(b"\n")
+            mac = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
+            if head.startswith(_TABLE_MAGIC) and \
+                    hmac.compare_digest(head[len(_TABLE_MAGIC):], mac):
+                loaded = json.loads(body)
+                if isinstance(loaded, dict) and isinstance(loaded.get("engines"), dict):
+                    data = loaded
+                    return data
+        except (cache.CacheFileError, ValueError, RecursionError):
+            pass
     data = tomllib.loads(text)
     try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps(data), encoding="utf-8")
-    except (OSError, TypeError):
-        pass
+        body = json.dumps(data, separators=(",", ":")).encode()
+    except (TypeError, ValueError):  # pragma: no cover - TOML dates are not in the table
+        return data
+    mac = hmac.new(key, body, hashlib.sha256).hexdigest().encode()
+    cache.write_private(cached, _TABLE_MAGIC + mac + b"\n" + body)
     return data
 
 

@@ -89,11 +89,7 @@ def changed_files(env: Mapping[str, str], workdir: Path) -> ChangedFiles:
     event_path = env.get("GITHUB_EVENT_PATH")
     if event_name not in ("pull_request", "pull_request_target") or not event_path:
         return ChangedFiles((".",), f"{event_name or 'no'} event: the whole repository")
-    try:
-        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise InputError(f"{event_path}: not a pull_request event with base and head SHAs "
-                         f"({type(err).__name__})") from None
+    event = read_event(event_path)
     base = _sha(event_path, event, "base")
     head = _sha(event_path, event, "head")
     proc = subprocess.run(
@@ -131,21 +127,115 @@ def changed_only(run: LintRun, chosen: ChangedFiles, workdir: Path) -> LintRun:
     return replace(run, results=kept)
 
 
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+"""``$GITHUB_EVENT_PATH`` (GitHub's payloads are well under 1 MiB; larger is refused)."""
+MAX_EVENT_DEPTH = 64
+"""Nesting of the event payload (GitHub's are about ten deep; deeper is refused)."""
+FILE_VARIABLES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")
+
+
+def _depth_within(value: object, limit: int) -> bool:
+    """Whether ``value`` (parsed JSON) nests at most ``limit`` deep (walked without
+    recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def read_event(event_path: str) -> object:
+    """The event payload at ``event_path``: a regular file (a FIFO, a directory or
+    ``/dev/zero`` is refused without blocking), at most :data:`MAX_EVENT_BYTES`, JSON nested
+    at most :data:`MAX_EVENT_DEPTH` deep; :class:`InputError` (one line) otherwise."""
+    from kvlint.loaders.files import UnreadableFile, read_bytes
+
+    shown = printable(event_path)
+    try:
+        data = read_bytes(event_path, MAX_EVENT_BYTES)
+    except UnreadableFile as err:
+        raise InputError(f"GITHUB_EVENT_PATH {shown}: {err}") from None
+    try:
+        event = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise InputError(f"GITHUB_EVENT_PATH {shown}: nested more than {MAX_EVENT_DEPTH} "
+                         "deep; not read") from None
+    except ValueError as err:
+        raise InputError(f"{shown}: not a pull_request event with base and head SHAs "
+                         f"({type(err).__name__})") from None
+    if not _depth_within(event, MAX_EVENT_DEPTH):
+        raise InputError(f"GITHUB_EVENT_PATH {shown}: nested more than {MAX_EVENT_DEPTH} "
+                         "deep; not read")
+    return event
+
+
+def _open_append(variable: str, target: str) -> int:
+    """A descriptor appending to the file ``target`` names (``$variable``): created when
+    missing; a link, a FIFO (opened without blocking), a directory, a device or a file that
+    cannot be written is refused with one line (:class:`InputError`), nothing written."""
+    shown = printable(target)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | \
+        getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_BINARY", 0)
+    try:
+        if stat.S_ISLNK(os.lstat(target).st_mode):
+            raise InputError(f"{variable} {shown}: a symbolic link; not written")
+    except (OSError, ValueError):
+        pass  # missing: created below
+    try:
+        fd = os.open(target, flags, 0o666)
+    except (OSError, ValueError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else \
+            type(err).__name__
+        raise InputError(f"{variable} {shown}: cannot be written ({reason})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as err:
+        os.close(fd)
+        raise InputError(f"{variable} {shown}: cannot be written ({err.strerror})") from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise InputError(f"{variable} {shown}: not a regular file; not written")
+    return fd
+
+
+def check_files(env: Mapping[str, str]) -> None:
+    """Refuse, before any work, an unusable ``$GITHUB_OUTPUT`` / ``$GITHUB_STEP_SUMMARY``
+    (one line, exit 2)."""
+    for variable in FILE_VARIABLES:
+        target = env.get(variable)
+        if target:
+            os.close(_open_append(variable, target))
+
+
+def _append(variable: str, target: str, text: str) -> None:
+    fd = _open_append(variable, target)
+    try:
+        with os.fdopen(fd, "ab") as handle:
+            handle.write(text.encode("utf-8", "backslashreplace"))
+    except OSError as err:
+        raise InputError(f"{variable} {printable(target)}: cannot be written "
+                         f"({err.strerror or type(err).__name__})") from None
+
+
 def write_outputs(env: Mapping[str, str], outputs: Mapping[str, str]) -> None:
     """Append ``name=value`` lines to ``$GITHUB_OUTPUT`` (when set)."""
     target = env.get("GITHUB_OUTPUT")
     if not target:
         return
-    with open(target, "a", encoding="utf-8") as handle:
-        for name, value in outputs.items():
-            handle.write(f"{name}={printable(value)}\n")  # one line: no forged outputs
+    # one line each: no forged outputs
+    _append("GITHUB_OUTPUT", target,
+            "".join(f"{name}={printable(value)}\n" for name, value in outputs.items()))
 
 
 def append_summary(env: Mapping[str, str], text: str) -> None:
     target = env.get("GITHUB_STEP_SUMMARY")
     if target:
-        with open(target, "a", encoding="utf-8") as handle:
-            handle.write(text if text.endswith("\n") else text + "\n")
+        _append("GITHUB_STEP_SUMMARY", target, text if text.endswith("\n") else text + "\n")
 
 
 def outputs_of(run: LintRun, sarif_file: str | None) -> dict[str, str]:
