@@ -195,10 +195,12 @@ def test_trickle_is_stopped_by_the_deadline(serve: Callable[[Responder], RawServ
     assert isinstance(error, HubUnavailableError)
     assert "kvlint's 2 s for Hub access in this run are spent (KVLINT_HUB_DEADLINE)" \
         in str(error), error
-    assert 1.8 < seconds < 3.5, seconds
+    # the deadline, not the trickle (about 100 s) or the 5 s read timeout, ends it; the
+    # upper bound is loose so that a loaded machine does not fail it
+    assert 1.8 < seconds < 15, seconds
     sent = len(server.requests)
     second, seconds = failure("org/other")  # the run's Hub time is spent: no new request
-    assert "KVLINT_HUB_DEADLINE" in str(second) and seconds < 0.5
+    assert "KVLINT_HUB_DEADLINE" in str(second) and seconds < 5
     assert len(server.requests) == sent
 
 
