@@ -35,6 +35,7 @@ from functools import cache
 from typing import Any, Final
 
 from kvlint.errors import InputError
+from kvlint.hub_refs import looks_like_hub_id
 
 LOCK_NAME: Final = "kvlint.lock"
 LOCK_VERSION: Final = 1
@@ -123,8 +124,6 @@ def loads(text: str, where: str) -> Lockfile:
         raise InputError(f"{where}: '{loc}': {first['msg']} (got "
                          f"{_short(first.get('input'))}); regenerate it with `kvlint lock`"
                          ) from None
-    from kvlint.loaders.hub import looks_like_hub_id
-
     models = {}
     for key, entry in checked["models"].items():
         if not looks_like_hub_id(key):

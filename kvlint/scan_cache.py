@@ -7,7 +7,7 @@ afterwards, on every run). So an entry is found by a digest of the fingerprint (
 version and the content of every file of the installed package, the Python version, whose
 ``ast`` parses the file) and the file's path and bytes, and an unchanged file is found by its
 ``stat`` signature without reading it (:mod:`kvlint.result_cache`). An entry holds the
-file's :class:`~kvlint.source_scanner.FileOutcome`: its findings, or why it is not valid
+file's :class:`FileOutcome`: its findings, or why it is not valid
 Python, and its suppression comments.
 
 Never stored: a file that could not be read, an analysis that failed (a kvlint bug, or memory
@@ -24,11 +24,24 @@ from typing import ClassVar
 
 from kvlint.result_cache import ResultCache, fingerprint, position
 from kvlint.scan.findings import CODES, SourceFinding
-from kvlint.source_scanner import FileOutcome
 from kvlint.suppress import Directive
 
 LAYOUT = 1
 """Bumped when an entry's layout changes (old files are then ignored)."""
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What analysing one file gave: a problem (unreadable, invalid Python, an analyzer
+    failure) or its findings, and its suppression comments when it has a suppression marker
+    (``None`` when it has none). Small and picklable: a worker process sends it back."""
+
+    problem: str | None = None
+    findings: tuple[SourceFinding, ...] = ()
+    suppressions: list[Directive] | None = None
+    reusable: bool = True
+    """Whether it follows from the file's bytes alone (not for a file that could not be
+    read or an analysis that failed): only then is it cached."""
 
 _DATA_FIELDS = frozenset({"consumer_line", "consumer", "cache_line", "cache_write", "helper",
                           "fallback", "factor"})

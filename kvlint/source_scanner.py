@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from kvlint.linter import LintRun, ModelResult, Target
 from kvlint.loaders.files import MAX_SOURCE_BYTES, UnreadableFile, read_bytes, read_source
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
-from kvlint.scan.findings import SourceFinding
+from kvlint.scan_cache import FileOutcome
 from kvlint.suppress import MARKERS, Directive, Policy, directives, may_have_directives
 from kvlint.suppress import apply as apply_suppressions
 
@@ -113,20 +113,6 @@ PARALLEL_MIN_FILES = 200
 """From this many files on, ``scan`` analyses them in worker processes (as ``lint`` extracts
 manifests, :data:`kvlint.manifest_linter.PARALLEL_MIN_FILES`); below, a second process costs
 more than it saves."""
-
-
-@dataclass(frozen=True)
-class FileOutcome:
-    """What analysing one file gave: a problem (unreadable, invalid Python, an analyzer
-    failure) or its findings, and its suppression comments when it has a suppression marker
-    (``None`` when it has none). Small and picklable: a worker process sends it back."""
-
-    problem: str | None = None
-    findings: tuple[SourceFinding, ...] = ()
-    suppressions: list[Directive] | None = None
-    reusable: bool = True
-    """Whether it follows from the file's bytes alone (not for a file that could not be
-    read or an analysis that failed): only then is it cached (:mod:`kvlint.scan_cache`)."""
 
 
 def analyse_file(file: Path) -> FileOutcome:

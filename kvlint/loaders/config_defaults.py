@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from kvlint.loaders.hf_config import MISSING
+from kvlint.loaders.missing import MISSING
 
 DATA_FILE: Final = Path(__file__).with_name("config_defaults.json")
 

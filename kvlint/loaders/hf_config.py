@@ -19,6 +19,8 @@ from typing import Any, Final, Protocol
 from kvlint.errors import ConfigError
 from kvlint.loaders.checkpoint_kv import declared_kv_dtype
 from kvlint.loaders.families import refine
+from kvlint.loaders.missing import MISSING as MISSING
+from kvlint.loaders.missing import Missing as Missing
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry, LayerKind
 from kvlint.model.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_SIZE
 
@@ -86,14 +88,6 @@ def lookup(config: Mapping[str, Any], *names: str) -> tuple[str, Any] | None:
     return None
 
 
-class Missing:
-    """Sentinel: transformers' config class has no such attribute."""
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Final = Missing()
 
 
 class ConfigDefaults(Protocol):

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 from kvlint.errors import HubError, HubNotCachedError, HubUnavailableError, UsageError
+from kvlint.hub_refs import looks_like_hub_id, split_hub_ref
 from kvlint.loaders import hub_cache
 
 if TYPE_CHECKING:
@@ -56,14 +57,6 @@ _DEFAULT_ETAG_TIMEOUT = 10.0
 
 _TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 _COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
-# One segment of a repo id, as huggingface_hub validates it: ASCII letters, digits, '_', '-', '.',
-# at most 96, starting and ending with a letter, digit or '_'.
-_SEGMENT = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
-# A git revision: anything but whitespace and the characters git forbids in ref names.
-_REVISION = r"[^\s@~^:?*\[\\]+"
-_HUB_REF = re.compile(rf"(?:{_SEGMENT}/)?{_SEGMENT}(?:@{_REVISION})?")
-# Names that are clearly files, not repos: a missing local config should not be looked up online.
-_FILE_SUFFIXES = (".json", ".yaml", ".yml", ".toml", ".py", ".git")
 
 
 @dataclass(frozen=True)
@@ -74,24 +67,6 @@ class HubConfig:
     revision: str | None  # what the user asked for (None = default branch)
     commit: str | None  # commit sha the file came from, when known
     path: Path  # local path of the cached config.json
-
-
-def split_hub_ref(ref: str) -> tuple[str, str | None]:
-    """'org/name@rev' -> ('org/name', 'rev'); 'org/name' -> ('org/name', None)."""
-    repo_id, _, revision = ref.strip().partition("@")
-    return repo_id, (revision or None)
-
-
-def looks_like_hub_id(ref: str) -> bool:
-    """True for 'name' or 'org/name' (optionally '@rev') made of Hub-legal characters.
-
-    A pure syntactic check: the caller looks for a local path first. Names ending in a config
-    file suffix (``config.json``, ``values.yaml``...) are not taken for repo ids.
-    """
-    if not _HUB_REF.fullmatch(ref):
-        return False
-    repo_id, _ = split_hub_ref(ref)
-    return not ("--" in repo_id or ".." in repo_id or repo_id.lower().endswith(_FILE_SUFFIXES))
 
 
 def download_config(

@@ -15,7 +15,7 @@ from typing import Any
 
 from kvlint.cache import cache_dir
 from kvlint.errors import ConfigError
-from kvlint.loaders.hf_config import MISSING
+from kvlint.loaders.missing import MISSING
 
 _IGNORED_KEYS = frozenset({"model_type", "architectures", "auto_map", "transformers_version",
                            "_name_or_path"})

@@ -6,19 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kvlint.model.probe_thresholds import CACHE_CAUSE as CACHE_CAUSE
+from kvlint.model.probe_thresholds import ERROR_RATIO as ERROR_RATIO
+from kvlint.model.probe_thresholds import STATIC_CACHE as STATIC_CACHE
+from kvlint.model.probe_thresholds import WARNING_RATIO as WARNING_RATIO
+
 Verdict = Literal["ok", "warning", "error"]
 Method = Literal["dispatch", "timing", "ncu", "metrics", "log"]
-
-WARNING_RATIO = 1.3
-"""KV601 warns at this measured/theory ratio (docs/design.md §6)."""
-ERROR_RATIO = 2.0
-"""KV601 is an error at this ratio."""
-
-
-CACHE_CAUSE = "the cache holds"
-"""How a note naming why the cache holds more than theory begins (KV601 quotes it)."""
-STATIC_CACHE = "StaticCache holds"
-"""How the note on a static cache's extra positions begins (KV601's fix follows it)."""
 
 
 def verdict(ratio: float | None, warning: float = WARNING_RATIO,

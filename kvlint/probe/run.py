@@ -8,7 +8,7 @@ import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvlint.errors import ConfigError, UsageError
 from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
@@ -20,7 +20,9 @@ from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
 from kvlint.probe import theory
 from kvlint.probe.result import ImplMeasurement, ProbeReport
-from kvlint.rules.base import Rule
+
+if TYPE_CHECKING:
+    from kvlint.rules.base import Rule
 
 DEFAULT_CPU_CONTEXTS = (512,)
 DEFAULT_ITL_CONTEXTS = (1024, 2048, 4096, 8192)

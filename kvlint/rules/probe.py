@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
+from kvlint.model.probe_thresholds import CACHE_CAUSE, ERROR_RATIO, STATIC_CACHE, WARNING_RATIO
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes
 
@@ -65,7 +66,6 @@ class KvReadAmplification(Rule):
 
 
 def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
-    from kvlint.probe.result import CACHE_CAUSE, WARNING_RATIO
 
     where = (f"at {probe.context:,} tokens x batch {probe.batch} over {probe.layers} "
              f"layer{'s' if probe.layers != 1 else ''} ({probe.device}, {probe.method})")
@@ -100,7 +100,6 @@ def _message(probe: ProbeReport, m: ImplMeasurement) -> str:
 
 
 def _fix(m: ImplMeasurement) -> str:
-    from kvlint.probe.result import STATIC_CACHE
 
     ops = " ".join(x.op for x in m.materializations)
     if any(note.startswith(STATIC_CACHE) for note in m.notes):
@@ -121,7 +120,6 @@ def _fix(m: ImplMeasurement) -> str:
 
 
 def _data(m: ImplMeasurement) -> dict[str, object]:
-    from kvlint.probe.result import ERROR_RATIO, WARNING_RATIO
 
     return {"impl": m.impl, "read_ratio": m.read_ratio, "cache_ratio": m.cache_ratio,
             "measured_read_bytes": m.measured_read_bytes,

@@ -102,7 +102,7 @@ def _with_class_defaults(config: Mapping[str, Any], model_type: str) -> Mapping[
     """``config`` with the class defaults of the state fields it omits, and the Mamba-2 head
     count its class derives."""
     from kvlint.loaders.config_defaults import TableDefaults
-    from kvlint.loaders.hf_config import MISSING
+    from kvlint.loaders.missing import MISSING
 
     table = TableDefaults(fallback=False)
     if not table.knows(model_type):

@@ -29,14 +29,13 @@ from kvlint.loaders.manifests.base import (
     Unresolved,
 )
 from kvlint.loaders.manifests.cli_options import OPTION_TABLES
-from kvlint.loaders.manifests.engine_env import with_env
+from kvlint.loaders.manifests.engine_env import engine_invocations, with_env
 from kvlint.loaders.manifests.engine_options import engine_problems
 from kvlint.loaders.manifests.images import engine_from_image, engine_from_pip
 from kvlint.loaders.manifests.shell import (
     EngineArgs,
     Env,
     Word,
-    engine_invocations,
     env_args_llamacpp,
     env_args_tgi,
     find_engine,

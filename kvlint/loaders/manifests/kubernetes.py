@@ -49,7 +49,7 @@ from kvlint.loaders.manifests.engine_configs import (
     to_int,
     trt_settings,
 )
-from kvlint.loaders.manifests.engine_env import with_env
+from kvlint.loaders.manifests.engine_env import engine_invocations, with_env
 from kvlint.loaders.manifests.engine_options import engine_problems
 from kvlint.loaders.manifests.images import entrypoint_engine
 from kvlint.loaders.manifests.node_memory import gpu_memory_of
@@ -57,7 +57,6 @@ from kvlint.loaders.manifests.shell import (
     EngineArgs,
     Env,
     Word,
-    engine_invocations,
     env_from_k8s,
     judge_known_options_only,
     parse_engine_args,

@@ -7,7 +7,8 @@
   says :class:`~kvlint.loaders.manifests.base.Unresolved` for anything it does not set;
 - :func:`find_engine` recognises an engine invocation and :func:`parse_engine_args` reads its
   arguments the way that engine's own parser does (option tables in :mod:`.cli_options`);
-- :func:`engine_invocations` does all of it for a list of commands, following assignments.
+- :func:`kvlint.loaders.manifests.engine_env.engine_invocations` does all of it for a list of
+  commands, following assignments.
 
 Nothing is executed: command substitutions (``$(cmd)``, backticks) are never run, they are
 reported as unresolved.
@@ -32,11 +33,9 @@ from kvlint.loaders.manifests.yaml_marks import LDict, LList, LStr
 
 __all__ = [
     "EngineArgs",
-    "EngineInvocation",
     "Env",
     "OptionUse",
     "Word",
-    "engine_invocations",
     "env_args_llamacpp",
     "env_args_tgi",
     "env_from_k8s",
@@ -1666,103 +1665,3 @@ def env_args_llamacpp(env: Env) -> EngineArgs:
 
 
 # --- whole scripts -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class EngineInvocation:
-    """An engine command found in a script: ``words`` is the command without its
-    environment prefix, ``words[index:]`` its arguments, ``line`` the line of the word that
-    names the engine (``vllm``, ``python3``...), ``env`` what it runs with."""
-
-    engine: str
-    args: EngineArgs
-    line: int | None
-    words: tuple[Word, ...]
-    index: int
-    env: Env = field(compare=False, repr=False)
-
-
-_OPENERS = frozenset({"if", "while", "until", "for", "case", "select"})
-_CLOSERS = frozenset({"fi", "done", "esac"})
-_DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
-
-
-def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[EngineInvocation]:
-    """Every engine command in ``commands`` (from :func:`split_script`, or one exec-form
-    command), each parsed with the environment at that point: assignments
-    (``TP=$((A * B))``, ``export X=...``) made by earlier commands apply; a variable given
-    different values in different ``if`` branches becomes unresolved; a command's own
-    ``KEY=VALUE`` prefix applies to it alone."""
-    from kvlint.loaders.manifests.engine_env import with_env  # it imports this module
-
-    found: list[EngineInvocation] = []
-    depth = 0
-    for command in commands:
-        words = list(command)
-        while words and words[0].text in ("then", "do", "else", "{", "!", "elif", "time"):
-            words = words[1:]
-        if not words:
-            continue
-        head = words[0].text
-        if head in _OPENERS:
-            depth += 1
-        if head in _CLOSERS:
-            depth = max(0, depth - 1)
-            continue
-        assigned = _assignments(words)
-        if assigned is not None:
-            env = _apply(env, assigned, conditional=depth > 0)
-            continue
-        prefix, rest = split_env_prefix(words)
-        hit = _find_engine([w.text for w in rest])
-        if hit is None:
-            continue
-        engine, program, index = hit
-        local = env.assign(prefix) if prefix else env
-        args = with_env(parse_engine_args(engine, rest[index:], local), local)
-        if any(w.text.removeprefix("-m") in _WRAPPER_MODULES for w in rest[program:index]):
-            # python -m dynamo.X adds its own options to the engine's: not judged
-            args = judge_known_options_only(args)
-        found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
-                                      words=tuple(rest), index=index, env=local))
-    return found
-
-
-def _assignments(words: list[Word]) -> dict[str, str] | None:
-    """The assignments of a command made only of them (``A=1 B=2``, ``export A=1``)."""
-    start = 1 if words[0].text in _DECLARE else 0
-    body = [w for w in words[start:] if not w.text.startswith("-")]
-    if start == 0 and not body:
-        return None
-    out: dict[str, str] = {}
-    for word in body:
-        match = _ASSIGNMENT.fullmatch(word.text)
-        if match is None:
-            if start and _NAME.fullmatch(word.text):
-                continue  # export NAME: no new value
-            return None
-        out[match.group(1)] = LStr(match.group(2), word.line or 0)
-    return out
-
-
-def _apply(env: Env, assigned: Mapping[str, str], *, conditional: bool) -> Env:
-    new = env.assign(assigned)
-    if not conditional:
-        return new
-    values: dict[str, str | None] = {}
-    reasons: dict[str, str] = {}
-    for name in assigned:
-        try:
-            before = env.lookup(name)
-        except _Unset:
-            before = None
-        after = new.values.get(name)
-        if before is not None and after != before:
-            values[name] = None
-            reasons[name] = (f"${name} is given different values in different branches of "
-                             "the script")
-        else:
-            values[name] = after
-            if after is None and name in new.reasons:
-                reasons[name] = new.reasons[name]
-    return env.with_values(values, reasons)

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from kvlint.loaders.manifests.base import Located, Unresolved
+from kvlint.loaders.manifests.engine_env import engine_invocations
 from kvlint.loaders.manifests.shell import (
     EngineArgs,
     Env,
     Word,
-    engine_invocations,
     env_args_llamacpp,
     env_args_tgi,
     env_from_k8s,
