@@ -99,19 +99,64 @@ class Lockfile:
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+MAX_DIGITS: Final = 4300
+"""The longest integer a lock may hold: Python's default limit on converting text to an
+integer, which is how ``config.json`` is read (:mod:`kvlint.loaders.local`). Fixed here so
+that ``PYTHONINTMAXSTRDIGITS=0`` cannot make a planted 16 MiB number take minutes."""
+MAX_CHECKPOINT_BYTES: Final = 2**64 - 1
+"""``checkpoint-bytes`` is a safetensors ``total_size``: an unsigned 64-bit count."""
+
+
+class _Refused(Exception):
+    """A lock refused while it is decoded (the message has no ``where`` yet)."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: a JSON object, refusing a key given twice (``json`` would keep
+    the last one silently, so a reviewer could read one value and kvlint use another)."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _Refused(f"duplicate key {shown_name(key)}")
+        data[key] = value
+    return data
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        raise _Refused(f"a number longer than {MAX_DIGITS} digits")
+    return int(digits)
+
+
+def shown_name(name: object, limit: int = 60) -> str:
+    """A key or field of the lock as an error names it: quoted, escaped to printable ASCII,
+    at most ``limit`` characters (errors name the place, never quote the lock's values)."""
+    text = ascii(str(name))
+    return text if len(text) <= limit else text[:limit - 4] + "...'"
+
+
 def loads(text: str, where: str) -> Lockfile:
     """Parse and validate a lock; a one-line :class:`InputError` naming ``where`` and the
-    field otherwise."""
+    field otherwise. Duplicate keys (at any depth) and integers longer than
+    :data:`MAX_DIGITS` are refused; no message quotes a value of the file."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique, parse_int=_bounded_int)
     except json.JSONDecodeError as err:
         raise InputError(f"{where}: invalid JSON at line {err.lineno}, column {err.colno}: "
                          f"{err.msg}; regenerate it with `kvlint lock`") from None
+    except _Refused as err:
+        raise InputError(f"{where}: {err}; regenerate it with `kvlint lock`") from None
     except RecursionError:
         raise InputError(f"{where}: nested too deeply to read; regenerate it with "
                          "`kvlint lock`") from None
+    except ValueError:  # a float literal Python will not convert (defensive)
+        raise InputError(f"{where}: a number out of range; regenerate it with "
+                         "`kvlint lock`") from None
     if isinstance(data, dict) and data.get("lock-version", LOCK_VERSION) != LOCK_VERSION:
-        raise InputError(f"{where}: 'lock-version' {data['lock-version']!r} is not one this "
+        version = data["lock-version"]
+        shown = (str(version) if isinstance(version, int) and not isinstance(version, bool)
+                 and abs(version) < 10**6 else f"(a {type(version).__name__})")
+        raise InputError(f"{where}: 'lock-version' {shown} is not one this "
                          f"kvlint reads (it reads {LOCK_VERSION}); regenerate it with "
                          "`kvlint lock` or upgrade kvlint")
     from pydantic import ValidationError
@@ -121,22 +166,60 @@ def loads(text: str, where: str) -> Lockfile:
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(file)"
-        raise InputError(f"{where}: '{loc}': {first['msg']} (got "
-                         f"{_short(first.get('input'))}); regenerate it with `kvlint lock`"
+        raise InputError(f"{where}: {shown_name(loc, 100)}: {first['msg']} (got "
+                         f"{_kind(first.get('input'))}); regenerate it with `kvlint lock`"
                          ) from None
     models = {}
     for key, entry in checked["models"].items():
         if not looks_like_hub_id(key):
-            raise InputError(f"{where}: 'models.{key}': not a Hugging Face reference "
-                             "(expected org/name or org/name@revision)")
+            raise InputError(f"{where}: {shown_name('models.' + key)}: not a Hugging Face "
+                             "reference (expected org/name or org/name@revision)")
         models[key] = LockedModel(key, entry["commit"], entry["config"],
                                   entry.get("checkpoint-bytes"))
     return Lockfile(models)
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _kind(value: Any) -> str:
+    """What a refused value is, without quoting it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+def first_difference(locked: Any, actual: Any, path: str = "") -> str | None:
+    """The first field (``a.b[2]``, keys in sorted order) where ``locked`` and ``actual``
+    differ as JSON values (``1``, ``1.0`` and ``true`` differ; NaN equals NaN), or ``None``.
+    ``""`` names the whole value."""
+    if isinstance(locked, dict) and isinstance(actual, dict):
+        for key in sorted(set(locked) | set(actual)):
+            here = f"{path}.{key}" if path else str(key)
+            if key not in locked or key not in actual:
+                return here
+            found = first_difference(locked[key], actual[key], here)
+            if found is not None:
+                return found
+        return None
+    if isinstance(locked, list) and isinstance(actual, list):
+        for index, (a, b) in enumerate(zip(locked, actual, strict=False)):
+            found = first_difference(a, b, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None if len(locked) == len(actual) else f"{path}[{min(len(locked), len(actual))}]"
+    if type(locked) is not type(actual):
+        return path
+    if isinstance(locked, float) and locked != locked and actual != actual:
+        return None  # NaN, as json writes and reads it back
+    return None if locked == actual else path
 
 
 @cache
@@ -150,7 +233,8 @@ def _schema() -> Any:
     strict = with_config(ConfigDict(extra="forbid", strict=True))
     # Functional TypedDicts: the keys are kebab-case, as in the file.
     entry = strict(TypedDict("Entry", {  # type: ignore[operator]
-        "checkpoint-bytes": NotRequired[Annotated[int, Field(ge=0)] | None],
+        "checkpoint-bytes": NotRequired[
+            Annotated[int, Field(ge=0, le=MAX_CHECKPOINT_BYTES)] | None],
         "commit": Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")],
         "config": dict[str, Any],
     }))

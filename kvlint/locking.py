@@ -1,5 +1,7 @@
 """``kvlint lock``: find every Hugging Face model the manifests and the models map name,
-resolve each once, and write ``kvlint.lock``; ``--check`` compares names only (no network).
+resolve each once, and write ``kvlint.lock``; ``--check`` compares the names, then each
+locked entry with the model repo at its commit (the Hugging Face cache first, the Hub unless
+offline: :func:`check`).
 
 The names are found as ``kvlint lint`` finds them
 (:func:`~kvlint.manifest_discovery.discover`, :func:`~kvlint.manifest_extraction.extract_all`
@@ -19,7 +21,7 @@ from pathlib import Path
 import pluggy
 
 from kvlint.errors import HubError, KvlintError
-from kvlint.loaders.lock import hub_reference, lock_model
+from kvlint.loaders.lock import Verdict, hub_reference, lock_model, verify
 from kvlint.loaders.manifests.base import ManifestProblem
 from kvlint.lockfile import LockedModel, Lockfile, lock_key
 from kvlint.manifest_discovery import DEFAULT_INCLUDE, discover
@@ -112,3 +114,9 @@ def update(existing: Lockfile | None, named: Mapping[str, str], *, offline: bool
         removed=tuple(sorted(k for k in old if k not in models)),
         updated=tuple(k for k in models if k in old and models[k] != old[k]))
 
+
+def check(lockfile: Lockfile | None, *, offline: bool = False) -> list[Verdict]:
+    """Each locked model checked against its repo at its commit (sorted by key)."""
+    if lockfile is None:
+        return []
+    return [verify(model, offline=offline) for _, model in sorted(lockfile.models.items())]

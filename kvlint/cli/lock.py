@@ -18,8 +18,11 @@ from kvlint.cli.options import (
 @click.command("lock")
 @click.argument("paths", nargs=-1, metavar="[PATH...]")
 @click.option("--check", "check_only", is_flag=True,
-              help="Write nothing, ask no network: exit 1 when the lock lacks a model the "
-                   "manifests name or holds one they no longer name, 0 when in sync.")
+              help="Write nothing: exit 1 when the lock lacks a model the manifests name, "
+                   "holds one they no longer name, or holds a config (or checkpoint size) "
+                   "other than the model repo's at the locked commit (read from the Hugging "
+                   "Face cache, else the Hub unless --offline); 2 when a locked config can "
+                   "be found in neither; 0 when in sync.")
 @click.option("--upgrade", is_flag=True,
               help="Resolve every model again (default: keep the locked ones as they are "
                    "and resolve only new names).")
@@ -44,7 +47,8 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
     read nothing else."""
     from kvlint import locking
     from kvlint import settings as settings_module
-    from kvlint.loaders.lock import locate, read, shown, unchanged, write
+    from kvlint.errors import HubError
+    from kvlint.loaders.lock import describe, locate, read, shown, unchanged, write
     from kvlint.manifest_discovery import DEFAULT_INCLUDE
     from kvlint.plugins import get_plugin_manager
 
@@ -66,16 +70,25 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
     existing = read(path)
     if check_only:
         diff = locking.diff(existing, named)
-        if diff.in_sync:
+        verdicts = locking.check(existing, offline=offline or env_offline())
+        differ = [v for v in verdicts if v.differs is not None]
+        unverified = [v for v in verdicts if v.unverified is not None]
+        if diff.in_sync and not differ and not unverified:
             click.echo(f"{where}: in sync ({_models(len(named))})")
             sys.exit(0)
+        if diff.in_sync and not differ:  # never "in sync" having checked nothing
+            raise HubError("; ".join(describe(v, where) for v in unverified)
+                           + "; run once online, or `kvlint lock --upgrade`, to check it")
         if existing is None:
             click.echo(f"{where} does not exist")
         for key, origin in diff.missing.items():
             click.echo(f"{where} lacks {key} (named in {origin})")
         for key in diff.extra:
             click.echo(f"{where} holds {key}, which nothing names any more")
-        click.echo("run `kvlint lock` to update it")
+        for verdict in [*differ, *unverified]:
+            click.echo(describe(verdict, where))
+        click.echo("run `kvlint lock` to update it" if not differ else
+                   "run `kvlint lock --upgrade` to lock the models again")
         sys.exit(1)
     result = locking.update(existing, named, offline=offline or env_offline(),
                             upgrade=upgrade)
