@@ -251,8 +251,11 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
     """The serving plan a manifest describes; values it does not set come from ``base``."""
     dp_attention = bool(served.dp_attention.value) if served.dp_attention else False
     tp, pp, dp = _int(served.tp), _int(served.pp), _int(served.dp)
-    if dp_attention and served.dp is None and _sglang_dp_defaults_to_tp(served):
-        dp = tp
+    if dp_attention and served.dp is None:  # the version's default DP size
+        from kvlint.loaders.manifests.engine_options import sglang_dp_defaults_to_tp
+
+        if sglang_dp_defaults_to_tp(served.engine, served.engine_version):
+            dp = tp
     if dp_attention and tp % dp:
         dp_attention = False  # an impossible combination: the engine refuses it
     version = served.engine_version
@@ -307,21 +310,6 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         quantization_source=_where(quantization, "the manifest") if quantization
         else base.quantization_source,
     )
-
-
-SGLANG_DP_IS_TP_UNTIL = (0, 4, 3)
-"""SGLang 0.3.6 to 0.4.3 set ``dp_size = tp_size`` for ``--enable-dp-attention`` given
-without ``--dp-size`` (server_args.py@0.3.6 line 189, @0.4.0 line 201, @0.4.3 line 253); later
-releases refuse it (kvlint.loaders.manifests.engine_options) or keep dp 1."""
-
-
-def _sglang_dp_defaults_to_tp(served: ServedModel) -> bool:
-    version = served.engine_version
-    if served.engine is None or served.engine.value != "sglang" or \
-            not isinstance(version, Located):
-        return False
-    parts = re.findall(r"\d+", version.value)[:3]
-    return len(parts) == 3 and tuple(int(p) for p in parts) <= SGLANG_DP_IS_TP_UNTIL
 
 
 def _fraction(value: Located[float] | Unresolved | None) -> float | None:

@@ -178,3 +178,16 @@ def test_findings_about_values_that_were_read_stay(tmp_path: Path) -> None:
     _, findings = lint(path)
     # max_model_len was read: KV703 stays (over Qwen3-8B's 40,960 tokens)
     assert [f["code"] for f in findings] == ["KV702", "KV703"]
+
+
+def test_statistics_count_engine_commands_read_and_not(tmp_path: Path) -> None:
+    """``--statistics`` keeps ruff's table on stdout and writes the engine-command count to
+    stderr: one Deployment read as a served model, one file kvlint could not read."""
+    (tmp_path / "deploy.yaml").write_text(DEPLOYMENT.format(tp=8, gpus=8), encoding="utf-8")
+    (tmp_path / "custom.yaml").write_text(
+        "kind: MyServing\nspec:\n  launch: vllm serve Qwen/Qwen3-8B\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(tmp_path), "--no-plugins", "--isolated",
+                                       "--no-cache", "--statistics", *QWEN3])
+    assert result.stdout == "1\tKV904\tengine-command-not-understood\n"
+    assert result.stderr == ("# engine commands: 1 read as served models, 1 in files kvlint "
+                             "could not read (KV904)\n")

@@ -61,50 +61,38 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     # --no-cache: nothing under the cache directory is read (the engine table's copy
     # included); a cache inside the linted paths (or their repository) is not trusted
     with cache.scope(no_cache=no_cache, linted=[p for p in paths if p != "-"]):
-        _lint(paths, include, exclude, model_map, gpu, gpu_memory_gib, offline, no_cache,
-              stdin_filename, lock_file, locked, formats, outputs, select, extend_select,
-              ignore, fail_on, config_file, isolated, no_plugins)
+        from kvlint.loaders.manifests.base import ManifestProblem
+        from kvlint.manifest_discovery import DEFAULT_INCLUDE, Resolved, discover
+        from kvlint.manifest_linter import lint_paths
 
-
-def _lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, ...],
-          model_map: tuple[str, ...], gpu: str | None, gpu_memory_gib: float | None,
-          offline: bool, no_cache: bool,
-          stdin_filename: str | None, lock_file: str | None, locked: bool,
-          formats: tuple[str, ...], outputs: tuple[str, ...], select: tuple[str, ...],
-          extend_select: tuple[str, ...], ignore: tuple[str, ...], fail_on: str | None,
-          config_file: str | None, isolated: bool, no_plugins: bool) -> None:
-    from kvlint.loaders.manifests.base import ManifestProblem
-    from kvlint.manifest_discovery import DEFAULT_INCLUDE, Resolved, discover
-    from kvlint.manifest_linter import lint_paths
-
-    stdin = _stdin_manifest(paths, stdin_filename)
-    starts = [Path(stdin[0])] if stdin else [Path(p) for p in paths]
-    session = Session.start(starts, config_file, isolated, no_plugins,
-                            select, extend_select, ignore, fail_on, formats, outputs)
-    files: list[str] = []
-    problems: list[ManifestProblem] = []  # links out of the tree, unreadable directories
-    resolved = Resolved()  # the walk's real paths, used again to tell files apart
-    if stdin is None:
-        files = discover(paths, include or DEFAULT_INCLUDE, exclude, problems, resolved)
-        if not files and not problems:
-            click.echo("kvlint: warning: no manifest files found under the given path(s) "
-                       f"(include: {', '.join(include or DEFAULT_INCLUDE)})", err=True)
-    d = session.settings
-    mapping = {name: local_ref(ref, session.root) for name, ref in d.models.items()}
-    mapping.update(parse_model_map(model_map))
-    run = lint_paths(files, session.rules, session.pm,
-                     base=ServingPlan(gpu=gpu or d.gpu, gpu_source=gpu_source(gpu, d.gpu),
-                                      **gpu_memory_plan(gpu_memory_gib, d.gpu_memory)),
-                     include=include or DEFAULT_INCLUDE,
-                     exclude=exclude, offline=offline or bool(d.offline) or env_offline(),
-                     model_map=mapping, fail_on=session.fail_on, policy=session.policy,
-                     unused_suppression=session.unused_suppression, stdin=stdin,
-                     lock=session.model_lock(starts, lock_file, locked),
-                     discovery_problems=problems, resolved=resolved,
-                     cache=use_result_cache(no_cache, d.cache,
-                                            from_stdin=stdin is not None),
-                     cache_context=(repr(d), str(session.root)))
-    session.finish(run)
+        stdin = _stdin_manifest(paths, stdin_filename)
+        starts = [Path(stdin[0])] if stdin else [Path(p) for p in paths]
+        session = Session.start(starts, config_file, isolated, no_plugins,
+                                select, extend_select, ignore, fail_on, formats, outputs)
+        files: list[str] = []
+        problems: list[ManifestProblem] = []  # links out of the tree, unreadable directories
+        resolved = Resolved()  # the walk's real paths, used again to tell files apart
+        if stdin is None:
+            files = discover(paths, include or DEFAULT_INCLUDE, exclude, problems, resolved)
+            if not files and not problems:
+                click.echo("kvlint: warning: no manifest files found under the given path(s) "
+                           f"(include: {', '.join(include or DEFAULT_INCLUDE)})", err=True)
+        d = session.settings
+        mapping = {name: local_ref(ref, session.root) for name, ref in d.models.items()}
+        mapping.update(parse_model_map(model_map))
+        run = lint_paths(files, session.rules, session.pm,
+                         base=ServingPlan(gpu=gpu or d.gpu, gpu_source=gpu_source(gpu, d.gpu),
+                                          **gpu_memory_plan(gpu_memory_gib, d.gpu_memory)),
+                         include=include or DEFAULT_INCLUDE,
+                         exclude=exclude, offline=offline or bool(d.offline) or env_offline(),
+                         model_map=mapping, fail_on=session.fail_on, policy=session.policy,
+                         unused_suppression=session.unused_suppression, stdin=stdin,
+                         lock=session.model_lock(starts, lock_file, locked),
+                         discovery_problems=problems, resolved=resolved,
+                         cache=use_result_cache(no_cache, d.cache,
+                                                from_stdin=stdin is not None),
+                         cache_context=(repr(d), str(session.root)))
+        session.finish(run)
 
 
 def _stdin_manifest(paths: tuple[str, ...], name: str | None) -> tuple[str, str] | None:

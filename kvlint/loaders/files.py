@@ -36,9 +36,11 @@ class UnreadableFile(Exception):
     the path (callers write ``f"{path}: {err}"``)."""
 
 
-def read_bytes(path: str | os.PathLike[str], limit: int) -> bytes:
+def read_bytes(path: str | os.PathLike[str], limit: int, *, truncate: bool = False) -> bytes:
     """The content of the regular file at ``path`` (links followed), at most ``limit`` bytes;
-    :class:`UnreadableFile` when it is not a regular file, is larger, or cannot be read."""
+    :class:`UnreadableFile` when it is not a regular file, is larger, or cannot be read.
+    ``truncate``: a larger file is not refused; its first ``limit + 1`` bytes are returned
+    (the caller sees it was larger)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | \
         getattr(os, "O_BINARY", 0)
     try:
@@ -49,23 +51,30 @@ def read_bytes(path: str | os.PathLike[str], limit: int) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UnreadableFile(f"not a regular file ({_kind(info.st_mode)}); not read")
-        if info.st_size > limit:
+        if info.st_size > limit and not truncate:
             raise UnreadableFile(_too_large(limit))
-        chunks: list[bytes] = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, MiB))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        if left <= 0:
+        data = read_bounded(fd, limit)
+        if len(data) > limit and not truncate:
             raise UnreadableFile(_too_large(limit))
-        return b"".join(chunks)
+        return data
     except OSError as err:
         raise UnreadableFile(_reason(err)) from None
     finally:
         os.close(fd)
+
+
+def read_bounded(fd: int, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of the open descriptor ``fd``, read a MiB at a time (one
+    byte more than ``limit`` says the file is larger, even one that grows while read)."""
+    chunks: list[bytes] = []
+    left = limit + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, MiB))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def read_text(path: str | os.PathLike[str], limit: int) -> str:

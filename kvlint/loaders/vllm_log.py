@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +41,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from kvlint.errors import UsageError
+from kvlint.loaders.files import UnreadableFile, read_bytes
 
 MAX_BYTES = 32 * 1024 * 1024
 """Read at most this much of a log file (a start-up log is a few hundred KiB)."""
@@ -690,32 +689,11 @@ def read_log(path: Path) -> VllmLog:
     """Parse the vLLM log file ``path`` (its first :data:`MAX_BYTES` bytes)."""
     # opened without blocking (a FIFO with no writer does not hang the open) and read only
     # as a regular file (a FIFO, a device such as /dev/zero, a directory: refused)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | \
-        getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
-    except (OSError, ValueError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-        raise UsageError(f"{path}: cannot read it ({reason}); expected a vLLM "
-                         "start-up log") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"{path}: not a regular file (a FIFO, a device or a "
-                             "directory); expected a vLLM start-up log saved to a file")
-        chunks: list[bytes] = []
-        left = MAX_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read it ({err.strerror or err}); expected a vLLM "
-                         "start-up log") from None
-    finally:
-        os.close(fd)
+        data = read_bytes(path, MAX_BYTES, truncate=True)
+    except UnreadableFile as err:
+        raise UsageError(f"{path}: cannot read it ({err}); expected a vLLM start-up log saved "
+                         "to a file") from None
     truncated = len(data) > MAX_BYTES
     text = data[:MAX_BYTES].decode("utf-8", "replace")
     log = parse_text(text)

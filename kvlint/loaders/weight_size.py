@@ -17,6 +17,11 @@ from kvlint.loaders.checkpoint import (
 )
 from kvlint.loaders.hf_config import ConfigDefaults
 from kvlint.loaders.shape import resolve_shape, resolve_weight_format
+from kvlint.model.loaded_weights import (
+    mxfp4_moe_checkpoint_bytes,
+    vllm_marlin_mxfp4_layout,
+    vllm_mxfp4_moe_bytes_per_gpu,
+)
 from kvlint.model.weights import (
     ModelShape,
     Part,
@@ -24,9 +29,6 @@ from kvlint.model.weights import (
     WeightSplit,
     decode_read_bytes,
     estimate_parameters,
-    mxfp4_moe_checkpoint_bytes,
-    vllm_marlin_mxfp4_layout,
-    vllm_mxfp4_moe_bytes_per_gpu,
     weight_bytes,
     weight_bytes_per_gpu,
 )
@@ -170,7 +172,7 @@ def _vllm_mxfp4_experts(config: dict[str, Any], shape: ModelShape, tp: int,
                         estimated: WeightBytes, *, checkpoint: bool) -> tuple[int, str] | None:
     """(bytes to add to the total, why) for an MXFP4 MoE (gpt-oss) loaded by vLLM: its
     routed experts as vLLM's Marlin MXFP4 MoE backend allocates them on each of the ``tp``
-    ranks (:func:`~kvlint.model.weights.vllm_mxfp4_moe_bytes_per_gpu`) in place of their
+    ranks (:func:`~kvlint.model.loaded_weights.vllm_mxfp4_moe_bytes_per_gpu`) in place of their
     stored bytes (the checkpoint's, by its tensor shapes, when ``checkpoint``; else the
     estimate's). ``None`` when the model is not an MXFP4 MoE or TP does not divide its
     experts' width (vLLM refuses that layout).

@@ -126,7 +126,7 @@ class OnTheFly:
 _FP8 = OnTheFly({"quant_method": "fp8"},
                 "vLLM: Fp8Config quantizes a 16-bit checkpoint's linear layers to fp8 with one "
                 "scale per tensor while loading (is_checkpoint_fp8_serialized false; "
-                "vllm/model_executor/layers/quantization/fp8.py)")
+                "vllm/model_executor/layers/quantization/fp8.py@0.11.0 lines 129 and 346)")
 _BNB_4BIT = {"quant_method": "bitsandbytes", "load_in_4bit": True}
 _BNB_8BIT = {"quant_method": "bitsandbytes", "load_in_8bit": True}
 
@@ -135,29 +135,34 @@ ON_THE_FLY: Mapping[str, Mapping[str, OnTheFly]] = {
         "fp8": _FP8,
         # vLLM's in-flight bitsandbytes quantization is 4-bit NF4 (BitsAndBytesConfig's
         # defaults when the checkpoint has no quantization_config: load_in_4bit, nf4;
-        # vllm/model_executor/layers/quantization/bitsandbytes.py)
+        # vllm/model_executor/layers/quantization/bitsandbytes.py@0.11.0 lines 31-44)
         "bitsandbytes": OnTheFly(_BNB_4BIT, "vLLM: in-flight bitsandbytes is 4-bit NF4 "
-                                 "(model_executor/layers/quantization/bitsandbytes.py)"),
+                                 "(vllm/model_executor/layers/quantization/"
+                                 "bitsandbytes.py@0.11.0 lines 31-44)"),
     },
     "sglang": {
         "fp8": OnTheFly({"quant_method": "fp8"},
                         "SGLang: Fp8Config quantizes a 16-bit checkpoint to fp8 per tensor "
-                        "while loading (python/sglang/srt/layers/quantization/fp8.py)"),
-        "bitsandbytes": OnTheFly(_BNB_4BIT, "SGLang: in-flight bitsandbytes is 4-bit"),
+                        "while loading (python/sglang/srt/layers/quantization/fp8.py, the "
+                        "vLLM-derived Fp8Config; not checked release by release)"),
+        "bitsandbytes": OnTheFly(_BNB_4BIT, "SGLang: in-flight bitsandbytes is 4-bit, as "
+                                 "vLLM's it derives from (not checked release by release)"),
     },
     "tgi": {
-        # launcher/src/main.rs Quantization: bitsandbytes is LLM.int8 (8-bit);
+        # launcher/src/main.rs@v3.3.7 enum Quantization (the same values from v2.4.1; fp8
+        # from v2.0.0, the bitsandbytes-nf4/-fp4 and eetq values from v1.4.5):
+        # bitsandbytes is LLM.int8 (8-bit);
         # bitsandbytes-nf4 / -fp4 are 4-bit; eetq is 8-bit weight-only; fp8 is per-tensor fp8
         "bitsandbytes": OnTheFly(_BNB_8BIT, "TGI: --quantize bitsandbytes is 8-bit "
-                                 "(launcher/src/main.rs Quantization::Bitsandbytes)"),
+                                 "(launcher/src/main.rs@v3.3.7 Quantization::Bitsandbytes)"),
         "bitsandbytes-nf4": OnTheFly(_BNB_4BIT, "TGI: --quantize bitsandbytes-nf4 is 4-bit "
-                                     "(launcher/src/main.rs)"),
+                                     "(launcher/src/main.rs@v3.3.7)"),
         "bitsandbytes-fp4": OnTheFly(_BNB_4BIT, "TGI: --quantize bitsandbytes-fp4 is 4-bit "
-                                     "(launcher/src/main.rs)"),
+                                     "(launcher/src/main.rs@v3.3.7)"),
         "eetq": OnTheFly({"quant_method": "eetq"}, "TGI: --quantize eetq is 8-bit "
-                         "weight-only, applied while loading (launcher/src/main.rs)"),
+                         "weight-only, applied while loading (launcher/src/main.rs@v3.3.7)"),
         "fp8": OnTheFly({"quant_method": "fp8"}, "TGI: --quantize fp8 quantizes 16-bit "
-                        "weights to fp8 while loading (launcher/src/main.rs)"),
+                        "weights to fp8 while loading (launcher/src/main.rs@v3.3.7)"),
     },
 }
 """Engine -> method (as the engine spells it) -> what it makes of an unquantized checkpoint.

@@ -1,7 +1,7 @@
 """Issue 29: an MXFP4 MoE's (gpt-oss) routed experts as vLLM loads them (Marlin backend).
 
 The byte counts below are worked by hand from vLLM's source (wheels 0.10.1, 0.10.2, 0.11.0,
-0.20.0, 0.34.0; the citations are in ``kvlint.model.weights.vllm_marlin_mxfp4_layout``):
+0.20.0, 0.34.0; the citations are in ``kvlint.model.loaded_weights.vllm_marlin_mxfp4_layout``):
 
 * per TP rank ``I_tp = intermediate_size // tp`` (fused_moe/layer.py@0.10.1 l.804,
   fused_moe/config.py@0.34.0 l.1398), padded for Marlin to ``I_p = round_up(I_tp, 128)``
@@ -29,7 +29,7 @@ import pytest
 
 from kvlint.loaders.checkpoint import INDEX_NAME
 from kvlint.loaders.weight_size import plan_weights
-from kvlint.model.weights import (
+from kvlint.model.loaded_weights import (
     mxfp4_moe_checkpoint_bytes,
     vllm_marlin_mxfp4_layout,
     vllm_mxfp4_moe_bytes_per_gpu,

@@ -204,6 +204,22 @@ dp_size 1 (server_args.py@0.5.5 line 1379). Releases between the ones read (0.4.
 0.5.2-0.5.4) are not judged."""
 
 
+SGLANG_DP_IS_TP_UNTIL = Version("0.4.3")
+"""SGLang 0.3.6 to 0.4.3 set ``dp_size = tp_size`` for ``--enable-dp-attention`` given
+without ``--dp-size`` (server_args.py@0.3.6 line 189, @0.4.0 line 201, @0.4.3 line 253); later
+releases refuse it (:data:`SGLANG_DP_ATTENTION_NEEDS_DP`) or keep dp 1."""
+
+
+def sglang_dp_defaults_to_tp(engine: Located[str] | None,
+                             version: Located[str] | Unresolved | None) -> bool:
+    """Whether ``--enable-dp-attention`` without ``--dp-size`` makes the DP size the TP size
+    (SGLang up to :data:`SGLANG_DP_IS_TP_UNTIL`)."""
+    if engine is None or engine.value != "sglang" or not isinstance(version, Located):
+        return False
+    parsed = _parse(version.value)
+    return parsed is not None and parsed.release <= SGLANG_DP_IS_TP_UNTIL.release
+
+
 def _sglang_dp_attention_alone(uses: Sequence[OptionUse],
                                version: Located[str] | Unresolved | None,
                                fields: dict[str, str]) -> list[EngineArgProblem]:
