@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from kvlint.cache_conform import conforms
 from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.linter import ModelResult, Target
 from kvlint.loaders.manifests.base import Located, Unresolved
@@ -189,7 +190,8 @@ class LintCache(ResultCache[Entry]):
     LAYOUT: ClassVar[int] = FORMAT
 
     def valid(self, key: str, entry: object) -> bool:
-        return _valid_entry(key, entry)
+        # the checks a report relies on, then every field as declared, bounded
+        return _valid_entry(key, entry) and conforms(entry, Entry)
 
     def renewed(self, entry: Entry, now: float) -> Entry:
         return dataclasses.replace(entry, used=now)

@@ -60,12 +60,15 @@ from kvlint.cache import (
     trusted_dir,
     write_private,
 )
+from kvlint.cache_conform import MAX_INT_BITS
 
 RACY_NS = 2_000_000_000
 """A file changed less than this long (in ns) before the run began is always read."""
 MAX_ENTRIES = 20_000
 MAX_FILES = 8
 MAX_BYTES = 256 * 1024 * 1024
+MAX_INDEX = 8 * MAX_ENTRIES
+"""The most paths the index of unchanged files may name (several paths may share an entry)."""
 
 
 def digest(*parts: object) -> str:
@@ -135,8 +138,9 @@ def fingerprint(kind: str, layout: int, parts: Iterable[object]) -> str:
 def _fraction(numerator: object, denominator: object = 1) -> Fraction:
     """``Fraction`` as pickle rebuilds it (from two integers), and from nothing else (a
     string such as ``"1e999999999"`` would take forever to convert)."""
-    if type(numerator) is not int or type(denominator) is not int or denominator == 0:
-        raise pickle.UnpicklingError("not a fraction of two integers")
+    if type(numerator) is not int or type(denominator) is not int or denominator == 0 or \
+            max(numerator.bit_length(), denominator.bit_length()) > MAX_INT_BITS:
+        raise pickle.UnpicklingError("not a fraction of two bounded integers")
     return Fraction(numerator, denominator)
 
 
@@ -254,7 +258,8 @@ class ResultCache(Generic[E]):
                 gc.enable()
         if not (type(loaded) is tuple and len(loaded) == 4 and loaded[0] == self.LAYOUT
                 and loaded[1] == self.fingerprint and type(loaded[2]) is dict
-                and type(loaded[3]) is dict):
+                and type(loaded[3]) is dict and len(loaded[2]) <= MAX_ENTRIES
+                and len(loaded[3]) <= MAX_INDEX):
             return {}, {}
         return loaded[2], loaded[3]  # each is checked when it is first used (or saved)
 
@@ -333,6 +338,8 @@ class ResultCache(Generic[E]):
             entries = dict(newest[-MAX_ENTRIES:])
         stats = {path: held for path, held in self.stats.items()
                  if type(path) is str and _held_key(held) in entries}
+        if len(stats) > MAX_INDEX:  # what a later run can read back (the rest is re-read)
+            stats = dict(list(stats.items())[-MAX_INDEX:])
         if flag_disabled():
             return
         try:

@@ -22,6 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
+from kvlint.cache_conform import conforms
 from kvlint.result_cache import ResultCache, fingerprint, position
 from kvlint.scan.findings import CODES, SourceFinding
 from kvlint.suppress import Directive
@@ -111,7 +112,8 @@ class ScanCache(ResultCache[ScanEntry]):
 
     def valid(self, key: str, entry: object) -> bool:
         return type(entry) is ScanEntry and type(entry.path) is str and \
-            type(entry.used) is float and _valid_outcome(entry.outcome, entry.path)
+            type(entry.used) is float and _valid_outcome(entry.outcome, entry.path) and \
+            conforms(entry, ScanEntry)
 
     def renewed(self, entry: ScanEntry, now: float) -> ScanEntry:
         return dataclasses.replace(entry, used=now)

@@ -388,6 +388,26 @@ def test_no_cache_flag_reads_no_result_cache(scan_tree: tuple[Path, Path],
         assert _analysed(src, monkeypatch) == 1
 
 
+def test_scan_no_cache_reads_nothing_under_the_cache_directory(
+        scan_tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kvlint scan --no-cache``, end to end: neither the result cache nor the engine
+    table's copy is read, and the command still scans (a clean verdict, exit 0)."""
+    from click.testing import CliRunner
+
+    from kvlint import result_cache
+    from kvlint.cli import main
+
+    src, _directory = scan_tree
+    _analysed(src, monkeypatch)  # a primed cache
+    monkeypatch.setattr(cache, "read_private", _spy_read(cache.read_private))
+    monkeypatch.setattr(result_cache, "read_private", _spy_read(cache.read_private))
+    result = CliRunner().invoke(main, ["scan", str(src), "--no-cache", "--isolated",
+                                       "--no-plugins", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert '"results": []' in result.output
+    assert not cache.flag_disabled()  # restored after the command
+
+
 # ============================================================ 3. stdin
 def test_stdin_beyond_the_manifest_limit_is_refused(tmp_path: Path) -> None:
     """``yes | kvlint lint -``: a generator that never stops writing; one line, exit 2."""

@@ -35,21 +35,24 @@ def scan(paths: tuple[str, ...], packages: tuple[str, ...], hub_repos: tuple[str
     that caches full K/V or rebuilds it every step (KV403/KV404). Static analysis only:
     nothing scanned is imported or run. A file unchanged since an earlier scan is not
     analysed again (the result cache)."""
-    from kvlint import source_scanner
+    from kvlint import cache, source_scanner
 
-    if not (paths or packages or hub_repos):
-        raise UsageError("give PATH..., --package NAME or --hub MODEL")
-    session = Session.start([Path(p) for p in paths], config_file, isolated, no_plugins,
-                            select, extend_select, ignore, fail_on, formats, outputs)
-    files = source_scanner.python_files(paths)
-    for name in packages:
-        files.extend(source_scanner.package_files(name))
-    for repo in hub_repos:
-        repo_id, _, revision = repo.partition("@")
-        files.extend(source_scanner.hub_files(repo_id, revision=revision or None,
-                                              offline=offline or env_offline()))
-    run = source_scanner.scan_files(
-        files, session.rules, fail_on=session.fail_on, policy=session.policy,
-        unused_suppression=session.unused_suppression,
-        cache=use_result_cache(no_cache, session.settings.cache))
-    session.finish(run)
+    # --no-cache: nothing under the cache directory is read or written (as for `lint`);
+    # a cache inside the scanned tree is never trusted
+    with cache.scope(no_cache=no_cache, linted=list(paths)):
+        if not (paths or packages or hub_repos):
+            raise UsageError("give PATH..., --package NAME or --hub MODEL")
+        session = Session.start([Path(p) for p in paths], config_file, isolated, no_plugins,
+                                select, extend_select, ignore, fail_on, formats, outputs)
+        files = source_scanner.python_files(paths)
+        for name in packages:
+            files.extend(source_scanner.package_files(name))
+        for repo in hub_repos:
+            repo_id, _, revision = repo.partition("@")
+            files.extend(source_scanner.hub_files(repo_id, revision=revision or None,
+                                                  offline=offline or env_offline()))
+        run = source_scanner.scan_files(
+            files, session.rules, fail_on=session.fail_on, policy=session.policy,
+            unused_suppression=session.unused_suppression,
+            cache=use_result_cache(no_cache, session.settings.cache))
+        session.finish(run)
