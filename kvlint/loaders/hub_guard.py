@@ -40,8 +40,9 @@ Hardening against a hostile endpoint (issue 31), and why each holds:
   network backend (:class:`_DeadlineBackend`), so every connect, TLS handshake, ``send`` and
   ``recv`` of a guarded request gets at most what is left of ``KVLINT_HUB_DEADLINE``, and one
   started with nothing left raises :class:`DeadlineExceeded`. The bound is enforced in the
-  thread doing the I/O: no watchdog closes sockets from outside. (Name resolution is not
-  covered: ``getaddrinfo`` takes no timeout.)
+  thread doing the I/O: no watchdog closes sockets from outside. Name resolution is
+  covered too: ``getaddrinfo`` takes no timeout, so it runs in a daemon thread that is
+  waited for only until the deadline (:func:`_resolved`).
 * **Decoded bytes count against the size cap.** httpx inflates ``Content-Encoding`` after the
   transport, so a cap on the wire counted a 6 MB gzip answer that wrote 6 GiB. The guard asks
   for ``gzip, deflate`` only, inflates those itself in bounded pieces (``zlib`` with
@@ -390,6 +391,45 @@ class _DeadlineStream:
         return self._inner.get_extra_info(info)
 
 
+def _resolved(host: str, port: int) -> list[str]:
+    """The addresses of ``host``, looked up within what is left of the deadline.
+
+    ``getaddrinfo`` takes no timeout, so it runs in a daemon thread the caller stops
+    waiting for when the deadline is spent (the lookup itself is then abandoned, not
+    killed). An address literal is returned as it is; a failed lookup returns ``[host]``, so
+    that the connection fails as it would have, with the resolver's own reason (answered
+    from the resolver's negative cache, or bounded by the per-request timeout). TLS still
+    names ``host`` (httpcore passes the origin's name to ``start_tls``)."""
+    import ipaddress
+    import socket
+    import threading
+
+    try:
+        ipaddress.ip_address(host)
+        return [host]
+    except ValueError:
+        pass
+    found: list[str] = []
+    done = threading.Event()
+
+    def look_up() -> None:
+        try:
+            for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+                address = str(info[4][0])
+                if address not in found:
+                    found.append(address)
+        except (OSError, UnicodeError, ValueError):
+            pass
+        finally:
+            done.set()
+
+    threading.Thread(target=look_up, daemon=True, name="kvlint-resolve").start()
+    left = GUARD.remaining() if GUARD.active else None
+    if not done.wait(left if left is None or left > 0 else 0):
+        raise GUARD.deadline_error(host)
+    return list(found) or [host]
+
+
 class _DeadlineBackend:
     """An httpcore network backend whose connections and streams end by the deadline."""
 
@@ -398,9 +438,18 @@ class _DeadlineBackend:
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None,
                     local_address: str | None = None, socket_options: Any = None) -> Any:
-        return _DeadlineStream(self._inner.connect_tcp(
-            host, port, GUARD.bound(timeout), local_address=local_address,
-            socket_options=socket_options))
+        failure: Exception | None = None
+        for address in _resolved(host, port):  # each address in turn, as create_connection
+            try:
+                return _DeadlineStream(self._inner.connect_tcp(
+                    address, port, GUARD.bound(timeout), local_address=local_address,
+                    socket_options=socket_options))
+            except DeadlineExceeded:
+                raise
+            except Exception as err:  # httpcore's ConnectError/ConnectTimeout: try the next
+                failure = err
+        assert failure is not None
+        raise failure
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Any = None) -> Any:

@@ -34,6 +34,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import pytest
 
@@ -205,6 +206,42 @@ def test_trickle_is_stopped_by_the_deadline(serve: Callable[[Responder], RawServ
 
 
 # ------------------------------------------------------------------- 2. decoded size cap
+@pytest.mark.parametrize("resolver", ["slow", "slow-then-answers"])
+def test_a_slow_name_lookup_is_stopped_by_the_deadline(
+        serve: Callable[[Responder], RawServer], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path, resolver: str) -> None:
+    """``getaddrinfo`` takes no timeout: a resolver that stalls (a black-holed DNS server)
+    is waited for only until the deadline."""
+    def respond(method: str, path: str, headers: dict[str, str], conn: socket.socket,
+                stop: threading.Event) -> None:
+        reply(conn, 200, hub_meta(), CONFIG, method=method)
+
+    server = serve(respond)
+    real = socket.getaddrinfo
+    release = threading.Event()
+
+    def stalling(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "hub.stalls.test":
+            release.wait(30 if resolver == "slow" else 0.2)
+            host = "127.0.0.1"
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", stalling)
+    _isolate_hf_env(monkeypatch, tmp_path, f"http://hub.stalls.test:{server.port}")
+    monkeypatch.setenv("KVLINT_HUB_DEADLINE", "2")
+    try:
+        if resolver == "slow":
+            error, seconds = failure()
+            assert "KVLINT_HUB_DEADLINE" in str(error), error
+            assert 1.8 < seconds < 15, seconds
+            assert not server.requests
+        else:  # a lookup inside the deadline connects to what it found
+            assert download_config("org/model")
+            assert server.requests
+    finally:
+        release.set()
+
+
 def _compressor(coding: str) -> zlib._Compress:
     return zlib.compressobj(9, zlib.DEFLATED, 31 if coding == "gzip" else 15)
 
