@@ -62,7 +62,7 @@ def _model_text(v: Any) -> str | None:
 
 
 def served(path: Path) -> list[dict[str, Any]]:
-    from kvlint.manifest_extraction import extract
+    from kvlint.lint.extraction import extract
     from kvlint.plugins import get_plugin_manager
 
     pm = get_plugin_manager(load_entry_points=False)

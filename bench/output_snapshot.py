@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -60,10 +61,13 @@ def run_all() -> dict[str, list[object]]:
 def main() -> int:
     mode, file = sys.argv[1], Path(sys.argv[2])
     os.chdir(ROOT)
-    with tempfile.TemporaryDirectory() as hf:
-        os.environ.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=hf, HF_HOME=hf,
-                          KVLINT_NO_CACHE="1")
-        results = run_all()
+    hf = Path(tempfile.gettempdir()) / "kvlint-snapshot-hf"  # a fixed name: it is printed
+    shutil.rmtree(hf, ignore_errors=True)
+    hf.mkdir()
+    os.environ.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(hf), HF_HOME=str(hf),
+                      KVLINT_NO_CACHE="1")
+    results = run_all()
+    shutil.rmtree(hf, ignore_errors=True)
     if mode == "write":
         file.write_text(json.dumps(results, indent=0, sort_keys=True))
         print(f"{len(results)} outputs written to {file}")

@@ -39,7 +39,7 @@ ONE_PROCESS = """
 import inspect, sys
 from kvlint.plugins import get_plugin_manager
 from kvlint.registry import Registry
-from kvlint.source_scanner import package_files, scan_files
+from kvlint.scan.scanner import package_files, scan_files
 rules = Registry.from_plugins(get_plugin_manager(load_entry_points=False)).select()
 jobs = {"jobs": 1} if "jobs" in inspect.signature(scan_files).parameters else {}
 scan_files(package_files(sys.argv[1]), rules, **jobs)
@@ -87,7 +87,7 @@ def main() -> None:
 
 
 def _run(args: argparse.Namespace, caches: Path) -> None:
-    from kvlint.source_scanner import locate_package, package_files
+    from kvlint.scan.scanner import locate_package, package_files
 
     files = len(package_files(args.package))
     roots = locate_package(args.package)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from functools import cache
 
 from kvlint.diagnostics import Finding
-from kvlint.loaders.manifests.base import Located, ServedModel, Unresolved
+from kvlint.manifests.base import Located, ServedModel, Unresolved
 
 __all__ = ["DEPENDS", "without_cascades"]
 
@@ -46,7 +46,7 @@ _ENGINES = ("vllm", "sglang", "tgi", "lmdeploy", "trtllm", "llamacpp")
 def _field_of(option: str) -> str | None:
     """The value an option spelling sets, in any engine's grammar (an option one engine
     refuses is often another engine's spelling of the same value: ``--tp-size``)."""
-    from kvlint.loaders.manifests.shell import field_of_option  # only when one is refused
+    from kvlint.manifests.shell import field_of_option  # only when one is refused
 
     name = option.split("=", 1)[0]
     for engine in _ENGINES:

@@ -33,7 +33,7 @@ from kvlint.model.serving import ServingPlan
 from kvlint.units import fmt_bytes, fmt_int
 
 if TYPE_CHECKING:
-    from kvlint.loaders.lock import ModelLock
+    from kvlint.lock.files import ModelLock
 
 SCHEMA_VERSION = 2
 """compare's own JSON contract (2: ranks by per-sequence bytes; ``unranked``)."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from kvlint.loaders.manifests.base import DocumentContext, ManifestParser
+    from kvlint.manifests.base import DocumentContext, ManifestParser
     from kvlint.reporters.base import Reporter
     from kvlint.rules.base import Rule
 
@@ -47,7 +47,7 @@ def kvlint_reporters() -> Sequence[type[Reporter]]:
 def kvlint_manifest_parsers() -> Sequence[type[ManifestParser]]:
     """Offer manifest formats.
 
-    :return: :class:`kvlint.loaders.manifests.base.ManifestParser` subclasses, each with a
+    :return: :class:`kvlint.manifests.base.ManifestParser` subclasses, each with a
         unique ``name``.
     """
     raise NotImplementedError

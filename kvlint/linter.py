@@ -24,8 +24,8 @@ from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.overrides import apply_config_overrides, on_the_fly_quantization
 
 if TYPE_CHECKING:
-    from kvlint.loaders.lock import ModelLock
     from kvlint.loaders.weight_size import PlanWeights
+    from kvlint.lock.files import ModelLock
     from kvlint.model.advice import LayoutSizer
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze

@@ -32,7 +32,7 @@ BUILTIN_PLUGINS = (
     "kvlint.rules.config",
     "kvlint.rules.limits",
     "kvlint.reporters.builtin",
-    "kvlint.loaders.manifests.builtin",
+    "kvlint.manifests.builtin",
 )
 """Modules registered on every manager, through the same hooks third parties implement."""
 

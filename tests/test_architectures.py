@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
-from kvlint.engines import architectures_gen as gen
 from kvlint.engines.architectures import judge, load
+from kvlint.generators import architectures as gen
 from tests.helpers import CONFIGS, ROOT
 
 FALCON = str(CONFIGS / "tiiuae--falcon-7b.json")

@@ -21,9 +21,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvlint import lint_cache, result_cache
-from kvlint.cache_conform import MAX_INT_BITS, conforms
+from kvlint.cache import results as result_cache
+from kvlint.cache.conform import MAX_INT_BITS, conforms
 from kvlint.cli import main
+from kvlint.lint import cache as lint_cache
 from kvlint.loaders.vllm_log import VllmLog, parse_text
 from tests.helpers import CONFIGS
 from tests.loaders.test_vllm_log_formats import ENTRIES, PREFIX, _line
@@ -155,7 +156,7 @@ def test_the_decoder_returns_only_entries_that_conform(
 # Arbitrary structures the restricted unpickler can build: plain data, fractions, kvlint's
 # enums and dataclasses (a Located wrapping anything).
 def _located(value: Any) -> Any:
-    from kvlint.loaders.manifests.base import Located
+    from kvlint.manifests.base import Located
 
     return Located(value)
 

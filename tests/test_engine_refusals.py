@@ -3,7 +3,7 @@
 Every case is a manifest generated at run time (a Kubernetes Deployment or a docker-compose
 service running the engine command, the engine version in the image tag) and linted through
 the real CLI; option names and versions come from the engines' own argument tables
-(``kvlint/loaders/manifests/option_versions.py`` cites them).
+(``kvlint/manifests/option_versions.py`` cites them).
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from kvlint.lint.extraction import extract
+from kvlint.lint.runner import ModelResolver, lint_served, plan_for
 from kvlint.linter import default_config_defaults
-from kvlint.loaders.manifests.base import Located, ServedModel, Unresolved
-from kvlint.manifest_extraction import extract
-from kvlint.manifest_linter import ModelResolver, lint_served, plan_for
+from kvlint.manifests.base import Located, ServedModel, Unresolved
 from kvlint.model.serving import ServingPlan
 from kvlint.plugins import get_plugin_manager
 from kvlint.registry import Registry

@@ -266,7 +266,7 @@ GQA = "import torch\n\ndef f(x):\n    return x\n"
 
 @pytest.fixture
 def scan_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    from kvlint import result_cache
+    from kvlint.cache import results as result_cache
 
     src = tmp_path / "src"
     src.mkdir()
@@ -281,7 +281,7 @@ def scan_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pa
 
 def _analysed(src: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     """How many files a cached scan of ``src`` analysed (0: all from the cache)."""
-    from kvlint import source_scanner
+    from kvlint.scan import scanner as source_scanner
 
     seen: list[int] = []
     real = source_scanner.analyse_files
@@ -364,7 +364,7 @@ def test_a_malformed_result_cache_is_dropped(scan_tree: tuple[Path, Path],
 
 def test_a_fifo_or_huge_result_cache_does_not_block(scan_tree: tuple[Path, Path],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from kvlint import result_cache
+    from kvlint.cache import results as result_cache
 
     src, directory = scan_tree
     _analysed(src, monkeypatch)
@@ -381,7 +381,7 @@ def test_no_cache_flag_reads_no_result_cache(scan_tree: tuple[Path, Path],
     src, _directory = scan_tree
     _analysed(src, monkeypatch)
     monkeypatch.setattr(cache, "read_private", _spy_read(cache.read_private))
-    from kvlint import result_cache
+    from kvlint.cache import results as result_cache
 
     monkeypatch.setattr(result_cache, "read_private", _spy_read(cache.read_private))
     with cache.scope(no_cache=True):
@@ -394,7 +394,7 @@ def test_scan_no_cache_reads_nothing_under_the_cache_directory(
     table's copy is read, and the command still scans (a clean verdict, exit 0)."""
     from click.testing import CliRunner
 
-    from kvlint import result_cache
+    from kvlint.cache import results as result_cache
     from kvlint.cli import main
 
     src, _directory = scan_tree

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from kvlint import lint_cache, manifest_linter, result_cache
+from kvlint.cache import results as result_cache
 from kvlint.cli import main
+from kvlint.lint import cache as lint_cache
+from kvlint.lint import runner as manifest_linter
 from tests.helpers import CONFIGS
 
 MANIFEST = """\
@@ -431,11 +433,11 @@ def test_a_crafted_fraction_or_position_is_refused(repo: Path,
 
 def test_the_source_stamp_follows_content_not_file_times(tmp_path: Path) -> None:
     package = tmp_path / "kvlint"
-    shutil.copytree(Path(lint_cache.__file__).parent, package,
+    shutil.copytree(Path(lint_cache.__file__).parents[1], package,
                     ignore=shutil.ignore_patterns("__pycache__"))
     stamp = lint_cache.source_stamp(package)
     assert stamp == lint_cache.source_stamp()  # the same files, copied (new times)
-    module = package / "lint_cache.py"
+    module = package / "lint" / "cache.py"
     os.utime(module, (1, 1))
     assert lint_cache.source_stamp(package) == stamp
     module.write_text(module.read_text() + "\n# an edit\n")

@@ -9,7 +9,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvlint.manifest_linter import _word_starts
+from kvlint.lint.runner import _word_starts
 
 # characters that make boundaries interesting: word characters (ASCII and not), the dot and
 # dash that join words, separators, and the word's own characters
@@ -35,7 +35,7 @@ def test_word_starts_examples() -> None:
 
 
 def test_a_result_key_holds_engine_problems_with_data() -> None:
-    from kvlint.manifest_linter import _result_key
+    from kvlint.lint.runner import _result_key
     from kvlint.model.engine_args import EngineArgProblem
     from kvlint.model.serving import ServingPlan
 

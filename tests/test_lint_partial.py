@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
-from kvlint.loaders.manifests.base import ManifestProblem
-from kvlint.loaders.manifests.yaml_marks import PartialDocuments, load_documents
+from kvlint.manifests.base import ManifestProblem
+from kvlint.manifests.yaml_marks import PartialDocuments, load_documents
 from tests.helpers import CONFIGS
 
 QWEN3 = ["--model-map", f"Qwen/Qwen3-8B={CONFIGS / 'Qwen--Qwen3-8B.json'}"]

@@ -569,8 +569,8 @@ NOT_PLAN_FIELDS = {
 def test_every_served_model_setting_reaches_the_plan() -> None:
     from dataclasses import fields
 
-    from kvlint.loaders.manifests.base import Located, ServedModel
-    from kvlint.manifest_linter import plan_for
+    from kvlint.lint.runner import plan_for
+    from kvlint.manifests.base import Located, ServedModel
 
     samples: dict[str, Any] = {
         "engine": Located("sglang"), "engine_version": Located("0.4.0"), "tp": Located(2),

@@ -374,7 +374,7 @@ def test_a_special_lock_is_refused_in_one_line(repo: Path, kind: str) -> None:
 def test_a_special_file_is_refused_on_write_too(repo: Path) -> None:
     """`write` is refused by lstat before any open: a FIFO never blocks it."""
     from kvlint.errors import InputError
-    from kvlint.loaders.lock import write
+    from kvlint.lock.files import write
 
     os.mkfifo(repo / "x.lock")
     with pytest.raises(InputError, match=r"not a regular file \(a FIFO\); not written"):
@@ -448,7 +448,7 @@ def test_the_lock_at_the_repository_root_is_found_from_below(repo: Path,
 
 
 def test_first_difference() -> None:
-    from kvlint.lockfile import first_difference
+    from kvlint.lock.format import first_difference
 
     assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 2}]}) is None
     assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == "a[1].b"
@@ -504,7 +504,7 @@ JSON = st.recursive(
        size=st.none() | st.integers(min_value=0, max_value=2**64 - 1))
 def test_a_written_lock_reads_back_equal_and_verifies(config: dict[str, Any],
                                                       size: int | None) -> None:
-    from kvlint.lockfile import LockedModel, Lockfile, first_difference, loads
+    from kvlint.lock.format import LockedModel, Lockfile, first_difference, loads
 
     lock = Lockfile({REPO: LockedModel(REPO, COMMIT, config, size)})
     back = loads(lock.dumps(), "kvlint.lock")
@@ -518,7 +518,7 @@ def test_a_written_lock_reads_back_equal_and_verifies(config: dict[str, Any],
     st.text(alphabet='{}[]":,0123456789e-.abc/ ', max_size=80), st.text(max_size=5)))
 def test_any_text_is_a_lock_or_one_line_input_error(text: str) -> None:
     from kvlint.errors import InputError
-    from kvlint.lockfile import loads
+    from kvlint.lock.format import loads
 
     try:
         loads(text, "kvlint.lock")

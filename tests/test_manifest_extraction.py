@@ -13,8 +13,8 @@ from typing import ClassVar
 
 import pytest
 
-from kvlint import manifest_extraction
-from kvlint.loaders.manifests.base import DocumentContext, ManifestParser, ServedModel
+from kvlint.lint import extraction as manifest_extraction
+from kvlint.manifests.base import DocumentContext, ManifestParser, ServedModel
 from kvlint.plugins import get_plugin_manager
 from tests.helpers import ROOT
 
@@ -82,7 +82,7 @@ def test_bulk_collection_restores_the_collector() -> None:
 
 def test_the_linting_process_does_not_read_a_parsed_file_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kvlint import manifest_linter
+    from kvlint.lint import runner as manifest_linter
     from kvlint.registry import Registry
 
     files = _tree(tmp_path / "tree")

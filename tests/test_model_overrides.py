@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
-from kvlint.loaders.manifests.base import Located, Unresolved
-from kvlint.loaders.manifests.shell import Env, Word, parse_engine_args
+from kvlint.manifests.base import Located, Unresolved
+from kvlint.manifests.shell import Env, Word, parse_engine_args
 from kvlint.model.overrides import (
     apply_config_overrides,
     canonical_overrides,

@@ -99,8 +99,8 @@ spec:
               nvidia.com/gpu: 2
 """
 
-LINT_LAZY = ("kvlint.loaders.manifests.kubernetes_crds", "kvlint.loaders.manifests.compose",
-             "kvlint.loaders.manifests.launchers", "kvlint.loaders.manifests.helm",
+LINT_LAZY = ("kvlint.manifests.kubernetes_crds", "kvlint.manifests.compose",
+             "kvlint.manifests.launchers", "kvlint.manifests.helm",
              "kvlint.reporters.text",
              "kvlint.reporters.concise", "kvlint.reporters.sarif", "kvlint.reporters.github",
              "kvlint.reporters.markdown", "kvlint.reporters.junit",
@@ -139,7 +139,7 @@ def test_one_manifest_lint_imports_only_what_it_uses(tmp_path: Path) -> None:
     pip-requirement parsing stay unimported (bench/startup_ratios.py's scenario)."""
     code = _lint_code(tmp_path)
     loaded = _modules_after(code)
-    assert "kvlint.loaders.manifests.kubernetes" in loaded  # the parser it needs
+    assert "kvlint.manifests.kubernetes" in loaded  # the parser it needs
     assert "kvlint.reporters.json" in loaded
     assert not {m for m in loaded if m.startswith(LINT_LAZY) or m.split(".")[0] in HEAVY}
 
@@ -149,10 +149,10 @@ def test_a_cached_lint_imports_neither_the_yaml_loader_nor_the_parsers(tmp_path:
     reads its results from the cache without importing PyYAML or any manifest parser."""
     code = _lint_code(tmp_path, cache=tmp_path / "cache")
     first = _modules_after(code)
-    assert "yaml" in first and "kvlint.loaders.manifests.kubernetes" in first
+    assert "yaml" in first and "kvlint.manifests.kubernetes" in first
     second = _modules_after(code)
-    assert "kvlint.lint_cache" in second
+    assert "kvlint.lint.cache" in second
     assert not {m for m in second if m.split(".")[0] == "yaml" or
-                m.startswith(("kvlint.loaders.manifests.kubernetes",
-                              "kvlint.loaders.manifests.yaml_marks",
-                              "kvlint.loaders.manifests.shell"))}
+                m.startswith(("kvlint.manifests.kubernetes",
+                              "kvlint.manifests.yaml_marks",
+                              "kvlint.manifests.shell"))}

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from kvlint.cli import main
 from kvlint.engines import load_engines
-from kvlint.loaders.manifests.images import engine_from_image, entrypoint_engine
-from kvlint.loaders.manifests.operators import kaito_gpu
+from kvlint.manifests.images import engine_from_image, entrypoint_engine
+from kvlint.manifests.operators import kaito_gpu
 from tests.helpers import CONFIGS
 
 MAP = ["--model-map", f"Qwen/Qwen3-8B={CONFIGS / 'Qwen--Qwen3-8B.json'}",

@@ -44,8 +44,8 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
     annotate, summarise, write SARIF and the step outputs; exit by fail-on."""
     from kvlint.cache import result_cache_disabled
     from kvlint.integrations import github
-    from kvlint.manifest_discovery import DEFAULT_INCLUDE, discover
-    from kvlint.manifest_linter import lint_paths
+    from kvlint.lint.discovery import DEFAULT_INCLUDE, discover
+    from kvlint.lint.runner import lint_paths
 
     env = github.environment()
     workdir = Path.cwd()

@@ -26,7 +26,7 @@ from kvlint.model.kv import KV_CACHE_DTYPES
 from kvlint.model.serving import DEFAULT_CONTEXT
 
 if TYPE_CHECKING:
-    from kvlint.loaders.lock import ModelLock
+    from kvlint.lock.files import ModelLock
 
 
 @click.command()

@@ -61,9 +61,9 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     # --no-cache: nothing under the cache directory is read (the engine table's copy
     # included); a cache inside the linted paths (or their repository) is not trusted
     with cache.scope(no_cache=no_cache, linted=[p for p in paths if p != "-"]):
-        from kvlint.loaders.manifests.base import ManifestProblem
-        from kvlint.manifest_discovery import DEFAULT_INCLUDE, Resolved, discover
-        from kvlint.manifest_linter import lint_paths
+        from kvlint.lint.discovery import DEFAULT_INCLUDE, Resolved, discover
+        from kvlint.lint.runner import lint_paths
+        from kvlint.manifests.base import ManifestProblem
 
         stdin = _stdin_manifest(paths, stdin_filename)
         starts = [Path(stdin[0])] if stdin else [Path(p) for p in paths]

@@ -45,11 +45,11 @@ def lock_command(paths: tuple[str, ...], check_only: bool, upgrade: bool,
     and its checkpoint size, in kvlint.lock. Commit the file; `check`, `lint`, `compare`
     and the Action then read those models from it without the network, and `--locked` runs
     read nothing else."""
-    from kvlint import locking
     from kvlint import settings as settings_module
     from kvlint.errors import HubError
-    from kvlint.loaders.lock import describe, locate, read, shown, unchanged, write
-    from kvlint.manifest_discovery import DEFAULT_INCLUDE
+    from kvlint.lint.discovery import DEFAULT_INCLUDE
+    from kvlint.lock import collect as locking
+    from kvlint.lock.files import describe, locate, read, shown, unchanged, write
     from kvlint.plugins import get_plugin_manager
 
     starts = [Path(p) for p in paths]

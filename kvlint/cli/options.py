@@ -198,7 +198,7 @@ class KvBytes(_IntParam):
         if isinstance(value, int) and not isinstance(value, bool):
             number: int | None = value
         else:
-            from kvlint.loaders.manifests.shell import integer_value
+            from kvlint.manifests.shell import integer_value
 
             number = integer_value("vllm", "kv_cache_memory_bytes", str(value).strip())
         from kvlint.model.serving import MAX_KV_CACHE_MEMORY_BYTES

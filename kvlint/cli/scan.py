@@ -35,7 +35,8 @@ def scan(paths: tuple[str, ...], packages: tuple[str, ...], hub_repos: tuple[str
     that caches full K/V or rebuilds it every step (KV403/KV404). Static analysis only:
     nothing scanned is imported or run. A file unchanged since an earlier scan is not
     analysed again (the result cache)."""
-    from kvlint import cache, source_scanner
+    from kvlint import cache
+    from kvlint.scan import scanner as source_scanner
 
     # --no-cache: nothing under the cache directory is read or written (as for `lint`);
     # a cache inside the scanned tree is never trusted

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from kvlint.diagnostics import Finding
     from kvlint.linter import LintRun
-    from kvlint.loaders.lock import ModelLock
+    from kvlint.lock.files import ModelLock
     from kvlint.registry import Registry
     from kvlint.reporters.base import Reporter
     from kvlint.rules.base import Rule
@@ -51,7 +51,7 @@ def _default_format() -> str:
 
 def model_lock(starts: Sequence[Path], settings_path: Path | None, lock_file: str | None,
                 locked: bool, *, isolated: bool = False) -> ModelLock:
-    from kvlint.loaders.lock import run_lock
+    from kvlint.lock.files import run_lock
 
     return run_lock(starts, settings_path, lock_file, required=locked, isolated=isolated)
 

@@ -261,8 +261,8 @@ def with_unreadable(run: LintRun, chosen: ChangedFiles) -> LintRun:
     """``run`` plus one KV903 result per changed file that could not be read."""
     if not chosen.unreadable:
         return run
-    from kvlint.loaders.manifests.base import ManifestProblem
-    from kvlint.manifest_linter import problem_result
+    from kvlint.lint.runner import problem_result
+    from kvlint.manifests.base import ManifestProblem
 
     extra = tuple(problem_result(ManifestProblem(name, None, f"{name}: {why}", "unreadable"),
                                  run.rules) for name, why in chosen.unreadable)

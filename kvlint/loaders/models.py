@@ -10,7 +10,7 @@ from kvlint.errors import InputError, UsageError
 from kvlint.loaders import hub, local, paths
 
 if TYPE_CHECKING:
-    from kvlint.loaders.lock import ModelLock
+    from kvlint.lock.files import ModelLock
 
 
 @dataclass(frozen=True)

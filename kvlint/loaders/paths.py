@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kvlint.hub_refs import looks_like_hub_id, split_hub_ref
+
 
 def exists(path: Path) -> bool:
     """``path.exists()``, False where the OS refuses the name."""
@@ -29,3 +31,11 @@ def is_dir(path: Path) -> bool:
         return path.is_dir()
     except (OSError, ValueError):
         return False
+
+
+def hub_reference(ref: str) -> tuple[str, str | None] | None:
+    """``(repo_id, revision)`` when ``ref`` names a Hub model, as the config loader reads it
+    (an existing path is a local model, a name with path syntax is not a Hub id)."""
+    if not ref or exists(Path(ref)) or not looks_like_hub_id(ref):
+        return None
+    return split_hub_ref(ref)

@@ -12,7 +12,7 @@ What is read, and how:
 
 * the KV-cache figures (blocks, tokens, memory profile, the refusals of a failed start) come
   from :data:`FORMATS_FILE`, ``vllm_log_formats.json``: vLLM's own format strings, read from
-  its source version by version (0.4.0 to 0.34.0) by :mod:`kvlint.loaders.vllm_log_table_gen`
+  its source version by version (0.4.0 to 0.34.0) by :mod:`kvlint.generators.vllm_log_table`
   (each entry cites ``path@version``). Every placeholder the table names a field for becomes
   one linear regular expression: the placeholder and the format's literal text around it
   (extended over neighbouring placeholders until it names enough words), so a line wrapped
@@ -88,7 +88,7 @@ _ARGS_FIELDS: dict[str, re.Pattern[str]] = {
 }
 
 FORMATS_FILE = Path(__file__).parent / "vllm_log_formats.json"
-"""vLLM's format strings, per version (written by :mod:`kvlint.loaders.vllm_log_table_gen`)."""
+"""vLLM's format strings, per version (written by :mod:`kvlint.generators.vllm_log_table`)."""
 _SNAPSHOT_TOTAL = re.compile(r"\btotal_memory=" + _NUM + r"\s?GiB")
 """V1's ``worker init memory snapshot`` line (debug level, before the model loads) is a
 dataclass ``repr``: it also prints ``non_torch_memory=`` (the CUDA context, not the profile's

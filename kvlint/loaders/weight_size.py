@@ -34,7 +34,7 @@ from kvlint.model.weights import (
 )
 
 if TYPE_CHECKING:
-    from kvlint.loaders.lock import ModelLock
+    from kvlint.lock.files import ModelLock
     from kvlint.model.overrides import OnTheFly
 
 
@@ -58,7 +58,7 @@ def _checkpoint(ref: str, path: str | None, revision: str | None, offline: bool,
         if path is not None:
             return local_checkpoint_size(Path(path).parent), None
         if lock is not None:
-            from kvlint.loaders.lock import hub_reference
+            from kvlint.loaders.paths import hub_reference
 
             found = hub_reference(ref)
             locked = lock.find(found[0], found[1] or revision) if found else None

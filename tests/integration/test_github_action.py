@@ -18,7 +18,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kvlint import result_cache
+from kvlint.cache import results as result_cache
 from kvlint.cli import main
 from tests.helpers import CONFIGS, ROOT
 

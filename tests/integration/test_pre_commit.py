@@ -110,7 +110,7 @@ HUB_MANIFEST = MANIFEST.replace("./models/phi-3-medium", "microsoft/Phi-3-medium
 def test_hook_reads_hub_models_from_the_lock_only(tmp_path: Path, env: dict[str, str]) -> None:
     """The hook's default `--locked`: a Hub model comes from the committed kvlint.lock (no
     network, no cache); without the lock the hook fails and says to run `kvlint lock`."""
-    from kvlint.lockfile import LockedModel, Lockfile
+    from kvlint.lock.format import LockedModel, Lockfile
 
     repo = _repo(tmp_path, 8)
     (repo / "phi3.yaml").write_text(HUB_MANIFEST.format(tp=8))

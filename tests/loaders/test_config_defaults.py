@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from kvlint.defaultsgen import DATA_FILE, asked_fields, generate, render
+from kvlint.generators.defaults import DATA_FILE, asked_fields, generate, render
 from kvlint.loaders.config_defaults import TableDefaults, table
 from kvlint.loaders.hf_config import MISSING, resolve_geometry, text_part
 from kvlint.loaders.shape import resolve_shape
@@ -41,14 +41,15 @@ def _installed_transformers() -> str | None:
 def test_shipped_table_matches_the_installed_transformers() -> None:
     # The test environment pins the transformers the table was generated from
     # (requirements/dev-constraints.txt); any other version is the non-blocking
-    # `python -m kvlint.defaultsgen --check` job's business, so a release day cannot turn CI red.
+    # `python -m kvlint.generators.defaults --check` job's business, so a release day cannot
+    # turn CI red.
     installed = _installed_transformers()
     if installed != table()["transformers"]:
         pytest.skip(f"transformers {installed} is not the pinned {table()['transformers']}: "
-                    "`python -m kvlint.defaultsgen --check` compares other versions")
+                    "`python -m kvlint.generators.defaults --check` compares other versions")
     expected = render(generate())
     assert DATA_FILE.read_text(encoding="utf-8") == expected, (
-        "kvlint/loaders/config_defaults.json is stale: run `python -m kvlint.defaultsgen .`"
+        "kvlint/loaders/config_defaults.json is stale: run `python -m kvlint.generators.defaults .`"
     )
 
 
@@ -195,7 +196,7 @@ def test_unknown_type_with_the_tables_own_transformers_release_imports_nothing()
 @needs_transformers
 def test_defaultsgen_check_reports_sync_and_staleness(tmp_path: Any, monkeypatch: Any,
                                                       capsys: Any) -> None:
-    import kvlint.defaultsgen as gen
+    import kvlint.generators.defaults as gen
 
     if _installed_transformers() != table()["transformers"]:
         pytest.skip("needs the pinned transformers")

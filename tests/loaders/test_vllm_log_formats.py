@@ -1,5 +1,5 @@
 """The vLLM log reader against its table of vLLM's own format strings
-(kvlint/loaders/vllm_log_formats.json, written by kvlint.loaders.vllm_log_table_gen): one
+(kvlint/loaders/vllm_log_formats.json, written by kvlint.generators.vllm_log_table): one
 synthetic line per entry, read back; the version range; negative figures of a failed start;
 one value at two precisions; request logs quoting start-up text; long numbers."""
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from kvlint.diagnostics import Finding, Severity
+from kvlint.lint.runner import lint_paths
 from kvlint.linter import LintRun, ModelResult, Target, check_models, lint_config
-from kvlint.manifest_linter import lint_paths
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
 from kvlint.plugins import get_plugin_manager

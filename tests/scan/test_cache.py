@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from kvlint import result_cache, scan_cache, source_scanner
+from kvlint.cache import results as result_cache
 from kvlint.cli import main
+from kvlint.scan import cache as scan_cache
+from kvlint.scan import scanner as source_scanner
 from kvlint.scan.findings import SourceFinding
 from kvlint.suppress import Directive
 from tests.helpers import GQA_SOURCE

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from kvlint import source_scanner
 from kvlint.linter import LintRun
 from kvlint.plugins import get_plugin_manager
 from kvlint.registry import Registry
 from kvlint.rules.base import Rule
 from kvlint.scan import analyzer
+from kvlint.scan import scanner as source_scanner
 from tests.helpers import GQA_SOURCE, ROOT
 
 pytestmark = pytest.mark.skipif(

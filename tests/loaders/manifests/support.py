@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvlint.loaders.manifests import compose, engine_configs, helm, launchers
-from kvlint.loaders.manifests.base import (
+from kvlint.manifests import compose, engine_configs, helm, launchers
+from kvlint.manifests.base import (
     DocumentContext,
     Located,
     ManifestParser,
@@ -16,7 +16,7 @@ from kvlint.loaders.manifests.base import (
     ServedModel,
     Unresolved,
 )
-from kvlint.loaders.manifests.yaml_marks import load_documents
+from kvlint.manifests.yaml_marks import load_documents
 
 CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "manifests"
 MINE = [cls for module in (helm, compose, launchers, engine_configs)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import importlib
 
-from kvlint.loaders.manifests.base import DocumentContext, ManifestParser
-from kvlint.loaders.manifests.builtin import LAZY_PARSERS, PARSERS, LazyParser
+from kvlint.manifests.base import DocumentContext, ManifestParser
+from kvlint.manifests.builtin import LAZY_PARSERS, PARSERS, LazyParser
 
-MODULES = ("kvlint.loaders.manifests.kubernetes", "kvlint.loaders.manifests.kubernetes_crds",
-           "kvlint.loaders.manifests.operators", "kvlint.loaders.manifests.platforms",
-           "kvlint.loaders.manifests.helm", "kvlint.loaders.manifests.compose",
-           "kvlint.loaders.manifests.launchers", "kvlint.loaders.manifests.engine_configs")
+MODULES = ("kvlint.manifests.kubernetes", "kvlint.manifests.kubernetes_crds",
+           "kvlint.manifests.operators", "kvlint.manifests.platforms",
+           "kvlint.manifests.helm", "kvlint.manifests.compose",
+           "kvlint.manifests.launchers", "kvlint.manifests.engine_configs")
 
 
 def test_lazy_table_lists_every_parser_class_in_detection_order() -> None:

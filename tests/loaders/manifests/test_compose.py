@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kvlint.loaders.manifests.base import (
+from kvlint.manifests.base import (
     Unresolved,
 )
-from kvlint.loaders.manifests.compose import interpolate
+from kvlint.manifests.compose import interpolate
 from tests.loaders.manifests.support import (
     extract,
     extract_text,

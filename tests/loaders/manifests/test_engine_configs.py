@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.loaders.manifests.base import (
+from kvlint.manifests.base import (
     DocumentContext,
     ManifestProblem,
     Unresolved,
 )
-from kvlint.loaders.manifests.yaml_marks import load_documents
+from kvlint.manifests.yaml_marks import load_documents
 from tests.loaders.manifests.support import (
     CORPUS,
     claims,

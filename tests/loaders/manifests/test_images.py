@@ -1,12 +1,12 @@
 """Engine and version from container images and pip requirements
-(kvlint.loaders.manifests.images)."""
+(kvlint.manifests.images)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kvlint.loaders.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM
-from kvlint.loaders.manifests.images import engine_from_image, engine_from_pip, split_image
+from kvlint.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM
+from kvlint.manifests.images import engine_from_image, engine_from_pip, split_image
 
 
 @pytest.mark.parametrize(("image", "engine", "version"), [

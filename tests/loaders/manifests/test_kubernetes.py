@@ -13,19 +13,19 @@ from typing import Any
 
 import pytest
 
-from kvlint.loaders.manifests.base import DocumentContext, Located, ServedModel, Unresolved
-from kvlint.loaders.manifests.kubernetes import (
+from kvlint.manifests.base import DocumentContext, Located, ServedModel, Unresolved
+from kvlint.manifests.kubernetes import (
     KubernetesWorkloadParser,
     LeaderWorkerSetParser,
     RoleBasedGroupParser,
 )
-from kvlint.loaders.manifests.kubernetes_crds import (
+from kvlint.manifests.kubernetes_crds import (
     DynamoParser,
     KServeParser,
     RayServiceParser,
     VllmRuntimeParser,
 )
-from kvlint.loaders.manifests.yaml_marks import load_documents
+from kvlint.manifests.yaml_marks import load_documents
 from tests.loaders.manifests.support import parse_with
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "manifests"

@@ -1,4 +1,4 @@
-"""Serving operators (:mod:`kvlint.loaders.manifests.operators`): RoleBasedGroup v1alpha2,
+"""Serving operators (:mod:`kvlint.manifests.operators`): RoleBasedGroup v1alpha2,
 AIBrix StormService/RoleSet/RayClusterFleet, OME InferenceService + runtimes + base models,
 KAITO Workspace. Every fixture of ``fixtures/operators`` gives exactly the served models a
 reader of the operator's controller derives, ``kvlint lint --offline`` reports the expected
@@ -15,15 +15,15 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
-from kvlint.loaders.manifests.base import DocumentContext, Located, ServedModel, Unresolved
-from kvlint.loaders.manifests.builtin import LAZY_PARSERS, kvlint_manifest_format
-from kvlint.loaders.manifests.operators import (
+from kvlint.manifests.base import DocumentContext, Located, ServedModel, Unresolved
+from kvlint.manifests.builtin import LAZY_PARSERS, kvlint_manifest_format
+from kvlint.manifests.operators import (
     AibrixParser,
     KaitoWorkspaceParser,
     OmeParser,
     RoleBasedGroupV2Parser,
 )
-from kvlint.loaders.manifests.yaml_marks import load_documents
+from kvlint.manifests.yaml_marks import load_documents
 from tests.helpers import CONFIGS, ROOT
 from tests.loaders.manifests.support import model_map, parse_with
 

@@ -1,4 +1,4 @@
-"""Serving platforms (:mod:`kvlint.loaders.manifests.platforms`): KubeAI Model, Kthena
+"""Serving platforms (:mod:`kvlint.manifests.platforms`): KubeAI Model, Kthena
 ModelServing/ModelBooster, llmaz OpenModel + Playground/Service/BackendRuntime. Every fixture
 of ``fixtures/operators/platforms`` gives exactly the served models a reader of the platform's
 controller derives, ``kvlint lint --offline`` reports the expected findings on it, and
@@ -15,15 +15,15 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
-from kvlint.loaders.manifests.base import DocumentContext, Located, ServedModel, Unresolved
-from kvlint.loaders.manifests.builtin import LAZY_PARSERS, kvlint_manifest_format
-from kvlint.loaders.manifests.platforms import (
+from kvlint.manifests.base import DocumentContext, Located, ServedModel, Unresolved
+from kvlint.manifests.builtin import LAZY_PARSERS, kvlint_manifest_format
+from kvlint.manifests.platforms import (
     KthenaParser,
     KubeAIModelParser,
     LlmazParser,
     _go_text,
 )
-from kvlint.loaders.manifests.yaml_marks import load_documents
+from kvlint.manifests.yaml_marks import load_documents
 from tests.helpers import CONFIGS, ROOT
 from tests.loaders.manifests.support import model_map, parse_with
 

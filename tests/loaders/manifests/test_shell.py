@@ -1,5 +1,5 @@
 """Shell splitting, environment expansion and engine argument parsing
-(kvlint.loaders.manifests.shell) on the traps of fixtures/manifests/SOURCES.md."""
+(kvlint.manifests.shell) on the traps of fixtures/manifests/SOURCES.md."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kvlint.loaders.manifests.base import Located, Unresolved
-from kvlint.loaders.manifests.engine_env import engine_invocations
-from kvlint.loaders.manifests.shell import (
+from kvlint.manifests.base import Located, Unresolved
+from kvlint.manifests.engine_env import engine_invocations
+from kvlint.manifests.shell import (
     EngineArgs,
     Env,
     Word,
@@ -23,7 +23,7 @@ from kvlint.loaders.manifests.shell import (
     split_env_prefix,
     split_script,
 )
-from kvlint.loaders.manifests.yaml_marks import load_documents
+from kvlint.manifests.yaml_marks import load_documents
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "fixtures" / "manifests"
 

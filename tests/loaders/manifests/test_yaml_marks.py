@@ -1,4 +1,4 @@
-"""Line-aware safe YAML loading (kvlint.loaders.manifests.yaml_marks) on the real corpus."""
+"""Line-aware safe YAML loading (kvlint.manifests.yaml_marks) on the real corpus."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kvlint.loaders.manifests.base import ManifestProblem
-from kvlint.loaders.manifests.yaml_marks import (
+from kvlint.manifests.base import ManifestProblem
+from kvlint.manifests.yaml_marks import (
     MAX_EXPANDED_NODES,
     LDict,
     LList,

@@ -1,0 +1,1 @@
+"""Generators of kvlint's shipped data and docs (run by developers, never at lint time)."""

@@ -1,0 +1,2 @@
+"""``kvlint lint``: manifests found (discovery), read (extraction), linted (runner),
+results kept (cache)."""

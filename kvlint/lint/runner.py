@@ -1,0 +1,852 @@
+"""``kvlint lint``: find the served models in manifests, resolve them, and run the rules.
+
+One result per served model per document and role, located at the line of the model (or of
+the engine command); each finding is moved to the line of the flag or key it is about.
+Model ids are resolved through the core loader (Hub cache, ``--offline``). A reference no
+network could resolve (a placeholder, a local path without a config, a repo that does not
+exist) is a KV902 finding; a model the Hub could not be asked about (network, deadline, auth,
+offline without a cached copy) is listed in ``LintRun.unavailable`` and the run exits 2.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import os
+import re
+import types
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from kvlint.cascades import without_cascades
+from kvlint.diagnostics import Finding
+from kvlint.engines import UNKNOWN_VERSION
+from kvlint.errors import ConfigError, HubError, HubUnavailableError, InputError, UsageError
+from kvlint.lint.discovery import DEFAULT_INCLUDE, Resolved, discover
+from kvlint.lint.extraction import bulk_collection, extract_iter, extract_text
+from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
+from kvlint.loaders.files import (
+    MAX_MANIFEST_BYTES,
+    UnreadableFile,
+    inside,
+    read_bytes,
+    read_referenced,
+    read_text,
+    tree_root,
+)
+from kvlint.loaders.hf_config import ConfigDefaults, resolve_geometry
+from kvlint.loaders.models import LoadedConfig, load_config
+from kvlint.loaders.paths import is_file
+from kvlint.manifests.base import (
+    Located,
+    ManifestProblem,
+    ServedModel,
+    Unresolved,
+)
+from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.gpu_memory import gpu_memory_bytes
+from kvlint.model.kv import ParallelLayout
+from kvlint.model.serving import ServingPlan
+from kvlint.rules.base import Rule
+from kvlint.suppress import MARKERS as SUPPRESSION_MARKERS
+from kvlint.suppress import Policy
+from kvlint.suppress import apply as apply_suppressions
+
+if TYPE_CHECKING:
+    from kvlint.lint.cache import Dependency as LintDependency
+    from kvlint.lint.cache import Entry as LintEntry
+    from kvlint.lint.cache import LintCache, Signature
+    from kvlint.lock.files import ModelLock
+
+ANCHORS: Mapping[str, tuple[str, ...]] = {
+    "KV201": ("tp",), "KV202": ("tp",), "KV203": ("tp",), "KV204": ("tp", "dp_attention"),
+    "KV205": ("pp",), "KV206": ("gpus", "tp"), "KV301": ("engine_version", "engine", "image"),
+    "KV302": ("kv_cache_dtype",), "KV303": ("engine_version", "engine", "image"),
+    "KV304": ("engine_version", "image", "engine"), "KV305": ("engine_version", "image", "engine"),
+    "KV501": ("max_model_len",),
+    "KV502": ("max_num_seqs",), "KV503": ("gpus", "tp"), "KV703": ("max_model_len",),
+    "KV902": ("model",),
+}
+"""Which extracted value a finding is about: it is reported on that value's line (else on
+the model's line)."""
+
+
+@dataclass
+class ModelResolver:
+    """Manifest model names -> configs, cached for the run."""
+
+    offline: bool = False
+    model_map: Mapping[str, str] = field(default_factory=dict)
+    defaults: ConfigDefaults | None = None
+    lock: ModelLock | None = None
+    _cache: dict[str, LoadedConfig | str] = field(default_factory=dict)
+    _geometry: dict[str, AttentionGeometry | None] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    """Refs the Hub could not be asked about (network, auth...) -> the one-line reason."""
+    _identity: dict[tuple[str, bool], str | None] = field(default_factory=dict)
+    _hub_ids: dict[str, str] = field(default_factory=dict)
+    """Model names that are Hub ids (not local paths) -> what they load from."""
+    _unloaded: dict[tuple[str, str | None, str | None, bool], str | None] = \
+        field(default_factory=dict)
+    """Identities of local paths (by directory or tree) and of missing or unresolved models
+    (by their text), for :meth:`dependency_identity`."""
+    results: dict[tuple[object, ...], ModelResult] = field(default_factory=dict)
+    """Manifest results by what they are computed from (:func:`_result_key`), for the run."""
+    _roots: dict[str, str] = field(default_factory=dict)
+    """:func:`tree_root` of manifests, by their directory (each resolved once)."""
+
+    def identity(self, served: ServedModel, sized: bool) -> str | None:
+        """What ``served``'s model resolves to in this run, as a digest (the result cache
+        reuses a file's results only while its models resolve to the same digests);
+        ``None``: results about this model are never cached (it did not load, which may be
+        transient, or its checkpoint size lookup failed other than as "not cached").
+        ``sized``: its plan sized a GPU, so the checkpoint size found is part of it."""
+        from kvlint.lint.cache import digest
+
+        model = served.model
+        ref: str | None
+        if isinstance(model, Located) and isinstance(model.value, str) and \
+                not _looks_local(model.value):  # a Hub id: where the manifest is is moot
+            ref = self._hub_ids[model.value] = self.model_map.get(model.value) or model.value
+        else:
+            ref, reason = self.reference(served)
+        if ref is None:
+            return digest("reason", reason)
+        key = (ref, sized)
+        if key not in self._identity:
+            self._identity[key] = self._identity_of(ref, sized)
+        return self._identity[key]
+
+    def dependency_identity(self, model: Located[str] | Unresolved | None, path: str,
+                            sized: bool) -> str | None:
+        """:meth:`identity` of the model ``model`` served by the manifest ``path``."""
+        key: tuple[str, str | None, str | None, bool]
+        if isinstance(model, Located) and isinstance(model.value, str):
+            known = self._identity.get((self._hub_ids.get(model.value, ""), sized))
+            if known is not None:  # a Hub id seen before: the manifest's place is moot
+                return known
+            name = model.value
+            if name in self.model_map or not _looks_local(name):
+                return self.identity(ServedModel(path, 0, "", model=model), sized)
+            # a local path depends on the manifest's directory (a relative path), or on the
+            # tree it belongs to (an absolute one: whether it leads out of the tree)
+            directory = os.path.dirname(path)
+            if os.path.isabs(name) and directory not in self._roots:
+                self._roots[directory] = tree_root(path)  # a manifest: a file's tree
+            key = ("path", name, self._roots[directory] if os.path.isabs(name) else
+                   directory, sized)
+        else:  # nothing or an unresolved value: the same answer wherever it is
+            key = ("none", None, None, sized) if model is None else \
+                ("unresolved", model.text, model.reason, sized)
+        if key not in self._unloaded:
+            self._unloaded[key] = self.identity(ServedModel(path, 0, "", model=model), sized)
+        return self._unloaded[key]
+
+    def _identity_of(self, ref: str, sized: bool) -> str | None:
+        import json
+
+        from kvlint.lint.cache import digest
+
+        loaded = self._load(ref)
+        if isinstance(loaded, str):
+            # A load that failed for good (a malformed config, an id that is not a repo)
+            # gives the same results while it fails the same way; the Hub unreachable or a
+            # model not cached offline may be transient (and the run exits 2): not cached.
+            return None if ref in self.unavailable else digest("failed", ref, loaded)
+        try:
+            config = json.dumps(loaded.config, sort_keys=True)
+        except (TypeError, ValueError, RecursionError):
+            return None
+        parts: list[object] = [loaded.ref, loaded.source, loaded.path, loaded.revision, config]
+        if sized:
+            from kvlint.loaders.weight_size import checkpoint_lookup
+
+            size, why = checkpoint_lookup(loaded.ref, loaded.path, loaded.revision,
+                                          self.offline, self.lock)
+            if why is not None and why != "not cached":
+                return None
+            parts.append((size.total_bytes, size.source) if size is not None else None)
+            parts.append(why)
+        return digest("loaded", *parts)
+
+    def geometry(self, loaded: LoadedConfig) -> AttentionGeometry | None:
+        """The resolved geometry of ``loaded``, once per model (``None``: the config does not
+        resolve, and lint_config reports KV900)."""
+        if loaded.source not in self._geometry:
+            try:
+                self._geometry[loaded.source] = resolve_geometry(
+                    loaded.config, defaults=self.defaults or default_config_defaults())
+            except ConfigError:
+                self._geometry[loaded.source] = None
+        return self._geometry[loaded.source]
+
+    def reference(self, served: ServedModel) -> tuple[str | None, str | None]:
+        """``(ref, None)``: what ``served``'s model loads from (a Hub id or a local config,
+        through the models map); ``(None, reason)``: why it cannot be loaded."""
+        model = served.model
+        if model is None:
+            return None, "the manifest names no model"
+        if isinstance(model, Unresolved):
+            mapped = self.model_map.get(model.text)
+            return (mapped, None) if mapped else \
+                (None, f"model {model.text or '(unknown)'} is unresolved: {model.reason}")
+        name = model.value
+        mapped = self.model_map.get(name)
+        if mapped:
+            return mapped, None
+        if _looks_local(name):
+            local = (Path(served.path).parent / name) if not Path(name).is_absolute() \
+                else Path(name)
+            if os.path.lexists(local) and not inside(local, tree_root(served.path)):
+                return None, (f"model {name} is a local path outside the linted tree (it is "
+                              f"not read); map it to a Hub id or a config with --model-map "
+                              f"{name}=ORG/NAME")
+            if is_file(local / "config.json") or (is_file(local) and local.suffix == ".json"):
+                return str(local), None
+            return None, (f"model {name} is a local path; map it to a Hub id or a config "
+                          f"with --model-map {name}=ORG/NAME")
+        return name, None
+
+    def resolve(self, served: ServedModel) -> LoadedConfig | str:
+        """The config of ``served``'s model, or a one-line reason it is unresolved."""
+        ref, reason = self.reference(served)
+        return self._load(ref) if ref is not None else reason or ""
+
+    def _load(self, ref: str) -> LoadedConfig | str:
+        if ref not in self._cache:
+            try:
+                self._cache[ref] = load_config(ref, offline=self.offline, lock=self.lock)
+            except HubUnavailableError as err:
+                self._cache[ref] = self.unavailable[ref] = str(err)
+            except (HubError, InputError) as err:
+                self._cache[ref] = str(err)
+        return self._cache[ref]
+
+    def is_unavailable(self, loaded: LoadedConfig | str) -> bool:
+        return isinstance(loaded, str) and loaded in self.unavailable.values()
+
+
+def _looks_local(name: str) -> bool:
+    return name.startswith(("/", "./", "../", "~")) or name.count("/") > 1 or \
+        name.endswith((".gguf", ".safetensors")) or ("/" not in name and "." in name)
+
+
+def _int(value: Located[int] | Unresolved | None, default: int = 1) -> int:
+    given = _given_int(value)
+    return given.value if given is not None else default
+
+
+def _given_int(value: Located[int] | Unresolved | None) -> Located[int] | None:
+    """``value`` when it is a positive integer the manifest states, else ``None``."""
+    return value if isinstance(value, Located) and isinstance(value.value, int) \
+        and value.value > 0 else None
+
+
+def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
+    """The serving plan a manifest describes; values it does not set come from ``base``."""
+    dp_attention = bool(served.dp_attention.value) if served.dp_attention else False
+    tp, pp, dp = _int(served.tp), _int(served.pp), _int(served.dp)
+    if dp_attention and served.dp is None:  # the version's default DP size
+        from kvlint.manifests.engine_options import sglang_dp_defaults_to_tp
+
+        if sglang_dp_defaults_to_tp(served.engine, served.engine_version):
+            dp = tp
+    if dp_attention and tp % dp:
+        dp_attention = False  # an impossible combination: the engine refuses it
+    version = served.engine_version
+    gpu, gpu_source = base.gpu, base.gpu_source
+    memory, memory_source = base.gpu_memory_bytes, base.gpu_memory_source
+    named = served.gpu_type
+    if named is not None and _known_gpu(named.value):  # the manifest's GPU wins: --gpu and
+        gpu, gpu_source = named.value, _where(named, "the manifest")  # settings are defaults
+        if base.gpu is None or not _same_gpu(base.gpu, named.value):
+            memory = memory_source = None  # ... and so does its memory in the GPU table
+    kv_bytes = _given_int(served.kv_cache_memory_bytes)
+    tokens_cap = _given_int(served.kv_tokens_cap)
+    overrides = served.config_overrides if isinstance(served.config_overrides, Located) \
+        else None
+    quantization = served.quantization if isinstance(served.quantization, Located) and \
+        isinstance(served.quantization.value, str) else None
+    stated = served.gpu_memory
+    if stated is not None:  # a memory the manifest states wins over the table's and defaults
+        memory, memory_source = gpu_memory_bytes(stated.value), _where(stated, "the manifest")
+    return replace(
+        base,
+        layout=ParallelLayout(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention),
+        engine=served.engine.value if served.engine else base.engine,
+        engine_version=(version.value if isinstance(version, Located) else UNKNOWN_VERSION)
+        if served.engine else base.engine_version,
+        kv_cache_dtype=_kv_dtype(served) or base.kv_cache_dtype,
+        dtype=served.dtype.value if isinstance(served.dtype, Located) and
+        isinstance(served.dtype.value, str) else base.dtype,
+        max_model_len=_int(served.max_model_len, 0) or base.max_model_len,
+        max_num_seqs=_int(served.max_num_seqs, 0) or base.max_num_seqs,
+        max_num_batched_tokens=_int(served.max_num_batched_tokens, 0)
+        or base.max_num_batched_tokens,
+        kv_cache_memory_bytes=kv_bytes.value if kv_bytes else base.kv_cache_memory_bytes,
+        kv_cache_memory_source=_where(kv_bytes, "the manifest") if kv_bytes
+        else base.kv_cache_memory_source,
+        extensible_kv_cache=served.extensible_kv_cache.value
+        if isinstance(served.extensible_kv_cache, Located)
+        and isinstance(served.extensible_kv_cache.value, bool) else base.extensible_kv_cache,
+        kv_tokens_cap=tokens_cap.value if tokens_cap else base.kv_tokens_cap,
+        kv_tokens_cap_source=_where(tokens_cap, "the manifest") if tokens_cap
+        else base.kv_tokens_cap_source,
+        gpu_memory_utilization=_fraction(served.gpu_memory_utilization)
+        or base.gpu_memory_utilization,
+        gpu=gpu, gpu_source=gpu_source if gpu else None,
+        gpu_memory_bytes=memory, gpu_memory_source=memory_source,
+        env=tuple(sorted((name, str(value.value) if isinstance(value, Located) else None)
+                         for name, value in served.env.items())) or base.env,
+        config_overrides=overrides.value if overrides else base.config_overrides,
+        config_overrides_source=_where(overrides, "the manifest") if overrides
+        else base.config_overrides_source,
+        quantization=quantization.value if quantization else base.quantization,
+        quantization_source=_where(quantization, "the manifest") if quantization
+        else base.quantization_source,
+    )
+
+
+def _fraction(value: Located[float] | Unresolved | None) -> float | None:
+    """A memory fraction the engine accepts, else ``None`` (a bad value is reported by the
+    rules about engine options, and the engine's default is sized instead)."""
+    if not isinstance(value, Located) or isinstance(value.value, bool) or \
+            not isinstance(value.value, int | float):
+        return None
+    number = float(value.value)
+    return number if 0 < number <= 1 else None
+
+
+def _where(value: Located[Any], what: str) -> str:
+    """``resources.gpu (line 8)``: how a value was read, and where."""
+    text = value.source or what
+    return f"{text} (line {value.line})" if value.line else text
+
+
+def _same_gpu(one: str, other: str) -> bool:
+    from kvlint.model.hardware import find_gpu
+
+    return find_gpu(one).name == find_gpu(other).name if _known_gpu(one) else False
+
+
+@cache
+def _known_gpu(name: str) -> bool:
+    from kvlint.model.hardware import find_gpu
+
+    try:
+        find_gpu(name)
+    except (KeyError, ValueError):
+        return False
+    return True
+
+
+def _kv_dtype(served: ServedModel) -> str | None:
+    value = served.kv_cache_dtype
+    if not isinstance(value, Located):
+        return None
+    text = str(value.value).lower()
+    aliases = {"fp8_e4m3fn": "fp8_e4m3", "bf16": "bfloat16", "fp16": "float16"}
+    return aliases.get(text, text)
+
+
+def _located_of(served: ServedModel, name: str) -> Located[Any] | Unresolved | None:
+    value: Any = getattr(served, name, None)
+    if isinstance(value, (Located, Unresolved)) and value.line is not None:
+        return value
+    return None
+
+
+def _anchor(finding: Finding, served: ServedModel) -> Finding:
+    """``finding`` on the line of the value it is about (else the model's line), at the
+    column of its flag or key, spanning to the value's line when that is another line."""
+    about = next((v for name in ANCHORS.get(finding.code, ())
+                  if (v := _located_of(served, name)) is not None), None)
+    if about is None:
+        if finding.line is not None:  # placed by its rule (e.g. on an option's word)
+            column = finding.column
+            option = finding.data.get("option")
+            if column is None and isinstance(option, str) and option:
+                column = _word_column(served.path, finding.line, option)
+            return _placed(finding, path=served.path,
+                           column=column or _key_column(served.path, finding.line))
+        # about the model as a whole: at the flag or key that names it on its line
+        model = _located_of(served, "model")
+        flag = model.source if isinstance(model, Located) and model.line == served.line \
+            else ""
+        column = next((c for word in flag.split() if word.startswith("-")
+                       and (c := _word_column(served.path, served.line or 0, word))), None)
+        return _placed(finding, path=served.path, line=served.line,
+                       column=column or _key_column(served.path, served.line))
+    line = about.line
+    column = about.column or _column(served.path, line, about) or \
+        _key_column(served.path, line)
+    value_line = about.value_line if isinstance(about, Located) else None
+    end_line = value_line if value_line is not None and line is not None and \
+        value_line > line else None
+    return _placed(finding, path=served.path, line=line, column=column, end_line=end_line)
+
+
+def _placed(finding: Finding, **where: str | int | None) -> Finding:
+    """``finding`` at another place (``path``, ``line``, ``column``, ``end_line``): what
+    ``dataclasses.replace`` gives, without re-running ``__init__`` for each of the thousands
+    of findings a large tree places."""
+    moved = object.__new__(Finding)
+    moved.__dict__.update(finding.__dict__, **where)
+    return moved
+
+
+def _column(path: str, line: int | None, about: Located[Any] | Unresolved) -> int | None:
+    """The 1-based column of the flag (as ``source`` spells it) or of the value on ``line``
+    of ``path``, for values whose parser knows only the line (shell words); ``None`` when
+    neither is written there."""
+    if line is None:
+        return None
+    text = _source_line(path, line)
+    if not text:
+        return None
+    source = about.source if isinstance(about, Located) else ""
+    # the flag as written (`--tensor-parallel-size`), or the expansion that gave the value
+    # (`positional $MODEL_NAME`), then the value itself
+    candidates = [w for w in source.split() if w.startswith("-") or "$" in w]
+    raw = about.value if isinstance(about, Located) else about.text
+    if isinstance(raw, str) and raw.strip():
+        candidates.append(raw.strip())
+    for candidate in candidates:
+        for start in _word_starts(text, candidate):
+            return start + 1
+    return None
+
+
+def _word_column(path: str, line: int, word: str) -> int | None:
+    """The 1-based column of ``word`` on ``line`` of ``path`` when it is written there once
+    (an option word inside a shell string, whose parser knows only the line); ``None`` when
+    it is absent or repeated on that line (which occurrence is meant is then unknown)."""
+    found = list(itertools.islice(_word_starts(_source_line(path, line), word), 2))
+    return found[0] + 1 if len(found) == 1 else None
+
+
+def _word_starts(text: str, word: str) -> Iterator[int]:
+    """The 0-based starts of ``word`` in ``text`` where neither neighbour is a word
+    character, a dot or a dash, left to right and not overlapping: what the regex
+    ``(?<![\\w.-])WORD(?![\\w.-])`` finds, without compiling one per word (a large tree
+    has thousands of distinct values)."""
+    if not word:
+        return
+    size = len(word)
+    at = text.find(word)
+    while at >= 0:
+        end = at + size
+        if (at == 0 or not _joins(text[at - 1])) and (end == len(text) or
+                                                      not _joins(text[end])):
+            yield at
+            at = text.find(word, end)
+        else:
+            at = text.find(word, at + 1)
+
+
+def _joins(char: str) -> bool:
+    """Whether ``char`` continues a word: what the regex ``[\\w.-]`` matches."""
+    return char.isalnum() or char in "_.-"
+
+
+_KEY = re.compile(r"\s*(?:-\s+)*")
+"""What precedes a line's key or flag: indentation and YAML sequence dashes (``- --model``)."""
+
+
+def _key_column(path: str, line: int | None) -> int | None:
+    """The 1-based column of the key or flag that starts ``line`` of ``path`` (after the
+    indentation and any ``- `` of a YAML sequence): where a finding about that line points
+    when neither its value nor its flag can be found on it; ``None`` for a blank line."""
+    if line is None:
+        return None
+    text = _source_line(path, line)
+    start = _KEY.match(text)
+    end = start.end() if start else 0
+    return end + 1 if end < len(text) else None
+
+
+_LINES: dict[str, list[str]] = {}
+"""Source lines of the files read for columns, for the run (cleared by lint_paths)."""
+_TEXTS: dict[str, str] = {}
+"""... and their text, read once for columns and suppressions (cleared by lint_paths)."""
+
+
+def _source_text(path: str) -> str:
+    """The text of the manifest ``path`` (empty when it cannot be read), read once."""
+    text = _TEXTS.get(path)
+    if text is None:
+        try:
+            text = read_text(path, MAX_MANIFEST_BYTES)
+        except UnreadableFile:
+            text = ""
+        _TEXTS[path] = text
+    return text
+
+
+def _source_line(path: str, line: int) -> str:
+    if path not in _LINES:
+        _LINES[path] = _source_text(path).splitlines()
+    lines = _LINES[path]
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
+                rules: Sequence[type[Rule]], defaults: ConfigDefaults) -> ModelResult:
+    loaded = resolver.resolve(served)
+    ref = served.model.value if isinstance(served.model, Located) else (
+        served.model.text if isinstance(served.model, Unresolved) else "")
+    target = Target(ref or "(unknown model)", "manifest", None, served.path, served.line)
+    gpus = _int(served.gpus, 0) or None
+    refused = served.engine_problems
+    try:
+        plan = plan_for(served, base)
+    except ValueError as err:  # a parallel layout no deployment has (pp=10**9)
+        result = lint_config(target, None, base, rules, model_problem=f"{target.ref}: {err}",
+                             gpus_requested=gpus, engine_problems=refused)
+        return replace(result, findings=tuple(_anchor(f, served) for f in result.findings),
+                       notes=served.notes)
+    key = _result_key(target.ref, loaded, plan, gpus, refused)
+    known = resolver.results.get(key) if key is not None else None
+    if known is None:
+        known = _lint_loaded(target, loaded, plan, gpus, refused, resolver, rules, defaults)
+        if key is not None:
+            resolver.results[key] = known
+    kept, skipped = without_cascades(known.findings, served)
+    return replace(known, target=target,
+                   findings=tuple(_anchor(f, served) for f in kept),
+                   notes=(*served.notes, *skipped))
+
+
+def _result_key(ref: str, loaded: LoadedConfig | str, plan: ServingPlan, gpus: int | None,
+                refused: tuple[Any, ...]) -> tuple[object, ...] | None:
+    """What :func:`lint_config` computes a manifest's result from besides the run's rules,
+    defaults and lock (the target's path and line only locate it): manifests that serve
+    the same model under the same plan share it. ``None`` when it cannot be hashed."""
+    key = (ref, id(loaded) if isinstance(loaded, LoadedConfig) else loaded, plan, gpus,
+           refused)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _lint_loaded(target: Target, loaded: LoadedConfig | str, plan: ServingPlan,
+                 gpus: int | None, refused: tuple[Any, ...], resolver: ModelResolver,
+                 rules: Sequence[type[Rule]], defaults: ConfigDefaults) -> ModelResult:
+    try:
+        if resolver.is_unavailable(loaded):
+            # Not KV902: nothing says the reference is wrong; the run exits 2 (LintRun).
+            return replace(lint_config(target, None, plan, rules, gpus_requested=gpus,
+                                       engine_problems=refused),
+                           config_error=str(loaded))
+        if isinstance(loaded, str):
+            return lint_config(target, None, plan, rules, model_problem=loaded,
+                               gpus_requested=gpus, engine_problems=refused)
+        return lint_config(target, loaded.config, plan, rules, source=loaded.source,
+                           defaults=defaults, offline=resolver.offline,
+                           gpus_requested=gpus, geometry=resolver.geometry(loaded),
+                           lock=resolver.lock,
+                           weights_of=Target(loaded.ref, "model", loaded.revision,
+                                             loaded.path),
+                           engine_problems=refused)
+    except UsageError as err:  # e.g. an fp8_ds_mla cache on a non-MLA model
+        return lint_config(target, None, plan, rules, model_problem=str(err),
+                           gpus_requested=gpus, engine_problems=refused)
+
+
+def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> ModelResult:
+    target = Target(problem.path, "manifest", None, problem.path, problem.line)
+    result = lint_config(target, None, ServingPlan(), rules,
+                         manifest_problem=(problem.kind, problem.message))
+    column = _key_column(problem.path, problem.line) \
+        if problem.kind not in ("unreadable", "outside-tree") else None
+    findings = tuple(_placed(f, path=problem.path, line=problem.line, column=column)
+                     for f in result.findings)
+    return replace(result, findings=findings)
+
+
+@bulk_collection()
+def lint_paths(
+    paths: Iterable[str],
+    rules: Sequence[type[Rule]],
+    pm: pluggy.PluginManager,
+    *,
+    base: ServingPlan | None = None,
+    include: Sequence[str] = DEFAULT_INCLUDE,
+    exclude: Sequence[str] = (),
+    offline: bool = False,
+    model_map: Mapping[str, str] | None = None,
+    fail_on: str = "error",
+    policy: Policy | None = None,
+    unused_suppression: Finding | None = None,
+    stdin: tuple[str, str] | None = None,
+    lock: ModelLock | None = None,
+    discovery_problems: Sequence[ManifestProblem] | None = None,
+    cache: bool = False,
+    cache_context: Sequence[object] = (),
+    resolved: Resolved | None = None,
+) -> LintRun:
+    """``kvlint lint``: every served model of every manifest under ``paths``, with the
+    suppressions written in the files and the settings' ``policy`` applied; KV901 findings
+    (from the ``unused_suppression`` template) for suppressions that did nothing.
+    ``stdin``: ``(name, text)`` of a manifest read from standard input, linted as if it
+    were the file ``name`` (``-`` when unnamed). Hub models ``lock`` holds are read from it.
+    ``discovery_problems``: given, ``paths`` are the files the caller's own :func:`discover`
+    returned (they are not walked and checked again) and these are the problems it reported.
+    ``cache``: reuse and store each file's results (:mod:`kvlint.lint.cache`);
+    ``cache_context``: what else the caller knows changes findings (the settings), part of
+    the cache's key. ``resolved``: the real paths the caller's walk resolved."""
+    real_paths = resolved or Resolved()
+    if discovery_problems is None:
+        problems: list[ManifestProblem] = []
+        files = discover(paths, include, exclude, problems, real_paths)
+    else:  # the caller's walk
+        problems, files = list(discovery_problems), list(paths)
+    _LINES.clear()
+    _TEXTS.clear()
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    defaults = default_config_defaults()
+    resolver = ModelResolver(offline=offline, model_map=dict(model_map or {}),
+                             defaults=defaults, lock=lock)
+    plan = base or ServingPlan()
+    results: list[ModelResult] = []
+    texts: dict[str, str] = {}
+    seen: set[tuple[object, ...]] = set()
+    real_of: dict[str, str] = {}  # a file has many models: each path is resolved once
+    results.extend(problem_result(problem, rules) for problem in problems)
+    store = _open_cache(rules, pm, plan, resolver, cache_context) if cache and files \
+        else None
+    if store is not None:
+        gc.freeze()  # its entries live as long as the run: no collection need scan them
+    keys: list[str | None] = [None] * len(files)
+    hits: list[LintEntry | None] = [None] * len(files)
+    contents: list[bytes | None] = [None] * len(files)
+    signatures: list[Signature | None] = [None] * len(files)
+    if store is not None:
+        for i, file in enumerate(files):
+            contents[i], keys[i], hits[i], signatures[i] = _lookup(store, file, resolver)
+    misses = [Path(file) for file, hit in zip(files, hits, strict=True) if hit is None]
+    fresh = extract_iter(misses, pm, parsers)  # parsed while the first ones are checked
+    if stdin is not None:
+        name, stdin_text = str(Path(stdin[0])), stdin[1]
+        files, texts[name] = [*files, name], stdin_text
+        _LINES[name] = stdin_text.splitlines()
+        fresh = itertools.chain(fresh, [extract_text(stdin_text, Path(name), pm, parsers)])
+        keys.append(None)
+        hits.append(None)
+        contents.append(None)
+        signatures.append(None)
+
+    def served_key(path: str, rest: tuple[object, ...]) -> tuple[object, ...]:
+        if path not in real_of:
+            real_of[path] = real_paths.real(path)
+        return (real_of[path], *rest)
+
+    for file, key, hit, data, sig in zip(files, keys, hits, contents, signatures,
+                                         strict=True):
+        if hit is not None:  # the cached results of an unchanged file
+            for record, result in hit.records:
+                if record is None:
+                    results.append(result)
+                elif (full := served_key(record[0], record[1:])) not in seen:
+                    seen.add(full)
+                    results.append(result)
+            if hit.markers and (text := _text_with_suppressions(file)) is not None:
+                texts[file] = text
+            continue
+        found = next(fresh)
+        entry: list[tuple[tuple[Any, ...] | None, ModelResult]] | None = \
+            [] if key is not None else None
+        dependencies: list[LintDependency] = []
+        read_files: tuple[tuple[str, str], ...] = ()
+        if isinstance(found, ManifestProblem):
+            result = problem_result(found, rules)
+            results.append(result)
+            if entry is not None and found.kind not in ("unreadable", "outside-tree"):
+                entry.append((None, result))
+            else:
+                entry = None
+        else:
+            if getattr(found, "reads_other_files", True):
+                entry = None
+            read_files = getattr(found, "read_files", ())
+            if (source := getattr(found, "source", None)) is not None:
+                _TEXTS.setdefault(*source)  # the text the worker parsed: not read again
+            for served in found:
+                # A file referenced by another (Ray Serve llm_configs) is reported once; its
+                # results are still computed for this file's cache entry.
+                rest = (served.line, served.document, served.role, str(served.model))
+                full = served_key(served.path, rest)
+                reported = full in seen
+                if reported and entry is None:
+                    continue
+                result = lint_served(served, resolver, plan, rules, defaults)
+                if not reported:
+                    seen.add(full)
+                    results.append(result)
+                if entry is not None:
+                    entry = _record(entry, dependencies, served, file, rest, result,
+                                    resolver, read_files)
+            for problem in getattr(found, "problems", ()):
+                # a document that cannot be read beside others that can, an engine command
+                # that yields no served model: reported, never a silent pass
+                result = problem_result(problem, rules)
+                results.append(result)
+                if entry is not None:
+                    entry.append((None, result))
+        suppressible = not isinstance(found, ManifestProblem)
+        if suppressible and file not in texts:
+            text = _text_with_suppressions(file, data)
+            if text is not None:
+                texts[file] = text
+        if store is not None and key is not None and entry is not None and data is not None:
+            _store(store, key, file, data, entry, dependencies, suppressible, read_files,
+                   sig)
+        # placed and checked: its text is not kept for the rest of a large run (a Ray Serve
+        # config whose results are placed in it reads it again)
+        for done in (file, str(Path(file))):
+            _TEXTS.pop(done, None)
+            _LINES.pop(done, None)
+    final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
+    unavailable = tuple(r.target.ref for r in final if r.config_error is not None
+                        and resolver.is_unavailable(r.config_error))
+    if store is not None:
+        store.save()
+    return LintRun(tuple(final), fail_on, tuple(rules),
+                   unavailable=tuple(dict.fromkeys(unavailable)))
+
+
+def _open_cache(rules: Sequence[type[Rule]], pm: pluggy.PluginManager, plan: ServingPlan,
+                resolver: ModelResolver, context: Sequence[object]) -> LintCache | None:
+    """The run's cache; ``None`` when a third-party plugin is loaded (its parsers and rules
+    may depend on anything, so nothing is cached)."""
+    from kvlint.lint.cache import LintCache, fingerprint
+
+    plugins = sorted(_module_of(plugin) for _, plugin in pm.list_name_plugin())
+    if any(name != "kvlint" and not name.startswith("kvlint.") for name in plugins):
+        return None
+    lock = resolver.lock
+    parts = (
+        tuple((r.code, r.name, r.__module__, r.__qualname__) for r in rules),
+        tuple(plugins), repr(plan), sorted(resolver.model_map.items()), resolver.offline,
+        (str(lock.path), lock.required, repr(lock.lockfile)) if lock is not None else None,
+        _kind(resolver.defaults), os.getcwd(), tuple(repr(c) for c in context),
+    )
+    return LintCache.open(fingerprint(parts))
+
+
+def _module_of(plugin: object) -> str:
+    """The module a plugin (a module, a class or an object) is defined in."""
+    if isinstance(plugin, types.ModuleType):
+        return plugin.__name__
+    owner = plugin if isinstance(plugin, type) else type(plugin)
+    return str(getattr(owner, "__module__", "") or "")
+
+
+def _kind(value: object) -> str:
+    """``module.Class`` of ``value`` (its repr may hold an address)."""
+    return f"{type(value).__module__}.{type(value).__qualname__}"
+
+
+def _lookup(store: LintCache, file: str, resolver: ModelResolver
+            ) -> tuple[bytes | None, str | None, LintEntry | None, Signature | None]:
+    """``(bytes, key, entry, signature)`` of ``file``: its entry when it is cached and its
+    models resolve as they did (``None`` when not); no key when it cannot be read. A file
+    whose signature is the one the cache holds for it is not read (no bytes)."""
+    from kvlint.lint.cache import signature
+
+    sig = signature(file)  # before the file is read: a change while it is read shows
+    known = store.known(file, sig)
+    if known is not None and (entry := _usable(store, known, file, resolver)) is not None:
+        return None, known, entry, sig
+    try:
+        data = read_bytes(file, MAX_MANIFEST_BYTES)
+    except UnreadableFile:
+        return None, None, None, None
+    key = store.key(file, data)
+    entry = _usable(store, key, file, resolver)
+    if entry is not None:
+        store.note(file, sig, key)
+    return data, key, entry, sig
+
+
+def _usable(store: LintCache, key: str, file: str, resolver: ModelResolver
+            ) -> LintEntry | None:
+    """The entry ``key`` of ``file`` when its models resolve as they did and the other files
+    it read read the same (then it counts as a hit)."""
+    entry = store.get(key)
+    if entry is None or entry.path != file:
+        return None
+    for dep in entry.dependencies:
+        if resolver.dependency_identity(dep.model, dep.path, dep.sized) != dep.identity:
+            return None
+    for path, state in entry.files:
+        if read_referenced(path, entry.path).state != state:
+            return None
+    store.touch(key)
+    return entry
+
+
+def _record(entry: list[tuple[tuple[Any, ...] | None, ModelResult]],
+            dependencies: list[LintDependency], served: ServedModel, path: str,
+            rest: tuple[object, ...], result: ModelResult, resolver: ModelResolver,
+            read_files: tuple[tuple[str, str], ...] = ()
+            ) -> list[tuple[tuple[Any, ...] | None, ModelResult]] | None:
+    """``entry`` with ``result`` added; ``None`` when it must not be cached (the model is
+    in another file the parser did not record reading, or its load may be transient)."""
+    from kvlint.lint.cache import Dependency
+
+    if served.path != path and all(os.path.normpath(read) != served.path
+                                   for read, _ in read_files):
+        return None
+    sized = result.plan.sizes_gpu
+    identity = resolver.identity(served, sized)
+    if identity is None:
+        return None
+    dependencies.append(Dependency(served.model, served.path, sized, identity))
+    entry.append(((served.path, *rest), result))
+    return entry
+
+
+def _store(store: LintCache, key: str, file: str, data: bytes,
+           records: list[tuple[tuple[Any, ...] | None, ModelResult]],
+           dependencies: list[LintDependency], suppressible: bool,
+           read_files: tuple[tuple[str, str], ...] = (), sig: Signature | None = None
+           ) -> None:
+    """Cache ``file``'s results, unless it changed while it was linted (``sig``: its
+    signature before it was read)."""
+    from kvlint.lint.cache import Entry
+
+    try:
+        now = read_bytes(file, MAX_MANIFEST_BYTES)
+    except UnreadableFile:
+        return
+    if now != data:
+        return
+    store.put(key, Entry(file, tuple(dependencies), tuple(records),
+                         suppressible and _has_markers(data), files=read_files))
+    store.note(file, sig, key)
+
+
+def _has_markers(data: bytes) -> bool:
+    return any(marker.encode() in data for marker in SUPPRESSION_MARKERS)
+
+
+def _text_with_suppressions(file: str, data: bytes | None = None) -> str | None:
+    """The text of ``file`` when it holds a suppression marker (``data``: its bytes, when
+    they were read: a file without a marker is not read again)."""
+    if data is not None and not _has_markers(data):
+        return None
+    text = _TEXTS.get(file)  # read for columns already
+    if text is None:
+        try:
+            text = read_text(file, MAX_MANIFEST_BYTES)
+        except UnreadableFile:
+            return None
+    return text if any(marker in text for marker in SUPPRESSION_MARKERS) else None

@@ -1,0 +1,1 @@
+"""``kvlint lock``: the lock's format, the collection of locked models, the file on disk."""

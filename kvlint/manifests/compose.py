@@ -1,0 +1,252 @@
+"""docker-compose files: one served model per service that runs an LLM engine.
+
+The argv of a service is ``entrypoint`` + ``command`` (each a string split shell-style, or a
+list); without an ``entrypoint`` the image's own applies, so the flags of an engine image's
+server (TGI, vLLM OpenAI, llama.cpp server) are read as that server's. Compose interpolates
+``${VAR}``/``${VAR:-default}`` from the shell and an ``.env`` file that are not part of the
+manifest: defaults are used, anything else is unresolved. The service's own ``environment`` is
+what the engine process sees (TGI's ``MODEL_ID``...).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from kvlint.manifests.base import (
+    DocumentContext,
+    Located,
+    ManifestParser,
+    ServedModel,
+    Unresolved,
+)
+from kvlint.manifests.engine_configs import (
+    engine_args,
+    first_launch,
+    get_list,
+    get_map,
+    get_str,
+    item_line,
+    key_col,
+    key_line,
+    launch_in_argv,
+    lstr,
+    names,
+    node_line,
+    plain_map,
+    served_model,
+    settle_version,
+    to_int,
+    value_line,
+    words_of,
+)
+from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.shell import EngineArgs, Env, Word
+
+SERVICE_KEYS = names("""
+image build command entrypoint environment env_file deploy ports volumes container_name
+depends_on restart networks network_mode healthcheck runtime ipc shm_size ulimits privileged
+labels logging working_dir user expose gpus devices cap_add security_opt tty stdin_open
+extra_hosts profiles platform hostname stop_grace_period init pull_policy secrets configs
+""")
+
+NOT_ENGINE_IMAGES = re.compile(r"text-embeddings-inference", re.IGNORECASE)
+"""Images that serve embedding/reranking models with engine-like flags (``--model-id``)."""
+
+INTERPOLATION = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|"
+                           r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def interpolate(text: str) -> str | Unresolved:
+    """Compose's own interpolation with no outside variables: ``${VAR:-default}`` and
+    ``${VAR-default}`` give the default, ``$$`` a literal ``$``, anything else is unresolved
+    (it comes from the shell or an ``.env`` file the manifest does not include)."""
+    missing: list[str] = []
+
+    def sub(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1) or match.group(4)
+        op, default = match.group(2), match.group(3)
+        if op in (":-", "-"):
+            return interpolate_default(default or "", missing)
+        if op in (":+", "+"):
+            return ""
+        missing.append(name)
+        return match.group(0)
+
+    out = INTERPOLATION.sub(sub, text)
+    if missing:
+        return Unresolved("set outside the compose file (shell or .env): " +
+                          ", ".join(f"${{{m}}}" for m in missing),
+                          node_line(text), getattr(text, "column", None), str(text))
+    return out
+
+
+def interpolate_default(text: str, missing: list[str]) -> str:
+    out = interpolate(text)
+    if isinstance(out, Unresolved):
+        missing.append(out.text)
+        return text
+    return out
+
+
+def _interp_word(word: Word) -> Word:
+    out = interpolate(word.text)
+    if not isinstance(out, str) or out == word.text:
+        return word
+    return replace(word, text=out, literal=word.literal or "$$" in word.text)
+
+
+def _environment(service: dict[str, Any]) -> dict[str, str | None]:
+    """``environment`` as a mapping or a ``KEY=VALUE`` list, values interpolated (unresolved
+    values are unknown: ``None``); values remember their line."""
+    raw = service.get("environment")
+    env: dict[str, str | None] = {}
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            if value is None or isinstance(value, dict | list):
+                env[str(key)] = None
+                continue
+            text = "true" if value is True else "false" if value is False else str(value)
+            out = interpolate(lstr(text, value_line(raw, key)))
+            env[str(key)] = lstr(out, value_line(raw, key)) if isinstance(out, str) else None
+    elif isinstance(raw, list):
+        for i, item in enumerate(raw):
+            if not isinstance(item, str):
+                continue
+            key, eq, value = item.partition("=")
+            if not eq:
+                env[key.strip()] = None
+                continue
+            out = interpolate(lstr(value, item_line(raw, i)))
+            env[key.strip()] = lstr(out, item_line(raw, i)) if isinstance(out, str) else None
+    return env
+
+
+def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | None:
+    """GPUs reserved by ``deploy.resources.reservations.devices`` (``count`` or
+    ``device_ids``) or the service-level ``gpus``."""
+    reservations = get_map(get_map(get_map(service, "deploy"), "resources"), "reservations")
+    devices = get_list(reservations, "devices") or []
+    total = 0
+    line: int | None = None
+    sources: list[str] = []
+    for i, device in enumerate(devices):
+        if not isinstance(device, dict):
+            continue
+        caps = device.get("capabilities")
+        if isinstance(caps, list) and caps and "gpu" not in [str(c) for c in caps] and \
+                device.get("driver") not in ("nvidia", "amd"):
+            continue
+        where = f"deploy.resources.reservations.devices[{i}]"
+        if "count" in device:
+            count = device["count"]
+            number = to_int(count)
+            if number is None:
+                return Unresolved(f"{where}.count {count}: every GPU of the host",
+                                  key_line(device, "count"), key_col(device, "count"),
+                                  str(count))
+            total += number
+            line = line or key_line(device, "count")
+            sources.append(f"{where}.count")
+        elif isinstance(device.get("device_ids"), list):
+            total += len(device["device_ids"])
+            line = line or key_line(device, "device_ids")
+            sources.append(f"{where}.device_ids")
+        else:
+            return Unresolved(f"{where} sets neither count nor device_ids: every GPU",
+                              item_line(devices, i))
+    if sources:
+        return Located(total, line, None, " + ".join(sources))
+    gpus = service.get("gpus")
+    if gpus is not None:
+        if to_int(gpus) is not None:
+            return Located(to_int(gpus) or 0, key_line(service, "gpus"), None, "gpus")
+        return Unresolved(f"gpus {gpus}: every GPU of the host", key_line(service, "gpus"),
+                          None, str(gpus))
+    return None
+
+
+class ComposeParser(ManifestParser):
+    """docker-compose / Compose Specification files (``services.<name>``)."""
+
+    name = "compose"
+
+    def detect(self, document: object, ctx: DocumentContext) -> bool:
+        services = get_map(document, "services") if plain_map(document) else None
+        if not services:
+            return False
+        bodies = [s for s in services.values() if s is not None]
+        return bool(bodies) and all(isinstance(s, dict) for s in bodies) and \
+            any(isinstance(s, dict) and ("image" in s or "build" in s) for s in bodies) and \
+            all(set(map(str, s)) & SERVICE_KEYS or not s for s in bodies)
+
+    def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
+        services = get_map(document, "services") or {}
+        out = []
+        for name, service in services.items():
+            if isinstance(service, dict):
+                found = self._service(str(name), service, ctx)
+                if found is not None:
+                    out.append(found)
+        return out
+
+    def _service(self, name: str, service: dict[str, Any],
+                 ctx: DocumentContext) -> ServedModel | None:
+        image = self._image(service)
+        if image is not None and NOT_ENGINE_IMAGES.search(image.value):
+            return None
+        env = _environment(service)
+        notes: list[str] = []
+        if service.get("env_file"):
+            notes.append("env_file is not read: variables it sets are unknown")
+        entry = words_of(service.get("entrypoint"), value_line(service, "entrypoint"))
+        command = words_of(service.get("command"), value_line(service, "command"))
+        words = [_interp_word(w) for w in entry + command]
+        engine: Located[str] | None = None
+        args: EngineArgs | None = None
+        launch, more = first_launch(launch_in_argv(words, Env(env, k8s=False),
+                                                   expand=Env({}, k8s=False)))
+        notes.extend(more)
+        if launch is not None:
+            engine = Located(launch.engine, launch.line, None,
+                             "entrypoint + command" if entry else "command")
+            args = launch.args
+        elif "entrypoint" not in service and image is not None:
+            options_only = bool(command) and command[0].text.startswith("-")
+            fallback = entrypoint_engine(image.value, env, args_only=options_only)
+            if fallback is not None and (not command or options_only):
+                engine = Located(fallback, key_line(service, "command") or image.line, None,
+                                 f"entrypoint of image {image.value}")
+                args = engine_args(fallback, words, Env({}, k8s=False), Env(env, k8s=False))
+        if engine is None:
+            return None
+        for word in entry + command:
+            out = interpolate(word.text)
+            if isinstance(out, Unresolved):
+                notes.append(f"{word.text} in the command is {out.reason}")
+        gpus = _gpus(service)
+        version, more = settle_version(engine.value, image)
+        notes.extend(more)
+        deploy = get_map(service, "deploy")
+        if deploy is not None:
+            replicas = to_int(deploy.get("replicas"))
+            if replicas is not None and replicas != 1:
+                notes.append(f"deploy.replicas {replicas}: {replicas} containers, each with "
+                             "the GPUs reported")
+        return served_model(ctx, "compose", line=engine.line, name=name, engine=engine,
+                            args=args, image=image, version=version, gpus=gpus, notes=notes)
+
+    @staticmethod
+    def _image(service: dict[str, Any]) -> Located[str] | None:
+        raw = get_str(service, "image")
+        if raw is None:
+            return None
+        out = interpolate(raw)
+        line = value_line(service, "image")
+        if isinstance(out, Unresolved):
+            return Located(raw, line, key_col(service, "image"), "image (unresolved variables)")
+        return Located(out, line, key_col(service, "image"),
+                       "image" + (" (compose defaults)" if out != raw else ""))

@@ -1,0 +1,162 @@
+"""Engine commands in their environment: :func:`engine_invocations` finds every engine
+command of a script, following the assignments before it, and the environment variables of
+an engine process that change what the engine accepts (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``...)
+are read from the manifest's environment and carried on
+:class:`~kvlint.manifests.base.ServedModel` so rules can see them. Layered above
+:mod:`.shell` (words, expansion, each engine's argument grammar), which never imports this
+module."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+
+from kvlint.engines import load_engines
+from kvlint.manifests.base import Located, Unresolved
+from kvlint.manifests.located_str import LStr
+from kvlint.manifests.shell import (
+    _ASSIGNMENT,
+    _NAME,
+    _WRAPPER_MODULES,
+    EngineArgs,
+    Env,
+    Word,
+    _find_engine,
+    _Unset,
+    judge_known_options_only,
+    parse_engine_args,
+    split_env_prefix,
+)
+
+
+@cache
+def watched_names() -> tuple[str, ...]:
+    """Every variable named by the engine table as changing what an engine accepts."""
+    names = {str(fact.values["override_env"])
+             for engine in load_engines().values() for fact in engine.context_limit
+             if fact.values.get("override_env")}
+    return tuple(sorted(names))
+
+
+def watched(env: Env) -> dict[str, Located[str] | Unresolved]:
+    """The watched variables ``env`` sets, each with its line (an :class:`Unresolved` for
+    one set without a value in the manifest, such as a secret reference)."""
+    out: dict[str, Located[str] | Unresolved] = {}
+    for name in watched_names():
+        value = env.get(name)
+        if value is None:
+            continue
+        if isinstance(value, Unresolved):
+            out[name] = value
+        else:
+            out[name] = Located(str(value), env.line_of(name), source=f"env {name}")
+    return out
+
+
+def with_env(args: EngineArgs, env: Env) -> EngineArgs:
+    """``args`` with the watched variables of the environment its process runs in."""
+    found = watched(env)
+    if not found:
+        return args
+    from dataclasses import replace
+
+    return replace(args, env={**args.env, **found})
+
+
+@dataclass(frozen=True)
+class EngineInvocation:
+    """An engine command found in a script: ``words`` is the command without its
+    environment prefix, ``words[index:]`` its arguments, ``line`` the line of the word that
+    names the engine (``vllm``, ``python3``...), ``env`` what it runs with."""
+
+    engine: str
+    args: EngineArgs
+    line: int | None
+    words: tuple[Word, ...]
+    index: int
+    env: Env = field(compare=False, repr=False)
+
+
+_OPENERS = frozenset({"if", "while", "until", "for", "case", "select"})
+_CLOSERS = frozenset({"fi", "done", "esac"})
+_DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[EngineInvocation]:
+    """Every engine command in ``commands`` (from :func:`split_script`, or one exec-form
+    command), each parsed with the environment at that point: assignments
+    (``TP=$((A * B))``, ``export X=...``) made by earlier commands apply; a variable given
+    different values in different ``if`` branches becomes unresolved; a command's own
+    ``KEY=VALUE`` prefix applies to it alone."""
+    found: list[EngineInvocation] = []
+    depth = 0
+    for command in commands:
+        words = list(command)
+        while words and words[0].text in ("then", "do", "else", "{", "!", "elif", "time"):
+            words = words[1:]
+        if not words:
+            continue
+        head = words[0].text
+        if head in _OPENERS:
+            depth += 1
+        if head in _CLOSERS:
+            depth = max(0, depth - 1)
+            continue
+        assigned = _assignments(words)
+        if assigned is not None:
+            env = _apply(env, assigned, conditional=depth > 0)
+            continue
+        prefix, rest = split_env_prefix(words)
+        hit = _find_engine([w.text for w in rest])
+        if hit is None:
+            continue
+        engine, program, index = hit
+        local = env.assign(prefix) if prefix else env
+        args = with_env(parse_engine_args(engine, rest[index:], local), local)
+        if any(w.text.removeprefix("-m") in _WRAPPER_MODULES for w in rest[program:index]):
+            # python -m dynamo.X adds its own options to the engine's: not judged
+            args = judge_known_options_only(args)
+        found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
+                                      words=tuple(rest), index=index, env=local))
+    return found
+
+
+def _assignments(words: list[Word]) -> dict[str, str] | None:
+    """The assignments of a command made only of them (``A=1 B=2``, ``export A=1``)."""
+    start = 1 if words[0].text in _DECLARE else 0
+    body = [w for w in words[start:] if not w.text.startswith("-")]
+    if start == 0 and not body:
+        return None
+    out: dict[str, str] = {}
+    for word in body:
+        match = _ASSIGNMENT.fullmatch(word.text)
+        if match is None:
+            if start and _NAME.fullmatch(word.text):
+                continue  # export NAME: no new value
+            return None
+        out[match.group(1)] = LStr(match.group(2), word.line or 0)
+    return out
+
+
+def _apply(env: Env, assigned: Mapping[str, str], *, conditional: bool) -> Env:
+    new = env.assign(assigned)
+    if not conditional:
+        return new
+    values: dict[str, str | None] = {}
+    reasons: dict[str, str] = {}
+    for name in assigned:
+        try:
+            before = env.lookup(name)
+        except _Unset:
+            before = None
+        after = new.values.get(name)
+        if before is not None and after != before:
+            values[name] = None
+            reasons[name] = (f"${name} is given different values in different branches of "
+                             "the script")
+        else:
+            values[name] = after
+            if after is None and name in new.reasons:
+                reasons[name] = new.reasons[name]
+    return env.with_values(values, reasons)

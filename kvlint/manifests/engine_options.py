@@ -1,0 +1,521 @@
+"""Judge an engine command line the way the engine's parser would, for the engine version a
+manifest runs: options it refuses (KV701) and values it rejects (KV702).
+
+:func:`shell.parse_engine_args` records every option word (``EngineArgs.uses``) resolved
+against the union of the option tables; :func:`engine_problems` judges them against the
+options of the manifest's engine version (:mod:`.option_versions`; an unpinned version
+(``latest``, a rolling tag, an unpinned pip requirement) is the newest kvlint knows, an
+unknown one (a custom tag, another engine's image) is judged by every version kvlint knows):
+
+- argparse engines (vLLM, SGLang, LMDeploy) accept unique prefixes of long options; an
+  ambiguous prefix is refused ("ambiguous option"); of them only vLLM turns ``_`` into ``-``;
+- click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only (llama.cpp turns
+  ``_`` into ``-`` and has no ``--name=value`` form);
+- clap refuses a repeated option ("cannot be used multiple times"); the others keep the last;
+- a version between two versions kvlint knows is judged by both: an option (or value) either
+  of them accepts is not reported, since it may have been added or removed in between.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from functools import cache
+
+from packaging.version import InvalidVersion, Version
+
+from kvlint.manifests.base import Located, Unresolved
+from kvlint.manifests.cli_options import OPTION_TABLES
+from kvlint.manifests.option_versions import (
+    ABSENT,
+    CASELESS,
+    CHOICES,
+    POSITIVE,
+    VERSIONS,
+)
+from kvlint.manifests.shell import OptionUse, field_of_option, integer_value
+from kvlint.model.engine_args import EngineArgProblem
+
+__all__ = ["engine_problems"]
+
+_PARSER = {"vllm": "argparse", "sglang": "argparse", "lmdeploy": "argparse",
+           "trtllm": "click", "tgi": "clap", "llamacpp": "llama.cpp"}
+_ABBREV = frozenset({"vllm", "sglang", "lmdeploy"})
+_UNSIGNED = frozenset({"tgi"})
+"""Engines whose integer options are unsigned (clap ``usize``/``u32``): negatives refused."""
+_REFUSAL = {
+    "argparse": {"unknown": "unrecognized arguments: {name}",
+                 "positional": "unrecognized arguments: {name}",
+                 "ambiguous": "ambiguous option: {name} could match {matches}",
+                 "missing": "argument {name}: expected one argument",
+                 "integer": "argument {name}: invalid int value: {value!r}",
+                 "number": "argument {name}: invalid float value: {value!r}",
+                 "choice": "argument {name}: invalid choice: {value!r}"},
+    "click": {"unknown": "No such option: {name}",
+              "positional": "Got unexpected extra argument ({name})",
+              "missing": "Option '{name}' requires an argument.",
+              "integer": "{value!r} is not a valid integer.",
+              "number": "{value!r} is not a valid float.",
+              "choice": "{value!r} is not one of the choices"},
+    "clap": {"unknown": "unexpected argument '{name}' found",
+             "positional": "unexpected argument '{name}' found",
+             "repeat": "the argument '{name}' cannot be used multiple times",
+             "missing": "a value is required for '{name}' but none was supplied",
+             "integer": "invalid value '{value}' for '{name}': invalid digit found in string",
+             "number": "invalid value '{value}' for '{name}'",
+             "choice": "invalid value '{value}' for '{name}'"},
+    "llama.cpp": {"unknown": "error: invalid argument: {name}",
+                  "positional": "error: invalid argument: {name}",
+                  "missing": "error: expected value for argument {name}",
+                  "integer": "error while handling argument {name}: stoi",
+                  "number": "error while handling argument {name}: stof",
+                  "choice": "error while handling argument {name}: Unsupported cache type"},
+}
+
+
+def _display(engine: str) -> str:
+    try:
+        from kvlint.engines import load_engines
+
+        spec = load_engines().get(engine)
+    except Exception:  # pragma: no cover - the engine table is optional here
+        spec = None
+    return spec.display if spec is not None else engine
+
+
+@cache
+def _union(engine: str) -> frozenset[str]:
+    return frozenset(_names(engine, ()))
+
+
+def _names(engine: str, absent: Iterable[str]) -> set[str]:
+    gone = set(absent)
+    out: set[str] = set()
+    table: set[str] = set()
+    for kind, text in OPTION_TABLES.get(engine, {}).items():
+        for name in text.split():
+            table.add(name)
+            if name in gone:
+                continue
+            out.add(name)
+            if kind == "negatable" and name.startswith("--"):
+                out.add("--no-" + name[2:])
+    # spellings kvlint reads that the tables lack (engines.toml) count in every version
+    out.update(n for n in field_of_option(engine) if n not in table and
+               not n.startswith("--no-"))
+    return out
+
+
+@cache
+def _options_at(engine: str, version: str | None) -> frozenset[str]:
+    """Every option (long and short) of ``engine`` at a known ``version`` (``None``: the
+    union, for engines with one source)."""
+    if version is None:
+        return _union(engine)
+    return frozenset(_names(engine, ABSENT.get(engine, {}).get(version, "").split()))
+
+
+def _parse(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _bracket(engine: str, version: Located[str] | Unresolved | None
+             ) -> tuple[list[str | None], str, str]:
+    """The known versions that judge ``version`` (one, or the two around it), a label for
+    messages (``vLLM 0.33.0``) and, when the label is not the manifest's own version, a note
+    saying which version judged it."""
+    name = _display(engine)
+    known = VERSIONS.get(engine)
+    if not known:
+        return [None], name, ""
+    newest = known[-1]
+    if not isinstance(version, Located):
+        # nothing names the version (a custom or date tag, another engine's base image, an
+        # unexpanded variable): whatever any known version accepts may be what runs
+        return list(known), name, (
+            f"the {name} version is unknown: judged by every version kvlint knows, "
+            f"{', '.join(known)}")
+    text = version.value
+    parsed = _parse(text) if text else None
+    if parsed is None:
+        return [newest], f"{name} {newest}", (
+            f"no {name} version is pinned: judged by {newest}, the newest kvlint knows")
+    ordered = [(Version(v), v) for v in known]
+    for v, raw in ordered:
+        if v == parsed:
+            return [raw], f"{name} {raw}", ""
+    if parsed > ordered[-1][0]:
+        return [newest], f"{name} {text}", (
+            f"judged by {name} {newest}, the newest version kvlint knows")
+    if parsed < ordered[0][0]:
+        return [known[0]], f"{name} {text}", (
+            f"judged by {name} {known[0]}, the oldest version kvlint knows")
+    upper = min((raw for v, raw in ordered if v > parsed), key=Version)
+    lower = max((raw for v, raw in ordered if v < parsed), key=Version)
+    return [lower, upper], f"{name} {text}", ""
+
+
+def _normalise(engine: str, name: str) -> str:
+    """The spelling the engine's parser looks up: vLLM turns ``_`` into ``-`` before the first
+    ``.`` (``--json-arg.field``) and looks up a one-dash dotted word by its head
+    (``-cc.field``); llama.cpp turns ``_`` into ``-`` in the whole ``--`` argument."""
+    if engine == "vllm" and name.startswith("--"):
+        head = name[2:].partition(".")[0]
+        return "--" + head.replace("_", "-")
+    if engine == "vllm" and name.startswith("-O"):
+        return "-O"  # -O3, -O 3, -O.level: -O (0.8.5) or --optimization-level (0.33.0)
+    if engine == "vllm" and name.startswith("-") and "." in name:
+        # FlexibleArgumentParser folds any dotted word into its JSON option: -cc.mode X is
+        # -cc '{"mode": "X"}' (vllm/utils/argparse_utils.py)
+        return name.partition(".")[0]
+    if engine == "llamacpp" and name.startswith("--"):
+        return name.replace("_", "-")
+    return name
+
+
+VLLM_DOTTED_SINCE = Version("0.9.2")
+"""vLLM reads ``--json-option.key VALUE`` (a field of a JSON option) from 0.9.2: its
+FlexibleArgumentParser folds dotted words into a nested dict (vllm/utils/__init__.py@0.9.2,
+create_nested_dict / recursive_dict_update); 0.7.3 and 0.8.5 have no such step, so argparse
+refuses the dotted word as an unrecognized argument."""
+
+
+def _dotted_refused(engine: str, word: str, version: str | None) -> bool:
+    """Whether ``engine`` at ``version`` refuses ``word`` as a dotted JSON-option field."""
+    if engine != "vllm" or version is None or not word.startswith("--") or \
+            "." not in word.split("=", 1)[0]:
+        return False
+    try:
+        return Version(version) < VLLM_DOTTED_SINCE
+    except InvalidVersion:
+        return False
+
+
+SGLANG_DP_ATTENTION_NEEDS_DP = (Version("0.4.6.post1"), Version("0.5.1"))
+"""SGLang releases that refuse ``--enable-dp-attention`` without ``--dp-size`` > 1 at start
+(``assert self.dp_size > 1, "Please set a dp-size > 1. ..."``: server_args.py@0.4.6.post1
+line 298, @0.4.9 line 405, @0.5.1 line 534). 0.3.6 to 0.4.3 set dp_size = tp_size instead
+(server_args.py@0.3.6 line 189, @0.4.3 line 253; kvlint.lint.runner.plan_for), 0.5.5 keeps
+dp_size 1 (server_args.py@0.5.5 line 1379). Releases between the ones read (0.4.4-0.4.5,
+0.5.2-0.5.4) are not judged."""
+
+
+SGLANG_DP_IS_TP_UNTIL = Version("0.4.3")
+"""SGLang 0.3.6 to 0.4.3 set ``dp_size = tp_size`` for ``--enable-dp-attention`` given
+without ``--dp-size`` (server_args.py@0.3.6 line 189, @0.4.0 line 201, @0.4.3 line 253); later
+releases refuse it (:data:`SGLANG_DP_ATTENTION_NEEDS_DP`) or keep dp 1."""
+
+
+def sglang_dp_defaults_to_tp(engine: Located[str] | None,
+                             version: Located[str] | Unresolved | None) -> bool:
+    """Whether ``--enable-dp-attention`` without ``--dp-size`` makes the DP size the TP size
+    (SGLang up to :data:`SGLANG_DP_IS_TP_UNTIL`)."""
+    if engine is None or engine.value != "sglang" or not isinstance(version, Located):
+        return False
+    parsed = _parse(version.value)
+    return parsed is not None and parsed.release <= SGLANG_DP_IS_TP_UNTIL.release
+
+
+def _sglang_dp_attention_alone(uses: Sequence[OptionUse],
+                               version: Located[str] | Unresolved | None,
+                               fields: dict[str, str]) -> list[EngineArgProblem]:
+    """The refusal of ``--enable-dp-attention`` without a DP size, in the releases that
+    refuse it (:data:`SGLANG_DP_ATTENTION_NEEDS_DP`)."""
+    parsed = _parse(version.value) if isinstance(version, Located) else None
+    low, high = SGLANG_DP_ATTENTION_NEEDS_DP
+    if parsed is None or not low <= parsed <= high:
+        return []
+    flag = next((u for u in uses if fields.get(u.canonical or "") == "dp_attention"), None)
+    sized = any(fields.get(u.canonical or "") == "dp" for u in uses)
+    if flag is None or sized:
+        return []
+    return [EngineArgProblem(
+        "value", flag.name, f"{flag.name} without --dp-size: SGLang {parsed} refuses it at "
+        "start (AssertionError: Please set a dp-size > 1); give --dp-size, the number of "
+        "attention DP ranks (a divisor of tp)", flag.line, flag.column,
+        {"engine": "sglang", "reason": "dp-attention-without-dp", "field": "dp"})]
+
+
+def _status(engine: str, name: str, options: frozenset[str]) -> tuple[str, list[str]]:
+    """``("ok" | "unknown" | "ambiguous", matches)`` of one option word."""
+    if name in options:
+        return "ok", [name]
+    if name == "-O" and engine == "vllm" and "--optimization-level" in options:
+        return "ok", ["--optimization-level"]  # FlexibleArgumentParser rewrites -O<n>
+    if engine in _ABBREV and len(name) > 2 and name[1] != "-" and name[:2] in options:
+        return "ok", [name[:2]]  # argparse: a one-letter option with its value attached
+    if engine in _ABBREV and name.startswith("--") and len(name) > 2:
+        matches = _prefixed(options, name)
+        if len(matches) == 1:
+            return "ok", matches
+        if matches:
+            return "ambiguous", matches
+    return "unknown", []
+
+
+_SORTED: dict[frozenset[str], list[str]] = {}
+"""Each option set kvlint has looked words up in, sorted (a few per run)."""
+
+
+def _prefixed(options: frozenset[str], prefix: str) -> list[str]:
+    """The options that start with ``prefix``, sorted (found by bisection)."""
+    ordered = _SORTED.get(options)
+    if ordered is None:
+        ordered = _SORTED[options] = sorted(options)
+    i = bisect.bisect_left(ordered, prefix)
+    found = []
+    while i < len(ordered) and ordered[i].startswith(prefix):
+        found.append(ordered[i])
+        i += 1
+    return found
+
+
+def _history(engine: str, option: str) -> str:
+    """When ``option`` came and went among the versions kvlint knows (``--x was added after
+    vLLM 0.8.5 (it is in 0.33.0)``); empty when every known version has it, or none."""
+    known = VERSIONS.get(engine, ())
+    have = [v for v in known if option in _options_at(engine, v)]
+    if not have or len(have) == len(known):
+        return ""
+    first, last = known.index(have[0]), known.index(have[-1])
+    parts = []
+    if first > 0:
+        parts.append(f"added after {known[first - 1]}")
+    if last < len(known) - 1:
+        parts.append(f"removed after {known[last]}")
+    return (f"{option} was {' and '.join(parts)} (of the {_display(engine)} versions "
+            f"kvlint knows, {', '.join(have)} {'has' if len(have) == 1 else 'have'} it)")
+
+
+def _choices(engine: str, option: str, versions: Sequence[str | None]) -> set[str] | None:
+    """The values every judging version accepts for ``option`` (``None``: not judged)."""
+    table = CHOICES.get(engine, {}).get(option)
+    if not table:
+        return None
+    allowed: set[str] = set()
+    for version in versions:
+        text = table.get("*") or (table.get(version) if version else None)
+        if text is None:
+            return None
+        allowed |= set(text.split())
+    return allowed
+
+
+def _positive(engine: str, option: str, versions: Sequence[str | None]) -> bool:
+    table = POSITIVE.get(engine, {})
+    return bool(versions) and all(
+        v is not None and option in table.get(v, "").split() for v in versions)
+
+
+def engine_problems(engine: str, version: Located[str] | Unresolved | None,
+                    uses: Sequence[OptionUse]) -> tuple[EngineArgProblem, ...]:
+    """What ``engine`` at ``version`` refuses in the options ``uses`` (in command order)."""
+    if engine not in _PARSER or not uses:
+        return ()
+    versions, label, basis = _bracket(engine, version)
+    sets = [_options_at(engine, v) for v in versions]
+    newest_set = sets[-1]
+    parser = _PARSER[engine]
+    texts = _REFUSAL[parser]
+    problems: list[EngineArgProblem] = []
+    seen: dict[str, OptionUse] = {}
+    fields = field_of_option(engine)
+    for use in uses:
+        if use.reason == "positional":
+            refusal = texts["positional"].format(name=use.name)
+            problems.append(EngineArgProblem(
+                "option", use.name, f"{label} has no place for the argument {use.name!r}: "
+                f"the server exits at start ({refusal})", use.line, use.column,
+                {"engine": engine, "reason": "positional"}))
+            continue
+        name = _normalise(engine, use.name)
+        statuses = [("unknown", []) if _dotted_refused(engine, use.name, v)
+                    else _status(engine, name, s) for v, s in zip(versions, sets, strict=True)]
+        # the engine at this version decides, whatever the union tables made of the word
+        canonical = next((m[0] for st, m in statuses if st == "ok"), None) \
+            if use.reason in ("", "unknown", "ambiguous") else None
+        if canonical is None:
+            problems.append(_refused(engine, use, name, statuses[-1], newest_set, label,
+                                     parser, texts))
+            continue
+        if parser == "clap" and canonical in seen:
+            first = seen[canonical]
+            where = f" (first on line {first.line})" if first.line != use.line else ""
+            problems.append(EngineArgProblem(
+                "option", use.name,
+                f"{use.name} is given more than once{where}: {label} refuses it at start "
+                f"({texts['repeat'].format(name=use.name)}); keep one",
+                use.line, use.column, {"engine": engine, "reason": "repeated"}))
+        seen.setdefault(canonical, use)
+        if len(canonical) == 2 and use.name != canonical and not use.name.startswith("-O"):
+            continue  # -qfp8: a one-letter option with its value attached, not judged
+        value_problem = _value(engine, use, canonical, fields.get(canonical), versions,
+                               label, texts)
+        if value_problem is not None:
+            problems.append(value_problem)
+    if engine == "sglang":
+        problems.extend(_sglang_dp_attention_alone(uses, version, fields))
+    if basis:
+        problems = [replace(p, message=f"{p.message} ({basis})",
+                            data={**p.data, "judged_by": basis}) for p in problems]
+    # a finding spans the option's line and its value's (a suppression on either matches)
+    below = {(u.name, u.line, u.column): u.value_line for u in uses if u.value_line}
+    return tuple(replace(p, end_line=below.get((p.option, p.line, p.column)))
+                 for p in problems)
+
+
+def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str]],
+             options: frozenset[str], label: str, parser: str,
+             texts: dict[str, str]) -> EngineArgProblem:
+    kind, matches = status
+    data: dict[str, object] = {"engine": engine, "reason": kind}
+    if kind == "ambiguous":
+        shown = ", ".join(matches[:4]) + (", ..." if len(matches) > 4 else "")
+        refusal = texts["ambiguous"].format(name=use.name, matches=shown)
+        message = f"{use.name} is an ambiguous abbreviation in {label} ({shown}): the " \
+                  f"server exits at start ({refusal}); spell the option out"
+        data["matches"] = matches
+        return EngineArgProblem("option", use.name, message, use.line, use.column, data)
+    refusal = texts["unknown"].format(name=use.name)
+    parts = [f"{label} has no option {use.name}: the server exits at start ({refusal})"]
+    if use.reason == "inline":
+        option, _, value = use.name.partition("=")
+        parts.append(f"{_display(engine)} does not split an argument at '=': write "
+                     f"{option} {value}")
+        data["suggestion"] = f"{option} {value}"
+    elif use.reason == "underscore":
+        dashed = use.name.replace("_", "-")
+        parts.append(f"{_display(engine)} does not turn _ into - ({dashed} is the option)")
+        data["suggestion"] = dashed
+    else:
+        history = _history(engine, name) or (_history(engine, matches[0]) if matches else "")
+        if history:
+            parts.append(history)
+            data["history"] = history
+        longer = sorted((o for o in options if o.startswith(name)), key=len)
+        close = longer[:1] or _closest(name, options)
+        ours = _own_spelling(engine, name, options)
+        if ours and close and field_of_option(engine).get(close[0]) == \
+                field_of_option(engine).get(ours):
+            ours = None  # the close spelling is this engine's option for the same value
+        if ours:
+            close = [ours]
+        if close and close[0] != name:
+            parts.append(f"did you mean {close[0]}?" if not ours else
+                         f"{name} is another engine's spelling; {_display(engine)}'s is "
+                         f"{ours}")
+            data["suggestion"] = close[0]
+    return EngineArgProblem("option", use.name, "; ".join(parts), use.line, use.column, data)
+
+
+def _own_spelling(engine: str, name: str, options: frozenset[str]) -> str | None:
+    """``engine``'s option for the value another engine spells ``name`` (SGLang's
+    ``--tp-size`` is vLLM's ``--tensor-parallel-size``), when kvlint reads that value."""
+    for other in _PARSER:
+        if other == engine:
+            continue
+        key = field_of_option(other).get(name)
+        if key is None:
+            continue
+        mine = [o for o, k in field_of_option(engine).items() if k == key and o in options]
+        if mine:
+            return max(mine, key=len)
+    return None
+
+
+def _grams(text: str) -> frozenset[str]:
+    return frozenset(text[i:i + 3] for i in range(max(1, len(text) - 2)))
+
+
+@cache
+def _table_grams(candidates: frozenset[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    return tuple((c, _grams(c)) for c in sorted(candidates))
+
+
+def _closest(name: str, candidates: Iterable[str]) -> list[str]:
+    """The closest spelling by difflib's ratio (>= 0.6), among the 24 candidates that share
+    the most character trigrams with ``name`` (difflib over a whole option table takes
+    ~0.1 s per long name)."""
+    import difflib
+
+    mine = _grams(name)
+    table = _table_grams(frozenset(candidates))
+    near = [c for c, _ in sorted(table, key=lambda item: -len(mine & item[1]))[:24]]
+    return difflib.get_close_matches(name, near, n=1, cutoff=0.6)
+
+
+def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
+           versions: Sequence[str | None], label: str,
+           texts: dict[str, str]) -> EngineArgProblem | None:
+    shown = use.source or use.name
+    data: dict[str, object] = {"engine": engine, "option": canonical}
+    if use.kind == "value" and not use.values:
+        refusal = texts["missing"].format(name=use.name)
+        return EngineArgProblem(
+            "value", use.name, f"{shown} is given without a value: {label} refuses it "
+            f"at start ({refusal})", use.line, use.column, {**data, "reason": "missing"})
+    if not use.values or use.values[0] is None:
+        return None  # no value, or one kvlint cannot expand (KV902 territory)
+    text = use.values[0].strip()
+    if "{{" in text and "}}" in text:
+        return None  # a template reference the chart renders: not the value that runs
+    data["value"] = text
+    quoted = _clipped(text)  # what messages quote: a 400-digit value is not repeated whole
+    if use.written:  # the value an expansion gave: say what was written
+        shown = f"{shown} (from {_clipped(use.written)})"
+    if key in _INTEGER_KEYS:
+        # what any judging version's parser reads may be what runs
+        number = next((n for v in versions
+                       if (n := integer_value(engine, key, text, v)) is not None), None)
+        if number is None:
+            refusal = texts["integer"].format(name=use.name, value=quoted)
+            return EngineArgProblem(
+                "value", use.name, f"{shown} {quoted!r} is not an integer: {label} refuses "
+                f"it at start ({refusal})", use.line, use.column, {**data, "reason": "integer"})
+        if number < 1 and _positive(engine, canonical, versions):
+            return EngineArgProblem(
+                "value", use.name, f"{shown} {quoted}: {label} needs at least 1 "
+                "(ParallelConfig validation fails at start)", use.line, use.column,
+                {**data, "reason": "range"})
+        if number < 0 and engine in _UNSIGNED:
+            refusal = texts["integer"].format(name=use.name, value=quoted)
+            return EngineArgProblem(
+                "value", use.name, f"{shown} {quoted}: {label} reads an unsigned integer "
+                f"and refuses it at start ({refusal})", use.line, use.column,
+                {**data, "reason": "range"})
+    if key in _NUMBER_KEYS:
+        try:
+            float(text)
+        except ValueError:
+            refusal = texts["number"].format(name=use.name, value=quoted)
+            return EngineArgProblem(
+                "value", use.name, f"{shown} {quoted!r} is not a number: {label} refuses it "
+                f"at start ({refusal})", use.line, use.column, {**data, "reason": "number"})
+    allowed = _choices(engine, canonical, versions)
+    if allowed is not None:
+        probe = text.lower() if (engine, canonical) in CASELESS else text
+        if probe not in allowed:
+            refusal = texts["choice"].format(name=use.name, value=quoted)
+            listed = ", ".join(sorted(allowed))
+            close = _closest(text, allowed)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            return EngineArgProblem(
+                "value", use.name, f"{shown} {quoted!r} is not a value {label} accepts "
+                f"({listed}): the server exits at start ({refusal}){hint}", use.line,
+                use.column, {**data, "reason": "choice", "choices": sorted(allowed)})
+    return None
+
+
+def _clipped(text: str, most: int = 60) -> str:
+    """``text``, or its start and end around an ellipsis when longer than ``most``."""
+    return text if len(text) <= most else f"{text[:40]}...{text[-12:]} ({len(text)} characters)"
+
+
+_INTEGER_KEYS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs",
+                           "max_num_batched_tokens", "kv_cache_memory_bytes", "kv_tokens_cap",
+                           "max_model_len", "nnodes", "attn_dp"})
+_NUMBER_KEYS = frozenset({"gpu_memory_utilization"})
