@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -361,10 +362,14 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
 
     of_free = engine.memory_fraction_semantics == "free-after-weights"
     overhead = DEFAULT_OVERHEAD_BYTES if plan.overhead_bytes is None else plan.overhead_bytes
+    if plan.overhead_bytes is None and plan.behaviour.engine == "sglang" and given is None:
+        # SGLang's own budget: free memory at start x mem_fraction_static - weights
+        # (kvlint/model/sglang_memory.py); its default fraction by release, GPU and layout
+        utilization, overhead = _sglang_sizing(plan, spec, config, analysis)
     sizer = None if weights.split is None else LayoutSizer(
         weights.split, spec, utilization, of_free,
         memory.overhead_bytes if memory is not None else overhead)
-    return capacity(
+    sized = capacity(
         analysis,
         spec,
         weight_bytes_per_gpu=weights.per_gpu_bytes,
@@ -378,7 +383,60 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         given_budget=given,
         token_cap=(plan.kv_tokens_cap, plan.kv_tokens_cap_source or "--max-total-tokens")
         if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None,
-    ), sizer
+    )
+    if sized is not None and plan.behaviour.engine == "sglang":
+        sized = replace(sized, fraction_name="mem_fraction_static")
+    return sized, sizer
+
+
+def _sglang_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
+                   analysis: KvAnalysis) -> tuple[float, int]:
+    """``(mem_fraction_static, overhead)`` of an SGLang plan: the given fraction or the
+    release's default (from the GPU's ``nvidia-smi`` total, tp, pp, DP attention, MLA and a
+    vision tower), and the share of the start-up context that fraction covers, so that
+    ``int(memory x fraction) - weights - overhead`` is SGLang's ``int((memory - context) x
+    fraction) - weights``."""
+    from packaging.version import InvalidVersion, Version
+
+    from kvlint.model.hardware import find_gpu
+    from kvlint.model.sglang_memory import (
+        MIB,
+        SglangStart,
+        default_mem_fraction_static,
+        start_context_bytes,
+    )
+
+    smi_bytes = spec.memory_bytes
+    if plan.gpu is not None and plan.gpu_memory_bytes is None:
+        with contextlib.suppress(ValueError):
+            smi_bytes = find_gpu(plan.gpu).memory_bytes
+    try:
+        version = Version(plan.behaviour.version) if plan.behaviour.version else None
+    except InvalidVersion:
+        version = None
+    layout = plan.layout
+    fraction = plan.gpu_memory_utilization or default_mem_fraction_static(SglangStart(
+        version, smi_bytes // MIB, tp=layout.tp, pp=layout.pp,
+        dp_attention=layout.dp_attention, dp_size=layout.dp,
+        mla=analysis.cached.is_mla and plan.behaviour.mla_cache == "latent",
+        vision=_vision_tower(config)))
+    context = start_context_bytes(layout.tp, layout.pp)
+    total = spec.memory_bytes
+    return fraction, int(total * fraction) - int((total - context) * fraction)
+
+
+def _vision_tower(config: dict[str, Any]) -> tuple[int, int] | None:
+    """``(layers, hidden size)`` of a multimodal config's vision tower, as SGLang's
+    ``adjust_mem_fraction_for_vlm`` reads them (24 and 1024 when not given)."""
+    vision = config.get("vision_config")
+    if not isinstance(vision, dict):
+        return None
+    layers = vision.get("num_hidden_layers", vision.get("depth", 24))
+    hidden = vision.get("hidden_size", vision.get("embed_dim", 1024))
+    if isinstance(layers, int) and isinstance(hidden, int) and not isinstance(layers, bool) \
+            and not isinstance(hidden, bool) and 0 < layers < 1 << 20 and 0 < hidden < 1 << 20:
+        return layers, hidden
+    return 24, 1024
 
 
 _SM9_AND_LATER = ("H100", "H200", "H20", "GH200", "H800", "B100", "B200", "GB200", "B300",

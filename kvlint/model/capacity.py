@@ -101,6 +101,9 @@ class Capacity:
     """Set when the KV budget is given rather than derived (vLLM ``--kv-cache-memory-bytes``:
     the engine reserves exactly that, without a memory profile or gpu_memory_utilization):
     where it was given."""
+    fraction_name: str = "gpu_memory_utilization"
+    """What the engine calls ``gpu_memory_utilization`` (SGLang: ``mem_fraction_static``, a
+    fraction of the memory free at start)."""
 
     @property
     def kv_overflow_bytes(self) -> int:

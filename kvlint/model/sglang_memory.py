@@ -24,6 +24,7 @@ runtime's total less what the CUDA context, cuBLAS and NCCL take before the load
 (:data:`START_CONTEXT_BYTES`: an ESTIMATE, see there).
 
 Releases read (``pip download --no-deps sglang==X``; server_args.py unless named):
+0.3.4, 0.3.5, 0.3.6, 0.4.0, 0.4.1, 0.4.3.post4, 0.4.4, 0.4.5, 0.4.5.post3, 0.4.6,
 0.4.6.post1, 0.4.10, 0.5.0rc2, 0.5.1, 0.5.2, 0.5.5.post3, 0.5.23. A release between two read
 ones is modelled by the older one (the rule in force at the last release read before it).
 """
@@ -38,16 +39,22 @@ from packaging.version import Version
 MIB: Final = 1024**2
 GIB: Final = 1024**3
 
-START_CONTEXT_BYTES: Final = 400 * MIB
-"""ESTIMATE. What the CUDA context, cuBLAS and NCCL hold on one GPU when SGLang measures its
-free memory before loading the weights (at tp 1). Fitted to the tuned half of the SGLang
-start-up logs (bench/sglang_logs.md: "Load weight begin. avail mem" against the GPU's CUDA
-total; docs notebook on an H100 printed 78.81 GiB of the 79.18 GiB CUDA total)."""
-START_CONTEXT_TP_BYTES: Final = 400 * MIB
-"""ESTIMATE. Extra per GPU at tp > 1 (NCCL communicators, custom all-reduce buffers), from
-the same logs."""
+START_CONTEXT_BYTES: Final = 380 * MIB
+"""ESTIMATE, fitted to two logs (bench/sglang_logs.md, the tuned set). What the CUDA context,
+cuBLAS and NCCL hold on one GPU when SGLang measures its free memory before loading the
+weights, at tp 1: SGLang's docs notebook on an 80 GB card printed "Load weight begin. avail
+mem=78.81 GB" (GiB), 0.37 GiB under an H100's CUDA total of 79.18 GiB (log 01)."""
+START_CONTEXT_TP_BYTES: Final = 700 * MIB
+"""ESTIMATE. Extra per GPU at tp x pp > 1 (NCCL communicators, custom all-reduce buffers):
+2 x RTX 4090 at tp 2 printed 22.93 GiB free of 23.99 GiB, 1.06 GiB taken (log 06)."""
 
-RULE_0_4_6: Final = Version("0.4.6")
+RULE_0_3_6: Final = Version("0.3.6")
+"""tp >= 8 gets 0.82 (0.83 up to 0.3.5: server_args.py@0.3.4 L140-150, @0.3.5 L148)."""
+RULE_0_4_0: Final = Version("0.4.0")
+"""tp >= 8 gets 0.81 (@0.4.0 L158-170, unchanged to 0.4.5)."""
+RULE_0_4_5_POST3: Final = Version("0.4.5.post3")
+"""Cards over 81,920 MiB get ``(memory - 13 GiB) / memory`` (@0.4.5.post3 L225, @0.4.6.post1
+L221-238; 0.4.5 has no such branch)."""
 RULE_0_4_10: Final = Version("0.4.10")
 RULE_0_5_2: Final = Version("0.5.2")
 RULE_0_5_5: Final = Version("0.5.5")
@@ -85,7 +92,7 @@ def _rule(version: Version | None) -> Version:
     for rule in (RULE_0_5_23, RULE_0_5_5, RULE_0_5_2, RULE_0_4_10):
         if version >= rule:
             return rule
-    return RULE_0_4_6
+    return RULE_0_4_5_POST3
 
 
 def default_chunked_prefill_size(start: SglangStart) -> int:
@@ -93,7 +100,7 @@ def default_chunked_prefill_size(start: SglangStart) -> int:
     (@0.4.6.post1 L241-246; @0.4.10 L335-344; @0.5.5.post3 ``_handle_gpu_memory_settings``
     L703-786; @0.5.23 ``arg_groups/memory_hook.py`` L89-180)."""
     rule, mem = _rule(start.version), start.gpu_mem_mib
-    if rule == RULE_0_4_6:
+    if rule == RULE_0_4_5_POST3:
         return 2048 if mem < 25000 else 8192
     if rule < RULE_0_5_5:
         return 2048 if mem < 35 * 1024 else 8192 if mem < 160 * 1024 else 16384
@@ -116,10 +123,10 @@ def default_cuda_graph_max_bs(start: SglangStart) -> int:
     MiB: ``cuda_graph_runner.py@0.4.10`` L138-190), 8 or 80 on small cards."""
     rule, mem, wide = _rule(start.version), start.gpu_mem_mib, start.tp >= 4
     if rule < RULE_0_5_5:
-        small = 25000 if rule == RULE_0_4_6 else 35 * 1024
+        small = 25000 if rule == RULE_0_4_5_POST3 else 35 * 1024
         if mem < small:
             return 80 if wide else 8
-        if rule == RULE_0_4_6:
+        if rule == RULE_0_4_5_POST3:
             return 256 if mem > 81920 and start.dp_size == 1 else 160
         return 512 if mem > 160000 else 256 if mem > 90 * 1024 else 160
     if mem < 20 * 1024:
@@ -197,16 +204,18 @@ def reserved_mib(start: SglangStart) -> float:
 def default_mem_fraction_static(start: SglangStart) -> float:
     """SGLang's ``mem_fraction_static`` when ``--mem-fraction-static`` is not given.
 
-    - before 0.4.10 (read at 0.4.6.post1, ``__post_init__`` L221-238): by tp on cards of at
-      most 81,920 MiB (0.88 at tp 1, 0.87 at 2, 0.85 at 4, 0.81 at 8, 0.79 at 16 and more);
-      ``(memory - 13 GiB) / memory``, unrounded, on larger ones;
+    - before 0.4.10: by tp (0.88 at tp 1, 0.87 at 2, 0.85 at 4, 0.81 at 8 (0.83 to 0.3.5,
+      0.82 in 0.3.6), 0.79 at 16 and more); from 0.4.5.post3, on cards over 81,920 MiB,
+      ``(memory - 13 GiB) / memory``, unrounded, instead;
     - from 0.4.10: ``round((memory - reserved) / memory, 3)`` with :func:`reserved_mib`,
       then the vision-tower factor for multimodal models (not at 0.4.6.post1)."""
     rule, mem = _rule(start.version), start.gpu_mem_mib
-    if rule == RULE_0_4_6:
-        if mem <= 81920:
-            tp = start.tp
-            return 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else \
+    if rule < RULE_0_4_10:
+        if mem <= 81920 or (start.version is not None and start.version < RULE_0_4_5_POST3):
+            tp, version = start.tp, start.version
+            eight = (0.83 if version is not None and version < RULE_0_3_6 else
+                     0.82 if version is not None and version < RULE_0_4_0 else 0.81)
+            return 0.79 if tp >= 16 else eight if tp >= 8 else 0.85 if tp >= 4 else \
                 0.87 if tp >= 2 else 0.88
         return (mem - 13 * 1024) / mem
     fraction = round((mem - reserved_mib(start)) / mem, 3)

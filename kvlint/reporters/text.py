@@ -141,10 +141,12 @@ def _capacity_rows(c: Capacity, source: str | None = None,
                    memory_source: str | None = None) -> list[list[str]]:
     weights = ("~" if c.weights_estimated else "") + fmt_bytes(c.weight_bytes_per_gpu)
     how = ("of the memory left after weights" if c.fraction_of_free_memory
-           else "gpu_memory_utilization")
+           else c.fraction_name)
     memory = fmt_bytes(c.gpu.memory_bytes) + (f" ({c.gpu.memory_bytes:,} B from {memory_source})"
                                               if memory_source else "")
-    sized = (f"{how} {c.gpu_memory_utilization:.2f} · overhead {fmt_bytes(c.overhead_bytes)}"
+    fraction = (f"{c.gpu_memory_utilization:.3f}" if c.fraction_name == "mem_fraction_static"
+                else f"{c.gpu_memory_utilization:.2f}")  # SGLang's default has 3 decimals
+    sized = (f"{how} {fraction} · overhead {fmt_bytes(c.overhead_bytes)}"
              if c.kv_budget_source is None else
              f"KV cache set by {c.kv_budget_source} (no memory profile, no {how})")
     rows = [

@@ -1,0 +1,128 @@
+"""SGLang capacity against real SGLang start-up logs (issue 30).
+
+The logs and the facts of each (``expected.json``, written down by hand from the source
+before kvlint was run on them) are kept outside the project; ``bench/sglang_logs.md`` lists
+their sources. A log is predictable when a config of its architecture is in
+``fixtures/configs`` and its GPU is named (or its memory printed). kvlint is run as a user
+would run it, from the poster's facts only (model, GPU, tp/dp/pp, version, the flags given;
+nothing read from the printed pool)::
+
+    kvlint check CONFIG --engine sglang --gpu GPU --tp T [--engine-version V]
+                 [--gpu-memory-utilization MEM_FRACTION_STATIC] [...] --format json
+
+Predictions are frozen before they are compared:
+
+    python bench/sglang_capacity.py predict --logs /work/logs30 --out PRED.json
+    python bench/sglang_capacity.py compare --logs /work/logs30 --pred PRED.json
+
+A start that fails for memory is predicted right when kvlint reports KV501 or KV503; one that
+starts, when kvlint's ``max_tokens`` is within 5 % of the ``#tokens`` /
+``max_total_num_tokens`` SGLang printed. ``TUNED`` names the logs the start-up context
+estimate (kvlint/model/sglang_memory.py) was fitted to; the rest are held out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "fixtures" / "configs"
+
+CASES: dict[str, tuple[str, list[str]]] = {
+    # log id -> (fixtures/configs/<config>.json of the same architecture, kvlint arguments
+    # from the log's facts); written from expected.json before any prediction was made
+    "01": ("meta-llama--Meta-Llama-3.1-8B", ["--gpu", "H100", "--engine-version", "0.4.1"]),
+    "04": ("meta-llama--Meta-Llama-3-8B", ["--gpu", "MI300X", "--engine-version", "0.3.4"]),
+    "13": ("deepseek-ai--DeepSeek-V4-Pro", ["--gpu", "H200", "--tp", "8",
+                                            "--gpu-memory-utilization", "0.88"]),
+    "19": ("deepseek-ai--DeepSeek-R1", ["--gpu", "H20", "--tp", "16",
+                                        "--gpu-memory-utilization", "0.93"]),
+    "21": ("Qwen--Qwen3-0.6B", ["--gpu-memory", str(round(16303 / 1024, 4))]),
+    "27": ("Qwen--Qwen2.5-7B", ["--gpu", "RTX-3090", "--gpu-memory-utilization", "0.88"]),
+}
+"""01: the docs notebook's GPU is an 80 GB-class card, taken as an H100, and its date
+(2025-01) as SGLang 0.4.1; 04: a 2024-10 MI300X run, taken as 0.3.4; 27: DeepSeek-R1-Distill-
+Qwen-7B has Qwen2.5-7B's architecture and sizes (Qwen2ForCausalLM); 21: an RTX 5080 known by
+the 16,303 MiB nvidia-smi printed."""
+TUNED = frozenset({"01", "04"})
+
+
+def _facts(logs: Path) -> dict[str, dict[str, Any]]:
+    return {e["id"]: e for e in json.loads((logs / "expected.json").read_text("utf-8"))}
+
+
+def predict() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, (config, extra) in CASES.items():
+        args = [sys.executable, "-m", "kvlint", "check", str(CONFIGS / f"{config}.json"),
+                "--engine", "sglang", *extra, "--format", "json", "--no-plugins",
+                "--isolated", "--offline"]
+        run = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+        try:
+            result = json.loads(run.stdout)["results"][0]
+        except (ValueError, KeyError, IndexError):
+            out[key] = {"error": (run.stderr or run.stdout).strip()[:300]}
+            continue
+        cap = result.get("capacity") or {}
+        out[key] = {"max_tokens": cap.get("max_tokens"),
+                    "codes": [f["code"] for f in result["findings"]],
+                    "command": " ".join(args[3:-5])}
+    return out
+
+
+def compare(logs: Path, pred: dict[str, Any]) -> int:
+    facts = _facts(logs)
+    groups: dict[str, list[float]] = {"tuned": [], "held out": []}
+    rows = []
+    for key, p in sorted(pred.items()):
+        e = facts[key]
+        group = "tuned" if key in TUNED else "held out"
+        printed = e.get("max_total_num_tokens_printed")
+        predicted_fail = any(c in ("KV501", "KV503") for c in p.get("codes", []))
+        if e.get("failed") and not printed:
+            rows.append((key, group, "fails", "fail" if predicted_fail else "starts", "",
+                         predicted_fail))
+        elif printed and p.get("max_tokens") is not None:
+            err = (p["max_tokens"] - printed) / printed
+            groups[group].append(err)
+            rows.append((key, group, f"{printed:,}", f"{p['max_tokens']:,}",
+                         f"{100 * err:+.1f} %", abs(err) <= 0.05 and not predicted_fail))
+        else:
+            rows.append((key, group, str(printed), str(p.get("max_tokens")), "no comparison",
+                         False))
+    print("| log | set | printed | predicted | error | right |\n|---|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(map(str, row)) + " |")
+    for group, errors in groups.items():
+        subset = [r for r in rows if r[1] == group]
+        right = sum(1 for r in subset if r[-1])
+        median = (f"{100 * statistics.median(abs(x) for x in errors):.1f} %" if errors
+                  else "n/a")
+        print(f"{group}: {right} of {len(subset)} right; |error| median {median}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("step", choices=("predict", "compare"))
+    parser.add_argument("--logs", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--pred", type=Path)
+    args = parser.parse_args()
+    if args.step == "predict":
+        data = json.dumps(predict(), indent=1)
+        if args.out:
+            args.out.write_text(data + "\n", encoding="utf-8")
+        print(data)
+        return 0
+    return compare(args.logs, json.loads(args.pred.read_text(encoding="utf-8")))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
