@@ -614,3 +614,24 @@ def test_engine_dtype_reaches_an_auto_kv_cache(tmp_path: Path, dtype: str, kv_dt
     assert result.exit_code == 0, result.output
     kv = json.loads(result.stdout)["results"][0]["kv"]
     assert (kv["dtype"], kv["bytes_per_token"]) == (kv_dtype, per_token)
+
+
+@pytest.mark.parametrize(("version", "cell"), [
+    ("0.4.10", 21 * 8192 + 0.8 * 21 * 8192),  # the hybrid SWA pool: full-pool tokens
+    ("0.5.2", 42 * 8192),  # Gemma-2's SWA pool switched off: every layer full
+])
+def test_sglang_sizes_gemma2_in_its_own_pool_unit(version: str, cell: float) -> None:
+    """SGLang's #tokens for Gemma-2-9B on an H100 (42 layers, 21 windowed, 8,192 B a layer
+    a token at tp 1): the budget over one full-pool token's cost."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+    from tests.helpers import CONFIGS
+
+    result = CliRunner().invoke(main, [
+        "check", str(CONFIGS / "google--gemma-2-9b.json"), "--engine", "sglang",
+        "--engine-version", version, "--gpu", "H100", "--format", "json"])
+    cap = json.loads(result.stdout)["results"][0]["capacity"]
+    assert cap["max_tokens"] == int(cap["kv_budget_bytes_per_gpu"] * 5 // int(cell * 5))

@@ -198,7 +198,7 @@ def _engine(key: str, data: Mapping[str, Any]) -> Engine:
         mla=mla,
         fp8_mla=_facts(data.get("fp8_mla"), f"{where}.fp8_mla", ("supported",)),
         sliding_window=_facts(data.get("sliding_window"), f"{where}.sliding_window",
-                              ("windowed",)),
+                              ("windowed", "full_pool_model_types")),
         flags={k: tuple(v) for k, v in flags.items() if isinstance(v, list)},
         env={k: tuple(v) for k, v in env.items()},
         dp_attention=dict(data.get("dp_attention", {})),
@@ -359,13 +359,21 @@ def behaviour(engine_key: str | None, version: str | None, model_type: str,
         fp8_mla=bool(fp8_supported) if isinstance(fp8_supported, bool) else None,
         fp8_mla_versions=_spec_text(engine.display, next(
             (f.versions for f in engine.fp8_mla if f.values.get("supported") is True), None)),
-        windowed_sliding_cache=bool(window.values.get("windowed", True)) if window else True,
+        windowed_sliding_cache=(bool(window.values.get("windowed", True)) and model_type
+                                not in _strings(window.values.get("full_pool_model_types")))
+        if window else True,
         windowed_versions=_spec_text(engine.display, next(
-            (f.versions for f in engine.sliding_window if f.values.get("windowed") is True),
+            (f.versions for f in engine.sliding_window if f.values.get("windowed") is True
+             and model_type not in _strings(f.values.get("full_pool_model_types"))),
             None)),
         unverified=tuple(name for name, fact in facts.items() if not fact.verified),
         sources=tuple((name, fact.source) for name, fact in facts.items()),
     )
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    """A table's list of names (anything else: none)."""
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
 def latent_engines(model_type: str) -> tuple[str, ...]:

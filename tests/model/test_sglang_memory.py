@@ -107,3 +107,31 @@ def test_pool_tokens_round_to_the_page_and_take_the_cap() -> None:
     assert pool_tokens(131_072 * 1000, 131_072, page_size=64) == 960
     assert pool_tokens(131_072 * 1000, 131_072, cap=500, page_size=64) == 448
     assert pool_tokens(-1, 131_072) == 0
+
+
+def test_a_full_pool_token_costs_the_full_layers_and_the_ratio_of_the_windowed() -> None:
+    from fractions import Fraction
+
+    from kvlint.model.sglang_memory import full_pool_cell_bytes
+
+    layers = [(Fraction(8192), False), (Fraction(8192), True)] * 21  # Gemma-2-9B's pattern
+    assert full_pool_cell_bytes(layers) == 21 * 8192 + Fraction(4, 5) * 21 * 8192
+    assert full_pool_cell_bytes(layers, ratio=1.0) == 42 * 8192
+    assert full_pool_cell_bytes([(Fraction(100), True)] * 4) == 400  # windowed layers only
+
+
+@pytest.mark.parametrize(("model_type", "version", "windowed"), [
+    # SGLang switches its SWA pool off per architecture, per release (engines.toml, cited)
+    ("gemma2", "0.4.10", True), ("gemma2", "0.5.2", False), ("gemma2", "0.5.23", False),
+    ("gpt_oss", "0.5.0rc2", False), ("gpt_oss", "0.5.5.post3", False),
+    ("gpt_oss", "0.5.23", True), ("olmo2", "0.5.2", True), ("olmo2", "0.5.5.post3", False),
+    ("exaone4", "0.5.5.post3", True), ("exaone4", "0.5.23", False),
+    ("llama4", "0.5.5.post3", False), ("mistral", "0.5.5.post3", True),
+    ("gemma2", "0.4.6.post1", False),  # no SWA pool before 0.4.10
+])
+def test_the_swa_pool_per_architecture_and_release(model_type: str, version: str,
+                                                   windowed: bool) -> None:
+    from kvlint.engines import behaviour
+
+    assert behaviour("sglang", version, model_type, is_mla=False).windowed_sliding_cache \
+        is windowed
