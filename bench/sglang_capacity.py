@@ -45,6 +45,15 @@ CASES: dict[str, tuple[str, list[str]]] = {
                                         "--gpu-memory-utilization", "0.93"]),
     "21": ("Qwen--Qwen3-0.6B", ["--gpu-memory", str(round(16303 / 1024, 4))]),
     "27": ("Qwen--Qwen2.5-7B", ["--gpu", "RTX-3090", "--gpu-memory-utilization", "0.88"]),
+    # added with their configs (fixtures/configs/SOURCES.md), before any prediction of them
+    "09": ("Qwen--Qwen3-235B-A22B-FP8", ["--gpu", "H100", "--tp", "4",
+                                         "--gpu-memory-utilization", "0.93"]),
+    "16": ("Qwen--QwQ-32B", ["--gpu", "L4", "--tp", "4", "--engine-version", "0.4.3.post4",
+                             "--gpu-memory-utilization", "0.85"]),
+    "20": ("Qwen--Qwen3-14B", ["--gpu", "RTX-4090", "--tp", "4",
+                               "--gpu-memory-utilization", "0.8"]),
+    "24": ("Qwen--Qwen3-4B", ["--gpu", "H100", "--engine-version", "0.5.18",
+                              "--gpu-memory-utilization", "0.85", "--max-model-len", "32768"]),
 }
 """01: the docs notebook's GPU is an 80 GB-class card, taken as an H100, and its date
 (2025-01) as SGLang 0.4.1; 04: a 2024-10 MI300X run, taken as 0.3.4; 27: DeepSeek-R1-Distill-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.hookspecs import hookimpl
@@ -56,7 +57,8 @@ class MaxModelLenExceedsKvBudget(Rule):
     ## Why is this bad?
     vLLM checks this at start-up, after the weights are loaded, and exits with "To serve at
     least one request with the models's max seq len ... KV cache is needed, which is larger
-    than the available KV cache memory": minutes into a pod's start.
+    than the available KV cache memory": minutes into a pod's start. SGLang starts anyway
+    and admits no request longer than its pool (``max_req_input_len``): a warning there.
 
     ## Example
     ```console
@@ -90,6 +92,25 @@ class MaxModelLenExceedsKvBudget(Rule):
                  "Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
                  "--gpu-memory-utilization." if cap.gpu_memory_utilization < 1 else
                  "Lower --max-model-len, add GPUs (tp) or use an fp8 KV cache.")
+        if ctx.plan.behaviour.engine == "sglang":
+            # SGLang starts anyway and admits requests up to its pool's size (managers/
+            # tp_worker.py@0.5.5.post3 L295-299: max_req_len = min(context_len - 1,
+            # max_total_num_tokens - 1))
+            finding = self.finding(
+                f"One {fmt_int(length)}-token sequence needs {_what(need, state)} per GPU, "
+                f"more than the {fmt_bytes(budget)} left on each {_gpu(cap, ctx)} "
+                f"({_budget(cap)}): SGLang starts, but no request longer than "
+                f"{fmt_int(longest)} tokens can run. Lower --context-length, add GPUs (tp), "
+                "use an fp8 KV cache, or raise --mem-fraction-static.",
+                suggestion=_fitting_length(ctx, longest),
+                max_model_len=length,
+                kv_bytes_needed_per_gpu=need,
+                state_bytes_per_sequence_per_gpu=state,
+                kv_budget_bytes_per_gpu=cap.kv_budget_bytes_per_gpu,
+                largest_fitting_max_model_len=longest,
+            )
+            yield replace(finding, severity=Severity.WARNING)
+            return
         yield self.finding(
             f"One {fmt_int(length)}-token sequence needs {_what(need, state)} per GPU, "
             f"more than the {fmt_bytes(budget)} left on each {_gpu(cap, ctx)} "
