@@ -4,7 +4,8 @@ byte-identical.
     python bench/output_snapshot.py write /tmp/before.json    # before the change
     python bench/output_snapshot.py compare /tmp/before.json  # after: lists what differs
 
-Runs in-process (click's test runner) with the network off (``HF_HUB_OFFLINE=1``, an empty
+Paths of the checkout are written as ``<ROOT>``, so two checkouts compare. Runs in-process
+(click's test runner) with the network off (``HF_HUB_OFFLINE=1``, an empty
 Hugging Face cache, the result caches off), over: each config of ``fixtures/configs``
 through ``check`` (vLLM at tp 1 and 8 with an H100, SGLang at tp 4; json and text), every
 manifest folder of ``fixtures/`` through ``lint`` (json, text, sarif), ``fixtures/sources``
@@ -51,7 +52,8 @@ def run_all() -> dict[str, list[object]]:
     results: dict[str, list[object]] = {}
     for args in commands():
         result = CliRunner().invoke(main, args)
-        results[" ".join(args)] = [result.exit_code, result.stdout,
+        stdout = result.stdout.replace(ROOT.as_uri(), "<ROOT>").replace(str(ROOT), "<ROOT>")
+        results[" ".join(args)] = [result.exit_code, stdout,
                                    type(result.exception).__name__
                                    if result.exception and not isinstance(
                                        result.exception, SystemExit) else None]

@@ -46,7 +46,7 @@ _ENGINES = ("vllm", "sglang", "tgi", "lmdeploy", "trtllm", "llamacpp")
 def _field_of(option: str) -> str | None:
     """The value an option spelling sets, in any engine's grammar (an option one engine
     refuses is often another engine's spelling of the same value: ``--tp-size``)."""
-    from kvlint.manifests.shell import field_of_option  # only when one is refused
+    from kvlint.manifests.engine_command import field_of_option  # only when one is refused
 
     name = option.split("=", 1)[0]
     for engine in _ENGINES:

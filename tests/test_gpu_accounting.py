@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kvlint.lint.extraction import extract
-from kvlint.lint.runner import ModelResolver, lint_served, plan_for
+from kvlint.lint.resolver import ModelResolver
+from kvlint.lint.runner import lint_served, plan_for
 from kvlint.linter import default_config_defaults
 from kvlint.manifests.base import Located, ServedModel, Unresolved
 from kvlint.model.serving import ServingPlan

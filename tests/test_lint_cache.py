@@ -16,6 +16,7 @@ from kvlint.cache import results as result_cache
 from kvlint.cli import main
 from kvlint.lint import cache as lint_cache
 from kvlint.lint import runner as manifest_linter
+from kvlint.lint.options import LintOptions
 from tests.helpers import CONFIGS
 
 MANIFEST = """\
@@ -397,7 +398,7 @@ def test_a_third_party_plugin_turns_the_cache_off(repo: Path,
     pm.register(Outside(), name="kvlint.looks-like-ours")
     rules = tuple(Registry.from_plugins(pm).select(None, [], []))
     for _ in range(2):
-        manifest_linter.lint_paths(["deploy"], rules, pm, cache=True)
+        manifest_linter.lint_paths(["deploy"], LintOptions(rules=rules, pm=pm, cache=True))
     assert cache_files(repo) == []
     assert extracted == [["deploy/app.yaml"]] * 2
 

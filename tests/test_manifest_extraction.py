@@ -83,6 +83,7 @@ def test_bulk_collection_restores_the_collector() -> None:
 def test_the_linting_process_does_not_read_a_parsed_file_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from kvlint.lint import runner as manifest_linter
+    from kvlint.lint.options import LintOptions
     from kvlint.registry import Registry
 
     files = _tree(tmp_path / "tree")
@@ -97,7 +98,8 @@ def test_the_linting_process_does_not_read_a_parsed_file_again(
         return real(path, limit)  # type: ignore[arg-type]
 
     monkeypatch.setattr(manifest_linter, "read_text", spy)
-    run = manifest_linter.lint_paths([str(f) for f in files], rules, pm, offline=True)
+    run = manifest_linter.lint_paths([str(f) for f in files],
+                                     LintOptions(rules=rules, pm=pm, offline=True))
     assert any(f.column for r in run.results for f in r.findings)  # columns were placed
     # ... in the text each worker parsed: only a file that is no manifest (a Helm template,
     # invalid YAML) is read again, to place its problem

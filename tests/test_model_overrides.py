@@ -13,7 +13,9 @@ from click.testing import CliRunner
 
 from kvlint.cli import main
 from kvlint.manifests.base import Located, Unresolved
-from kvlint.manifests.shell import Env, Word, parse_engine_args
+from kvlint.manifests.engine_command import parse_engine_args
+from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_words import Word
 from kvlint.model.overrides import (
     apply_config_overrides,
     canonical_overrides,

@@ -155,4 +155,6 @@ def test_a_cached_lint_imports_neither_the_yaml_loader_nor_the_parsers(tmp_path:
     assert not {m for m in second if m.split(".")[0] == "yaml" or
                 m.startswith(("kvlint.manifests.kubernetes",
                               "kvlint.manifests.yaml_marks",
-                              "kvlint.manifests.shell"))}
+                              "kvlint.manifests.shell_words",
+                              "kvlint.manifests.shell_env",
+                              "kvlint.manifests.engine_command"))}

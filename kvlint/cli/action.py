@@ -14,7 +14,7 @@ from kvlint.cli.options import (
     local_ref,
 )
 from kvlint.cli.output import echo_unavailable, fail
-from kvlint.cli.session import Session
+from kvlint.cli.session import RuleSelection, Session
 from kvlint.diagnostics import FAIL_ON_CHOICES
 from kvlint.loaders.paths import exists
 from kvlint.model.serving import ServingPlan
@@ -45,6 +45,7 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
     from kvlint.cache import result_cache_disabled
     from kvlint.integrations import github
     from kvlint.lint.discovery import DEFAULT_INCLUDE, discover
+    from kvlint.lint.options import LintOptions
     from kvlint.lint.runner import lint_paths
 
     env = github.environment()
@@ -63,7 +64,7 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
     chosen = github.ChangedFiles(given, "the paths given") if given \
         else github.changed_files(env, workdir)
     session = Session.start([Path(p) for p in chosen.paths], config_file or None, False,
-                            False, (), (), (), fail_on or None, ("github",), ())
+                            False, RuleSelection(), fail_on or None, ("github",), ())
     d = session.settings
     mapping = {name: local_ref(ref, session.root) for name, ref in d.models.items()}
     lock = session.model_lock([Path(p) for p in chosen.paths], lock_file or None,
@@ -71,15 +72,14 @@ def github_action(paths: str, config_file: str, fail_on: str, sarif_file: str, s
     # A pull request's SARIF covers the whole repository (see integrations/github.py).
     targets = ["."] if chosen.pull_request and sarif_file else \
         [p for p in chosen.paths if exists(Path(p))]
-    run = lint_paths(targets, session.rules, session.pm,
-                     base=ServingPlan(gpu=d.gpu, gpu_source=gpu_source(None, d.gpu)),
-                     offline=offline == "true" or
-                     bool(d.offline) or env_offline(), model_map=mapping,
-                     fail_on=session.fail_on, policy=session.policy,
-                     unused_suppression=session.unused_suppression, lock=lock,
-                     cache=cache == "true" and d.cache is not False
-                     and not result_cache_disabled(),
-                     cache_context=(repr(d), str(session.root)))
+    run = lint_paths(targets, LintOptions(
+        rules=session.rules, pm=session.pm,
+        base=ServingPlan(gpu=d.gpu, gpu_source=gpu_source(None, d.gpu)),
+        offline=offline == "true" or bool(d.offline) or env_offline(), model_map=mapping,
+        fail_on=session.fail_on, policy=session.policy,
+        unused_suppression=session.unused_suppression, lock=lock,
+        cache=cache == "true" and d.cache is not False and not result_cache_disabled(),
+        cache_context=(repr(d), str(session.root))))
     lock.raise_missing()
     annotations, code = github.report(run, env, chosen, sarif_file=sarif_file or None,
                                       summary=summary == "true", workdir=workdir)

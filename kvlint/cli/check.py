@@ -10,6 +10,7 @@ import click
 from kvlint.cli.options import (
     COUNT,
     DEGREE,
+    PlanFlags,
     common_options,
     gpu_memory_plan,
     gpu_source,
@@ -18,7 +19,7 @@ from kvlint.cli.options import (
     plan_options,
     serving_plan,
 )
-from kvlint.cli.session import Session
+from kvlint.cli.session import RuleSelection, Session
 from kvlint.engine_names import ENGINES
 from kvlint.loaders.paths import exists
 from kvlint.model.kv import KV_CACHE_DTYPES
@@ -69,21 +70,23 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
     from kvlint.linter import check_models, process_env
 
     session = Session.start([Path(m) for m in models if exists(Path(m))], config_file,
-                            isolated, no_plugins, select, extend_select, ignore, fail_on,
+                            isolated, no_plugins,
+                            RuleSelection(select, extend_select, ignore), fail_on,
                             formats, outputs)
     d = session.settings
-    plan = serving_plan(tp=pick(tp, d.tp, 1), pp=pick(pp, d.pp, 1), dp=pick(dp, d.dp, 1),
-                 dp_attention=dp_attention, engine=engine or d.engine,
-                 engine_version=engine_version or d.engine_version,
-                 kv_cache_dtype=kv_cache_dtype or d.kv_cache_dtype or "auto",
-                 context=pick(context, d.context, DEFAULT_CONTEXT),
-                 batch=pick(batch, d.batch, 1), gpu=gpu or d.gpu,
-                 gpu_memory_utilization=gpu_memory_utilization or d.gpu_memory_utilization,
-                 overhead_gib=pick(overhead_gib, d.overhead, None),
-                 max_model_len=max_model_len or d.max_model_len,
-                 max_num_seqs=max_num_seqs or d.max_num_seqs,
-                 max_num_batched_tokens=max_num_batched_tokens,
-                 kv_cache_memory_bytes=kv_cache_memory_bytes)
+    plan = serving_plan(PlanFlags(
+        tp=pick(tp, d.tp, 1), pp=pick(pp, d.pp, 1), dp=pick(dp, d.dp, 1),
+        dp_attention=dp_attention, engine=engine or d.engine,
+        engine_version=engine_version or d.engine_version,
+        kv_cache_dtype=kv_cache_dtype or d.kv_cache_dtype or "auto",
+        context=pick(context, d.context, DEFAULT_CONTEXT),
+        batch=pick(batch, d.batch, 1), gpu=gpu or d.gpu,
+        gpu_memory_utilization=gpu_memory_utilization or d.gpu_memory_utilization,
+        overhead_gib=pick(overhead_gib, d.overhead, None),
+        max_model_len=max_model_len or d.max_model_len,
+        max_num_seqs=max_num_seqs or d.max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        kv_cache_memory_bytes=kv_cache_memory_bytes))
     plan = replace(plan, env=process_env(), gpu_source=gpu_source(gpu, d.gpu),
                    **gpu_memory_plan(gpu_memory_gib, d.gpu_memory))
     lock = session.model_lock([Path(m) for m in models if exists(Path(m))], lock_file, locked)

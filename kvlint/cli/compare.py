@@ -13,6 +13,7 @@ import click
 from kvlint.cli.options import (
     COUNT,
     DEGREE,
+    PlanFlags,
     gpu_memory_plan,
     lock_options,
     plan_options,
@@ -65,14 +66,15 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
 
     if output:
         check_outputs([output], models)
-    plan = serving_plan(tp=tp, pp=pp, dp=1, dp_attention=False, engine=engine,
-                 engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
-                 context=context, batch=batch, gpu=gpu,
-                 gpu_memory_utilization=gpu_memory_utilization, overhead_gib=overhead_gib,
-                 max_model_len=max_model_len or (
-                     context if gpu or gpu_memory_gib is not None else None),
-                 max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                 kv_cache_memory_bytes=kv_cache_memory_bytes)
+    plan = serving_plan(PlanFlags(
+        tp=tp, pp=pp, dp=1, dp_attention=False, engine=engine,
+        engine_version=engine_version, kv_cache_dtype=kv_cache_dtype,
+        context=context, batch=batch, gpu=gpu,
+        gpu_memory_utilization=gpu_memory_utilization, overhead_gib=overhead_gib,
+        max_model_len=max_model_len or (
+            context if gpu or gpu_memory_gib is not None else None),
+        max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+        kv_cache_memory_bytes=kv_cache_memory_bytes))
     plan = replace(plan, **gpu_memory_plan(gpu_memory_gib, None))
     lock = _compare_lock(models, lock_file, locked)
     lock.require(models, revision)

@@ -20,7 +20,7 @@ from kvlint.cli.options import (
     parse_model_map,
     use_result_cache,
 )
-from kvlint.cli.session import Session
+from kvlint.cli.session import RuleSelection, Session
 from kvlint.errors import UsageError
 from kvlint.model.serving import ServingPlan
 
@@ -62,13 +62,15 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     # included); a cache inside the linted paths (or their repository) is not trusted
     with cache.scope(no_cache=no_cache, linted=[p for p in paths if p != "-"]):
         from kvlint.lint.discovery import DEFAULT_INCLUDE, Resolved, discover
+        from kvlint.lint.options import LintOptions
         from kvlint.lint.runner import lint_paths
         from kvlint.manifests.base import ManifestProblem
 
         stdin = _stdin_manifest(paths, stdin_filename)
         starts = [Path(stdin[0])] if stdin else [Path(p) for p in paths]
         session = Session.start(starts, config_file, isolated, no_plugins,
-                                select, extend_select, ignore, fail_on, formats, outputs)
+                                RuleSelection(select, extend_select, ignore), fail_on,
+                                formats, outputs)
         files: list[str] = []
         problems: list[ManifestProblem] = []  # links out of the tree, unreadable directories
         resolved = Resolved()  # the walk's real paths, used again to tell files apart
@@ -80,18 +82,18 @@ def lint(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
         d = session.settings
         mapping = {name: local_ref(ref, session.root) for name, ref in d.models.items()}
         mapping.update(parse_model_map(model_map))
-        run = lint_paths(files, session.rules, session.pm,
-                         base=ServingPlan(gpu=gpu or d.gpu, gpu_source=gpu_source(gpu, d.gpu),
-                                          **gpu_memory_plan(gpu_memory_gib, d.gpu_memory)),
-                         include=include or DEFAULT_INCLUDE,
-                         exclude=exclude, offline=offline or bool(d.offline) or env_offline(),
-                         model_map=mapping, fail_on=session.fail_on, policy=session.policy,
-                         unused_suppression=session.unused_suppression, stdin=stdin,
-                         lock=session.model_lock(starts, lock_file, locked),
-                         discovery_problems=problems, resolved=resolved,
-                         cache=use_result_cache(no_cache, d.cache,
-                                                from_stdin=stdin is not None),
-                         cache_context=(repr(d), str(session.root)))
+        run = lint_paths(files, LintOptions(
+            rules=session.rules, pm=session.pm,
+            base=ServingPlan(gpu=gpu or d.gpu, gpu_source=gpu_source(gpu, d.gpu),
+                             **gpu_memory_plan(gpu_memory_gib, d.gpu_memory)),
+            include=include or DEFAULT_INCLUDE,
+            exclude=exclude, offline=offline or bool(d.offline) or env_offline(),
+            model_map=mapping, fail_on=session.fail_on, policy=session.policy,
+            unused_suppression=session.unused_suppression, stdin=stdin,
+            lock=session.model_lock(starts, lock_file, locked),
+            discovery_problems=problems, resolved=resolved,
+            cache=use_result_cache(no_cache, d.cache, from_stdin=stdin is not None),
+            cache_context=(repr(d), str(session.root))))
         session.finish(run)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -198,7 +199,7 @@ class KvBytes(_IntParam):
         if isinstance(value, int) and not isinstance(value, bool):
             number: int | None = value
         else:
-            from kvlint.manifests.shell import integer_value
+            from kvlint.manifests.engine_command import integer_value
 
             number = integer_value("vllm", "kv_cache_memory_bytes", str(value).strip())
         from kvlint.model.serving import MAX_KV_CACHE_MEMORY_BYTES
@@ -219,28 +220,47 @@ def pick(cli: T | None, setting: T | None, default: T) -> T:
     return setting if setting is not None else default
 
 
-def serving_plan(*, tp: int, pp: int, dp: int, dp_attention: bool, engine: str | None,
-          engine_version: str | None, kv_cache_dtype: str, context: int, batch: int,
-          gpu: str | None, gpu_memory_utilization: float | None, overhead_gib: float | None,
-          max_model_len: int | None, max_num_seqs: int | None,
-          max_num_batched_tokens: int | None = None,
-          kv_cache_memory_bytes: int | None = None) -> ServingPlan:
+@dataclass(frozen=True, kw_only=True)
+class PlanFlags:
+    """The serving plan's values as the command line (and the settings) give them, not yet
+    validated: :func:`serving_plan` makes the plan."""
+
+    tp: int
+    pp: int
+    dp: int
+    dp_attention: bool
+    engine: str | None
+    engine_version: str | None
+    kv_cache_dtype: str
+    context: int
+    batch: int
+    gpu: str | None
+    gpu_memory_utilization: float | None
+    overhead_gib: float | None
+    max_model_len: int | None
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None = None
+    kv_cache_memory_bytes: int | None = None
+
+
+def serving_plan(flags: PlanFlags) -> ServingPlan:
     """The serving plan of the command line, validated (UsageError on nonsense)."""
     from kvlint.engines import load_engines, parse_version
 
+    f = flags
     try:
-        if engine_version is not None:
-            parse_version(load_engines()[(engine or "vllm").lower()], engine_version)
+        if f.engine_version is not None:
+            parse_version(load_engines()[(f.engine or "vllm").lower()], f.engine_version)
         return ServingPlan(
-            layout=ParallelLayout(tp=tp, pp=pp, dp=dp, dp_attention=dp_attention),
-            kv_cache_dtype=kv_cache_dtype.lower(), context=context, batch=batch,
-            engine=engine.lower() if engine else None, engine_version=engine_version,
-            gpu=gpu, gpu_memory_utilization=gpu_memory_utilization,
-            overhead_bytes=None if overhead_gib is None else int(overhead_gib * 1024**3),
-            max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-            max_num_batched_tokens=max_num_batched_tokens,
-            kv_cache_memory_bytes=kv_cache_memory_bytes,
-            kv_cache_memory_source=None if kv_cache_memory_bytes is None
+            layout=ParallelLayout(tp=f.tp, pp=f.pp, dp=f.dp, dp_attention=f.dp_attention),
+            kv_cache_dtype=f.kv_cache_dtype.lower(), context=f.context, batch=f.batch,
+            engine=f.engine.lower() if f.engine else None, engine_version=f.engine_version,
+            gpu=f.gpu, gpu_memory_utilization=f.gpu_memory_utilization,
+            overhead_bytes=None if f.overhead_gib is None else int(f.overhead_gib * 1024**3),
+            max_model_len=f.max_model_len, max_num_seqs=f.max_num_seqs,
+            max_num_batched_tokens=f.max_num_batched_tokens,
+            kv_cache_memory_bytes=f.kv_cache_memory_bytes,
+            kv_cache_memory_source=None if f.kv_cache_memory_bytes is None
             else "--kv-cache-memory-bytes")
     except ValueError as err:
         raise UsageError(str(err)) from None

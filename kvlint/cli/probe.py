@@ -15,7 +15,7 @@ from kvlint.cli.options import (
     common_options,
     env_offline,
 )
-from kvlint.cli.session import Session
+from kvlint.cli.session import RuleSelection, Session
 from kvlint.errors import InputError, UsageError
 from kvlint.loaders.paths import exists
 from kvlint.model.kv import KV_CACHE_DTYPES
@@ -137,7 +137,8 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
     if not refs:
         raise UsageError("give MODEL (a Hub id, a config.json or a directory) or --model")
     session = Session.start([Path(m) for m in refs if exists(Path(m))], config_file,
-                            isolated, no_plugins, select, extend_select, ignore, fail_on,
+                            isolated, no_plugins,
+                            RuleSelection(select, extend_select, ignore), fail_on,
                             formats, outputs)
     rules = session.rules
     if not (select or session.settings.select or extend_select):
@@ -177,11 +178,12 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
         if pp not in (None, 1):
             raise UsageError("--pp applies to --vllm-log (the /metrics path reads tp only)")
         run = probing.probe_endpoint(
-            endpoint, refs[0], rules, tp=tp or 1, kv_cache_dtype=kv_cache_dtype.lower(),
-            engine_version=engine_version, measure_itl=measure_itl, contexts=points,
-            batch=batch, bandwidth=bandwidth * 1e9 if bandwidth else None, gpu_name=gpu,
-            served_model=served_model_name, revision=revision,
-            offline=offline or env_offline(), fail_on=session.fail_on)
+            endpoint, refs[0], rules, probing.EndpointOptions(
+                tp=tp or 1, kv_cache_dtype=kv_cache_dtype.lower(),
+                engine_version=engine_version, measure_itl=measure_itl, contexts=points,
+                batch=batch, bandwidth=bandwidth * 1e9 if bandwidth else None, gpu_name=gpu,
+                served_model=served_model_name),
+            revision=revision, offline=offline or env_offline(), fail_on=session.fail_on)
     else:
         staging_only = {"--measure-itl": measure_itl, "--gpu": gpu, "--bandwidth": bandwidth,
                         "--served-model-name": served_model_name,

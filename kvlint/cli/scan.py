@@ -11,7 +11,7 @@ from kvlint.cli.options import (
     env_offline,
     use_result_cache,
 )
-from kvlint.cli.session import Session
+from kvlint.cli.session import RuleSelection, Session
 from kvlint.errors import UsageError
 
 
@@ -44,7 +44,8 @@ def scan(paths: tuple[str, ...], packages: tuple[str, ...], hub_repos: tuple[str
         if not (paths or packages or hub_repos):
             raise UsageError("give PATH..., --package NAME or --hub MODEL")
         session = Session.start([Path(p) for p in paths], config_file, isolated, no_plugins,
-                                select, extend_select, ignore, fail_on, formats, outputs)
+                                RuleSelection(select, extend_select, ignore), fail_on,
+                                formats, outputs)
         files = source_scanner.python_files(paths)
         for name in packages:
             files.extend(source_scanner.package_files(name))

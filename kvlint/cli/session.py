@@ -56,6 +56,16 @@ def model_lock(starts: Sequence[Path], settings_path: Path | None, lock_file: st
     return run_lock(starts, settings_path, lock_file, required=locked, isolated=isolated)
 
 
+@dataclass(frozen=True)
+class RuleSelection:
+    """What --select, --extend-select and --ignore named (each may be given several times,
+    each time a comma-separated list)."""
+
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+
 @dataclass
 class Session:
     """What every linting command sets up: settings, plugins, rules and the outputs."""
@@ -76,9 +86,8 @@ class Session:
 
     @classmethod
     def start(cls, starts: list[Path], config_file: str | None, isolated: bool,
-              no_plugins: bool, select: tuple[str, ...], extend_select: tuple[str, ...],
-              ignore: tuple[str, ...], fail_on: str | None, formats: tuple[str, ...],
-              outputs: tuple[str, ...]) -> Session:
+              no_plugins: bool, selection: RuleSelection, fail_on: str | None,
+              formats: tuple[str, ...], outputs: tuple[str, ...]) -> Session:
         from kvlint import settings as settings_module
         from kvlint.outputs import check_outputs
         from kvlint.plugins import get_plugin_manager
@@ -88,6 +97,8 @@ class Session:
         loaded = settings_module.load(starts, config=config_file, isolated=isolated)
         d = loaded.settings
         pm = get_plugin_manager(load_entry_points=not no_plugins)
+        select, extend_select, ignore = \
+            selection.select, selection.extend_select, selection.ignore
         registry = Registry.from_plugins(pm)
         _check_codes(registry, loaded)
         chosen = split_codes(select) or d.select

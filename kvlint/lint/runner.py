@@ -16,7 +16,7 @@ import os
 import re
 import types
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,42 +26,38 @@ import pluggy
 from kvlint.cascades import without_cascades
 from kvlint.diagnostics import Finding
 from kvlint.engines import UNKNOWN_VERSION
-from kvlint.errors import ConfigError, HubError, HubUnavailableError, InputError, UsageError
-from kvlint.lint.discovery import DEFAULT_INCLUDE, Resolved, discover
+from kvlint.errors import UsageError
+from kvlint.lint.discovery import Resolved, discover
 from kvlint.lint.extraction import bulk_collection, extract_iter, extract_text
+from kvlint.lint.options import LintOptions
+from kvlint.lint.resolver import ModelResolver
 from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
 from kvlint.loaders.files import (
     MAX_MANIFEST_BYTES,
     UnreadableFile,
-    inside,
     read_bytes,
     read_referenced,
     read_text,
-    tree_root,
 )
-from kvlint.loaders.hf_config import ConfigDefaults, resolve_geometry
-from kvlint.loaders.models import LoadedConfig, load_config
-from kvlint.loaders.paths import is_file
+from kvlint.loaders.hf_config import ConfigDefaults
+from kvlint.loaders.models import LoadedConfig
 from kvlint.manifests.base import (
     Located,
     ManifestProblem,
     ServedModel,
     Unresolved,
 )
-from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
 from kvlint.rules.base import Rule
 from kvlint.suppress import MARKERS as SUPPRESSION_MARKERS
-from kvlint.suppress import Policy
 from kvlint.suppress import apply as apply_suppressions
 
 if TYPE_CHECKING:
     from kvlint.lint.cache import Dependency as LintDependency
     from kvlint.lint.cache import Entry as LintEntry
     from kvlint.lint.cache import LintCache, Signature
-    from kvlint.lock.files import ModelLock
 
 ANCHORS: Mapping[str, tuple[str, ...]] = {
     "KV201": ("tp",), "KV202": ("tp",), "KV203": ("tp",), "KV204": ("tp", "dp_attention"),
@@ -74,166 +70,6 @@ ANCHORS: Mapping[str, tuple[str, ...]] = {
 }
 """Which extracted value a finding is about: it is reported on that value's line (else on
 the model's line)."""
-
-
-@dataclass
-class ModelResolver:
-    """Manifest model names -> configs, cached for the run."""
-
-    offline: bool = False
-    model_map: Mapping[str, str] = field(default_factory=dict)
-    defaults: ConfigDefaults | None = None
-    lock: ModelLock | None = None
-    _cache: dict[str, LoadedConfig | str] = field(default_factory=dict)
-    _geometry: dict[str, AttentionGeometry | None] = field(default_factory=dict)
-    unavailable: dict[str, str] = field(default_factory=dict)
-    """Refs the Hub could not be asked about (network, auth...) -> the one-line reason."""
-    _identity: dict[tuple[str, bool], str | None] = field(default_factory=dict)
-    _hub_ids: dict[str, str] = field(default_factory=dict)
-    """Model names that are Hub ids (not local paths) -> what they load from."""
-    _unloaded: dict[tuple[str, str | None, str | None, bool], str | None] = \
-        field(default_factory=dict)
-    """Identities of local paths (by directory or tree) and of missing or unresolved models
-    (by their text), for :meth:`dependency_identity`."""
-    results: dict[tuple[object, ...], ModelResult] = field(default_factory=dict)
-    """Manifest results by what they are computed from (:func:`_result_key`), for the run."""
-    _roots: dict[str, str] = field(default_factory=dict)
-    """:func:`tree_root` of manifests, by their directory (each resolved once)."""
-
-    def identity(self, served: ServedModel, sized: bool) -> str | None:
-        """What ``served``'s model resolves to in this run, as a digest (the result cache
-        reuses a file's results only while its models resolve to the same digests);
-        ``None``: results about this model are never cached (it did not load, which may be
-        transient, or its checkpoint size lookup failed other than as "not cached").
-        ``sized``: its plan sized a GPU, so the checkpoint size found is part of it."""
-        from kvlint.lint.cache import digest
-
-        model = served.model
-        ref: str | None
-        if isinstance(model, Located) and isinstance(model.value, str) and \
-                not _looks_local(model.value):  # a Hub id: where the manifest is is moot
-            ref = self._hub_ids[model.value] = self.model_map.get(model.value) or model.value
-        else:
-            ref, reason = self.reference(served)
-        if ref is None:
-            return digest("reason", reason)
-        key = (ref, sized)
-        if key not in self._identity:
-            self._identity[key] = self._identity_of(ref, sized)
-        return self._identity[key]
-
-    def dependency_identity(self, model: Located[str] | Unresolved | None, path: str,
-                            sized: bool) -> str | None:
-        """:meth:`identity` of the model ``model`` served by the manifest ``path``."""
-        key: tuple[str, str | None, str | None, bool]
-        if isinstance(model, Located) and isinstance(model.value, str):
-            known = self._identity.get((self._hub_ids.get(model.value, ""), sized))
-            if known is not None:  # a Hub id seen before: the manifest's place is moot
-                return known
-            name = model.value
-            if name in self.model_map or not _looks_local(name):
-                return self.identity(ServedModel(path, 0, "", model=model), sized)
-            # a local path depends on the manifest's directory (a relative path), or on the
-            # tree it belongs to (an absolute one: whether it leads out of the tree)
-            directory = os.path.dirname(path)
-            if os.path.isabs(name) and directory not in self._roots:
-                self._roots[directory] = tree_root(path)  # a manifest: a file's tree
-            key = ("path", name, self._roots[directory] if os.path.isabs(name) else
-                   directory, sized)
-        else:  # nothing or an unresolved value: the same answer wherever it is
-            key = ("none", None, None, sized) if model is None else \
-                ("unresolved", model.text, model.reason, sized)
-        if key not in self._unloaded:
-            self._unloaded[key] = self.identity(ServedModel(path, 0, "", model=model), sized)
-        return self._unloaded[key]
-
-    def _identity_of(self, ref: str, sized: bool) -> str | None:
-        import json
-
-        from kvlint.lint.cache import digest
-
-        loaded = self._load(ref)
-        if isinstance(loaded, str):
-            # A load that failed for good (a malformed config, an id that is not a repo)
-            # gives the same results while it fails the same way; the Hub unreachable or a
-            # model not cached offline may be transient (and the run exits 2): not cached.
-            return None if ref in self.unavailable else digest("failed", ref, loaded)
-        try:
-            config = json.dumps(loaded.config, sort_keys=True)
-        except (TypeError, ValueError, RecursionError):
-            return None
-        parts: list[object] = [loaded.ref, loaded.source, loaded.path, loaded.revision, config]
-        if sized:
-            from kvlint.loaders.weight_size import checkpoint_lookup
-
-            size, why = checkpoint_lookup(loaded.ref, loaded.path, loaded.revision,
-                                          self.offline, self.lock)
-            if why is not None and why != "not cached":
-                return None
-            parts.append((size.total_bytes, size.source) if size is not None else None)
-            parts.append(why)
-        return digest("loaded", *parts)
-
-    def geometry(self, loaded: LoadedConfig) -> AttentionGeometry | None:
-        """The resolved geometry of ``loaded``, once per model (``None``: the config does not
-        resolve, and lint_config reports KV900)."""
-        if loaded.source not in self._geometry:
-            try:
-                self._geometry[loaded.source] = resolve_geometry(
-                    loaded.config, defaults=self.defaults or default_config_defaults())
-            except ConfigError:
-                self._geometry[loaded.source] = None
-        return self._geometry[loaded.source]
-
-    def reference(self, served: ServedModel) -> tuple[str | None, str | None]:
-        """``(ref, None)``: what ``served``'s model loads from (a Hub id or a local config,
-        through the models map); ``(None, reason)``: why it cannot be loaded."""
-        model = served.model
-        if model is None:
-            return None, "the manifest names no model"
-        if isinstance(model, Unresolved):
-            mapped = self.model_map.get(model.text)
-            return (mapped, None) if mapped else \
-                (None, f"model {model.text or '(unknown)'} is unresolved: {model.reason}")
-        name = model.value
-        mapped = self.model_map.get(name)
-        if mapped:
-            return mapped, None
-        if _looks_local(name):
-            local = (Path(served.path).parent / name) if not Path(name).is_absolute() \
-                else Path(name)
-            if os.path.lexists(local) and not inside(local, tree_root(served.path)):
-                return None, (f"model {name} is a local path outside the linted tree (it is "
-                              f"not read); map it to a Hub id or a config with --model-map "
-                              f"{name}=ORG/NAME")
-            if is_file(local / "config.json") or (is_file(local) and local.suffix == ".json"):
-                return str(local), None
-            return None, (f"model {name} is a local path; map it to a Hub id or a config "
-                          f"with --model-map {name}=ORG/NAME")
-        return name, None
-
-    def resolve(self, served: ServedModel) -> LoadedConfig | str:
-        """The config of ``served``'s model, or a one-line reason it is unresolved."""
-        ref, reason = self.reference(served)
-        return self._load(ref) if ref is not None else reason or ""
-
-    def _load(self, ref: str) -> LoadedConfig | str:
-        if ref not in self._cache:
-            try:
-                self._cache[ref] = load_config(ref, offline=self.offline, lock=self.lock)
-            except HubUnavailableError as err:
-                self._cache[ref] = self.unavailable[ref] = str(err)
-            except (HubError, InputError) as err:
-                self._cache[ref] = str(err)
-        return self._cache[ref]
-
-    def is_unavailable(self, loaded: LoadedConfig | str) -> bool:
-        return isinstance(loaded, str) and loaded in self.unavailable.values()
-
-
-def _looks_local(name: str) -> bool:
-    return name.startswith(("/", "./", "../", "~")) or name.count("/") > 1 or \
-        name.endswith((".gguf", ".safetensors")) or ("/" not in name and "." in name)
 
 
 def _int(value: Located[int] | Unresolved | None, default: int = 1) -> int:
@@ -572,84 +408,55 @@ def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> Mod
 
 
 @bulk_collection()
-def lint_paths(
-    paths: Iterable[str],
-    rules: Sequence[type[Rule]],
-    pm: pluggy.PluginManager,
-    *,
-    base: ServingPlan | None = None,
-    include: Sequence[str] = DEFAULT_INCLUDE,
-    exclude: Sequence[str] = (),
-    offline: bool = False,
-    model_map: Mapping[str, str] | None = None,
-    fail_on: str = "error",
-    policy: Policy | None = None,
-    unused_suppression: Finding | None = None,
-    stdin: tuple[str, str] | None = None,
-    lock: ModelLock | None = None,
-    discovery_problems: Sequence[ManifestProblem] | None = None,
-    cache: bool = False,
-    cache_context: Sequence[object] = (),
-    resolved: Resolved | None = None,
-) -> LintRun:
+def lint_paths(paths: Iterable[str], options: LintOptions) -> LintRun:
     """``kvlint lint``: every served model of every manifest under ``paths``, with the
     suppressions written in the files and the settings' ``policy`` applied; KV901 findings
-    (from the ``unused_suppression`` template) for suppressions that did nothing.
-    ``stdin``: ``(name, text)`` of a manifest read from standard input, linted as if it
-    were the file ``name`` (``-`` when unnamed). Hub models ``lock`` holds are read from it.
-    ``discovery_problems``: given, ``paths`` are the files the caller's own :func:`discover`
-    returned (they are not walked and checked again) and these are the problems it reported.
-    ``cache``: reuse and store each file's results (:mod:`kvlint.lint.cache`);
-    ``cache_context``: what else the caller knows changes findings (the settings), part of
-    the cache's key. ``resolved``: the real paths the caller's walk resolved."""
-    real_paths = resolved or Resolved()
-    if discovery_problems is None:
+    (from the ``unused_suppression`` template) for suppressions that did nothing. The run's
+    settings, the manifest from stdin and the caller's walk are in ``options``
+    (:class:`~kvlint.lint.options.LintOptions`)."""
+    o = options
+    rules, pm, stdin = o.rules, o.pm, o.stdin
+    real_paths = o.resolved or Resolved()
+    if o.discovery_problems is None:
         problems: list[ManifestProblem] = []
-        files = discover(paths, include, exclude, problems, real_paths)
+        files = discover(paths, o.include, o.exclude, problems, real_paths)
     else:  # the caller's walk
-        problems, files = list(discovery_problems), list(paths)
+        problems, files = list(o.discovery_problems), list(paths)
     _LINES.clear()
     _TEXTS.clear()
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     defaults = default_config_defaults()
-    resolver = ModelResolver(offline=offline, model_map=dict(model_map or {}),
-                             defaults=defaults, lock=lock)
-    plan = base or ServingPlan()
+    resolver = ModelResolver(offline=o.offline, model_map=dict(o.model_map or {}),
+                             defaults=defaults, lock=o.lock)
+    plan = o.base or ServingPlan()
     results: list[ModelResult] = []
     texts: dict[str, str] = {}
     seen: set[tuple[object, ...]] = set()
     real_of: dict[str, str] = {}  # a file has many models: each path is resolved once
     results.extend(problem_result(problem, rules) for problem in problems)
-    store = _open_cache(rules, pm, plan, resolver, cache_context) if cache and files \
+    store = _open_cache(rules, pm, plan, resolver, o.cache_context) if o.cache and files \
         else None
     if store is not None:
         gc.freeze()  # its entries live as long as the run: no collection need scan them
-    keys: list[str | None] = [None] * len(files)
-    hits: list[LintEntry | None] = [None] * len(files)
-    contents: list[bytes | None] = [None] * len(files)
-    signatures: list[Signature | None] = [None] * len(files)
-    if store is not None:
-        for i, file in enumerate(files):
-            contents[i], keys[i], hits[i], signatures[i] = _lookup(store, file, resolver)
-    misses = [Path(file) for file, hit in zip(files, hits, strict=True) if hit is None]
+    lookups = [_lookup(store, file, resolver) for file in files] if store is not None \
+        else [_NOT_LOOKED_UP] * len(files)
+    misses = [Path(file) for file, looked in zip(files, lookups, strict=True)
+              if looked.entry is None]
     fresh = extract_iter(misses, pm, parsers)  # parsed while the first ones are checked
     if stdin is not None:
         name, stdin_text = str(Path(stdin[0])), stdin[1]
         files, texts[name] = [*files, name], stdin_text
         _LINES[name] = stdin_text.splitlines()
         fresh = itertools.chain(fresh, [extract_text(stdin_text, Path(name), pm, parsers)])
-        keys.append(None)
-        hits.append(None)
-        contents.append(None)
-        signatures.append(None)
+        lookups.append(_NOT_LOOKED_UP)
 
     def served_key(path: str, rest: tuple[object, ...]) -> tuple[object, ...]:
         if path not in real_of:
             real_of[path] = real_paths.real(path)
         return (real_of[path], *rest)
 
-    for file, key, hit, data, sig in zip(files, keys, hits, contents, signatures,
-                                         strict=True):
+    for file, looked in zip(files, lookups, strict=True):
+        key, hit, data = looked.key, looked.entry, looked.data
         if hit is not None:  # the cached results of an unchanged file
             for record, result in hit.records:
                 if record is None:
@@ -705,20 +512,19 @@ def lint_paths(
             text = _text_with_suppressions(file, data)
             if text is not None:
                 texts[file] = text
-        if store is not None and key is not None and entry is not None and data is not None:
-            _store(store, key, file, data, entry, dependencies, suppressible, read_files,
-                   sig)
+        if store is not None and entry is not None:
+            _store(store, file, looked, entry, dependencies, suppressible, read_files)
         # placed and checked: its text is not kept for the rest of a large run (a Ray Serve
         # config whose results are placed in it reads it again)
         for done in (file, str(Path(file))):
             _TEXTS.pop(done, None)
             _LINES.pop(done, None)
-    final = apply_suppressions(results, texts, policy=policy, unused=unused_suppression)
+    final = apply_suppressions(results, texts, policy=o.policy, unused=o.unused_suppression)
     unavailable = tuple(r.target.ref for r in final if r.config_error is not None
                         and resolver.is_unavailable(r.config_error))
     if store is not None:
         store.save()
-    return LintRun(tuple(final), fail_on, tuple(rules),
+    return LintRun(tuple(final), o.fail_on, tuple(rules),
                    unavailable=tuple(dict.fromkeys(unavailable)))
 
 
@@ -754,9 +560,25 @@ def _kind(value: object) -> str:
     return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
-def _lookup(store: LintCache, file: str, resolver: ModelResolver
-            ) -> tuple[bytes | None, str | None, LintEntry | None, Signature | None]:
-    """``(bytes, key, entry, signature)`` of ``file``: its entry when it is cached and its
+@dataclass(frozen=True)
+class _Lookup:
+    """What the cache lookup of a file found."""
+
+    data: bytes | None = None
+    """Its bytes, when it was read."""
+    key: str | None = None
+    """Its key in the cache (``None``: it cannot be read, or was not looked up)."""
+    entry: LintEntry | None = None
+    """Its cached results, when they are usable."""
+    sig: Signature | None = None
+    """Its signature before it was read."""
+
+
+_NOT_LOOKED_UP = _Lookup()
+
+
+def _lookup(store: LintCache, file: str, resolver: ModelResolver) -> _Lookup:
+    """The bytes, key, entry and signature of ``file``: its entry when it is cached and its
     models resolve as they did (``None`` when not); no key when it cannot be read. A file
     whose signature is the one the cache holds for it is not read (no bytes)."""
     from kvlint.lint.cache import signature
@@ -764,16 +586,16 @@ def _lookup(store: LintCache, file: str, resolver: ModelResolver
     sig = signature(file)  # before the file is read: a change while it is read shows
     known = store.known(file, sig)
     if known is not None and (entry := _usable(store, known, file, resolver)) is not None:
-        return None, known, entry, sig
+        return _Lookup(None, known, entry, sig)
     try:
         data = read_bytes(file, MAX_MANIFEST_BYTES)
     except UnreadableFile:
-        return None, None, None, None
+        return _NOT_LOOKED_UP
     key = store.key(file, data)
     entry = _usable(store, key, file, resolver)
     if entry is not None:
         store.note(file, sig, key)
-    return data, key, entry, sig
+    return _Lookup(data, key, entry, sig)
 
 
 def _usable(store: LintCache, key: str, file: str, resolver: ModelResolver
@@ -814,15 +636,18 @@ def _record(entry: list[tuple[tuple[Any, ...] | None, ModelResult]],
     return entry
 
 
-def _store(store: LintCache, key: str, file: str, data: bytes,
+def _store(store: LintCache, file: str, looked: _Lookup,
            records: list[tuple[tuple[Any, ...] | None, ModelResult]],
            dependencies: list[LintDependency], suppressible: bool,
-           read_files: tuple[tuple[str, str], ...] = (), sig: Signature | None = None
-           ) -> None:
-    """Cache ``file``'s results, unless it changed while it was linted (``sig``: its
-    signature before it was read)."""
+           read_files: tuple[tuple[str, str], ...] = ()) -> None:
+    """Cache ``file``'s results under the key ``looked`` found, unless it was not read (no
+    key or bytes) or changed while it was linted (``looked.sig``: its signature before it
+    was read)."""
     from kvlint.lint.cache import Entry
 
+    key, data = looked.key, looked.data
+    if key is None or data is None:
+        return
     try:
         now = read_bytes(file, MAX_MANIFEST_BYTES)
     except UnreadableFile:
@@ -831,7 +656,7 @@ def _store(store: LintCache, key: str, file: str, data: bytes,
         return
     store.put(key, Entry(file, tuple(dependencies), tuple(records),
                          suppressible and _has_markers(data), files=read_files))
-    store.note(file, sig, key)
+    store.note(file, looked.sig, key)
 
 
 def _has_markers(data: bytes) -> bool:

@@ -5,7 +5,7 @@ offline: :func:`check`).
 
 The names are found as ``kvlint lint`` finds them
 (:func:`~kvlint.lint.discovery.discover`, :func:`~kvlint.lint.extraction.extract_all`
-and the :class:`~kvlint.lint.runner.ModelResolver` that maps names through
+and the :class:`~kvlint.lint.resolver.ModelResolver` that maps names through
 ``[tool.kvlint] models`` and ``--model-map``), so the lock holds exactly the Hub models a lint
 of the same paths reads. Local configs, unresolved placeholders and local paths without a
 config are not locked: the first are in the repository, the others are KV902 findings either
@@ -23,7 +23,7 @@ import pluggy
 from kvlint.errors import HubError, KvlintError
 from kvlint.lint.discovery import DEFAULT_INCLUDE, discover
 from kvlint.lint.extraction import extract_all
-from kvlint.lint.runner import ModelResolver
+from kvlint.lint.resolver import ModelResolver
 from kvlint.lock.files import Verdict, hub_reference, lock_model, verify
 from kvlint.lock.format import LockedModel, Lockfile, lock_key
 from kvlint.manifests.base import ManifestProblem

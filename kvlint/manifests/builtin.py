@@ -38,11 +38,11 @@ PARSERS: tuple[tuple[str, str], ...] = (
     ("skypilot", "kvlint.manifests.launchers:SkyPilotParser"),
     ("dstack", "kvlint.manifests.launchers:DstackParser"),
     ("azureml", "kvlint.manifests.launchers:AzureMLDeploymentParser"),
-    ("vllm-config", "kvlint.manifests.engine_configs:VllmConfigParser"),
-    ("sglang-config", "kvlint.manifests.engine_configs:SglangConfigParser"),
-    ("trtllm-config", "kvlint.manifests.engine_configs:TrtllmConfigParser"),
-    ("trtllm-disagg", "kvlint.manifests.engine_configs:TrtllmDisaggParser"),
-    ("ray-serve", "kvlint.manifests.engine_configs:RayServeParser"),
+    ("vllm-config", "kvlint.manifests.flat_configs:VllmConfigParser"),
+    ("sglang-config", "kvlint.manifests.flat_configs:SglangConfigParser"),
+    ("trtllm-config", "kvlint.manifests.trtllm_configs:TrtllmConfigParser"),
+    ("trtllm-disagg", "kvlint.manifests.trtllm_configs:TrtllmDisaggParser"),
+    ("ray-serve", "kvlint.manifests.ray_serve:RayServeParser"),
 )
 """Format name -> ``module:Class``, in detection order: Kubernetes objects first (they are
 recognised by apiVersion/kind; the operators' resources after the workloads, which never

@@ -14,35 +14,35 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from kvlint.manifests.base import (
-    DocumentContext,
-    Located,
-    ManifestParser,
-    ServedModel,
-    Unresolved,
-)
-from kvlint.manifests.engine_configs import (
+from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
+from kvlint.manifests.engine_command import EngineArgs
+from kvlint.manifests.engine_launch import (
+    Hardware,
+    Origin,
     engine_args,
     first_launch,
+    launch_in_argv,
+    served_model,
+    settle_version,
+)
+from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_words import Word
+from kvlint.manifests.yaml_values import (
     get_list,
     get_map,
     get_str,
     item_line,
     key_col,
     key_line,
-    launch_in_argv,
     lstr,
     names,
     node_line,
     plain_map,
-    served_model,
-    settle_version,
     to_int,
     value_line,
     words_of,
 )
-from kvlint.manifests.images import entrypoint_engine
-from kvlint.manifests.shell import EngineArgs, Env, Word
 
 SERVICE_KEYS = names("""
 image build command entrypoint environment env_file deploy ports volumes container_name
@@ -236,8 +236,9 @@ class ComposeParser(ManifestParser):
             if replicas is not None and replicas != 1:
                 notes.append(f"deploy.replicas {replicas}: {replicas} containers, each with "
                              "the GPUs reported")
-        return served_model(ctx, "compose", line=engine.line, name=name, engine=engine,
-                            args=args, image=image, version=version, gpus=gpus, notes=notes)
+        return served_model(Origin(ctx, "compose", name=name, line=engine.line), engine=engine,
+                            args=args, image=image, version=version, hardware=Hardware(gpus=gpus),
+                            notes=notes)
 
     @staticmethod
     def _image(service: dict[str, Any]) -> Located[str] | None:

@@ -3,8 +3,8 @@ command of a script, following the assignments before it, and the environment va
 an engine process that change what the engine accepts (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``...)
 are read from the manifest's environment and carried on
 :class:`~kvlint.manifests.base.ServedModel` so rules can see them. Layered above
-:mod:`.shell` (words, expansion, each engine's argument grammar), which never imports this
-module."""
+:mod:`.shell_words` (words), :mod:`.shell_env` (expansion) and :mod:`.engine_command` (each
+engine's argument grammar), which never import this module."""
 
 from __future__ import annotations
 
@@ -14,20 +14,16 @@ from functools import cache
 
 from kvlint.engines import load_engines
 from kvlint.manifests.base import Located, Unresolved
-from kvlint.manifests.located_str import LStr
-from kvlint.manifests.shell import (
-    _ASSIGNMENT,
-    _NAME,
+from kvlint.manifests.engine_command import (
     _WRAPPER_MODULES,
     EngineArgs,
-    Env,
-    Word,
     _find_engine,
-    _Unset,
     judge_known_options_only,
     parse_engine_args,
-    split_env_prefix,
 )
+from kvlint.manifests.located_str import LStr
+from kvlint.manifests.shell_env import Env, _Unset
+from kvlint.manifests.shell_words import _ASSIGNMENT, _NAME, Word, split_env_prefix
 
 
 @cache

@@ -1,8 +1,8 @@
 """Judge an engine command line the way the engine's parser would, for the engine version a
 manifest runs: options it refuses (KV701) and values it rejects (KV702).
 
-:func:`shell.parse_engine_args` records every option word (``EngineArgs.uses``) resolved
-against the union of the option tables; :func:`engine_problems` judges them against the
+:func:`engine_command.parse_engine_args` records every option word (``EngineArgs.uses``)
+resolved against the union of the option tables; :func:`engine_problems` judges them against the
 options of the manifest's engine version (:mod:`.option_versions`; an unpinned version
 (``latest``, a rolling tag, an unpinned pip requirement) is the newest kvlint knows, an
 unknown one (a custom tag, another engine's image) is judged by every version kvlint knows):
@@ -27,14 +27,8 @@ from packaging.version import InvalidVersion, Version
 
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.cli_options import OPTION_TABLES
-from kvlint.manifests.option_versions import (
-    ABSENT,
-    CASELESS,
-    CHOICES,
-    POSITIVE,
-    VERSIONS,
-)
-from kvlint.manifests.shell import OptionUse, field_of_option, integer_value
+from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_value
+from kvlint.manifests.option_versions import ABSENT, CASELESS, CHOICES, POSITIVE, VERSIONS
 from kvlint.model.engine_args import EngineArgProblem
 
 __all__ = ["engine_problems"]

@@ -14,43 +14,43 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kvlint.manifests.base import (
-    DocumentContext,
-    Located,
-    ManifestParser,
-    ServedModel,
-    Unresolved,
-)
-from kvlint.manifests.engine_configs import (
+from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
+from kvlint.manifests.engine_command import EngineArgs
+from kvlint.manifests.engine_launch import (
+    Hardware,
+    Origin,
     Script,
     engine_args,
-    env_of,
     first_launch,
-    get_list,
-    get_map,
-    get_str,
     image_engine,
-    key_col,
-    key_line,
     launch_in_argv,
-    loc_float,
-    loc_int,
-    loc_str,
     merge_args,
-    model_value,
-    node_line,
-    plain_map,
     served_model,
     settle_version,
-    to_int,
-    value_line,
     walk_script,
-    words_of,
-    words_of_list,
 )
 from kvlint.manifests.images import entrypoint_engine
 from kvlint.manifests.located_str import LStr
-from kvlint.manifests.shell import EngineArgs, Env, env_from_k8s, split_script
+from kvlint.manifests.shell_env import Env, env_from_k8s
+from kvlint.manifests.shell_words import split_script
+from kvlint.manifests.yaml_values import (
+    env_of,
+    get_list,
+    get_map,
+    get_str,
+    key_col,
+    key_line,
+    loc_float,
+    loc_int,
+    loc_str,
+    model_value,
+    node_line,
+    plain_map,
+    to_int,
+    value_line,
+    words_of,
+    words_of_list,
+)
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
                  "gpu.intel.com/xe", "google.com/tpu")
@@ -184,9 +184,9 @@ class ProductionStackValuesParser(ManifestParser):
             notes.extend(replicas_note(item, "replicaCount"))
         version, more = settle_version("vllm", image)
         assert args is not None
-        return served_model(ctx, "helm-production-stack", line=node_line(item), name=name,
+        return served_model(Origin(ctx, "helm-production-stack", name=name, line=node_line(item)),
                             engine=engine, args=args, image=image, version=version,
-                            gpus=gpus, notes=notes + more)
+                            hardware=Hardware(gpus=gpus), notes=notes + more)
 
     @staticmethod
     def _gpus(item: dict[str, Any], ray: dict[str, Any] | None,
@@ -349,9 +349,10 @@ class LlmdModelServiceValuesParser(ManifestParser):
         notes.extend(more)
         if args is None:
             args = EngineArgs(engine="", model=model)
-        return served_model(ctx, "helm-llm-d", line=key_line(spec, "parallelism"),
-                            name=role, role=role, engine=engine, args=args, image=image,
-                            version=version, gpus=gpus, notes=notes, served_name=served_name)
+        return served_model(Origin(ctx, "helm-llm-d", name=role, role=role,
+                                   line=key_line(spec, "parallelism")), engine=engine, args=args,
+                            image=image, version=version, hardware=Hardware(gpus=gpus), notes=notes,
+                            served_name=served_name)
 
 
 # ============================================================================================
@@ -400,11 +401,10 @@ class VllmChartValuesParser(ManifestParser):
         if launch is None:
             return []  # image.command starts no engine kvlint knows
         version, more = settle_version(engine.value if engine else None, image)
-        return [served_model(ctx, self.name, line=key_line(spec, "command"),
-                             name=get_str(document, "serviceName") or "",
-                             engine=engine, args=launch.args if launch else None, image=image,
-                             version=version, gpus=gpus, gpu_type=gpu_type,
-                             notes=notes + more)]
+        return [served_model(Origin(ctx, self.name, name=get_str(document, "serviceName") or "",
+                                    line=key_line(spec, "command")), engine=engine,
+                             args=launch.args if launch else None, image=image, version=version,
+                             hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes + more)]
 
     @staticmethod
     def _gpus(resources: Any) -> Located[int] | Unresolved | None:
@@ -465,8 +465,9 @@ class ImageChartValuesParser(ManifestParser):
         notes.extend(replicas_note(document, "replicaCount"))
         version, more = settle_version(engine.value if engine else None, image)
         fmt = "helm-tgi" if engine and engine.value == "tgi" else "helm-values"
-        return [served_model(ctx, fmt, line=image.line, engine=engine, args=parsed,
-                             image=image, version=version, gpus=gpus, notes=notes + more)]
+        return [served_model(Origin(ctx, fmt, line=image.line), engine=engine, args=parsed,
+                             image=image, version=version, hardware=Hardware(gpus=gpus),
+                             notes=notes + more)]
 
 
 # ============================================================================================
@@ -552,6 +553,7 @@ class SilogenValuesParser(ManifestParser):
             return []
         model_line = overrides["model"].line if isinstance(overrides.get("model"),
                                                            Located | Unresolved) else None
-        return [served_model(ctx, self.name, line=model_line or node_line(document),
+        return [served_model(Origin(ctx, self.name, line=model_line or node_line(document)),
                              engine=engine, args=args, image=image, version=version,
-                             gpus=gpus, gpu_type=gpu_type, notes=notes, **overrides)]
+                             hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
+                             **overrides)]

@@ -1,95 +1,53 @@
 """Kubernetes objects that run LLM engines: plain workloads (Deployment, StatefulSet,
 DaemonSet, ReplicaSet, Job, CronJob, Pod, Argo Rollout), LeaderWorkerSet and RoleBasedGroup.
 
-The engine is read from each container's ``command`` + ``args`` (exec form, or an
-``sh -c`` script; Kubernetes ``$(VAR)`` references are expanded from the container's
-``env``), else from the entrypoint of an engine image whose ``args`` are the server's flags.
-GPUs are per replica: ``nvidia.com/gpu``/``amd.com/gpu`` of one pod, times the pods of a
-multi-node group (LeaderWorkerSet ``size``, SGLang/LMDeploy ``--nnodes``); ``replicas`` only
-goes into the notes. An engine config file passed with ``--config``/``--extra-engine-args``/
-``--extra_llm_api_options`` is followed when a ConfigMap of the same file is mounted there.
+What each container runs (the engine, its flags and environment, an engine config file in a
+mounted ConfigMap) is read by :mod:`.kubernetes_containers`; this module adds what the pod and
+its object say around it. GPUs are per replica: ``nvidia.com/gpu``/``amd.com/gpu`` of one pod,
+times the pods of a multi-node group (LeaderWorkerSet ``size``, SGLang/LMDeploy
+``--nnodes``); ``replicas`` only goes into the notes.
 
 The engine CRDs (KServe, NVIDIA Dynamo, production-stack VLLMRuntime, KubeRay RayService)
-are in :mod:`.kubernetes_crds`, which shares the pod machinery defined here.
+are in :mod:`.kubernetes_crds`, which shares the pod machinery of both modules.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvlint.manifests.base import (
-    DocumentContext,
-    Located,
-    ManifestParser,
-    ManifestProblem,
-    ServedModel,
-    Unresolved,
-    named,
-)
-from kvlint.manifests.engine_configs import (
-    FREE_FRACTION_NOTE,
+from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
+from kvlint.manifests.engine_command import EngineArgs
+from kvlint.manifests.engine_launch import NO_HARDWARE, Hardware, Origin
+from kvlint.manifests.engine_options import engine_problems
+from kvlint.manifests.kubernetes_containers import Run, container_runs, follow_config
+from kvlint.manifests.node_memory import gpu_memory_of
+from kvlint.manifests.yaml_values import (
     TEMPLATE,
-    Pin,
-    config_args,
+    doc_line,
     get_list,
     get_map,
     get_str,
-    image_engine,
-    item_line,
+    is_object,
     key_col,
     key_line,
-    node_line,
-    pip_pins,
-    settle_version,
+    object_name,
     to_int,
-    trt_settings,
 )
-from kvlint.manifests.engine_env import engine_invocations, with_env
-from kvlint.manifests.engine_options import engine_problems
-from kvlint.manifests.images import entrypoint_engine
-from kvlint.manifests.node_memory import gpu_memory_of
-from kvlint.manifests.shell import (
-    EngineArgs,
-    Env,
-    Word,
-    env_from_k8s,
-    judge_known_options_only,
-    parse_engine_args,
-    split_env_prefix,
-    split_script,
-)
-from kvlint.manifests.yaml_marks import LDict, LList, LStr, load_documents
 
 __all__ = [
-    "HF_SERVER_FLAGS",
     "KubernetesWorkloadParser",
     "LeaderWorkerSetParser",
     "RoleBasedGroupParser",
-    "Run",
     "build",
-    "container_env",
-    "container_run",
-    "container_runs",
-    "embedded_yaml",
-    "flat_words",
-    "follow_config",
     "gpu_type_of",
     "group_gpus",
-    "image_of",
     "int_at",
-    "is_object",
     "model_check",
-    "no_column",
-    "object_name",
     "pod_gpus",
     "pod_models",
     "pod_tpus",
-    "rename_flags",
     "replicas_notes",
 ]
 
@@ -99,31 +57,11 @@ GPU_TYPE_KEYS = ("cloud.google.com/gke-accelerator", "nvidia.com/gpu.product",
                  "amd.com/gpu.product", "karpenter.k8s.aws/instance-gpu-name",
                  "node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type",
                  "cloud.google.com/gke-tpu-accelerator", "accelerator")
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ash", "ksh"})
 
 
 # ============================================================================================
 # small readers
 # ============================================================================================
-
-
-def is_object(document: object, api_prefixes: Sequence[str], kinds: Sequence[str]) -> bool:
-    """A Kubernetes object of one of ``kinds`` whose apiVersion starts with one of
-    ``api_prefixes`` (an empty prefix accepts any group)."""
-    if not isinstance(document, dict):
-        return False
-    api = document.get("apiVersion")
-    kind = document.get("kind")
-    return isinstance(api, str) and isinstance(kind, str) and kind in kinds and \
-        any(api.startswith(p) for p in api_prefixes)
-
-
-def object_name(document: object) -> str:
-    return get_str(get_map(document, "metadata"), "name") or ""
-
-
-def _doc_line(document: object) -> int:
-    return node_line(document) or 1
 
 
 def int_at(obj: Any, key: str, source: str) -> Located[int] | Unresolved | None:
@@ -138,14 +76,6 @@ def int_at(obj: Any, key: str, source: str) -> Located[int] | Unresolved | None:
     return Located(number, line, column, source)
 
 
-def no_column(value: Any) -> Any:
-    """Drop the column of a value read from an embedded YAML string (columns there are
-    relative to the string, not to the manifest)."""
-    if isinstance(value, Located | Unresolved):
-        return replace(value, column=None)
-    return value
-
-
 PLACEHOLDER = re.compile(r"YOUR[-_]|REPLACE[-_]?ME|CHANGE[-_]?ME|<[^<>]*>")
 
 
@@ -158,322 +88,6 @@ def model_check(model: Located[str] | Unresolved | None) -> Located[str] | Unres
         return Unresolved(f"{model.source or 'the model'} is a placeholder", model.line,
                           model.column, model.value)
     return model
-
-
-# ============================================================================================
-# containers -> engine runs
-# ============================================================================================
-
-
-@dataclass
-class Run:
-    """An engine started by one container."""
-
-    engine: Located[str]
-    args: EngineArgs
-    line: int | None
-    container: dict[str, Any]
-    image: Located[str] | None
-    version: Located[str] | Unresolved | None
-    notes: list[str] = field(default_factory=list)
-    overrides: dict[str, Any] = field(default_factory=dict)
-    """ServedModel fields set by what the launcher is (a Triton model repository...)."""
-
-
-def image_of(container: Any) -> Located[str] | None:
-    image = container.get("image") if isinstance(container, dict) else None
-    if not isinstance(image, str) or not image.strip():
-        return None
-    return Located(str(image).strip(), node_line(image) or key_line(container, "image"),
-                   getattr(image, "column", None), "image")
-
-
-def _items(value: Any) -> list[tuple[Word, Any]]:
-    """The words of an exec-form ``command``/``args`` list (each with its raw item, so a
-    script keeps its YAML style)."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        return []
-    out: list[tuple[Word, Any]] = []
-    for i, item in enumerate(value):
-        if item is None or isinstance(item, dict | list):
-            continue
-        text = ("true" if item else "false") if isinstance(item, bool) else str(item)
-        out.append((Word(text, node_line(item) or item_line(value, i),
-                         column=getattr(item, "column", None) or None), item))
-    return out
-
-
-def _shell_script(argv: list[tuple[Word, Any]]) -> tuple[Any, list[Word]] | None:
-    """``sh -c [--] SCRIPT [$0 ARGS...]``: the script (raw item) and the words after it."""
-    if not argv or os.path.basename(argv[0][0].text) not in SHELLS:
-        return None
-    for i in range(1, len(argv)):
-        text = argv[i][0].text
-        if text.startswith("-") and not text.startswith("--") and "c" in text[1:]:
-            at = i + 1
-            if at < len(argv) and argv[at][0].text == "--":  # bash -lc -- SCRIPT
-                at += 1
-            if at < len(argv):
-                return argv[at][1], [w for w, _ in argv[at + 1:]]
-            return None
-        if not text.startswith("-"):
-            return None
-    return None
-
-
-def _split(script: Any, line: int | None) -> list[list[Word]]:
-    try:
-        if isinstance(script, LStr):
-            return split_script(script)
-        return split_script(str(script), line=line)
-    except (ValueError, IndexError):
-        return [[Word(part, line) for part in str(script).split()]]
-
-
-def _positionals(commands: list[list[Word]], extra: list[Word]) -> list[list[Word]]:
-    """``$0``/``$@``/``$*`` of an ``sh -c`` script are the words after the script."""
-    if not extra:
-        return commands
-    out = []
-    for command in commands:
-        words: list[Word] = []
-        for word in command:
-            if word.text == "$0":
-                words.append(extra[0])
-            elif word.text in ("$@", "$*", "${@}", "${*}"):
-                words.extend(extra[1:])
-            else:
-                words.append(word)
-        out.append(words)
-    return out
-
-
-def rename_flags(words: Sequence[Word], names: Mapping[str, str]) -> list[Word]:
-    out = []
-    for word in words:
-        name, eq, value = word.text.partition("=")
-        if name in names:
-            text = names[name] + (eq + value if eq else "")
-            out.append(Word(text, word.line, split=word.split, literal=word.literal,
-                            column=word.column))
-        else:
-            out.append(word)
-    return out
-
-
-HF_SERVER_FLAGS = {"--model_id": "--model", "--model-id": "--model", "--model_dir": "--model",
-              "--model-dir": "--model", "--model_name": "--served-model-name",
-              "--model-name": "--served-model-name"}
-_TRITON_FLAGS = {"--tp": "--tp_size", "--pp": "--pp_size", "--tensor_parallel_size": "--tp_size",
-                 "--pipeline_parallel_size": "--pp_size"}
-
-
-def _launcher(command: list[Word], image_engine_key: str | None
-              ) -> tuple[list[Word], str, dict[str, Any]] | None:
-    """Launchers that run an engine under another name, rewritten as that engine's command
-    (the words keep their lines), with a note and the fields the launcher itself settles:
-
-    - KServe ``python -m huggingfaceserver``: vLLM backend; ``--model_id``/``--model_dir``
-      name the model, ``--model_name`` the served name;
-    - the Triton TensorRT-LLM backend launchers (a ``server.py``/``launch_triton_server.py``
-      with a ``tensorrtllm_backend`` model repository): ``--tp``/``--pp`` are its world
-      layout, the model is whatever was built into the repository;
-    - a wrapper binary named after the engine of its image (``/llamacpp-leader -- FLAGS``).
-    """
-    _prefix, words = split_env_prefix(command)
-    texts = [w.text for w in words]
-    if not words:
-        return None
-    for i, text in enumerate(texts[:-1]):
-        if re.fullmatch(r"python(\d+(\.\d+)*)?", os.path.basename(text)) and \
-                texts[i + 1] == "-m" and i + 2 < len(texts) and \
-                texts[i + 2] == "huggingfaceserver":
-            rest = words[i + 3:]
-            backend = next((w.text.split("=", 1)[1] for w in rest
-                            if w.text.startswith("--backend=")), None)
-            if backend not in (None, "vllm", "auto"):
-                return None
-            head = [Word("python3", words[i].line), Word("-m", words[i].line),
-                    Word("vllm.entrypoints.openai.api_server", words[i + 2].line)]
-            return head + rename_flags(rest, HF_SERVER_FLAGS), (
-                "KServe huggingfaceserver: its vLLM backend serves the model "
-                "(--model_id/--model_dir are read as the model)"), {}
-    joined = " ".join(texts)
-    if "tensorrtllm_backend" in joined or "launch_triton_server" in joined:
-        at = next((i for i, t in enumerate(texts) if t.endswith(".py")), None)
-        if at is not None:
-            flags = [w for w in words[at + 1:] if w.text.startswith("-")]
-            repo = next((t.split("=", 1)[1] for t in texts
-                         if t.startswith(("--triton_model_repo_dir=", "--model_repo=",
-                                          "--model-repository="))), "")
-            model = Unresolved("the Triton TensorRT-LLM launcher serves the engines built "
-                               "into its model repository; the manifest does not name the "
-                               "model", words[at].line, None, repo or texts[at])
-            return [Word("trtllm-serve", words[at].line),
-                    *rename_flags(flags, _TRITON_FLAGS)], (
-                f"Triton TensorRT-LLM backend launcher {texts[at]}: its --tp/--pp flags are "
-                "the engines' world layout"), {"model": model}
-    program = re.sub(r"[^a-z0-9]", "", os.path.basename(texts[0]).lower())
-    stems = {"llamacpp": ("llamacpp", "llamaserver"), "vllm": ("vllm",),
-             "sglang": ("sglang",), "tgi": ("textgeneration",), "lmdeploy": ("lmdeploy",),
-             "trtllm": ("trtllm", "tensorrtllm")}
-    if image_engine_key is not None and any(s in program
-                                            for s in stems.get(image_engine_key, ())):
-        rest = words[1:]
-        if "--" in texts[1:]:
-            rest = words[texts.index("--", 1) + 1:]
-        program_word = {"llamacpp": "llama-server", "tgi": "text-generation-launcher",
-                        "trtllm": "trtllm-serve"}.get(image_engine_key)
-        if program_word is None:
-            return None
-        return [Word(program_word, words[0].line), *rest], (
-            f"{texts[0]} is a wrapper named after the {image_engine_key} engine of its "
-            "image; the flags after it are read as the engine's"), {}
-    return None
-
-
-def flat_words(value: Any) -> list[Word]:
-    """The words of a ``command``/``args`` value, a string item holding several words (a
-    script, a folded command) split shell-style."""
-    out: list[Word] = []
-    for word, raw in _items(value):
-        if isinstance(raw, str) and len(str(raw).split()) > 1:
-            out.extend(w for command in _split(raw, word.line) for w in command)
-        else:
-            out.append(word)
-    return out
-
-
-def _env_from(container: Any, ctx: DocumentContext) -> dict[str, str | None]:
-    """``envFrom: [configMapRef: NAME]`` of a ConfigMap in the same file."""
-    out: dict[str, str | None] = {}
-    for item in get_list(container, "envFrom") or []:
-        ref = get_map(item, "configMapRef")
-        data = _configmap_data(ctx, get_str(ref, "name") or "") if ref else None
-        prefix = get_str(item, "prefix") or ""
-        for key, value in (data or {}).items():
-            if isinstance(value, str):
-                out[prefix + str(key)] = value
-    return out
-
-
-def container_env(container: Any, ctx: DocumentContext,
-                  extra: Mapping[str, str | None] | None = None) -> dict[str, str | None]:
-    values: dict[str, str | None] = dict(extra or {})
-    values.update(_env_from(container, ctx))
-    with contextlib.suppress(TypeError, ValueError):
-        values.update(env_from_k8s(get_list(container, "env") or []))
-    return values
-
-
-def container_runs(pod: Any, ctx: DocumentContext, *,
-                   platform: Mapping[str, str] | None = None,
-                   extra_env: Mapping[str, str | None] | None = None,
-                   containers: Sequence[Any] | None = None) -> list[Run]:
-    """The engines the containers of ``pod`` start (usually one; sidecars start none)."""
-    found = []
-    for container in containers if containers is not None else (
-            get_list(pod, "containers") or []):
-        if isinstance(container, dict):
-            run = container_run(container, ctx, platform=platform, extra_env=extra_env)
-            if run is not None:
-                found.append(run)
-    return found
-
-
-def container_run(container: dict[str, Any], ctx: DocumentContext, *,
-                  platform: Mapping[str, str] | None = None,
-                  extra_env: Mapping[str, str | None] | None = None) -> Run | None:
-    """The engine one container starts, or ``None``."""
-    image = image_of(container)
-    img_engine, _v, img_note = image_engine(image.value) if image else (None, None, "")
-    if img_engine is None and image is not None and "text-embeddings" in image.value:
-        return None
-    env = Env(container_env(container, ctx, extra_env), platform)
-    command = _items(container.get("command"))
-    args = _items(container.get("args"))
-    notes: list[str] = []
-    options_only = bool(args) and args[0][0].text.startswith("-")
-    entry = entrypoint_engine(image.value, env.values, args_only=options_only) \
-        if image and not command else None
-    if entry is not None:
-        # the image's entrypoint is the server: args are its flags
-        parsed = with_env(parse_engine_args(entry, [w for w, _ in args], env), env)
-        assert image is not None
-        engine = Located(entry, image.line, image.column, f"entrypoint of image {image.value}")
-        version, more = settle_version(entry, image)
-        return Run(engine, parsed, image.line, container, image, version,
-                   notes + more + list(parsed.notes))
-    argv = command + args
-    if not argv:
-        return None
-    script = _shell_script(argv)
-    if script is not None:
-        raw, extra = script
-        commands = _positionals(_split(raw, node_line(raw)), extra)
-    else:
-        commands = [[w for w, _ in argv]]
-    invocations = engine_invocations(commands, env)
-    overrides: dict[str, Any] = {}
-    translated = False
-    if not invocations:
-        for i, cmd in enumerate(commands):
-            rewritten = _launcher(cmd, img_engine)
-            if rewritten is not None:
-                translated = True
-                notes.append(rewritten[1])
-                overrides = dict(rewritten[2])
-                scripts = [c[0].text for c in commands[:i] if c and c[0].text.endswith(".sh")]
-                model = overrides.get("model")
-                if scripts and isinstance(model, Unresolved):
-                    overrides["model"] = replace(model, text=scripts[-1], reason=(
-                        f"{model.reason}: {scripts[-1]}, run before it, prepares the "
-                        f"repository ({model.text or 'its path'}) and is not in the manifest"))
-                invocations = engine_invocations([*commands[:i], rewritten[0]], env)
-                break
-    if not invocations:
-        return None
-    first = invocations[0]
-    if len(invocations) > 1:
-        engines = sorted({inv.engine for inv in invocations})
-        notes.append(f"{len(invocations)} engine commands ({', '.join(engines)}); the first "
-                     f"(line {first.line}) is reported")
-    pins: list[Pin] = []
-    for cmd in commands:
-        pins.extend(pip_pins(cmd, env))
-    version, more = settle_version(first.engine, image, pins)
-    notes.extend(more)
-    if image is not None and img_engine is None and not pins and not img_note:
-        notes.append(f"image {image.value} is not an engine image: the {first.engine} "
-                     "version is unknown")
-    where = "sh -c script" if script is not None else "container command"
-    engine = Located(first.engine, first.line, None, where)
-    if first.engine == "llamacpp" and first.args.model is None and image is not None and \
-            "model" not in overrides:
-        overrides["model"] = Unresolved(
-            "llama-server has no default model and none is given: it is built into the image "
-            "or its wrapper (the image name may say which)", first.line, None, image.value)
-    judged = judge_known_options_only(first.args) if translated else first.args
-    joined = _joins_ray_cluster(commands)
-    if joined is not None and "gpus" not in overrides:
-        # the engine's ranks run on a Ray cluster this pod joins: its GPUs are the cluster's
-        overrides["gpus"] = Unresolved(
-            f"the container joins a Ray cluster ({joined}) before it starts the engine: the "
-            "ranks run on that cluster's GPUs, which this pod's request alone does not show",
-            first.line, None, joined)
-    return Run(engine, judged, first.line, container, image, version,
-               notes + list(first.args.notes), overrides)
-
-
-def _joins_ray_cluster(commands: Sequence[Sequence[Word]]) -> str | None:
-    """``ray start --address=...`` in a container's script: the words, or ``None``."""
-    for cmd in commands:
-        words = [w.text for w in cmd]
-        if words[:2] == ["ray", "start"] and any(w.startswith("--address") for w in words):
-            return " ".join(words[:3])
-    return None
 
 
 # ============================================================================================
@@ -577,139 +191,6 @@ def gpu_type_of(pod: Any) -> Located[str] | None:
 
 
 # ============================================================================================
-# ConfigMaps and engine config files
-# ============================================================================================
-
-
-def _configmap_data(ctx: DocumentContext, name: str) -> dict[str, Any] | None:
-    for doc in named(ctx.documents, name):
-        if is_object(doc, ("v1",), ("ConfigMap",)) and object_name(doc) == name:
-            return get_map(doc, "data") or {}
-    return None
-
-
-def _shift(obj: Any, offset: int, seen: set[int] | None = None) -> None:
-    """Move the lines of a YAML value parsed from an embedded string to the manifest's."""
-    seen = set() if seen is None else seen
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, LStr):
-        obj.line += offset
-        obj.end_line += offset
-    elif isinstance(obj, LDict):
-        obj.line += offset
-        obj.key_lines = {k: (v[0] + offset, v[1]) for k, v in obj.key_lines.items()}
-        obj.value_lines = {k: (v[0] + offset, v[1]) for k, v in obj.value_lines.items()}
-        for value in obj.values():
-            _shift(value, offset, seen)
-    elif isinstance(obj, LList):
-        obj.line += offset
-        obj.item_lines = [(v[0] + offset, v[1]) for v in obj.item_lines]
-        for value in obj:
-            _shift(value, offset, seen)
-
-
-def embedded_yaml(text: Any, path: str) -> tuple[dict[str, Any] | None, str]:
-    """A YAML mapping written inside a string of the manifest (a ConfigMap's ``data``,
-    ``serveConfigV2``), with lines moved to the manifest's; or ``None`` and why not."""
-    if not isinstance(text, str):
-        return None, "it is not a string"
-    docs = load_documents(str(text), path)
-    if isinstance(docs, ManifestProblem):
-        return None, docs.message
-    found = next((d for d in docs if isinstance(d, dict)), None)
-    if found is None:
-        return None, "it holds no YAML mapping"
-    line = getattr(text, "line", 0)
-    if line:
-        style = getattr(text, "style", None)
-        _shift(found, line if style in ("|", ">") else line - 1)
-    return found, ""
-
-
-def _mounted_configmap(path: str, container: Any, pod: Any) -> tuple[str, str, str] | None:
-    """``(configmap name, key, mount path)`` of a file a container sees at ``path``."""
-    for mount in get_list(container, "volumeMounts") or []:
-        mount_path = get_str(mount, "mountPath") or get_str(mount, "mountPoint")
-        name = get_str(mount, "name")
-        if not mount_path or not name:
-            continue
-        mount_path = mount_path.rstrip("/") or "/"
-        sub = get_str(mount, "subPath")
-        if sub and path == mount_path:
-            relative = sub
-        elif path.startswith(mount_path + "/"):
-            relative = path[len(mount_path) + 1:]
-        else:
-            continue
-        for volume in get_list(pod, "volumes") or []:
-            if get_str(volume, "name") != name:
-                continue
-            sources = [get_map(volume, "configMap")] + [
-                get_map(s, "configMap") for s in get_list(get_map(volume, "projected"),
-                                                          "sources") or []]
-            for source in sources:
-                cm_name = get_str(source, "name")
-                if not cm_name:
-                    continue
-                key = relative
-                for item in get_list(source, "items") or []:
-                    if get_str(item, "path") == relative and get_str(item, "key"):
-                        key = str(get_str(item, "key"))
-                return cm_name, key, mount_path
-    return None
-
-
-def follow_config(run: Run, pod: Any, ctx: DocumentContext
-                  ) -> tuple[EngineArgs, dict[str, Any], list[str]]:
-    """The engine config file of ``run`` read from a ConfigMap of this file: the updated
-    arguments (the command line wins for vLLM/SGLang; the TensorRT-LLM options file wins
-    over its command line), field overrides, notes."""
-    args = run.args
-    ref = args.config_file
-    if ref is None:
-        return args, {}, []
-    if isinstance(ref, Unresolved):
-        return replace(args, config_file=None), {}, [
-            f"engine config file {ref.text} is not resolved ({ref.reason}): its settings are "
-            "not read"]
-    path = str(ref.value)
-    mounted = _mounted_configmap(path, run.container, pod)
-    data = _configmap_data(ctx, mounted[0]) if mounted else None
-    text = data.get(mounted[1]) if data is not None and mounted else None
-    if mounted is None or text is None:
-        why = ("the file is not mounted from a ConfigMap of this manifest" if mounted is None
-               else f"ConfigMap {mounted[0]} with key {mounted[1]} is not in this file")
-        return replace(args, config_file=None), {}, [
-            f"engine config file {path} (line {ref.line}) is not read: {why}"]
-    conf, problem = embedded_yaml(text, ctx.path)
-    cm_name, key, _mount = mounted
-    where = f"ConfigMap {cm_name} {key}"
-    if conf is None:
-        return replace(args, config_file=None), {}, [
-            f"engine config file {path} from {where} is not read: {problem}"]
-    notes = [f"engine config {path} read from {where} (line {node_line(text)}), mounted "
-             f"into the container"]
-    if run.engine.value == "trtllm":
-        settings = {k: no_column(v) for k, v in trt_settings(conf, where=f"{where}: ").items()}
-        if "gpu_memory_utilization" in settings:
-            notes.append(FREE_FRACTION_NOTE)
-        if args.model is not None:
-            settings.pop("model", None)
-        return replace(args, config_file=None), settings, notes
-    from_file = config_args(run.engine.value, conf, f"{where}: ")
-    merged = {name: getattr(from_file, name) for name in (
-        "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
-        "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
-        "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "expert_parallel",
-        "dp_local", "nnodes", "quantization", "config_overrides", "node_rank")
-        if getattr(args, name) is None}
-    return replace(args, config_file=None, **{k: v for k, v in merged.items()
-                                              if v is not None}), {}, notes
-
-
-# ============================================================================================
 # ServedModel
 # ============================================================================================
 
@@ -745,12 +226,12 @@ ARG_FIELDS = ("model", "tp", "pp", "dp", "dp_attention", "kv_cache_dtype", "max_
               "quantization", "config_overrides", "node_rank")
 
 
-def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None = None,
-          name: str = "", role: str | None = None,
-          gpus: Located[int] | Unresolved | None = None, gpu_type: Located[str] | None = None,
-          notes: Sequence[str] = (), overrides: Mapping[str, Any] | None = None,
-          line: int | None = None, gpu_memory: Located[float] | None = None) -> ServedModel:
+def build(origin: Origin, run: Run, *, args: EngineArgs | None = None,
+          hardware: Hardware = NO_HARDWARE, notes: Sequence[str] = (),
+          overrides: Mapping[str, Any] | None = None) -> ServedModel:
     """A ServedModel from an engine run plus what the object says around it."""
+    ctx = origin.ctx
+    gpus = hardware.gpus
     args = args or run.args
     values: dict[str, Any] = {k: getattr(args, k) for k in ARG_FIELDS}
     values["ep"] = expert_size(run.engine.value, args)
@@ -764,15 +245,18 @@ def build(ctx: DocumentContext, fmt: str, run: Run, *, args: EngineArgs | None =
         served if isinstance(served, str) else None)
     model = values.get("model")
     where = (model.line if isinstance(model, Located | Unresolved) else None) or run.line or \
-        line or _doc_line(ctx.documents[ctx.index] if ctx.index < len(ctx.documents) else None)
+        origin.line or \
+        doc_line(ctx.documents[ctx.index] if ctx.index < len(ctx.documents) else None)
     unique: list[str] = []
     for note in [*run.notes, *notes]:
         if note and note not in unique:
             unique.append(note)
-    return ServedModel(path=ctx.path, line=where, format=fmt, document=ctx.index, name=name,
-                       role=role, served_name=served_name, engine=run.engine,
+    return ServedModel(path=origin.path or ctx.path, line=where, format=origin.fmt,
+                       document=ctx.index, name=origin.name, role=origin.role,
+                       served_name=served_name, engine=run.engine,
                        engine_version=run.version, image=run.image, gpus=gpus,
-                       gpu_type=gpu_type, gpu_memory=gpu_memory, notes=tuple(unique),
+                       gpu_type=hardware.gpu_type, gpu_memory=hardware.gpu_memory,
+                       notes=tuple(unique),
                        env=dict(args.env),
                        engine_problems=engine_problems(run.engine.value, run.version,
                                                        args.uses), **values)
@@ -785,13 +269,13 @@ def replicas_notes(obj: Any, key: str = "replicas", what: str = "replicas") -> l
     return []
 
 
-def pod_models(ctx: DocumentContext, fmt: str, pod: Any, *, name: str, role: str | None,
-               pods: int = 1, pods_what: str = "", notes: Sequence[str] = (),
-               platform: Mapping[str, str] | None = None,
+def pod_models(origin: Origin, pod: Any, *, pods: int = 1, pods_what: str = "",
+               notes: Sequence[str] = (), platform: Mapping[str, str] | None = None,
                extra_env: Mapping[str, str | None] | None = None,
                multinode: bool = False) -> list[ServedModel]:
     """One ServedModel per engine container of ``pod``; a group of ``pods`` pods (or, with
     ``multinode``, the engine's own ``--nnodes``) multiplies the GPUs."""
+    ctx = origin.ctx
     out = []
     runs = container_runs(pod, ctx, platform=platform, extra_env=extra_env)
     for run in runs:
@@ -805,9 +289,9 @@ def pod_models(ctx: DocumentContext, fmt: str, pod: Any, *, name: str, role: str
         elif multinode and isinstance(nnodes, Unresolved):
             more.append(f"--nnodes is not resolved ({nnodes.reason}): GPUs are per pod")
         gpus = group_gpus(per_pod, count, what)
-        out.append(build(ctx, fmt, run, args=args, name=name, role=role, gpus=gpus,
-                         gpu_type=gpu_type_of(pod), notes=[*notes, *gpu_notes, *more],
-                         overrides=overrides, gpu_memory=gpu_memory_of(pod)))
+        hardware = Hardware(gpus=gpus, gpu_type=gpu_type_of(pod), gpu_memory=gpu_memory_of(pod))
+        out.append(build(origin, run, args=args, hardware=hardware,
+                         notes=[*notes, *gpu_notes, *more], overrides=overrides))
     return out
 
 
@@ -850,7 +334,7 @@ class KubernetesWorkloadParser(ManifestParser):
         notes = replicas_notes(spec, what=f"{kind} replicas")
         if kind == "DaemonSet":
             notes.append("DaemonSet: one pod per matching node, each with the GPUs reported")
-        return pod_models(ctx, self.name, pod, name=object_name(document), role=None, notes=notes,
+        return pod_models(Origin(ctx, self.name, name=object_name(document)), pod, notes=notes,
                           multinode=kind in ("StatefulSet", "Job", "Pod", "Deployment"))
 
 
@@ -907,10 +391,11 @@ class LeaderWorkerSetParser(ManifestParser):
         out = []
         for run in runs:
             args, overrides, more = follow_config(run, pod, ctx)
-            out.append(build(ctx, self.name, run, args=args, name=object_name(document), role=role,
-                             gpus=gpus, gpu_type=gpu_type_of(pod) or gpu_type_of(worker),
-                             notes=[*notes, *more], overrides=overrides,
-                             gpu_memory=gpu_memory_of(pod) or gpu_memory_of(worker)))
+            hardware = Hardware(gpus=gpus, gpu_type=gpu_type_of(pod) or gpu_type_of(worker),
+                                gpu_memory=gpu_memory_of(pod) or gpu_memory_of(worker))
+            out.append(build(Origin(ctx, self.name, name=object_name(document), role=role), run,
+                             args=args, hardware=hardware, notes=[*notes, *more],
+                             overrides=overrides))
         return out
 
     @staticmethod
@@ -956,7 +441,7 @@ class RoleBasedGroupParser(ManifestParser):
             size_v = int_at(lws, "size", f"{role_name}.leaderWorkerSet.size")
             size = size_v.value if isinstance(size_v, Located) and size_v.value > 0 else 1
             platform = {"LWS_GROUP_SIZE": str(size)} if lws is not None else None
-            out.extend(pod_models(ctx, self.name, pod, name=object_name(document), role=role_name,
-                                  pods=size, pods_what=f"leaderWorkerSet size {size}",
+            origin = Origin(ctx, self.name, name=object_name(document), role=role_name)
+            out.extend(pod_models(origin, pod, pods=size, pods_what=f"leaderWorkerSet size {size}",
                                   notes=notes, platform=platform, multinode=lws is None))
         return out

@@ -1,7 +1,8 @@
 """Engine CRDs: KServe (InferenceService, ServingRuntime, ClusterServingRuntime,
 LLMInferenceService), NVIDIA Dynamo DynamoGraphDeployment, the vLLM production-stack
-operator's VLLMRuntime and KubeRay's RayService. The pod machinery (commands, env, GPUs,
-ConfigMap-mounted engine configs) is :mod:`.kubernetes`'s."""
+operator's VLLMRuntime and KubeRay's RayService. The pod machinery is
+:mod:`.kubernetes_containers`'s (commands, env, ConfigMap-mounted engine configs) and
+:mod:`.kubernetes`'s (GPUs, the served model)."""
 
 from __future__ import annotations
 
@@ -17,47 +18,50 @@ from kvlint.manifests.base import (
     Unresolved,
     named,
 )
-from kvlint.manifests.engine_configs import (
-    TEMPLATE,
-    Pin,
-    config_args,
-    get_list,
-    get_map,
-    get_str,
-    item_line,
-    key_line,
-    loc_float,
-    loc_int,
-    node_line,
-    settle_version,
-    to_bool,
-    to_int,
-    value_line,
-)
+from kvlint.manifests.engine_command import EngineArgs, parse_engine_args
 from kvlint.manifests.engine_env import with_env
+from kvlint.manifests.engine_launch import Hardware, Origin, Pin, settle_version
+from kvlint.manifests.flat_configs import config_args
 from kvlint.manifests.images import engine_from_pip
 from kvlint.manifests.kubernetes import (
+    build,
+    gpu_type_of,
+    group_gpus,
+    int_at,
+    pod_gpus,
+    replicas_notes,
+)
+from kvlint.manifests.kubernetes_containers import (
     HF_SERVER_FLAGS,
     Run,
-    build,
     container_env,
     container_run,
     embedded_yaml,
     flat_words,
     follow_config,
-    gpu_type_of,
-    group_gpus,
     image_of,
-    int_at,
-    is_object,
     no_column,
-    object_name,
-    pod_gpus,
     rename_flags,
-    replicas_notes,
 )
 from kvlint.manifests.node_memory import gpu_memory_of
-from kvlint.manifests.shell import EngineArgs, Env, Word, parse_engine_args, split_script
+from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_words import Word, split_script
+from kvlint.manifests.yaml_values import (
+    TEMPLATE,
+    get_list,
+    get_map,
+    get_str,
+    is_object,
+    item_line,
+    key_line,
+    loc_float,
+    loc_int,
+    node_line,
+    object_name,
+    to_bool,
+    to_int,
+    value_line,
+)
 
 __all__ = ["DynamoParser", "KServeParser", "RayServiceParser", "VllmRuntimeParser"]
 
@@ -162,10 +166,10 @@ class KServeParser(ManifestParser):
         worker = get_map(predictor, "workerSpec")
         if worker is not None:
             more.append("multi-node (predictor.workerSpec): GPUs are those of the head pod")
-        return build(ctx, self.name, run, args=args, name=name, gpus=gpus,
-                     gpu_type=gpu_type_of(predictor), notes=[*notes, *gpu_notes, *more],
-                     gpu_memory=gpu_memory_of(predictor),
-                     overrides=overrides)
+        return build(Origin(ctx, self.name, name=name), run, args=args,
+                     hardware=Hardware(gpus=gpus, gpu_type=gpu_type_of(predictor),
+                                       gpu_memory=gpu_memory_of(predictor)),
+                     notes=[*notes, *gpu_notes, *more], overrides=overrides)
 
     @staticmethod
     def _model_format(model: dict[str, Any], ctx: DocumentContext) -> Run | None:
@@ -244,9 +248,9 @@ class KServeParser(ManifestParser):
                 overrides["served_name"] = None
                 more.append(f"served name {served.value} is a KServe template")
             gpus, gpu_notes = pod_gpus(spec, [container])
-            out.append(build(ctx, self.name, run, args=args, name=object_name(document),
-                             gpus=gpus, gpu_type=gpu_type_of(spec),
-                             gpu_memory=gpu_memory_of(spec),
+            out.append(build(Origin(ctx, self.name, name=object_name(document)), run, args=args,
+                             hardware=Hardware(gpus=gpus, gpu_type=gpu_type_of(spec),
+                                               gpu_memory=gpu_memory_of(spec)),
                              notes=[*notes, *gpu_notes, *more], overrides=overrides))
         return out
 
@@ -319,10 +323,10 @@ class KServeParser(ManifestParser):
                 more.append(f"{where}.worker: multi-node, but the pod count does not follow "
                             "from parallelism; GPUs are per pod")
         gpus = group_gpus(per_pod, pods, f"{pods} pods (parallelism data / dataLocal)")
-        return build(ctx, self.name, run, args=args, name=object_name(document), role=role,
-                     gpus=gpus, gpu_type=gpu_type_of(pod), notes=[*notes, *gpu_notes, *more],
-                     gpu_memory=gpu_memory_of(pod),
-                     overrides=overrides)
+        return build(Origin(ctx, self.name, name=object_name(document), role=role), run, args=args,
+                     hardware=Hardware(gpus=gpus, gpu_type=gpu_type_of(pod),
+                                       gpu_memory=gpu_memory_of(pod)),
+                     notes=[*notes, *gpu_notes, *more], overrides=overrides)
 
     @staticmethod
     def _model(model_spec: dict[str, Any], run: Run, mounted: bool = False) -> None:
@@ -428,10 +432,10 @@ class DynamoParser(ManifestParser):
         nodes = nodes_v.value if isinstance(nodes_v, Located) and nodes_v.value > 0 else 1
         gpus = group_gpus(per_pod, nodes, f"multinode.nodeCount {nodes}")
         args, overrides, more = follow_config(run, pod, ctx)
-        return build(ctx, self.name, run, args=args, name=service_name, role=role, gpus=gpus,
-                     gpu_type=gpu_type_of(pod), notes=[*notes, *gpu_notes, *more],
-                     gpu_memory=gpu_memory_of(pod),
-                     overrides=overrides)
+        return build(Origin(ctx, self.name, name=service_name, role=role), run, args=args,
+                     hardware=Hardware(gpus=gpus, gpu_type=gpu_type_of(pod),
+                                       gpu_memory=gpu_memory_of(pod)),
+                     notes=[*notes, *gpu_notes, *more], overrides=overrides)
 
 
 # ============================================================================================
@@ -505,9 +509,9 @@ class VllmRuntimeParser(ManifestParser):
             more.append(f"GPU resource {kind}")
         if get_map(deploy, "sidecarConfig") is not None:
             more.append("the sidecar container is not an engine")
-        return [build(ctx, self.name, run, name=object_name(document), gpus=gpus,
-                      gpu_type=gpu_type_of(deploy), notes=more,
-                      gpu_memory=gpu_memory_of(deploy))]
+        return [build(Origin(ctx, self.name, name=object_name(document)), run,
+                      hardware=Hardware(gpus=gpus, gpu_type=gpu_type_of(deploy),
+                                        gpu_memory=gpu_memory_of(deploy)), notes=more)]
 
     @staticmethod
     def _image(spec: dict[str, Any] | None) -> Located[str] | None:
@@ -642,8 +646,8 @@ class RayServiceParser(ManifestParser):
             app_notes.append(f"custom Serve app {import_path}: its code is not in the manifest"
                              "; the env var names are read for what they say")
         run = Run(engine, args, line, app, image, version, [])
-        return build(ctx, self.name, run, name=get_str(app, "name") or object_name(document),
-                     gpus=gpus, gpu_type=gpu_type, notes=app_notes,
+        return build(Origin(ctx, self.name, name=get_str(app, "name") or object_name(document)),
+                     run, hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=app_notes,
                      overrides={k: no_column(v) for k, v in fields.items()})
 
     @staticmethod

@@ -13,18 +13,24 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kvlint.manifests.base import (
-    DocumentContext,
-    Located,
-    ManifestParser,
-    ServedModel,
-    Unresolved,
-)
-from kvlint.manifests.engine_configs import (
+from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
+from kvlint.manifests.engine_command import EngineArgs
+from kvlint.manifests.engine_launch import (
+    Hardware,
+    Origin,
     Script,
     engine_args,
-    env_of,
     first_launch,
+    resolve_download,
+    served_model,
+    settle_version,
+    walk_script,
+)
+from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_words import Word, split_script
+from kvlint.manifests.yaml_values import (
+    env_of,
     get_list,
     get_map,
     get_str,
@@ -32,16 +38,10 @@ from kvlint.manifests.engine_configs import (
     key_line,
     model_value,
     plain_map,
-    resolve_download,
     scalar_text,
-    served_model,
-    settle_version,
     to_int,
     value_line,
-    walk_script,
 )
-from kvlint.manifests.images import entrypoint_engine
-from kvlint.manifests.shell import EngineArgs, Env, Word, split_script
 
 
 def _script(text: Any, env: Env) -> Script:
@@ -232,9 +232,9 @@ class SkyPilotParser(ManifestParser):
         if engine is None:
             return []  # a task that serves no engine kvlint can see (training, a custom app)
         name = get_str(document, "name") or ""
-        return [served_model(ctx, self.name, line=engine.line, name=name, engine=engine,
-                             args=args,
-                             image=image, version=version, gpus=gpus, gpu_type=gpu_type,
+        return [served_model(Origin(ctx, self.name, name=name, line=engine.line), engine=engine,
+                             args=args, image=image, version=version, hardware=Hardware(gpus=gpus,
+                                                                                        gpu_type=gpu_type),
                              notes=notes, model=model)]
 
 
@@ -364,9 +364,9 @@ class DstackParser(ManifestParser):
         notes.extend(more)
         if engine is None:
             return []
-        return [served_model(ctx, self.name, line=engine.line,
-                             name=get_str(document, "name") or "", engine=engine, args=args,
-                             image=image, version=version, gpus=gpus, gpu_type=gpu_type,
+        return [served_model(Origin(ctx, self.name, name=get_str(document, "name") or "",
+                                    line=engine.line), engine=engine, args=args, image=image,
+                             version=version, hardware=Hardware(gpus=gpus, gpu_type=gpu_type),
                              notes=notes, served_name=served_name, model=model)]
 
 
@@ -455,7 +455,7 @@ class AzureMLDeploymentParser(ManifestParser):
         notes.extend(more)
         if engine is None:
             return []
-        return [served_model(ctx, self.name, line=engine.line,
-                             name=get_str(document, "name") or "",
-                             engine=engine, args=args, image=image, version=version,
-                             gpus=gpus, gpu_type=gpu_type, notes=notes, model=model)]
+        return [served_model(Origin(ctx, self.name, name=get_str(document, "name") or "",
+                                    line=engine.line), engine=engine, args=args, image=image,
+                             version=version, hardware=Hardware(gpus=gpus, gpu_type=gpu_type),
+                             notes=notes, model=model)]

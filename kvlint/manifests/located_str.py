@@ -14,7 +14,7 @@ class LStr(str):
     ``"'"``. ``end_line`` is the line where the scalar ends. ``raw`` is the scalar's source
     text (indicator or quotes included) for multi-line scalars that are not literal blocks
     (folded, quoted or plain ones, whose line breaks YAML folded away), so
-    ``shell.split_script`` can place each word on its own line; ``None`` otherwise.
+    ``shell_words.split_script`` can place each word on its own line; ``None`` otherwise.
     """
 
     line: int

@@ -12,14 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kvlint.manifests.base import Located
-from kvlint.manifests.engine_configs import (
-    get_list,
-    get_map,
-    get_str,
-    key_col,
-    key_line,
-    to_int,
-)
+from kvlint.manifests.yaml_values import get_list, get_map, get_str, key_col, key_line, to_int
 from kvlint.model.gpu_memory import gpu_memory_error
 
 __all__ = ["GPU_MEMORY_KEYS", "gpu_memory_of"]

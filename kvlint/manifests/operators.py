@@ -6,7 +6,8 @@
 ConfigMap (kaito-project/kaito).
 
 What each controller does with the resource was read from the operators' sources (types
-and controllers), cited per parser; the pod machinery is :mod:`.kubernetes`'s.
+and controllers), cited per parser; the pod machinery is :mod:`.kubernetes_containers`'s and
+:mod:`.kubernetes`'s.
 """
 
 from __future__ import annotations
@@ -24,34 +25,37 @@ from kvlint.manifests.base import (
     Unresolved,
     named,
 )
-from kvlint.manifests.engine_configs import (
-    config_args,
-    get_list,
-    get_map,
-    get_str,
-    key_line,
-    node_line,
-    value_line,
-)
+from kvlint.manifests.engine_command import EngineArgs
+from kvlint.manifests.engine_launch import Hardware, Origin
+from kvlint.manifests.flat_configs import config_args
 from kvlint.manifests.kubernetes import (
-    Run,
     build,
-    container_runs,
-    embedded_yaml,
-    follow_config,
     gpu_type_of,
     group_gpus,
     int_at,
-    is_object,
     lead_and_workers_gpus,
-    no_column,
-    object_name,
     pod_gpus,
     pod_models,
     replicas_notes,
 )
+from kvlint.manifests.kubernetes_containers import (
+    Run,
+    container_runs,
+    embedded_yaml,
+    follow_config,
+    no_column,
+)
 from kvlint.manifests.node_memory import gpu_memory_of
-from kvlint.manifests.shell import EngineArgs
+from kvlint.manifests.yaml_values import (
+    get_list,
+    get_map,
+    get_str,
+    is_object,
+    key_line,
+    node_line,
+    object_name,
+    value_line,
+)
 
 __all__ = ["AibrixParser", "KaitoWorkspaceParser", "OmeParser", "RoleBasedGroupV2Parser"]
 
@@ -111,9 +115,9 @@ def _runs_to_models(ctx: DocumentContext, fmt: str, runs: list[Run], pod: dict[s
     out = []
     for run in runs:
         args, overrides, more = follow_config(run, pod, ctx)
-        out.append(build(ctx, fmt, run, args=args, name=name, role=role, gpus=gpus,
-                         gpu_type=gpu_type_of(pod), notes=[*notes, *more],
-                         overrides=overrides, gpu_memory=gpu_memory_of(pod)))
+        hardware = Hardware(gpus=gpus, gpu_type=gpu_type_of(pod), gpu_memory=gpu_memory_of(pod))
+        out.append(build(Origin(ctx, fmt, name=name, role=role), run, args=args,
+                         hardware=hardware, notes=[*notes, *more], overrides=overrides))
     return out
 
 
@@ -191,7 +195,7 @@ class RoleBasedGroupV2Parser(ManifestParser):
         if pod is None:
             return []
         if lwp is None:
-            return pod_models(ctx, self.name, pod, name=group, role=role_name, notes=notes,
+            return pod_models(Origin(ctx, self.name, name=group, role=role_name), pod, notes=notes,
                               platform=platform, multinode=True)
         size, size_v = _size(lwp, "size", f"{role_name}.leaderWorkerPattern.size")
         platform.update(RBG_LWP_GROUP_SIZE=str(size), RBG_LWP_WORKER_INDEX="0")
@@ -223,8 +227,8 @@ class RoleBasedGroupV2Parser(ManifestParser):
                 continue
             comp = get_str(component, "name") or ""
             size, _ = _size(component, "size", f"{role_name}.{comp}.size")
-            out.extend(pod_models(ctx, self.name, pod, name=group, role=f"{role_name}/{comp}",
-                                  pods=size, pods_what=f"component {comp} size {size}",
+            out.extend(pod_models(Origin(ctx, self.name, name=group, role=f"{role_name}/{comp}"),
+                                  pod, pods=size, pods_what=f"component {comp} size {size}",
                                   notes=notes, platform={**platform,
                                                          "RBG_COMPONENT_NAME": comp}))
         return out
@@ -294,7 +298,7 @@ class AibrixParser(ManifestParser):
         if size > 1:
             more.append(f"podGroupSize {size} (line {size_v.line if size_v else None}): one "
                         f"model served by a PodSet of {size} pods")
-        return pod_models(ctx, self.name, pod, name=object_name(document), role=role_name,
+        return pod_models(Origin(ctx, self.name, name=object_name(document), role=role_name), pod,
                           pods=size, pods_what=f"podGroupSize {size}", notes=more,
                           platform=platform, multinode=size == 1)
 
@@ -503,9 +507,10 @@ class OmeParser(ManifestParser):
             elif isinstance(model, Unresolved) and not isinstance(args.model, Located):
                 line = args.model.line if args.model is not None else None
                 overrides["model"] = replace(model, line=line or model.line)
-            out.append(build(ctx, self.name, run, args=args, name=name, role=role, gpus=gpus,
-                             gpu_type=gpu_type_of(pod), notes=[*more, *follow],
-                             overrides=overrides, gpu_memory=gpu_memory_of(pod)))
+            out.append(build(Origin(ctx, self.name, name=name, role=role), run, args=args,
+                             hardware=Hardware(gpus=gpus, gpu_type=gpu_type_of(pod),
+                                               gpu_memory=gpu_memory_of(pod)),
+                             notes=[*more, *follow], overrides=overrides))
         return out
 
 
@@ -601,7 +606,7 @@ class KaitoWorkspaceParser(ManifestParser):
         name = object_name(document)
         template = get_map(get_map(inference, "template"), "spec")
         if template is not None:
-            return pod_models(ctx, self.name, template, name=name, role=None,
+            return pod_models(Origin(ctx, self.name, name=name), template,
                               notes=["inference.template: a custom pod, not a KAITO preset"])
         preset = get_map(inference, "preset")
         preset_name = get_str(preset, "name")
@@ -648,8 +653,9 @@ class KaitoWorkspaceParser(ManifestParser):
         label = "vLLM" if engine_key == "vllm" else "Transformers"
         engine = Located(engine_key, line, None, f"KAITO preset {preset_name} ({label} runtime)")
         run = Run(engine, args, line, {}, None, None, [])
-        return [build(ctx, self.name, run, args=args, name=name, gpus=gpus, gpu_type=gpu_type,
-                      notes=notes, overrides=fields)]
+        return [build(Origin(ctx, self.name, name=name), run, args=args,
+                      hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
+                      overrides=fields)]
 
     @staticmethod
     def _model(preset: str, line: int | None, notes: list[str]) -> Located[str] | Unresolved:

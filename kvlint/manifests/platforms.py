@@ -5,10 +5,11 @@ llmaz ``llmaz.io`` ``OpenModel`` + ``inference.llmaz.io`` ``Playground``/``Servi
 ``BackendRuntime`` (InftyAI/llmaz).
 
 Each parser builds the engine container its controller builds (command, flags, env,
-resources), then reads it with :mod:`.kubernetes`'s pod machinery. What the controllers do
-was read from the projects' sources, cited per parser. Values that live in the platform's
-installation (a Helm chart's default image, a resource profile redefined by the operator)
-are not guessed: the model is the resource's own, the version unresolved unless pinned.
+resources), then reads it with the pod machinery of :mod:`.kubernetes_containers` and
+:mod:`.kubernetes`. What the controllers do was read from the projects' sources, cited per
+parser. Values that live in the platform's installation (a Helm chart's default image, a
+resource profile redefined by the operator) are not guessed: the model is the resource's own,
+the version unresolved unless pinned.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -28,31 +29,30 @@ from kvlint.manifests.base import (
     Unresolved,
     named,
 )
-from kvlint.manifests.engine_configs import (
-    get_list,
-    get_map,
-    get_str,
-    key_line,
-    lstr,
-    node_line,
-    value_line,
-)
+from kvlint.manifests.engine_launch import Hardware, Origin
 from kvlint.manifests.kubernetes import (
-    Run,
     build,
-    container_runs,
-    follow_config,
     gpu_type_of,
     group_gpus,
     int_at,
-    is_object,
     lead_and_workers_gpus,
-    object_name,
     pod_gpus,
     pod_models,
     replicas_notes,
 )
+from kvlint.manifests.kubernetes_containers import Run, container_runs, follow_config
 from kvlint.manifests.node_memory import gpu_memory_of
+from kvlint.manifests.yaml_values import (
+    get_list,
+    get_map,
+    get_str,
+    is_object,
+    key_line,
+    lstr,
+    node_line,
+    object_name,
+    value_line,
+)
 
 __all__ = ["KthenaParser", "KubeAIModelParser", "LlmazParser"]
 
@@ -72,21 +72,33 @@ def _storage_model(uri: str, line: int | None, source: str) -> tuple[Model, list
     return storage_model(uri, line, None, source)
 
 
+@dataclass(frozen=True)
+class ResourceModel:
+    """What a platform resource says of its model past the pod its controller builds.
+    ``placed``: the model argument the controller wrote; while the engine still reads it (no
+    flag of the user's replaced it) the model is ``model``, the resource's own (with no
+    ``placed``, whatever the engine reads). ``version``: the engine version when the pod's
+    image does not say it."""
 
-def _serve(ctx: DocumentContext, fmt: str, pod: dict[str, Any], *, name: str,
-           role: str | None, gpus: GPU, notes: list[str], placed: str | None = None,
-           model: Model = None, version: Located[str] | Unresolved | None = None,
-           gpu_type: Located[str] | None = None,
-           platform: Mapping[str, str] | None = None,
+    model: Model = None
+    placed: str | None = None
+    version: Located[str] | Unresolved | None = None
+
+
+NO_RESOURCE_MODEL = ResourceModel()
+
+
+def _serve(origin: Origin, pod: dict[str, Any], *, hardware: Hardware, notes: list[str],
+           resource: ResourceModel = NO_RESOURCE_MODEL,
            extra_env: Mapping[str, str | None] | None = None,
            runs: list[Run] | None = None) -> list[ServedModel]:
-    """One ServedModel per engine the (controller-built) ``pod`` starts. ``placed``: the
-    model argument the controller wrote; while the engine still reads it (no flag of the
-    user's replaced it) the model is ``model``, the resource's own. ``version``: the
-    engine version when the pod's image does not say it."""
+    """One ServedModel per engine the (controller-built) ``pod`` starts, with the model and
+    engine version of ``resource``; the GPU type (unless ``hardware`` gives it) and the GPU
+    memory are the pod's."""
+    ctx = origin.ctx
+    model, placed, version = resource.model, resource.placed, resource.version
     out = []
-    for run in runs if runs is not None else container_runs(pod, ctx, platform=platform,
-                                                                extra_env=extra_env):
+    for run in runs if runs is not None else container_runs(pod, ctx, extra_env=extra_env):
         args, overrides, more = follow_config(run, pod, ctx)
         given = args.model
         if model is not None and (placed is None or (isinstance(given, Located)
@@ -94,9 +106,10 @@ def _serve(ctx: DocumentContext, fmt: str, pod: dict[str, Any], *, name: str,
             overrides["model"] = model
         if version is not None and run.version is None:
             run = replace(run, version=version)
-        out.append(build(ctx, fmt, run, args=args, name=name, role=role, gpus=gpus,
-                         gpu_type=gpu_type or gpu_type_of(pod), notes=[*notes, *more],
-                         overrides=overrides, gpu_memory=gpu_memory_of(pod)))
+        on_pod = replace(hardware, gpu_type=hardware.gpu_type or gpu_type_of(pod),
+                         gpu_memory=hardware.gpu_memory or gpu_memory_of(pod))
+        out.append(build(origin, run, args=args, hardware=on_pod, notes=[*notes, *more],
+                         overrides=overrides))
     return out
 
 
@@ -225,9 +238,9 @@ class KubeAIModelParser(ManifestParser):
         for key in ("replicas", "minReplicas", "maxReplicas"):
             if spec.get(key) is not None:
                 notes.append(f"{key}: {spec[key]}, each replica with the GPUs reported")
-        return _serve(ctx, self.name, {"containers": [container]}, name=name, role=None,
-                      gpus=gpus, notes=notes, placed=flag, model=model, version=version,
-                      gpu_type=gpu_type)
+        return _serve(Origin(ctx, self.name, name=name), {"containers": [container]},
+                      hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
+                      resource=ResourceModel(model=model, placed=flag, version=version))
 
     @staticmethod
     def _profile(spec: dict[str, Any], notes: list[str]
@@ -378,7 +391,7 @@ class KthenaParser(ManifestParser):
         platform = {"GROUP_SIZE": str(workers + 1), "WORKER_INDEX": "0"}
         worker = get_map(get_map(role, "workerTemplate"), "spec")
         if workers == 0 or worker is None:
-            return pod_models(ctx, self.name, entry, name=object_name(document), role=name,
+            return pod_models(Origin(ctx, self.name, name=object_name(document), role=name), entry,
                               notes=more, platform=platform, multinode=True)
         runs = container_runs(entry, ctx, platform=platform)
         used = entry
@@ -392,8 +405,8 @@ class KthenaParser(ManifestParser):
                     f"model served by {workers + 1} pods")
         gpus = lead_and_workers_gpus(lead, work, workers,
                                      f"an entry and workerReplicas {workers}", "entry")
-        return _serve(ctx, self.name, used, name=object_name(document), role=name,
-                      gpus=gpus, notes=[*more, *gpu_notes], runs=runs)
+        return _serve(Origin(ctx, self.name, name=object_name(document), role=name), used,
+                      hardware=Hardware(gpus=gpus), notes=[*more, *gpu_notes], runs=runs)
 
     def _booster(self, ctx: DocumentContext, document: Any,
                  backend: dict[str, Any]) -> list[ServedModel]:
@@ -440,8 +453,9 @@ class KthenaParser(ManifestParser):
             pod = {"containers": [container], "affinity": get_map(worker, "affinity") or {}}
             per_pod, gpu_notes = pod_gpus(pod)
             gpus = group_gpus(per_pod, pods, f"pods {pods}")
-            out.extend(_serve(ctx, self.name, pod, name=name, role=role, gpus=gpus,
-                              notes=[*more, *gpu_notes], placed=path, model=model,
+            out.extend(_serve(Origin(ctx, self.name, name=name, role=role), pod,
+                              hardware=Hardware(gpus=gpus), notes=[*more, *gpu_notes],
+                              resource=ResourceModel(model=model, placed=path),
                               extra_env={"VLLM_USE_V1": "1"}))
         return out
 
@@ -700,9 +714,9 @@ class LlmazParser(ManifestParser):
         pod = {"containers": [container]}
         gpus, gpu_notes = pod_gpus(pod)
         notes += [*more, *gpu_notes, *replicas_notes(spec, what="Playground replicas")]
-        return _serve(ctx, self.name, pod, name=object_name(document), role=None, gpus=gpus,
-                      notes=notes, placed=path, model=model, version=version,
-                      gpu_type=gpu_type)
+        return _serve(Origin(ctx, self.name, name=object_name(document)), pod,
+                      hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
+                      resource=ResourceModel(model=model, placed=path, version=version))
 
     # --- Service ------------------------------------------------------------------------
 
@@ -739,9 +753,9 @@ class LlmazParser(ManifestParser):
         gpus = lead_and_workers_gpus(lead, work, size - 1, f"workloadTemplate.size {size}", "entry")
         if size > 1:
             notes.append(f"workloadTemplate.size {size}: one model served by {size} pods")
-        return _serve(ctx, self.name, main, name=object_name(document), role=None, gpus=gpus,
-                      notes=[*notes, *gpu_notes], placed=path, model=model,
-                      gpu_type=gpu_type, runs=runs)
+        return _serve(Origin(ctx, self.name, name=object_name(document)), main,
+                      hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=[*notes, *gpu_notes],
+                      resource=ResourceModel(model=model, placed=path), runs=runs)
 
     # --- BackendRuntime -----------------------------------------------------------------
 
@@ -771,7 +785,8 @@ class LlmazParser(ManifestParser):
         model = Unresolved("a BackendRuntime is a template: the model comes from the "
                            "Playground that uses it", key_line(spec, "recommendedConfigs") or
                            node_line(spec), None, "{{ .ModelPath }}")
-        return _serve(ctx, self.name, pod, name=name, role=None, gpus=gpus,
+        return _serve(Origin(ctx, self.name, name=name), pod,
+                      hardware=Hardware(gpus=gpus),
                       notes=["an llmaz BackendRuntime is a template: the model and its "
                              "flavor come from the Playground that uses it", *gpu_notes],
-                      placed="/workspace/models/model", model=model)
+                      resource=ResourceModel(model=model, placed="/workspace/models/model"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvlint.errors import UsageError
@@ -28,16 +29,32 @@ if TYPE_CHECKING:
     from kvlint.probe.build import CacheSpec
 
 
-def probe(raw: Mapping[str, Any], geometry: AttentionGeometry, *, impls: Sequence[str],
-          contexts: Sequence[int], batch: int, layers: int, dtype: str,
-          sm: int = DEFAULT_SM, cache: CacheSpec | None = None) -> list[ProbeReport]:
+@dataclass(frozen=True, kw_only=True)
+class CpuOptions:
+    """What the CPU path measures: each implementation at each context, over ``layers``
+    layers of ``batch`` sequences in ``dtype``; ``sm``: the GPU whose SDPA backend choice is
+    reported; ``cache``: the KV cache pre-filled (``None``: a DynamicCache)."""
+
+    impls: Sequence[str]
+    contexts: Sequence[int]
+    batch: int
+    layers: int
+    dtype: str
+    sm: int = DEFAULT_SM
+    cache: CacheSpec | None = None
+
+
+def probe(raw: Mapping[str, Any], geometry: AttentionGeometry,
+          options: CpuOptions) -> list[ProbeReport]:
     """One report per context, each with every implementation."""
     import torch
 
     from kvlint.probe import build as builder
 
     torch.set_grad_enabled(False)
-    spec = cache or builder.DYNAMIC
+    impls, contexts = options.impls, options.contexts
+    batch, layers, dtype = options.batch, options.layers, options.dtype
+    spec = options.cache or builder.DYNAMIC
     per_context: dict[int, list[ImplMeasurement]] = {c: [] for c in contexts}
     built_description = ""
     for impl in impls:
@@ -58,8 +75,8 @@ def probe(raw: Mapping[str, Any], geometry: AttentionGeometry, *, impls: Sequenc
                     skipped or "not built"))
                 continue
             per_context[context].append(
-                _measure(built, geometry, expected, context=context, batch=batch,
-                         layers=layers, dtype=dtype, sm=sm, spec=spec))
+                _measure(built, geometry, expected, context=context, options=options,
+                         spec=spec))
     built_description += f"; {spec.label()} pre-filled with random K/V" if built_description \
         else ""
     return [ProbeReport("cpu", "dispatch", context, batch, layers,
@@ -83,10 +100,12 @@ def _unavailable(impl: str) -> str | None:
 
 
 def _measure(built: Any, geometry: AttentionGeometry, expected: theory.Theory, *,
-             context: int, batch: int, layers: int, dtype: str, sm: int,
-             spec: CacheSpec) -> ImplMeasurement:
+             context: int, options: CpuOptions, spec: CacheSpec) -> ImplMeasurement:
+    """``built``'s decode step at ``context`` (``spec``: its cache, resolved)."""
     from kvlint.probe import build as builder
     from kvlint.probe.accounting import KvAccounting, SdpaRecorder
+
+    batch, layers, dtype, sm = options.batch, options.layers, options.dtype, options.sm
 
     shapes = builder.layer_shapes(built, batch)
     cache = builder.prefilled_cache(built, shapes, context, spec=spec)

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
     import torch
 
+    from kvlint.probe.theory import TheoryCurve
+
     Device: TypeAlias = int | str | torch.device
     """A CUDA device: an index, ``"cuda:1"``, or a ``torch.device``."""
 
@@ -165,22 +167,20 @@ def time_steps(harness: Harness, *, warmup: int = 3, reps: int = 10) -> float:
 
 
 def timing_measurement(impl: str, contexts: Sequence[int], seconds: Sequence[float], *,
-                       batch: int, theory_bytes_per_token: int,
-                       theory_read_bytes_at: Callable[[int], int],
-                       theory_cache_bytes_at: Callable[[int], int], bandwidth: float,
+                       batch: int, theory: TheoryCurve, bandwidth: float,
                        dtype: str) -> ImplMeasurement:
     """The measurement a slope fit of step ``seconds`` over ``contexts`` gives (no torch).
 
     ``beta_eff = slope * bandwidth / batch``; the measured read bytes are reported at the
     largest context as ``beta_eff * (L + 1) * batch``, so that the read ratio is the timing
-    ratio (when the theory counts ``L + 1`` tokens of ``theory_bytes_per_token``). The cache
+    ratio (when the theory counts ``L + 1`` tokens of ``theory.bytes_per_token``). The cache
     size is not measured by timing.
     """
     if len(contexts) != len(seconds):
         raise ValueError(f"{len(contexts)} contexts but {len(seconds)} timings")
     line = fit([float(c) for c in contexts], seconds)
     beta = effective_bytes_per_token(line.slope, bandwidth, batch)
-    ratio = timing_ratio(beta, theory_bytes_per_token)
+    ratio = timing_ratio(beta, theory.bytes_per_token)
     longest = max(contexts)
     notes: list[str] = []
     quality = fit_quality_note(line)
@@ -198,9 +198,9 @@ def timing_measurement(impl: str, contexts: Sequence[int], seconds: Sequence[flo
     return ImplMeasurement(
         impl=impl,
         dtype=dtype,
-        theory_read_bytes=theory_read_bytes_at(longest),
+        theory_read_bytes=theory.read_bytes_at(longest),
         measured_read_bytes=measured,
-        theory_cache_bytes=theory_cache_bytes_at(longest),
+        theory_cache_bytes=theory.cache_bytes_at(longest),
         measured_cache_bytes=None,
         seconds=seconds[list(contexts).index(longest)],
         details={
@@ -213,7 +213,7 @@ def timing_measurement(impl: str, contexts: Sequence[int], seconds: Sequence[flo
             "r2": line.r2,
             "bandwidth_bytes_per_s": bandwidth,
             "effective_bytes_per_token": beta,
-            "theory_bytes_per_token": theory_bytes_per_token,
+            "theory_bytes_per_token": theory.bytes_per_token,
             "timing_ratio": ratio,
         },
         notes=tuple(notes),
@@ -226,9 +226,7 @@ def _time_context(make_harness: Callable[[int], Harness], context: int) -> float
 
 
 def measure(impl: str, make_harness: Callable[[int], Harness], *, contexts: Sequence[int],
-            batch: int, theory_bytes_per_token: int,
-            theory_read_bytes_at: Callable[[int], int],
-            theory_cache_bytes_at: Callable[[int], int], bandwidth: float,
+            batch: int, theory: TheoryCurve, bandwidth: float,
             dtype: str) -> ImplMeasurement:
     """Build ``impl`` at each context, time its decode step (:func:`time_steps`) and fit the
     slope (:func:`timing_measurement`). Running out of GPU memory skips the implementation."""
@@ -247,13 +245,10 @@ def measure(impl: str, make_harness: Callable[[int], Harness], *, contexts: Sequ
         if failed is not None:
             longest = max(contexts)
             return ImplMeasurement(
-                impl=impl, dtype=dtype, theory_read_bytes=theory_read_bytes_at(longest),
-                measured_read_bytes=None, theory_cache_bytes=theory_cache_bytes_at(longest),
+                impl=impl, dtype=dtype, theory_read_bytes=theory.read_bytes_at(longest),
+                measured_read_bytes=None, theory_cache_bytes=theory.cache_bytes_at(longest),
                 measured_cache_bytes=None,
                 skipped=f"out of GPU memory at context {failed} (batch {batch}): lower "
                         f"the batch or the contexts")
-    return timing_measurement(impl, contexts, seconds, batch=batch,
-                              theory_bytes_per_token=theory_bytes_per_token,
-                              theory_read_bytes_at=theory_read_bytes_at,
-                              theory_cache_bytes_at=theory_cache_bytes_at,
+    return timing_measurement(impl, contexts, seconds, batch=batch, theory=theory,
                               bandwidth=bandwidth, dtype=dtype)

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.errors import UsageError
@@ -172,17 +173,29 @@ def _failure_message(returncode: int, stdout: str, stderr: str) -> str:
     return f"{status}: {last}" if last else status
 
 
-def bench_argv(config_path: str | os.PathLike[str], impl: str, *, contexts: Sequence[int],
-               batch: int, layers: int, dtype: str, cache_kind: str = "dynamic",
-               max_cache_len: int | None = None, steps: int = 3) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class BenchSpec:
+    """What the profiled program (:mod:`kvlint.probe.gpu_bench`) runs: its decode steps'
+    contexts, batch, layers and dtype, its cache, and how many steps it profiles."""
+
+    contexts: Sequence[int]
+    batch: int
+    layers: int
+    dtype: str
+    cache_kind: str = "dynamic"
+    max_cache_len: int | None = None
+    steps: int = 3
+
+
+def bench_argv(config_path: str | os.PathLike[str], impl: str, spec: BenchSpec) -> list[str]:
     """The command line of the profiled program, :mod:`kvlint.probe.gpu_bench`."""
     argv = [sys.executable, "-m", "kvlint.probe.gpu_bench", "--config", os.fspath(config_path),
-            "--impl", impl, "--contexts", ",".join(str(int(c)) for c in contexts),
-            "--batch", str(batch), "--layers", str(layers), "--dtype", dtype,
-            "--cache", cache_kind]
-    if max_cache_len is not None:
-        argv += ["--max-cache-len", str(max_cache_len)]
-    return [*argv, "--steps", str(steps)]
+            "--impl", impl, "--contexts", ",".join(str(int(c)) for c in spec.contexts),
+            "--batch", str(spec.batch), "--layers", str(spec.layers), "--dtype", spec.dtype,
+            "--cache", spec.cache_kind]
+    if spec.max_cache_len is not None:
+        argv += ["--max-cache-len", str(spec.max_cache_len)]
+    return [*argv, "--steps", str(spec.steps)]
 
 
 def ncu_argv(ncu_path: str, python_argv: Sequence[str], contexts: Sequence[int],
@@ -197,12 +210,11 @@ def ncu_argv(ncu_path: str, python_argv: Sequence[str], contexts: Sequence[int],
     return [ncu_path, *cmd[1:at], *extra, *cmd[at:]]
 
 
-def run_ncu(config_path: str | os.PathLike[str], impl: str, *, contexts: Sequence[int],
-            batch: int, layers: int, dtype: str, cache_kind: str = "dynamic",
-            max_cache_len: int | None = None, steps: int = 3,
+def run_ncu(config_path: str | os.PathLike[str], impl: str, spec: BenchSpec, *,
             timeout: float = 600) -> list[KernelMetrics]:
-    """Profile ``steps`` decode steps of ``impl`` at each context under ncu and return the
-    attention kernels' launches (:func:`bytes_per_context` turns them into bytes).
+    """Profile ``spec.steps`` decode steps of ``impl`` at each of ``spec.contexts`` under ncu
+    and return the attention kernels' launches (:func:`bytes_per_context` turns them into
+    bytes).
 
     Raises ``UsageError`` with one line when ncu is missing, fails (counters not permitted,
     the program failed, a timeout) or profiles nothing.
@@ -211,11 +223,10 @@ def run_ncu(config_path: str | os.PathLike[str], impl: str, *, contexts: Sequenc
     if path is None:
         raise UsageError("ncu (Nsight Compute) is not on PATH: install the CUDA toolkit's "
                          "nsight-compute, or leave out the ncu measurement")
+    contexts, steps = spec.contexts, spec.steps
     if steps < 1:
         raise UsageError(f"ncu: steps must be at least 1, got {steps}")
-    python_argv = bench_argv(config_path, impl, contexts=contexts, batch=batch, layers=layers,
-                             dtype=dtype, cache_kind=cache_kind, max_cache_len=max_cache_len,
-                             steps=steps)
+    python_argv = bench_argv(config_path, impl, spec)
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[2])  # the child imports kvlint
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH"))

@@ -139,10 +139,10 @@ def _run(device: str, config: dict[str, Any], geometry: AttentionGeometry,
     if device == "cpu":
         from kvlint.probe import cpu
 
-        return cpu.probe(config, geometry, impls=options.impls,
-                         contexts=options.contexts or DEFAULT_CPU_CONTEXTS,
-                         batch=options.batch, layers=options.layers, dtype=dtype,
-                         sm=options.sm, cache=_cache_spec(options))
+        return cpu.probe(config, geometry, cpu.CpuOptions(
+            impls=options.impls, contexts=options.contexts or DEFAULT_CPU_CONTEXTS,
+            batch=options.batch, layers=options.layers, dtype=dtype, sm=options.sm,
+            cache=_cache_spec(options)))
     if options.ncu:
         return [_run_ncu(config, geometry, options, dtype)]
     return [_run_gpu(config, geometry, options, dtype)]
@@ -175,6 +175,11 @@ class _Theory:
     @property
     def bytes_per_token(self) -> int:
         return self.at(1).bytes_per_token
+
+    def curve(self) -> theory.TheoryCurve:
+        """The figures the GPU paths compare with, at any context."""
+        return theory.TheoryCurve(self.bytes_per_token, lambda c: self.at(c).read_bytes,
+                                  lambda c: self.at(c).cache_bytes)
 
     def unmeasured(self, impl: str, contexts: Sequence[int], reason: str) -> ImplMeasurement:
         longest = self.at(max(contexts))
@@ -212,12 +217,8 @@ def _run_gpu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
         def make(context: int, built: builder.BuiltModel = built) -> gpu.Harness:
             return builder.DecodeHarness(built, context, options.batch, spec)
 
-        impls.append(gpu.measure(
-            impl, make, contexts=contexts, batch=options.batch,
-            theory_bytes_per_token=expected.bytes_per_token,
-            theory_read_bytes_at=lambda c: expected.at(c).read_bytes,
-            theory_cache_bytes_at=lambda c: expected.at(c).cache_bytes,
-            bandwidth=bandwidth, dtype=dtype))
+        impls.append(gpu.measure(impl, make, contexts=contexts, batch=options.batch,
+                                 theory=expected.curve(), bandwidth=bandwidth, dtype=dtype))
         del built
         torch.cuda.empty_cache()
     return ProbeReport("cuda", "timing", max(contexts), options.batch, options.layers,
@@ -265,9 +266,9 @@ def _run_ncu(config: dict[str, Any], geometry: AttentionGeometry, options: Probe
             if reason is not None:
                 impls.append(expected.unmeasured(impl, contexts, reason))
                 continue
-            rows = ncu_run.run_ncu(path, impl, contexts=contexts, batch=options.batch,
-                                   layers=options.layers, dtype=dtype, cache_kind=spec.kind,
-                                   max_cache_len=spec.max_cache_len)
+            rows = ncu_run.run_ncu(path, impl, ncu_run.BenchSpec(
+                contexts=contexts, batch=options.batch, layers=options.layers, dtype=dtype,
+                cache_kind=spec.kind, max_cache_len=spec.max_cache_len))
             per_context = ncu_run.bytes_per_context(rows, contexts, 3,
                                                     exclude_kernels=CACHE_APPEND_KERNELS)
             impls.append(ncu_run.ncu_measurement(
@@ -298,16 +299,34 @@ def _kernel_unavailable(impl: str) -> str | None:
             "kernel yet; time it through transformers' implementations or an --endpoint")
 
 
-def probe_endpoint(endpoint: str, ref: str, rules: Sequence[type[Rule]], *, tp: int,
-                   kv_cache_dtype: str, engine_version: str | None, measure_itl: bool,
-                   contexts: Sequence[int], batch: int, bandwidth: float | None,
-                   gpu_name: str | None, served_model: str | None, revision: str | None,
-                   offline: bool, fail_on: str) -> LintRun:
+@dataclass(frozen=True, kw_only=True)
+class EndpointOptions:
+    """What ``probe --endpoint`` is told about the running engine, and how it measures."""
+
+    tp: int
+    kv_cache_dtype: str
+    engine_version: str | None
+    measure_itl: bool
+    contexts: Sequence[int]
+    """The contexts ITL is timed at (empty: :data:`DEFAULT_ITL_CONTEXTS`)."""
+    batch: int
+    bandwidth: float | None
+    """The GPU's achieved bandwidth in bytes/s (``None``: ``gpu_name``'s)."""
+    gpu_name: str | None
+    served_model: str | None
+    """The name the server serves the model as (``None``: its ref)."""
+
+
+def probe_endpoint(endpoint: str, ref: str, rules: Sequence[type[Rule]],
+                   options: EndpointOptions, *, revision: str | None, offline: bool,
+                   fail_on: str) -> LintRun:
     """The staging path: a running vLLM's ``/metrics`` (and ITL) against theory."""
     require("httpx", "kvlint probe --endpoint")
     require("prometheus_client", "kvlint probe --endpoint")
     from kvlint.probe import staging
 
+    tp, kv_cache_dtype, engine_version = \
+        options.tp, options.kv_cache_dtype, options.engine_version
     loaded, geometry = _loaded(ref, revision, offline)
     plan = ServingPlan(layout=ParallelLayout(tp=tp), kv_cache_dtype=kv_cache_dtype,
                        engine="vllm", engine_version=engine_version)
@@ -317,10 +336,11 @@ def probe_endpoint(endpoint: str, ref: str, rules: Sequence[type[Rule]], *, tp: 
     metrics_url = endpoint.rstrip("/") + "/metrics"
     info = staging.parse_metrics(staging.fetch_metrics(endpoint), metrics_url)
     itl = per_second = None
-    if measure_itl:
-        per_second = bandwidth or _gpu_bandwidth(gpu_name)
-        itl = staging.measure_itl(endpoint, model=served_model or loaded.ref,
-                                  contexts=contexts or DEFAULT_ITL_CONTEXTS, batch=batch)
+    if options.measure_itl:
+        per_second = options.bandwidth or _gpu_bandwidth(options.gpu_name)
+        itl = staging.measure_itl(endpoint, model=options.served_model or loaded.ref,
+                                  contexts=options.contexts or DEFAULT_ITL_CONTEXTS,
+                                  batch=options.batch)
     measured = staging.allocation(info, geometry, tp=tp, kv_cache_dtype=kv_cache_dtype,
                                   engine_version=engine_version, itl=itl,
                                   bandwidth_bytes_per_s=per_second)

@@ -8,6 +8,7 @@ all a cache needs. The probe compares measured bytes with these figures.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry
@@ -49,6 +50,18 @@ class Theory:
     """Bytes per token over the probed layers (no window applied)."""
     tokens: int
     """Tokens attended by a full-attention layer (context + 1)."""
+
+
+@dataclass(frozen=True)
+class TheoryCurve:
+    """The theory the GPU paths compare with, over the contexts they measure at."""
+
+    bytes_per_token: int
+    """Bytes per token over the probed layers (what a slope is compared with)."""
+    read_bytes_at: Callable[[int], int]
+    """:attr:`Theory.read_bytes` at a context."""
+    cache_bytes_at: Callable[[int], int]
+    """:attr:`Theory.cache_bytes` at a context."""
 
 
 def decode_step(geometry: AttentionGeometry, *, context: int, batch: int, layers: int,

@@ -12,7 +12,7 @@ import pytest
 from kvlint.probe import gpu
 from kvlint.probe.result import ImplMeasurement
 from kvlint.probe.slope import MIN_R2, plan_contexts
-from kvlint.probe.theory import decode_step
+from kvlint.probe.theory import TheoryCurve, decode_step
 from tests.helpers import geometry
 
 LLAMA = "meta-llama--Meta-Llama-3.1-8B"
@@ -46,10 +46,8 @@ def _synthetic(bytes_per_token: float, contexts: Sequence[int] = CONTEXTS) -> li
 def _measure(impl: str, seconds: Sequence[float],
              contexts: Sequence[int] = CONTEXTS) -> ImplMeasurement:
     return gpu.timing_measurement(impl, contexts, seconds, batch=BATCH,
-                                  theory_bytes_per_token=_per_token(),
-                                  theory_read_bytes_at=_read_at,
-                                  theory_cache_bytes_at=_cache_at, bandwidth=BANDWIDTH,
-                                  dtype="bfloat16")
+                                  theory=TheoryCurve(_per_token(), _read_at, _cache_at),
+                                  bandwidth=BANDWIDTH, dtype="bfloat16")
 
 
 def test_llama_one_layer_theory_is_4096_bytes_per_token() -> None:
@@ -137,8 +135,7 @@ def test_mismatched_inputs_are_rejected() -> None:
         _measure("sdpa", [1.0, 2.0], CONTEXTS)
     with pytest.raises(ValueError):
         gpu.timing_measurement("sdpa", CONTEXTS, _synthetic(4096), batch=BATCH,
-                               theory_bytes_per_token=4096, theory_read_bytes_at=_read_at,
-                               theory_cache_bytes_at=_cache_at, bandwidth=0.0,
+                               theory=TheoryCurve(4096, _read_at, _cache_at), bandwidth=0.0,
                                dtype="bfloat16")
 
 
@@ -165,9 +162,9 @@ def test_measure_times_each_context_then_fits(monkeypatch: pytest.MonkeyPatch) -
         return timings[harness.context]
 
     monkeypatch.setattr(gpu, "time_steps", fake_time_steps)
-    m = gpu.measure("eager", make, contexts=CONTEXTS, batch=BATCH, theory_bytes_per_token=4096,
-                    theory_read_bytes_at=_read_at, theory_cache_bytes_at=_cache_at,
-                    bandwidth=BANDWIDTH, dtype="bfloat16")
+    m = gpu.measure("eager", make, contexts=CONTEXTS, batch=BATCH,
+                    theory=TheoryCurve(4096, _read_at, _cache_at), bandwidth=BANDWIDTH,
+                    dtype="bfloat16")
     assert built == list(CONTEXTS)
     assert m.details["timing_ratio"] == pytest.approx(2.0, abs=1e-9)
     assert m.skipped is None
@@ -182,9 +179,9 @@ def test_measure_skips_an_impl_that_runs_out_of_memory(monkeypatch: pytest.Monke
         return _CountingHarness()
 
     monkeypatch.setattr(gpu, "time_steps", lambda harness, **_: 1e-3)
-    m = gpu.measure("eager", make, contexts=CONTEXTS, batch=BATCH, theory_bytes_per_token=4096,
-                    theory_read_bytes_at=_read_at, theory_cache_bytes_at=_cache_at,
-                    bandwidth=BANDWIDTH, dtype="bfloat16")
+    m = gpu.measure("eager", make, contexts=CONTEXTS, batch=BATCH,
+                    theory=TheoryCurve(4096, _read_at, _cache_at), bandwidth=BANDWIDTH,
+                    dtype="bfloat16")
     assert m.skipped is not None
     assert "out of GPU memory at context 30720" in m.skipped
     assert m.measured_read_bytes is None

@@ -15,6 +15,7 @@ from kvlint.probe import ncu_run
 from kvlint.probe.ncu import KernelMetrics, parse_csv, totals
 from kvlint.probe.ncu_run import (
     PERMISSION_MESSAGE,
+    BenchSpec,
     _failure_message,
     bench_argv,
     bytes_per_context,
@@ -197,8 +198,9 @@ def test_failure_messages_are_one_line() -> None:
 
 
 def test_the_ncu_command_includes_one_range_per_context() -> None:
-    argv = bench_argv("/tmp/config.json", "eager", contexts=(8192, 16384), batch=2, layers=1,
-                      dtype="bfloat16", cache_kind="static", max_cache_len=40000, steps=3)
+    argv = bench_argv("/tmp/config.json", "eager",
+                      BenchSpec(contexts=(8192, 16384), batch=2, layers=1, dtype="bfloat16",
+                                cache_kind="static", max_cache_len=40000, steps=3))
     assert argv == [sys.executable, "-m", "kvlint.probe.gpu_bench", "--config",
                     "/tmp/config.json", "--impl", "eager", "--contexts", "8192,16384",
                     "--batch", "2", "--layers", "1", "--dtype", "bfloat16", "--cache",
@@ -222,8 +224,8 @@ def test_run_ncu_without_ncu_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(ncu_run, "ncu_available", lambda: None)
     with pytest.raises(UsageError, match="ncu"):
-        ncu_run.run_ncu("config.json", "sdpa", contexts=CONTEXTS, batch=1, layers=1,
-                        dtype="bfloat16")
+        ncu_run.run_ncu("config.json", "sdpa",
+                        BenchSpec(contexts=CONTEXTS, batch=1, layers=1, dtype="bfloat16"))
 
 
 def test_attention_modules_are_the_outermost_attn_names() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from kvlint.diagnostics import Finding, Severity
+from kvlint.lint.options import LintOptions
 from kvlint.lint.runner import lint_paths
 from kvlint.linter import LintRun, ModelResult, Target, check_models, lint_config
 from kvlint.model.kv import ParallelLayout
@@ -79,8 +80,9 @@ def unresolved_result(ref: str = "acme/broken") -> ModelResult:
 def lint_run(*paths: Path, fail_on: str = "error") -> LintRun:
     """``kvlint lint PATH... --offline --model-map ...`` from the repository root."""
     pm = get_plugin_manager(load_entry_points=False)
-    return lint_paths([rel(p) for p in paths or (CASES,)], rules(), pm, offline=True,
-                      model_map=MODEL_MAP, fail_on=fail_on)
+    return lint_paths([rel(p) for p in paths or (CASES,)],
+                      LintOptions(rules=rules(), pm=pm, offline=True, model_map=MODEL_MAP,
+                                  fail_on=fail_on))
 
 
 def run_of(*results: ModelResult, fail_on: str = "error") -> LintRun:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kvlint.manifests import compose, engine_configs, helm, launchers
+from kvlint.manifests import compose, flat_configs, helm, launchers, ray_serve, trtllm_configs
 from kvlint.manifests.base import (
     DocumentContext,
     Located,
@@ -19,7 +19,7 @@ from kvlint.manifests.base import (
 from kvlint.manifests.yaml_marks import load_documents
 
 CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "manifests"
-MINE = [cls for module in (helm, compose, launchers, engine_configs)
+MINE = [cls for module in (helm, compose, launchers, flat_configs, trtllm_configs, ray_serve)
         for cls in vars(module).values()
         if isinstance(cls, type) and issubclass(cls, ManifestParser) and cls.name
         and cls.__module__ == module.__name__]

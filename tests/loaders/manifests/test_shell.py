@@ -1,5 +1,6 @@
 """Shell splitting, environment expansion and engine argument parsing
-(kvlint.manifests.shell) on the traps of fixtures/manifests/SOURCES.md."""
+(kvlint.manifests.shell_words, .shell_env and .engine_command) on the traps of
+fixtures/manifests/SOURCES.md."""
 
 from __future__ import annotations
 
@@ -9,20 +10,16 @@ from typing import Any
 import pytest
 
 from kvlint.manifests.base import Located, Unresolved
-from kvlint.manifests.engine_env import engine_invocations
-from kvlint.manifests.shell import (
+from kvlint.manifests.engine_command import (
     EngineArgs,
-    Env,
-    Word,
     env_args_llamacpp,
     env_args_tgi,
-    env_from_k8s,
-    env_from_mapping_or_list,
     find_engine,
     parse_engine_args,
-    split_env_prefix,
-    split_script,
 )
+from kvlint.manifests.engine_env import engine_invocations
+from kvlint.manifests.shell_env import Env, env_from_k8s, env_from_mapping_or_list
+from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
 from kvlint.manifests.yaml_marks import load_documents
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "fixtures" / "manifests"

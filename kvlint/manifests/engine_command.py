@@ -1,0 +1,793 @@
+"""Engine command lines, read without running them: :func:`find_engine` recognises an engine
+invocation among a command's words and :func:`parse_engine_args` reads its arguments the way
+that engine's own parser does (option tables in :mod:`.cli_options`), each word expanded
+through an :class:`~kvlint.manifests.shell_env.Env` first; TGI and llama.cpp also read options
+from their environment (:func:`env_args_tgi`, :func:`env_args_llamacpp`).
+:func:`kvlint.manifests.engine_env.engine_invocations` does all of it for a list of commands,
+following assignments.
+
+The highest of the three shell modules: it builds on :mod:`.shell_words` and
+:mod:`.shell_env`, which never import it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
+
+from kvlint.manifests.base import Located, Unresolved
+from kvlint.manifests.cli_options import (
+    BOOL_FIELDS,
+    FIELD_OPTIONS,
+    GRAMMAR_RULES,
+    HUMAN_READABLE,
+    INT_FIELDS,
+    LLAMACPP_ENV,
+    LMDEPLOY_QUANT_POLICY,
+    NO_AUTO_OR_TERA,
+    OPTION_TABLES,
+    PLAIN_INT_AT,
+    TABLE_FIELDS,
+    TAKES_ANY_VALUE,
+    TGI_ENV,
+)
+from kvlint.manifests.model_overrides import config_overrides
+from kvlint.manifests.shell_env import Env, Token, expand_words
+from kvlint.manifests.shell_words import Word
+
+__all__ = [
+    "EngineArgs",
+    "OptionUse",
+    "env_args_llamacpp",
+    "env_args_tgi",
+    "field_of_option",
+    "find_engine",
+    "integer_value",
+    "judge_known_options_only",
+    "parse_engine_args",
+]
+
+
+# --- finding the engine in a command -------------------------------------------------------
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
+_PYTHON_VALUE_OPTIONS = frozenset({"-W", "-X", "-c"})
+_MODULES = {
+    "vllm.entrypoints.openai.api_server": "vllm",
+    "vllm.entrypoints.api_server": "vllm",
+    "dynamo.vllm": "vllm",
+    "sglang.launch_server": "sglang",
+    "dynamo.sglang": "sglang",
+    "dynamo.trtllm": "trtllm",
+    "sglang_router.launch_server": "sglang",  # the router and SGLang servers, one command
+}
+_WRAPPER_MODULES = frozenset({"dynamo.vllm", "dynamo.sglang", "dynamo.trtllm",
+                              "sglang_router.launch_server"})
+"""Modules that parse the engine's options and their own (Dynamo's, the router's): options
+the engine does not know are theirs, not reported."""
+_NOT_COMMANDS = frozenset({"echo", "printf", "pip", "pip3", "uv", "apt-get", "apt", "conda",
+                           "grep", "which", "test", "[", "[[", "cat", "ls"})
+_TRTLLM_OTHER = frozenset({"disaggregated", "disaggregated_mpi_worker", "mm_embedding_serve",
+                           "grpc", "--help", "-h"})
+
+
+def _base(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def find_engine(words: Sequence[str]) -> tuple[str, int] | None:
+    """The engine a command launches and the index of its first argument, or ``None``.
+
+    Recognises ``vllm serve``, ``sglang serve``, ``python[3] -m`` with
+    ``vllm.entrypoints.openai.api_server`` / ``dynamo.vllm`` / ``sglang.launch_server`` /
+    ``dynamo.sglang`` / ``dynamo.trtllm`` / ``sglang_router.launch_server`` /
+    ``lmdeploy serve api_server``, ``text-generation-launcher``, ``trtllm-serve [serve]``,
+    ``lmdeploy serve api_server`` and ``llama-server`` (any path prefix; after ``uv run``).
+    Other servers (``text-embeddings-router``, ``trtllm-serve disaggregated``,
+    ``python -m dynamo.frontend``) are ``None``.
+    """
+    found = _find_engine(words)
+    return None if found is None else (found[0], found[2])
+
+
+def _find_engine(words: Sequence[str]) -> tuple[str, int, int] | None:
+    """``(engine, index of the program word, index of the first argument)``."""
+    if not words or (_base(words[0]) in _NOT_COMMANDS and list(words[:2]) != ["uv", "run"]):
+        return None  # `uv pip install vllm` installs; `uv run vllm serve` runs it
+    n = len(words)
+    for i, word in enumerate(words):
+        base = _base(word)
+        nxt = words[i + 1] if i + 1 < n else None
+        if base == "vllm" and nxt == "serve":
+            return "vllm", i, i + 2
+        if base == "sglang" and nxt == "serve":
+            return "sglang", i, i + 2
+        if base == "text-generation-launcher":
+            return "tgi", i, i + 1
+        if base == "llama-server":
+            return "llamacpp", i, i + 1
+        if base == "trtllm-serve":
+            if nxt == "serve":
+                return "trtllm", i, i + 2
+            if nxt in _TRTLLM_OTHER:
+                return None
+            return "trtllm", i, i + 1
+        if base == "lmdeploy" and list(words[i + 1:i + 3]) == ["serve", "api_server"]:
+            return "lmdeploy", i, i + 3
+        if _PYTHON.fullmatch(base):
+            module = _python_module(words, i + 1)
+            if module is not None:
+                return module[0], i, module[1]
+    return None
+
+
+def _python_module(words: Sequence[str], j: int) -> tuple[str, int] | None:
+    n = len(words)
+    while j < n and words[j].startswith("-") and words[j] != "-m" and not (
+            words[j].startswith("-m") and len(words[j]) > 2):
+        j += 2 if words[j] in _PYTHON_VALUE_OPTIONS else 1
+    if j >= n:
+        return None
+    if words[j] == "-m" and j + 1 < n:
+        module, after = words[j + 1], j + 2
+    elif words[j].startswith("-m") and len(words[j]) > 2:
+        module, after = words[j][2:], j + 1
+    else:
+        return None
+    if module in _MODULES:
+        return _MODULES[module], after
+    if module == "lmdeploy" and list(words[after:after + 2]) == ["serve", "api_server"]:
+        return "lmdeploy", after + 2
+    return None
+
+
+@dataclass(frozen=True)
+class EngineArgs:
+    """What an engine command line sets. ``None``: not given (the engine's default);
+    :class:`Unresolved`: given, but the manifest does not determine the value.
+
+    ``unknown`` holds options the engine's parser would not recognise (or that are
+    ambiguous abbreviations) and words kvlint could not place; ``options`` every recognised
+    option by its canonical spelling; ``notes`` what a reader should know (an abbreviation
+    expanded, a legacy variable read...).
+    """
+
+    engine: str
+    model: Located[str] | Unresolved | None = None
+    served_name: Located[str] | Unresolved | None = None
+    tp: Located[int] | Unresolved | None = None
+    pp: Located[int] | Unresolved | None = None
+    dp: Located[int] | Unresolved | None = None
+    dp_attention: Located[bool] | None = None
+    ep: Located[int] | Unresolved | None = None
+    kv_cache_dtype: Located[str] | Unresolved | None = None
+    max_model_len: Located[int] | Unresolved | None = None
+    max_num_seqs: Located[int] | Unresolved | None = None
+    max_num_batched_tokens: Located[int] | Unresolved | None = None
+    """vLLM ``--max-num-batched-tokens``: the size of its start-up profile run."""
+    kv_cache_memory_bytes: Located[int] | Unresolved | None = None
+    """vLLM ``--kv-cache-memory-bytes``: the KV cache's bytes per GPU, set by hand."""
+    extensible_kv_cache: Located[bool] | Unresolved | None = None
+    """vLLM ``--[no-]enable-extensible-kv-cache`` (0.34.0)."""
+    kv_tokens_cap: Located[int] | Unresolved | None = None
+    """SGLang ``--max-total-tokens``: the most tokens its KV pool holds."""
+    gpu_memory_utilization: Located[float] | Unresolved | None = None
+    config_file: Located[str] | Unresolved | None = None
+    unknown: tuple[str, ...] = ()
+    expert_parallel: Located[bool] | None = None
+    """vLLM ``--enable-expert-parallel``, SGLang ``--enable-ep-moe`` (the EP size follows
+    from tp x dp)."""
+    dp_local: Located[int] | Unresolved | None = None
+    """vLLM ``--data-parallel-size-local``: DP ranks on this node."""
+    nnodes: Located[int] | Unresolved | None = None
+    """SGLang / LMDeploy ``--nnodes``."""
+    dtype: Located[str] | Unresolved | None = None
+    quantization: Located[str] | Unresolved | None = None
+    """vLLM/SGLang ``--quantization``, TGI ``--quantize`` / ``QUANTIZE``, LMDeploy
+    ``--model-format``: the weight format the engine loads (or converts) the checkpoint to."""
+    node_rank: Located[int] | Unresolved | None = None
+    """SGLang ``--node-rank``: which node of an ``--nnodes`` server this command starts (only
+    node 0 serves requests)."""
+    config_overrides: Located[str] | Unresolved | None = None
+    """Model-config fields the command overrides (vLLM ``--hf-overrides``, ``--rope-scaling``,
+    ``--rope-theta``; SGLang ``--json-model-override-args``), as canonical JSON text
+    (:mod:`.model_overrides`)."""
+    notes: tuple[str, ...] = ()
+    options: Mapping[str, Located[Any] | Unresolved] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
+    env: Mapping[str, Located[str] | Unresolved] = field(
+        default_factory=dict, compare=False, hash=False, repr=False)
+    """Variables of the process's environment that change what the engine accepts
+    (``manifests.engine_env``)."""
+    uses: tuple[OptionUse, ...] = field(default=(), compare=False, hash=False, repr=False)
+    """Every option word of the command line, in order, as the engine's parser meets it
+    (judged against the engine version by :mod:`.engine_options`: KV701/KV702)."""
+
+
+@dataclass(frozen=True)
+class OptionUse:
+    """One option as written on an engine command line.
+
+    ``canonical`` is the option it resolves to in the union of the option tables (``None``:
+    unknown, ambiguous or refused spelling; ``reason`` says which); ``values`` the words it
+    took (``None`` for a value kvlint cannot expand); ``inline`` whether the value was given
+    as ``--flag=value``; ``kind`` the option's arity (``value``, ``flag``, ``many``...)."""
+
+    name: str
+    canonical: str | None
+    kind: str
+    values: tuple[str | None, ...]
+    line: int | None
+    column: int | None
+    inline: bool = False
+    reason: str = ""
+    source: str = ""
+    """Where the value came from when not the command line (``env NUM_SHARD``)."""
+    value_line: int | None = None
+    """The last line of the option's value words when below the option's own line (a flag
+    and its value on separate lines): the end of the finding's span, for suppressions."""
+    written: str = ""
+    """The first value as written when an expansion gave it (``${KV_CACHE_MEMORY_BYTES-}``);
+    empty when it was written as it is."""
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    kinds: Mapping[str, str]
+    longs: tuple[str, ...]
+    underscores: bool
+    abbrev: bool
+    positional_model: bool
+
+
+@cache
+def _grammar(engine: str) -> _Grammar:
+    kinds: dict[str, str] = {}
+    for kind, names in OPTION_TABLES.get(engine, {}).items():
+        for name in names.split():
+            kinds[name] = "flag" if kind == "negatable" else kind
+            if kind == "negatable" and name.startswith("--"):
+                kinds["--no-" + name[2:]] = "flag"
+    for fields in FIELD_OPTIONS.get(engine, {}).values():
+        for name in fields:
+            kinds.setdefault(name, "value")
+    underscores, abbrev, positional = GRAMMAR_RULES.get(engine, (False, False, False))
+    for name, kind in _table_spellings(engine).items():
+        # engines.toml spellings are always recognised, unless argparse reaches them as
+        # an abbreviation anyway (SGLang's --tp is a prefix of --tp-size, not an alias)
+        if name not in kinds and not (abbrev and any(k.startswith(name) for k in kinds)):
+            kinds[name] = kind
+    longs = tuple(sorted(k for k in kinds if k.startswith("--")))
+    return _Grammar(kinds, longs, underscores, abbrev, positional)
+
+
+@cache
+def _table_spellings(engine: str) -> dict[str, str]:
+    """Option spellings of ``engines.toml`` ``[engines.X.flags]`` (kind by key)."""
+    try:
+        from kvlint.engines import load_engines
+
+        spec = load_engines().get(engine)
+    except Exception:  # pragma: no cover - the table is optional here
+        return {}
+    out: dict[str, str] = {}
+    if spec is not None:
+        for key, spellings in spec.flags.items():
+            for name in spellings:
+                if name.startswith("-"):
+                    flag = key == "dp_attention" and engine == "sglang" and "size" not in name
+                    out[name] = "flag" if flag else "value"
+    return out
+
+
+@cache
+def _field_options(engine: str) -> dict[str, tuple[str, ...]]:
+    """Semantic field → option spellings: kvlint's list, plus engines.toml's."""
+    fields = {k: tuple(v) for k, v in FIELD_OPTIONS.get(engine, {}).items()}
+    grammar = _grammar(engine)
+    try:
+        from kvlint.engines import load_engines
+
+        spec = load_engines().get(engine)
+    except Exception:  # pragma: no cover
+        spec = None
+    if spec is not None:
+        for key, target in TABLE_FIELDS.items():
+            for name in spec.flags.get(key, ()):
+                if name in grammar.kinds and name not in fields.get(target, ()):
+                    fields[target] = (*fields.get(target, ()), name)
+    return fields
+
+
+def _resolve_option(grammar: _Grammar, name: str) -> tuple[str | None, str, str]:
+    """``(canonical, kind, note)``: ``canonical`` is ``None`` for an unknown or ambiguous
+    option (``note`` says which)."""
+    lookup = name
+    if grammar.underscores and name.startswith("--"):
+        head, dot, tail = name[2:].partition(".")
+        lookup = "--" + head.replace("_", "-") + dot + tail
+    base = lookup.split(".", 1)[0] if lookup.startswith("--") else lookup
+    kind = grammar.kinds.get(base)
+    if kind is not None:
+        if base != lookup:
+            return base, "value", ""  # --compilation-config.level 3: a JSON field
+        return base, kind, ""
+    if grammar.abbrev and base.startswith("--") and len(base) > 2:
+        at = bisect.bisect_left(grammar.longs, base)
+        matches = []
+        while at < len(grammar.longs) and grammar.longs[at].startswith(base):
+            matches.append(grammar.longs[at])
+            at += 1
+        if len(matches) == 1:
+            full = matches[0]
+            return full, grammar.kinds[full] if base == lookup else "value", (
+                f"{name} is an abbreviation of {full} (argparse accepts unique prefixes)")
+        if len(matches) > 1:
+            shown = ", ".join(matches[:4]) + (", ..." if len(matches) > 4 else "")
+            return None, "value", (f"{name} is an ambiguous abbreviation ({shown}); the "
+                                   "engine refuses it")
+    if grammar.underscores is False and name.startswith("--") and "_" in name:
+        dashed = name.replace("_", "-")
+        if dashed in grammar.kinds:
+            return None, grammar.kinds[dashed], (
+                f"{name}: this engine does not accept underscores for {dashed}")
+    return None, "value", ""
+
+
+def _is_option(token: Token) -> bool:
+    text = token.text
+    return (text is not None and text.startswith("-") and text != "-"
+            and not re.fullmatch(r"-\d+(\.\d+)?", text))
+
+
+@dataclass
+class _Parsed:
+    values: dict[str, tuple[str, list[Token], str]] = field(default_factory=dict)
+    """canonical option → (spelling used, value tokens, note) of its last occurrence."""
+    positionals: list[Token] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    order: dict[str, int] = field(default_factory=dict)
+    """canonical option → position of its last occurrence (aliases: the last one wins)."""
+    uses: list[OptionUse] = field(default_factory=list)
+
+    def record(self, name: str, canonical: str | None, kind: str, note: str,
+               values: list[Token], token: Token, *, inline: bool) -> None:
+        reason = "" if canonical is not None else (
+            "ambiguous" if "ambiguous" in note else
+            "underscore" if "underscores" in note else "unknown")
+        below = [v.line for v in values if v.line is not None and token.line is not None
+                 and v.line > token.line]
+        written = values[0].raw if values and "$" in values[0].raw else ""
+        self.uses.append(OptionUse(name, canonical, kind, tuple(v.text for v in values),
+                                   token.line, token.column, inline, reason,
+                                   value_line=max(below) if below else None,
+                                   written=written))
+        if canonical is None:
+            self.unknown.append(name)
+            return
+        self.values[canonical] = (name, values, note)
+        self.order[canonical] = len(self.uses)
+
+
+def _scan(engine: str, tokens: list[Token]) -> _Parsed:
+    grammar = _grammar(engine)
+    out = _Parsed()
+    i = 0
+    n = len(tokens)
+    while i < n:
+        token = tokens[i]
+        i += 1
+        if token.text is None:
+            raw_name, raw_eq, _ = token.raw.partition("=")
+            if raw_eq and raw_name.startswith("-") and "$" not in raw_name:
+                canonical, kind, note = _resolve_option(grammar, raw_name)
+                if note:
+                    out.notes.append(note)
+                out.record(raw_name, canonical, kind, note, [token], token, inline=True)
+                continue
+            out.positionals.append(token)
+            continue
+        if token.text == "--":
+            out.positionals.extend(tokens[i:])
+            break
+        if not _is_option(token):
+            out.positionals.append(token)
+            continue
+        text = token.text
+        name, eq, inline = text.partition("=")
+        if engine == "llamacpp" and eq:
+            # llama.cpp looks the whole word up: --ctx-size=4096 is no option of its
+            out.record(text, None, "flag", "", [], token, inline=True)
+            out.uses[-1] = replace(out.uses[-1], reason="inline")
+            continue
+        if engine == "vllm" and re.fullmatch(r"-O\d", text):
+            out.record(text, "--optimization-level", "value", "",
+                       [Token(text[2:], None, token.line, text)], token, inline=True)
+            continue
+        canonical, kind, note = _resolve_option(grammar, name)
+        if note:
+            out.notes.append(note)
+        values: list[Token] = []
+        if eq:
+            raw_value = token.raw.partition("=")[2] if "=" in token.raw else inline
+            values = [Token(inline, None, token.line, raw_value)]
+        elif kind == "value":
+            # argparse and clap refuse an option-like word as the value ("expected one
+            # argument"); click and llama.cpp take the next word whatever it is
+            if i < n and (not _is_option(tokens[i]) or engine in TAKES_ANY_VALUE):
+                values = [tokens[i]]
+                i += 1
+        elif kind == "optional":
+            if i < n and not _is_option(tokens[i]) and (
+                    engine != "llamacpp" or (tokens[i].text or "").lower() in (
+                        "on", "off", "auto", "true", "false", "1", "0")):
+                values = [tokens[i]]
+                i += 1
+        elif kind == "many":
+            while i < n and not _is_option(tokens[i]):
+                values.append(tokens[i])
+                i += 1
+        out.record(name, canonical, kind, note, values, token, inline=bool(eq))
+    return out
+
+
+def _source(spelling: str, tokens: list[Token]) -> str:
+    raw = " ".join(t.raw for t in tokens if "$" in t.raw or "`" in t.raw)
+    return f"{spelling} {raw}" if raw else spelling
+
+
+def _convert(engine: str, key: str, spelling: str, canonical: str, values: list[Token],
+             line: int | None) -> Located[Any] | Unresolved | None:
+    source = _source(spelling, values)
+    if key in BOOL_FIELDS:
+        negated = canonical.startswith("--no-")
+        if values:
+            text = (values[0].text or "").strip().lower()
+            if values[0].unresolved is not None:
+                return values[0].unresolved
+            flag = text in ("1", "true", "yes", "on", "")
+            return Located(flag and not negated, line, source=source)
+        return Located(not negated, line, source=source)
+    if not values:
+        return Unresolved(reason=f"{spelling} is given without a value", line=line,
+                          text=spelling)
+    first = values[0]
+    if first.unresolved is not None:
+        return Unresolved(reason=first.unresolved.reason, line=line, text=first.raw)
+    text = (first.text or "").strip()
+    if key in INT_FIELDS:
+        number = _integer(engine, key, text)
+        if number is None:
+            return Unresolved(reason=f"{spelling} {text!r} is not an integer the engine "
+                              "accepts", line=line, text=text)
+        if number < 0 and key == "max_model_len":
+            return None  # -1 / auto: the engine derives it
+        return Located(number, line, source=source)
+    if key == "gpu_memory_utilization":
+        try:
+            return Located(float(text), line, source=source)
+        except ValueError:
+            return Unresolved(reason=f"{spelling} {text!r} is not a number", line=line,
+                              text=text)
+    if key == "kv_cache_dtype" and engine == "lmdeploy":
+        mapped = LMDEPLOY_QUANT_POLICY.get(text.lower())
+        if mapped is None:
+            return Unresolved(reason=f"--quant-policy {text!r} is not a policy LMDeploy "
+                              "knows", line=line, text=text)
+        return Located(mapped, line, source=source)
+    if key == "served_name" and len(values) > 1:
+        return Located(text, line, source=source)
+    return Located(text, line, source=source)
+
+
+def field_of_option(engine: str) -> dict[str, str]:
+    """Option spelling → the :class:`EngineArgs` field it sets (``--tensor-parallel-size``
+    → ``tp``), for every spelling kvlint reads for ``engine``."""
+    return {name: key for key, names in _field_options(engine).items() for name in names}
+
+
+def integer_value(engine: str, key: str, text: str, version: str | None = None) -> int | None:
+    """``text`` as ``engine``'s parser reads the integer option of field ``key`` (``None``
+    when it refuses it); ``version``: as that known vLLM version's parser reads it (one of
+    the option tables' versions; ``None``: as the newest does)."""
+    return _integer(engine, key, text, version)
+
+
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _integer(engine: str, key: str, text: str, version: str | None = None) -> int | None:
+    """An integer as the engine's parser reads it. vLLM's ``--max-model-len`` takes
+    ``human_readable_int_or_auto`` (vllm/utils/argparse_utils.py@v0.33.0): ``k/m/g/t`` are
+    powers of 1000 (decimals allowed: ``25.6k`` = 25600), ``K/M/G/T`` powers of 1024
+    (integers only), and ``-1``/``auto`` mean "derive it" (returned as -1);
+    ``--max-num-batched-tokens`` and ``--kv-cache-memory-bytes`` take ``human_readable_int``
+    (the same without ``auto``: ``human_readable_int_args``, vllm/engine/arg_utils.py@v0.34.0
+    lines 396-408; ``human_readable_ints``, arg_utils.py@v0.11.0 lines 233-239)."""
+    if engine == "vllm" and key in HUMAN_READABLE and \
+            key not in PLAIN_INT_AT.get(version or "", ()):
+        old = version in NO_AUTO_OR_TERA
+        if key == "max_model_len" and text.lower() == "auto" and not old:
+            return -1
+        match = _HUMAN.fullmatch(text)
+        if match and not (old and match.group(2) in "tT"):
+            number, suffix = match.groups()
+            if len(number) > _MAX_DIGITS:
+                return None
+            if suffix.islower():
+                scaled = float(number) * _DECIMAL[suffix]
+                # vLLM computes int(float(...)): past the float range it fails to start
+                return int(scaled) if math.isfinite(scaled) else None
+            if "." in number:
+                return None
+            return int(number) * _BINARY[suffix]
+    if re.fullmatch(r"[-+]?\d+", text) and len(text) <= _MAX_DIGITS:
+        return int(text)
+    return None
+
+
+_MAX_DIGITS = 4300
+"""Python's int() refuses longer decimal strings (sys.int_info.default_max_str_digits), so an
+engine whose parser is Python's refuses such a value at start."""
+
+
+def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArgs:
+    """The arguments of an ``engine`` command line (``words`` after the program, as
+    :func:`find_engine` indexes them), read with that engine's parser rules:
+
+    ``--flag value`` and ``--flag=value``; vLLM's dash/underscore equivalence; argparse's
+    unique-prefix abbreviations for vLLM, SGLang and LMDeploy (``--max-num-seq`` →
+    ``--max-num-seqs``; an ambiguous prefix is reported, not guessed); click/clap/llama.cpp
+    exact names for TensorRT-LLM, TGI and llama.cpp; boolean flags and ``--no-`` negations;
+    a positional model for ``vllm serve``, ``lmdeploy serve api_server`` and
+    ``trtllm-serve``; the last occurrence of an option wins, across its aliases
+    (``--tensor-parallel-size=4 -tp=8`` is 8). Every option word is kept in
+    ``EngineArgs.uses`` (with its line and column) for :mod:`.engine_options` to judge
+    against the engine version (KV701/KV702). Every word is expanded through
+    ``env`` first (unquoted expansions split into words); a value that cannot be resolved is
+    :class:`Unresolved`. TGI and llama.cpp read options not given on the command line from
+    their environment variables (``NUM_SHARD``, ``LLAMA_ARG_CTX_SIZE``...).
+    """
+    tokens = expand_words(words, env)
+    parsed = _scan(engine, tokens)
+    grammar = _grammar(engine)
+    fields: dict[str, Any] = {}
+    options: dict[str, Located[Any] | Unresolved] = {}
+    last_line: dict[str, int | None] = {}  # each option word's line, its last use winning
+    for token in tokens:
+        if token.text is not None:
+            last_line[token.text.split("=", 1)[0]] = token.line
+    for canonical, (spelling, values, _note) in parsed.values.items():
+        line = last_line.get(spelling)
+        if values and line is None:
+            line = values[0].line
+        if values and values[0].unresolved is not None:
+            options[canonical] = Unresolved(reason=values[0].unresolved.reason, line=line,
+                                            text=values[0].raw)
+        else:
+            value: Any = (True if not values else
+                          values[0].text if len(values) == 1 else [v.text for v in values])
+            if canonical.startswith("--no-") and not values:
+                value = False
+            options[canonical] = Located(value, line, source=_source(spelling, values),
+                                         value_line=_value_line(line, values))
+    notes = list(parsed.notes)
+    unknown = list(parsed.unknown)
+    uses = list(parsed.uses)
+    for key, names in _field_options(engine).items():
+        candidates = []
+        for name in names:
+            candidates.append(name)
+            if name.startswith("--") and grammar.kinds.get("--no-" + name[2:]) == "flag":
+                candidates.append("--no-" + name[2:])
+        given = [c for c in candidates if c in parsed.values]
+        if given:
+            # the parser stores every alias in one destination: the last occurrence wins
+            # (argparse, click, llama.cpp; clap refuses a repeat, which KV701 reports)
+            candidate = max(given, key=lambda c: parsed.order.get(c, 0))
+            spelling, values, _ = parsed.values[candidate]
+            fields[key] = _convert(engine, key, spelling, candidate, values,
+                                   _line(options.get(candidate)))
+            fields[key] = _with_value_line(fields[key], values)
+    positionals = list(parsed.positionals)
+    if grammar.positional_model and positionals and "model" not in fields:
+        first = positionals.pop(0)
+        if first.unresolved is not None:
+            fields["model"] = first.unresolved
+        else:
+            fields["model"] = Located(first.text or "", first.line,
+                                      source=f"positional {first.raw}"
+                                      if "$" in first.raw else "positional")
+    for token in positionals:
+        unknown.append(token.raw)
+        if token.text is not None:  # a word the engine's parser has no place for
+            uses.append(OptionUse(token.raw, None, "positional", (), token.line, token.column,
+                                  reason="positional"))
+        if token.unresolved is not None:
+            notes.append(f"{token.raw} is not resolved ({token.unresolved.reason}); it may "
+                         "add arguments kvlint cannot see")
+    if engine == "sglang":
+        _sglang_dp(fields, notes)
+    if engine == "lmdeploy" and isinstance(fields.get("dp"), Located) and (
+            fields["dp"].value > 1):
+        dp = fields["dp"]
+        fields["dp_attention"] = Located(True, dp.line, source=f"{dp.source} (LMDeploy's "
+                                         "data parallelism is attention DP)")
+    if engine == "llamacpp" and isinstance(fields.get("max_model_len"), Located) and (
+            fields["max_model_len"].value == 0):
+        fields["max_model_len"] = None
+        notes.append("-c 0: the context size is the model's training context")
+    if engine == "llamacpp" and "--hf-file" in options:
+        notes.append("llama.cpp reads the GGUF file named by --hf-file from the --hf-repo")
+    overrides = config_overrides(engine, uses)
+    if overrides is not None:
+        fields["config_overrides"] = overrides
+        if isinstance(overrides, Located):
+            notes.append(f"{overrides.source} change the model's config as the engine "
+                         "loads it: kvlint applies them before any check")
+    result = EngineArgs(engine=engine, unknown=tuple(unknown), notes=tuple(notes),
+                        options=options, uses=tuple(uses),
+                        **{k: v for k, v in fields.items() if k in _ENGINE_ARG_FIELDS})
+    if engine == "tgi":
+        return _fill(result, env_args_tgi(env))
+    if engine == "llamacpp":
+        return _fill(result, env_args_llamacpp(env))
+    return result
+
+
+def judge_known_options_only(args: EngineArgs) -> EngineArgs:
+    """``args`` for a command whose parser is not the engine's alone (a wrapper that adds
+    options, a launcher kvlint rewrote as the engine's command): options the engine does not
+    know are not reported (KV701), values of the ones it knows still are (KV702)."""
+    return replace(args, uses=tuple(u for u in args.uses if u.canonical is not None))
+
+
+_ENGINE_ARG_FIELDS = frozenset({
+    "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
+    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
+    "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "config_file",
+    "expert_parallel",
+    "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank"})
+
+
+def _value_line(line: int | None, values: list[Token]) -> int | None:
+    """The line of an option's value when it is not the option's own line."""
+    where = values[0].line if values else None
+    return where if where is not None and where != line else None
+
+
+def _with_value_line(value: Any, values: list[Token]) -> Any:
+    if isinstance(value, Located) and value.value_line is None:
+        where = _value_line(value.line, values)
+        return replace(value, value_line=where) if where is not None else value
+    return value
+
+
+def _line(value: object) -> int | None:
+    return value.line if isinstance(value, (Located, Unresolved)) else None
+
+
+def _sglang_dp(fields: dict[str, Any], notes: list[str]) -> None:
+    """SGLang ≥ 0.5.22 spells DP attention ``--attn-dp-size N``."""
+    attn = fields.pop("attn_dp", None)
+    if attn is None:
+        return
+    if "dp" in fields:
+        notes.append("--attn-dp-size with --dp-size: --dp-size then counts full replicas "
+                     "(SGLang >= 0.5.22); dp below is the attention DP size")
+    fields["dp"] = attn
+    if isinstance(attn, Located):
+        fields["dp_attention"] = Located(True, attn.line, source=attn.source)
+
+
+def _fill(args: EngineArgs, fallback: EngineArgs) -> EngineArgs:
+    """``args`` with the fields it lacks taken from ``fallback`` (the options the command
+    line does not give are read from the environment)."""
+    updates: dict[str, Any] = {}
+    for name in _ENGINE_ARG_FIELDS:
+        if getattr(args, name) is None and getattr(fallback, name) is not None:
+            updates[name] = getattr(fallback, name)
+    given = {u.canonical for u in args.uses}
+    extra = tuple(u for u in fallback.uses if u.canonical not in given)
+    if extra:
+        updates["uses"] = args.uses + extra
+    if not updates and not fallback.notes:
+        return args
+    return replace(args, notes=args.notes + tuple(n for n in fallback.notes
+                                                  if n not in args.notes), **updates)
+
+
+def _env_field(env: Env, names: Iterable[str], key: str, engine: str,
+               note: str = "") -> Located[Any] | Unresolved | None:
+    for name in names:
+        value = env.get(name)
+        if value is None:
+            continue
+        line = env.line_of(name)
+        if isinstance(value, Unresolved):
+            return Unresolved(reason=value.reason, line=line, text=f"${name}")
+        expanded = env.expand(value, k8s=False) if "$" in value else value
+        if isinstance(expanded, Unresolved):
+            return Unresolved(reason=expanded.reason, line=line, text=value)
+        token = Token(expanded, None, line, value)
+        converted = _convert(engine, key, f"env {name}", name, [token], line)
+        if isinstance(converted, Located) and note:
+            converted = Located(converted.value, converted.line, converted.column,
+                                source=f"{converted.source} ({note})")
+        return converted
+    return None
+
+
+def _env_uses(env: Env, options: Mapping[str, str]) -> tuple[OptionUse, ...]:
+    """The environment variables an engine reads as options (clap ``env``, llama.cpp
+    ``LLAMA_ARG_*``), as option uses for KV702: a variable's value is parsed like the
+    option's."""
+    uses = []
+    for name, option in options.items():
+        value = env.get(name)
+        if not isinstance(value, str):
+            continue
+        expanded = env.expand(value, k8s=False) if "$" in value else value
+        if isinstance(expanded, str):
+            uses.append(OptionUse(option, option, "value", (expanded,), env.line_of(name),
+                                  None, source=f"env {name}"))
+    return tuple(uses)
+
+
+def env_args_tgi(env: Env) -> EngineArgs:
+    """What TGI's launcher reads from its environment (clap ``long, env`` options:
+    ``MODEL_ID``, ``NUM_SHARD``, ``MAX_TOTAL_TOKENS``, ``MAX_BATCH_SIZE`` /
+    ``MAX_CONCURRENT_REQUESTS``, ``KV_CACHE_DTYPE``, ``CUDA_MEMORY_FRACTION``,
+    ``SERVED_MODEL_NAME``, ``DTYPE``; launcher/src/main.rs@db931fcf). ``NUM_GPUS`` (the
+    variable of early Azure ML TGI deployments, not read by the launcher itself) is taken as
+    the shard count when ``NUM_SHARD`` is absent, with a note."""
+    notes: list[str] = []
+    tp = _env_field(env, ["NUM_SHARD"], "tp", "tgi")
+    if tp is None:
+        tp = _env_field(env, ["NUM_GPUS"], "tp", "tgi", note="legacy variable")
+        if tp is not None:
+            notes.append("NUM_GPUS is the shard count of early Azure ML TGI images; the TGI "
+                         "launcher itself reads NUM_SHARD")
+    return EngineArgs(
+        engine="tgi",
+        model=_env_field(env, ["MODEL_ID"], "model", "tgi"),
+        served_name=_env_field(env, ["SERVED_MODEL_NAME"], "served_name", "tgi"),
+        tp=tp,
+        kv_cache_dtype=_env_field(env, ["KV_CACHE_DTYPE"], "kv_cache_dtype", "tgi"),
+        max_model_len=_env_field(env, ["MAX_TOTAL_TOKENS"], "max_model_len", "tgi"),
+        max_num_seqs=_env_field(env, ["MAX_BATCH_SIZE", "MAX_CONCURRENT_REQUESTS"],
+                                "max_num_seqs", "tgi"),
+        gpu_memory_utilization=_env_field(env, ["CUDA_MEMORY_FRACTION"],
+                                          "gpu_memory_utilization", "tgi"),
+        dtype=_env_field(env, ["DTYPE"], "dtype", "tgi"),
+        quantization=_env_field(env, ["QUANTIZE"], "quantization", "tgi"),
+        notes=tuple(notes),
+        uses=_env_uses(env, TGI_ENV),
+    )
+
+
+def env_args_llamacpp(env: Env) -> EngineArgs:
+    """What ``llama-server`` reads from ``LLAMA_ARG_*`` variables (common/arg.cpp
+    ``set_env``: ``LLAMA_ARG_HF_REPO``, ``LLAMA_ARG_MODEL``, ``LLAMA_ARG_CTX_SIZE``,
+    ``LLAMA_ARG_N_PARALLEL``, ``LLAMA_ARG_CACHE_TYPE_K``, ``LLAMA_ARG_ALIAS``)."""
+    max_len = _env_field(env, ["LLAMA_ARG_CTX_SIZE"], "max_model_len", "llamacpp")
+    if isinstance(max_len, Located) and max_len.value == 0:
+        max_len = None
+    return EngineArgs(
+        engine="llamacpp",
+        model=_env_field(env, ["LLAMA_ARG_HF_REPO", "LLAMA_ARG_MODEL"], "model", "llamacpp"),
+        served_name=_env_field(env, ["LLAMA_ARG_ALIAS"], "served_name", "llamacpp"),
+        kv_cache_dtype=_env_field(env, ["LLAMA_ARG_CACHE_TYPE_K"], "kv_cache_dtype",
+                                  "llamacpp"),
+        max_model_len=max_len,
+        max_num_seqs=_env_field(env, ["LLAMA_ARG_N_PARALLEL"], "max_num_seqs", "llamacpp"),
+        uses=_env_uses(env, LLAMACPP_ENV),
+    )

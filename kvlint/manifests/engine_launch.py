@@ -1,0 +1,372 @@
+"""Engine launches in command lines and scripts, and the :class:`ServedModel` built from one,
+for the Helm, compose, launcher, Kubernetes and engine-config parsers: the engine an exec-form
+command or ``sh -c`` script starts (with the assignments made before it), the ``pip install``
+pins and Hub downloads of the same script, the engine version they settle, and
+:func:`served_model`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kvlint.manifests.base import DocumentContext, Located, ServedModel, Unresolved
+from kvlint.manifests.engine_command import (
+    EngineArgs,
+    env_args_llamacpp,
+    env_args_tgi,
+    find_engine,
+    parse_engine_args,
+)
+from kvlint.manifests.engine_env import engine_invocations, with_env
+from kvlint.manifests.engine_options import engine_problems
+from kvlint.manifests.images import engine_from_image, engine_from_pip
+from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
+from kvlint.manifests.yaml_marks import LStr
+from kvlint.manifests.yaml_values import node_line
+
+FIELDS = ("model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
+          "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
+          "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "dtype",
+          "quantization", "config_overrides", "node_rank")
+"""EngineArgs fields that are ServedModel fields too."""
+MERGED = (*FIELDS, "config_file", "expert_parallel", "dp_local", "nnodes")
+
+
+def merge_args(primary: EngineArgs | None, fallback: EngineArgs | None) -> EngineArgs | None:
+    """Field by field: ``primary``'s value where it sets one, else ``fallback``'s."""
+    if primary is None:
+        return fallback
+    if fallback is None:
+        return primary
+    changes: dict[str, Any] = {name: getattr(fallback, name) for name in MERGED
+                               if getattr(primary, name) is None
+                               and getattr(fallback, name) is not None}
+    extra = tuple(n for n in fallback.notes if n not in primary.notes)
+    if extra:
+        changes["notes"] = primary.notes + extra
+    if any(name not in primary.env for name in fallback.env):
+        changes["env"] = {**fallback.env, **primary.env}
+    return replace(primary, **changes) if changes else primary
+
+
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ash"})
+
+
+@dataclass
+class Launch:
+    """An engine command found in a command line or script."""
+
+    engine: str
+    line: int | None
+    args: EngineArgs
+    env: Env
+
+
+@dataclass
+class Pin:
+    engine: str
+    version: str | None
+    spec: str
+    line: int | None
+
+
+@dataclass
+class Script:
+    """What reading a command line or script finds: engine launches, pip pins, model
+    downloads."""
+
+    launches: list[Launch] = field(default_factory=list)
+    pins: list[Pin] = field(default_factory=list)
+    downloads: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def extend(self, other: Script) -> None:
+        self.launches.extend(other.launches)
+        self.pins.extend(other.pins)
+        self.downloads.update(other.downloads)
+        self.notes.extend(other.notes)
+
+
+def _basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def _expand(env: Env, text: str) -> str | None:
+    out = env.expand(text)
+    return out if isinstance(out, str) else None
+
+
+PIP_VALUE_OPTIONS = frozenset({"-r", "--requirement", "-c", "--constraint", "-f",
+                               "--find-links", "-i", "--index-url", "--extra-index-url",
+                               "-t", "--target", "--prefix", "--python", "-e", "--editable",
+                               "--root", "--src", "--upgrade-strategy", "--platform",
+                               "--python-version", "--implementation", "--abi", "--only-binary",
+                               "--no-binary", "--index-strategy", "--torch-backend"})
+
+
+def pip_pins(words: Sequence[Word], env: Env) -> list[Pin]:
+    """Engine requirements in a ``pip install``/``uv pip install`` command."""
+    texts = [w.text for w in words]
+    start = next((i for i in range(len(texts) - 1)
+                  if _basename(texts[i]).startswith("pip") and texts[i + 1] == "install"), None)
+    if start is None:
+        return []
+    pins: list[Pin] = []
+    skip = False
+    for word in words[start + 2:]:
+        if skip:
+            skip = False
+            continue
+        if word.text.startswith("-"):
+            skip = word.text in PIP_VALUE_OPTIONS
+            continue
+        spec = _expand(env, word.text) or word.text
+        found = engine_from_pip(spec)
+        if found is not None:
+            pins.append(Pin(found[0], found[1], spec, word.line))
+    return pins
+
+
+def _download(words: Sequence[Word], env: Env) -> tuple[str, str] | None:
+    """``huggingface-cli download REPO --local-dir DIR`` (or ``hf download``) -> (DIR, REPO)."""
+    texts = [_expand(env, w.text) or w.text for w in words]
+    if len(texts) < 3 or _basename(texts[0]) not in ("huggingface-cli", "hf") or \
+            texts[1] != "download":
+        return None
+    repo = next((t for t in texts[2:] if not t.startswith("-")), None)
+    local = None
+    for i, text in enumerate(texts):
+        if text == "--local-dir" and i + 1 < len(texts):
+            local = texts[i + 1]
+        elif text.startswith("--local-dir="):
+            local = text.split("=", 1)[1]
+    if repo is None or local is None or "/" not in repo:
+        return None
+    return local, repo
+
+
+def engine_args(engine: str, words: Sequence[Word], env: Env,
+                process: Env | None = None) -> EngineArgs:
+    """Flags of ``engine`` (words after the executable, expanded with ``env``); when the
+    engine process sees another environment (``process``: compose expands exec-form words with
+    its own variables, not the container's), the settings TGI and llama.cpp read from env vars
+    come from that one (flags win)."""
+    args = with_env(parse_engine_args(engine, words, env), process or env)
+    if process is not None and process is not env:
+        if engine == "tgi":
+            return merge_args(args, env_args_tgi(process)) or args
+        if engine == "llamacpp":
+            return merge_args(args, env_args_llamacpp(process)) or args
+    return args
+
+
+def _shell_script(words: Sequence[Word]) -> Word | None:
+    """The script of ``sh -c SCRIPT`` (``bash -lc``, ``/bin/sh -ec``...)."""
+    if not words or _basename(words[0].text) not in SHELLS:
+        return None
+    for i, word in enumerate(words[1:], 1):
+        text = word.text
+        if text.startswith("--") or not text.startswith("-"):
+            return None
+        if "c" in text[1:]:
+            return words[i + 1] if i + 1 < len(words) else None
+    return None
+
+
+def launch_in_argv(words: Sequence[Word], env: Env, *, expand: Env | None = None,
+                   depth: int = 0) -> Script:
+    """The engine started by one exec-form command line; ``sh -c SCRIPT`` is followed into
+    the script. ``env`` is the process environment; ``expand``, when given, is what the
+    words of the command line itself are expanded with."""
+    found = Script()
+    if not words or depth > 2:
+        return found
+    prefix, rest = split_env_prefix(list(words))
+    process = env.assign(prefix) if prefix else env
+    hit = find_engine([w.text for w in rest])
+    if hit is not None:
+        engine, index = hit
+        word_env = expand if expand is not None else process
+        program = rest[index - 1] if index else rest[0]
+        found.launches.append(Launch(engine, program.line,
+                                     engine_args(engine, rest[index:], word_env, process),
+                                     process))
+        return found
+    script = _shell_script(rest)
+    if script is not None:
+        commands = split_script(script.text) if isinstance(script.text, LStr) and \
+            script.line == script.text.line else split_script(script.text, line=script.line)
+        found.extend(walk_script(commands, process, depth=depth + 1))
+    return found
+
+
+def walk_script(commands: Sequence[list[Word]], env: Env, *, depth: int = 0) -> Script:
+    """Read a shell script: the engine launches (with the assignments made before each,
+    through ``shell.engine_invocations``), ``pip install`` pins, Hub downloads into local
+    directories, and ``sh -c`` scripts it runs."""
+    found = Script()
+    for invocation in engine_invocations(commands, env):
+        found.launches.append(Launch(invocation.engine, invocation.line, invocation.args,
+                                     invocation.env))
+    for command in commands:
+        rest = split_env_prefix(list(command))[1]
+        if not rest:
+            continue
+        found.pins.extend(pip_pins(rest, env))
+        download = _download(rest, env)
+        if download is not None:
+            found.downloads[download[0].rstrip("/")] = (download[1], rest[0].line)
+        elif depth < 2 and _shell_script(rest) is not None:
+            found.extend(launch_in_argv(rest, env, depth=depth + 1))
+    return found
+
+
+def resolve_download(model: Located[str] | Unresolved | None,
+                     downloads: Mapping[str, tuple[str, int | None]]
+                     ) -> tuple[Located[str] | Unresolved | None, str | None]:
+    """A local model directory the same script downloaded from the Hub -> the Hub id."""
+    if not isinstance(model, Located):
+        return model, None
+    local = model.value.rstrip("/")
+    local = local[2:] if local.startswith("./") else local
+    if local in downloads:
+        repo, line = downloads[local]
+        where = f" (line {line})" if line else ""
+        return (Located(repo, model.line, model.column,
+                        f"{model.value}, downloaded from the Hub repo {repo}{where}"),
+                f"model directory {model.value} is a download of {repo}{where}")
+    return model, None
+
+
+def image_engine(image: str | None) -> tuple[str | None, str | None, str]:
+    if not image:
+        return None, None, ""
+    return engine_from_image(image)
+
+
+def settle_version(engine: str | None, image: Located[str] | None,
+                   pins: Sequence[Pin] = ()) -> tuple[Located[str] | Unresolved | None,
+                                                      list[str]]:
+    """The engine version: an exact pip pin of the engine installed at start-up, else the image
+    tag when the image is that engine's, else an unpinned requirement (``latest``). An image of
+    another engine (a base image) says nothing: the version stays unknown, with a note."""
+    notes: list[str] = []
+    if engine is None:
+        return None, notes
+    mine = [p for p in pins if p.engine == engine]
+    exact = next((p for p in mine if p.version and p.version != "latest"), None)
+    if exact is not None and exact.version:
+        return Located(exact.version, exact.line, None, f"pip {exact.spec}"), notes
+    if image is not None:
+        img_engine, img_version, note = image_engine(image.value)
+        if img_engine == engine and img_version:
+            if note:
+                notes.append(note)
+            return Located(img_version, image.line, image.column, "image tag"), notes
+        if img_engine is not None and img_engine != engine:
+            notes.append(f"image {image.value} is a {img_engine} image, but the engine is "
+                         f"{engine}: the image says nothing about the {engine} version")
+        elif note:
+            notes.append(note)
+    if mine:
+        pin = mine[0]
+        return Located("latest", pin.line, None,
+                       f"pip {pin.spec} (not pinned: the newest release is assumed)"), notes
+    return None, notes
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a served model is reported: the document (``ctx``), the format of the parser
+    that read it, the object's name and role, the line to report when neither the model nor
+    the engine has one (the document's own otherwise), and the file when it is not
+    ``ctx.path`` (an LLM config file a Ray Serve config names)."""
+
+    ctx: DocumentContext
+    fmt: str
+    name: str = ""
+    role: str | None = None
+    line: int | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What a served model runs on, as the manifest says it: GPUs per replica, their type and
+    one GPU's memory (``None``: not said)."""
+
+    gpus: Located[int] | Unresolved | None = None
+    gpu_type: Located[str] | None = None
+    gpu_memory: Located[float] | None = None
+
+
+NO_HARDWARE = Hardware()
+
+
+def served_model(
+    origin: Origin,
+    *,
+    engine: Located[str] | None = None,
+    args: EngineArgs | None = None,
+    image: Located[str] | None = None,
+    version: Located[str] | Unresolved | None = None,
+    hardware: Hardware = NO_HARDWARE,
+    notes: Iterable[str] = (),
+    served_name: str | None = None,
+    **overrides: Any,
+) -> ServedModel:
+    """A ServedModel from engine arguments plus what the manifest says around them
+    (``overrides`` replace single fields)."""
+    ctx = origin.ctx
+    values: dict[str, Any] = {key: getattr(args, key) for key in FIELDS} if args else {}
+    all_notes = list(notes)
+    if args is not None:
+        all_notes.extend(args.notes)
+        if isinstance(args.config_file, Located | Unresolved):
+            ref = args.config_file.value if isinstance(args.config_file, Located) else \
+                args.config_file.text
+            all_notes.append(f"engine config file {ref} is not read from here (lint that "
+                             "file too)")
+        if values.get("ep") is None and isinstance(args.expert_parallel, Located) and \
+                args.expert_parallel.value:
+            tp, dp = values.get("tp"), values.get("dp")
+            tp_n = tp.value if isinstance(tp, Located) else 1
+            dp_n = dp.value if isinstance(dp, Located) else 1
+            if not isinstance(tp, Unresolved) and not isinstance(dp, Unresolved):
+                values["ep"] = Located(tp_n * dp_n, args.expert_parallel.line, None,
+                                       f"{args.expert_parallel.source or 'expert parallel'}"
+                                       " (EP size = tp x dp)")
+    values.update(overrides)
+    model = values.get("model")
+    sname = values.pop("served_name", None)
+    if served_name is None and isinstance(sname, Located):
+        names_ = sname.value if isinstance(sname.value, list) else [sname.value]
+        served_name = str(names_[0]) if names_ else None
+    model_line = model.line if isinstance(model, Located | Unresolved) else None
+    first = model_line or (engine.line if engine else None) or origin.line or \
+        node_line(ctx.documents[ctx.index] if ctx.index < len(ctx.documents) else None) or 1
+    unique: list[str] = []
+    for note in all_notes:
+        if note and note not in unique:
+            unique.append(note)
+    problems = engine_problems(engine.value, version, args.uses) \
+        if args is not None and engine is not None else ()
+    return ServedModel(
+        path=origin.path or ctx.path, line=first, format=origin.fmt, document=ctx.index,
+        name=origin.name, role=origin.role, served_name=served_name, engine=engine,
+        engine_version=version, image=image, gpus=hardware.gpus, gpu_type=hardware.gpu_type,
+        gpu_memory=hardware.gpu_memory, notes=tuple(unique),
+        env=dict(args.env) if args is not None else {}, engine_problems=problems, **values)
+
+
+def first_launch(script: Script) -> tuple[Launch | None, list[str]]:
+    notes: list[str] = []
+    if not script.launches:
+        return None, notes
+    if len({launch.engine for launch in script.launches}) > 1:
+        notes.append("several engines are started: " + ", ".join(
+            sorted({launch.engine for launch in script.launches})) + "; the first is reported")
+    return script.launches[0], notes

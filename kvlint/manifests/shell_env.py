@@ -1,0 +1,410 @@
+"""The environment a command runs in, as far as the manifest says: :class:`Env` expands
+Kubernetes ``$(VAR)`` references and shell parameters (``$VAR``, ``${VAR:-default}``,
+``$((a * b))``...) from the values a manifest sets, and says
+:class:`~kvlint.manifests.base.Unresolved` for anything it does not set;
+:func:`env_from_k8s` and :func:`env_from_mapping_or_list` read a container ``env:`` list or a
+compose/SkyPilot/dstack environment block.
+
+Nothing is executed: command substitutions (``$(cmd)``, backticks) are never run, they are
+reported as unresolved. Layered above :mod:`.shell_words` and below :mod:`.engine_command`.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kvlint.manifests.base import Unresolved
+from kvlint.manifests.shell_words import _NAME, Word, _matching
+from kvlint.manifests.yaml_marks import LDict, LList, LStr
+
+__all__ = ["Env", "Token", "env_from_k8s", "env_from_mapping_or_list", "expand_words"]
+
+
+# --- environment ---------------------------------------------------------------------------
+
+
+class _Unset(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_K8S_REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
+_SPECIAL = frozenset("@*#?$!-0123456789")
+_ARITH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MAX_ARITH = 10**18
+_MAX_ARITH_TOKENS = 256
+"""Numbers, operators and parentheses in one ``$((...))``: real manifests use a handful
+(``$((GPUS * 2))``); the bound keeps the parse and the tree walk shallow."""
+_ARITH_TOKEN = re.compile(r"\d+|[^\s\d]")
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class Env:
+    """The environment a command runs in, as far as the manifest says.
+
+    ``values``: variables the manifest sets (container env, compose ``environment``, a
+    command's ``KEY=VALUE`` prefix...); ``None`` marks one that exists but whose value the
+    manifest does not hold (``valueFrom``, a secret, a bare ``KEY``). ``platform``: variables
+    the platform injects (``LWS_GROUP_SIZE``, ``SKYPILOT_NUM_GPUS_PER_NODE``,
+    ``DSTACK_GPUS_NUM``...), looked up after ``values``. ``k8s``: whether ``$(VAR)`` is a
+    Kubernetes reference when :meth:`expand` is not told (command substitution otherwise).
+    Values may be :class:`~kvlint.manifests.yaml_marks.LStr` s, whose line
+    :meth:`line_of` reports.
+    """
+
+    def __init__(self, values: Mapping[str, str | None],
+                 platform: Mapping[str, str] | None = None, *, k8s: bool = True,
+                 reasons: Mapping[str, str] | None = None) -> None:
+        self.values: dict[str, str | None] = dict(values)
+        self.platform: dict[str, str] = dict(platform or {})
+        self.k8s = k8s
+        self.reasons: dict[str, str] = dict(reasons or {})
+
+    def __repr__(self) -> str:
+        return f"Env({self.values!r}, platform={self.platform!r}, k8s={self.k8s})"
+
+    def with_values(self, values: Mapping[str, str | None],
+                    reasons: Mapping[str, str] | None = None) -> Env:
+        """A copy with ``values`` set on top (already expanded: no expansion here)."""
+        merged = {**self.values, **values}
+        why = {k: v for k, v in self.reasons.items() if k not in values}
+        why.update(reasons or {})
+        return Env(merged, self.platform, k8s=self.k8s, reasons=why)
+
+    def assign(self, values: Mapping[str, str], *, k8s: bool | None = None) -> Env:
+        """A copy with shell assignments applied: each value is expanded in this
+        environment first (``NUM_SHARD=$DSTACK_GPUS_NUM``); an unresolvable one becomes a
+        variable without a value, with the reason kept."""
+        out: dict[str, str | None] = {}
+        reasons: dict[str, str] = {}
+        for name, raw in values.items():
+            value = self.expand(raw, k8s=k8s)
+            if isinstance(value, Unresolved):
+                out[name] = None
+                reasons[name] = value.reason
+            else:
+                line = getattr(raw, "line", 0)
+                out[name] = LStr(value, line) if line else value
+        return self.with_values(out, reasons)
+
+    def lookup(self, name: str) -> str | None:
+        """The value of ``name``; ``None`` when it is unset. Raises for a variable that is
+        set but whose value the manifest does not hold."""
+        if name in self.values:
+            value = self.values[name]
+            if value is None:
+                raise _Unset(self.reasons.get(name)
+                             or f"${name} has no value in the manifest (set at deploy time)")
+            return value
+        return self.platform.get(name)
+
+    def line_of(self, name: str) -> int | None:
+        """The manifest line of ``name``'s value, when known."""
+        value = self.values.get(name, self.platform.get(name))
+        line = getattr(value, "line", None)
+        return line if isinstance(line, int) and line > 0 else None
+
+    def get(self, name: str) -> str | Unresolved | None:
+        """``name``'s value, an :class:`Unresolved` when it has none in the manifest, or
+        ``None`` when it is not set at all."""
+        try:
+            return self.lookup(name)
+        except _Unset as unset:
+            return Unresolved(reason=unset.reason, line=self.line_of(name), text=f"${name}")
+
+    def expand(self, text: str, *, k8s: bool | None = None) -> str | Unresolved:
+        """``text`` with its variables replaced, or :class:`Unresolved` when any of them
+        cannot be resolved from the manifest.
+
+        ``k8s=True`` first replaces Kubernetes ``$(VAR)`` references (``$$`` escapes a
+        ``$``; an undefined ``$(VAR)`` would stay literal in the container, so it is
+        unresolved). Then shell parameters: ``$VAR``, ``${VAR}``, ``${VAR-default}``,
+        ``${VAR:-default}``, ``${VAR=default}``, ``${VAR+alt}``, ``${VAR:+alt}``,
+        ``${#VAR}`` and ``$((expr))`` over integers (``+ - * / %`` and parentheses, parsed,
+        never evaluated as code). Command substitution and special parameters (``$@``,
+        ``$1``...) are unresolved.
+        """
+        use_k8s = self.k8s if k8s is None else k8s
+        try:
+            text_k8s = self._k8s(text) if use_k8s and "$" in text else text
+            if "$" not in text_k8s and "`" not in text_k8s:
+                return text_k8s.replace("\x00", "$")
+            return self._shell(text_k8s, 0)
+        except _Unset as unset:
+            return Unresolved(reason=unset.reason, text=str(text))
+
+    def _k8s(self, text: str) -> str:
+        def replace(match: re.Match[str]) -> str:
+            if match.group(0) == "$$":
+                return "$$"  # kept for the shell pass, which reads it as an escaped $
+            name = match.group(1)
+            value = self.lookup(name)
+            if value is None:
+                raise _Unset(f"$({name}) is not set in the manifest (Kubernetes leaves an "
+                             "undefined $(VAR) as it is)")
+            return value.replace("$", "\x00")  # substituted text is not expanded again
+
+        return _K8S_REF.sub(replace, text).replace("$$", "\x00")
+
+    def _shell(self, text: str, depth: int) -> str:
+        if depth > 20:
+            raise _Unset("expansion nested too deeply")
+        out: list[str] = []
+        i = 0
+        n = len(text)
+        while i < n:
+            c = text[i]
+            if c == "`":
+                raise _Unset(f"command substitution {text[i:]!r} is not evaluated")
+            if c != "$" or i + 1 >= n:
+                out.append(c)
+                i += 1
+                continue
+            nxt = text[i + 1]
+            if text.startswith("$((", i):
+                end = _matching(text, i + 3, "(", ")")
+                if end + 1 >= n or text[end + 1] != ")":
+                    raise _Unset(f"command substitution {text[i:end + 1]!r} is not evaluated")
+                out.append(str(self._arith(text[i + 3:end], depth)))
+                i = end + 2
+            elif nxt == "(":
+                end = _matching(text, i + 2, "(", ")")
+                raise _Unset(f"command substitution {text[i:end + 1]} is not evaluated")
+            elif nxt == "{":
+                end = _matching(text, i + 2, "{", "}")
+                out.append(self._parameter(text[i + 2:end], depth))
+                i = end + 1
+            elif nxt == "_" or nxt.isalpha():
+                match = _NAME.match(text, i + 1)
+                assert match is not None
+                name = match.group(0)
+                value = self.lookup(name)
+                if value is None:
+                    raise _Unset(f"${name} is not set in the manifest")
+                out.append(value)
+                i = match.end()
+            elif nxt in _SPECIAL:
+                raise _Unset(f"${nxt} is a shell parameter set when the container runs")
+            else:
+                out.append(c)
+                i += 1
+        return "".join(out).replace("\x00", "$")
+
+    def _parameter(self, body: str, depth: int) -> str:
+        if body.startswith("#") and _NAME.fullmatch(body[1:]):
+            value = self.lookup(body[1:])
+            if value is None:
+                raise _Unset(f"${body[1:]} is not set in the manifest")
+            return str(len(value))
+        match = _NAME.match(body)
+        if match is None:
+            if body[:1] in _SPECIAL:
+                raise _Unset(f"${{{body}}} is a shell parameter set when the container runs")
+            raise _Unset(f"${{{body}}} is not a variable kvlint can expand")
+        name = match.group(0)
+        rest = body[match.end():]
+        if not rest:
+            value = self.lookup(name)
+            if value is None:
+                raise _Unset(f"${name} is not set in the manifest")
+            return value
+        colon = rest.startswith(":")
+        op = rest[1:2] if colon else rest[:1]
+        word = rest[2:] if colon else rest[1:]
+        if op not in ("-", "=", "+", "?"):
+            raise _Unset(f"${{{body}}} is an expansion kvlint does not evaluate")
+        value = self.lookup(name)
+        missing = value is None or (colon and value == "")
+        if op in ("-", "="):
+            return self._shell(word, depth + 1) if missing else str(value)
+        if op == "+":
+            return "" if missing else self._shell(word, depth + 1)
+        if missing:
+            raise _Unset(f"${name} is not set in the manifest")
+        return str(value)
+
+    def _arith(self, expr: str, depth: int) -> int:
+        expanded = self._shell(expr, depth + 1) if "$" in expr else expr
+
+        def name(match: re.Match[str]) -> str:
+            value = self.lookup(match.group(0))
+            if value is None:
+                raise _Unset(f"${match.group(0)} is not set in the manifest")
+            value = value.strip()
+            if not re.fullmatch(r"[-+]?\d+", value):
+                raise _Unset(f"${match.group(0)} = {value!r} is not an integer")
+            return f"({value})"
+
+        numeric = _ARITH_NAME.sub(name, expanded)
+        if re.search(r"(?<![\w.])0\d", numeric):
+            raise _Unset(f"$(({expr})) uses an octal number")
+        return _evaluate(numeric, expr)
+
+
+def _evaluate(numeric: str, expr: str) -> int:
+    """Integer arithmetic as ``sh`` does it, over a parsed tree that admits only numbers,
+    ``+ - * / %``, unary signs and parentheses (at most ``_MAX_ARITH_TOKENS`` of them)."""
+    tokens = itertools.islice(_ARITH_TOKEN.finditer(numeric), _MAX_ARITH_TOKENS + 1)
+    if sum(1 for _ in tokens) > _MAX_ARITH_TOKENS:
+        raise _Unset(f"$(({_short(expr)})) is too long for kvlint to evaluate "
+                     f"(over {_MAX_ARITH_TOKENS} terms)")
+    try:
+        tree = ast.parse(numeric.strip(), mode="eval")
+    except (SyntaxError, RecursionError, MemoryError):
+        raise _Unset(f"$(({_short(expr)})) is not arithmetic kvlint can evaluate") from None
+
+    def walk(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            value = walk(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp) and isinstance(
+                node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Mod)):
+            left = walk(node.left)
+            right = walk(node.right)
+            if isinstance(node.op, ast.Add):
+                result = left + right
+            elif isinstance(node.op, ast.Sub):
+                result = left - right
+            elif isinstance(node.op, ast.Mult):
+                result = left * right
+            else:
+                if right == 0:
+                    raise _Unset(f"$(({expr})) divides by zero")
+                quotient = abs(left) // abs(right) * (1 if (left < 0) == (right < 0) else -1)
+                result = quotient if isinstance(node.op, ast.Div) else left - right * quotient
+            if abs(result) > _MAX_ARITH:
+                raise _Unset(f"$(({expr})) overflows")
+            return result
+        raise _Unset(f"$(({expr})) is not arithmetic kvlint can evaluate")
+
+    return walk(tree)
+
+
+def _short(expr: str) -> str:
+    """An expression for a message: its first 40 characters."""
+    return expr if len(expr) <= 40 else f"{expr[:37]}..."
+
+
+def _env_value(value: object, line: int | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, LStr):
+        return value
+    if isinstance(value, (dict, list)):
+        return None
+    return LStr(_text(value), line or 0)
+
+
+def env_from_k8s(items: Any) -> dict[str, str | None]:
+    """A Kubernetes container ``env:`` list as values: ``value`` (strings as written,
+    numbers as text, ``$(VAR)`` of earlier entries expanded as Kubernetes does);
+    ``valueFrom`` and entries without a value are ``None`` (known, value not in the
+    manifest). Values keep their line."""
+    out: dict[str, str | None] = {}
+    if not isinstance(items, list):
+        return out
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        name = str(item["name"])
+        if "valueFrom" in item and "value" not in item:
+            out[name] = None
+            continue
+        line = item.value_lines.get("value", (0, 0))[0] if isinstance(item, LDict) else None
+        value = _env_value(item.get("value", ""), line)
+        if value is not None and "$(" in value:
+            expanded = _k8s_dependent(value, out)
+            value = None if expanded is None else LStr(expanded, getattr(value, "line", 0))
+        out[name] = value
+    return out
+
+
+def _k8s_dependent(value: str, earlier: Mapping[str, str | None]) -> str | None:
+    """``$(VAR)`` of earlier entries expanded; ``None`` when one of them has no value in
+    the manifest (``valueFrom``); an undefined one stays literal, as in Kubernetes."""
+    unknown = False
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal unknown
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        if name in earlier and earlier[name] is None:
+            unknown = True
+        found = earlier.get(name)
+        return match.group(0) if found is None else found
+
+    expanded = _K8S_REF.sub(replace, value)
+    return None if unknown else expanded
+
+
+def env_from_mapping_or_list(obj: Any) -> dict[str, str | None]:
+    """A compose ``environment:``, SkyPilot ``envs:`` or dstack ``env:`` block as values:
+    a mapping (``KEY: value``; a null value is ``None``) or a list of ``KEY=VALUE`` (a bare
+    ``KEY`` is ``None``: passed through from outside the manifest). Values keep their
+    line."""
+    out: dict[str, str | None] = {}
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            line = obj.value_lines.get(key, (0, 0))[0] if isinstance(obj, LDict) else None
+            out[str(key)] = _env_value(value, line)
+    elif isinstance(obj, list):
+        for index, item in enumerate(obj):
+            if not isinstance(item, str):
+                continue
+            line = obj.item_lines[index][0] if isinstance(obj, LList) else 0
+            key, eq, value = item.partition("=")
+            key = key.strip()
+            if key:
+                out[key] = LStr(value, line) if eq else None
+    return out
+
+
+# --- words, expanded ----------------------------------------------------------------------
+
+
+@dataclass
+class Token:
+    """A word after expansion (an unquoted expansion split into several): its ``text``, or
+    ``unresolved`` when the manifest does not determine it; ``raw`` is the word as written."""
+
+    text: str | None
+    unresolved: Unresolved | None
+    line: int | None
+    raw: str
+    column: int | None = None
+
+
+def expand_words(words: Sequence[Word], env: Env) -> list[Token]:
+    """``words`` expanded through ``env`` (single-quoted and escaped ``$`` kept as written;
+    an unquoted expansion split at whitespace, as the shell splits fields)."""
+    tokens: list[Token] = []
+    for word in words:
+        if word.literal or ("$" not in word.text and "`" not in word.text):
+            tokens.append(Token(word.text, None, word.line, word.text, word.column))
+            continue
+        value = env.expand(word.text)
+        if isinstance(value, Unresolved):
+            tokens.append(Token(None, Unresolved(reason=value.reason, line=word.line,
+                                                 text=word.text), word.line, word.text,
+                                word.column))
+        elif word.split:
+            tokens.extend(Token(part, None, word.line, word.text) for part in value.split())
+        else:
+            tokens.append(Token(value, None, word.line, word.text, word.column))
+    return tokens

@@ -1,0 +1,398 @@
+"""Shell words, read without running anything: :func:`split_script` turns an ``sh -c`` script
+(or a YAML command string) into simple commands of :class:`Word` s, each with its line in the
+manifest (quote removal, ``\\``-newline continuations, comments, redirections and here-docs
+dropped); :func:`split_env_prefix` takes the ``KEY=VALUE`` assignments (and ``exec``/``env``/
+``nohup``) off the front of a command.
+
+The lowest of the three shell modules: :mod:`.shell_env` (expansion) and
+:mod:`.engine_command` (engines' argument grammars) build on it; it imports neither
+(an import-linter ``layers`` contract in ``pyproject.toml``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kvlint.manifests.yaml_marks import LStr
+
+__all__ = ["Word", "split_env_prefix", "split_script"]
+
+
+# --- words and scripts ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Word:
+    """One shell word after quote removal, with the 1-based line it starts on.
+
+    ``split``: the word holds an unquoted expansion, so its expanded value is split into
+    several words at whitespace (shell field splitting). ``literal``: every ``$`` in it was
+    single-quoted or escaped, so it is never expanded. Both default to ``False`` for words a
+    caller builds from an exec-form list (Kubernetes ``args:``), and neither takes part in
+    equality.
+    """
+
+    text: str
+    line: int | None
+    split: bool = field(default=False, compare=False, repr=False)
+    literal: bool = field(default=False, compare=False, repr=False)
+    column: int | None = field(default=None, compare=False, repr=False)
+    """1-based column of the word where the caller knows it (an exec-form list item)."""
+
+
+_SEPARATORS = frozenset(";&|\n()")
+_BLANK = frozenset(" \t\r")
+_ORDINARY = re.compile(r"""[^\\'"$`#<>&;|()\n \t\r]+""")
+"""A run of characters :meth:`_Splitter.run` only appends to the word (``#`` and ``&``,
+ordinary only in some places, are left to the loop)."""
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=(.*)", re.DOTALL)
+
+
+def _matching(text: str, start: int, open_: str, close: str) -> int:
+    """Index of the ``close`` that ends the group whose body starts at ``start`` (nesting,
+    quotes inside skipped); ``len(text)`` when unterminated."""
+    depth = 1
+    i = start
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            j = text.find("'", i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if c == '"':
+            i = _dquote_end(text, i + 1) + 1
+            continue
+        if c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return n
+
+
+def _dquote_end(text: str, start: int) -> int:
+    """Index of the ``"`` closing a double-quoted string whose body starts at ``start``."""
+    i = start
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == '"':
+            return i
+        if c == "$" and i + 1 < n and text[i + 1] in "({":
+            i = _matching(text, i + 2, text[i + 1], ")" if text[i + 1] == "(" else "}") + 1
+            continue
+        if c == "`":
+            j = text.find("`", i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        i += 1
+    return n
+
+
+class _Lines:
+    """Maps an offset in a script to its 1-based line in the manifest."""
+
+    def __init__(self, script: str, line: int | None, style: str | None,
+                 raw: str | None) -> None:
+        self.script = script
+        self.line = line
+        self.style = style
+        self.raw = raw
+        self._state: tuple[int, int, int] | None = None  # (script index, raw index, line)
+
+    def at(self, offset: int) -> int | None:
+        if self.line is None:
+            return None
+        if self.style == "|":
+            return self.line + 1 + self.script.count("\n", 0, offset)
+        if self.raw is None:
+            return self.line
+        return self._align(offset)
+
+    def _align(self, offset: int) -> int:
+        """Walk the scalar's source text alongside its value: every non-blank character of
+        the value appears, in order, in the source (YAML folding only changes whitespace;
+        an escape it cannot find is skipped). Words come in order, so the walk resumes
+        where the previous word left it."""
+        assert self.raw is not None and self.line is not None
+        raw = self.raw
+        if self._state is not None and self._state[0] <= offset:
+            i, p, line = self._state
+        else:
+            i = 0
+            p = raw.find("\n") + 1 if self.style == ">" else 0  # content after the indicator
+            line = self.line + raw.count("\n", 0, p)
+        script = self.script
+        end = min(offset + 1, len(script))
+        while i < end:
+            c = script[i]
+            if c not in " \t\r\n":
+                q = raw.find(c, p)
+                if q >= 0:
+                    line += raw.count("\n", p, q)
+                    p = q + 1
+            i += 1
+        self._state = (end, p, line)
+        return line
+
+
+def split_script(script: str, *, line: int | None = None,
+                 style: str | None = None) -> list[list[Word]]:
+    """Split a shell script into simple commands of words.
+
+    Commands end at newlines, ``;``, ``&&``, ``||``, ``|``, ``&`` and parentheses outside
+    quotes; ``\\``-newline continues a line; ``#`` at the start of a word starts a comment;
+    redirections (``> file``, ``2>&1``, heredocs) are dropped. Words lose their quotes as in
+    ``sh`` (a single-quoted JSON document with spaces is one word); ``$(...)``, ``${...}``
+    and ``$((...))`` stay inside their word, unexpanded.
+
+    ``line`` is the manifest line of the scalar and ``style`` its YAML style: a literal
+    block (``|``) puts each word on ``line + 1 + newlines before it``; a single-line scalar
+    puts every word on ``line``. When ``script`` is a
+    :class:`~kvlint.manifests.yaml_marks.LStr` and ``line`` is not given, its own
+    line and style are used, and for a folded, quoted or plain scalar spanning several lines
+    its source text places each word on its real line (otherwise the scalar's line).
+    """
+    raw = None
+    if isinstance(script, LStr) and (line is None or line == script.line):
+        if line is None:
+            line = script.line or None
+            style = script.style if style is None else style
+        raw = script.raw
+    lines = _Lines(str(script), line, style, raw)
+    return _Splitter(str(script), lines).run()
+
+
+class _Splitter:
+    def __init__(self, text: str, lines: _Lines) -> None:
+        self.text = text
+        self.lines = lines
+        self.commands: list[list[Word]] = []
+        self.current: list[Word] = []
+        self.chars: list[str] = []
+        self.start = -1
+        self.live = False
+        self.dead = False
+        self.unquoted_dollar = False
+        self.heredocs: list[tuple[str, bool]] = []
+
+    def end_word(self) -> None:
+        if self.start >= 0:
+            text = "".join(self.chars)
+            self.current.append(Word(text, self.lines.at(self.start),
+                                     split=self.unquoted_dollar,
+                                     literal=self.dead and not self.live))
+        self.chars = []
+        self.start = -1
+        self.live = self.dead = self.unquoted_dollar = False
+
+    def end_command(self) -> None:
+        self.end_word()
+        if self.current:
+            self.commands.append(self.current)
+        self.current = []
+
+    def begin(self, i: int) -> None:
+        if self.start < 0:
+            self.start = i
+
+    def run(self) -> list[list[Word]]:
+        text = self.text
+        n = len(text)
+        i = 0
+        ordinary = _ORDINARY.match
+        while i < n:
+            run = ordinary(text, i)
+            if run is not None:  # most of a script: taken a run at a time
+                self.begin(i)
+                self.chars.append(run.group())
+                i = run.end()
+                continue
+            c = text[i]
+            if c == "\\":
+                if i + 1 < n and text[i + 1] == "\n":
+                    i += 2
+                    continue
+                self.begin(i)
+                if i + 1 < n:
+                    if text[i + 1] == "$":
+                        self.dead = True
+                    self.chars.append(text[i + 1])
+                i += 2
+                continue
+            if c == "'":
+                self.begin(i)
+                j = text.find("'", i + 1)
+                j = n if j < 0 else j
+                body = text[i + 1:j]
+                if "$" in body:
+                    self.dead = True
+                self.chars.append(body)
+                i = j + 1
+                continue
+            if c == '"':
+                self.begin(i)
+                j = _dquote_end(text, i + 1)
+                self.chars.append(self._dquoted(text[i + 1:j]))
+                i = j + 1
+                continue
+            if c == "$" and i + 1 < n and text[i + 1] in "({":
+                self.begin(i)
+                close = ")" if text[i + 1] == "(" else "}"
+                j = _matching(text, i + 2, text[i + 1], close)
+                self.chars.append(text[i:j + 1])
+                self.live = self.unquoted_dollar = True
+                i = j + 1
+                continue
+            if c == "$":
+                self.begin(i)
+                self.chars.append(c)
+                self.live = self.unquoted_dollar = True
+                i += 1
+                continue
+            if c == "`":
+                self.begin(i)
+                j = text.find("`", i + 1)
+                j = n if j < 0 else j
+                self.chars.append(text[i:j + 1])
+                self.live = self.unquoted_dollar = True
+                i = j + 1
+                continue
+            if c in _BLANK:
+                self.end_word()
+                i += 1
+                continue
+            if c == "#" and self.start < 0:
+                j = text.find("\n", i)
+                i = n if j < 0 else j
+                continue
+            if c in "<>" or (c == "&" and i + 1 < n and text[i + 1] == ">"):
+                i = self._redirect(i)
+                continue
+            if c in _SEPARATORS:
+                self.end_command()
+                if c == "\n" and self.heredocs:
+                    i = self._skip_heredocs(i + 1)
+                    continue
+                i += 1
+                continue
+            self.begin(i)
+            self.chars.append(c)
+            i += 1
+        self.end_command()
+        return self.commands
+
+    def _dquoted(self, body: str) -> str:
+        """Double-quote removal: backslash escapes only ``$ ` " \\`` and newline."""
+        if "$" in body or "`" in body:
+            self.live = True
+        if "\\" not in body:
+            return body
+        out: list[str] = []
+        i = 0
+        while i < len(body):
+            c = body[i]
+            if c == "\\" and i + 1 < len(body) and body[i + 1] in '$`"\\\n':
+                if body[i + 1] == "$":
+                    self.dead = True
+                if body[i + 1] != "\n":
+                    out.append(body[i + 1])
+                i += 2
+                continue
+            out.append(c)
+            i += 1
+        return "".join(out)
+
+    def _redirect(self, i: int) -> int:
+        """Drop a redirection operator and its target; returns the index after them."""
+        text = self.text
+        n = len(text)
+        if self.start >= 0 and "".join(self.chars).isdigit():  # 2>file: the fd number
+            self.chars = []
+            self.start = -1
+        else:
+            self.end_word()
+        j = i
+        while j < n and text[j] in "<>&|-":
+            j += 1
+        op = text[i:j]
+        if op.startswith("<<") and not op.startswith("<<<"):
+            strip = op.endswith("-")
+            k = j
+            while k < n and text[k] in " \t":
+                k += 1
+            m = k
+            while m < n and text[m] not in " \t\n;&|<>":
+                m += 1
+            delimiter = text[k:m].strip("'\"")
+            if delimiter:
+                self.heredocs.append((delimiter, strip))
+            return m
+        if op.endswith("&") and j < n and (text[j].isdigit() or text[j] == "-"):
+            while j < n and (text[j].isdigit() or text[j] == "-"):
+                j += 1
+            return j
+        while j < n and text[j] in " \t":
+            j += 1
+        # the target word (quotes allowed)
+        while j < n and text[j] not in " \t\n;&|<>()":
+            if text[j] == "'":
+                k = text.find("'", j + 1)
+                j = n if k < 0 else k + 1
+            elif text[j] == '"':
+                j = _dquote_end(text, j + 1) + 1
+            elif text[j] == "\\":
+                j += 2
+            else:
+                j += 1
+        return j
+
+    def _skip_heredocs(self, i: int) -> int:
+        text = self.text
+        for delimiter, strip in self.heredocs:
+            while i < len(text):
+                j = text.find("\n", i)
+                j = len(text) if j < 0 else j
+                body = text[i:j].lstrip("\t") if strip else text[i:j]
+                i = j + 1
+                if body == delimiter:
+                    break
+        self.heredocs = []
+        return i
+
+
+_WRAPPERS = frozenset({"exec", "env", "nohup"})
+
+
+def split_env_prefix(words: list[Word]) -> tuple[dict[str, str], list[Word]]:
+    """Remove the leading ``KEY=VALUE`` assignments (and ``exec``/``env``/``nohup``, with
+    ``env``'s ``-i``/``-u NAME`` options) of a command. The values are the raw words
+    (unexpanded; :class:`~kvlint.manifests.yaml_marks.LStr` s carrying the word's
+    line) and the rest is the command."""
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        text = words[i].text
+        if text in _WRAPPERS:
+            i += 1
+            if text == "env":
+                while i < len(words) and words[i].text.startswith("-"):
+                    i += 2 if words[i].text in ("-u", "--unset") else 1
+            continue
+        match = _ASSIGNMENT.fullmatch(text)
+        if match is None:
+            break
+        values[match.group(1)] = LStr(match.group(2), words[i].line or 0)
+        i += 1
+    return values, list(words[i:])
