@@ -18,7 +18,14 @@ from kvlint.loaders.hf_config import (
     text_part,
 )
 from kvlint.loaders.models import LoadedConfig, load_config
-from kvlint.model.capacity import DEFAULT_OVERHEAD_BYTES, Capacity, GpuSpec, capacity
+from kvlint.model.capacity import (
+    DEFAULT_OVERHEAD_BYTES,
+    Capacity,
+    GpuSpec,
+    GpuWeights,
+    Sizing,
+    capacity,
+)
 from kvlint.model.context_limit import ContextLimit, LimitPolicy, derive
 from kvlint.model.engine_args import EngineArgProblem
 from kvlint.model.geometry import AttentionGeometry
@@ -120,10 +127,10 @@ def lint_config(target: Target, config: dict[str, Any] | None, plan: ServingPlan
     that every one of them gives are reported, in the newest version's words."""
     if config is None or plan.engine is None or plan.engine_version != UNKNOWN_VERSION or \
             plan.engine not in load_engines():
-        return _lint_config_at(target, config, plan, rules, **options)
+        return _lint_config_at(target, config, plan, rules, ConfigOptions(**options))
     versions = load_engines()[plan.engine].judging_versions()
     results = [_lint_config_at(target, config, replace(plan, engine_version=v), rules,
-                               **options) for v in versions]
+                               ConfigOptions(**options)) for v in versions]
     newest = results[-1]
     if newest.analysis is None:
         return newest
@@ -143,28 +150,34 @@ def _context_of(result: ModelResult, plan: ServingPlan) -> RuleContext:
     return RuleContext(result.target.ref, plan, result.analysis, None, None, None)
 
 
-def _lint_config_at(
-    target: Target,
-    config: dict[str, Any] | None,
-    plan: ServingPlan,
-    rules: Sequence[type[Rule]],
-    *,
-    source: str | None = None,
-    defaults: ConfigDefaults | None = None,
-    offline: bool = False,
-    model_problem: str | None = None,
-    gpus_requested: int | None = None,
-    manifest_problem: tuple[str, str] | None = None,
-    geometry: AttentionGeometry | None = None,
-    probe: ProbeReport | None = None,
-    lock: ModelLock | None = None,
-    weights_of: Target | None = None,
-    engine_problems: tuple[EngineArgProblem, ...] = (),
-) -> ModelResult:
+@dataclass(frozen=True)
+class ConfigOptions:
+    """What one config's lint may be told besides its target, config, plan and rules (the
+    keywords of :func:`lint_config`)."""
+
+    source: str | None = None
+    defaults: ConfigDefaults | None = None
+    offline: bool = False
+    model_problem: str | None = None
+    gpus_requested: int | None = None
+    manifest_problem: tuple[str, str] | None = None
+    geometry: AttentionGeometry | None = None
+    probe: ProbeReport | None = None
+    lock: ModelLock | None = None
+    weights_of: Target | None = None
+    """The checkpoint sized: a manifest's model as loaded (else the target's)."""
+    engine_problems: tuple[EngineArgProblem, ...] = ()
+
+
+def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: ServingPlan,
+                    rules: Sequence[type[Rule]], options: ConfigOptions) -> ModelResult:
     """Resolve one raw config (``None`` when the model is unknown: ``model_problem`` says
     why), size it under ``plan`` and run ``rules`` on it. The checkpoint sized is
     ``weights_of``'s (a manifest's model as loaded), else the target's; ``lock`` holds the
     sizes of locked models."""
+    o = options
+    source, defaults, offline, geometry, lock = (o.source, o.defaults, o.offline, o.geometry,
+                                                 o.lock)
     analysis: KvAnalysis | None = None
     cap: Capacity | None = None
     sizer: LayoutSizer | None = None
@@ -195,16 +208,16 @@ def _lint_config_at(
                 policy = limit_policy(plan)
                 limit = context_limit(config, policy)
             if plan.sizes_gpu:
-                cap, sizer = _capacity(weights_of or target, config, analysis, defaults,
+                cap, sizer = _capacity(o.weights_of or target, config, analysis, defaults,
                                        offline, lock)
         except ConfigError as err:
             err.source = err.source or source
             problem, problem_field = str(err), err.field
             analysis = cap = None
     ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
-                      model_problem=model_problem, gpus_requested=gpus_requested,
-                      manifest_problem=manifest_problem, probe=probe, context_limit=limit,
-                      limit_policy=policy, engine_problems=engine_problems,
+                      model_problem=o.model_problem, gpus_requested=o.gpus_requested,
+                      manifest_problem=o.manifest_problem, probe=o.probe, context_limit=limit,
+                      limit_policy=policy, engine_problems=o.engine_problems,
                       sizer=sizer, **_architecture(config))
     findings = tuple(
         finding
@@ -212,7 +225,7 @@ def _lint_config_at(
         if analysis is not None or not rule.needs_geometry
         for finding in rule().check(ctx)
     )
-    return ModelResult(target, plan, analysis, findings, problem, cap, probe=probe)
+    return ModelResult(target, plan, analysis, findings, problem, cap, probe=o.probe)
 
 
 def _architecture(config: dict[str, Any] | None) -> dict[str, Any]:
@@ -301,8 +314,12 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
               defaults: ConfigDefaults, offline: bool,
               lock: ModelLock | None = None
               ) -> tuple[Capacity | None, LayoutSizer | None]:
-    from kvlint.loaders.weight_size import plan_weights  # sizing only when a GPU is given
+    from kvlint.loaders.weight_size import (  # sizing only when a GPU is given
+        CheckpointRef,
+        plan_weights,
+    )
     from kvlint.model.memory import (
+        EngineLimits,
         default_block_size,
         default_utilization,
         kv_cache_memory_bytes_option,
@@ -325,9 +342,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     weights = _WEIGHTS.get(key)
     if weights is None:  # a tree of manifests sizes the same model many times
         weights = _WEIGHTS[key] = plan_weights(
-            config, ref=target.ref, path=path, revision=target.revision,
-            offline=offline, tp=plan.layout.tp, pp=plan.layout.pp, batch=plan.batch,
-            defaults=defaults, lock=lock,
+            config, CheckpointRef(target.ref, path, target.revision, offline, lock),
+            tp=plan.layout.tp, pp=plan.layout.pp, batch=plan.batch, defaults=defaults,
             quantized=(quantized, plan.quantization_source or "--quantization")
             if quantized else None, engine=loader)
     # the version's own default (vLLM: 0.9 to 0.19, 0.92 from 0.20, 1.0 with 0.34's
@@ -355,9 +371,10 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             gpu_memory_bytes=spec.memory_bytes, gpu_name=spec.name,
             utilization=utilization, weight_bytes=weights.per_gpu_bytes, dims=dims,
             tp=plan.layout.attention_tp, version=plan.behaviour.version,
-            max_model_len=plan.max_model_len or plan.context, max_num_seqs=plan.max_num_seqs,
-            max_num_batched_tokens=plan.max_num_batched_tokens,
-            extensible=plan.extensible_kv_cache)
+            limits=EngineLimits(plan.max_model_len or plan.context,
+                                max_num_batched_tokens=plan.max_num_batched_tokens,
+                                max_num_seqs=plan.max_num_seqs,
+                                extensible=plan.extensible_kv_cache))
     from kvlint.model.advice import LayoutSizer
 
     of_free = engine.memory_fraction_semantics == "free-after-weights"
@@ -372,17 +389,13 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     sized = capacity(
         analysis,
         spec,
-        weight_bytes_per_gpu=weights.per_gpu_bytes,
-        decode_weight_bytes_per_gpu=weights.decode_read_per_gpu_bytes,
-        weights_estimated=weights.estimated,
-        weights_source=weights.source,
-        gpu_memory_utilization=utilization,
-        fraction_of_free_memory=of_free,
-        overhead_bytes=overhead,
-        memory=memory,
-        given_budget=given,
-        token_cap=(plan.kv_tokens_cap, plan.kv_tokens_cap_source or "--max-total-tokens")
-        if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None,
+        GpuWeights(weights.per_gpu_bytes, weights.decode_read_per_gpu_bytes,
+                   weights.estimated, weights.source),
+        Sizing(utilization, fraction_of_free_memory=of_free, overhead_bytes=overhead,
+               memory=memory, given_budget=given,
+               token_cap=(plan.kv_tokens_cap, plan.kv_tokens_cap_source or
+                          "--max-total-tokens")
+               if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None),
     )
     if sized is not None and plan.behaviour.engine == "sglang":
         sized = _sglang_pool(replace(sized, fraction_name="mem_fraction_static"), analysis)

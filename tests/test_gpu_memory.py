@@ -28,7 +28,7 @@ from kvlint.model.gpu_memory import (
     gpu_memory_bytes,
     gpu_memory_error,
 )
-from kvlint.model.memory import block_tokens, memory_terms, model_dims
+from kvlint.model.memory import EngineLimits, block_tokens, memory_terms, model_dims
 from tests.helpers import CONFIGS
 
 QWEN3_8B = str(CONFIGS / "Qwen--Qwen3-8B.json")
@@ -69,7 +69,7 @@ def budget(memory: int, name: str = "custom", version: str = "0.34.0") -> int:
     utilization = 1.0 if version == "0.34.0" else 0.92
     terms = memory_terms(gpu_memory_bytes=memory, gpu_name=name, utilization=utilization,
                          weight_bytes=WEIGHTS, dims=dims, tp=1, version=version,
-                         max_model_len=40_960)
+                     limits=EngineLimits(40_960))
     if version == "0.34.0":
         assert terms.kv_margin_bytes == max(GIB, int(terms.activation_peak_bytes * 0.75))
     else:

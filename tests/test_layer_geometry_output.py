@@ -21,7 +21,7 @@ from kvlint.compare import attention_label, rank, render_json, render_table
 from kvlint.diagnostics import Finding
 from kvlint.linter import LintRun, ModelResult, Target
 from kvlint.model import kv
-from kvlint.model.capacity import Capacity, GpuSpec, capacity, fit
+from kvlint.model.capacity import Capacity, GpuSpec, GpuWeights, Sizing, capacity, fit
 from kvlint.model.geometry import (
     AttentionGeometry,
     ExtraCache,
@@ -172,9 +172,8 @@ GPU = GpuSpec("test-gpu", 100 * GIB, 4e12)
 
 
 def sized(a: KvAnalysis) -> Capacity:
-    cap = capacity(a, GPU, weight_bytes_per_gpu=10 * GIB, decode_weight_bytes_per_gpu=10 * GIB,
-                   weights_estimated=False, weights_source="test", gpu_memory_utilization=1.0,
-                   overhead_bytes=0)
+    cap = capacity(a, GPU, GpuWeights(10 * GIB, 10 * GIB, False, "test"),
+                   Sizing(1.0, overhead_bytes=0))
     assert cap is not None
     return cap
 

@@ -14,6 +14,7 @@ from kvlint.loaders.vllm_log import read_log
 from kvlint.model.memory import (
     GIB,
     MIB,
+    EngineLimits,
     ModelDims,
     activation_peak_bytes,
     block_tokens,
@@ -103,7 +104,7 @@ def test_non_torch_and_cuda_graph_terms() -> None:
 def test_memory_terms_add_up() -> None:
     t = memory_terms(gpu_memory_bytes=80 * GIB, gpu_name="H100", utilization=0.9,
                      weight_bytes=15 * GIB, dims=LLAMA_DIMS, tp=1, version="0.33.0",
-                     max_model_len=8192, max_num_seqs=4)
+                     limits=EngineLimits(8192, max_num_seqs=4))
     assert (t.profiled_tokens, t.sampler_rows) == (8192, 4)
     assert t.requested_bytes == int(80 * GIB * 0.9)
     assert t.activation_peak_bytes == 8192 * 110_592
@@ -111,7 +112,7 @@ def test_memory_terms_add_up() -> None:
     assert t.kv_memory_bytes == int(80 * GIB * 0.9) - 15 * GIB - t.overhead_bytes
     given = memory_terms(gpu_memory_bytes=80 * GIB, gpu_name="H100", utilization=0.9,
                          weight_bytes=15 * GIB, dims=LLAMA_DIMS, tp=1, version="0.33.0",
-                         max_model_len=8192, max_num_batched_tokens=512)
+                         limits=EngineLimits(8192, max_num_batched_tokens=512))
     assert (given.profiled_tokens, given.sampler_rows) == (512, 512)
 
 
@@ -133,7 +134,7 @@ def test_extensible_kv_cache_of_0_34() -> None:
         3 * GIB - (80 * GIB - int(80 * GIB * 0.98))
     t = memory_terms(gpu_memory_bytes=80 * GIB, gpu_name="H100", utilization=1.0,
                      weight_bytes=15 * GIB, dims=LLAMA_DIMS, tp=1, version="0.34.0",
-                     max_model_len=8192, max_num_seqs=4)
+                     limits=EngineLimits(8192, max_num_seqs=4))
     peak = 8192 * 110_592
     assert t.activation_peak_bytes == peak and t.block_size == 64
     assert t.kv_margin_bytes == GIB  # 0.75 x 864 MiB = 648 MiB: the 1 GiB floor

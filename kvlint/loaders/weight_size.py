@@ -93,10 +93,21 @@ def _short(ref: str, reason: str) -> str:
     return clause.strip() or reason
 
 
+@dataclass(frozen=True)
+class CheckpointRef:
+    """Where a model's checkpoint is found: a Hub reference (and revision), a local config's
+    path, whether the Hub may be asked, and the lock that may size it instead."""
+
+    ref: str
+    path: str | None = None
+    revision: str | None = None
+    offline: bool = False
+    lock: ModelLock | None = None
+
+
 def plan_weights(
-    config: dict[str, Any], *, ref: str, path: str | None, revision: str | None,
-    offline: bool, tp: int, pp: int, batch: int, defaults: ConfigDefaults | None,
-    lock: ModelLock | None = None, quantized: tuple[OnTheFly, str] | None = None,
+    config: dict[str, Any], checkpoint: CheckpointRef, *, tp: int, pp: int, batch: int,
+    defaults: ConfigDefaults | None, quantized: tuple[OnTheFly, str] | None = None,
     engine: str | None = None,
 ) -> PlanWeights:
     """Weights per GPU of ``ref`` under tp x pp. Raises ``ConfigError`` when the config
@@ -117,8 +128,7 @@ def plan_weights(
             raise ConfigError(f"{err.detail}; its parameters cannot be counted, so the "
                               f"weights {quantized[1]} quantizes cannot be sized",
                               field=err.field, source=err.source) from None
-        return _checkpoint_only(err, config, ref=ref, path=path, revision=revision,
-                                offline=offline, tp=tp, pp=pp, lock=lock)
+        return _checkpoint_only(err, config, checkpoint, tp=tp, pp=pp)
     estimate = estimate_parameters(shape)
     fmt = resolve_weight_format(config)
     estimated = weight_bytes(estimate, fmt)
@@ -127,7 +137,8 @@ def plan_weights(
         fmt = resolve_weight_format({**config, "quantization_config": quantized[0].config})
         estimated = weight_bytes(estimate, fmt)
     read = decode_read_bytes(estimate, fmt, batch)
-    found, why = _checkpoint(ref, path, revision, offline, lock)
+    c = checkpoint
+    found, why = _checkpoint(c.ref, c.path, c.revision, c.offline, c.lock)
     if found is not None and found.total_bytes > 0:
         total, source, is_estimate = found.total_bytes, f"checkpoint: {found.source}", False
         if quantized is not None and on_disk:
@@ -203,17 +214,17 @@ def _vllm_mxfp4_experts(config: dict[str, Any], shape: ModelShape, tp: int,
                    f"at tp {tp}, {added / 2**30:+.2f} GiB in all")
 
 
-def _checkpoint_only(err: ConfigError, config: dict[str, Any], *, ref: str, path: str | None,
-                     revision: str | None, offline: bool, tp: int, pp: int,
-                     lock: ModelLock | None) -> PlanWeights:
+def _checkpoint_only(err: ConfigError, config: dict[str, Any], checkpoint: CheckpointRef, *,
+                     tp: int, pp: int) -> PlanWeights:
     """The weights of a model whose parameters kvlint cannot count from its config (a field
     missing, or a layout the count does not model) but whose checkpoint's size is known:
     that size, every byte taken as split over tp x pp and read at each decode step (no
     replicated norms, no experts left unread: an upper bound per GPU for a MoE). Without a
     checkpoint size, ``err`` extended with why there is none."""
-    found, why = _checkpoint(ref, path, revision, offline, lock)
+    c = checkpoint
+    found, why = _checkpoint(c.ref, c.path, c.revision, c.offline, c.lock)
     if found is None or found.total_bytes <= 0:
-        missing = why or ("no safetensors index or weights beside the config" if path
+        missing = why or ("no safetensors index or weights beside the config" if c.path
                           else "the repository has no safetensors index")
         raise ConfigError(f"{err.detail}; nor is its checkpoint's size known ({missing}), "
                           "so its weights cannot be sized", field=err.field,

@@ -181,31 +181,45 @@ def longest_fitting_context(a: KvAnalysis, budget: int, upper: int) -> int:
     return lo
 
 
-def capacity(
-    a: KvAnalysis,
-    gpu: GpuSpec,
-    *,
-    weight_bytes_per_gpu: int,
-    decode_weight_bytes_per_gpu: int,
-    weights_estimated: bool,
-    weights_source: str,
-    gpu_memory_utilization: float,
-    fraction_of_free_memory: bool = False,
-    overhead_bytes: int = DEFAULT_OVERHEAD_BYTES,
-    memory: MemoryTerms | None = None,
-    given_budget: tuple[int, str, int] | None = None,
-    token_cap: tuple[int, str] | None = None,
-) -> Capacity | None:
-    """Capacity of one GPU of the plan; ``None`` when the engine refuses the tp.
+@dataclass(frozen=True)
+class GpuWeights:
+    """The weights one GPU of the plan holds."""
 
-    With ``memory`` (vLLM's profile, kvlint/model/memory.py) its terms replace
-    ``overhead_bytes`` and the tokens are rounded down to whole blocks of the version's
-    default size (16 tokens, 64 from vLLM 0.34.0), as vLLM counts them. ``given_budget``:
-    ``(bytes, where given, block size)`` of a KV budget set by hand (vLLM
-    ``--kv-cache-memory-bytes``), which replaces the derived one. ``token_cap``: ``(tokens,
-    where given)`` of a cap on the pool's tokens (SGLang ``--max-total-tokens``: the pool
-    holds the smaller of it and what the budget holds; not applied to models with recurrent
-    state, whose pools SGLang splits otherwise)."""
+    bytes_per_gpu: int
+    decode_bytes_per_gpu: int
+    """What one decode step reads (MoE: the active experts)."""
+    estimated: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """How the engine sizes its KV budget on one GPU."""
+
+    gpu_memory_utilization: float
+    fraction_of_free_memory: bool = False
+    overhead_bytes: int = DEFAULT_OVERHEAD_BYTES
+    memory: MemoryTerms | None = None
+    """vLLM's start-up profile (kvlint/model/memory.py): its terms replace
+    ``overhead_bytes``, and tokens count whole blocks of the version's default size."""
+    given_budget: tuple[int, str, int] | None = None
+    """``(bytes, where given, block size)`` of a KV budget set by hand (vLLM
+    ``--kv-cache-memory-bytes``), which replaces the derived one."""
+    token_cap: tuple[int, str] | None = None
+    """``(tokens, where given)`` of a cap on the pool's tokens (SGLang
+    ``--max-total-tokens``: the pool holds the smaller of it and what the budget holds; not
+    applied to models with recurrent state, whose pools SGLang splits otherwise)."""
+
+
+def capacity(a: KvAnalysis, gpu: GpuSpec, weights: GpuWeights, sizing: Sizing
+             ) -> Capacity | None:
+    """Capacity of one GPU of the plan; ``None`` when the engine refuses the tp
+    (:class:`Sizing` says how the budget is derived)."""
+    weight_bytes_per_gpu = weights.bytes_per_gpu
+    gpu_memory_utilization = sizing.gpu_memory_utilization
+    fraction_of_free_memory = sizing.fraction_of_free_memory
+    overhead_bytes = sizing.overhead_bytes
+    memory, given_budget, token_cap = sizing.memory, sizing.given_budget, sizing.token_cap
     per_token = a.footprint.bytes_per_token_per_gpu_exact
     context = a.plan.max_model_len or a.plan.context
     per_seq = sequence_bytes_per_gpu(a, context)
@@ -235,7 +249,7 @@ def capacity(
         windowed=a.plan.windowed_sliding_cache, sharding=a.plan.behaviour.kv_sharding)
     seq_rank = (cluster_seq or 0) // tp
     stages = a.plan.layout.pp
-    step_weights = decode_weight_bytes_per_gpu * stages
+    step_weights = weights.decode_bytes_per_gpu * stages
     step = step_weights + a.plan.batch * seq_rank
     bandwidth = gpu.bandwidth_bytes_per_s
     return Capacity(
@@ -243,14 +257,14 @@ def capacity(
         gpu_memory_utilization=gpu_memory_utilization,
         fraction_of_free_memory=fraction_of_free_memory,
         weight_bytes_per_gpu=weight_bytes_per_gpu,
-        weights_estimated=weights_estimated,
-        weights_source=weights_source,
+        weights_estimated=weights.estimated,
+        weights_source=weights.source,
         overhead_bytes=overhead_bytes,
         kv_budget_bytes_per_gpu=budget,
         max_tokens=max_tokens,
         context=context,
         max_sequences=max_sequences,
-        decode_weight_bytes_per_gpu=decode_weight_bytes_per_gpu,
+        decode_weight_bytes_per_gpu=weights.decode_bytes_per_gpu,
         batch=a.plan.batch,
         decode_context=a.plan.context,
         sequence_bytes_per_rank=seq_rank,

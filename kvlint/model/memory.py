@@ -293,15 +293,26 @@ def cuda_graph_bytes(version: str | None) -> int:
     return CUDA_GRAPH_BYTES if v is None or v >= CUDA_GRAPH_DEDUCTED_SINCE else 0
 
 
+@dataclass(frozen=True)
+class EngineLimits:
+    """The vLLM options that shape its start-up profile."""
+
+    max_model_len: int
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    extensible: bool | None = None
+    """0.34's extensible KV cache switched on or off (``None``: the version's default)."""
+
+
 def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
                  weight_bytes: int, dims: ModelDims, tp: int, version: str | None,
-                 max_model_len: int, max_num_batched_tokens: int | None = None,
-                 max_num_seqs: int | None = None,
-                 extensible: bool | None = None) -> MemoryTerms:
+                 limits: EngineLimits) -> MemoryTerms:
     """vLLM's memory profile of one GPU (the fullest rank)."""
-    tokens, seqs = default_batch_limits(version, gpu_memory_bytes, gpu_name, max_model_len)
-    tokens = max_num_batched_tokens or tokens
-    seqs = max_num_seqs or seqs
+    tokens, seqs = default_batch_limits(version, gpu_memory_bytes, gpu_name,
+                                        limits.max_model_len)
+    tokens = limits.max_num_batched_tokens or tokens
+    seqs = limits.max_num_seqs or seqs
+    extensible = limits.extensible
     rows = min(tokens, seqs)
     requested = int(gpu_memory_bytes * utilization)
     peak = activation_peak_bytes(dims, tokens, rows, tp)

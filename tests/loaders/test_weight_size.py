@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from kvlint.cli import main
 from kvlint.errors import ConfigError
 from kvlint.loaders.checkpoint import INDEX_NAME
-from kvlint.loaders.weight_size import plan_weights
+from kvlint.loaders.weight_size import CheckpointRef, plan_weights
 from tests.helpers import CONFIGS
 from tests.hub_server import FakeHub
 
@@ -41,8 +41,8 @@ def model_dir(tmp_path: Path, config: dict[str, Any], total: int | None) -> Path
 
 
 def sized(config: dict[str, Any], path: Path, tp: int = 1, pp: int = 1) -> Any:
-    return plan_weights(config, ref=str(path), path=str(path), revision=None, offline=True,
-                        tp=tp, pp=pp, batch=1, defaults=None)
+    return plan_weights(config, CheckpointRef(str(path), str(path), offline=True), tp=tp,
+                        pp=pp, batch=1, defaults=None)
 
 
 @pytest.mark.parametrize(("config", "why"), [

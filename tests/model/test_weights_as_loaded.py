@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from kvlint.loaders.checkpoint import INDEX_NAME
-from kvlint.loaders.weight_size import plan_weights
+from kvlint.loaders.weight_size import CheckpointRef, plan_weights
 from kvlint.model.loaded_weights import (
     mxfp4_moe_checkpoint_bytes,
     vllm_marlin_mxfp4_layout,
@@ -117,8 +117,8 @@ def model_dir(tmp_path: Path, config: dict[str, Any], total: int | None) -> str:
 
 
 def sized(config: dict[str, Any], path: str, tp: int, engine: str | None) -> Any:
-    return plan_weights(config, ref=path, path=path, revision=None, offline=True, tp=tp,
-                        pp=1, batch=1, defaults=None, engine=engine)
+    return plan_weights(config, CheckpointRef(path, path, offline=True), tp=tp, pp=1,
+                        batch=1, defaults=None, engine=engine)
 
 
 CHECKPOINT_120B = 65_248_815_744  # any size: the experts' stored bytes are replaced exactly
