@@ -332,6 +332,54 @@ def _rows(r: ModelResult, width: int | None) -> list[list[str]]:
                                  break_long_words=False)] for name, value in rows]
 
 
+def _narrow(line: str) -> bool:
+    """Whether ``line`` is printable and takes one column per character as tabulate measures
+    it: with ``wcwidth`` when that is installed (an optional dependency of tabulate's),
+    else by ``len``."""
+    if not line.isprintable():
+        return False
+    if line.isascii():
+        return True
+    import importlib
+
+    try:
+        wcwidth = importlib.import_module("wcwidth")
+    except ImportError:
+        return True  # tabulate measures with len() too
+    return bool(wcwidth.wcswidth(line) == len(line))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def key_value_table(rows: list[list[str]]) -> str:
+    """``tabulate(rows, tablefmt="plain")`` of a two-column table of labels and values, laid
+    out here for the ordinary case (one column per character, no empty cell or line, none
+    padded with spaces, neither column all numbers): importing tabulate costs a ``kvlint
+    check`` about a tenth of its start-up. Anything else goes to tabulate itself, which the
+    tests hold this to."""
+    ordinary = rows and all(
+        len(row) == 2 and "\n" not in row[0] and all(all(
+            line and line == line.strip() and _narrow(line) for line in cell.split("\n"))
+            for cell in row)
+        for row in rows) and all(any(not _is_number(row[i]) for row in rows) for i in (0, 1))
+    if not ordinary:
+        from tabulate import tabulate
+
+        return str(tabulate(rows, tablefmt="plain"))
+    width = max(len(label) for label, _ in rows)
+    lines = []
+    for label, value in rows:
+        for index, line in enumerate(value.split("\n") or [""]):
+            lines.append(((label if index == 0 else "").ljust(width) + "  " + line).rstrip())
+    return "\n".join(lines)
+
+
 class TextReporter(Reporter):
     name = "text"
     description = "a table per model and the findings, for people"
@@ -342,9 +390,7 @@ class TextReporter(Reporter):
         for r in run.results if not display.quiet else ():
             if r.target.kind != "model":
                 continue  # manifests: findings only, quiet enough for every commit
-            from tabulate import tabulate  # imported only when a model's table is drawn
-
-            table = tabulate(_rows(r, display.width), tablefmt="plain")
+            table = key_value_table(_rows(r, display.width))
             blocks.append(display.paint(_header(r), bold=True) + "\n"
                           + textwrap.indent(table, "  "))
             if r.probe is not None:
