@@ -398,41 +398,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None),
     )
     if sized is not None and plan.behaviour.engine == "sglang":
-        sized = _sglang_pool(replace(sized, fraction_name="mem_fraction_static"), analysis)
+        sized = replace(sized, fraction_name="mem_fraction_static")
     return sized, sizer
-
-
-def _sglang_pool(sized: Capacity, analysis: KvAnalysis) -> Capacity:
-    """SGLang's ``#tokens`` for a model in its hybrid sliding-window pool: full-pool tokens,
-    each costing the full layers plus ``swa_full_tokens_ratio`` x the windowed ones
-    (:func:`kvlint.model.sglang_memory.full_pool_cell_bytes`). Other models, pipeline
-    stages and models with recurrent state keep the plain per-token figure."""
-    from math import floor
-
-    from kvlint.model import kv
-    from kvlint.model.sglang_memory import full_pool_cell_bytes
-
-    plan = analysis.plan
-    layers = analysis.cached.layers
-    if not plan.windowed_sliding_cache or plan.layout.pp > 1 or \
-            sized.state_bytes_per_sequence_per_gpu or sized.kv_tokens_capped_by or \
-            not any(layer.is_windowed and layer.holds_kv for layer in layers):
-        return sized
-    costs = []
-    for layer in layers:
-        per_token = kv.layer_bytes_per_token_per_gpu(
-            layer, analysis.dtype, plan.layout.attention_tp, plan.behaviour.kv_sharding)
-        if per_token is None:
-            return sized
-        costs.append((per_token, layer.is_windowed))
-    cell = full_pool_cell_bytes(costs)
-    if not cell:
-        return sized
-    tokens = floor(max(sized.kv_budget_bytes_per_gpu, 0) / cell)
-    if plan.kv_tokens_cap and plan.kv_tokens_cap < tokens:
-        return replace(sized, max_tokens=plan.kv_tokens_cap,
-                       kv_tokens_capped_by=plan.kv_tokens_cap_source or "--max-total-tokens")
-    return replace(sized, max_tokens=tokens)
 
 
 def _sglang_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],

@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -198,7 +199,7 @@ def _engine(key: str, data: Mapping[str, Any]) -> Engine:
         mla=mla,
         fp8_mla=_facts(data.get("fp8_mla"), f"{where}.fp8_mla", ("supported",)),
         sliding_window=_facts(data.get("sliding_window"), f"{where}.sliding_window",
-                              ("windowed", "full_pool_model_types")),
+                              ("windowed", "full_pool_model_types", "pool_share")),
         flags={k: tuple(v) for k, v in flags.items() if isinstance(v, list)},
         env={k: tuple(v) for k, v in env.items()},
         dp_attention=dict(data.get("dp_attention", {})),
@@ -362,6 +363,7 @@ def behaviour(engine_key: str | None, version: str | None, model_type: str,
         windowed_sliding_cache=(bool(window.values.get("windowed", True)) and model_type
                                 not in _strings(window.values.get("full_pool_model_types")))
         if window else True,
+        windowed_pool_share=_share(window.values.get("pool_share")) if window else None,
         windowed_versions=_spec_text(engine.display, next(
             (f.versions for f in engine.sliding_window if f.values.get("windowed") is True
              and model_type not in _strings(f.values.get("full_pool_model_types"))),
@@ -369,6 +371,13 @@ def behaviour(engine_key: str | None, version: str | None, model_type: str,
         unverified=tuple(name for name, fact in facts.items() if not fact.verified),
         sources=tuple((name, fact.source) for name, fact in facts.items()),
     )
+
+
+def _share(value: object) -> Fraction | None:
+    """A table's share (0 < share <= 1) as an exact fraction of its decimal text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+        return Fraction(str(value))
+    return None
 
 
 def _strings(value: object) -> tuple[str, ...]:

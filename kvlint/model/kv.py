@@ -383,15 +383,26 @@ def _fullest_stage(sizes: list[_N], pp: int) -> _N:
 
 
 def footprint(geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout,
-              sharding: str = "replicate") -> KvFootprint:
+              sharding: str = "replicate", windowed_share: Fraction | None = None
+              ) -> KvFootprint:
     """KV bytes per token: logical, per GPU (fullest pipeline stage) and across the group.
-    Raises ``ValueError`` for a pp above the layer count."""
+    Raises ``ValueError`` for a pp above the layer count.
+
+    ``windowed_share``: the engine keeps its windowed layers in a pool of that share of the
+    full pool's tokens (SGLang's hybrid sliding-window pool, ``swa_full_tokens_ratio``), so
+    one token of its pool costs the full layers plus that share of the windowed ones (per
+    GPU and across the group; the logical figure stays the model's). Not applied to a
+    model whose every KV layer is windowed (it has no full pool)."""
     if layout.pp > geometry.num_layers:
         raise ValueError(f"pp={layout.pp:,} is more pipeline stages than the model's "
                          f"{geometry.num_layers} layers: a stage would hold no layer")
     tp, stages = _split(layout, sharding)
     logical = bytes_per_token_exact(geometry, dtype)
     sizes = _per_gpu_token_bytes(geometry, dtype, tp, sharding)
+    if sizes is not None and windowed_share is not None and any(
+            layer.holds_kv and not layer.is_windowed for layer in geometry.layers):
+        sizes = [size * windowed_share if layer.is_windowed else size
+                 for size, layer in zip(sizes, geometry.layers, strict=True)]
     ref = geometry.reference_layer
     heads_per_gpu = (
         kv_heads_per_gpu(ref.num_kv_heads, tp, sharding)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from kvlint.model import kv
 from kvlint.model.geometry import AttentionGeometry
@@ -48,6 +49,10 @@ class EngineBehaviour:
     """Whether an fp8 KV cache works with MLA here (``None``: unknown)."""
     fp8_mla_versions: str | None = None
     windowed_sliding_cache: bool = True
+    windowed_pool_share: Fraction | None = None
+    """The engine keeps windowed layers in a pool of this share of the full pool's tokens
+    (SGLang's ``swa_full_tokens_ratio``): a pool token costs the full layers plus this share
+    of the windowed ones (``None``: one pool, every layer per token)."""
     pipeline_parallel: bool = True
     """Whether the engine has pipeline parallelism (a layout with pp > 1 is one it can run;
     TGI and LMDeploy have none: engines.toml ``pipeline_parallel``)."""
@@ -218,7 +223,8 @@ def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
         cached=cached,
         plan=plan,
         dtype=dtype,
-        footprint=kv.footprint(cached, dtype, plan.layout, behaviour.kv_sharding),
+        footprint=kv.footprint(cached, dtype, plan.layout, behaviour.kv_sharding,
+                               behaviour.windowed_pool_share if windowed else None),
         bytes_per_sequence=kv.bytes_per_sequence(cached, dtype, plan.context,
                                                  windowed=windowed),
         bytes_per_sequence_per_gpu=kv.bytes_per_sequence_per_gpu(

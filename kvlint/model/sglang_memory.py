@@ -32,7 +32,6 @@ ones is modelled by the older one (the rule in force at the last release read be
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Final
 
 from packaging.version import Version
@@ -252,18 +251,3 @@ def pool_tokens(budget: int, cell_bytes: int, page_size: int = 1,
         tokens = cap
     return tokens // page_size * page_size
 
-
-def full_pool_cell_bytes(layers: list[tuple[Fraction, bool]],
-                         ratio: float = SWA_FULL_TOKENS_RATIO) -> Fraction:
-    """What one token of SGLang's hybrid sliding-window pool costs on one GPU, from each
-    layer's ``(bytes per token, windowed)``: the full layers, plus ``ratio`` x the windowed
-    ones, whose pool holds ``ratio`` tokens for each full-pool token. SGLang's ``#tokens``
-    counts full-pool tokens (``set_num_token_hybrid``: ``full = total x layers / (ratio x
-    swa_layers + full_layers)``, model_runner.py@0.4.10 L986-1066; by bytes at 0.5.23,
-    ``HybridSWAPoolConfigurator`` L656-921). A model of windowed layers only has no full
-    pool: a token costs its windowed layers once."""
-    full = sum((b for b, windowed in layers if not windowed), Fraction(0))
-    swa = sum((b for b, windowed in layers if windowed), Fraction(0))
-    if not any(not windowed and b for b, windowed in layers):
-        return swa
-    return full + Fraction(ratio).limit_denominator(1000) * swa

@@ -109,15 +109,23 @@ def test_pool_tokens_round_to_the_page_and_take_the_cap() -> None:
     assert pool_tokens(-1, 131_072) == 0
 
 
-def test_a_full_pool_token_costs_the_full_layers_and_the_ratio_of_the_windowed() -> None:
+def test_a_pool_token_costs_the_full_layers_and_the_share_of_the_windowed() -> None:
+    """SGLang's #tokens counts full-pool tokens: Gemma-2-9B (21 full and 21 windowed layers
+    of 8,192 B a token at tp 1) costs 21 x 8,192 + 0.8 x 21 x 8,192 B a pool token from
+    0.4.10; a model whose layers are all windowed has no full pool (each layer once)."""
     from fractions import Fraction
 
-    from kvlint.model.sglang_memory import full_pool_cell_bytes
+    from kvlint.engines import behaviour
+    from kvlint.model import kv
+    from tests.helpers import geometry
 
-    layers = [(Fraction(8192), False), (Fraction(8192), True)] * 21  # Gemma-2-9B's pattern
-    assert full_pool_cell_bytes(layers) == 21 * 8192 + Fraction(4, 5) * 21 * 8192
-    assert full_pool_cell_bytes(layers, ratio=1.0) == 42 * 8192
-    assert full_pool_cell_bytes([(Fraction(100), True)] * 4) == 400  # windowed layers only
+    g = geometry("google--gemma-2-9b")
+    share = behaviour("sglang", "0.4.10", "gemma2", is_mla=False).windowed_pool_share
+    assert share == Fraction(4, 5)
+    dtype = kv.resolve_kv_dtype("auto", g, None)
+    fp = kv.footprint(g, dtype, kv.ParallelLayout(), windowed_share=share)
+    assert fp.bytes_per_token_per_gpu_exact == 21 * 8192 + Fraction(4, 5) * 21 * 8192
+    assert fp.bytes_per_token == 42 * 8192  # the model's own figure is unchanged
 
 
 @pytest.mark.parametrize(("model_type", "version", "windowed"), [
