@@ -399,6 +399,11 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     )
     if sized is not None and plan.behaviour.engine == "sglang":
         sized = replace(sized, fraction_name="mem_fraction_static")
+        page = plan.engine_start.page_size if plan.engine_start else None
+        if page and page > 1 and not sized.state_bytes_per_sequence_per_gpu:
+            # the pool is whole pages (model_runner.py@0.4.6.post1 L774-781: tokens //
+            # page_size * page_size, after --max-total-tokens)
+            sized = replace(sized, max_tokens=sized.max_tokens // page * page)
     return sized, sizer
 
 
@@ -412,6 +417,7 @@ def _sglang_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     from packaging.version import InvalidVersion, Version
 
     from kvlint.model.hardware import find_gpu
+    from kvlint.model.serving import EngineStart
     from kvlint.model.sglang_memory import (
         MIB,
         SglangStart,
@@ -428,8 +434,11 @@ def _sglang_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     except InvalidVersion:
         version = None
     layout = plan.layout
+    start = plan.engine_start or EngineStart()
     fraction = plan.gpu_memory_utilization or default_mem_fraction_static(SglangStart(
         version, smi_bytes // MIB, tp=layout.tp, pp=layout.pp,
+        chunked_prefill_size=start.chunked_prefill_size,
+        cuda_graph_max_bs=start.cuda_graph_max_bs, speculative=start.speculative_algorithm,
         dp_attention=layout.dp_attention, dp_size=layout.dp,
         mla=analysis.cached.is_mla and plan.behaviour.mla_cache == "latent",
         vision=_vision_tower(config)))

@@ -586,6 +586,8 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "dtype": Located("float32"), "gpu_memory": Located(46_068 / 1024),
         "quantization": Located("fp8"),
         "config_overrides": Located('{"max_position_embeddings":8192}'),
+        "prefill_chunk": Located(-1), "graph_batch": Located(64), "page_size": Located(64),
+        "speculative": Located("eagle"),
     }
     settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
     assert settings == set(samples), "a new ServedModel field: make it reach the plan"
@@ -635,3 +637,29 @@ def test_sglang_sizes_gemma2_in_its_own_pool_unit(version: str, cell: float) -> 
         "--engine-version", version, "--gpu", "H100", "--format", "json"])
     cap = json.loads(result.stdout)["results"][0]["capacity"]
     assert cap["max_tokens"] == int(cap["kv_budget_bytes_per_gpu"] * 5 // int(cell * 5))
+
+
+@pytest.mark.parametrize(("args", "fraction"), [
+    # 0.5.23 on an H100 at tp 1 (kvlint/model/sglang_memory.py, restated from
+    # arg_groups/memory_hook.py@0.5.23): 512 + 1.5 x chunk + 2 x graph batch + 128 + 8 x the
+    # prefill graph sizes up to the chunk, with a 10 GiB floor; no speculative reserve
+    ("", 0.830),
+    ("--chunked-prefill-size 4096", round((81559 - 10240) / 81559, 3)),  # the floor
+    ("--chunked-prefill-size 16384 --cuda-graph-max-bs 64",
+     round((81559 - (512 + 24576 + 128 + 128 + 74 * 8)) / 81559, 3)),
+    ("--speculative-algorithm EAGLE", 0.830),
+])
+def test_sglang_start_up_options_shape_its_default_fraction(tmp_path: Path, args: str,
+                                                            fraction: float) -> None:
+    path = sglang_compose(tmp_path, args)
+    result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
+                          *model_map("org/llama", LLAMA31_8B)))
+    assert result["capacity"]["gpu_memory_utilization"] == fraction
+
+
+def test_sglang_page_size_rounds_the_pool(tmp_path: Path) -> None:
+    plain = only(as_json("lint", str(sglang_compose(tmp_path, "")), "--gpu", "H100-80GB",
+                         *model_map("org/llama", LLAMA31_8B)))["capacity"]
+    paged = only(as_json("lint", str(sglang_compose(tmp_path, "--page-size 64")), "--gpu",
+                         "H100-80GB", *model_map("org/llama", LLAMA31_8B)))["capacity"]
+    assert paged["max_tokens"] == plain["max_tokens"] // 64 * 64

@@ -49,7 +49,8 @@ from kvlint.manifests.base import (
 )
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
-from kvlint.model.serving import ServingPlan
+from kvlint.model.limits import MAX_SIZE
+from kvlint.model.serving import EngineStart, ServingPlan
 from kvlint.rules.base import Rule
 from kvlint.suppress import MARKERS as SUPPRESSION_MARKERS
 from kvlint.suppress import apply as apply_suppressions
@@ -81,6 +82,23 @@ def _given_int(value: Located[int] | Unresolved | None) -> Located[int] | None:
     """``value`` when it is a positive integer the manifest states, else ``None``."""
     return value if isinstance(value, Located) and isinstance(value.value, int) \
         and value.value > 0 else None
+
+
+def _engine_start(served: ServedModel) -> EngineStart | None:
+    """The SGLang start-up options a manifest states (``None`` when it states none)."""
+    def number(value: Located[int] | Unresolved | None, low: int) -> int | None:
+        ok = isinstance(value, Located) and isinstance(value.value, int) and \
+            low <= value.value <= MAX_SIZE
+        return value.value if ok and isinstance(value, Located) else None
+
+    speculative = served.speculative
+    start = EngineStart(
+        chunked_prefill_size=number(served.prefill_chunk, -1),
+        cuda_graph_max_bs=number(served.graph_batch, 1),
+        page_size=number(served.page_size, 1),
+        speculative_algorithm=speculative.value.upper()
+        if isinstance(speculative, Located) and isinstance(speculative.value, str) else None)
+    return start if start != EngineStart() else None
 
 
 def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
@@ -130,6 +148,7 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         extensible_kv_cache=served.extensible_kv_cache.value
         if isinstance(served.extensible_kv_cache, Located)
         and isinstance(served.extensible_kv_cache.value, bool) else base.extensible_kv_cache,
+        engine_start=_engine_start(served) or base.engine_start,
         kv_tokens_cap=tokens_cap.value if tokens_cap else base.kv_tokens_cap,
         kv_tokens_cap_source=_where(tokens_cap, "the manifest") if tokens_cap
         else base.kv_tokens_cap_source,

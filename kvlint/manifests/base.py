@@ -88,6 +88,15 @@ class ServedModel:
     """SGLang ``--max-total-tokens``: the most tokens its KV pool holds (the profiled pool,
     when smaller, wins)."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
+    prefill_chunk: Located[int] | Unresolved | None = None
+    """SGLang ``--chunked-prefill-size`` (-1: no chunking): feeds its default
+    ``mem_fraction_static``."""
+    graph_batch: Located[int] | Unresolved | None = None
+    """SGLang ``--cuda-graph-max-bs``: feeds its default ``mem_fraction_static``."""
+    page_size: Located[int] | Unresolved | None = None
+    """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
+    speculative: Located[str] | Unresolved | None = None
+    """SGLang ``--speculative-algorithm``: feeds its default ``mem_fraction_static``."""
     dtype: Located[str] | Unresolved | None = None
     """The engine's ``--dtype`` (the model dtype an ``auto`` KV cache follows)."""
     quantization: Located[str] | Unresolved | None = None

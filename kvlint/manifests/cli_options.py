@@ -584,7 +584,9 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "gpu_memory_utilization": ("--mem-fraction-static",), "config_file": ("--config",),
         "nnodes": ("--nnodes",), "dtype": ("--dtype",),
         "kv_tokens_cap": ("--max-total-tokens",), "quantization": ("--quantization",),
-        "node_rank": ("--node-rank",),
+        "node_rank": ("--node-rank",), "prefill_chunk": ("--chunked-prefill-size",),
+        "graph_batch": ("--cuda-graph-max-bs",), "page_size": ("--page-size",),
+        "speculative": ("--speculative-algorithm",),
     },
     "trtllm": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -625,7 +627,8 @@ wins); :mod:`.engine_command` adds the spellings of ``engines.toml``."""
 
 INT_FIELDS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs", "max_model_len",
                         "max_num_batched_tokens", "kv_cache_memory_bytes", "kv_tokens_cap",
-                        "nnodes", "attn_dp", "node_rank"})
+                        "nnodes", "attn_dp", "node_rank", "prefill_chunk", "graph_batch",
+                        "page_size"})
 BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel", "extensible_kv_cache"})
 LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
                          "8": "int8", "int8": "int8", "16": "fp8", "fp8": "fp8",

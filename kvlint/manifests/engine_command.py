@@ -177,6 +177,15 @@ class EngineArgs:
     kv_tokens_cap: Located[int] | Unresolved | None = None
     """SGLang ``--max-total-tokens``: the most tokens its KV pool holds."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
+    prefill_chunk: Located[int] | Unresolved | None = None
+    """SGLang ``--chunked-prefill-size`` (-1: no chunking): feeds its default
+    ``mem_fraction_static``."""
+    graph_batch: Located[int] | Unresolved | None = None
+    """SGLang ``--cuda-graph-max-bs``: feeds its default ``mem_fraction_static``."""
+    page_size: Located[int] | Unresolved | None = None
+    """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
+    speculative: Located[str] | Unresolved | None = None
+    """SGLang ``--speculative-algorithm``: feeds its default ``mem_fraction_static``."""
     config_file: Located[str] | Unresolved | None = None
     unknown: tuple[str, ...] = ()
     expert_parallel: Located[bool] | None = None
@@ -655,7 +664,8 @@ _ENGINE_ARG_FIELDS = frozenset({
     "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
     "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "config_file",
     "expert_parallel",
-    "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank"})
+    "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank",
+    "prefill_chunk", "graph_batch", "page_size", "speculative"})
 
 
 def _value_line(line: int | None, values: list[Token]) -> int | None:

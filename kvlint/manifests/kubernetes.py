@@ -223,7 +223,8 @@ def expert_size(engine: str, args: EngineArgs) -> Located[int] | Unresolved | No
 ARG_FIELDS = ("model", "tp", "pp", "dp", "dp_attention", "kv_cache_dtype", "max_model_len",
               "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
               "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "dtype",
-              "quantization", "config_overrides", "node_rank")
+              "quantization", "config_overrides", "node_rank", "prefill_chunk",
+              "graph_batch", "page_size", "speculative")
 
 
 def build(origin: Origin, run: Run, *, args: EngineArgs | None = None,

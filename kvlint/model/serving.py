@@ -69,6 +69,18 @@ class EngineBehaviour:
 
 
 @dataclass(frozen=True)
+class EngineStart:
+    """SGLang's start-up options that feed its default ``mem_fraction_static`` or round its
+    pool (``None``: the release's default)."""
+
+    chunked_prefill_size: int | None = None
+    """``--chunked-prefill-size``; -1: no chunking."""
+    cuda_graph_max_bs: int | None = None
+    page_size: int | None = None
+    speculative_algorithm: str | None = None
+
+
+@dataclass(frozen=True)
 class ServingPlan:
     """Engine, parallelism, KV dtype and the workload the numbers are computed for."""
 
@@ -96,6 +108,9 @@ class ServingPlan:
     extensible_kv_cache: bool | None = None
     """vLLM 0.34's ``--[no-]enable-extensible-kv-cache``; ``None``: the version's default (on
     from 0.34.0, kvlint.model.memory.EXTENSIBLE_KV_CACHE_SINCE)."""
+    engine_start: EngineStart | None = None
+    """Start-up options that shape an engine's memory beyond the plan's own fields (SGLang:
+    chunked prefill, CUDA-graph batch, page size, speculative decoding)."""
     kv_tokens_cap: int | None = None
     """SGLang ``--max-total-tokens``: its KV pool holds at most this many tokens (the
     profiled size when smaller)."""
