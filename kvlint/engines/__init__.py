@@ -78,11 +78,17 @@ class Engine:
     gpu_memory_utilization: float | None
     memory_fraction_semantics: str | None
     pipeline_parallel: bool
+    allocates_shared_kv_layers: bool = False
+    """Whether the engine gives layers that reuse another layer's cache (Gemma-3n/Gemma-4
+    ``num_kv_shared_layers``) a cache of their own anyway (sized for every layer)."""
     context_limit: tuple[Fact, ...] = ()
     """How the engine derives a model's maximum sequence length, by version (KV703)."""
     utilization_by_version: tuple[Fact, ...] = ()
     """The default ``gpu_memory_utilization`` by version, where it changed
     (``gpu_memory_utilization_by_version``); :attr:`gpu_memory_utilization` otherwise."""
+    kv_cache_dtype: tuple[Fact, ...] = ()
+    """KV cache dtypes the engine refuses, by version and backend (``kv_cache_dtype``:
+    ``refuses``, ``backends``)."""
 
     def gpu_memory_utilization_at(self, version: str | None) -> float | None:
         """The engine's default memory fraction at ``version`` (the newest known when
@@ -118,13 +124,25 @@ class Engine:
     def context_limit_at(self, version: Version) -> Fact | None:
         return self._first(self.context_limit, version)
 
+    def kv_cache_dtype_at(self, version: Version, backend: str | None = None) -> Fact | None:
+        """The first ``kv_cache_dtype`` entry for ``version`` whose ``backends`` (none listed:
+        every backend) contain ``backend``; an entry that names backends is skipped when the
+        backend is not known (``None``)."""
+        for fact in self.kv_cache_dtype:
+            if not fact.matches(version):
+                continue
+            backends = _strings(fact.values.get("backends"))
+            if not backends or (backend is not None and backend.lower() in backends):
+                return fact
+        return None
+
     def judging_versions(self) -> tuple[str, ...]:
         """One version in each range of versions over which the table's facts are constant
         (each fact's lower bounds and exact versions, the oldest range's start, the newest
         known), oldest first: an engine whose version is unknown is judged by all of them."""
         found = {self.latest, Version("0")}
         for facts in (self.kv_sharding, self.mla, self.fp8_mla, self.sliding_window,
-                      self.context_limit):
+                      self.context_limit, self.kv_cache_dtype):
             for fact in facts:
                 for spec in fact.versions:
                     if spec.operator in (">=", "==", "===") and "*" not in spec.version:
@@ -199,18 +217,22 @@ def _engine(key: str, data: Mapping[str, Any]) -> Engine:
         mla=mla,
         fp8_mla=_facts(data.get("fp8_mla"), f"{where}.fp8_mla", ("supported",)),
         sliding_window=_facts(data.get("sliding_window"), f"{where}.sliding_window",
-                              ("windowed", "full_pool_model_types", "pool_share")),
+                              ("windowed", "full_pool_model_types", "pool_share",
+                               "windowed_architectures")),
         flags={k: tuple(v) for k, v in flags.items() if isinstance(v, list)},
         env={k: tuple(v) for k, v in env.items()},
         dp_attention=dict(data.get("dp_attention", {})),
         gpu_memory_utilization=data.get("gpu_memory_utilization"),
         memory_fraction_semantics=data.get("memory_fraction_semantics"),
         pipeline_parallel=bool(data.get("pipeline_parallel", True)),
+        allocates_shared_kv_layers=bool(data.get("allocates_shared_kv_layers", False)),
         context_limit=_facts(data.get("context_limit"), f"{where}.context_limit",
                              CONTEXT_LIMIT_KEYS),
         utilization_by_version=_facts(data.get("gpu_memory_utilization_by_version"),
                                       f"{where}.gpu_memory_utilization_by_version",
                                       ("value",)),
+        kv_cache_dtype=_facts(data.get("kv_cache_dtype"), f"{where}.kv_cache_dtype",
+                              ("refuses", "backends")),
     )
 
 
@@ -318,8 +340,11 @@ def _spec_text(display: str, spec: SpecifierSet | None) -> str | None:
 
 
 def behaviour(engine_key: str | None, version: str | None, model_type: str,
-              *, is_mla: bool) -> EngineBehaviour:
+              *, is_mla: bool, architecture: str | None = None) -> EngineBehaviour:
     """What ``engine_key`` at ``version`` does with a model of ``model_type``.
+
+    ``architecture`` (the config's ``architectures[0]``, when known) decides the sliding
+    window where one model type is served by two builders (``windowed_architectures``).
 
     No engine: the newest vLLM kvlint knows. Raises ``ValueError`` for an unknown engine or
     an unparsable version.
@@ -354,19 +379,18 @@ def behaviour(engine_key: str | None, version: str | None, model_type: str,
         unknown=version is not None and version.strip().lower() == UNKNOWN_VERSION,
         kv_sharding=str(sharding.values["kv_sharding"]),
         pipeline_parallel=engine.pipeline_parallel,
+        allocates_shared_kv_layers=engine.allocates_shared_kv_layers,
         mla_cache=mla_cache,
         mla_latent_versions=_spec_text(engine.display, engine.latent_versions(model_type)),
         mla_alternatives=latent_engines(model_type) if mla_cache != "latent" else (),
         fp8_mla=bool(fp8_supported) if isinstance(fp8_supported, bool) else None,
         fp8_mla_versions=_spec_text(engine.display, next(
             (f.versions for f in engine.fp8_mla if f.values.get("supported") is True), None)),
-        windowed_sliding_cache=(bool(window.values.get("windowed", True)) and model_type
-                                not in _strings(window.values.get("full_pool_model_types")))
-        if window else True,
+        windowed_sliding_cache=_windowed(window, model_type, architecture) if window else True,
         windowed_pool_share=_share(window.values.get("pool_share")) if window else None,
         windowed_versions=_spec_text(engine.display, next(
             (f.versions for f in engine.sliding_window if f.values.get("windowed") is True
-             and model_type not in _strings(f.values.get("full_pool_model_types"))),
+             and _windowed(f, model_type, architecture)),
             None)),
         unverified=tuple(name for name, fact in facts.items() if not fact.verified),
         sources=tuple((name, fact.source) for name, fact in facts.items()),
@@ -378,6 +402,59 @@ def _share(value: object) -> Fraction | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
         return Fraction(str(value))
     return None
+
+
+def _windowed(fact: Fact, model_type: str, architecture: str | None) -> bool:
+    """Whether the sliding-window entry ``fact`` keeps windowed caches for this model: its
+    ``windowed``, unless the model type has a full-length pool (``full_pool_model_types``)
+    and the architecture is not one of ``windowed_architectures``."""
+    if not bool(fact.values.get("windowed", True)):
+        return False
+    if model_type not in _strings(fact.values.get("full_pool_model_types")):
+        return True
+    return architecture is not None and \
+        architecture in _strings(fact.values.get("windowed_architectures"))
+
+
+def refused_kv_cache_dtype(engine_key: str, version: str | None, dtype: str,
+                           *, backend: str | None = None) -> Fact | None:
+    """The ``kv_cache_dtype`` entry by which ``engine_key`` at ``version`` (the newest known
+    when ``None`` or unpinned) on ``backend`` refuses the KV cache dtype ``dtype`` (kvlint's
+    ``--kv-cache-dtype`` name), or ``None`` when it accepts it or the table says nothing.
+    ``backend`` ``None``: entries that name backends do not apply. Raises ``ValueError`` for
+    an unknown engine or an unparsable version."""
+    key = engine_key.lower()
+    if key not in ENGINES:
+        raise ValueError(f"unknown engine {engine_key!r}; expected one of {', '.join(ENGINES)}")
+    engine = load_engines()[key]
+    parsed, _ = parse_version(engine, version)
+    fact = engine.kv_cache_dtype_at(parsed, backend)
+    if fact is None or dtype.strip().lower() not in _strings(fact.values.get("refuses")):
+        return None
+    return fact
+
+
+def default_backend(engine_key: str, version: str | None,
+                    architecture: str | None) -> str | None:
+    """The backend ``lmdeploy serve`` picks for ``architecture`` at ``version`` when no
+    ``--backend`` is given: ``turbomind`` where TurboMind serves it (``architectures.json``'s
+    ``turbomind`` list; ``lmdeploy/archs.py`` ``autoget_backend``), else ``pytorch``. A version
+    between two known ones is judged by both (``None`` when they differ); ``None`` for other
+    engines, an unknown architecture or an unparsable version."""
+    if engine_key.lower() != "lmdeploy" or not architecture:
+        return None
+    from kvlint.engines import architectures
+
+    known = architectures.load().get("engines", {}).get("lmdeploy", {}).get("versions", {})
+    if not known:
+        return None
+    try:
+        parsed, _ = parse_version(load_engines()["lmdeploy"], version)
+    except ValueError:
+        return None
+    picks = {"turbomind" if architecture in known[v].get("turbomind", ()) else "pytorch"
+             for v in architectures._bracket(list(known), parsed)}
+    return picks.pop() if len(picks) == 1 else None
 
 
 def _strings(value: object) -> tuple[str, ...]:

@@ -252,9 +252,16 @@ MLA_CACHES = ("latent", "full", "full-padded-v")
 (with V padded to the K head dim by engines that need equal dims)."""
 
 
-def as_cached(geometry: AttentionGeometry, mla_cache: str = "latent") -> AttentionGeometry:
+def as_cached(geometry: AttentionGeometry, mla_cache: str = "latent",
+              shared_kv_allocated: bool = False) -> AttentionGeometry:
     """The geometry as the engine caches it: MLA layers become per-head K/V layers when the
-    engine does not cache the latent."""
+    engine does not cache the latent; with ``shared_kv_allocated``, layers that reuse
+    another layer's cache get one of their own (an engine that sizes its pool for every
+    layer)."""
+    if shared_kv_allocated and any(layer.kv_shared for layer in geometry.layers):
+        geometry = replace(geometry, layers=tuple(
+            replace(layer, kv_shared=False) if layer.kv_shared else layer
+            for layer in geometry.layers))
     if mla_cache == "latent" or not geometry.is_mla:
         return geometry
     pad = mla_cache == "full-padded-v"

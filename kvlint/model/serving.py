@@ -53,6 +53,9 @@ class EngineBehaviour:
     """The engine keeps windowed layers in a pool of this share of the full pool's tokens
     (SGLang's ``swa_full_tokens_ratio``): a pool token costs the full layers plus this share
     of the windowed ones (``None``: one pool, every layer per token)."""
+    allocates_shared_kv_layers: bool = False
+    """The engine sizes its pool for every layer, those that reuse another layer's cache
+    (``num_kv_shared_layers``) included (SGLang)."""
     pipeline_parallel: bool = True
     """Whether the engine has pipeline parallelism (a layout with pp > 1 is one it can run;
     TGI and LMDeploy have none: engines.toml ``pipeline_parallel``)."""
@@ -231,7 +234,8 @@ def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
     Raises ``ValueError`` for a KV dtype the model cannot use, or a pp above its layers."""
     dtype = kv.resolve_kv_dtype(plan.kv_cache_dtype, geometry, plan.dtype)
     behaviour = plan.behaviour
-    cached = kv.as_cached(geometry, behaviour.mla_cache)
+    cached = kv.as_cached(geometry, behaviour.mla_cache,
+                          shared_kv_allocated=behaviour.allocates_shared_kv_layers)
     windowed = plan.windowed_sliding_cache
     return KvAnalysis(
         geometry=geometry,
