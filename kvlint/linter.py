@@ -398,13 +398,42 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None),
     )
     if sized is not None and plan.behaviour.engine == "sglang":
-        sized = replace(sized, fraction_name="mem_fraction_static")
+        sized = _sglang_state_split(replace(sized, fraction_name="mem_fraction_static"),
+                                    plan)
         page = plan.engine_start.page_size if plan.engine_start else None
         if page and page > 1 and not sized.state_bytes_per_sequence_per_gpu:
             # the pool is whole pages (model_runner.py@0.4.6.post1 L774-781: tokens //
             # page_size * page_size, after --max-total-tokens)
             sized = replace(sized, max_tokens=sized.max_tokens // page * page)
     return sized, sizer
+
+
+def _sglang_state_split(sized: Capacity, plan: ServingPlan) -> Capacity:
+    """A hybrid-state model under SGLang: the state pool takes its share of the budget
+    first, the KV pool's tokens come from the rest
+    (:func:`kvlint.model.sglang_memory.state_split`)."""
+    from math import floor
+
+    from packaging.version import InvalidVersion, Version
+
+    from kvlint.model.sglang_memory import state_split
+
+    state = sized.state_bytes_per_sequence_per_gpu
+    per_token = sized.bytes_per_sequence_per_gpu - state
+    if not state or per_token <= 0:
+        return sized
+    try:
+        version = Version(plan.behaviour.version) if plan.behaviour.version else None
+    except InvalidVersion:
+        version = None
+    kv_budget, slots = state_split(sized.kv_budget_bytes_per_gpu, state, version)
+    tokens = floor(max(kv_budget, 0) * sized.context / per_token)
+    if plan.kv_tokens_cap and plan.kv_tokens_cap < tokens:
+        return replace(sized, max_tokens=plan.kv_tokens_cap,
+                       kv_tokens_capped_by=plan.kv_tokens_cap_source or "--max-total-tokens",
+                       max_sequences=min(slots, plan.kv_tokens_cap // sized.context))
+    return replace(sized, max_tokens=tokens,
+                   max_sequences=min(slots, max(kv_budget, 0) // per_token))
 
 
 def _sglang_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],

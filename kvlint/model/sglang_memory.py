@@ -32,6 +32,7 @@ ones is modelled by the older one (the rule in force at the last release read be
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Final
 
 from packaging.version import Version
@@ -251,3 +252,34 @@ def pool_tokens(budget: int, cell_bytes: int, page_size: int = 1,
         tokens = cap
     return tokens // page_size * page_size
 
+
+
+MAMBA_FULL_MEMORY_RATIO: Final = 0.9
+"""``--mamba-full-memory-ratio`` by default (server_args.py@0.5.5.post3 L430; 0.5.23
+``arg_groups/fields/schedule.py`` L220-227, None resolved to 0.9): the recurrent-state pool
+takes ``ratio / (1 + ratio)`` of the budget."""
+MAMBA_SLOTS_BEFORE_RATIO: Final = 512
+"""0.5.2 (Qwen3-Next only): ``--max-mamba-cache-size`` by default, ``max_running_requests``
+or 512 (model_runner.py@0.5.2 L308-326)."""
+
+
+def state_split(budget: int, state_bytes: int, version: Version | None) -> tuple[int, int]:
+    """``(KV budget, state slots)`` of a model with recurrent (Mamba / linear-attention)
+    state: SGLang first gives the state pool its share, then sizes the KV pool from the rest
+    (``handle_max_mamba_cache``, model_runner.py@0.5.5.post3 L1363-1411; 0.5.23
+    ``_handle_max_mamba_cache``, kv_cache_configurator.py L3229-3409: the same split):
+
+    - from 0.5.5: ``slots = floor(budget x r / (1 + r) / state)`` with the radix cache on
+      (the default), ``r`` = :data:`MAMBA_FULL_MEMORY_RATIO`;
+    - 0.5.2: :data:`MAMBA_SLOTS_BEFORE_RATIO` slots;
+
+    the KV pool gets ``budget - slots x state``. Not modelled: speculative decoding's extra
+    state per slot, 0.5.23's padding slot and pipeline-stage share."""
+    if budget <= 0 or state_bytes <= 0:
+        return budget, 0
+    if version is not None and version < RULE_0_5_5:
+        slots = MAMBA_SLOTS_BEFORE_RATIO
+    else:
+        ratio = Fraction(MAMBA_FULL_MEMORY_RATIO).limit_denominator(1000)
+        slots = int(budget * ratio / (1 + ratio) // state_bytes)
+    return budget - slots * state_bytes, slots

@@ -143,3 +143,17 @@ def test_the_swa_pool_per_architecture_and_release(model_type: str, version: str
 
     assert behaviour("sglang", version, model_type, is_mla=False).windowed_sliding_cache \
         is windowed
+
+
+def test_the_state_pool_takes_its_share_first() -> None:
+    """handle_max_mamba_cache (0.5.5.post3): state slots = floor(budget x 0.9 / 1.9 /
+    state); the KV pool gets the rest. 0.5.2: 512 slots."""
+    from kvlint.model.sglang_memory import state_split
+
+    budget, state = 100 * GIB, 10 * MIB
+    kv_budget, slots = state_split(budget, state, Version("0.5.5.post3"))
+    assert slots == int(budget * 9 // 19 // state) == 4850
+    assert kv_budget == budget - slots * state
+    assert state_split(budget, state, Version("0.5.2")) == (budget - 512 * state, 512)
+    assert state_split(budget, 0, None) == (budget, 0)
+    assert state_split(-1, state, None) == (-1, 0)
