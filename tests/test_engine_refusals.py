@@ -393,3 +393,27 @@ def test_launchers_and_wrappers(name: str, tmp_path: Path) -> None:
     [found] = results
     assert {k: found["serving"][k] for k in serving} == serving
     assert [f["code"] for f in found["findings"] if f["code"].startswith("KV70")] == []
+
+
+@pytest.mark.parametrize(("option", "severity"), [
+    ("--cache-ram", "warning"),  # no close option: perhaps one a newer build added
+    ("--ctx", "error"),  # cut short: --ctx-size is meant
+    ("--ctx-sise", "error"),  # one edit from --ctx-size: a misspelling
+])
+def test_an_option_no_known_release_has_on_a_floating_tag(tmp_path: Path, option: str,
+                                                          severity: str) -> None:
+    """llama.cpp's ``server-cuda`` tag names no release, and kvlint's llama.cpp options come
+    from one source: an option it lacks may be newer, unless it reads as a misspelling."""
+    compose = tmp_path / "compose.yaml"
+    compose.write_text(
+        "services:\n  llama:\n    image: ghcr.io/ggml-org/llama.cpp:server-cuda\n"
+        f"    command: [\"-hf\", \"org/m-GGUF\", \"{option}\", \"4096\"]\n", encoding="utf-8")
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    result = CliRunner().invoke(main, ["lint", str(compose), "--isolated", "--no-plugins",
+                                       "--offline", "--format", "json"])
+    found = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
+             if f["code"] == "KV701"]
+    assert [f["severity"] for f in found] == [severity], [f["message"] for f in found]

@@ -65,8 +65,16 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
                  parsers: Sequence[ManifestParser]) -> list[ServedModel] | ManifestProblem:
     """Every served model in ``text``, a manifest read from ``path`` (or from stdin, named
     ``path``)."""
+    from kvlint.manifests.shell_scripts import is_script, script_models
     from kvlint.manifests.yaml_marks import load_documents  # not for cached files
 
+    if is_script(str(path), text):  # a shell script: its commands, not YAML documents
+        found = Extracted(script_models(text, str(path)))
+        found.source = (str(path), text)
+        if not found:
+            unread = engine_not_understood(text, str(path))
+            found.problems = (unread,) if unread is not None else ()
+        return found
     documents = load_documents(text, str(path))
     if isinstance(documents, ManifestProblem):
         return documents

@@ -153,6 +153,55 @@ def _bracket(engine: str, version: Located[str] | Unresolved | None
     return [lower, upper], f"{name} {text}", ""
 
 
+def _past_the_newest(engine: str, version: Located[str] | Unresolved | None) -> bool:
+    """Whether the release that runs may be newer than every option table kvlint read for
+    ``engine``: a version above the newest table; or a tag that names no version (``latest``,
+    ``server-cuda``, nothing at all) when the newest table is older than the newest release
+    kvlint knows of (engines.toml ``latest``), or when the engine's table comes from one
+    source of no stated release (TGI, TensorRT-LLM, llama.cpp)."""
+    known = VERSIONS.get(engine)
+    parsed = _parse(version.value) if isinstance(version, Located) and version.value \
+        else None
+    if parsed is not None:
+        return known is not None and parsed > Version(known[-1])
+    if not known:
+        return True
+    from kvlint.engines import load_engines
+
+    latest = getattr(load_engines().get(engine), "latest", None)
+    return latest is not None and Version(known[-1]) < latest
+
+
+def _misspelt(name: str, suggestion: object) -> bool:
+    """Whether ``name`` reads as a misspelling of the known option ``suggestion``: cut short
+    (``--ctx`` for ``--ctx-size``) or within two edits of it (``--tp`` for ``-tp``)."""
+    if not isinstance(suggestion, str) or not suggestion:
+        return False
+    if suggestion.startswith(name):
+        return True
+    previous = list(range(len(suggestion) + 1))
+    for i, a in enumerate(name, 1):
+        current = [i]
+        for j, b in enumerate(suggestion, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1,
+                               previous[j - 1] + (a != b)))
+        previous = current
+    return previous[-1] <= 2
+
+
+def _maybe_newer(problem: EngineArgProblem, newest: str | None) -> EngineArgProblem:
+    """An unknown option no release kvlint read ever had, on an engine that may be newer:
+    said so (KV701 then warns instead of failing the run)."""
+    if problem.kind != "option" or problem.data.get("reason") != "unknown" or \
+            "history" in problem.data or _misspelt(problem.option,
+                                                   problem.data.get("suggestion")):
+        return problem
+    than = f" newer than {newest}" if newest else " newer than the source kvlint read"
+    return replace(problem, message=f"{problem.message}; no release kvlint read has it, and "
+                   f"the image may run one{than}: pin the version to be sure",
+                   data={**problem.data, "newer_may_accept": True})
+
+
 def _normalise(engine: str, name: str) -> str:
     """The spelling the engine's parser looks up: vLLM turns ``_`` into ``-`` before the first
     ``.`` (``--json-arg.field``) and looks up a one-dash dotted word by its head
@@ -353,6 +402,10 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
             problems.append(value_problem)
     if engine == "sglang":
         problems.extend(_sglang_dp_attention_alone(uses, version, fields))
+    if _past_the_newest(engine, version):
+        # a floating tag (latest, server-cuda) or a release newer than every table kvlint
+        # read: an option no known release has may be one a newer release added
+        problems = [_maybe_newer(p, versions[-1]) for p in problems]
     if basis:
         problems = [replace(p, message=f"{p.message} ({basis})",
                             data={**p.data, "judged_by": basis}) for p in problems]

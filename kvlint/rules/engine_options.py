@@ -35,7 +35,9 @@ class EngineOptionUnknown(_EngineRefusal):
     engine's parser reads it: argparse (vLLM, SGLang, LMDeploy) accepts unique prefixes of long
     options; click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only. The message
     names the closest real option and, when the option exists in another version kvlint knows,
-    when it was added or removed.
+    when it was added or removed. An option no release kvlint read has, on an image whose tag
+    names no version (`latest`, `server-cuda`) or a newer one, is a warning: a release newer
+    than kvlint's tables may have added it.
 
     ## Why is this bad?
     The server exits at start ("unrecognized arguments", "No such option", "unexpected
@@ -58,6 +60,13 @@ class EngineOptionUnknown(_EngineRefusal):
     name = "engine-option-unknown"
     severity = Severity.ERROR
     kind = "option"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        for finding in super().check(ctx):
+            # an option no release kvlint read has, on an image that may run a newer one
+            # (a floating tag): a warning, since a newer release may accept it
+            yield replace(finding, severity=Severity.WARNING) \
+                if finding.data.get("newer_may_accept") else finding
 
 
 class EngineOptionInvalidValue(_EngineRefusal):

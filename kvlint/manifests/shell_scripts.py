@@ -1,0 +1,192 @@
+"""Shell scripts that start an engine (``*.sh``, or a file whose first line is a shell's
+``#!``): directly (``vllm serve ...``, ``python3 -m sglang.launch_server ...``) or in a
+container (``docker run [OPTIONS] IMAGE [COMMAND]``, also ``podman`` and ``nvidia-docker``,
+after ``sudo``).
+
+A container run is read as Docker reads it: its options (``docker run --help``: the ones that
+take a value are skipped with it), the image, then the command. A command that names an
+engine is that engine's; an image whose default entrypoint is an engine's server
+(:func:`~kvlint.manifests.images.entrypoint_engine`: ``vllm/vllm-openai``, TGI, llama.cpp...)
+runs that server with the command as its arguments. ``-e``/``--env`` settings become the
+process's environment (TGI reads ``MODEL_ID``, ``NUM_SHARD`` from it); ``--gpus N`` or
+``--gpus device=0,1`` is the GPUs the container gets (``all``: the host's, not said). The
+script's own assignments before a command apply to it, as for any script kvlint reads
+(:func:`~kvlint.manifests.engine_env.engine_invocations`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from kvlint.manifests.base import DocumentContext, Documents, Located, ServedModel, Unresolved
+from kvlint.manifests.engine_env import engine_invocations
+from kvlint.manifests.engine_launch import (
+    Hardware,
+    Origin,
+    pip_pins,
+    served_model,
+    settle_version,
+)
+from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
+
+SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".zsh"})
+_SHEBANG = re.compile(r"#!\s*\S*(?:/|\s)(?:ba|z|da)?sh\b")
+RUNNERS = frozenset({"docker", "podman", "nvidia-docker"})
+VALUE_OPTIONS = frozenset({
+    "-a", "--attach", "--add-host", "--annotation", "--blkio-weight",
+    "--blkio-weight-device", "--cap-add", "--cap-drop", "--cgroup-parent", "--cgroupns",
+    "--cidfile", "--cpu-period", "--cpu-quota", "--cpu-rt-period", "--cpu-rt-runtime", "-c",
+    "--cpu-shares", "--cpus", "--cpuset-cpus", "--cpuset-mems", "--device",
+    "--device-cgroup-rule", "--device-read-bps", "--device-read-iops", "--device-write-bps",
+    "--device-write-iops", "--dns", "--dns-option", "--dns-search", "--domainname",
+    "--entrypoint", "-e", "--env", "--env-file", "--expose", "--gpus", "--group-add",
+    "--health-cmd", "--health-interval", "--health-retries", "--health-start-interval",
+    "--health-start-period", "--health-timeout", "-h", "--hostname", "--ip", "--ip6",
+    "--ipc", "--isolation", "--kernel-memory", "-l", "--label", "--label-file", "--link",
+    "--link-local-ip", "--log-driver", "--log-opt", "--mac-address", "-m", "--memory",
+    "--memory-reservation", "--memory-swap", "--memory-swappiness", "--mount", "--name",
+    "--network", "--net", "--network-alias", "--oom-score-adj", "--pid", "--pids-limit",
+    "--platform", "-p", "--publish", "--pull", "--restart", "--runtime", "--security-opt",
+    "--shm-size", "--stop-signal", "--stop-timeout", "--storage-opt", "--sysctl", "--tmpfs",
+    "--ulimit", "-u", "--user", "--userns", "--uts", "-v", "--volume", "--volume-driver",
+    "--volumes-from", "-w", "--workdir",
+})
+"""``docker run`` options that take a value (those ``docker run --help`` lists with a type;
+podman's are the same names). Every other option is a switch (``--rm``, ``-d``, ``-it``...)."""
+SERVER_PROGRAMS = {"vllm": ("vllm", "serve"), "tgi": ("text-generation-launcher",),
+                   "llamacpp": ("llama-server",), "trtllm": ("trtllm-serve",),
+                   "lmdeploy": ("lmdeploy", "serve", "api_server"),
+                   "sglang": ("sglang", "serve")}
+"""The program an image's entrypoint runs, as :func:`~.engine_command.find_engine` knows it."""
+
+
+def is_script(path: str, text: str) -> bool:
+    """Whether ``path`` holds a shell script (by its suffix or its ``#!`` line)."""
+    if PurePath(path).suffix.lower() in SCRIPT_SUFFIXES:
+        return True
+    first = text.lstrip("\ufeff").split("\n", 1)[0]
+    return bool(_SHEBANG.match(first))
+
+
+@dataclass(frozen=True)
+class _Container:
+    image: Located[str]
+    gpus: Located[int] | Unresolved | None
+
+
+def _gpus(value: Word) -> Located[int] | Unresolved | None:
+    """``--gpus`` as Docker reads it: ``N``, ``all``, ``device=0,1`` (quotes stripped)."""
+    text = value.text.strip().strip("'\"")
+    if text == "all":
+        return None  # the host's GPUs: the script does not say how many
+    count = re.fullmatch(r"(?:count=)?(\d{1,4})", text)
+    if count:
+        return Located(int(count.group(1)), value.line, None, f"--gpus {text}")
+    devices = re.search(r"device=([\w,-]+)", text)
+    if devices:
+        return Located(len([d for d in devices.group(1).split(",") if d]), value.line, None,
+                       f"--gpus {text}")
+    return Unresolved(reason=f"--gpus {text!r} is not a GPU count kvlint reads",
+                      line=value.line, text=text)
+
+
+def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
+    """A ``docker run`` command rewritten as the command the container runs (its ``-e``
+    settings as an environment prefix, an entrypoint engine's program first), and what the
+    container is given; ``None`` for any other command."""
+    rest = list(words)
+    while rest and rest[0].text in ("sudo", "exec", "time"):
+        rest = rest[1:]
+    if len(rest) < 2 or rest[0].text.rsplit("/", 1)[-1] not in RUNNERS:
+        return None
+    i = 1
+    if rest[i].text == "container":
+        i += 1
+    if i >= len(rest) or rest[i].text != "run":
+        return None
+    i += 1
+    env: list[Word] = []
+    gpus: Located[int] | Unresolved | None = None
+    entrypoint: str | None = None
+    while i < len(rest) and rest[i].text.startswith("-") and rest[i].text != "--":
+        option, eq, inline = rest[i].text.partition("=")
+        takes = option in VALUE_OPTIONS
+        value: Word | None = None
+        if takes and eq:
+            value = Word(inline, rest[i].line)
+        elif takes and i + 1 < len(rest):
+            i += 1
+            value = rest[i]
+        i += 1
+        if value is None:
+            continue
+        if option in ("-e", "--env"):
+            name, has, _ = value.text.partition("=")
+            env.append(value if has else Word(f"{name}=${{{name}}}", value.line))
+        elif option == "--gpus":
+            gpus = _gpus(value)
+        elif option == "--entrypoint":
+            entrypoint = value.text
+    if i < len(rest) and rest[i].text == "--":
+        i += 1
+    if i >= len(rest):
+        return None
+    image = Located(rest[i].text, rest[i].line, None, "docker run image")
+    command = rest[i + 1:]
+    program: list[Word] = []
+    if entrypoint is not None:
+        program = [Word(entrypoint, image.line)]
+    else:
+        options_only = not command or command[0].text.startswith("-")
+        engine = entrypoint_engine(image.value, [w.text.partition("=")[0] for w in env],
+                                   args_only=options_only)
+        if engine is not None and (options_only or not _names_program(command)):
+            program = [Word(word, image.line) for word in SERVER_PROGRAMS.get(engine, ())]
+    return [*env, *program, *command], _Container(image, gpus)
+
+
+def _names_program(command: Sequence[Word]) -> bool:
+    """Whether a container's command starts with a program (not the entrypoint's first
+    argument, such as a model name after ``vllm serve``)."""
+    first = command[0].text
+    return first.rsplit("/", 1)[-1] in ("python", "python3", "bash", "sh", "vllm", "sglang",
+                                         "text-generation-launcher", "llama-server",
+                                         "trtllm-serve", "lmdeploy")
+
+
+def script_models(text: str, path: str) -> list[ServedModel]:
+    """Every served model a shell script starts."""
+    commands = split_script(text, line=0, style="|")  # each word on its own 1-based line
+    containers: dict[int, _Container] = {}
+    rewritten: list[list[Word]] = []
+    for command in commands:
+        run = _container_run(list(command))
+        if run is None:
+            rewritten.append(list(command))
+            continue
+        words, container = run
+        containers[len(rewritten)] = container
+        rewritten.append(words)
+    ctx = DocumentContext(path, 0, Documents((text,)))
+    pins = [pin for command in rewritten
+            for pin in pip_pins(split_env_prefix(list(command))[1], Env({}, k8s=False))]
+    out: list[ServedModel] = []
+    env = Env({}, k8s=False)
+    for invocation in engine_invocations(rewritten, env):
+        ran = next((c for index, c in containers.items()
+                    if tuple(rewritten[index][-len(invocation.words):]) == invocation.words),
+                   None)
+        image = ran.image if ran else None
+        version, notes = settle_version(invocation.engine, image, pins if not image else ())
+        source = f"docker run {image.value}" if image else "script"
+        out.append(served_model(
+            Origin(ctx, "shell-script", line=invocation.line),
+            engine=Located(invocation.engine, invocation.line, None, source),
+            args=invocation.args, image=image, version=version,
+            hardware=Hardware(gpus=ran.gpus if ran else None), notes=notes))
+    return out

@@ -1,0 +1,82 @@
+"""Shell scripts that start an engine, directly or with ``docker run`` (kvlint/manifests/
+shell_scripts.py): the engine, its arguments, the image's version and the GPUs given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kvlint.manifests.base import Located
+from kvlint.manifests.shell_scripts import is_script, script_models
+
+
+def served(text: str, name: str = "serve.sh") -> list[dict[str, object]]:
+    out = []
+    for model in script_models(text, name):
+        def value(field: object) -> object:
+            return field.value if isinstance(field, Located) else field
+        out.append({"engine": value(model.engine), "model": value(model.model),
+                    "tp": value(model.tp), "version": value(model.engine_version),
+                    "gpus": value(model.gpus), "line": model.line})
+    return out
+
+
+def test_docker_run_of_an_entrypoint_image_runs_its_server() -> None:
+    text = ("#!/bin/bash\nMODEL=meta-llama/Llama-3.1-8B-Instruct\n"
+            "docker run --rm --gpus 2 -p 8000:8000 -v ~/.cache:/root/.cache \\\n"
+            "  --ipc=host vllm/vllm-openai:v0.8.5 --model $MODEL --tensor-parallel-size 2\n")
+    assert served(text) == [{"engine": "vllm", "model": "meta-llama/Llama-3.1-8B-Instruct",
+                             "tp": 2, "version": "0.8.5", "gpus": 2, "line": 4}]
+
+
+def test_tgi_reads_its_settings_from_the_container_environment() -> None:
+    text = ("docker run --gpus '\"device=0,1\"' -e MODEL_ID=org/model -e NUM_SHARD=2 "
+            "ghcr.io/huggingface/text-generation-inference:3.0.1\n")
+    (found,) = served(text)
+    assert (found["engine"], found["model"], found["tp"], found["gpus"], found["version"]) \
+        == ("tgi", "org/model", 2, 2, "3.0.1")
+
+
+def test_a_command_after_the_image_is_the_engine_it_names() -> None:
+    text = ("sudo docker run -d --gpus all --shm-size 32g lmsysorg/sglang:v0.4.6.post1 "
+            "python3 -m sglang.launch_server --model-path Qwen/QwQ-32B --tp 4\n")
+    (found,) = served(text)
+    assert (found["engine"], found["model"], found["tp"], found["version"], found["gpus"]) \
+        == ("sglang", "Qwen/QwQ-32B", 4, "0.4.6.post1", None)  # --gpus all: not said
+
+
+def test_a_direct_launch_with_a_pip_pin() -> None:
+    text = "pip install vllm==0.11.0\nvllm serve org/m -tp 4 --max-model-len 8192\n"
+    (found,) = served(text, "run.bash")
+    assert (found["engine"], found["tp"], found["version"]) == ("vllm", 4, "0.11.0")
+
+
+@pytest.mark.parametrize(("path", "text", "script"), [
+    ("a.sh", "", True), ("a.yaml", "#!/usr/bin/env bash\n", True),
+    ("a", "#!/bin/sh -e\n", True), ("a.yaml", "key: value\n", False),
+    ("a.txt", "#!/usr/bin/python3\n", False),
+])
+def test_what_is_a_script(path: str, text: str, script: bool) -> None:
+    assert is_script(path, text) is script
+
+
+def test_a_script_through_kvlint_lint(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    script = tmp_path / "deploy.sh"
+    script.write_text("docker run --gpus 1 vllm/vllm-openai:v0.8.5 --model org/m "
+                      "--tensor-parallel-size 2\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(script), "--isolated", "--no-plugins",
+                                       "--offline", "--format", "json"])
+    import json
+
+    data = json.loads(result.stdout)
+    (entry,) = [r for r in data["results"] if r["target"]["ref"] == "org/m"]
+    assert entry["serving"]["tp"] == 2
+
+
+def test_no_engine_in_a_script_is_no_model() -> None:
+    assert served("echo hello\ndocker run --rm busybox ls\n") == []
