@@ -198,7 +198,8 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
                 plan = replace(
                     plan,
                     behaviour=engine_behaviour(plan.engine, plan.engine_version,
-                                               geometry.model_type, is_mla=geometry.is_mla),
+                                               geometry.model_type, is_mla=geometry.is_mla,
+                                               architecture=geometry.architecture),
                     max_model_len=plan.max_model_len or (
                         max_context_length(config) if plan.sizes_gpu else None))
                 analysis = _analyze(geometry, plan)
@@ -383,6 +384,14 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         # SGLang's own budget: free memory at start x mem_fraction_static - weights
         # (kvlint/model/sglang_memory.py); its default fraction by release, GPU and layout
         utilization, overhead = _sglang_sizing(plan, spec, config, analysis)
+    lmdeploy = None
+    if plan.overhead_bytes is None and plan.behaviour.engine == "lmdeploy":
+        # LMDeploy's own budget: (free after the weights - its runtime reserve) x
+        # cache_max_entry_count, in whole blocks (kvlint/model/lmdeploy_memory.py)
+        lmdeploy = _lmdeploy_sizing(plan, spec, config, analysis, weights.per_gpu_bytes,
+                                    utilization)
+        if lmdeploy is not None:
+            overhead = lmdeploy[0]
     sizer = None if weights.split is None else LayoutSizer(
         weights.split, spec, utilization, of_free,
         memory.overhead_bytes if memory is not None else overhead)
@@ -397,6 +406,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                           "--max-total-tokens")
                if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None),
     )
+    if sized is not None and lmdeploy is not None and not sized.state_bytes_per_sequence_per_gpu:
+        sized = replace(sized, max_tokens=lmdeploy[1])
     if sized is not None and plan.behaviour.engine == "sglang":
         sized = _sglang_state_split(replace(sized, fraction_name="mem_fraction_static"),
                                     plan)
@@ -406,6 +417,43 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             # page_size * page_size, after --max-total-tokens)
             sized = replace(sized, max_tokens=sized.max_tokens // page * page)
     return sized, sizer
+
+
+def _lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
+                     analysis: KvAnalysis, weight_bytes: int, fraction: float
+                     ) -> tuple[int, int] | None:
+    """``(overhead, tokens)`` of an LMDeploy plan: the start-up context (the SGLang
+    estimate: the same torch/NCCL start) plus, on the PyTorch engine, its runtime reserve
+    (logits buffers by release); the tokens are whole blocks of the release's block size.
+    ``None`` when the per-token bytes are unknown."""
+    from kvlint.engines import default_backend
+    from kvlint.model.lmdeploy_memory import block_size, default_max_batch_size, kv_budget
+    from kvlint.model.sglang_memory import start_context_bytes
+
+    per_token = analysis.footprint.bytes_per_token_per_gpu
+    if not per_token:
+        return None
+    b = plan.behaviour
+    version = b.version
+    start = plan.engine_start
+    backend = (start.backend if start and start.backend in ("turbomind", "pytorch") else None) \
+        or default_backend(b.engine, version, analysis.geometry.architecture) or "pytorch"
+    head_dim = max((layer.k_head_dim for layer in analysis.cached.layers if layer.holds_kv),
+                   default=0)
+    flash_mla = analysis.cached.is_mla and spec.name.upper().startswith(_SM9_AND_LATER)
+    try:
+        tokens_per_block = block_size(version, head_dim, flash_mla)
+    except ValueError:
+        tokens_per_block = 64
+    context = start_context_bytes(plan.layout.tp, plan.layout.pp)
+    free = spec.memory_bytes - context - weight_bytes
+    vocab = config.get("vocab_size")
+    budget = kv_budget(version, "turbomind" if backend == "turbomind" else "pytorch", free,
+                       per_token * tokens_per_block,
+                       vocab_size=vocab if isinstance(vocab, int) and vocab > 0 else 0,
+                       cache_max_entry_count=fraction,
+                       max_batches=default_max_batch_size(version, spec.name))
+    return context + budget.runtime_bytes, budget.num_gpu_blocks * tokens_per_block
 
 
 def _sglang_state_split(sized: Capacity, plan: ServingPlan) -> Capacity:

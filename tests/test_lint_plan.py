@@ -587,7 +587,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "quantization": Located("fp8"),
         "config_overrides": Located('{"max_position_embeddings":8192}'),
         "prefill_chunk": Located(-1), "graph_batch": Located(64), "page_size": Located(64),
-        "speculative": Located("eagle"),
+        "speculative": Located("eagle"), "backend": Located("pytorch"),
     }
     settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
     assert settings == set(samples), "a new ServedModel field: make it reach the plan"
@@ -663,3 +663,25 @@ def test_sglang_page_size_rounds_the_pool(tmp_path: Path) -> None:
     paged = only(as_json("lint", str(sglang_compose(tmp_path, "--page-size 64")), "--gpu",
                          "H100-80GB", *model_map("org/llama", LLAMA31_8B)))["capacity"]
     assert paged["max_tokens"] == plain["max_tokens"] // 64 * 64
+
+
+@pytest.mark.parametrize("version", ["0.7.3", "0.18.0"])
+def test_lmdeploy_turbomind_budget_is_a_share_of_the_free_memory(version: str) -> None:
+    """TurboMind (Llama's default backend): the cache takes cache_max_entry_count (0.8) of
+    the memory free after the weights (the CUDA total less the start-up context), in whole
+    64-token blocks (kvlint/model/lmdeploy_memory.py)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+    from tests.helpers import CONFIGS
+
+    result = CliRunner().invoke(main, [
+        "check", str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"), "--engine", "lmdeploy",
+        "--engine-version", version, "--gpu", "H100", "--format", "json"])
+    cap = json.loads(result.stdout)["results"][0]["capacity"]
+    weights = cap["weight_bytes_per_gpu"]
+    budget = int((85_020_639_232 - 380 * 1024**2 - weights) * 0.8)
+    assert cap["kv_budget_bytes_per_gpu"] == budget
+    assert cap["max_tokens"] == budget // (131_072 * 64) * 64

@@ -85,7 +85,7 @@ def _given_int(value: Located[int] | Unresolved | None) -> Located[int] | None:
 
 
 def _engine_start(served: ServedModel) -> EngineStart | None:
-    """The SGLang start-up options a manifest states (``None`` when it states none)."""
+    """The engine start-up options a manifest states (``None`` when it states none)."""
     def number(value: Located[int] | Unresolved | None, low: int) -> int | None:
         ok = isinstance(value, Located) and isinstance(value.value, int) and \
             low <= value.value <= MAX_SIZE
@@ -97,7 +97,9 @@ def _engine_start(served: ServedModel) -> EngineStart | None:
         cuda_graph_max_bs=number(served.graph_batch, 1),
         page_size=number(served.page_size, 1),
         speculative_algorithm=speculative.value.upper()
-        if isinstance(speculative, Located) and isinstance(speculative.value, str) else None)
+        if isinstance(speculative, Located) and isinstance(speculative.value, str) else None,
+        backend=served.backend.value.lower() if isinstance(served.backend, Located)
+        and isinstance(served.backend.value, str) else None)
     return start if start != EngineStart() else None
 
 

@@ -97,6 +97,8 @@ class ServedModel:
     """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
     speculative: Located[str] | Unresolved | None = None
     """SGLang ``--speculative-algorithm``: feeds its default ``mem_fraction_static``."""
+    backend: Located[str] | Unresolved | None = None
+    """LMDeploy ``--backend`` (``turbomind`` | ``pytorch``)."""
     dtype: Located[str] | Unresolved | None = None
     """The engine's ``--dtype`` (the model dtype an ``auto`` KV cache follows)."""
     quantization: Located[str] | Unresolved | None = None

@@ -611,6 +611,7 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "lmdeploy": {
         "served_name": ("--model-name",), "tp": ("--tp",), "dp": ("--dp",), "ep": ("--ep",),
+        "backend": ("--backend",),
         "kv_cache_dtype": ("--quant-policy",), "max_model_len": ("--session-len",),
         "max_num_seqs": ("--max-batch-size",),
         "gpu_memory_utilization": ("--cache-max-entry-count",), "nnodes": ("--nnodes",),

@@ -186,6 +186,8 @@ class EngineArgs:
     """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
     speculative: Located[str] | Unresolved | None = None
     """SGLang ``--speculative-algorithm``: feeds its default ``mem_fraction_static``."""
+    backend: Located[str] | Unresolved | None = None
+    """LMDeploy ``--backend`` (``turbomind`` | ``pytorch``)."""
     config_file: Located[str] | Unresolved | None = None
     unknown: tuple[str, ...] = ()
     expert_parallel: Located[bool] | None = None
@@ -665,7 +667,7 @@ _ENGINE_ARG_FIELDS = frozenset({
     "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "config_file",
     "expert_parallel",
     "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank",
-    "prefill_chunk", "graph_batch", "page_size", "speculative"})
+    "prefill_chunk", "graph_batch", "page_size", "speculative", "backend"})
 
 
 def _value_line(line: int | None, values: list[Token]) -> int | None:

@@ -73,14 +73,17 @@ class EngineBehaviour:
 
 @dataclass(frozen=True)
 class EngineStart:
-    """SGLang's start-up options that feed its default ``mem_fraction_static`` or round its
-    pool (``None``: the release's default)."""
+    """Start-up options that shape an engine's memory beyond the plan's own fields: SGLang's
+    that feed its default ``mem_fraction_static`` or round its pool, LMDeploy's backend
+    (``None``: the release's default)."""
 
     chunked_prefill_size: int | None = None
     """``--chunked-prefill-size``; -1: no chunking."""
     cuda_graph_max_bs: int | None = None
     page_size: int | None = None
     speculative_algorithm: str | None = None
+    backend: str | None = None
+    """LMDeploy ``--backend`` (``None``: the one ``lmdeploy serve`` picks)."""
 
 
 @dataclass(frozen=True)

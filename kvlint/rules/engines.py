@@ -29,7 +29,8 @@ def _newest(ctx: RuleContext, fixed: Callable[[EngineBehaviour], bool]) -> Sugge
     newest = str(load_engines()[b.engine].latest)
     if newest == b.version:
         return None
-    if not fixed(behaviour(b.engine, newest, a.geometry.model_type, is_mla=a.geometry.is_mla)):
+    if not fixed(behaviour(b.engine, newest, a.geometry.model_type, is_mla=a.geometry.is_mla,
+                           architecture=a.geometry.architecture)):
         return None
     return Suggestion(f"use {b.display} {newest}", {"engine": b.engine, "engine_version": newest})
 
@@ -320,7 +321,64 @@ class EngineVersionUnknown(Rule):
         )
 
 
+class KvCacheDtypeRefused(Rule):
+    """## What it does
+    Flags a KV cache dtype the engine version (and, for LMDeploy, the backend that serves
+    the model: TurboMind where it serves the architecture, else the PyTorch engine) refuses
+    at start: LMDeploy before 0.14.0 knows only `--quant-policy` 0, 4 and 8, so no fp8 KV
+    cache at all; from 0.14.0 TurboMind asserts against fp8 while the PyTorch engine takes it.
+
+    ## Why is this bad?
+    The engine stops at start ("invalid quant_policy"), and no KV figure kvlint computes for
+    the dtype is ever reached.
+
+    ## Example
+    ```console
+    $ kvlint check Qwen/Qwen3-8B --engine lmdeploy --engine-version 0.7.3 --kv-cache-dtype fp8
+    ```
+
+    ## Use instead
+    `--kv-cache-dtype auto`, `--quant-policy 8` (int8) where the release has it, a release
+    that takes fp8 (LMDeploy >= 0.14.0 with `--backend pytorch`).
+    """
+
+    code = "KV307"
+    name = "kv-cache-dtype-refused"
+    severity = Severity.ERROR
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        from kvlint.engines import default_backend, refused_kv_cache_dtype
+
+        a, b = ctx.analysis, ctx.plan.behaviour
+        if a is None or not b.named or ctx.plan.kv_cache_dtype in ("auto", None):
+            return
+        if any(p.kind == "value" and p.option in ("--kv-cache-dtype", "--quant-policy")
+               for p in ctx.engine_problems):
+            return  # the option's value is KV702's: one finding for one mistake
+        given = ctx.plan.engine_start.backend if ctx.plan.engine_start else None
+        backend = given or default_backend(b.engine, b.version, a.geometry.architecture)
+        try:
+            fact = refused_kv_cache_dtype(b.engine, b.version, ctx.plan.kv_cache_dtype,
+                                          backend=backend)
+        except ValueError:
+            return
+        if fact is None:
+            return
+        on = f" on its {backend} backend" if backend else ""
+        where = fact.source.split(":", 1)[0]  # the file@version (data keeps it all)
+        yield self.finding(
+            f"{b.label}{on} refuses a {ctx.plan.kv_cache_dtype} KV cache at start "
+            f"({where}); use the model's own dtype (--kv-cache-dtype auto, LMDeploy "
+            "--quant-policy 0)"
+            + (" or --backend pytorch" if backend == "turbomind" and b.engine == "lmdeploy"
+               and "pytorch" in fact.note else "") + ".",
+            suggestion=Suggestion("use --kv-cache-dtype auto", {"kv_cache_dtype": "auto"}),
+            engine=b.engine, engine_version=b.version, backend=backend,
+            kv_cache_dtype=ctx.plan.kv_cache_dtype, source=fact.source,
+        )
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
     return [MlaWithoutLatentCache, Fp8KvCacheMla, SlidingWindowFullAllocation,
-            EngineVersionUnpinned, EngineVersionUnknown]
+            EngineVersionUnpinned, EngineVersionUnknown, KvCacheDtypeRefused]
