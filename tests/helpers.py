@@ -16,6 +16,14 @@ CONFIGS = ROOT / "fixtures" / "configs"
 EXPECTED = CONFIGS / "expected.json"
 
 
+def framed(header: bytes, body: bytes) -> bytes:
+    """A result-cache file holding the pickle ``body``: its header, the body's SHA-256 and the
+    body (kvlint.cache.results.ResultCache.framed), as a hand writing one would frame it."""
+    import hashlib
+
+    return header + hashlib.sha256(body).digest() + body
+
+
 def fixture_config(name: str) -> dict[str, Any]:
     """A fixture config by file name, with or without ``.json``."""
     file = CONFIGS / (name if name.endswith(".json") else f"{name}.json")

@@ -26,24 +26,12 @@ from kvlint.cache.conform import MAX_INT_BITS, conforms
 from kvlint.cli import main
 from kvlint.lint import cache as lint_cache
 from kvlint.loaders.vllm_log import VllmLog, parse_text
-from tests.helpers import CONFIGS
+from tests.helpers import CONFIGS, framed
 from tests.loaders.test_vllm_log_formats import ENTRIES, PREFIX, _line
+from tests.test_lint_cache import MANIFEST as LINT_CACHE_MANIFEST
 
 HEADER = b"kvlint-lint-cache\n"
-MANIFEST = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llama
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.8.5
-          args: ["--model=../models/llama", "--tensor-parallel-size=3"]
-          resources: {limits: {nvidia.com/gpu: "3"}}
-"""
+MANIFEST = LINT_CACHE_MANIFEST.format(tp=3)  # tp=3 of 8 KV heads: KV202
 
 
 @contextlib.contextmanager
@@ -112,12 +100,11 @@ EDITS = st.lists(st.tuples(st.integers(0, 1 << 20), st.binary(max_size=6),
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edits=EDITS)
-def test_an_edited_cache_file_never_breaks_a_run(
+def test_an_edited_cache_file_never_changes_the_report(
         genuine: tuple[Path, bytes, str], edits: list[tuple[int, bytes, int]]) -> None:
-    """Bytes flipped, inserted or cut anywhere in a genuine cache file: the run completes
-    with a well-formed report and the same exit code; an edit that breaks the file's framing
-    (any change of length) gives the uncached report byte for byte. (Whose edits a cache
-    file may hold is decided by where it lives, kvlint.cache.trusted_dir: the user's own.)"""
+    """Bytes flipped, inserted or cut anywhere in a genuine cache file: its digest no longer
+    holds, so nothing of it is unpickled and the report is the uncached one, byte for byte
+    (an edited memo index once asked the C unpickler for gigabytes)."""
     root, data, clean = genuine
     file = next((root.parent / f"{root.name}-cache" / "lint").glob("*.pickle"))
     edited = _edited(data, edits)
@@ -126,9 +113,7 @@ def test_an_edited_cache_file_never_breaks_a_run(
         file.write_bytes(edited)
         again = _lint(root)
     assert again.exception is None or isinstance(again.exception, SystemExit), again.output
-    assert again.exit_code == 1 and isinstance(json.loads(again.stdout)["results"], list)
-    if len(edited) != len(data):
-        assert again.stdout == clean
+    assert (again.exit_code, again.stdout) == (1, clean)
 
 
 @settings(max_examples=200, deadline=None,
@@ -140,7 +125,7 @@ def test_the_decoder_returns_only_entries_that_conform(
     """The decoder alone, many more edits of the genuine file: ``open`` never raises; every
     entry ``get`` returns conforms to its declared type."""
     _root, data, _clean = genuine
-    fingerprint = pickle.loads(data[len(HEADER):])[1]
+    fingerprint = pickle.loads(data[len(HEADER) + 32:])[1]
     directory = tmp_path_factory.mktemp("c")
     directory.chmod(0o700)
     file = directory / f"{fingerprint}.pickle"
@@ -180,7 +165,7 @@ def test_any_structure_in_a_cache_file_is_dropped_or_conforms(
     directory.chmod(0o700)
     body = pickle.dumps((lint_cache.FORMAT, "f" * 64, entries, stats), protocol=5)
     file = directory / ("f" * 64 + ".pickle")
-    file.write_bytes(HEADER + body)
+    file.write_bytes(framed(HEADER, body))
     file.chmod(0o600)
     with bounded(20):
         cache = lint_cache.LintCache.open("f" * 64, directory)

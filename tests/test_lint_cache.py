@@ -17,7 +17,7 @@ from kvlint.cli import main
 from kvlint.lint import cache as lint_cache
 from kvlint.lint import runner as manifest_linter
 from kvlint.lint.options import LintOptions
-from tests.helpers import CONFIGS
+from tests.helpers import CONFIGS, framed
 
 MANIFEST = """\
 apiVersion: apps/v1
@@ -90,19 +90,19 @@ HEADER = b"kvlint-lint-cache\n"
 
 def read_cache(file: Path) -> tuple[Any, Any, dict[str, Any]]:
     """``(format, fingerprint, entries)`` of a cache file (written by the run: trusted)."""
-    fmt, fingerprint, entries, _ = pickle.loads(file.read_bytes()[len(HEADER):])
+    fmt, fingerprint, entries, _ = pickle.loads(file.read_bytes()[len(HEADER) + 32:])
     return fmt, fingerprint, entries
 
 
 def read_stats(file: Path) -> dict[str, Any]:
     """The stat index of a cache file: path -> (signature, key)."""
-    stats: dict[str, Any] = pickle.loads(file.read_bytes()[len(HEADER):])[3]
+    stats: dict[str, Any] = pickle.loads(file.read_bytes()[len(HEADER) + 32:])[3]
     return stats
 
 
 def write_cache(file: Path, body: bytes) -> None:
     """A cache file holding the pickle ``body``, as a hostile hand would write it."""
-    file.write_bytes(HEADER + body)
+    file.write_bytes(framed(HEADER, body))
 
 
 def test_second_run_hits_the_cache_with_identical_output(repo: Path,

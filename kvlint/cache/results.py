@@ -19,7 +19,10 @@ anyone editing the file. Not guarded against: a filesystem whose clock runs more
 behind this machine's, and, on Windows, an edit that restores the file's size and
 modification time (there ``st_ctime`` is the creation time).
 
-The file is written atomically (a temporary file created exclusively in the same directory,
+The file carries the SHA-256 of its pickle, checked before anything is unpickled: a damaged
+or edited file is dropped whole (the C unpickler sizes its memo by the largest index a
+``LONG_BINPUT`` names, so one changed byte could ask for gigabytes). The file is written
+atomically (a temporary file created exclusively in the same directory,
 then ``os.replace``: never through a link), readable by its owner only. The directory is used
 only when it is a real directory (not a link) of the user's own, writable by no one else,
 and outside the linted tree (:func:`kvlint.cache.trusted_dir`); a file that cannot be read,
@@ -221,6 +224,22 @@ class ResultCache(Generic[E]):
     def magic(cls) -> bytes:
         return f"kvlint-{cls.KIND}-cache\n".encode()
 
+    @classmethod
+    def framed(cls, payload: bytes) -> bytes:
+        """A cache file's bytes: the header, the SHA-256 of ``payload``, ``payload``."""
+        return cls.magic() + hashlib.sha256(payload).digest() + payload
+
+    @classmethod
+    def payload_of(cls, data: bytes) -> bytes | None:
+        """The pickle a cache file holds, when its header and digest are intact: a file cut
+        short, with bytes changed or inserted, never reaches the unpickler (whose memo an
+        edited index could grow to gigabytes)."""
+        magic = cls.magic()
+        if not data.startswith(magic):
+            return None
+        digest_, payload = data[len(magic):len(magic) + 32], data[len(magic) + 32:]
+        return payload if hashlib.sha256(payload).digest() == digest_ else None
+
     @property
     def file(self) -> Path:
         return self.directory / f"{self.fingerprint}.pickle"
@@ -244,13 +263,13 @@ class ResultCache(Generic[E]):
             data = read_private(self.file, MAX_BYTES)
         except CacheFileError:
             return {}, {}
-        magic = self.magic()
-        if not data.startswith(magic):
+        payload = self.payload_of(data)
+        if payload is None:
             return {}, {}
         collecting = gc.isenabled()
         gc.disable()  # tens of thousands of new objects, no cycles: the collector only costs
         try:
-            loaded = _Unpickler(io.BytesIO(data[len(magic):])).load()
+            loaded = _Unpickler(io.BytesIO(payload)).load()
         except Exception:
             return {}, {}
         finally:
@@ -343,8 +362,8 @@ class ResultCache(Generic[E]):
         if flag_disabled():
             return
         try:
-            data = self.magic() + pickle.dumps(
-                (self.LAYOUT, self.fingerprint, entries, stats), protocol=5)
+            data = self.framed(pickle.dumps(
+                (self.LAYOUT, self.fingerprint, entries, stats), protocol=5))
         except (pickle.PicklingError, RecursionError, TypeError, AttributeError):
             return
         # atomic, owner-only, never through a link, only into a trusted directory

@@ -92,30 +92,19 @@ class MaxModelLenExceedsKvBudget(Rule):
                  "Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
                  "--gpu-memory-utilization." if cap.gpu_memory_utilization < 1 else
                  "Lower --max-model-len, add GPUs (tp) or use an fp8 KV cache.")
-        if ctx.plan.behaviour.engine == "sglang":
-            # SGLang starts anyway and admits requests up to its pool's size (managers/
-            # tp_worker.py@0.5.5.post3 L295-299: max_req_len = min(context_len - 1,
-            # max_total_num_tokens - 1))
-            finding = self.finding(
-                f"One {fmt_int(length)}-token sequence needs {_what(need, state)} per GPU, "
+        sglang = ctx.plan.behaviour.engine == "sglang"
+        head = (f"One {fmt_int(length)}-token sequence needs {_what(need, state)} per GPU, "
                 f"more than the {fmt_bytes(budget)} left on each {_gpu(cap, ctx)} "
-                f"({_budget(cap)}): SGLang starts, but no request longer than "
-                f"{fmt_int(longest)} tokens can run. Lower --context-length, add GPUs (tp), "
-                "use an fp8 KV cache, or raise --mem-fraction-static.",
-                suggestion=_fitting_length(ctx, longest),
-                max_model_len=length,
-                kv_bytes_needed_per_gpu=need,
-                state_bytes_per_sequence_per_gpu=state,
-                kv_budget_bytes_per_gpu=cap.kv_budget_bytes_per_gpu,
-                largest_fitting_max_model_len=longest,
-            )
-            yield replace(finding, severity=Severity.WARNING)
-            return
-        yield self.finding(
-            f"One {fmt_int(length)}-token sequence needs {_what(need, state)} per GPU, "
-            f"more than the {fmt_bytes(budget)} left on each {_gpu(cap, ctx)} "
-            f"({_budget(cap)}); the largest max_model_len that fits is {fmt_int(longest)}. "
-            + fixes,
+                f"({_budget(cap)})")
+        # SGLang starts anyway and admits requests up to its pool's size (managers/
+        # tp_worker.py@0.5.5.post3 L295-299: max_req_len = min(context_len - 1,
+        # max_total_num_tokens - 1)): a warning there
+        tail = (f": SGLang starts, but no request longer than {fmt_int(longest)} tokens can "
+                "run. Lower --context-length, add GPUs (tp), use an fp8 KV cache, or raise "
+                "--mem-fraction-static." if sglang else
+                f"; the largest max_model_len that fits is {fmt_int(longest)}. " + fixes)
+        finding = self.finding(
+            head + tail,
             suggestion=_fitting_length(ctx, longest),
             max_model_len=length,
             kv_bytes_needed_per_gpu=need,
@@ -123,6 +112,7 @@ class MaxModelLenExceedsKvBudget(Rule):
             kv_budget_bytes_per_gpu=cap.kv_budget_bytes_per_gpu,
             largest_fitting_max_model_len=longest,
         )
+        yield replace(finding, severity=Severity.WARNING) if sglang else finding
 
 
 class MaxNumSeqsExceedsKvBudget(Rule):

@@ -20,7 +20,7 @@ from kvlint.scan import cache as scan_cache
 from kvlint.scan import scanner as source_scanner
 from kvlint.scan.findings import SourceFinding
 from kvlint.suppress import Directive
-from tests.helpers import GQA_SOURCE
+from tests.helpers import GQA_SOURCE, framed
 
 HEADER = b"kvlint-scan-cache\n"
 UNUSED = "def add(a, b):  # kvlint: ignore[KV401] never materialised here\n    return a + b\n"
@@ -86,7 +86,7 @@ def cache_file(tmp_path: Path) -> Path:
 
 def read_cache(file: Path) -> tuple[Any, ...]:
     """``(layout, fingerprint, entries, stats)`` of a cache file the run wrote (trusted)."""
-    loaded: tuple[Any, ...] = pickle.loads(file.read_bytes()[len(HEADER):])
+    loaded: tuple[Any, ...] = pickle.loads(file.read_bytes()[len(HEADER) + 32:])
     return loaded
 
 
@@ -240,8 +240,8 @@ def test_a_crafted_entry_is_dropped_and_the_file_analysed_again(
     key, good = next((k, e) for k, e in entries.items() if e.path.endswith("attn.py"))
     assert isinstance(good.outcome.findings[0], SourceFinding)
     for bad in _bad_entries(good):
-        file.write_bytes(HEADER + pickle.dumps((layout, fingerprint, {**entries, key: bad},
-                                                stats)))
+        file.write_bytes(framed(HEADER, pickle.dumps((layout, fingerprint,
+                                                      {**entries, key: bad}, stats))))
         result = scan()
         assert analysed[-1] == ["attn.py"], bad
         assert result.stdout == expected, bad
@@ -262,7 +262,7 @@ def test_a_foreign_cache_file_runs_nothing(tree: Path, tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     for body in (pickle.dumps((layout, fingerprint, {"0" * 64: _Payload(marker)}, {})),
                  pickle.dumps(_Payload(marker)), b"garbage", b""):
-        file.write_bytes(HEADER + body)
+        file.write_bytes(framed(HEADER, body))
         assert scan().stdout == expected
         assert not marker.exists()
 
