@@ -427,7 +427,12 @@ def _lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     (logits buffers by release); the tokens are whole blocks of the release's block size.
     ``None`` when the per-token bytes are unknown."""
     from kvlint.engines import default_backend
-    from kvlint.model.lmdeploy_memory import block_size, default_max_batch_size, kv_budget
+    from kvlint.model.lmdeploy_memory import (
+        CacheSettings,
+        block_size,
+        default_max_batch_size,
+        kv_budget,
+    )
     from kvlint.model.sglang_memory import start_context_bytes
 
     per_token = analysis.footprint.bytes_per_token_per_gpu
@@ -449,10 +454,10 @@ def _lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     free = spec.memory_bytes - context - weight_bytes
     vocab = config.get("vocab_size")
     budget = kv_budget(version, "turbomind" if backend == "turbomind" else "pytorch", free,
-                       per_token * tokens_per_block,
-                       vocab_size=vocab if isinstance(vocab, int) and vocab > 0 else 0,
-                       cache_max_entry_count=fraction,
-                       max_batches=default_max_batch_size(version, spec.name))
+                       per_token * tokens_per_block, CacheSettings(
+                           vocab_size=vocab if isinstance(vocab, int) and vocab > 0 else 0,
+                           cache_max_entry_count=fraction,
+                           max_batches=default_max_batch_size(version, spec.name)))
     return context + budget.runtime_bytes, budget.num_gpu_blocks * tokens_per_block
 
 

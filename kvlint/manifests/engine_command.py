@@ -177,17 +177,13 @@ class EngineArgs:
     kv_tokens_cap: Located[int] | Unresolved | None = None
     """SGLang ``--max-total-tokens``: the most tokens its KV pool holds."""
     gpu_memory_utilization: Located[float] | Unresolved | None = None
+    # SGLang --chunked-prefill-size (-1: none), --cuda-graph-max-bs, --page-size and
+    # --speculative-algorithm (its memory at start); LMDeploy --backend
     prefill_chunk: Located[int] | Unresolved | None = None
-    """SGLang ``--chunked-prefill-size`` (-1: no chunking): feeds its default
-    ``mem_fraction_static``."""
     graph_batch: Located[int] | Unresolved | None = None
-    """SGLang ``--cuda-graph-max-bs``: feeds its default ``mem_fraction_static``."""
     page_size: Located[int] | Unresolved | None = None
-    """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
     speculative: Located[str] | Unresolved | None = None
-    """SGLang ``--speculative-algorithm``: feeds its default ``mem_fraction_static``."""
     backend: Located[str] | Unresolved | None = None
-    """LMDeploy ``--backend`` (``turbomind`` | ``pytorch``)."""
     config_file: Located[str] | Unresolved | None = None
     unknown: tuple[str, ...] = ()
     expert_parallel: Located[bool] | None = None

@@ -239,12 +239,22 @@ def _runtime(version: Version | str | None, free_bytes: int, block_bytes: int,
     return runtime, tokens, "No enough gpu memory for runtime."
 
 
+@dataclass(frozen=True)
+class CacheSettings:
+    """What the PyTorch engine's budget depends on besides the free memory and block size
+    (TurboMind reads the fraction only)."""
+
+    vocab_size: int = 0
+    cache_max_entry_count: float = CACHE_MAX_ENTRY_COUNT
+    max_prefill_token_num: int = MAX_PREFILL_TOKEN_NUM
+    max_batches: int = OTHER_GPU_MAX_BATCH_SIZE
+    state_cache_bytes: int = 0
+    dsa: bool = False
+
+
 def kv_budget(version: Version | str | None, backend: Backend,
-              free_after_weights: int | Sequence[int], block_bytes: int, *,
-              vocab_size: int = 0, cache_max_entry_count: float = CACHE_MAX_ENTRY_COUNT,
-              max_prefill_token_num: int = MAX_PREFILL_TOKEN_NUM,
-              max_batches: int = OTHER_GPU_MAX_BATCH_SIZE, state_cache_bytes: int = 0,
-              dsa: bool = False) -> LmdeployBudget:
+              free_after_weights: int | Sequence[int], block_bytes: int,
+              settings: CacheSettings = CacheSettings()) -> LmdeployBudget:
     """The KV budget and block count of ``backend`` at ``version``.
 
     ``free_after_weights``: the GPU memory free once the weights are loaded, per rank (the
@@ -253,32 +263,33 @@ def kv_budget(version: Version | str | None, backend: Backend,
     engine's state cache (:func:`state_cache_slots` x the slot size), 0 for attention-only
     models. ``vocab_size`` sizes the PyTorch engine's runtime reserve; TurboMind ignores it.
     """
+    c = settings
     if block_bytes <= 0:
         raise ValueError("block_bytes must be positive")
     free = _least(free_after_weights)
     if backend == "turbomind":
-        budget = int(free * cache_max_entry_count)
+        budget = int(free * c.cache_max_entry_count)
         blocks = max(budget, 0) // block_bytes
         return LmdeployBudget(budget, blocks,
                               error=None if blocks > 0 else "TurboMind has no KV blocks")
     parsed = _v(version)
-    free -= state_cache_bytes
+    free -= c.state_cache_bytes
     if free <= 0:
         return LmdeployBudget(0, 0, error="No enough gpu memory for state cache. "
                               "Please reduce max_batch_size.")
-    runtime, tokens, error = _runtime(parsed, free, block_bytes, vocab_size,
-                                      cache_max_entry_count, max_prefill_token_num,
-                                      max_batches, dsa)
+    runtime, tokens, error = _runtime(parsed, free, block_bytes, c.vocab_size,
+                                      c.cache_max_entry_count, c.max_prefill_token_num,
+                                      c.max_batches, c.dsa)
     if error is not None:
         return LmdeployBudget(0, 0, runtime, tokens, error)
     rest = free - runtime
     if parsed is not None and parsed < INTEGER_BLOCKS_0_14:
-        available = rest * cache_max_entry_count
+        available = rest * c.cache_max_entry_count
         budget = int(available)
         blocks = int(available / block_bytes)
         least = 1
     else:
-        budget = int(rest * cache_max_entry_count)
+        budget = int(rest * c.cache_max_entry_count)
         blocks = budget // block_bytes
         least = MIN_BLOCKS_0_14
     error = None if blocks >= least else "No enough gpu memory for kv cache."
@@ -286,18 +297,12 @@ def kv_budget(version: Version | str | None, backend: Backend,
 
 
 def kv_budget_bytes(version: Version | str | None, backend: Backend,
-                    free_after_weights: int | Sequence[int], *, block_bytes: int,
-                    vocab_size: int = 0, cache_max_entry_count: float = CACHE_MAX_ENTRY_COUNT,
-                    max_prefill_token_num: int = MAX_PREFILL_TOKEN_NUM,
-                    max_batches: int = OTHER_GPU_MAX_BATCH_SIZE, state_cache_bytes: int = 0,
-                    dsa: bool = False) -> int:
+                    free_after_weights: int | Sequence[int], block_bytes: int,
+                    settings: CacheSettings = CacheSettings()) -> int:
     """The bytes LMDeploy gives the KV cache on the tightest GPU (:func:`kv_budget`'s
     ``budget_bytes``): ``(free - state - runtime) x ratio`` on the PyTorch engine,
     ``free x ratio`` on TurboMind."""
-    return kv_budget(version, backend, free_after_weights, block_bytes,
-                     vocab_size=vocab_size, cache_max_entry_count=cache_max_entry_count,
-                     max_prefill_token_num=max_prefill_token_num, max_batches=max_batches,
-                     state_cache_bytes=state_cache_bytes, dsa=dsa).budget_bytes
+    return kv_budget(version, backend, free_after_weights, block_bytes, settings).budget_bytes
 
 
 def kv_tokens(budget: LmdeployBudget, tokens_per_block: int) -> int:
