@@ -4,10 +4,8 @@ that engine's own parser does (option tables in :mod:`.cli_options`), each word 
 through an :class:`~kvlint.manifests.shell_env.Env` first; TGI and llama.cpp also read options
 from their environment (:func:`env_args_tgi`, :func:`env_args_llamacpp`).
 :func:`kvlint.manifests.engine_env.engine_invocations` does all of it for a list of commands,
-following assignments.
-
-The highest of the three shell modules: it builds on :mod:`.shell_words` and
-:mod:`.shell_env`, which never import it.
+following assignments. The highest of the three shell modules: it builds on
+:mod:`.shell_words` and :mod:`.shell_env`, which never import it.
 """
 
 from __future__ import annotations
