@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CONFIGS, ROOT
+from tests.helpers import CONFIGS, ROOT, framed
 
 pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None or
                                 shutil.which("git") is None,
@@ -168,13 +168,13 @@ def test_scan_hook_reuses_its_result_cache(tmp_path: Path, env: dict[str, str]) 
     # the entry's message marked: a second run that reads the cache prints the mark
     (written,) = (cache / "scan").glob("*.pickle")
     header = b"kvlint-scan-cache\n"
-    layout, fingerprint, entries, stats = pickle.loads(written.read_bytes()[len(header):])
+    layout, fingerprint, entries, stats = pickle.loads(written.read_bytes()[len(header) + 32:])
     [(key, entry)] = entries.items()
     marked = tuple(dataclasses.replace(f, message=f"{f.message} [from the cache]")
                    for f in entry.outcome.findings)
     entries[key] = dataclasses.replace(
         entry, outcome=dataclasses.replace(entry.outcome, findings=marked))
-    written.write_bytes(header + pickle.dumps((layout, fingerprint, entries, stats)))
+    written.write_bytes(framed(header, pickle.dumps((layout, fingerprint, entries, stats))))
     second = run()
     again = second.stdout + second.stderr
     assert second.returncode == 0, again
