@@ -557,12 +557,43 @@ class RayServiceParser(ManifestParser):
             return []
         cluster = get_map(spec, "rayClusterConfig") or {}
         gpus, gpu_type, image, notes = self._workers(cluster)
-        out = []
+        out: list[ServedModel] = []
         for app in get_list(config, "applications") or []:
             if isinstance(app, dict):
+                llm = self._llm_configs(ctx, app, gpu_type, image)
+                if llm:
+                    out.extend(llm)
+                    continue
                 found = self._app(ctx, document, app, gpus, gpu_type, image, notes)
                 if found is not None:
                     out.append(found)
+        return out
+
+    def _llm_configs(self, ctx: DocumentContext, app: dict[str, Any],
+                     gpu_type: Located[str] | None, image: Located[str] | None
+                     ) -> list[ServedModel]:
+        """Each inline LLMConfig of a ``ray.serve.llm`` app, read as a Ray Serve config's
+        (model_source over model_id, a replica's GPUs from its own parallel sizes); the
+        worker image dates vLLM when no pip pin does, the worker pods' GPU type is the
+        default."""
+        from kvlint.manifests.ray_serve import llm_config_model
+
+        import_path = get_str(app, "import_path") or ""
+        app_args = get_map(app, "args") or {}
+        configs = [c for c in get_list(app_args, "llm_configs") or [] if isinstance(c, dict)]
+        if isinstance(get_map(app_args, "llm_config"), dict):
+            configs.append(get_map(app_args, "llm_config") or {})
+        out = []
+        for conf in configs:
+            served = llm_config_model(conf, ctx, app, import_path)
+            if served.engine_version is None:
+                version, more = settle_version("vllm", image, self._pins(
+                    get_map(app, "runtime_env") or {}))
+                served = replace(served, engine_version=version, image=image,
+                                 notes=(*served.notes, *more))
+            if served.gpu_type is None and gpu_type is not None:
+                served = replace(served, gpu_type=gpu_type)
+            out.append(served)
         return out
 
     @staticmethod

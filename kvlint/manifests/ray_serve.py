@@ -175,7 +175,12 @@ class RayServeParser(ManifestParser):
         model_source = loading.get("model_source")
         served_name = model_id
         model: Located[str] | Unresolved | None = None
-        if isinstance(model_source, str):
+        if isinstance(model_source, str) and "://" in model_source:
+            model = Unresolved("the weights are loaded from a bucket",
+                               value_line(loading, "model_source"), None,
+                               model_id or model_source)
+            notes.append(f"model_source is a bucket ({model_source})")
+        elif isinstance(model_source, str):
             model = model_value(model_source, value_line(loading, "model_source"),
                                 "model_loading_config.model_source")
         elif isinstance(model_source, dict):
@@ -231,3 +236,10 @@ class RayServeParser(ManifestParser):
                                    line=line, path=ref.path), engine=engine, args=args,
                             hardware=Hardware(gpus=gpus, gpu_type=gpu_type), version=version,
                             notes=notes, served_name=served_name, model=model)
+
+
+def llm_config_model(conf: dict[str, Any], ctx: DocumentContext, app: dict[str, Any] | None,
+                     import_path: str) -> ServedModel:
+    """The served model of one inline LLMConfig (a KubeRay RayService's ``serveConfigV2``
+    holds the same applications): read as a Ray Serve config's."""
+    return RayServeParser()._one(_Ref(conf, ctx.path, doc_line(conf)), ctx, app, import_path)

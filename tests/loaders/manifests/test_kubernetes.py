@@ -503,6 +503,42 @@ def test_ray_service_llm_configs() -> None:
     assert value(model.engine) == "vllm" and value(model.gpus) == 2
 
 
+def test_ray_service_reads_every_llm_config_as_ray_serve_does() -> None:
+    """model_source is the model (model_id is the name it is served under), every LLMConfig
+    is a served model, and a replica's GPUs are its own parallel sizes, not the worker pod's."""
+    text = textwrap.dedent("""\
+        apiVersion: ray.io/v1
+        kind: RayService
+        metadata: {name: llm}
+        spec:
+          serveConfigV2: |
+            applications:
+            - name: llms
+              import_path: ray.serve.llm:build_openai_app
+              args:
+                llm_configs:
+                - model_loading_config:
+                    model_id: qwen
+                    model_source: Qwen/Qwen2.5-7B-Instruct
+                - model_loading_config: {model_id: meta-llama/Llama-3.1-8B-Instruct}
+                  engine_kwargs: {tensor_parallel_size: 2}
+          rayClusterConfig:
+            workerGroupSpecs:
+            - groupName: gpu
+              template:
+                spec:
+                  containers:
+                  - name: w
+                    image: rayproject/ray-llm:2.46.0-py311-cu124
+                    resources: {limits: {nvidia.com/gpu: 4}}
+        """)
+    first, second = extract_text(text)
+    assert value(first.model) == "Qwen/Qwen2.5-7B-Instruct" and first.served_name == "qwen"
+    assert value(first.gpus) == 1
+    assert value(second.model) == "meta-llama/Llama-3.1-8B-Instruct"
+    assert value(second.tp) == 2 and value(second.gpus) == 2
+
+
 @pytest.mark.parametrize(("rel", "document"), [
     ("lmdeploy/k8s-internlm2-chat-7b-shell-string.yaml", 1),
     ("production-stack/k8s-prefill-deploy-envvar-bash.yaml", 1),
