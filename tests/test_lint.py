@@ -80,7 +80,7 @@ def test_text_output_is_findings_only() -> None:
     assert out.startswith(f"{CASES / 'vllm-phi3-medium-tp8.yaml'}:14:15: "
                           "microsoft/Phi-3-medium-4k-instruct  KV202 error")
     assert "attention" not in out.split("\n")[0]
-    assert out.rstrip().endswith("1 served model in 1 file · 1 error · 1 warning · 1 info · "
+    assert out.rstrip().endswith("1 served model in 1 file · 2 errors · 1 info · "
                                  "exit 1 (fail-on: error)")
 
 

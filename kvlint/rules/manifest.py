@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
@@ -16,8 +17,8 @@ class GpuCountMismatch(Rule):
     SGLang `--dp-size` without DP attention), per pod group.
 
     ## Why is this bad?
-    Too few GPUs and the engine fails to start (or waits forever for Ray placement); too
-    many and the extra GPUs sit idle but are billed.
+    Too few GPUs and the engine fails to start (or waits forever for Ray placement): an
+    error. Too many and the extra GPUs sit idle but are billed: a warning.
 
     ## Example
     ```yaml
@@ -48,7 +49,7 @@ class GpuCountMismatch(Rule):
         if layout.dp > 1:
             how += (f" (dp={layout.dp} with DP attention runs inside the TP group)"
                     if layout.dp_attention else f" x dp={layout.dp}")
-        yield self.finding(
+        finding = self.finding(
             f"The manifest requests {requested} GPU{'s' if requested != 1 else ''} but "
             f"{how} needs {needed}: "
             + ("the engine cannot place every rank and fails to start." if requested < needed
@@ -58,6 +59,8 @@ class GpuCountMismatch(Rule):
             requested=requested,
             needed=needed,
         )
+        # too few GPUs is a start that fails: an error; too many only costs money
+        yield replace(finding, severity=Severity.ERROR) if requested < needed else finding
 
 
 class ModelUnresolved(Rule):

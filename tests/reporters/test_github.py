@@ -128,12 +128,12 @@ def test_lint_annotations() -> None:
     assert (props["line"], props["col"]) == ("14", "15")  # `--tensor-parallel-size`
     assert message.startswith("vLLM 0.8.5 refuses tp=8 for 10 KV heads")
     assert by_title["KV206 gpu-count-mismatch (microsoft/Phi-3-medium-4k-instruct)"][0] == \
-        "warning"
+        "error"
     assert by_title["KV303 sliding-window-full-allocation (microsoft/Phi-3-medium-4k-instruct)"
                     ][0] == "notice"
     # a manifest that does not parse: its path is the target, no model to name
     assert by_title["KV903 manifest-unparsable"][1]["file"] == "fixtures/cases/invalid.yaml"
-    assert lines[-1] == "kvlint: 5 results · 5 errors · 1 warning · 1 info · exit 1 " \
+    assert lines[-1] == "kvlint: 5 results · 6 errors · 1 info · exit 1 " \
                         "(fail-on: error)"
 
 

@@ -47,7 +47,7 @@ def cases(suite: ET.Element) -> dict[tuple[str, str], ET.Element]:
 
 def test_lint_run_counts_and_cases() -> None:
     suite = parse(lint_run())
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("7", "5", "0")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("7", "6", "0")
     by_key = cases(suite)
     phi = "fixtures/cases/vllm-phi3-medium-tp8.yaml:12 (microsoft/Phi-3-medium-4k-instruct)"
     kv202 = by_key[(phi, "KV202 tp-indivisible-kv-heads")]
@@ -59,10 +59,14 @@ def test_lint_run_counts_and_cases() -> None:
         "fixtures/cases/vllm-phi3-medium-tp8.yaml:14: KV202 error: vLLM 0.8.5 refuses")
     assert (kv202.get("file"), kv202.get("line")) == \
         ("fixtures/cases/vllm-phi3-medium-tp8.yaml", "14")
-    # below --fail-on: reported, not failing
+    # too few GPUs for the tp: a start that fails, an error like KV202
     kv206 = by_key[(phi, "KV206 gpu-count-mismatch")]
-    assert kv206.find("failure") is None
-    assert "KV206 warning: The manifest requests 4 GPUs" in (kv206.findtext("system-out") or "")
+    assert (kv206.find("failure") is not None and
+            kv206.find("failure").get("type") == "error")  # type: ignore[union-attr]
+    # below --fail-on: reported, not failing
+    kv303 = by_key[(phi, "KV303 sliding-window-full-allocation")]
+    assert kv303.find("failure") is None
+    assert "KV303 info:" in (kv303.findtext("system-out") or "")
     # the Phi target fails, so it gets no passing "kvlint" case
     assert (phi, "kvlint") not in by_key
     assert ("fixtures/cases/invalid.yaml:5", "KV903 manifest-unparsable") in by_key
@@ -135,7 +139,7 @@ def test_properties_record_the_gate() -> None:
     suite = parse(lint_run())
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props == {"fail-on": "error", "exit-code": "1",
-                     "findings": "5 error, 1 warning, 1 info"}
+                     "findings": "6 error, 0 warning, 1 info"}
 
 
 def test_control_characters_cannot_break_the_xml() -> None:

@@ -69,7 +69,7 @@ def test_lint_table_has_file_and_line() -> None:
     assert by_file["fixtures/cases/vllm-phi3-medium-tp8.yaml:12"] == [
         "microsoft/Phi-3-medium-4k-instruct", "fixtures/cases/vllm-phi3-medium-tp8.yaml:12",
         "GQA 40/10", "100 KiB", "refused at tp=8", "-",
-        "KV202 error, KV206 warning, KV303 info"]
+        "KV202 error, KV206 error, KV303 info"]
     assert by_file["fixtures/cases/invalid.yaml:5"] == [
         "-", "fixtures/cases/invalid.yaml:5", "unresolved", "-", "-", "-", "KV903 error"]
     found = [line for line in findings_section(text) if line.startswith("- ")]

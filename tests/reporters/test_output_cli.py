@@ -88,7 +88,7 @@ def test_concise_is_one_line_per_finding_in_file_order() -> None:
     messages = {(f["line"], f["code"]): f["message"]
                 for r in phi3_json()["results"] for f in r["findings"]}
     assert found[5]["msg"] == messages[(14, "KV202")]
-    assert lines[len(found):] == ["5 errors · 1 warning · 1 info · exit 1 (fail-on: error)"]
+    assert lines[len(found):] == ["6 errors · 1 info · exit 1 (fail-on: error)"]
 
 
 def test_concise_quiet_prints_findings_only() -> None:

@@ -155,7 +155,7 @@ def test_result_fields_for_a_manifest_finding() -> None:
         "region": {"startLine": 14, "startColumn": 15, "endLine": 15},
     }
     assert location["logicalLocations"][0]["name"] == "microsoft/Phi-3-medium-4k-instruct"
-    assert by_rule["KV206"]["level"] == "warning"
+    assert by_rule["KV206"]["level"] == "error"
     assert by_rule["KV206"]["locations"][0]["physicalLocation"]["region"]["startLine"] == 20
     assert by_rule["KV206"]["properties"]["data"] == {"requested": 4, "needed": 8}
     assert by_rule["KV303"]["level"] == "note"
