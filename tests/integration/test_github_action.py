@@ -91,7 +91,7 @@ def test_action_logic_on_a_pull_request(pull_request: dict[str, Any],
     assert summary.count("## kvlint") == 1
     assert "microsoft/Phi-3-medium-4k-instruct" in summary and "KV202" in summary
     assert outputs(pull_request["files"]["output.txt"]) == {
-        "findings": "3", "errors": "1", "warnings": "1", "sarif-file": str(sarif)}
+        "findings": "3", "errors": "2", "warnings": "0", "sarif-file": str(sarif)}
     schema = json.loads((ROOT / "fixtures" / "schemas" / "sarif-schema-2.1.0.json").read_text())
     jsonschema.Draft7Validator(schema).validate(json.loads(sarif.read_text()))
 
@@ -168,7 +168,7 @@ def test_action_yml_run_steps_in_order(pull_request: dict[str, Any]) -> None:
     assert "::error file=deploy/phi.yaml,line=14,col=15,title=KV202" in run.stdout
     assert "old.yaml" not in run.stdout  # unchanged files are not reported
     assert "hf_secret_value" not in run.stdout + run.stderr
-    assert outputs(pull_request["files"]["output.txt"])["errors"] == "1"
+    assert outputs(pull_request["files"]["output.txt"])["errors"] == "2"  # KV202, KV206
 
 
 def _sarif_files(path: Path) -> dict[str, list[str]]:
