@@ -32,6 +32,8 @@ from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.overrides import apply_config_overrides, on_the_fly_quantization
 
 if TYPE_CHECKING:
+    from packaging.version import Version
+
     from kvlint.loaders.weight_size import PlanWeights
     from kvlint.lock.files import ModelLock
     from kvlint.model.advice import LayoutSizer
@@ -445,7 +447,7 @@ def _lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
         or default_backend(b.engine, version, analysis.geometry.architecture) or "pytorch"
     head_dim = max((layer.k_head_dim for layer in analysis.cached.layers if layer.holds_kv),
                    default=0)
-    flash_mla = analysis.cached.is_mla and spec.name.upper().startswith(_SM9_AND_LATER)
+    flash_mla = analysis.cached.is_mla and _sm90_or_later(spec.name)
     try:
         tokens_per_block = block_size(version, head_dim, flash_mla)
     except ValueError:
@@ -461,13 +463,21 @@ def _lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     return context + budget.runtime_bytes, budget.num_gpu_blocks * tokens_per_block
 
 
+def _plan_version(plan: ServingPlan) -> Version | None:
+    """The plan's engine version as a ``Version`` (``None``: none, or not one)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(plan.behaviour.version) if plan.behaviour.version else None
+    except InvalidVersion:
+        return None
+
+
 def _sglang_state_split(sized: Capacity, plan: ServingPlan) -> Capacity:
     """A hybrid-state model under SGLang: the state pool takes its share of the budget
     first, the KV pool's tokens come from the rest
     (:func:`kvlint.model.sglang_memory.state_split`)."""
     from math import floor
-
-    from packaging.version import InvalidVersion, Version
 
     from kvlint.model.sglang_memory import state_split
 
@@ -475,10 +485,7 @@ def _sglang_state_split(sized: Capacity, plan: ServingPlan) -> Capacity:
     per_token = sized.bytes_per_sequence_per_gpu - state
     if not state or per_token <= 0:
         return sized
-    try:
-        version = Version(plan.behaviour.version) if plan.behaviour.version else None
-    except InvalidVersion:
-        version = None
+    version = _plan_version(plan)
     kv_budget, slots = state_split(sized.kv_budget_bytes_per_gpu, state, version)
     tokens = floor(max(kv_budget, 0) * sized.context / per_token)
     if plan.kv_tokens_cap and plan.kv_tokens_cap < tokens:
@@ -496,8 +503,6 @@ def _sglang_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     vision tower), and the share of the start-up context that fraction covers, so that
     ``int(memory x fraction) - weights - overhead`` is SGLang's ``int((memory - context) x
     fraction) - weights``."""
-    from packaging.version import InvalidVersion, Version
-
     from kvlint.model.hardware import find_gpu
     from kvlint.model.serving import EngineStart
     from kvlint.model.sglang_memory import (
@@ -511,10 +516,7 @@ def _sglang_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     if plan.gpu is not None and plan.gpu_memory_bytes is None:
         with contextlib.suppress(ValueError):
             smi_bytes = find_gpu(plan.gpu).memory_bytes
-    try:
-        version = Version(plan.behaviour.version) if plan.behaviour.version else None
-    except InvalidVersion:
-        version = None
+    version = _plan_version(plan)
     layout = plan.layout
     start = plan.engine_start or EngineStart()
     fraction = plan.gpu_memory_utilization or default_mem_fraction_static(SglangStart(
@@ -554,9 +556,12 @@ below 9.0 (quantization/mxfp4.py@0.10.1 lines 123-135, @0.11.0 lines 94-99)."""
 def _marlin_mxfp4(gpu: str) -> bool:
     """Whether vLLM's default MXFP4 MoE backend on ``gpu`` is Marlin (an NVIDIA GPU below
     compute capability 9.0); AMD GPUs and unnamed ones are not judged."""
-    upper = gpu.upper()
-    return not upper.startswith(("MI", "CUSTOM", "GPU ")) and \
-        not upper.startswith(_SM9_AND_LATER)
+    return not gpu.upper().startswith(("MI", "CUSTOM", "GPU ")) and not _sm90_or_later(gpu)
+
+
+def _sm90_or_later(gpu: str) -> bool:
+    """Whether ``gpu`` (a name of kvlint's GPU table) has compute capability 9.0 or more."""
+    return gpu.upper().startswith(_SM9_AND_LATER)
 
 
 def _gpu_spec(plan: ServingPlan) -> GpuSpec:

@@ -685,3 +685,20 @@ def test_lmdeploy_turbomind_budget_is_a_share_of_the_free_memory(version: str) -
     budget = int((85_020_639_232 - 380 * 1024**2 - weights) * 0.8)
     assert cap["kv_budget_bytes_per_gpu"] == budget
     assert cap["max_tokens"] == budget // (131_072 * 64) * 64
+
+
+def test_lmdeploy_pytorch_engine_sets_its_runtime_reserve_aside(tmp_path: Path) -> None:
+    """``--backend pytorch`` (LMDeploy 0.18.0): the runtime reserve, (8192 + 2 x 1024) x vocab
+    x 2 B for an H100 (max_batch_size 1024 there from 0.10.0), comes off the memory free after the
+    weights before cache_max_entry_count applies; the pool is whole 64-token blocks."""
+    path = tmp_path / "compose.yaml"
+    path.write_text(
+        "services:\n  lmdeploy:\n    image: openmmlab/lmdeploy:v0.18.0-cu12\n"
+        "    command: lmdeploy serve api_server org/llama --backend pytorch\n",
+        encoding="utf-8")
+    cap = only(as_json("lint", str(path), "--gpu", "H100-80GB",
+                       *model_map("org/llama", LLAMA31_8B)))["capacity"]
+    runtime = (8192 + 2 * 1024) * 128_256 * 2
+    budget = int((85_020_639_232 - 380 * 1024**2 - LLAMA_8B_WEIGHTS - runtime) * 0.8)
+    assert cap["kv_budget_bytes_per_gpu"] == budget
+    assert cap["max_tokens"] == budget // (131_072 * 64) * 64

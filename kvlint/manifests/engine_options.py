@@ -174,19 +174,14 @@ def _past_the_newest(engine: str, version: Located[str] | Unresolved | None) -> 
 
 def _misspelt(name: str, suggestion: object) -> bool:
     """Whether ``name`` reads as a misspelling of the known option ``suggestion``: cut short
-    (``--ctx`` for ``--ctx-size``) or within two edits of it (``--tp`` for ``-tp``)."""
+    (``--ctx`` for ``--ctx-size``) or nearly the same spelling (difflib's ratio, which
+    :func:`_closest` ranks by, at 0.85 or more: ``--tp`` for ``-tp``)."""
+    import difflib
+
     if not isinstance(suggestion, str) or not suggestion:
         return False
-    if suggestion.startswith(name):
-        return True
-    previous = list(range(len(suggestion) + 1))
-    for i, a in enumerate(name, 1):
-        current = [i]
-        for j, b in enumerate(suggestion, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1,
-                               previous[j - 1] + (a != b)))
-        previous = current
-    return previous[-1] <= 2
+    return suggestion.startswith(name) or \
+        difflib.SequenceMatcher(None, name, suggestion).ratio() >= 0.85
 
 
 def _maybe_newer(problem: EngineArgProblem, newest: str | None) -> EngineArgProblem:

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from kvlint.manifests.base import DocumentContext, Documents, Located, ServedModel, Unresolved
+from kvlint.manifests.engine_command import find_engine
 from kvlint.manifests.engine_env import engine_invocations
 from kvlint.manifests.engine_launch import (
+    SHELLS,
     Hardware,
     Origin,
     pip_pins,
@@ -151,12 +153,11 @@ def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
 
 
 def _names_program(command: Sequence[Word]) -> bool:
-    """Whether a container's command starts with a program (not the entrypoint's first
-    argument, such as a model name after ``vllm serve``)."""
-    first = command[0].text
-    return first.rsplit("/", 1)[-1] in ("python", "python3", "bash", "sh", "vllm", "sglang",
-                                         "text-generation-launcher", "llama-server",
-                                         "trtllm-serve", "lmdeploy")
+    """Whether a container's command starts with a program (an engine command, a shell, a
+    Python) rather than the entrypoint's first argument (a model after ``vllm serve``)."""
+    first = command[0].text.rsplit("/", 1)[-1]
+    return find_engine([w.text for w in command]) is not None or first in SHELLS or \
+        first.startswith("python")
 
 
 def script_models(text: str, path: str) -> list[ServedModel]:

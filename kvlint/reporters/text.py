@@ -9,9 +9,10 @@ infos summary come from the :class:`~kvlint.reporters.display.Display` the comma
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kvlint.diagnostics import Finding
 from kvlint.hookspecs import hookimpl
@@ -340,13 +341,19 @@ def _narrow(line: str) -> bool:
         return False
     if line.isascii():
         return True
+    wcswidth = _wcswidth()
+    return wcswidth is None or wcswidth(line) == len(line)
+
+
+@functools.cache
+def _wcswidth() -> Any:
+    """``wcwidth.wcswidth``, or ``None`` where wcwidth is not installed (looked up once)."""
     import importlib
 
     try:
-        wcwidth = importlib.import_module("wcwidth")
+        return importlib.import_module("wcwidth").wcswidth
     except ImportError:
-        return True  # tabulate measures with len() too
-    return bool(wcwidth.wcswidth(line) == len(line))
+        return None
 
 
 def _is_number(text: str) -> bool:

@@ -37,7 +37,8 @@ class EngineOptionUnknown(_EngineRefusal):
     names the closest real option and, when the option exists in another version kvlint knows,
     when it was added or removed. An option no release kvlint read has, on an image whose tag
     names no version (`latest`, `server-cuda`) or a newer one, is a warning: a release newer
-    than kvlint's tables may have added it.
+    than kvlint's tables may have added it (unless it reads as a misspelling of a known
+    option: cut short, or nearly the same spelling).
 
     ## Why is this bad?
     The server exits at start ("unrecognized arguments", "No such option", "unexpected
