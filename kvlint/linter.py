@@ -280,8 +280,10 @@ def process_env() -> tuple[tuple[str, str | None], ...]:
     as the engine started in this environment would."""
     import os
 
+    from kvlint.model.memory import SAMPLER_ENV
+
     names = {str(f.values["override_env"]) for e in load_engines().values()
-             for f in e.context_limit if f.values.get("override_env")}
+             for f in e.context_limit if f.values.get("override_env")} | {SAMPLER_ENV}
     return tuple(sorted((n, os.environ[n]) for n in names if n in os.environ))
 
 
@@ -322,6 +324,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         plan_weights,
     )
     from kvlint.model.memory import (
+        SAMPLER_ENV,
         EngineLimits,
         default_block_size,
         default_utilization,
@@ -338,7 +341,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     quantized = on_the_fly_quantization(plan.engine, plan.quantization, config)
     # vLLM's MXFP4 MoE layout (gpt-oss) is Marlin's, padded per rank, on the GPUs where it is
     # vLLM's default backend (compute capability below 9.0); elsewhere sized as stored
-    loader = "vllm" if plan.behaviour.engine == "vllm" and _marlin_mxfp4(spec.name) else None
+    loader = "vllm" if plan.behaviour.engine == "vllm" and \
+        _marlin_mxfp4(spec.name, plan.behaviour.version) else None
     key = (target.ref, path, target.revision, offline, lock, plan.layout.tp, plan.layout.pp,
            plan.batch, plan.config_overrides, plan.engine if quantized else None,
            plan.quantization if quantized else None, loader)
@@ -377,7 +381,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             limits=EngineLimits(plan.max_model_len or plan.context,
                                 max_num_batched_tokens=plan.max_num_batched_tokens,
                                 max_num_seqs=plan.max_num_seqs,
-                                extensible=plan.extensible_kv_cache))
+                                extensible=plan.extensible_kv_cache,
+                                flashinfer_sampler=_env_switch(plan, SAMPLER_ENV)))
     from kvlint.model.advice import LayoutSizer
 
     of_free = engine.memory_fraction_semantics == "free-after-weights"
@@ -461,6 +466,17 @@ def _lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
                            cache_max_entry_count=fraction,
                            max_batches=default_max_batch_size(version, spec.name)))
     return context + budget.runtime_bytes, budget.num_gpu_blocks * tokens_per_block
+
+
+def _env_switch(plan: ServingPlan, name: str) -> bool | None:
+    """An engine's boolean environment variable as the plan's environment sets it (``None``:
+    unset, or set to a value the manifest does not hold): vLLM's envs.py reads these as
+    ``bool(int(value))``."""
+    value = dict(plan.env).get(name)
+    try:
+        return bool(int(value)) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _plan_version(plan: ServingPlan) -> Version | None:
@@ -553,10 +569,30 @@ _SM9_AND_LATER = ("H100", "H200", "H20", "GH200", "H800", "B100", "B200", "GB200
 below 9.0 (quantization/mxfp4.py@0.10.1 lines 123-135, @0.11.0 lines 94-99)."""
 
 
-def _marlin_mxfp4(gpu: str) -> bool:
-    """Whether vLLM's default MXFP4 MoE backend on ``gpu`` is Marlin (an NVIDIA GPU below
-    compute capability 9.0); AMD GPUs and unnamed ones are not judged."""
-    return not gpu.upper().startswith(("MI", "CUSTOM", "GPU ")) and not _sm90_or_later(gpu)
+TRITON_KERNELS_BUNDLED_SINCE = "0.12.0"
+"""vLLM ships triton_kernels as ``vllm/third_party/triton_kernels`` from the 0.12.0 wheel (absent
+from 0.11.0, 0.11.1 and 0.11.2, where ``has_triton_kernels`` looks only for the optional
+``triton_kernels`` package: vllm/utils/__init__.py@v0.11.0 line 3431, and
+vllm/utils/import_utils.py@v0.12.0 lines 431-438). Before it a ``pip install vllm`` runs
+MXFP4 MoE with Marlin on Hopper too (quantization/mxfp4.py@v0.11.0 lines 94-99: Marlin when
+``not has_triton_kernels()``; FlashInfer's MXFP4 backends need an environment variable on
+SM90 and the optional FlashInfer on SM100): kvlint assumes that install, as for the sampler
+(kvlint/model/memory.py FLASHINFER_SAMPLER_OPT_IN_SINCE)."""
+
+
+def _marlin_mxfp4(gpu: str, version: str | None = None) -> bool:
+    """Whether vLLM's default MXFP4 MoE backend on ``gpu`` is Marlin: an NVIDIA GPU below
+    compute capability 9.0, or any NVIDIA GPU before triton_kernels came with vLLM
+    (:data:`TRITON_KERNELS_BUNDLED_SINCE`); AMD GPUs and unnamed ones are not judged."""
+    from packaging.version import InvalidVersion, Version
+
+    if gpu.upper().startswith(("MI", "CUSTOM", "GPU ")):
+        return False
+    try:
+        bundled = version is None or Version(version) >= Version(TRITON_KERNELS_BUNDLED_SINCE)
+    except InvalidVersion:
+        bundled = True
+    return not bundled or not _sm90_or_later(gpu)
 
 
 def _sm90_or_later(gpu: str) -> bool:

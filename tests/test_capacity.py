@@ -114,7 +114,8 @@ def test_llama31_8b_on_one_l4() -> None:
     too_long = check(LLAMA31_8B, "--gpu", "L4", "--max-model-len", "131072")
     kv501 = next(f for f in too_long["findings"] if f["code"] == "KV501")
     assert kv501["data"]["kv_bytes_needed_per_gpu"] == 131_072 * 131_072  # 16 GiB
-    assert kv501["data"]["largest_fitting_max_model_len"] == budget // 131_072
+    # vLLM's estimate counts whole blocks (64 tokens from 0.34)
+    assert kv501["data"]["largest_fitting_max_model_len"] == budget // (64 * 131_072) * 64
     assert "One 131,072-token sequence needs 16.0 GiB of KV cache per GPU" in kv501["message"]
 
 
@@ -232,3 +233,42 @@ def test_moe_decode_reads_only_touched_experts() -> None:
     out = CliRunner().invoke(main, ["check", qwen, "--gpu", "H100", "--batch", "8",
                                     "--no-plugins"]).stdout
     assert "(MoE: the experts 8 sequences touch under uniform routing)" in out
+
+
+# --- vLLM's refusals in its own terms (issue 29) --------------------------------------------
+
+
+GPT_OSS_120B = str(CONFIGS / "openai--gpt-oss-120b.json")
+
+
+def test_gpt_oss_before_0_12_loads_marlin_mxfp4_on_hopper() -> None:
+    def weights(gpu: str, version: str) -> int:
+        cap = check(GPT_OSS_120B, "--gpu", gpu, "--engine-version", version)["capacity"]
+        return int(cap["weight_bytes_per_gpu"])
+
+    # triton_kernels ships with vLLM from 0.12.0: before it Hopper runs Marlin's padded layout,
+    # as an A100 does in every release
+    assert weights("H100", "0.11.0") == weights("A100-80GB", "0.11.0") \
+        == weights("A100-80GB", "0.12.0") > weights("H100", "0.12.0")
+    assert weights("H100", "0.11.0") == 70_756_002_432  # 65.9 GiB; vLLM printed 65.9651 GiB
+
+
+def test_no_memory_for_the_cache_is_vllms_own_refusal() -> None:
+    result = check(GPT_OSS_120B, "--gpu", "H100", "--engine-version", "0.10.1")
+    cap = result["capacity"]
+    assert cap["kv_budget_bytes_per_gpu"] < 0
+    kv501 = next(f for f in result["findings"] if f["code"] == "KV501")
+    assert kv501["message"].startswith(
+        'vLLM will stop at start-up with "No available memory for the cache blocks"')
+    assert kv501["data"]["largest_fitting_max_model_len"] == 0
+    assert "KV503" not in codes(result)  # the weights fit: the profile's peak does not
+
+
+def test_kv501_counts_whole_blocks_as_vllm_does() -> None:
+    # vLLM 0.11: 16-token blocks; the sequence of 131,071 tokens takes 8,192 blocks
+    result = check(LLAMA31_8B, "--gpu", "L4", "--max-model-len", "131071",
+                   "--engine-version", "0.11.0")
+    kv501 = next(f for f in result["findings"] if f["code"] == "KV501")
+    assert kv501["data"]["kv_bytes_needed_per_gpu"] == 131_072 * 131_072
+    budget = result["capacity"]["kv_budget_bytes_per_gpu"]
+    assert kv501["data"]["largest_fitting_max_model_len"] == budget // (16 * 131_072) * 16

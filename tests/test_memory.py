@@ -158,7 +158,7 @@ LOGS: list[tuple[str, str, dict[str, Any], int]] = [
     ("llama-3.1-8b-v0-rtx3090-29k.log", "meta-llama--Meta-Llama-3.1-8B",
      {"version": "0.6.4", "max_model_len": 29000}, 24_448),
     ("llama-3-8b-v0-h100-profile.log", "meta-llama--Meta-Llama-3-8B",
-     {"version": "0.6.5", "max_model_len": 8192}, 452_224),
+     {"version": "0.6.5", "max_model_len": 8192}, 449_616),
     ("qwen3-8b-v1-lmcache-cudagraph.log", "Qwen--Qwen3-8B",
      {"version": "0.21.0", "total": 23.53}, 46_208),
     ("llmd-llama-3.1-8b-h100-tp1-8192.log", "meta-llama--Meta-Llama-3.1-8B", {}, 475_312),
@@ -241,3 +241,45 @@ def test_pipeline_budget_is_the_fullest_stage() -> None:
     assert cap["weight_bytes_per_gpu"] == 8 * 436_224_256 + 1_050_673_152 == 4_540_467_200
     assert cap["memory_profile"]["weight_bytes"] == 4_540_467_200
     assert cap["kv_budget_bytes_per_gpu"] == cap["memory_profile"]["kv_memory_bytes"]
+
+
+# --- the profile's sampler pass by release (issue 29) ---------------------------------------
+
+
+@pytest.mark.parametrize(("version", "rows", "switch", "expected"), [
+    ("0.6.5", 256, None, 38),    # V0 sorts (its FlashInfer sampler only with the variable)
+    ("0.6.5", 256, True, 16),
+    ("0.10.1", 1024, None, 38),  # V1 without the optional FlashInfer: the sorting sampler
+    ("0.11.1", 1024, True, 16),
+    ("0.11.2", 1024, None, 38),  # FlashInfer's sampler is opt-in from 0.11.2
+    ("0.16.0", 1024, False, 38),
+    ("0.17.0", 1024, None, 16),  # Triton top-k/top-p for 8 rows or more
+    ("0.17.0", 4, None, 38),
+    ("0.34.0", 1024, None, 16),
+    (None, 1024, None, 16),      # the newest known
+])
+def test_sampler_bytes_per_logit_by_release(version: str | None, rows: int,
+                                            switch: bool | None, expected: int) -> None:
+    from kvlint.model.memory import sampler_bytes_per_logit
+
+    assert sampler_bytes_per_logit(version, rows, switch) == expected
+
+
+def test_the_sorting_sampler_sets_the_peak_of_a_large_vocabulary() -> None:
+    from kvlint.model.memory import SORTING_SAMPLER_BYTES_PER_LOGIT, ModelDims
+
+    # gpt-oss-120b: 1,024 sampler rows (H100 tier) x 201,088 entries x 38 B = 7.29 GiB, above
+    # the forward pass of 1,024 tokens
+    dims = ModelDims(hidden_size=2880, intermediate_size=4 * 2880, vocab_size=201_088)
+    assert SORTING_SAMPLER_BYTES_PER_LOGIT == 38
+    assert activation_peak_bytes(dims, 1024, 1024, 1, 38) == 1024 * 201_088 * 38
+
+
+def test_the_flashinfer_sampler_variable_reaches_the_profile() -> None:
+    base = ["check", str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"), "--gpu", "H100",
+            "--engine-version", "0.12.0", "--format", "json", "--no-plugins", "--isolated"]
+    sorted_ = CliRunner().invoke(main, base)
+    fused = CliRunner().invoke(main, base, env={"VLLM_USE_FLASHINFER_SAMPLER": "1"})
+    peak = [json.loads(r.stdout)["results"][0]["capacity"]["memory_profile"]
+            ["activation_peak_bytes"] for r in (sorted_, fused)]
+    assert peak == [1024 * 128_256 * 38, 1024 * 128_256 * 16]

@@ -29,9 +29,11 @@ from kvlint.manifests.shell_words import _ASSIGNMENT, _NAME, Word, split_env_pre
 @cache
 def watched_names() -> tuple[str, ...]:
     """Every variable named by the engine table as changing what an engine accepts."""
+    from kvlint.model.memory import SAMPLER_ENV  # vLLM's profile: the sampler's peak
+
     names = {str(fact.values["override_env"])
              for engine in load_engines().values() for fact in engine.context_limit
-             if fact.values.get("override_env")}
+             if fact.values.get("override_env")} | {SAMPLER_ENV}
     return tuple(sorted(names))
 
 

@@ -104,6 +104,15 @@ class Capacity:
     fraction_name: str = "gpu_memory_utilization"
     """What the engine calls ``gpu_memory_utilization`` (SGLang: ``mem_fraction_static``, a
     fraction of the memory free at start)."""
+    block_size: int | None = None
+    """The KV block in tokens where the engine allocates and checks whole blocks (vLLM:
+    ``max_memory_usage_bytes`` counts ``cdiv(max_model_len, block_size)`` pages,
+    v1/core/kv_cache_utils.py@v0.11.0 lines 633-723); ``None``: counted per token."""
+
+    def sequence_tokens(self, length: int) -> int:
+        """The tokens a ``length``-token sequence is allocated: whole blocks."""
+        block = self.block_size
+        return -(-length // block) * block if block else length
 
     @property
     def kv_overflow_bytes(self) -> int:
@@ -275,4 +284,5 @@ def capacity(a: KvAnalysis, gpu: GpuSpec, weights: GpuWeights, sizing: Sizing
         memory=memory,
         kv_budget_source=given_budget[1] if given_budget is not None else None,
         kv_tokens_capped_by=capped_by,
+        block_size=block,
     )

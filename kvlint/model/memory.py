@@ -161,7 +161,41 @@ the sampler dominates (1,024 rows; fixtures/vllm_logs/llmd-*.log): 1.89 GiB for 
 vocabulary (Llama-3.1-8B: 15.5 B per logit), 2.21 GiB for 152,064 (Qwen2.5-7B: 15.2 B), 2.21
 GiB for 151,936 (Qwen3-8B: 15.3 B), 1.52 GiB for 100,352 (phi-4: 15.9 B), 2.29 GiB for
 152,064 (Qwen2.5-72B, tp 2: 15.8 B); 16 B rounds them up. The peak is the larger of this and
-the forward pass's."""
+the forward pass's. This is the cost of a top-k/top-p kernel that does not sort the vocabulary
+(0.19's Triton kernel; FlashInfer's sampler): see :func:`sampler_bytes_per_logit` for the
+releases that sort instead."""
+
+SORTING_SAMPLER_BYTES_PER_LOGIT = 38
+"""The dummy sampler pass when top-k/top-p sorts the vocabulary (``apply_top_k_top_p``,
+vllm/v1/sample/ops/topk_topp_sampler.py@v0.11.0 lines 164-204, @v0.12.0 lines 239-278: the
+profile sets top_k = vocab - 1 and top_p = 0.9, so the sort always runs), counted tensor by
+tensor per row and vocabulary entry: the model's bf16 logits (2 B, held by the caller), their
+float32 copy (4), then ``logits.sort``'s sorted values (4) and int64 indices (8) while the
+sort runs on an int64 iota of the indices (8) and CUDA's segmented radix sort's alternate
+key/value buffers (4 + 8): 38 B at the sort; afterwards the top-k mask (1), the top-p
+probabilities (4, cumsum in place), the top-p mask (1) and the scatter's output (4) bring the
+live set to 28 B. Derived from the code, not fitted; the caching allocator's rounding is not
+counted. (Two held-out logs of gpt-oss-120b on H100, vllm-project/vllm#23278 and #27508, were
+seen before this was derived: their measured non-KV memory implies ~37.6 B per logit, so they
+no longer count as held out.)"""
+
+SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
+"""The variable that switches vLLM's FlashInfer top-k/top-p sampler on (1) or off (0)."""
+
+TRITON_TOP_K_TOP_P_SINCE = Version("0.17.0")
+"""``apply_top_k_top_p`` runs a Triton kernel without a sort for 8 rows or more
+(``apply_top_k_top_p_triton``: vllm/v1/sample/ops/topk_topp_sampler.py@v0.19.0 lines 245-255;
+first in the 0.17.0 wheel, absent from 0.13.0 to 0.16.0)."""
+
+FLASHINFER_SAMPLER_OPT_IN_SINCE = Version("0.11.2")
+"""V1 samples with FlashInfer's top-k/top-p kernel whenever FlashInfer is importable unless
+``VLLM_USE_FLASHINFER_SAMPLER=0`` (topk_topp_sampler.py@v0.11.0 lines 36-74) through 0.11.1;
+from 0.11.2 only with ``VLLM_USE_FLASHINFER_SAMPLER=1`` (@v0.11.2 line 34, @v0.12.0 line 35).
+Before 0.11.2 FlashInfer is an optional extra of the wheel (``flashinfer-python; extra ==
+"flashinfer"`` in vllm-0.11.0's METADATA; a requirement from 0.11.2): kvlint assumes a
+``pip install vllm`` without it (the sorting sampler) unless the plan's environment sets
+``VLLM_USE_FLASHINFER_SAMPLER=1``. The project's Docker images ship FlashInfer, so for them
+this ASSUMPTION overstates the sampler's peak."""
 
 
 @dataclass(frozen=True)
@@ -274,11 +308,27 @@ def default_batch_limits(version: str | None, gpu_memory_bytes: int, gpu_name: s
     return 2048, 256
 
 
-def activation_peak_bytes(dims: ModelDims, tokens: int, sampler_rows: int, tp: int) -> int:
+def sampler_bytes_per_logit(version: str | None, rows: int,
+                            flashinfer_sampler: bool | None = None) -> int:
+    """Bytes per row and vocabulary entry of the profile's dummy sampler pass on CUDA:
+    :data:`SORTING_SAMPLER_BYTES_PER_LOGIT` where top-k/top-p sorts the vocabulary (V0; V1
+    before 0.17.0 without FlashInfer's sampler; fewer than 8 rows from 0.17.0), else
+    :data:`SAMPLER_BYTES_PER_LOGIT`. ``flashinfer_sampler``: ``VLLM_USE_FLASHINFER_SAMPLER``
+    as the plan's environment sets it (``None``: unset)."""
+    v = _version(version)
+    if v is None or v >= TRITON_TOP_K_TOP_P_SINCE:
+        sorts = rows < 8 and not flashinfer_sampler
+    else:  # V0 and V1 to 0.16.x sort unless FlashInfer's sampler is on (and installed)
+        sorts = not flashinfer_sampler
+    return SORTING_SAMPLER_BYTES_PER_LOGIT if sorts else SAMPLER_BYTES_PER_LOGIT
+
+
+def activation_peak_bytes(dims: ModelDims, tokens: int, sampler_rows: int, tp: int,
+                          sampler_bytes: int = SAMPLER_BYTES_PER_LOGIT) -> int:
     """ESTIMATE of the torch peak above the weights during ``profile_run``."""
     per_token = dims.dtype_bytes * (ACTIVATION_INTERMEDIATE_COPIES * dims.intermediate_size // tp
                                     + ACTIVATION_HIDDEN_COPIES * dims.hidden_size)
-    sampler = sampler_rows * dims.vocab_size * SAMPLER_BYTES_PER_LOGIT
+    sampler = sampler_rows * dims.vocab_size * sampler_bytes
     return max(tokens * per_token, sampler)
 
 
@@ -302,6 +352,8 @@ class EngineLimits:
     max_num_seqs: int | None = None
     extensible: bool | None = None
     """0.34's extensible KV cache switched on or off (``None``: the version's default)."""
+    flashinfer_sampler: bool | None = None
+    """``VLLM_USE_FLASHINFER_SAMPLER`` in the engine's environment (``None``: unset)."""
 
 
 def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
@@ -315,7 +367,8 @@ def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
     extensible = limits.extensible
     rows = min(tokens, seqs)
     requested = int(gpu_memory_bytes * utilization)
-    peak = activation_peak_bytes(dims, tokens, rows, tp)
+    peak = activation_peak_bytes(
+        dims, tokens, rows, tp, sampler_bytes_per_logit(version, rows, limits.flashinfer_sampler))
     return MemoryTerms(
         requested_bytes=requested,
         weight_bytes=weight_bytes,

@@ -155,7 +155,10 @@ def _capacity_rows(c: Capacity, source: str | None = None,
         ["weights", f"{weights} per GPU ({c.weights_source})"],
     ]
     if c.kv_budget_bytes_per_gpu <= 0:
-        rows.append(["KV budget", "none: the weights and overhead fill the GPU (see KV503)"])
+        rows.append(["KV budget", "none: the weights and overhead fill the GPU (see KV503)"
+                     if not c.weights_fit else
+                     f"none: {fmt_bytes(c.kv_budget_bytes_per_gpu)} after the weights and "
+                     "overhead (see KV501)"])
         return rows
     m = c.memory
     if m is not None:  # vLLM's start-up profile in its own words; ~ marks kvlint's estimates

@@ -80,11 +80,19 @@ class MaxModelLenExceedsKvBudget(Rule):
         length = ctx.plan.max_model_len
         if a is None or cap is None or length is None or not cap.weights_fit:
             return
-        need = sequence_bytes_per_gpu(a, length)
+        # vLLM checks whole blocks: cdiv(max_model_len, block_size) pages per layer, and its
+        # estimated maximum model length is the longest whose blocks fit
+        # (v1/core/kv_cache_utils.py@v0.11.0 lines 633-723)
+        need = sequence_bytes_per_gpu(a, cap.sequence_tokens(length))
         if need is None or need <= cap.kv_budget_bytes_per_gpu:
             return
         budget = max(cap.kv_budget_bytes_per_gpu, 0)
         longest = longest_fitting_context(a, budget, length)
+        if cap.block_size:
+            longest = longest // cap.block_size * cap.block_size
+        if cap.kv_budget_bytes_per_gpu <= 0 and ctx.plan.behaviour.engine == "vllm":
+            yield self._no_memory(ctx, cap, length)
+            return
         state = a.state_bytes_per_sequence_per_gpu or 0
         # vLLM >= 0.34 already takes the whole GPU (gpu_memory_utilization 1.0)
         fixes = ("Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
@@ -113,6 +121,24 @@ class MaxModelLenExceedsKvBudget(Rule):
             largest_fitting_max_model_len=longest,
         )
         yield replace(finding, severity=Severity.WARNING) if sglang else finding
+
+
+    def _no_memory(self, ctx: RuleContext, cap: Capacity, length: int) -> Finding:
+        """vLLM's own refusal when nothing is left for the cache ("No available memory for
+        the cache blocks": v1/core/kv_cache_utils.py@v0.11.0 lines 698-701; V0's
+        ``raise_if_cache_size_invalid``, worker/worker.py@v0.6.4)."""
+        fixes = ("raise --kv-cache-memory-bytes" if cap.kv_budget_source is not None else
+                 "raise --gpu-memory-utilization, " if cap.gpu_memory_utilization < 1 else "")
+        return self.finding(
+            f"vLLM will stop at start-up with \"No available memory for the cache blocks\": "
+            f"Available KV cache memory ~{fmt_bytes(cap.kv_budget_bytes_per_gpu)} on each "
+            f"{_gpu(cap, ctx)} ({_budget(cap)}). "
+            f"To start, {fixes}lower --max-num-seqs or --max-num-batched-tokens (a smaller "
+            "start-up profile), add GPUs (tp) or quantize the weights.",
+            max_model_len=length,
+            kv_budget_bytes_per_gpu=cap.kv_budget_bytes_per_gpu,
+            largest_fitting_max_model_len=0,
+        )
 
 
 class MaxNumSeqsExceedsKvBudget(Rule):
