@@ -399,6 +399,14 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                                     utilization)
         if lmdeploy is not None:
             overhead = lmdeploy[0]
+    trtllm = None
+    if plan.overhead_bytes is None and plan.behaviour.engine == "trtllm":
+        # TensorRT-LLM's own budget: (total - profiled peak + its temporary KV) x
+        # free_gpu_memory_fraction, in whole blocks (kvlint/model/trtllm_memory.py)
+        trtllm = _trtllm_sizing(plan, spec, config, analysis, weights.per_gpu_bytes,
+                                utilization)
+        if trtllm is not None:
+            overhead = trtllm[0]
     sizer = None if weights.split is None else LayoutSizer(
         weights.split, spec, utilization, of_free,
         memory.overhead_bytes if memory is not None else overhead)
@@ -415,6 +423,15 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     )
     if sized is not None and lmdeploy is not None and not sized.state_bytes_per_sequence_per_gpu:
         sized = replace(sized, max_tokens=lmdeploy[1])
+    if sized is not None and plan.behaviour.engine == "trtllm":
+        sized = replace(sized, fraction_name="free_gpu_memory_fraction")
+        if trtllm is not None and trtllm[1] is not None \
+                and not sized.state_bytes_per_sequence_per_gpu:
+            tokens, capped_by = trtllm[1], trtllm[2]
+            sized = replace(sized, max_tokens=tokens, kv_tokens_capped_by=capped_by,
+                            max_sequences=min(sized.max_sequences, tokens // sized.context)
+                            if capped_by and sized.max_sequences is not None
+                            else sized.max_sequences)
     if sized is not None and plan.behaviour.engine == "sglang":
         sized = _sglang_state_split(replace(sized, fraction_name="mem_fraction_static"),
                                     plan)
@@ -477,6 +494,55 @@ def _env_switch(plan: ServingPlan, name: str) -> bool | None:
         return bool(int(value)) if value is not None else None
     except ValueError:
         return None
+
+
+def _trtllm_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
+                   analysis: KvAnalysis, weight_bytes: int, fraction: float
+                   ) -> tuple[int, int | None, str | None] | None:
+    """``(overhead, tokens, capped by)`` of a TensorRT-LLM plan (PyTorch backend): the
+    overhead is the profiled peak's ESTIMATED activations (``max_num_tokens`` tokens) and
+    non-torch memory, so that ``(memory - weights - overhead) x fraction`` is TRT-LLM's
+    ``(total - peak + temporary KV) x free_gpu_memory_fraction``; the tokens are the pool's
+    whole blocks, ``kv_cache_config.max_tokens`` applied (``None`` for models with mixed
+    sliding windows, whose per-window pools are not modelled). ``None`` when the release or
+    backend is not the PyTorch backend's, or the config lacks the dimensions."""
+    from kvlint.model import trtllm_memory as trt
+    from kvlint.model.memory import model_dims
+
+    start = plan.engine_start
+    version = _plan_version(plan)
+    dims = model_dims(config)
+    per_token = analysis.footprint.bytes_per_token_per_gpu
+    if dims is None or not per_token or \
+            not trt.applies(version, start.backend if start else None):
+        return None
+    layout = plan.layout
+    tokens_in = plan.max_num_batched_tokens or trt.MAX_NUM_TOKENS
+    context = plan.max_model_len or plan.context
+    activations = trt.activation_bytes(dims, tokens_in, layout.attention_tp,
+                                       trt.dummy_requests(tokens_in, context))
+    overhead = activations + trt.non_torch_bytes(layout.tp)
+    layers = analysis.cached.kv_layers
+    if plan.windowed_sliding_cache and any(layer.is_windowed for layer in layers) and \
+            len({layer.window for layer in layers}) > 1:
+        return overhead, None, None  # VSWA: one pool per window size, sized from memory
+    shapes = {(layer.num_kv_heads, layer.k_head_dim, layer.v_head_dim) for layer in layers}
+    estimate = per_token
+    if len(shapes) == 1 and not analysis.cached.is_mla:
+        kv_heads, k_dim, v_dim = shapes.pop()
+        if k_dim == v_dim and not any(layer.extra_caches for layer in layers):
+            estimate = trt.estimate_bytes_per_token(per_token, kv_heads, k_dim,
+                                                    layout.attention_tp)
+    block = start.page_size if start and start.page_size else trt.TOKENS_PER_BLOCK
+    budget = trt.kv_budget(
+        version, total_bytes=spec.memory_bytes, weight_bytes=weight_bytes,
+        activation_bytes=activations, non_torch_bytes=trt.non_torch_bytes(layout.tp),
+        pool_bytes_per_token=per_token, estimate_bytes_per_token=estimate,
+        cache=trt.TrtllmCacheConfig(free_gpu_memory_fraction=fraction,
+                                    max_tokens=plan.kv_tokens_cap, tokens_per_block=block))
+    capped = (plan.kv_tokens_cap_source or "kv_cache_config.max_tokens") \
+        if budget.capped_by_max_tokens else None
+    return overhead, budget.tokens, capped
 
 
 def _plan_version(plan: ServingPlan) -> Version | None:

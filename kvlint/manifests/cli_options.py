@@ -596,6 +596,7 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "kv_cache_dtype": ("--kv-cache-dtype",),
         "max_model_len": ("--max_seq_len", "--max-seq-len"),
         "max_num_seqs": ("--max_batch_size", "--max-batch-size"),
+        "max_num_batched_tokens": ("--max_num_tokens", "--max-num-tokens"),
         "gpu_memory_utilization": ("--free_gpu_memory_fraction",
                                    "--kv_cache_free_gpu_memory_fraction",
                                    "--free-gpu-memory-fraction"),

@@ -46,6 +46,8 @@ def trt_settings(conf: Mapping[str, Any], base: Mapping[str, Any] | None = None,
     out["ep"] = num("moe_expert_parallel_size")
     out["max_num_seqs"] = num("max_batch_size")
     out["max_model_len"] = num("max_seq_len")
+    # the profiling run's tokens (kvlint/model/trtllm_memory.py MAX_NUM_TOKENS)
+    out["max_num_batched_tokens"] = num("max_num_tokens")
     found = pick("enable_attention_dp")
     if found is not None:
         flag = to_bool(found[0]["enable_attention_dp"])
@@ -61,6 +63,10 @@ def trt_settings(conf: Mapping[str, Any], base: Mapping[str, Any] | None = None,
         kv = source.get("kv_cache_config")
         prefix = (where if source is conf else "") + "kv_cache_config."
         if isinstance(kv, dict):
+            # the pool's token cap and block size (kvlint/model/trtllm_memory.py)
+            for field, key in (("kv_tokens_cap", "max_tokens"), ("page_size", "tokens_per_block")):
+                if out.get(field) is None:
+                    out[field] = loc_int(kv, key, prefix + key)
             if kv_dtype is None and kv.get("dtype") is not None:
                 kv_dtype = Located(scalar_text(kv["dtype"]), key_line(kv, "dtype"), None,
                                    prefix + "dtype")

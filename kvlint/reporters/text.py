@@ -141,8 +141,10 @@ def _table(r: ModelResult) -> list[list[str]]:
 def _capacity_rows(c: Capacity, source: str | None = None,
                    memory_source: str | None = None) -> list[list[str]]:
     weights = ("~" if c.weights_estimated else "") + fmt_bytes(c.weight_bytes_per_gpu)
-    how = ("of the memory left after weights" if c.fraction_of_free_memory
-           else c.fraction_name)
+    how = c.fraction_name
+    if c.fraction_of_free_memory:  # TensorRT-LLM names its fraction: free_gpu_memory_fraction
+        how = ("of the memory left after weights" if how == "gpu_memory_utilization"
+               else f"{how} (of the memory left after weights)")
     memory = fmt_bytes(c.gpu.memory_bytes) + (f" ({c.gpu.memory_bytes:,} B from {memory_source})"
                                               if memory_source else "")
     fraction = (f"{c.gpu_memory_utilization:.3f}" if c.fraction_name == "mem_fraction_static"
