@@ -417,3 +417,29 @@ def test_an_option_no_known_release_has_on_a_floating_tag(tmp_path: Path, option
     found = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
              if f["code"] == "KV701"]
     assert [f["severity"] for f in found] == [severity], [f["message"] for f in found]
+
+
+@pytest.mark.parametrize(("tag", "option", "severity"), [
+    ("latest", "--disable-log-requests", "warning"),  # 0.8.5/0.11.0 have it: maybe pulled then
+    ("nightly", "--swap-space", "warning"),
+    ("v0.34.0", "--disable-log-requests", "error"),  # pinned past the removal: refused
+    ("latest", "--tp", "error"),  # no release has it: a misspelling of -tp
+])
+def test_an_option_an_older_release_has_on_a_rolling_tag(tmp_path: Path, tag: str,
+                                                          option: str, severity: str) -> None:
+    """A rolling tag runs whichever build the node pulled: an option the newest release
+    removed but an older one kvlint knows accepts is a warning there (the next pull fails),
+    and an error on a tag pinned past the removal (vllm/vllm-openai, 0.8.5..0.34.0 tables)."""
+    compose = tmp_path / "compose.yaml"
+    value = ' "4"' if option in ("--swap-space", "--tp") else ""
+    compose.write_text(
+        f"services:\n  vllm:\n    image: vllm/vllm-openai:{tag}\n"
+        f"    command: [\"--model\", \"org/m\", \"{option}\"{',' + value if value else ''}]\n",
+        encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(compose), "--isolated", "--no-plugins",
+                                       "--offline", "--format", "json"])
+    found = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
+             if f["code"] == "KV701"]
+    assert [f["severity"] for f in found] == [severity], [f["message"] for f in found]
+    if severity == "warning":
+        assert "no release is pinned (a rolling tag)" in found[0]["message"]

@@ -70,6 +70,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
 
     if is_script(str(path), text):  # a shell script: its commands, not YAML documents
         found = Extracted(script_models(text, str(path)))
+        _image_families(found)
         found.source = (str(path), text)
         if not found:
             unread = engine_not_understood(text, str(path))
@@ -92,6 +93,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     models.read_files = tuple(sorted((every.read_files or {}).items()))
     models.source = (str(path), text)
     _fold_node_ranks(models)
+    _image_families(models)
     problems = list(getattr(documents, "problems", ()))
     if not models and not any(p.kind == "invalid-yaml" for p in problems):
         unread = engine_not_understood(text, str(path))
@@ -99,6 +101,23 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
             problems.append(unread)
     models.problems = tuple(problems)
     return models
+
+
+def _image_families(models: Extracted) -> None:
+    """A served model whose manifest names no GPU type gets the accelerator family its image
+    is built for (:func:`~kvlint.manifests.accelerators.image_family`); a ROCm image that
+    names the Instinct generation refines a bare "AMD GPU" the device resource gave."""
+    from kvlint.manifests.accelerators import GENERIC_AMD, image_family
+
+    for i, served in enumerate(models):
+        named = served.gpu_type
+        if named is not None and named.value != GENERIC_AMD:
+            continue
+        family = image_family(served.image)
+        if family is None or (named is not None and
+                              not family.value.startswith("AMD Instinct")):
+            continue
+        models[i] = replace(served, gpu_type=family)
 
 
 def _fold_node_ranks(models: Extracted) -> None:

@@ -14,6 +14,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from kvlint.manifests.accelerators import runtime_family
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
@@ -236,9 +237,13 @@ class ComposeParser(ManifestParser):
             if replicas is not None and replicas != 1:
                 notes.append(f"deploy.replicas {replicas}: {replicas} containers, each with "
                              "the GPUs reported")
+        family = runtime_family(service)
+        gpu_type = Located(family[0], key_line(service, "runtime" if "runtime" in family[1]
+                                               else "devices"), None, family[1]) \
+            if family else None
         return served_model(Origin(ctx, "compose", name=name, line=engine.line), engine=engine,
-                            args=args, image=image, version=version, hardware=Hardware(gpus=gpus),
-                            notes=notes)
+                            args=args, image=image, version=version,
+                            hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes)
 
     @staticmethod
     def _image(service: dict[str, Any]) -> Located[str] | None:

@@ -172,6 +172,27 @@ def _past_the_newest(engine: str, version: Located[str] | Unresolved | None) -> 
     return latest is not None and Version(known[-1]) < latest
 
 
+def _rolling(engine: str, name: str, version: Located[str] | Unresolved | None,
+             problem: EngineArgProblem) -> EngineArgProblem:
+    """A refusal by the newest version of an option an older known version accepts, on a
+    rolling tag (``latest``, ``nightly``, ``dev``, a commit build: a version that is not a
+    release number): said so (KV701 then warns instead of failing the run). Which build such
+    a tag runs depends on when the node pulled it; a build older than the option's removal
+    starts, the next pull of a newer one does not."""
+    if not isinstance(version, Located) or not isinstance(version.value, str) or \
+            _parse(version.value) is not None or problem.kind != "option" or \
+            problem.data.get("reason") not in ("unknown", "ambiguous"):
+        return problem
+    older = [v for v in VERSIONS.get(engine, ())[:-1]
+             if _status(engine, name, _options_at(engine, v))[0] == "ok"]
+    if not older:
+        return problem
+    return replace(problem, message=f"{problem.message}; no release is pinned (a rolling "
+                   f"tag): a build from before the removal ({_display(engine)} {older[-1]} "
+                   "accepts it) still starts, the next pull of a newer build does not: pin a "
+                   "version", data={**problem.data, "older_release_accepts": older[-1]})
+
+
 def _misspelt(name: str, suggestion: object) -> bool:
     """Whether ``name`` reads as a misspelling of the known option ``suggestion``: cut short
     (``--ctx`` for ``--ctx-size``) or nearly the same spelling (difflib's ratio, which
@@ -377,8 +398,8 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
         canonical = next((m[0] for st, m in statuses if st == "ok"), None) \
             if use.reason in ("", "unknown", "ambiguous") else None
         if canonical is None:
-            problems.append(_refused(engine, use, name, statuses[-1], newest_set, label,
-                                     parser, texts))
+            problems.append(_rolling(engine, name, version, _refused(
+                engine, use, name, statuses[-1], newest_set, label, parser, texts)))
             continue
         if parser == "clap" and canonical in seen:
             first = seen[canonical]

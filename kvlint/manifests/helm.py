@@ -30,6 +30,7 @@ from kvlint.manifests.engine_launch import (
     walk_script,
 )
 from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.kubernetes import gpu_type_of
 from kvlint.manifests.located_str import LStr
 from kvlint.manifests.shell_env import Env, env_from_k8s
 from kvlint.manifests.shell_words import split_script
@@ -459,15 +460,27 @@ class ImageChartValuesParser(ManifestParser):
             engine = Located(fallback, image.line, image.column,
                              f"entrypoint of image {image.value}")
             parsed = engine_args(fallback, args, env)
+        model: dict[str, Any] = {}
         if parsed is not None and parsed.model is None:
-            notes.append("no model is set (args and env name none; comments are not read)")
+            from kvlint.manifests.helm_keys import values_model
+
+            _, named = values_model(document, "")
+            if named is not None:
+                model["model"] = named
+                where = named.source if isinstance(named, Located) else "of the model"
+                notes.append(f"the model is read from the values key {where}: the "
+                             "chart's templates, not in the file, pass it to the engine")
+            else:
+                notes.append("no model is set (args and env name none; comments are not "
+                             "read)")
         gpus = gpus_from_resources(document.get("resources"), "resources")
         notes.extend(replicas_note(document, "replicaCount"))
         version, more = settle_version(engine.value if engine else None, image)
         fmt = "helm-tgi" if engine and engine.value == "tgi" else "helm-values"
         return [served_model(Origin(ctx, fmt, line=image.line), engine=engine, args=parsed,
-                             image=image, version=version, hardware=Hardware(gpus=gpus),
-                             notes=notes + more)]
+                             image=image, version=version,
+                             hardware=Hardware(gpus=gpus, gpu_type=gpu_type_of(document)),
+                             notes=notes + more, **model)]
 
 
 # ============================================================================================

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kvlint.manifests.accelerators import device_family, is_gpu_label
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import NO_HARDWARE, Hardware, Origin
@@ -32,6 +33,7 @@ from kvlint.manifests.yaml_values import (
     is_object,
     key_col,
     key_line,
+    node_line,
     object_name,
     to_int,
 )
@@ -168,9 +170,12 @@ def lead_and_workers_gpus(lead: Located[int] | Unresolved | None,
 
 def gpu_type_of(pod: Any) -> Located[str] | None:
     """The GPU (or machine) type a pod is scheduled on, as written: a nodeSelector label, or
-    a required node-affinity term on such a label."""
+    a required node-affinity term on such a label (:func:`.accelerators.is_gpu_label`); else
+    the accelerator family of the device its containers request (``habana.ai/gaudi``)."""
     selector = get_map(pod, "nodeSelector") or {}
-    for key in GPU_TYPE_KEYS:
+    keys = [*GPU_TYPE_KEYS, *(k for k in map(str, selector) if k not in GPU_TYPE_KEYS and
+                              is_gpu_label(k))]
+    for key in keys:
         value = selector.get(key)
         if isinstance(value, str) and value.strip():
             source = f"nodeSelector {key}"
@@ -184,9 +189,17 @@ def gpu_type_of(pod: Any) -> Located[str] | None:
         for expr in get_list(term, "matchExpressions") or []:
             label = get_str(expr, "key")
             values = [str(v) for v in get_list(expr, "values") or [] if v is not None]
-            if label in GPU_TYPE_KEYS and get_str(expr, "operator") == "In" and values:
+            if label is not None and (label in GPU_TYPE_KEYS or is_gpu_label(label)) and \
+                    get_str(expr, "operator") == "In" and values:
                 return Located(" | ".join(values), key_line(expr, "values"), None,
                                f"node affinity {label} In")
+    containers = [c for key in ("containers", "initContainers")
+                  for c in get_list(pod, key) or [] if isinstance(c, dict)]
+    device = device_family(c.get("resources") for c in containers)
+    if device is not None:
+        holder = next(c for c in containers if device[1] in str(c.get("resources")))
+        return Located(device[0], node_line(holder.get("resources")) or node_line(holder), None,
+                       f"resources {device[1]} (the device plugin's resource)")
     return None
 
 

@@ -506,12 +506,33 @@ class OmeParser(ManifestParser):
                 overrides["model"] = model
             elif isinstance(model, Unresolved) and not isinstance(args.model, Located):
                 line = args.model.line if args.model is not None else None
-                overrides["model"] = replace(model, line=line or model.line)
+                overrides["model"] = _served_hub_id(args.served_name) or \
+                    replace(model, line=line or model.line)
             out.append(build(Origin(ctx, self.name, name=name, role=role), run, args=args,
                              hardware=Hardware(gpus=gpus, gpu_type=gpu_type_of(pod),
                                                gpu_memory=gpu_memory_of(pod)),
                              notes=[*more, *follow], overrides=overrides))
         return out
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]*[A-Za-z0-9]")
+
+
+def _served_hub_id(served: object) -> Located[str] | None:
+    """The model an OME runtime template is written for, when its command serves it under a
+    Hub id (``--served-model-name meta-llama/Llama-3.1-405B-Instruct-FP8``): OME's runtimes
+    are matched to a model by architecture and size (``supportedModelFormats``,
+    ``modelSizeRange``) and load it from ``$(MODEL_PATH)``, so the name they serve is the one
+    left that says which checkpoint it is (sgl-project/ome config/runtimes/srt/*-rt.yaml)."""
+    if not isinstance(served, Located):
+        return None
+    value = served.value
+    text = value[0] if isinstance(value, list) and value else value
+    if not isinstance(text, str) or not _HUB_ID.fullmatch(text.strip()):
+        return None
+    return Located(text.strip(), served.line, served.column,
+                   "--served-model-name (the runtime template loads $(MODEL_PATH), which the "
+                   "InferenceService fills in; the Hub id it serves under names the model)")
 
 
 # ============================================================================================

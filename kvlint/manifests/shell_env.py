@@ -227,9 +227,9 @@ class Env:
         value = self.lookup(name)
         missing = value is None or (colon and value == "")
         if op in ("-", "="):
-            return self._shell(word, depth + 1) if missing else str(value)
+            return self._shell(_quotes_removed(word), depth + 1) if missing else str(value)
         if op == "+":
-            return "" if missing else self._shell(word, depth + 1)
+            return "" if missing else self._shell(_quotes_removed(word), depth + 1)
         if missing:
             raise _Unset(f"${name} is not set in the manifest")
         return str(value)
@@ -250,6 +250,39 @@ class Env:
         if re.search(r"(?<![\w.])0\d", numeric):
             raise _Unset(f"$(({expr})) uses an octal number")
         return _evaluate(numeric, expr)
+
+
+def _quotes_removed(word: str) -> str:
+    """The ``word`` of ``${VAR:-word}`` after quote removal, as POSIX expands it (``sh``:
+    ``${DTYPE:-"float16"}`` is ``float16``): single quotes keep their text literal, double
+    quotes and backslashes escape ``$ ` " \\``; a ``$`` made literal is marked with a NUL,
+    which the expansion turns back into ``$`` without expanding it."""
+    out: list[str] = []
+    i, n = 0, len(word)
+    while i < n:
+        c = word[i]
+        if c == "'":
+            end = word.find("'", i + 1)
+            end = n if end < 0 else end
+            out.append(word[i + 1:end].replace("$", "\x00"))
+            i = end + 1
+        elif c == '"':
+            i += 1
+            while i < n and word[i] != '"':
+                if word[i] == "\\" and i + 1 < n and word[i + 1] in '$`"\\':
+                    out.append("\x00" if word[i + 1] == "$" else word[i + 1])
+                    i += 2
+                    continue
+                out.append(word[i])
+                i += 1
+            i += 1
+        elif c == "\\" and i + 1 < n:
+            out.append("\x00" if word[i + 1] == "$" else word[i + 1])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def _evaluate(numeric: str, expr: str) -> int:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from kvlint.manifests.base import DocumentContext, Documents, Located, ServedModel, Unresolved
-from kvlint.manifests.engine_command import find_engine
+from kvlint.manifests.engine_command import EngineArgs, find_engine
 from kvlint.manifests.engine_env import engine_invocations
 from kvlint.manifests.engine_launch import (
     SHELLS,
@@ -189,5 +189,22 @@ def script_models(text: str, path: str) -> list[ServedModel]:
             Origin(ctx, "shell-script", line=invocation.line),
             engine=Located(invocation.engine, invocation.line, None, source),
             args=invocation.args, image=image, version=version,
-            hardware=Hardware(gpus=ran.gpus if ran else None), notes=notes))
+            hardware=Hardware(gpus=(ran.gpus if ran else None)
+                              or _occupied(invocation.args, invocation.line)), notes=notes))
     return out
+
+
+def _occupied(args: EngineArgs, line: int) -> Located[int] | None:
+    """The GPUs the engine takes when the script requests no count (a bare command, or
+    ``docker run --gpus all``): tp x pp, times dp unless DP attention reuses the TP group, as
+    the engine starts one worker per GPU of that world; ``None`` when the script leaves a
+    degree unresolved."""
+    degrees = []
+    for value in (args.tp, args.pp, args.dp):
+        if isinstance(value, Unresolved):
+            return None
+        degrees.append(value.value if isinstance(value, Located) else 1)
+    tp, pp, dp = degrees
+    attention = isinstance(args.dp_attention, Located) and args.dp_attention.value
+    return Located(tp * pp * (1 if attention else dp), line, None,
+                   "the engine's tp x pp x dp (the script requests no GPU count)")

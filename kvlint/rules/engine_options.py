@@ -38,7 +38,9 @@ class EngineOptionUnknown(_EngineRefusal):
     when it was added or removed. An option no release kvlint read has, on an image whose tag
     names no version (`latest`, `server-cuda`) or a newer one, is a warning: a release newer
     than kvlint's tables may have added it (unless it reads as a misspelling of a known
-    option: cut short, or nearly the same spelling).
+    option: cut short, or nearly the same spelling). So is an option an older release kvlint
+    knows accepts but the newest removed, on a rolling tag (`latest`, `nightly`, `dev`, a
+    commit build): the build a node pulled may predate the removal; the next pull fails.
 
     ## Why is this bad?
     The server exits at start ("unrecognized arguments", "No such option", "unexpected
@@ -65,9 +67,11 @@ class EngineOptionUnknown(_EngineRefusal):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         for finding in super().check(ctx):
             # an option no release kvlint read has, on an image that may run a newer one
-            # (a floating tag): a warning, since a newer release may accept it
+            # (a floating tag): a warning, since a newer release may accept it; one an older
+            # release accepts, on a rolling tag: a warning, since the build pulled may be older
             yield replace(finding, severity=Severity.WARNING) \
-                if finding.data.get("newer_may_accept") else finding
+                if finding.data.get("newer_may_accept") or \
+                finding.data.get("older_release_accepts") else finding
 
 
 class EngineOptionInvalidValue(_EngineRefusal):

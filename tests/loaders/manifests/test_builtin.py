@@ -11,7 +11,8 @@ MODULES = ("kvlint.manifests.kubernetes", "kvlint.manifests.kubernetes_crds",
            "kvlint.manifests.operators", "kvlint.manifests.platforms",
            "kvlint.manifests.helm", "kvlint.manifests.compose",
            "kvlint.manifests.launchers", "kvlint.manifests.flat_configs",
-           "kvlint.manifests.trtllm_configs", "kvlint.manifests.ray_serve")
+           "kvlint.manifests.trtllm_configs", "kvlint.manifests.ray_serve",
+           "kvlint.manifests.helm_keys")
 
 
 def test_lazy_table_lists_every_parser_class_in_detection_order() -> None:

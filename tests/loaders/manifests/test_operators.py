@@ -373,3 +373,37 @@ def test_parsers_claim_only_their_kinds() -> None:
     for index, doc in enumerate(docs):
         ctx = DocumentContext("x.yaml", index, tuple(docs))
         assert not any(p.detect(doc, ctx) for p in PARSERS)
+
+
+OME_RUNTIME_SERVED_AS_HUB_ID = """\
+    apiVersion: ome.io/v1beta1
+    kind: ClusterServingRuntime
+    metadata: {name: srt-some-70b}
+    spec:
+      engineConfig:
+        runner:
+          name: ome-container
+          image: docker.io/lmsysorg/sglang:v0.5.5.post3-cu129-amd64
+          command: ["python3", "-m", "sglang.launch_server", "--model-path", "$(MODEL_PATH)",
+                    "--tp-size", "4", "--served-model-name", "org/Some-70B-Instruct"]
+          resources: {limits: {nvidia.com/gpu: 4}}
+    """
+
+
+@pytest.mark.parametrize(("served", "expected"), [
+    ("org/Some-70B-Instruct", "org/Some-70B-Instruct"),
+    ("some-model", None),  # not a Hub id: the model stays unresolved
+])
+def test_ome_runtime_template_names_its_model_by_the_hub_id_it_serves(
+        served: str, expected: str | None) -> None:
+    """OME's runtimes load $(MODEL_PATH) and serve under the model's Hub id: that id names
+    the checkpoint the template is written for; any other served name says nothing."""
+    text = textwrap.dedent(OME_RUNTIME_SERVED_AS_HUB_ID).replace("org/Some-70B-Instruct",
+                                                                 served)
+    (runtime,) = extract_text(text)
+    if expected is None:
+        assert isinstance(runtime.model, Unresolved)
+        return
+    assert isinstance(runtime.model, Located) and runtime.model.value == expected
+    assert "--served-model-name" in runtime.model.source and runtime.model.line in (10, 11)
+    assert value(runtime.tp) == 4 and value(runtime.gpus) == 4

@@ -169,6 +169,11 @@ def test_shell_parameters() -> None:
     for special in ("$0", "$@", "${1}"):
         assert isinstance(env.expand(special, k8s=False), Unresolved)
     assert env.expand("a $ b", k8s=False) == "a $ b"  # a lone $ is literal
+    # the default word goes through quote removal, as sh does
+    assert env.expand('${DTYPE:-"float16"}', k8s=False) == "float16"
+    assert env.expand("${DTYPE:-'$HOME'}", k8s=False) == "$HOME"
+    assert env.expand('${DTYPE-"a \\"b\\" $TP_SIZE"}', k8s=False) == 'a "b" 1'
+    assert env.expand("${TP_SIZE:+\\$x}", k8s=False) == "$x"
 
 
 def test_arithmetic() -> None:

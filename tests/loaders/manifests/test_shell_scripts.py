@@ -43,7 +43,7 @@ def test_a_command_after_the_image_is_the_engine_it_names() -> None:
             "python3 -m sglang.launch_server --model-path Qwen/QwQ-32B --tp 4\n")
     (found,) = served(text)
     assert (found["engine"], found["model"], found["tp"], found["version"], found["gpus"]) \
-        == ("sglang", "Qwen/QwQ-32B", 4, "0.4.6.post1", None)  # --gpus all: not said
+        == ("sglang", "Qwen/QwQ-32B", 4, "0.4.6.post1", 4)  # --gpus all: the engine's tp
 
 
 def test_a_direct_launch_with_a_pip_pin() -> None:
@@ -80,3 +80,16 @@ def test_a_script_through_kvlint_lint(tmp_path: Path) -> None:
 
 def test_no_engine_in_a_script_is_no_model() -> None:
     assert served("echo hello\ndocker run --rm busybox ls\n") == []
+
+
+def test_a_script_that_requests_no_gpu_count_takes_the_engines_world() -> None:
+    (bare,) = served("vllm serve Qwen/Qwen2.5-7B --tensor-parallel-size 2 "
+                     "--pipeline-parallel-size 2 --data-parallel-size 2\n")
+    assert bare["gpus"] == 8  # tp x pp x dp workers, one GPU each
+    (dpa,) = served("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 "
+                    "--tp 8 --dp 8 --enable-dp-attention\n")
+    assert dpa["gpus"] == 8  # DP attention reuses the TP group
+    (counted,) = served("docker run --gpus 2 vllm/vllm-openai:v0.11.0 --model m/x --tp 4\n")
+    assert counted["gpus"] == 2  # what docker grants wins (KV206 compares it)
+    (unresolved,) = served("vllm serve Qwen/Qwen2.5-7B --tensor-parallel-size $TP\n")
+    assert unresolved["gpus"] is None

@@ -1,0 +1,127 @@
+"""The accelerator a deployment runs on when it names no GPU model: what the device it
+requests, the runtime it asks for and the image it runs say.
+
+Three sources, most specific first (callers keep a GPU model the manifest names, a node label
+or selector, over any of these):
+
+- **node labels** that name the GPU model, beyond the well-known ones
+  (:data:`kvlint.manifests.kubernetes.GPU_TYPE_KEYS`): any label whose last segment says "GPU
+  product/name/model/type" or "accelerator type" (NVIDIA GPU Feature Discovery
+  ``nvidia.com/gpu.product``, NVIDIA DRA ``gpu.nvidia.com/model``, Volcano Engine VKE
+  ``machine.cluster.vke.volcengine.com/gpu-name``, KubeRay/Anyscale
+  ``ray.io/accelerator-type``...). Counts, memories and presence flags
+  (``nvidia.com/gpu.count``, ``nvidia.com/gpu.present``) are not types;
+- **the device plugin's resource** a container requests: each vendor's plugin advertises its
+  own extended resource (HabanaAI/habana-k8s-device-plugin ``habana.ai/gaudi``,
+  ROCm/k8s-device-plugin ``amd.com/gpu``, aws-neuron device plugin
+  ``aws.amazon.com/neuron``/``neuroncore``/``neurondevice``,
+  intel/intel-device-plugins-for-kubernetes ``gpu.intel.com/i915``/``xe``, Huawei's Ascend
+  plugin ``huawei.com/Ascend910``/``ascend-1980``); Docker/compose ``runtime: habana``
+  (Habana's container runtime) and a ``/dev/kfd`` device (the ROCm compute device, which
+  ROCm containers are given with ``/dev/dri``) say the same;
+- **the image**, when it is built for one family only: ROCm images whose tag names the
+  Instinct generation (``mi300``/``mi30x``: gfx942; ``mi35x``/``mi355``: gfx950; SGLang's
+  ``docker/rocm.Dockerfile`` builds ``-mi30x``/``-mi35x`` tags for those GPU_ARCH values),
+  Gaudi builds (``vllm-gaudi``, ``tgi-gaudi``, an ``hpu`` tag), Ascend builds
+  (``vllm-ascend``), CPU builds (TGI's ``-intel-cpu`` tag, vLLM's ``vllm-cpu`` images) and
+  ROCm builds in general (``rocm/...``, ``vllm-rocm``, a ``rocm`` tag).
+
+The family is reported as a description (``Intel Gaudi (HPU)``, ``AMD Instinct MI300 series
+(gfx942)``), never as a GPU model kvlint's GPU table would size: a family does not say how
+much memory one device has.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kvlint.manifests.base import Located
+
+__all__ = ["GENERIC_AMD", "device_family", "image_family", "is_gpu_label", "runtime_family"]
+
+GENERIC_AMD = "AMD GPU (ROCm)"
+
+_LABEL = re.compile(r"(?:^|[./-])(?:gpu[.-]?(?:product|name|model|type)|"
+                    r"accelerator(?:[.-]?type)?|instance-gpu-name|gke-accelerator)$")
+_DEVICE_PLUGINS: tuple[tuple[str, str], ...] = (
+    ("habana.ai/gaudi", "Intel Gaudi (HPU)"),
+    ("amd.com/gpu", GENERIC_AMD),
+    ("aws.amazon.com/neuron", "AWS Neuron (Inferentia/Trainium)"),
+    ("gpu.intel.com/", "Intel GPU (XPU)"),
+    ("huawei.com/ascend", "Huawei Ascend (NPU)"),
+)
+"""Extended-resource names (a prefix, compared without case) -> the family they advertise."""
+
+
+def is_gpu_label(key: str) -> bool:
+    """Whether a node label names the GPU (or accelerator) model: its last segment says so
+    (``gpu.product``, ``gpu-name``, ``gpu.nvidia.com/model``, ``accelerator-type``)."""
+    low = key.lower()
+    head, _, tail = low.rpartition("/")
+    if tail == "model" and "gpu" in head:
+        return True  # NVIDIA DRA: gpu.nvidia.com/model
+    return bool(_LABEL.search(tail))
+
+
+def device_family(resources: Iterable[Mapping[str, Any] | None]) -> tuple[str, str] | None:
+    """``(family, resource)`` of the first vendor device resource a container's ``limits``
+    or ``requests`` ask for (a positive or unreadable count); ``None`` for ``nvidia.com/gpu``
+    (the model is not in the name) or none."""
+    for block in resources:
+        if not isinstance(block, Mapping):
+            continue
+        for part in ("limits", "requests"):
+            asked = block.get(part)
+            if not isinstance(asked, Mapping):
+                continue
+            for name, count in asked.items():
+                if str(count).strip() in ("0", ""):
+                    continue
+                low = str(name).lower()
+                for prefix, family in _DEVICE_PLUGINS:
+                    if low.startswith(prefix):
+                        return family, str(name)
+    return None
+
+
+def runtime_family(service: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(family, why)`` a compose service's container runtime or devices give."""
+    runtime = service.get("runtime")
+    if isinstance(runtime, str) and runtime.strip().lower() == "habana":
+        return "Intel Gaudi (HPU)", "runtime: habana"
+    devices = service.get("devices")
+    if isinstance(devices, list):
+        for item in devices:
+            text = str(item.get("source", "")) if isinstance(item, Mapping) else str(item)
+            if text.split(":", 1)[0].rstrip("/") == "/dev/kfd":
+                return GENERIC_AMD, "devices: /dev/kfd (the ROCm compute device)"
+    return None
+
+
+_IMAGE_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?:^|[^a-z0-9])mi(?:30[0x]|325)(?:x|a)?(?:$|[^a-z0-9])"),
+     "AMD Instinct MI300 series (gfx942)"),
+    (re.compile(r"(?:^|[^a-z0-9])mi(?:35[0x5])(?:x)?(?:$|[^a-z0-9])"),
+     "AMD Instinct MI350 series (gfx950)"),
+    (re.compile(r"gaudi|(?:^|[:_-])hpu(?:$|[-_.])|habana"), "Intel Gaudi (HPU)"),
+    (re.compile(r"ascend"), "Huawei Ascend (NPU)"),
+    (re.compile(r"(?:^|[:_-])intel-cpu(?:$|[-_.])"), "CPU (Intel)"),
+    (re.compile(r"(?:^|[/_-])vllm-cpu(?:$|[-_./:])|(?:^|[:/_-])cpu(?:$|[-_.])"), "CPU"),
+    (re.compile(r"(?:^|/)rocm/|(?:^|[/_:-])rocm(?:\d|$|[-_.:/])"), GENERIC_AMD),
+)
+
+
+def image_family(image: Located[str] | None) -> Located[str] | None:
+    """The family an image is built for, when its name or tag says so."""
+    if image is None or not isinstance(image.value, str):
+        return None
+    ref = image.value.strip().lower()
+    if "$" in ref.rsplit("/", 1)[-1].split(":", 1)[0]:
+        return None  # the image's own name is a variable: it says nothing
+    for pattern, family in _IMAGE_FAMILIES:
+        if pattern.search(ref):
+            return Located(family, image.line, image.column,
+                           f"image {image.value} is built for it")
+    return None

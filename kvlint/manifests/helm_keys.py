@@ -1,0 +1,289 @@
+"""Helm values of charts kvlint has no parser for, read by what their keys say they hold.
+
+Many charts that serve one model take it as a values key (``model``, ``modelName``,
+``modelId``, ``hfModelName``, or a ``model`` map with ``name`` and an ``organization``), the
+engine's flags as a list or string (``args``, ``extraArgs``, ``additionalArgs``, ``extra``),
+and some engine settings as keys that spell the engine's option in camelCase
+(``maxModelLen`` for vLLM's ``--max-model-len``, ``gpuMemoryUtilization``,
+``tensorParallelSize``), with the Kubernetes keys every chart passes through (``image``,
+``resources``, ``nodeSelector``, ``affinity``), at the top or under a subchart's key. What
+reaches the pod is what the chart's templates render, and they are not in the file: so the
+values are read only where the file says which engine runs (an engine image, a key named
+after the engine that holds the model, or a key that spells an option only one engine has),
+and every served model says, in a note, that it was read from key names. A values file that
+names a model but no engine is left to the "engine not understood" check, never guessed.
+
+Docs: the Helm chart best practices for values (https://helm.sh/docs/chart_best_practices/
+values/: camelCase keys, flat or nested), and the chart ``image`` convention
+(``repository`` + ``tag``, the tag defaulting to the chart's ``appVersion``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
+from kvlint.manifests.cli_options import OPTION_TABLES
+from kvlint.manifests.engine_launch import (
+    Hardware,
+    Origin,
+    engine_args,
+    served_model,
+    settle_version,
+)
+from kvlint.manifests.images import engine_from_image
+from kvlint.manifests.kubernetes import gpu_type_of
+from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_words import Word
+from kvlint.manifests.yaml_values import (
+    get_str,
+    key_col,
+    key_line,
+    loc_int,
+    model_value,
+    node_line,
+    plain_map,
+    value_line,
+    words_of,
+)
+
+__all__ = ["GenericValuesParser", "values_model"]
+
+MODEL_KEYS = ("model", "modelName", "model_name", "modelId", "modelID", "model_id",
+              "hfModelName", "hfModel", "hf_model", "modelRepo", "modelPath")
+NAME_KEYS = ("name", "id", "repo", "repository", "path", "hfName")
+ORG_KEYS = ("organization", "org", "owner", "namespace")
+ARG_KEYS = ("args", "extraArgs", "extra_args", "extra", "additionalArgs", "engineArgs",
+            "serverArgs")
+ENGINE_KEYS = {"vllm": "vllm", "sglang": "sglang", "tgi": "tgi", "llamacpp": "llamacpp",
+               "llama-cpp": "llamacpp", "llama_cpp": "llamacpp", "lmdeploy": "lmdeploy"}
+_GENERIC = frozenset({"--model", "--dtype", "--quantization", "--host", "--port",
+                      "--revision", "--tokenizer", "--trust-remote-code", "--seed", "--api-key",
+                      "--served-model-name", "--log-level", "--device"})
+"""Options several engines share: they never say which engine runs."""
+_PLAIN = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?=$|[-_+])")
+
+
+def _option(key: str) -> str:
+    """``maxModelLen`` / ``max_model_len`` -> ``--max-model-len``."""
+    return "--" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", key).replace("_", "-").lower()
+
+
+def _options(engine: str) -> frozenset[str]:
+    return frozenset(name for text in OPTION_TABLES.get(engine, {}).values()
+                     for name in text.split())
+
+
+def _maps(node: dict[str, Any], depth: int, path: str = ""
+          ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(dotted path, map)`` of ``node`` and its maps, ``depth`` levels down."""
+    yield path, node
+    if depth <= 0:
+        return
+    for key, value in node.items():
+        if isinstance(value, dict):
+            yield from _maps(value, depth - 1, f"{path}.{key}" if path else str(key))
+
+
+def values_model(holder: dict[str, Any], where: str
+                 ) -> tuple[bool, Located[str] | Unresolved | None]:
+    """``(found, model)`` from the model keys of one map (``found`` with ``None``: a key
+    that is there but empty, set at install time)."""
+    for key in MODEL_KEYS:
+        if key not in holder:
+            continue
+        value = holder[key]
+        at = f"{where}.{key}" if where else key
+        if isinstance(value, dict):
+            name_key = next((k for k in NAME_KEYS if isinstance(value.get(k), str)
+                             and value.get(k)), None)
+            if name_key is None:
+                continue
+            name = str(value[name_key])
+            org = next((str(value[k]) for k in ORG_KEYS if isinstance(value.get(k), str)
+                        and value.get(k)), None)
+            text = f"{org.strip('/')}/{name}" if org and "/" not in name else name
+            return True, model_value(text, value_line(value, name_key), f"{at}.{name_key}"
+                                     + (" (with its organization)" if org else ""),
+                                     key_col(value, name_key))
+        if isinstance(value, str) and value.strip():
+            return True, model_value(value.strip(), value_line(holder, key), at,
+                                     key_col(holder, key))
+        if value is None or value == "":
+            return True, None
+    return False, None
+
+
+@dataclass
+class _Found:
+    engine: str
+    why: str
+    line: int | None
+    model: Located[str] | Unresolved | None
+    holder: dict[str, Any]
+    scope: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def _image(scope: dict[str, Any]) -> tuple[Located[str] | None, str | None]:
+    """The image a values scope names (``image`` as a string, or a map with ``repository``/
+    ``name`` + ``tag``, or a full reference under ``version``/``image``), and a tag given
+    without a repository (the chart's own image)."""
+    for _, node in _maps(scope, 2):
+        spec = node.get("image")
+        if isinstance(spec, str) and spec.strip():
+            return Located(spec.strip(), value_line(node, "image"), None, "image"), None
+        if not isinstance(spec, dict):
+            continue
+        full = next((k for k in ("version", "image", "ref") if isinstance(spec.get(k), str)
+                     and "/" in str(spec.get(k))), None)
+        if full is not None:
+            return Located(str(spec[full]), value_line(spec, full), None, f"image.{full}"), None
+        repo = get_str(spec, "repository") or get_str(spec, "name")
+        tag = spec.get("tag")
+        tag_text = str(tag).strip() if tag is not None else ""
+        if repo:
+            key = "repository" if "repository" in spec else "name"
+            text = f"{repo}:{tag_text}" if tag_text and ":" not in repo.rsplit("/", 1)[-1] \
+                else repo
+            return Located(text, value_line(spec, key), None, f"image.{key}"), \
+                None if tag_text or ":" in repo.rsplit("/", 1)[-1] else ""
+        if tag_text:
+            return None, tag_text
+    return None, None
+
+
+def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
+               holder: dict[str, Any], image: Located[str] | None
+               ) -> tuple[str, str] | None:
+    if image is not None:
+        engine = engine_from_image(image.value)[0]
+        if engine is not None:
+            return engine, f"image {image.value}"
+    for part in [scope_name, *holder_path.split(".")]:
+        if part.lower() in ENGINE_KEYS:
+            return ENGINE_KEYS[part.lower()], f"the values key {part}"
+    for key, value in scope.items():
+        if isinstance(value, dict) and str(key).lower() in ENGINE_KEYS:
+            return ENGINE_KEYS[str(key).lower()], f"the values key {key}"
+    for engine in ("vllm", "sglang", "lmdeploy", "tgi", "llamacpp"):
+        mine = _options(engine)
+        for key, value in holder.items():
+            if str(key) in MODEL_KEYS or isinstance(value, dict | list):
+                continue
+            option = _option(str(key))
+            if option in mine and option not in _GENERIC and not any(
+                    option in _options(other) for other in OPTION_TABLES if other != engine):
+                return engine, f"the key {key} (its {option} option)"
+    return None
+
+
+_DEVICES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
+            "gpu.intel.com/xe", "google.com/tpu")
+
+
+def _gpus(resources: object) -> Located[int] | Unresolved | None:
+    """GPUs of a ``resources`` block (limits, else requests), as Kubernetes reads it."""
+    if not isinstance(resources, dict):
+        return None
+    for part in ("limits", "requests"):
+        block = resources.get(part)
+        if not isinstance(block, dict):
+            continue
+        for key in _DEVICES:
+            if block.get(key) is not None:
+                return loc_int(block, key, f"resources.{part}.{key}")
+    return None
+
+
+def _find(document: object) -> _Found | None:
+    if not plain_map(document) or not isinstance(document, dict):
+        return None
+    scopes: list[tuple[str, dict[str, Any]]] = [("", document)]
+    scopes += [(str(k), v) for k, v in document.items() if isinstance(v, dict)]
+    for scope_name, scope in scopes:
+        for path, holder in _maps(scope, 1):
+            found, model = values_model(holder, ".".join(p for p in (scope_name, path) if p))
+            if not found:
+                continue
+            image, _ = _image(scope)
+            engine = _engine_of(scope, scope_name, path, holder, image)
+            if engine is None:
+                continue
+            key = next(k for k in MODEL_KEYS if k in holder)
+            return _Found(engine[0], engine[1], key_line(holder, key), model, holder, scope)
+    return None
+
+
+class GenericValuesParser(ManifestParser):
+    """Helm values of a chart kvlint has no parser for (:mod:`.helm_keys`)."""
+
+    name = "helm-values-keys"
+
+    def detect(self, document: object, ctx: DocumentContext) -> bool:
+        return _find(document) is not None
+
+    def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
+        found = _find(document)
+        if found is None:
+            return []
+        engine, scope, holder = found.engine, found.scope, found.holder
+        notes = [f"Helm values of a chart kvlint has no parser for: the engine ({engine}, "
+                 f"from {found.why}), the model and the flags are read from what the keys' "
+                 "names say; the chart's templates decide what reaches the pod"]
+        options = _options(engine)
+        words: list[Word] = []
+        for key, value in holder.items():
+            option = _option(str(key))
+            if str(key) in MODEL_KEYS or option not in options or option in ("--host",
+                                                                              "--port"):
+                continue
+            line = value_line(holder, key)
+            if value is True:
+                words.append(Word(option, line))
+            elif isinstance(value, str | int | float) and not isinstance(value, bool) and \
+                    str(value).strip():
+                words += [Word(option, line), Word(str(value).strip(), line)]
+        for _, node in _maps(scope, 2):
+            for key in ARG_KEYS:
+                raw = node.get(key)
+                if isinstance(raw, list):
+                    spaced = [str(i) for i in raw if isinstance(i, str) and " " in i.strip()]
+                    if spaced:
+                        notes.append(f"{key} item {spaced[0]!r} holds a space: the engine "
+                                     "gets it as one argument or several, as the chart's "
+                                     "template renders it; not read")
+                        raw = [i for i in raw if not (isinstance(i, str) and " " in i.strip())]
+                    words += words_of(raw)
+                elif isinstance(raw, str) and raw.strip():
+                    words += words_of(raw, value_line(node, key))
+        args = engine_args(engine, words, Env({}, k8s=False))
+        image, tag = _image(scope)
+        version: Located[str] | Unresolved | None = None
+        if image is not None and tag == "":
+            notes.append(f"image {image.value} has no tag in the values: the chart's default "
+                         "(its appVersion) decides the version")
+        elif image is not None:
+            version, more = settle_version(engine, image)
+            notes.extend(more)
+        elif tag:
+            plain = _PLAIN.match(tag)
+            if plain:
+                version = Located(plain.group(1), None, None,
+                                  f"image.tag {tag} (the chart's own {engine} image)")
+        gpus = None
+        gpu_type = None
+        for _, node in _maps(scope, 2):
+            gpus = gpus or _gpus(node.get("resources"))
+            gpu_type = gpu_type or gpu_type_of(node)
+        overrides: dict[str, Any] = {}
+        if args.model is None:
+            overrides["model"] = found.model
+        return [served_model(Origin(ctx, self.name, line=found.line or node_line(holder)),
+                             engine=Located(engine, found.line, None, found.why), args=args,
+                             image=image, version=version,
+                             hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
+                             **overrides)]

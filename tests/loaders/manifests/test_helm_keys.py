@@ -1,0 +1,132 @@
+"""Helm values of charts kvlint has no parser for (:mod:`kvlint.manifests.helm_keys`): the
+model, engine and flags read from what the keys say, only where the file names the engine;
+fixtures written here in the shapes of public charts' values files."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kvlint.lint.extraction import extract_text
+from kvlint.manifests.base import Located, ServedModel
+from kvlint.plugins import get_plugin_manager
+
+
+def served(text: str, name: str = "values.yaml") -> list[ServedModel]:
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    found = extract_text(textwrap.dedent(text), Path(name), pm, parsers)
+    assert isinstance(found, list)
+    return list(found)
+
+
+def v(value: object) -> object:
+    return value.value if isinstance(value, Located) else value
+
+
+def test_camel_case_option_keys_name_the_engine_and_its_flags() -> None:
+    """A chart that takes vLLM's flags as camelCase keys next to ``model`` (no image in the
+    values: its tag is the chart's appVersion, so the version is unknown)."""
+    (m,) = served("""\
+        model: org/Some-70B-GPTQ
+        quantization: gptq
+        gpuMemoryUtilization: "0.95"
+        maxModelLen: 8192
+        resources:
+          limits:
+            nvidia.com/gpu: 2
+        nodeSelector:
+          cloud.google.com/gke-accelerator: nvidia-l4
+        """)
+    assert m.format == "helm-values-keys"
+    assert v(m.model) == "org/Some-70B-GPTQ" and m.line == 1
+    assert m.engine is not None and m.engine.value == "vllm"
+    assert "--gpu-memory-utilization" in m.engine.source
+    assert v(m.max_model_len) == 8192 and v(m.gpu_memory_utilization) == 0.95
+    assert v(m.quantization) == "gptq"
+    assert v(m.gpus) == 2 and v(m.gpu_type) == "nvidia-l4"
+    assert m.engine_version is None
+    assert any("has no parser for" in n for n in m.notes)
+
+
+def test_subchart_scope_with_a_full_image_reference_and_string_args() -> None:
+    (m,) = served("""\
+        umbrella-serving:
+          service:
+            image:
+              version: "vllm/vllm-openai:v0.19.0"
+          llm:
+            hfModelName: org/Small-1.5B
+            args: '--gpu-memory-utilization "0.8" --max-model-len 4096'
+        """)
+    assert v(m.model) == "org/Small-1.5B" and v(m.engine) == "vllm"
+    assert v(m.engine_version) == "0.19.0"
+    assert v(m.gpu_memory_utilization) == 0.8 and v(m.max_model_len) == 4096
+
+
+def test_model_map_with_organization_and_an_engine_named_key() -> None:
+    """``model: {organization, name}``; the engine from a ``vllm:`` map; an image without a
+    tag takes the chart's appVersion (unknown); an args item holding a space is not read."""
+    (m,) = served("""\
+        model:
+          organization: "org"
+          name: "Tiny-1B"
+          contextLength: "8192"
+        vllm:
+          maxModelLen: 4096
+        image:
+          name: "vllm/vllm-openai"
+          tag: ""
+        args: ["--load-format auto"]
+        """)
+    assert v(m.model) == "org/Tiny-1B" and v(m.engine) == "vllm"
+    assert m.engine_version is None
+    assert any("the chart's default" in n for n in m.notes)
+    assert any("holds a space" in n for n in m.notes)
+    assert not m.engine_problems
+
+
+def test_a_tag_without_a_repository_is_the_charts_own_engine_image() -> None:
+    (m,) = served("""\
+        modelId: null
+        vllm:
+          image:
+            tag: v0.9.1-2
+          extra: --dtype float16 --enforce-eager
+        """)
+    assert m.model is None and v(m.engine) == "vllm" and v(m.engine_version) == "0.9.1"
+    assert v(m.dtype) == "float16"
+
+
+@pytest.mark.parametrize("text", [
+    "modelName: org/M\nresources: {limits: {nvidia.com/gpu: 1}}\n",  # no engine named
+    "model: gpt-4o\nmaxTokens: 100\n",  # an app's settings, not an engine's
+    "servingEngineSpec: {}\nfoo: 1\n",
+])
+def test_no_engine_named_no_served_model(text: str) -> None:
+    assert served(text) == []
+
+
+def test_image_chart_values_read_the_model_key() -> None:
+    """The image-chart parser (``image.repository`` of an engine image): a ``modelName``
+    key is the model when neither args nor env name one; node affinity gives the GPU."""
+    (m,) = served("""\
+        modelName: org/Small-0.6B
+        affinity:
+          nodeAffinity:
+            requiredDuringSchedulingIgnoredDuringExecution:
+              nodeSelectorTerms:
+              - matchExpressions:
+                - key: nvidia.com/gpu.product
+                  operator: In
+                  values: [NVIDIA-L40S]
+        image:
+          repository: mirror.example/team/vllm-openai
+          tag: v0.11.2
+        resources:
+          limits: {nvidia.com/gpu: "1"}
+        """)
+    assert m.format == "helm-values" and v(m.model) == "org/Small-0.6B"
+    assert v(m.engine_version) == "0.11.2" and v(m.gpu_type) == "NVIDIA-L40S"
