@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -64,22 +65,59 @@ def _log_version(logs: Path, entry: dict[str, Any]) -> str | None:
     return str(found[1]) if found else None
 
 
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.post\d+)?")
+
+
+def _cases(logs: Path) -> dict[str, dict[str, Any]]:
+    """The logs to predict: ``cases.json`` beside the logs when there is one (written by hand
+    before predicting: the config stem comes from expected.json's ``config``, the GPU is a
+    kvlint name or a printed total memory, ``args`` override expected.json's settings, and a
+    ``skip`` or a ``group`` other than the main one is reported apart), else :data:`CASES`."""
+    path = logs / "cases.json"
+    if not path.exists():
+        return {key: {"config": config, "gpu": gpu,
+                      "args": {"max_model_len": MAX_LEN[key]} if key in MAX_LEN else {}}
+                for key, (config, gpu) in CASES.items()}
+    facts = _facts(logs)
+    cases = {k: v for k, v in json.loads(path.read_text(encoding="utf-8")).items()
+             if not k.startswith("_")}
+    for key, case in cases.items():
+        case.setdefault("config", facts[key].get("config"))
+    return cases
+
+
+def _setting(e: dict[str, Any], case: dict[str, Any], name: str) -> Any:
+    return case.get("args", {}).get(name, e.get(name))
+
+
 def predict(logs: Path, infer_version: bool = False) -> dict[str, Any]:
     facts = _facts(logs)
     out: dict[str, Any] = {}
-    for key, (config, gpu) in CASES.items():
+    for key, case in _cases(logs).items():
+        if case.get("skip"):
+            out[key] = {"skip": case["skip"]}
+            continue
         e = facts[key]
-        args = [sys.executable, "-m", "kvlint", "check", str(CONFIGS / f"{config}.json"),
-                "--gpu", gpu, "--tp", str(e.get("tp") or 1), "--pp", str(e.get("pp") or 1),
+        gpu = (["--gpu", case["gpu"]] if case.get("gpu")
+               else ["--gpu-memory", str(case["gpu_memory"])])
+        args = [sys.executable, "-m", "kvlint", "check",
+                str(CONFIGS / f"{case['config']}.json"), *gpu,
+                "--tp", str(_setting(e, case, "tp") or 1),
+                "--pp", str(_setting(e, case, "pp") or 1),
                 "--format", "json", "--no-plugins", "--isolated", "--offline"]
-        version = e.get("vllm_version") or (_log_version(logs, e) if infer_version else None)
+        stated = _VERSION.match(str(e.get("vllm_version") or ""))
+        version = stated.group(0) if stated else (
+            _log_version(logs, e) if infer_version else None)
         if version:
-            args += ["--engine-version", version.split("+")[0].split(".dev")[0]]
-        length = MAX_LEN.get(key) or e.get("max_model_len")
-        if length:
-            args += ["--max-model-len", str(length)]
-        if e.get("gpu_memory_utilization"):
-            args += ["--gpu-memory-utilization", str(e["gpu_memory_utilization"])]
+            args += ["--engine-version", version]
+        for name in ("max_model_len", "gpu_memory_utilization", "max_num_seqs",
+                     "max_num_batched_tokens", "quantization"):
+            value = _setting(e, case, name)
+            if value:
+                args += [f"--{name.replace('_', '-')}", str(value)]
+        dtype = _setting(e, case, "kv_cache_dtype")
+        if dtype and dtype != "auto":
+            args += ["--kv-cache-dtype", str(dtype)]
         run = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
         try:
             result = json.loads(run.stdout)["results"][0]
@@ -88,40 +126,58 @@ def predict(logs: Path, infer_version: bool = False) -> dict[str, Any]:
             continue
         cap = result.get("capacity") or {}
         out[key] = {"max_tokens": cap.get("max_tokens"),
+                    "kv_budget_gib": round(cap["kv_budget_bytes_per_gpu"] / 2**30, 3)
+                    if cap.get("kv_budget_bytes_per_gpu") is not None else None,
                     "codes": [f["code"] for f in result["findings"]],
+                    "group": case.get("group", "main"),
                     "command": " ".join(args[3:])}
     return out
 
 
 def compare(logs: Path, pred: dict[str, Any]) -> int:
+    """Each prediction against what the log printed; the main group's share right and median
+    error, then each other group's apart (skipped logs are listed, not scored)."""
     facts = _facts(logs)
-    errors: list[float] = []
-    rows = []
-    for key, p in pred.items():
+    groups: dict[str, list[tuple[str, ...]]] = {}
+    errors: dict[str, list[float]] = {}
+    print("| log | group | printed | predicted | KV GiB printed / predicted | error | right |")
+    print("|---|---|---|---|---|---|---|")
+    for key, p in sorted(pred.items()):
         e = facts[key]
+        if p.get("skip"):
+            print(f"| {key} | skipped | | | | {p['skip']} | |")
+            continue
+        group = p.get("group", "main")
         printed = e["printed"]
         failed = bool(e["failed_for_memory"])
         predicted_fail = any(c in ("KV501", "KV503") for c in p.get("codes", []))
         tokens = printed.get("kv_cache_tokens") or (
             printed["gpu_blocks"] * (printed.get("block_size") or 16)
             if printed.get("gpu_blocks") else None)
+        gib = f"{printed.get('available_kv_gib')} / {p.get('kv_budget_gib')}"
         if failed:
             ok = predicted_fail
-            rows.append((key, "fails", "fail" if predicted_fail else "starts", "", ok))
+            row = (key, group, "fails", "fails" if predicted_fail else
+                   f"starts ({p.get('max_tokens')})", gib, "", str(ok))
         elif tokens and p.get("max_tokens"):
             err = (p["max_tokens"] - tokens) / tokens
-            errors.append(err)
-            rows.append((key, f"{tokens:,}", f"{p['max_tokens']:,}", f"{100 * err:+.1f} %",
-                         abs(err) <= 0.05 and not predicted_fail))
+            errors.setdefault(group, []).append(err)
+            ok = abs(err) <= 0.05 and not predicted_fail
+            row = (key, group, f"{tokens:,}", f"{p['max_tokens']:,}"
+                   + (" (fails)" if predicted_fail else ""), gib, f"{100 * err:+.1f} %",
+                   str(ok))
         else:
-            rows.append((key, str(tokens), str(p.get("max_tokens")), "no comparison", False))
-    print("| log | printed | predicted | error | right |\n|---|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(map(str, row)) + " |")
-    right = sum(1 for r in rows if r[-1])
-    median = f"{100 * statistics.median(abs(x) for x in errors):.1f} %" if errors else "n/a"
-    print(f"\n{right} of {len(rows)} right; |error| median {median} over {len(errors)} "
-          "started logs")
+            ok = False
+            row = (key, group, str(tokens), str(p.get("max_tokens") or p.get("error", "")),
+                   gib, "no comparison", "False")
+        groups.setdefault(group, []).append(row)
+        print("| " + " | ".join(row) + " |")
+    for group, rows in groups.items():
+        right = sum(1 for r in rows if r[-1] == "True")
+        errs = errors.get(group, [])
+        median = f"{100 * statistics.median(abs(x) for x in errs):.1f} %" if errs else "n/a"
+        print(f"\n{group}: {right} of {len(rows)} right; |error| median {median} over "
+              f"{len(errs)} started logs")
     return 0
 
 

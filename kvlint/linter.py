@@ -338,7 +338,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     engine = load_engines()[plan.behaviour.engine]
     # A manifest's path is not the model's: only a checked config sits beside its weights.
     path = target.path if target.kind == "model" else None
-    quantized = on_the_fly_quantization(plan.engine, plan.quantization, config)
+    quantized = on_the_fly_quantization(plan.behaviour.engine, plan.quantization, config)
     # vLLM's MXFP4 MoE layout (gpt-oss) is Marlin's, padded per rank, on the GPUs where it is
     # vLLM's default backend (compute capability below 9.0); elsewhere sized as stored
     loader = "vllm" if plan.behaviour.engine == "vllm" and \
@@ -421,6 +421,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                           "--max-total-tokens")
                if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None),
     )
+    if sized is not None and memory is not None and plan.layout.pp == 1:
+        sized = _vllm_grouped(sized, analysis, memory.block_size)
     if sized is not None and lmdeploy is not None and not sized.state_bytes_per_sequence_per_gpu:
         sized = replace(sized, max_tokens=lmdeploy[1])
     if sized is not None and plan.behaviour.engine == "trtllm":
@@ -483,6 +485,22 @@ def _lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
                            cache_max_entry_count=fraction,
                            max_batches=default_max_batch_size(version, spec.name)))
     return context + budget.runtime_bytes, budget.num_gpu_blocks * tokens_per_block
+
+
+def _vllm_grouped(sized: Capacity, analysis: KvAnalysis, block: int) -> Capacity:
+    """vLLM's "GPU KV cache size" for a model whose layers it groups by cache spec (full
+    and sliding-window attention, attention and state: kvlint/model/vllm_groups.py), in the
+    releases that print it as whole blocks per group."""
+    from kvlint.model.vllm_groups import kv_groups
+
+    plan = analysis.plan
+    groups = kv_groups(analysis.cached, analysis.dtype, plan.layout.attention_tp,
+                       plan.behaviour.version, plan.behaviour.kv_sharding)
+    if groups is None:
+        return sized
+    block = groups.block_size(block)
+    tokens = groups.printed_tokens(max(sized.kv_budget_bytes_per_gpu, 0), block)
+    return replace(sized, max_tokens=tokens, block_size=block)
 
 
 def _env_switch(plan: ServingPlan, name: str) -> bool | None:

@@ -169,21 +169,21 @@ def test_unknown_gpu_is_a_usage_error() -> None:
 def test_text_shows_capacity() -> None:
     out = CliRunner().invoke(main, ["check", LLAMA31_8B, "--gpu", "L4", "--max-model-len",
                                     "8192", "--no-plugins"]).stdout  # vLLM 0.34.0
-    assert "L4 · 22.5 GiB · gpu_memory_utilization 1.00 · overhead 2.3 GiB" in out
-    assert ("vLLM profile  22.5 GiB requested · model weights ~15.0 GiB · peak activation "
+    assert "L4 · 22.0 GiB · gpu_memory_utilization 1.00 · overhead 2.3 GiB" in out  # CUDA total
+    assert ("vLLM profile  22.0 GiB requested · model weights ~15.0 GiB · peak activation "
             "~501 MiB (2,048 tokens) · non-torch memory ~300 MiB · CUDA graph memory "
             "~512 MiB · KV cache margin ~1.0 GiB (vLLM 0.34.0)") in out
-    assert ("Available KV cache memory: ~5.3 GiB · GPU KV cache size: ~43,008 tokens · "
-            "Maximum concurrency for 8,192 tokens per request: ~5.25x") in out
+    assert ("Available KV cache memory: ~4.8 GiB · GPU KV cache size: ~38,912 tokens · "
+            "Maximum concurrency for 8,192 tokens per request: ~4.75x") in out
     out = CliRunner().invoke(main, ["check", LLAMA31_8B, "--gpu", "L4", "--max-model-len",
                                     "8192", "--engine-version", "0.33.0",
                                     "--no-plugins"]).stdout
-    assert "L4 · 22.5 GiB · gpu_memory_utilization 0.92 · overhead 1.3 GiB" in out
-    assert ("vLLM profile  20.7 GiB requested · model weights ~15.0 GiB · peak activation "
+    assert "L4 · 22.0 GiB · gpu_memory_utilization 0.92 · overhead 1.3 GiB" in out
+    assert ("vLLM profile  20.2 GiB requested · model weights ~15.0 GiB · peak activation "
             "~501 MiB (2,048 tokens) · non-torch memory ~300 MiB · CUDA graph memory "
             "~512 MiB (vLLM 0.33.0)") in out
-    assert ("Available KV cache memory: ~4.5 GiB · GPU KV cache size: ~36,480 tokens · "
-            "Maximum concurrency for 8,192 tokens per request: ~4.45x") in out
+    assert ("Available KV cache memory: ~4.0 GiB · GPU KV cache size: ~32,688 tokens · "
+            "Maximum concurrency for 8,192 tokens per request: ~3.99x") in out
     assert "~15.0 GiB per GPU (estimate: 8,030,261,248 parameters x bfloat16)" in out
     assert "TPOT ≥ 53.6 ms at batch 1 x 8,192 tokens (HBM roofline)" in out
 
@@ -272,3 +272,15 @@ def test_kv501_counts_whole_blocks_as_vllm_does() -> None:
     assert kv501["data"]["kv_bytes_needed_per_gpu"] == 131_072 * 131_072
     budget = result["capacity"]["kv_budget_bytes_per_gpu"]
     assert kv501["data"]["largest_fitting_max_model_len"] == budget // (16 * 131_072) * 16
+
+
+def test_check_quantization_sizes_the_weights_as_the_engine_loads_them() -> None:
+    plain = check(LLAMA31_8B, "--gpu", "L4")["capacity"]
+    nf4 = check(LLAMA31_8B, "--gpu", "L4", "--quantization", "bitsandbytes")["capacity"]
+    fp8 = check(LLAMA31_8B, "--gpu", "L4", "--quantization", "FP8")["capacity"]
+    assert nf4["weight_bytes_per_gpu"] < fp8["weight_bytes_per_gpu"] \
+        < plain["weight_bytes_per_gpu"]
+    # a method that needs a checkpoint quantized beforehand changes nothing: the config's own
+    # format counts
+    assert check(LLAMA31_8B, "--gpu", "L4", "--quantization", "awq")["capacity"][
+        "weight_bytes_per_gpu"] == plain["weight_bytes_per_gpu"]

@@ -234,7 +234,8 @@ def test_manifest_gpu_drops_a_default_memory(tmp_path: Path) -> None:
     manifest = write_manifest(tmp_path, {"nvidia.com/gpu.product": "NVIDIA-RTX-A6000"})
     cap = capacity_of("lint", manifest, *MAP, "--gpu-memory", "80")
     assert cap["gpu"] == "RTX-A6000"
-    assert cap["gpu_memory_bytes"] == 49_140 * MIB  # the named GPU's, not --gpu-memory's
+    # the named GPU's as CUDA reports it (gpus.toml cuda_memory_bytes), not --gpu-memory's
+    assert cap["gpu_memory_bytes"] == 48_676 * MIB
     assert cap["gpu_memory_source"] == "gpus.toml"
 
 

@@ -283,3 +283,45 @@ def test_the_flashinfer_sampler_variable_reaches_the_profile() -> None:
     peak = [json.loads(r.stdout)["results"][0]["capacity"]["memory_profile"]
             ["activation_peak_bytes"] for r in (sorted_, fused)]
     assert peak == [1024 * 128_256 * 38, 1024 * 128_256 * 16]
+
+
+def test_non_torch_memory_at_tp_above_one_follows_the_interconnect() -> None:
+    from kvlint.model.hardware import INTERCONNECTS, load_gpus
+    from kvlint.model.memory import NON_TORCH_BYTES, NON_TORCH_TP_BYTES, non_torch_bytes
+
+    assert all(gpu.interconnect in INTERCONNECTS for gpu in load_gpus())
+    assert non_torch_bytes(1, "nvlink") == NON_TORCH_BYTES
+    assert non_torch_bytes(2, "nvlink") == NON_TORCH_BYTES + NON_TORCH_TP_BYTES
+    assert non_torch_bytes(4, "pcie") == NON_TORCH_BYTES  # no custom all-reduce past 2 cards
+    assert non_torch_bytes(2, None) == NON_TORCH_BYTES + NON_TORCH_TP_BYTES  # unknown: more
+
+    def non_torch(gpu: str) -> int:
+        result = CliRunner().invoke(main, [
+            "check", str(CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"), "--gpu", gpu,
+            "--tp", "2", "--engine-version", "0.19.0", "--format", "json", "--no-plugins",
+            "--isolated"])
+        profile = json.loads(result.stdout)["results"][0]["capacity"]["memory_profile"]
+        return int(profile["non_torch_bytes"])
+
+    assert non_torch("H100") == NON_TORCH_BYTES + NON_TORCH_TP_BYTES
+    assert non_torch("L40S") == NON_TORCH_BYTES
+
+
+@pytest.mark.parametrize(("version", "gpu", "v0"), [
+    ("0.7.3", "H100-80GB", True),
+    ("0.8.5", "H100-80GB", False),
+    ("0.8.5", "T4", True),           # V1 falls back below compute capability 8.0
+    ("0.10.1.1", "V100-32GB", True),
+    ("0.10.2", "T4", False),         # V1 runs Turing and Volta from 0.10.2
+    ("0.8.5", "custom (15 GiB)", False),
+    (None, "T4", False),
+])
+def test_pre_ampere_gpus_run_v0_until_0_10_2(version: str | None, gpu: str, v0: bool) -> None:
+    from kvlint.model.memory import default_batch_limits, runs_v0
+
+    assert runs_v0(version, gpu) is v0
+    if version and version.startswith("0.8"):
+        # V0 profiles max(max_model_len, 2048) tokens and 256 sequences; V1 on a 15 GiB GPU
+        # 2048 and 256 too, so the difference shows at a longer max_model_len
+        assert default_batch_limits(version, 15 * 2**30, gpu, 8192) == \
+            ((8192, 256) if v0 else (2048, 256))

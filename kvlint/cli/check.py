@@ -59,6 +59,7 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
           gpu_memory_utilization: float | None, overhead_gib: float | None,
           max_model_len: int | None, max_num_seqs: int | None,
           max_num_batched_tokens: int | None, kv_cache_memory_bytes: int | None,
+          quantization: str | None,
           revision: str | None,
           offline: bool, lock_file: str | None, locked: bool, formats: tuple[str, ...],
           outputs: tuple[str, ...], select: tuple[str, ...], extend_select: tuple[str, ...],
@@ -86,7 +87,8 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
         max_model_len=max_model_len or d.max_model_len,
         max_num_seqs=max_num_seqs or d.max_num_seqs,
         max_num_batched_tokens=max_num_batched_tokens,
-        kv_cache_memory_bytes=kv_cache_memory_bytes))
+        kv_cache_memory_bytes=kv_cache_memory_bytes,
+        quantization=quantization))
     plan = replace(plan, env=process_env(), gpu_source=gpu_source(gpu, d.gpu),
                    **gpu_memory_plan(gpu_memory_gib, d.gpu_memory))
     lock = session.model_lock([Path(m) for m in models if exists(Path(m))], lock_file, locked)

@@ -54,6 +54,7 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
             gpu_memory_utilization: float | None, overhead_gib: float | None,
             max_model_len: int | None, max_num_seqs: int | None,
             max_num_batched_tokens: int | None, kv_cache_memory_bytes: int | None,
+            quantization: str | None,
             revision: str | None,
             offline: bool, lock_file: str | None, locked: bool, fmt: str,
             output: str | None) -> None:
@@ -74,7 +75,8 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
         max_model_len=max_model_len or (
             context if gpu or gpu_memory_gib is not None else None),
         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        kv_cache_memory_bytes=kv_cache_memory_bytes))
+        kv_cache_memory_bytes=kv_cache_memory_bytes,
+        quantization=quantization))
     plan = replace(plan, **gpu_memory_plan(gpu_memory_gib, None))
     lock = _compare_lock(models, lock_file, locked)
     lock.require(models, revision)

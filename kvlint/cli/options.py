@@ -102,6 +102,11 @@ def plan_options(func: F) -> F:
                      help="Most tokens the engine runs in one step: the size of vLLM's "
                           "start-up profile run, whose activation peak is taken from the KV "
                           "memory (default: vLLM's per-GPU default)."),
+        click.option("--quantization", default=None, metavar="METHOD",
+                     help="On-the-fly weight quantization the engine applies while loading "
+                          "(vLLM/SGLang --quantization fp8, bitsandbytes...; TGI --quantize "
+                          "bitsandbytes-nf4...): sizes the weights; a checkpoint that is "
+                          "already quantized keeps its own format."),
         click.option("--kv-cache-memory-bytes", type=KV_BYTES, default=None, metavar="BYTES",
                      help="vLLM >= 0.10.2: the KV cache's bytes per GPU, set by hand (as vLLM "
                           "reads it: 20G = 20 GiB, 20g = 20e9); it replaces the memory profile "
@@ -241,6 +246,7 @@ class PlanFlags:
     max_num_seqs: int | None
     max_num_batched_tokens: int | None = None
     kv_cache_memory_bytes: int | None = None
+    quantization: str | None = None
 
 
 def serving_plan(flags: PlanFlags) -> ServingPlan:
@@ -261,7 +267,9 @@ def serving_plan(flags: PlanFlags) -> ServingPlan:
             max_num_batched_tokens=f.max_num_batched_tokens,
             kv_cache_memory_bytes=f.kv_cache_memory_bytes,
             kv_cache_memory_source=None if f.kv_cache_memory_bytes is None
-            else "--kv-cache-memory-bytes")
+            else "--kv-cache-memory-bytes",
+            quantization=f.quantization.strip().lower() if f.quantization else None,
+            quantization_source="--quantization" if f.quantization else None)
     except ValueError as err:
         raise UsageError(str(err)) from None
 

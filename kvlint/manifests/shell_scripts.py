@@ -194,7 +194,7 @@ def script_models(text: str, path: str) -> list[ServedModel]:
     return out
 
 
-def _occupied(args: EngineArgs, line: int) -> Located[int] | None:
+def _occupied(args: EngineArgs, line: int | None) -> Located[int] | None:
     """The GPUs the engine takes when the script requests no count (a bare command, or
     ``docker run --gpus all``): tp x pp, times dp unless DP attention reuses the TP group, as
     the engine starts one worker per GPU of that world; ``None`` when the script leaves a

@@ -84,6 +84,9 @@ class Gpu:
     verified: bool = False
     """Driver-reported memory and vendor spec-sheet bandwidth; ``note`` says why when false."""
     note: str = ""
+    interconnect: str | None = None
+    """``nvlink``, ``pcie`` or ``xgmi`` (:data:`INTERCONNECTS`), from the spec sheet; ``None``:
+    not recorded."""
 
     @property
     def runtime_memory_bytes(self) -> int:
@@ -163,7 +166,12 @@ _REQUIRED = frozenset(
         "verified",
     }
 )
-_OPTIONAL = frozenset({"aliases", "cuda_memory_bytes", "memory_note", "memory_evidence", "note"})
+_OPTIONAL = frozenset({"aliases", "cuda_memory_bytes", "memory_note", "memory_evidence", "note",
+                       "interconnect"})
+INTERCONNECTS = frozenset({"nvlink", "pcie", "xgmi"})
+"""How the GPUs of one server are linked in the form the entry names: ``nvlink`` (SXM/HGX
+modules on NVLink/NVSwitch), ``pcie`` (PCIe cards, an optional NVLink bridge aside), ``xgmi``
+(AMD Infinity Fabric)."""
 
 
 def _where(origin: str, index: int, name: object) -> str:
@@ -219,6 +227,10 @@ def _parse_entry(entry: object, index: int, origin: str) -> Gpu:
     cuda = None
     if "cuda_memory_bytes" in entry:
         cuda = _positive_int(entry, "cuda_memory_bytes", where)
+    interconnect = entry.get("interconnect")
+    if interconnect is not None and interconnect not in INTERCONNECTS:
+        raise GpuTableError(f"{where}: interconnect must be one of {sorted(INTERCONNECTS)}, "
+                            f"got {interconnect!r}")
     source = _str(entry, "source", where)
     if not source.startswith(("https://", "http://")):
         raise GpuTableError(f"{where}: source must be a URL, got {source!r}")
@@ -238,6 +250,7 @@ def _parse_entry(entry: object, index: int, origin: str) -> Gpu:
         memory_evidence=_str(entry, "memory_evidence", where, empty=True),
         verified=verified,
         note=_str(entry, "note", where, empty=True),
+        interconnect=interconnect,
     )
     if basis is MemoryBasis.NVIDIA_SMI and gpu.memory_bytes % 2**20:
         raise GpuTableError(f"{where}: an nvidia-smi total is a whole number of MiB")

@@ -100,8 +100,8 @@ workspace is allocated in the first forward pass). Engine data: vLLM 0.19.0 on H
 runs): 2.06-2.09 GiB at tp 2 (Llama-3.1-8B, Qwen2.5-7B, Mixtral-8x7B, Qwen2.5-72B), 2.13-2.21
 GiB at tp 4 (Llama-3.1-8B, Qwen2.5-7B), against 0.24-0.27 GiB at tp 1 and 0.07 GiB per
 pipeline stage; vLLM ~0.6.5 on H100 (vllm-project/vllm#10511): 3.58 GiB at tp 2 against 1.79
-GiB at tp 1, the same +1.8 GiB. PCIe GPUs without NVLink may take far less (0.25 GiB per rank
-on 2 x RTX 4090, vllm-project/vllm#13061): there the estimate is conservative."""
+GiB at tp 1, the same +1.8 GiB. All of these are NVLink (SXM) GPUs; PCIe cards do not take it
+(:func:`non_torch_bytes`)."""
 
 CUDA_GRAPH_BYTES = 512 * MIB
 """ESTIMATE. The CUDA-graph pool vLLM deducts up front since v0.21.0 (gpu_worker.py@v0.33.0
@@ -291,11 +291,32 @@ def kv_margin_bytes(version: str | None, gpu_memory_bytes: int, requested_bytes:
     return max(0, margin - (gpu_memory_bytes - requested_bytes))
 
 
+V0_FALLBACK_BEFORE = Version("0.10.2")
+"""From v0.8.0 to v0.10.1.1, V1 falls back to the V0 engine on GPUs of compute capability
+below 8.0 (``_is_v1_supported_oracle``: "Compute Capability < 8.0", vllm/engine/arg_utils.py
+@v0.8.5 lines 1346-1356 and @v0.10.1.1 lines 1396-1404; absent @v0.10.2, where V1 runs them)."""
+
+PRE_AMPERE_GPUS = ("T4", "V100")
+"""GPUs of kvlint's table below compute capability 8.0 (Turing T4 7.5, Volta V100 7.0), by
+name prefix."""
+
+
+def runs_v0(version: str | None, gpu_name: str = "") -> bool:
+    """Whether ``vllm serve`` runs the V0 engine: every release before 0.8.0, and pre-Ampere
+    GPUs until 0.10.2 (:data:`V0_FALLBACK_BEFORE`). A GPU known only by its memory is taken
+    as Ampere or later."""
+    v = _version(version)
+    if v is None:
+        return False
+    return v < V1_SINCE or (v < V0_FALLBACK_BEFORE
+                            and gpu_name.upper().startswith(PRE_AMPERE_GPUS))
+
+
 def default_batch_limits(version: str | None, gpu_memory_bytes: int, gpu_name: str,
                          max_model_len: int) -> tuple[int, int]:
     """vLLM's default ``(max_num_batched_tokens, max_num_seqs)`` for ``vllm serve``."""
     v = _version(version)
-    if v is not None and v < V1_SINCE:
+    if v is not None and runs_v0(version, gpu_name):
         if max_model_len > 32768 and v >= V0_LONG_CONTEXT_CHUNKED_SINCE:
             # chunked prefill turns itself on for long contexts (V0)
             return (2048 if v >= V0_CHUNKED_2048_SINCE else 512), 256
@@ -332,9 +353,27 @@ def activation_peak_bytes(dims: ModelDims, tokens: int, sampler_rows: int, tp: i
     return max(tokens * per_token, sampler)
 
 
-def non_torch_bytes(tp: int) -> int:
-    """ESTIMATE of the non-torch memory of one worker."""
-    return NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if tp > 1 else 0)
+def interconnect_of(gpu_name: str) -> str | None:
+    """How the GPU table says ``gpu_name``'s servers link their GPUs (``None``: a GPU known
+    only by its memory, or one the table does not record)."""
+    from kvlint.model.hardware import find_gpu
+
+    try:
+        return find_gpu(gpu_name).interconnect
+    except ValueError:
+        return None
+
+
+def non_torch_bytes(tp: int, interconnect: str | None = None) -> int:
+    """ESTIMATE of the non-torch memory of one worker: :data:`NON_TORCH_BYTES`, plus
+    :data:`NON_TORCH_TP_BYTES` at tp > 1 unless the GPUs are PCIe cards (``interconnect``
+    ``"pcie"``), where vLLM's custom all-reduce stays off beyond two GPUs
+    (device_communicators/custom_all_reduce.py@v0.11.0 lines 141-147: "not supported on
+    more than two PCIe-only GPUs") and NCCL's PCIe/shared-memory channels are few: 2 x RTX
+    4090 measured 0.25 GiB per rank at tp 2, no more than one GPU alone (vllm-project/vllm
+    #13061). An unknown interconnect takes the larger figure (fewer tokens, never more)."""
+    linked = tp > 1 and interconnect != "pcie"
+    return NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if linked else 0)
 
 
 def cuda_graph_bytes(version: str | None) -> int:
@@ -373,7 +412,7 @@ def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
         requested_bytes=requested,
         weight_bytes=weight_bytes,
         activation_peak_bytes=peak,
-        non_torch_bytes=non_torch_bytes(tp),
+        non_torch_bytes=non_torch_bytes(tp, interconnect_of(gpu_name)),
         cuda_graph_bytes=cuda_graph_bytes(version),
         profiled_tokens=tokens,
         sampler_rows=rows,

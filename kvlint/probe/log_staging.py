@@ -26,9 +26,11 @@ from typing import Any
 from kvlint.engines import behaviour as engine_behaviour
 from kvlint.errors import UsageError
 from kvlint.loaders.vllm_log import VllmLog
+from kvlint.model.capacity import Capacity
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
-from kvlint.model.serving import ServingPlan, analyze
+from kvlint.model.serving import EngineBehaviour, KvAnalysis, ServingPlan, analyze
+from kvlint.model.vllm_groups import KvGroups, kv_groups
 from kvlint.probe.result import ImplMeasurement, ProbeReport
 
 GIB = 2**30
@@ -74,12 +76,11 @@ def served_kv_dtype(requested: str, log: VllmLog) -> str:
     return log.kv_cache_dtype or "auto"
 
 
-def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
-            kv_cache_dtype: str = "auto", engine_version: str | None = None,
-            source: str = "the log") -> ImplMeasurement:
-    """The log's KV bytes per token per GPU against kvlint's theory at ``tp`` x ``pp``
-    (``engine_version``: the one the engine ran, as the caller resolved it; ``None``: the
-    newest known)."""
+def _served(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
+            kv_cache_dtype: str, engine_version: str | None, source: str
+            ) -> tuple[KvAnalysis, EngineBehaviour, str | None, list[str]]:
+    """The analysis of ``geometry`` as the log's vLLM serves it, the behaviour, the version
+    used and what a reader should know."""
     version = engine_version
     notes: list[str] = []
     try:
@@ -97,6 +98,50 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
         analysis = analyze(geometry, plan)
     except ValueError as err:
         raise UsageError(f"{source}: {err}") from None
+    return analysis, behaviour, version, notes
+
+
+def _grouped(analysis: KvAnalysis, behaviour: EngineBehaviour, version: str | None,
+             tp: int, pp: int, block: int, printed_block: bool) -> tuple[KvGroups, int] | None:
+    """vLLM's KV cache groups for the served model and the block they use (``None``: one
+    spec, a release without the grouped report, or pipeline stages)."""
+    groups = kv_groups(analysis.cached, analysis.dtype, tp, version,
+                       behaviour.kv_sharding) if pp == 1 else None
+    if groups is None:
+        return None
+    return groups, block if printed_block else groups.block_size(block)
+
+
+def grouped_terms(log: VllmLog, geometry: AttentionGeometry, capacity: Capacity | None, *,
+                  tp: int, pp: int, kv_cache_dtype: str = "auto",
+                  engine_version: str | None = None) -> tuple[int, float | None] | None:
+    """kvlint's "GPU KV cache size" and "Maximum concurrency" in vLLM's grouped units, from
+    its own KV budget (``None`` where vLLM reports tokens per token bytes)."""
+    if capacity is None:
+        return None
+    analysis, behaviour, version, _ = _served(
+        log, geometry, tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype,
+        engine_version=engine_version, source="the log")
+    found = _grouped(analysis, behaviour, version, tp, pp, log.block_size or DEFAULT_BLOCK,
+                     log.block_size is not None)
+    if found is None:
+        return None
+    groups, block = found
+    budget = max(capacity.kv_budget_bytes_per_gpu, 0)
+    blocks = groups.blocks(budget, block)
+    return (blocks // groups.num_groups * block,
+            groups.concurrency(blocks, log.concurrency_tokens or capacity.context, block))
+
+
+def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
+            kv_cache_dtype: str = "auto", engine_version: str | None = None,
+            source: str = "the log") -> ImplMeasurement:
+    """The log's KV bytes per token per GPU against kvlint's theory at ``tp`` x ``pp``
+    (``engine_version``: the one the engine ran, as the caller resolved it; ``None``: the
+    newest known)."""
+    analysis, behaviour, version, notes = _served(
+        log, geometry, tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype,
+        engine_version=engine_version, source=source)
     footprint = analysis.footprint
     exact = footprint.bytes_per_token_per_gpu_exact
     theory = footprint.bytes_per_token_per_gpu
@@ -104,6 +149,25 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
         raise UsageError(f"{source}: {behaviour.label} cannot shard this model's KV heads "
                          f"over tp={tp}")
     block = log.block_size or DEFAULT_BLOCK
+    # a model with several cache specs: vLLM prints num_blocks // groups x block tokens, one
+    # printed token standing for a token in every (padded) layer of every group
+    found = _grouped(analysis, behaviour, version, tp, pp, block, log.block_size is not None)
+    groups = found[0] if found else None
+    block = found[1] if found else block
+    per_token: Fraction = exact
+
+    def count(memory: Fraction) -> int:
+        if groups is not None:
+            return groups.printed_tokens(memory, block)
+        return _tokens(memory, per_token, block)
+
+    if groups is not None:
+        exact = groups.bytes_per_printed_token
+        theory = round(exact)
+        notes.append(f"vLLM {version} groups this model's layers into {groups.num_groups} KV "
+                     f"cache groups of {groups.group_size} (v1/core/kv_cache_utils.py: one "
+                     f"page per group and block, {groups.padded_layers} layers with padding), "
+                     f"so one printed token stands for {float(exact):,.0f} B of KV memory")
     details: dict[str, Any] = {
         "source": source, "engine": behaviour.label, "tp": tp, "pp": pp,
         "kv_cache_dtype": analysis.dtype.name, "block_size": block,
@@ -130,9 +194,9 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
         memory = _gib(raw, memory_gib)
         step = _half_step(raw)
         measured = float(memory * GIB / tokens)
-        predicted = _tokens(memory * GIB, exact, block)
-        low = _tokens((memory - step) * GIB, exact, block)
-        high = _tokens((memory + step) * GIB, exact, block)
+        predicted = count(memory * GIB)
+        low = count((memory - step) * GIB)
+        high = count((memory + step) * GIB)
         within = low <= tokens <= high
         error = (tokens - predicted) / predicted if predicted else None
         details["tokens"] = {"printed": tokens, "predicted": predicted, "low": low,
@@ -155,7 +219,9 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
                      f"from {memory_gib:g} GiB at {float(exact):,.1f} B/token: {predicted:,} "
                      f"tokens ({low:,}..{high:,} within the GiB rounding{shown})")
         if log.concurrency is not None and log.concurrency_tokens:
-            ours = predicted / log.concurrency_tokens
+            hybrid = groups.concurrency(groups.blocks(memory * GIB, block),
+                                        log.concurrency_tokens, block) if groups else None
+            ours = hybrid if hybrid is not None else predicted / log.concurrency_tokens
             details["concurrency"] = {"printed": log.concurrency, "predicted": round(ours, 2),
                                       "tokens_per_request": log.concurrency_tokens}
             notes.append(f"maximum concurrency for {log.concurrency_tokens:,} tokens per "

@@ -22,8 +22,11 @@ def _gib(value: int | None) -> float | None:
     return None if value is None else round(value / GIB, 2)
 
 
-def log_terms(log: VllmLog, capacity: Capacity | None) -> tuple[LogTerm, ...]:
-    """The rows of the comparison: every term the log prints or kvlint predicts."""
+def log_terms(log: VllmLog, capacity: Capacity | None,
+              grouped: tuple[int, float | None] | None = None) -> tuple[LogTerm, ...]:
+    """The rows of the comparison: every term the log prints or kvlint predicts.
+    ``grouped``: kvlint's tokens and concurrency in vLLM's units for a model whose layers
+    vLLM groups (kvlint/model/vllm_groups.py), which replace the per-token ones."""
     memory = capacity.memory if capacity is not None else None
     rows = [
         LogTerm("model weights (Model loading took)", "GiB", log.weights_gib,
@@ -63,12 +66,14 @@ def log_terms(log: VllmLog, capacity: Capacity | None) -> tuple[LogTerm, ...]:
     printed_tokens = log.capacity_tokens
     rows.append(LogTerm("GPU KV cache size (tokens)", "tokens",
                         None if printed_tokens is None else float(printed_tokens),
-                        None if capacity is None else float(capacity.max_tokens), derived))
+                        None if capacity is None else float(
+                            grouped[0] if grouped else capacity.max_tokens), derived))
     length = log.concurrency_tokens or (capacity.context if capacity is not None else None)
     if length:
         ours = None
         if capacity is not None:
-            concurrency = capacity.max_concurrency
+            concurrency = grouped[1] if grouped and grouped[1] is not None \
+                else capacity.max_concurrency
             ours = round(concurrency, 2) if concurrency is not None else 0.0
         rows.append(LogTerm(f"Maximum concurrency for {length:,} tokens per request", "x",
                             log.concurrency if log.concurrency_tokens else None, ours,

@@ -476,8 +476,11 @@ def probe_log(path: str, ref: str, rules: Sequence[type[Rule]], options: LogPlan
     measured = log_staging.compare(log, geometry, tp=layout.tp, pp=layout.pp,
                                    kv_cache_dtype=options.kv_cache_dtype,
                                    engine_version=plan.engine_version, source=path)
+    grouped = log_staging.grouped_terms(log, geometry, sized.capacity, tp=layout.tp,
+                                        pp=layout.pp, kv_cache_dtype=options.kv_cache_dtype,
+                                        engine_version=plan.engine_version)
     report = replace(log_staging.report(measured, path=path, layers=geometry.num_layers),
-                     terms=log_terms(log, sized.capacity))
+                     terms=log_terms(log, sized.capacity, grouped))
     report = replace(report, notes=report.notes + tuple(notes))
     return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                 geometry=geometry, probe=report, offline=offline),),

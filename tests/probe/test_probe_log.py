@@ -239,3 +239,27 @@ def test_a_log_without_a_version_is_modelled_at_its_wordings_newest_release() ->
     assert version == log.version_range[1] != "0.34.0"
     assert "its wording is that of vLLM" in notes[0]
     assert _log_version("0.6.3", None, [], log.version_range) == "0.6.3"  # the option wins
+
+
+def test_a_hybrid_models_grouped_kv_cache_size_is_not_kv601(tmp_path: Path) -> None:
+    """Qwen3-Next at tp 2 under vLLM 0.11: 4 KV cache groups of 12 layers share each block
+    (kvlint/model/vllm_groups.py), so vLLM prints num_blocks // 4 x 544 tokens: 44.59 GiB ->
+    7,162 blocks -> 973,760 tokens, one printed token standing for 48 layers x 1,024 B. That
+    is vLLM's unit, not 4x the KV a token needs."""
+    path = tmp_path / "qwen3-next.log"
+    path.write_text(
+        "INFO 10-03 12:00:01 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: "
+        "model='Qwen/Qwen3-Next-80B-A3B-Instruct', dtype=torch.bfloat16, max_seq_len=262144, "
+        "tensor_parallel_size=2, pipeline_parallel_size=1, kv_cache_dtype=auto\n"
+        "INFO 10-03 12:00:09 [gpu_worker.py:298] Available KV cache memory: 44.59 GiB\n"
+        "INFO 10-03 12:00:09 [kv_cache_utils.py:1087] GPU KV cache size: 973,760 tokens\n"
+        "INFO 10-03 12:00:09 [kv_cache_utils.py:1091] Maximum concurrency for 262,144 tokens "
+        "per request: 14.77x\n", encoding="utf-8")
+    m = impl(as_json(str(CONFIGS / "Qwen--Qwen3-Next-80B-A3B-Thinking.json"),
+                     "--vllm-log", str(path)))
+    assert m["verdict"] == "ok"
+    assert m["theory_cache_bytes"] == 48 * 1024
+    tokens = m["details"]["tokens"]
+    assert (tokens["printed"], tokens["predicted"], tokens["within_rounding"]) == \
+        (973_760, 973_760, True)
+    assert m["details"]["concurrency"]["predicted"] == round(7162 / 485, 2) == 14.77

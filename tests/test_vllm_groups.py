@@ -1,0 +1,69 @@
+"""vLLM's KV cache groups for models with several cache specs (kvlint/model/vllm_groups.py):
+exact values worked by hand from kv_cache_utils.py / models/config.py of the 0.9.1-0.19
+wheels."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.model import kv
+from kvlint.model.vllm_groups import kv_groups
+from tests.helpers import CONFIGS, geometry
+
+GIB = 2**30
+
+
+def groups_of(name: str, tp: int, version: str | None = "0.11.0"):  # type: ignore[no-untyped-def]
+    g = geometry(name)
+    return kv_groups(g, kv.resolve_kv_dtype("auto", g), tp, version)
+
+
+def test_qwen3_next_groups_state_and_attention_layers() -> None:
+    # 48 layers: 12 full attention (2 KV heads x 256, tp 2: one head, 1,024 B per token) and
+    # 36 gated-delta-net layers: group_size 12, 1 + 3 groups
+    groups = groups_of("Qwen--Qwen3-Next-80B-A3B-Thinking", 2)
+    assert groups is not None
+    assert (groups.group_size, groups.num_groups, groups.layer_bytes_per_token) == (12, 4, 1024)
+    assert groups.padded_layers == 48 and groups.bytes_per_printed_token == 48 * 1024
+    # the attention block holds one state page: 16 x cdiv(state, 16 x 1,024)
+    assert groups.block_size(16) == 16 * -(-groups.state_page_bytes // (16 * 1024)) == 544
+    memory = int(44.59 * GIB)
+    blocks = memory // (544 * 1024) // 12
+    assert groups.blocks(memory, 544) == blocks == 7162
+    assert groups.printed_tokens(memory, 544) == blocks // 4 * 544 == 973_760
+    # one request of 262,144 tokens: cdiv(262144, 544) blocks in the full group, one page in
+    # each of the three state groups
+    assert groups.concurrency(blocks, 262_144, 544) == pytest.approx(7162 / (482 + 3))
+
+
+def test_gemma3_sliding_layers_are_padded_to_whole_groups() -> None:
+    # 26 layers: 22 sliding (window 512) and 4 full: group_size 4, ceil(22 / 4) + 1 = 7
+    # groups, two padding layers ("Add 2 padding layers")
+    groups = groups_of("google--gemma-3-1b-it", 1)
+    assert groups is not None
+    assert (groups.group_size, groups.num_groups, groups.padded_layers) == (4, 7, 28)
+    assert groups.block_size(16) == 16  # no state: the default block
+    assert groups.concurrency(100, 8192, 16) is None  # windowed groups: batch-dependent
+
+
+@pytest.mark.parametrize("version", ["0.9.0", "0.20.0", "0.34.0", None, "not-a-version"])
+def test_groups_apply_only_to_the_releases_read(version: str | None) -> None:
+    assert groups_of("google--gemma-3-1b-it", 1, version) is None
+
+
+def test_one_cache_spec_is_not_grouped() -> None:
+    assert groups_of("meta-llama--Meta-Llama-3.1-8B", 1) is None
+
+
+def test_check_prints_the_grouped_kv_cache_size() -> None:
+    result = CliRunner().invoke(main, [
+        "check", str(CONFIGS / "Qwen--Qwen3-Next-80B-A3B-Thinking.json"), "--gpu", "H200",
+        "--tp", "2", "--engine-version", "0.10.2", "--format", "json", "--no-plugins",
+        "--isolated"])
+    cap = json.loads(result.stdout)["results"][0]["capacity"]
+    budget = cap["kv_budget_bytes_per_gpu"]
+    assert cap["max_tokens"] == budget // (544 * 1024) // 12 // 4 * 544
