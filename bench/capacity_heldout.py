@@ -56,13 +56,14 @@ def _facts(logs: Path) -> dict[str, dict[str, Any]]:
 
 
 def _log_version(logs: Path, entry: dict[str, Any]) -> str | None:
-    """The newest vLLM release whose wording the log's lines all have (VllmLog.version_range):
-    what ``--infer-version`` passes when the poster states none."""
+    """The oldest vLLM release whose wording the log's lines all have (VllmLog.version_range),
+    as ``probe --vllm-log`` models an unversioned log: what ``--infer-version`` passes when
+    the poster states none."""
     from kvlint.loaders.vllm_log import parse_text
 
     text = (logs / "files" / entry["file"]).read_text(encoding="utf-8", errors="replace")
     found = getattr(parse_text(text), "version_range", None)
-    return str(found[1]) if found else None
+    return str(found[0]) if found else None
 
 
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.post\d+)?")
@@ -228,8 +229,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--pred", type=Path)
     parser.add_argument("--infer-version", action="store_true",
-                        help="without a stated version, the newest release whose wording the "
-                             "log has (the log reader's version range)")
+                        help="without a stated version, the oldest release whose wording the "
+                             "log has (the log reader's version range, as probe uses it)")
     args = parser.parse_args()
     if args.step == "read":
         return read(args.logs)

@@ -379,9 +379,14 @@ class LogPlanOptions:
 def _log_version(given: str | None, printed: str | None, notes: list[str],
                  wording: tuple[str, str] | None = None) -> str | None:
     """The engine version: the option's (a bad one is a usage error), else the log's, else
-    the newest release whose wording every line read has (``VllmLog.version_range``, from
+    the oldest release whose wording every line read has (``VllmLog.version_range``, from
     vLLM's own format strings: a V0 log is never modelled as the newest vLLM); one kvlint
-    cannot read is noted and the newest known used."""
+    cannot read is noted and the newest known used.
+
+    The oldest, not the newest: a line, once added, is printed by every later release until
+    it is reworded, so a range's upper end is mostly "still printed today"; its lower end is
+    set by the newest wording the log contains, which a log has because its release had just
+    added it. The range itself is in the note either way."""
     from kvlint.engines import load_engines, parse_version
 
     engine = load_engines()["vllm"]
@@ -394,8 +399,8 @@ def _log_version(given: str | None, printed: str | None, notes: list[str],
     if printed is None and wording is not None:
         low, high = wording
         notes.append(f"the log prints no vLLM version; its wording is that of vLLM {low} to "
-                     f"{high}: kvlint modelled {high} (give --engine-version)")
-        return high
+                     f"{high}: kvlint modelled {low}, the oldest (give --engine-version)")
+        return low
     if printed is None:
         notes.append("the log prints no vLLM version: kvlint used the newest it knows "
                      "(give --engine-version)")

@@ -225,9 +225,9 @@ def test_every_vllm_019_llama_log_within_the_printed_rounding() -> None:
         assert m["details"]["tokens"]["within_rounding"] is True, name
 
 
-def test_a_log_without_a_version_is_modelled_at_its_wordings_newest_release() -> None:
+def test_a_log_without_a_version_is_modelled_at_its_wordings_oldest_release() -> None:
     """A V0 log (``# GPU blocks``) that prints no version is not modelled as the newest vLLM:
-    the newest release whose wording it has (vllm_log_formats.json) is used, and said."""
+    the oldest release whose wording it has (vllm_log_formats.json) is used, and said."""
     from kvlint.loaders.vllm_log import parse_text
     from kvlint.probe.run import _log_version
 
@@ -236,7 +236,7 @@ def test_a_log_without_a_version_is_modelled_at_its_wordings_newest_release() ->
     assert log.version is None and log.version_range is not None
     notes: list[str] = []
     version = _log_version(None, None, notes, log.version_range)
-    assert version == log.version_range[1] != "0.34.0"
+    assert version == log.version_range[0] != "0.34.0"
     assert "its wording is that of vLLM" in notes[0]
     assert _log_version("0.6.3", None, [], log.version_range) == "0.6.3"  # the option wins
 
