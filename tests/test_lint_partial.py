@@ -191,3 +191,19 @@ def test_statistics_count_engine_commands_read_and_not(tmp_path: Path) -> None:
     assert result.stdout == "1\tKV904\tengine-command-not-understood\n"
     assert result.stderr == ("# engine commands: 1 read as served models, 1 in files kvlint "
                              "could not read (KV904)\n")
+
+
+def test_program_source_is_not_read_as_yaml(tmp_path: Path) -> None:
+    """A Python file named on the command line is not "invalid YAML": one that starts an
+    engine is KV904 (nothing checked, a warning), any other an info."""
+    app = tmp_path / "serve.py"
+    app.write_text('import subprocess\n\nsubprocess.run(["vllm", "serve", "m/x",\n'
+                   '                "--tensor-parallel-size", "2"])\n', encoding="utf-8")
+    code, findings = lint(app)
+    assert code == 0
+    assert brief(findings) == [("KV904", "warning", 4)]
+    plain = tmp_path / "util.py"
+    plain.write_text("x = 1\n", encoding="utf-8")
+    code, findings = lint(plain, "--verbose")
+    assert code == 0
+    assert [(f["code"], f["severity"]) for f in findings] == [("KV903", "info")]

@@ -76,6 +76,15 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
             unread = engine_not_understood(text, str(path))
             found.problems = (unread,) if unread is not None else ()
         return found
+    if path.suffix.lower() in SOURCE_SUFFIXES:  # program source or prose: never YAML
+        found = Extracted()
+        found.source = (str(path), text)
+        unread = engine_not_understood(text, str(path)) or ManifestProblem(
+            path=str(path), line=None, kind="not-a-manifest",
+            message=f"{path.name} is not a manifest format kvlint reads (YAML, JSON or a "
+                    "shell script): nothing in it was checked")
+        found.problems = (unread,)
+        return found
     documents = load_documents(text, str(path))
     if isinstance(documents, ManifestProblem):
         return documents
@@ -150,6 +159,13 @@ def _fold_node_ranks(models: Extracted) -> None:
             "file too: one served model"))
     for i in sorted((i for others in folded.values() for i in others), reverse=True):
         del models[i]
+
+
+SOURCE_SUFFIXES = frozenset({".py", ".ipynb", ".ps1", ".psm1", ".bat", ".cmd", ".js", ".ts",
+                             ".go", ".rs", ".java", ".rb", ".md", ".rst"})
+"""Files that are program source or prose, never a manifest: named on the command line they
+are not parsed as YAML (a Modal app in Python is not "invalid YAML"); one that runs an engine
+gets KV904, any other an info that nothing was checked."""
 
 
 def engine_not_understood(text: str, path: str) -> ManifestProblem | None:

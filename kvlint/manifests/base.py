@@ -138,7 +138,8 @@ class ManifestProblem:
     file, too large, not UTF-8, a directory that cannot be listed), ``outside-tree`` (a link
     out of the linted tree, not followed); for one document of a stream whose others are
     read, ``template-placeholder`` (a stray ``{{...}}``); ``engine-not-understood`` (a file
-    that runs an engine, in which no served model was found: KV904)."""
+    that runs an engine, in which no served model was found: KV904); ``not-a-manifest``
+    (program source or prose named on the command line: an info)."""
 
 
 @dataclass(frozen=True)

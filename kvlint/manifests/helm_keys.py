@@ -218,18 +218,80 @@ def _find(document: object) -> _Found | None:
     return None
 
 
+LIST_KEYS = ("models", "modelList", "model_list")
+GPU_KEYS = ("gpu", "gpuType", "gpu_type", "accelerator", "acceleratorType")
+_HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+def _model_list(document: object) -> tuple[str, str, list[dict[str, Any]]] | None:
+    """``(engine, why, items)`` of values that list their models (``models: [{name:
+    org/model, resources: ...}, ...]``, one deployment per item) when the file says which
+    engine runs them (its image)."""
+    if not plain_map(document) or not isinstance(document, dict):
+        return None
+    for key in LIST_KEYS:
+        items = document.get(key)
+        if not isinstance(items, list):
+            continue
+        listed = [item for item in items if isinstance(item, dict) and any(
+            isinstance(item.get(k), str) and _HUB_ID.fullmatch(str(item[k]).strip())
+            for k in (*MODEL_KEYS, *NAME_KEYS))]
+        if not listed:
+            continue
+        image, _ = _image(document)
+        engine = engine_from_image(image.value)[0] if image is not None else None
+        if engine is None or image is None:
+            return None
+        return engine, f"image {image.value}", listed
+    return None
+
+
+def _listed_models(document: dict[str, Any], ctx: DocumentContext, name: str,
+                   found: tuple[str, str, list[dict[str, Any]]]) -> list[ServedModel]:
+    """One served model per listed item: its model, GPUs (its ``resources``) and GPU type
+    (its ``gpu`` key, as written)."""
+    engine, why, items = found
+    image, _ = _image(document)
+    version: Located[str] | Unresolved | None = None
+    notes = [f"Helm values listing their models: each item is served by {engine} (from "
+             f"{why}); the chart's templates decide what reaches the pod"]
+    if image is not None:
+        version, more = settle_version(engine, image)
+        notes.extend(more)
+    out = []
+    for item in items:
+        key = next(k for k in (*MODEL_KEYS, *NAME_KEYS) if isinstance(item.get(k), str)
+                   and _HUB_ID.fullmatch(str(item[k]).strip()))
+        line = value_line(item, key)
+        model = model_value(str(item[key]).strip(), line, f"models[].{key}",
+                            key_col(item, key))
+        gpu_key = next((k for k in GPU_KEYS if isinstance(item.get(k), str)
+                        and str(item[k]).strip()), None)
+        gpu_type = Located(str(item[gpu_key]).strip(), value_line(item, gpu_key), None,
+                           f"models[].{gpu_key}") if gpu_key else gpu_type_of(document)
+        out.append(served_model(
+            Origin(ctx, name, line=line), engine=Located(engine, line, None, why),
+            args=engine_args(engine, words_of(item.get("args") or []), Env({}, k8s=False)),
+            image=image, version=version,
+            hardware=Hardware(gpus=_gpus(item.get("resources")), gpu_type=gpu_type),
+            notes=notes, model=model))
+    return out
+
+
 class GenericValuesParser(ManifestParser):
     """Helm values of a chart kvlint has no parser for (:mod:`.helm_keys`)."""
 
     name = "helm-values-keys"
 
     def detect(self, document: object, ctx: DocumentContext) -> bool:
-        return _find(document) is not None
+        return _find(document) is not None or _model_list(document) is not None
 
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
         found = _find(document)
         if found is None:
-            return []
+            listed = _model_list(document)
+            return _listed_models(document, ctx, self.name, listed) \
+                if listed is not None and isinstance(document, dict) else []
         engine, scope, holder = found.engine, found.scope, found.holder
         notes = [f"Helm values of a chart kvlint has no parser for: the engine ({engine}, "
                  f"from {found.why}), the model and the flags are read from what the keys' "

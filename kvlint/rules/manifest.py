@@ -136,7 +136,7 @@ class ManifestUnparsable(Rule):
         if kind == EngineNotUnderstood.kind:
             return
         finding = self.finding(message, kind=kind)
-        if kind in ("helm-template", "template-placeholder"):
+        if kind in ("helm-template", "template-placeholder", "not-a-manifest"):
             finding = Finding(finding.code, finding.name, Severity.INFO, finding.message,
                               data=finding.data)
         yield finding

@@ -130,3 +130,40 @@ def test_image_chart_values_read_the_model_key() -> None:
         """)
     assert m.format == "helm-values" and v(m.model) == "org/Small-0.6B"
     assert v(m.engine_version) == "0.11.2" and v(m.gpu_type) == "NVIDIA-L40S"
+
+
+def test_values_that_list_their_models_serve_one_each() -> None:
+    """A multi-model chart's ``models:`` list (one deployment per item) with the engine's
+    image: each item is a served model with its own GPUs and GPU type; a commented item and
+    an item that names no Hub id are not."""
+    found = served("""\
+        models:
+          - name: bigscience/bloomz-7b1
+            gpu: nvidia-tesla-a100
+            resources:
+              limits:
+                nvidia.com/gpu: 1
+          - name: org/other-model
+            args: ["--num-shard", "2"]
+            resources:
+              limits:
+                nvidia.com/gpu: 2
+          # - name: bigcode/starcoderplus
+          - shortName: not-a-model
+        image:
+          repository: ghcr.io/huggingface/text-generation-inference
+          tag: "2.4.1"
+        """)
+    assert [(v(m.model), v(m.engine), v(m.engine_version), v(m.gpus), v(m.gpu_type), v(m.tp))
+            for m in found] == [
+        ("bigscience/bloomz-7b1", "tgi", "2.4.1", 1, "nvidia-tesla-a100", None),
+        ("org/other-model", "tgi", "2.4.1", 2, None, 2)]
+
+
+def test_a_model_list_without_an_engine_image_is_not_read() -> None:
+    assert served("""\
+        models:
+          - name: bigscience/bloomz-7b1
+        image:
+          repository: nginx
+        """) == []
