@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -391,22 +391,17 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         # SGLang's own budget: free memory at start x mem_fraction_static - weights
         # (kvlint/model/sglang_memory.py); its default fraction by release, GPU and layout
         utilization, overhead = _sglang_sizing(plan, spec, config, analysis)
-    lmdeploy = None
-    if plan.overhead_bytes is None and plan.behaviour.engine == "lmdeploy":
-        # LMDeploy's own budget: (free after the weights - its runtime reserve) x
-        # cache_max_entry_count, in whole blocks (kvlint/model/lmdeploy_memory.py)
-        lmdeploy = _lmdeploy_sizing(plan, spec, config, analysis, weights.per_gpu_bytes,
-                                    utilization)
-        if lmdeploy is not None:
-            overhead = lmdeploy[0]
-    trtllm = None
-    if plan.overhead_bytes is None and plan.behaviour.engine == "trtllm":
-        # TensorRT-LLM's own budget: (total - profiled peak + its temporary KV) x
-        # free_gpu_memory_fraction, in whole blocks (kvlint/model/trtllm_memory.py)
-        trtllm = _trtllm_sizing(plan, spec, config, analysis, weights.per_gpu_bytes,
-                                utilization)
-        if trtllm is not None:
-            overhead = trtllm[0]
+    # LMDeploy's own budget: (free after the weights - its runtime reserve) x
+    # cache_max_entry_count (kvlint/model/lmdeploy_memory.py); TensorRT-LLM's: (total -
+    # profiled peak + its temporary KV) x free_gpu_memory_fraction
+    # (kvlint/model/trtllm_memory.py); both in whole blocks
+    own = _ENGINE_SIZING.get(plan.behaviour.engine) if plan.overhead_bytes is None else None
+    engine_sized = own(plan, spec, config, analysis, weights.per_gpu_bytes, utilization) \
+        if own is not None else None
+    if engine_sized is not None:
+        overhead = engine_sized[0]
+    lmdeploy = engine_sized if plan.behaviour.engine == "lmdeploy" else None
+    trtllm = engine_sized if plan.behaviour.engine == "trtllm" else None
     sizer = None if weights.split is None else LayoutSizer(
         weights.split, spec, utilization, of_free,
         memory.overhead_bytes if memory is not None else overhead)
@@ -423,7 +418,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     )
     if sized is not None and memory is not None and plan.layout.pp == 1:
         sized = _vllm_grouped(sized, analysis, memory.block_size)
-    if sized is not None and lmdeploy is not None and not sized.state_bytes_per_sequence_per_gpu:
+    if sized is not None and lmdeploy is not None and lmdeploy[1] is not None and \
+            not sized.state_bytes_per_sequence_per_gpu:
         sized = replace(sized, max_tokens=lmdeploy[1])
     if sized is not None and plan.behaviour.engine == "trtllm":
         sized = replace(sized, fraction_name="free_gpu_memory_fraction")
@@ -447,8 +443,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
 
 def _lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
                      analysis: KvAnalysis, weight_bytes: int, fraction: float
-                     ) -> tuple[int, int] | None:
-    """``(overhead, tokens)`` of an LMDeploy plan: the start-up context (the SGLang
+                     ) -> tuple[int, int | None, str | None] | None:
+    """``(overhead, tokens, None)`` of an LMDeploy plan: the start-up context (the SGLang
     estimate: the same torch/NCCL start) plus, on the PyTorch engine, its runtime reserve
     (logits buffers by release); the tokens are whole blocks of the release's block size.
     ``None`` when the per-token bytes are unknown."""
@@ -484,7 +480,7 @@ def _lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
                            vocab_size=vocab if isinstance(vocab, int) and vocab > 0 else 0,
                            cache_max_entry_count=fraction,
                            max_batches=default_max_batch_size(version, spec.name)))
-    return context + budget.runtime_bytes, budget.num_gpu_blocks * tokens_per_block
+    return context + budget.runtime_bytes, budget.num_gpu_blocks * tokens_per_block, None
 
 
 def _vllm_grouped(sized: Capacity, analysis: KvAnalysis, block: int) -> Capacity:
@@ -561,6 +557,13 @@ def _trtllm_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     capped = (plan.kv_tokens_cap_source or "kv_cache_config.max_tokens") \
         if budget.capped_by_max_tokens else None
     return overhead, budget.tokens, capped
+
+
+_ENGINE_SIZING: dict[str, Callable[[ServingPlan, GpuSpec, dict[str, Any], KvAnalysis, int,
+                                    float], tuple[int, int | None, str | None] | None]] = {
+    "lmdeploy": _lmdeploy_sizing, "trtllm": _trtllm_sizing}
+"""The engines whose budget kvlint computes by their own arithmetic: ``(overhead, tokens,
+what capped the tokens)``."""
 
 
 def _plan_version(plan: ServingPlan) -> Version | None:
