@@ -443,3 +443,12 @@ def test_an_option_an_older_release_has_on_a_rolling_tag(tmp_path: Path, tag: st
     assert [f["severity"] for f in found] == [severity], [f["message"] for f in found]
     if severity == "warning":
         assert "no release is pinned (a rolling tag)" in found[0]["message"]
+
+
+def test_an_options_on_off_twin_is_not_a_misspelling() -> None:
+    from kvlint.manifests.engine_options import _counterpart
+
+    known = frozenset({"--enable-piecewise-cuda-graph", "--trust-remote-code"})
+    assert _counterpart("--disable-piecewise-cuda-graph", known)
+    assert _counterpart("--no-trust-remote-code", known)
+    assert not _counterpart("--disable-decode-cuda-graphs", known)

@@ -207,3 +207,11 @@ def test_program_source_is_not_read_as_yaml(tmp_path: Path) -> None:
     code, findings = lint(plain, "--verbose")
     assert code == 0
     assert [(f["code"], f["severity"]) for f in findings] == [("KV903", "info")]
+
+
+def test_build_files_are_not_read_as_yaml(tmp_path: Path) -> None:
+    makefile = tmp_path / "Makefile"
+    makefile.write_text("serve:\n\tvllm serve Qwen/Qwen3-0.6B --tensor-parallel-size 1\n",
+                        encoding="utf-8")
+    code, findings = lint(makefile)
+    assert code == 0 and brief(findings) == [("KV904", "warning", 2)]

@@ -153,6 +153,12 @@ def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | None:
             line = line or key_line(device, "count")
             sources.append(f"{where}.count")
         elif isinstance(device.get("device_ids"), list):
+            unset = next((ref for ref in map(str, device["device_ids"])
+                          if isinstance(interpolate(ref), Unresolved)), None)
+            if unset is not None:  # ${GPU_IDS:?} may name any number of devices
+                return Unresolved(f"{where}.device_ids {unset} is set when compose runs: "
+                                  "the GPUs it names are unknown",
+                                  key_line(device, "device_ids"), None, unset)
             total += len(device["device_ids"])
             line = line or key_line(device, "device_ids")
             sources.append(f"{where}.device_ids")

@@ -205,12 +205,26 @@ def _misspelt(name: str, suggestion: object) -> bool:
         difflib.SequenceMatcher(None, name, suggestion).ratio() >= 0.85
 
 
-def _maybe_newer(problem: EngineArgProblem, newest: str | None) -> EngineArgProblem:
+def _counterpart(name: str, known: frozenset[str]) -> bool:
+    """Whether ``name`` is the switch-off or switch-on twin of a known option
+    (``--disable-piecewise-cuda-graph`` beside ``--enable-piecewise-cuda-graph``, ``--no-X``
+    beside ``--X``): the form a release adds when it turns a feature's default around, not
+    a misspelling."""
+    for a, b in (("--disable-", "--enable-"), ("--enable-", "--disable-"), ("--no-", "--")):
+        if name.startswith(a) and b + name[len(a):] in known:
+            return True
+    return name.startswith("--") and "--no-" + name[2:] in known
+
+
+def _maybe_newer(problem: EngineArgProblem, newest: str | None,
+                 known: frozenset[str] = frozenset()) -> EngineArgProblem:
     """An unknown option no release kvlint read ever had, on an engine that may be newer:
-    said so (KV701 then warns instead of failing the run)."""
+    said so (KV701 then warns instead of failing the run). A near spelling of a known option
+    stays an error (a misspelling), unless it is a known option's on/off twin."""
     if problem.kind != "option" or problem.data.get("reason") != "unknown" or \
-            "history" in problem.data or _misspelt(problem.option,
-                                                   problem.data.get("suggestion")):
+            "history" in problem.data or (
+                _misspelt(problem.option, problem.data.get("suggestion"))
+                and not _counterpart(problem.option, known)):
         return problem
     than = f" newer than {newest}" if newest else " newer than the source kvlint read"
     return replace(problem, message=f"{problem.message}; no release kvlint read has it, and "
@@ -421,7 +435,8 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
     if _past_the_newest(engine, version):
         # a floating tag (latest, server-cuda) or a release newer than every table kvlint
         # read: an option no known release has may be one a newer release added
-        problems = [_maybe_newer(p, versions[-1]) for p in problems]
+        known = _options_at(engine, versions[-1]) if versions else frozenset()
+        problems = [_maybe_newer(p, versions[-1], known) for p in problems]
     if basis:
         problems = [replace(p, message=f"{p.message} ({basis})",
                             data={**p.data, "judged_by": basis}) for p in problems]

@@ -127,3 +127,16 @@ def test_sh_c_command_and_device_count_all() -> None:
 ])
 def test_not_compose_or_not_an_engine(text: str) -> None:
     assert extract_text(text) == []
+
+
+def test_device_ids_from_an_unset_variable_are_not_counted() -> None:
+    """``device_ids: ["${GPU_IDS:?error}"]`` names whatever the variable holds when compose
+    runs ("0,1" or "3"): the count is unknown, not one."""
+    from kvlint.manifests.base import Unresolved
+    from kvlint.manifests.compose import _gpus
+
+    service = {"deploy": {"resources": {"reservations": {"devices": [
+        {"driver": "nvidia", "device_ids": ["${GPU_IDS:?error}"], "capabilities": ["gpu"]}]}}}}
+    assert isinstance(_gpus(service), Unresolved)
+    service["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] = ["0", "1"]
+    assert getattr(_gpus(service), "value", None) == 2
