@@ -215,3 +215,14 @@ def test_build_files_are_not_read_as_yaml(tmp_path: Path) -> None:
                         encoding="utf-8")
     code, findings = lint(makefile)
     assert code == 0 and brief(findings) == [("KV904", "warning", 2)]
+
+
+@pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.cuda", "vllm.Dockerfile",
+                                  "GNUmakefile", "Containerfile"])
+def test_build_file_names(tmp_path: Path, name: str) -> None:
+    build = tmp_path / name
+    build.write_text('FROM lmsysorg/sglang:v0.5.5\nCMD ["python3", "-m", '
+                     '"sglang.launch_server", "--model-path", "Qwen/Qwen3-8B"]\n',
+                     encoding="utf-8")
+    code, findings = lint(build)
+    assert code == 0 and [f["code"] for f in findings] == ["KV904"]

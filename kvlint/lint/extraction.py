@@ -76,7 +76,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
             unread = engine_not_understood(text, str(path))
             found.problems = (unread,) if unread is not None else ()
         return found
-    if path.suffix.lower() in SOURCE_SUFFIXES or path.name in SOURCE_NAMES:  # never YAML
+    if _source_file(path):  # program source, prose or a build file: never YAML
         found = Extracted()
         found.source = (str(path), text)
         unread = engine_not_understood(text, str(path)) or ManifestProblem(
@@ -166,9 +166,16 @@ SOURCE_SUFFIXES = frozenset({".py", ".ipynb", ".ps1", ".psm1", ".bat", ".cmd", "
 """Files that are program source or prose, never a manifest: named on the command line they
 are not parsed as YAML (a Modal app in Python is not "invalid YAML"); one that runs an engine
 gets KV904, any other an info that nothing was checked."""
-SOURCE_NAMES = frozenset({"Makefile", "GNUmakefile", "makefile", "Dockerfile", "Containerfile",
-                          "Justfile", "justfile"})
-"""The same by file name (build files)."""
+SOURCE_NAMES = ("Makefile", "makefile", "Dockerfile", "dockerfile", "Containerfile",
+                "Justfile", "justfile")
+"""The same by file name (build files): ``Dockerfile``, ``Dockerfile.cuda``,
+``vllm.Dockerfile``, ``GNUmakefile``."""
+
+
+def _source_file(path: Path) -> bool:
+    name = path.name
+    return path.suffix.lower() in SOURCE_SUFFIXES or name.endswith(SOURCE_NAMES) or \
+        name.startswith(tuple(f"{n}." for n in SOURCE_NAMES))
 
 
 def engine_not_understood(text: str, path: str) -> ManifestProblem | None:
