@@ -428,3 +428,22 @@ def test_pp_above_the_layer_count(tmp_path: Path) -> None:
 def test_bare_kvlint_still_prints_help(tmp_path: Path) -> None:
     proc = kvlint(cwd=tmp_path)
     assert "Usage:" in proc.stdout + proc.stderr and "Commands:" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("value", [[], {}, ["deepseek_v4"], 7])
+def test_a_model_type_that_is_no_string_is_no_internal_error(tmp_path: Path,
+                                                             value: object) -> None:
+    """Found by the property suite: ``model_type: []`` reached a family refiner's set lookup
+    (unhashable) as an internal error."""
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    config = json.loads((Path(__file__).parent.parent / "fixtures" / "configs" /
+                         "01-ai--Yi-34B.json").read_text(encoding="utf-8"))
+    config["model_type"] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", str(path), "--no-plugins", "--isolated"])
+    assert result.exit_code in (0, 1, 2)
+    assert "internal error" not in result.stderr

@@ -39,6 +39,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from kvlint.errors import ConfigError
+from kvlint.loaders.families._fields import model_type
 from kvlint.model.geometry import AttentionGeometry, ExtraCache, LayerGeometry, LayerKind
 
 MODEL_TYPES: Final = frozenset({"deepseek_v4"})
@@ -184,7 +185,7 @@ def layer_caches(config: Mapping[str, Any], ratio: int) -> tuple[int, tuple[Extr
 def refine_deepseek_v4(config: Mapping[str, Any], geometry: AttentionGeometry
                        ) -> AttentionGeometry:
     """DeepSeek-V4's per-layer caches; other configs unchanged."""
-    if config.get("model_type") not in MODEL_TYPES:
+    if model_type(config) not in MODEL_TYPES:  # a list or map there is no model type
         return geometry
     window = _int(config, "sliding_window", 128)
     ratios = compress_ratios(config, geometry.num_layers)
