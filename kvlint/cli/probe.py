@@ -81,6 +81,14 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
               help="Staging without a server: a vLLM start-up log; its printed KV memory "
                    "and tokens per GPU against theory (tp, pp, dtypes from the log unless "
                    "given).")
+@click.option("--engine-log", "engine_log", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="Staging without a server: an engine's start-up log, its engine (vLLM or "
+                   "SGLang) recognised from its wording (--vllm-log, --sglang-log: force one).")
+@click.option("--sglang-log", "sglang_log", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="An SGLang start-up log: its KV pool per token per GPU against theory and "
+                   "its #tokens against kvlint's capacity (tp, dtypes from server_args).")
 @click.option("--served-model-name", default=None,
               help="With --measure-itl: the model name the server answers to.")
 @click.option("--tp", type=DEGREE, default=None,
@@ -118,7 +126,8 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
           contexts: str | None, batch: int, layers: int, dtype: str | None,
           cache_kind: str | None, max_cache_len: int | None, sm: int, ncu: bool,
           plot: str | None,
-          endpoint: str | None, vllm_log: str | None, served_model_name: str | None,
+          endpoint: str | None, vllm_log: str | None, engine_log: str | None,
+          sglang_log: str | None, served_model_name: str | None,
           tp: int | None, pp: int | None,
           engine_version: str | None, gpu_memory_gib: float | None,
           gpu_memory_utilization: float | None, max_model_len: int | None,
@@ -149,6 +158,13 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
                 "--max-model-len": max_model_len,
                 "--max-num-batched-tokens": max_num_batched_tokens}
     given_log_only = [name for name, value in log_only.items() if value is not None]
+    logs = [(name, value) for name, value in (("--engine-log", engine_log),
+                                              ("--vllm-log", vllm_log),
+                                              ("--sglang-log", sglang_log)) if value]
+    if len(logs) > 1:
+        raise UsageError(f"{', '.join(n for n, _ in logs)}: give one start-up log")
+    forced = {"--vllm-log": "vllm", "--sglang-log": "sglang"}.get(logs[0][0]) if logs else None
+    vllm_log = logs[0][1] if logs else None
     if given_log_only and not vllm_log:
         raise UsageError(f"{', '.join(given_log_only)} appl"
                          f"{'y' if len(given_log_only) > 1 else 'ies'} to --vllm-log FILE")
@@ -170,7 +186,8 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
                 engine_version=engine_version, gpu_memory_gib=gpu_memory_gib,
                 gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                 max_num_batched_tokens=max_num_batched_tokens),
-            revision=revision, offline=offline or env_offline(), fail_on=session.fail_on)
+            revision=revision, offline=offline or env_offline(), fail_on=session.fail_on,
+            engine=forced)
         _refuse_incomparable(run, vllm_log)
     elif endpoint:
         if len(refs) != 1:
@@ -218,5 +235,14 @@ def _refuse_incomparable(run: LintRun, log: str) -> None:
             continue
         if any(impl.worst_ratio is not None and not impl.skipped for impl in report.impls):
             continue
-        raise InputError(f"{log}: nothing comparable: no KV cache figure of a vLLM start-up "
+        if "SGLang" in report.built and any(t.printed is not None and t.predicted is not None
+                                            for t in report.terms if t.unit == "tokens"):
+            continue  # #tokens against kvlint's capacity
+        why = next((n for impl in report.impls for n in impl.notes
+                    if "SGLang" in report.built and ("too coarse" in n or "cannot be" in n)),
+                   None)
+        if why is not None:
+            raise InputError(f"{log}: nothing comparable: {why}")
+        engine = "an SGLang" if "SGLang" in report.built else "a vLLM"
+        raise InputError(f"{log}: nothing comparable: no KV cache figure of {engine} start-up "
                          "log was found in it (is it the engine's start-up log?)")

@@ -457,17 +457,29 @@ def _log_plan(log: VllmLog, options: LogPlanOptions, path: str,
 
 
 def probe_log(path: str, ref: str, rules: Sequence[type[Rule]], options: LogPlanOptions, *,
-              revision: str | None, offline: bool, fail_on: str) -> LintRun:
+              revision: str | None, offline: bool, fail_on: str,
+              engine: str | None = "vllm") -> LintRun:
     """A vLLM start-up log's KV allocation per token per GPU against theory, and its memory
-    profile against kvlint's, term by term (no GPU)."""
+    profile against kvlint's, term by term (no GPU). ``engine``: the engine that wrote the
+    log (``None``: recognised from its wording, kvlint/probe/engine_log.py); an SGLang log
+    goes to :func:`kvlint.probe.engine_log.probe_sglang_log`."""
     from pathlib import Path
 
     from kvlint.loaders.vllm_log import read_log
     from kvlint.probe import log_staging
+    from kvlint.probe.engine_log import SglangLogOptions, detect, probe_sglang_log
     from kvlint.probe.log_terms import log_terms
 
-    log = read_log(Path(path))
     notes: list[str] = []
+    if engine != "vllm":
+        engine, decided = detect(Path(path), engine)
+        if engine == "sglang":
+            return probe_sglang_log(path, ref, rules, SglangLogOptions(
+                options.tp, options.pp, options.kv_cache_dtype, options.engine_version,
+                options.gpu_memory_gib, options.gpu_memory_utilization), decided=decided,
+                                    revision=revision, offline=offline, fail_on=fail_on)
+        notes.append(decided)
+    log = read_log(Path(path))
     plan = _log_plan(log, options, path, notes)
     loaded, geometry = _loaded(ref, revision, offline)
     target = _target(loaded)

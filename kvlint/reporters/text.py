@@ -235,14 +235,14 @@ def _term_value(value: float | None, unit: str, estimated: bool = False) -> str:
     return f"{mark}{value:.2f} GiB"
 
 
-def _terms_table(terms: tuple[LogTerm, ...]) -> str:
+def _terms_table(terms: tuple[LogTerm, ...], engine: str = "vLLM") -> str:
     """The log's memory profile next to kvlint's (``~``: kvlint's estimate)."""
     from tabulate import tabulate
 
     rows = [[t.term, _term_value(t.printed, t.unit), _term_value(t.predicted, t.unit,
                                                                  t.estimated),
              "-" if t.error is None else f"{t.error:+.1%}"] for t in terms]
-    return tabulate(rows, headers=["vLLM memory profile, per GPU", "log", "kvlint", "error"],
+    return tabulate(rows, headers=[f"{engine} memory profile, per GPU", "log", "kvlint", "error"],
                     tablefmt="plain", disable_numparse=True)
 
 
@@ -286,7 +286,8 @@ def _probe_block(p: ProbeReport, width: int | None = None) -> str:
     wrapped = [wrap(n, inner, subsequent="  ") for n in notes]
     parts = [head, textwrap.indent(table, "  ")]
     if p.terms:
-        parts.append(textwrap.indent(_terms_table(p.terms), "  "))
+        parts.append(textwrap.indent(_terms_table(
+            p.terms, "SGLang" if "SGLang" in p.built else "vLLM"), "  "))
     block = "\n".join([*parts, *(textwrap.indent(w, "  ") for w in wrapped)])
     return printable(block, keep="\n")
 
