@@ -89,6 +89,9 @@ class Engine:
     kv_cache_dtype: tuple[Fact, ...] = ()
     """KV cache dtypes the engine refuses, by version and backend (``kv_cache_dtype``:
     ``refuses``, ``backends``)."""
+    checked: str = ""
+    """What of kvlint's figures for the engine were checked against the engine's own code
+    run here, and what rests on reading its source (``checked``; the README's table)."""
 
     def gpu_memory_utilization_at(self, version: str | None) -> float | None:
         """The engine's default memory fraction at ``version`` (the newest known when
@@ -233,6 +236,7 @@ def _engine(key: str, data: Mapping[str, Any]) -> Engine:
                                       ("value",)),
         kv_cache_dtype=_facts(data.get("kv_cache_dtype"), f"{where}.kv_cache_dtype",
                               ("refuses", "backends")),
+        checked=str(data.get("checked", "")),
     )
 
 

@@ -70,14 +70,15 @@ def _architectures(engine: str) -> str:
 
 def markdown() -> str:
     rows = ["| engine | newest known | KV heads under TP | MLA cache | fp8 KV with MLA | "
-            "windowed sliding-window cache | DP attention | architectures served |",
-            "|---|---|---|---|---|---|---|---|"]
+            "windowed sliding-window cache | DP attention | architectures served | "
+            "checked against |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for engine in load_engines().values():
         dp = engine.dp_attention
         dp_text = (str(dp.get("how") or "yes") if dp.get("supported") else "no")
         cells = [f"`{engine.key}` ({engine.display})", str(engine.latest), _sharding(engine),
                  _mla(engine), _versioned(engine.fp8_mla, "supported"),
                  _versioned(engine.sliding_window, "windowed"), dp_text,
-                 _architectures(engine.key)]
+                 _architectures(engine.key), engine.checked or "-"]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows) + "\n"
