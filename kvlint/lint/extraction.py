@@ -76,6 +76,16 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
             unread = engine_not_understood(text, str(path))
             found.problems = (unread,) if unread is not None else ()
         return found
+    from kvlint.manifests.dockerfiles import dockerfile_models, is_dockerfile
+
+    if is_dockerfile(str(path)):  # the command its container runs
+        found = Extracted(dockerfile_models(text, str(path)))
+        _image_families(found)
+        found.source = (str(path), text)
+        if not found:
+            unread = engine_not_understood(text, str(path))
+            found.problems = (unread,) if unread is not None else ()
+        return found
     if _source_file(path):  # program source, prose or a build file: never YAML
         found = Extracted()
         found.source = (str(path), text)

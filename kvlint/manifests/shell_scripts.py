@@ -163,6 +163,14 @@ def _names_program(command: Sequence[Word]) -> bool:
 def script_models(text: str, path: str) -> list[ServedModel]:
     """Every served model a shell script starts."""
     commands = split_script(text, line=0, style="|")  # each word on its own 1-based line
+    return command_models([list(c) for c in commands], text, path)
+
+
+def command_models(commands: Sequence[list[Word]], text: str, path: str,
+                   kind: str = "shell-script") -> list[ServedModel]:
+    """Every served model the ``commands`` of a file (``text``, at ``path``) start, each a
+    list of words with their lines, in order: a script's, or a Dockerfile's as a container
+    runs it (kvlint/manifests/dockerfiles.py)."""
     containers: dict[int, _Container] = {}
     rewritten: list[list[Word]] = []
     for command in commands:
@@ -186,7 +194,7 @@ def script_models(text: str, path: str) -> list[ServedModel]:
         version, notes = settle_version(invocation.engine, image, pins if not image else ())
         source = f"docker run {image.value}" if image else "script"
         out.append(served_model(
-            Origin(ctx, "shell-script", line=invocation.line),
+            Origin(ctx, kind, line=invocation.line),
             engine=Located(invocation.engine, invocation.line, None, source),
             args=invocation.args, image=image, version=version,
             hardware=Hardware(gpus=(ran.gpus if ran else None)

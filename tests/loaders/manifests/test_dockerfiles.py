@@ -1,0 +1,92 @@
+"""Dockerfiles (:mod:`kvlint.manifests.dockerfiles`): the command the last stage's container
+runs, as the Dockerfile reference defines ENTRYPOINT, CMD and ENV; fixtures written here in
+the shapes of public serving Dockerfiles."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kvlint.lint.extraction import extract_text
+from kvlint.manifests.base import Located, ServedModel
+from kvlint.manifests.dockerfiles import is_dockerfile
+from kvlint.plugins import get_plugin_manager
+
+
+def served(text: str, name: str = "Dockerfile") -> list[ServedModel]:
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    found = extract_text(textwrap.dedent(text), Path(name), pm, parsers)
+    assert isinstance(found, list)
+    return list(found)
+
+
+def v(value: object) -> object:
+    return value.value if isinstance(value, Located) else value
+
+
+def brief(m: ServedModel) -> tuple[object, ...]:
+    return v(m.model), v(m.engine), v(m.engine_version), v(m.tp), m.line
+
+
+@pytest.mark.parametrize(("name", "yes"), [
+    ("Dockerfile", True), ("Dockerfile.cuda", True), ("vllm.Dockerfile", True),
+    ("Containerfile", True), ("docker-compose.yml", False), ("Dockerfile.md", True),
+])
+def test_names(name: str, yes: bool) -> None:
+    assert is_dockerfile(f"deploy/{name}") is yes
+
+
+def test_exec_cmd_goes_to_the_images_own_entrypoint() -> None:
+    """No ENTRYPOINT: ``docker run IMAGE CMD...``, so vllm-openai's server takes CMD."""
+    (m,) = served("""\
+        FROM vllm/vllm-openai:v0.11.0
+        ENV HF_HOME=/models
+        CMD ["--model", "Qwen/Qwen3-8B", \\
+             "--tensor-parallel-size", "2"]
+        """)
+    assert brief(m) == ("Qwen/Qwen3-8B", "vllm", "0.11.0", 2, 3)
+
+
+def test_entrypoint_with_cmd_arguments_and_env() -> None:
+    (m,) = served("""\
+        FROM ghcr.io/huggingface/text-generation-inference:2.4.1 AS base
+        FROM base
+        ENV MODEL_ID=mistralai/Mistral-7B-v0.1 NUM_SHARD=2
+        ENTRYPOINT ["text-generation-launcher"]
+        CMD ["--max-total-tokens", "8192"]
+        """)
+    assert (v(m.model), v(m.engine), v(m.tp)) == ("mistralai/Mistral-7B-v0.1", "tgi", 2)
+
+
+def test_shell_form_cmd_runs_each_command() -> None:
+    """``CMD a & b`` runs under ``/bin/sh -c``: the engine is the first command only."""
+    (m,) = served("""\
+        FROM python:3.11
+        RUN pip install "sglang[all]==0.4.6.post1"
+        # Start inference & web servers
+        CMD python -m sglang.launch_server \\
+            --model-path Qwen/Qwen3-30B-A3B-FP8 --tp 2 & \\
+            bun index.ts
+        """)
+    assert (v(m.model), v(m.engine), v(m.tp)) == ("Qwen/Qwen3-30B-A3B-FP8", "sglang", 2)
+
+
+def test_only_the_last_stage_counts() -> None:
+    assert served("""\
+        FROM vllm/vllm-openai:v0.11.0 AS server
+        CMD ["--model", "m/x"]
+        FROM nginx:1.27
+        CMD ["nginx", "-g", "daemon off;"]
+        """) == []
+
+
+def test_a_new_entrypoint_resets_cmd() -> None:
+    (m,) = served("""\
+        FROM vllm/vllm-openai:v0.11.0
+        CMD ["--model", "m/old"]
+        ENTRYPOINT ["vllm", "serve", "m/new"]
+        """)
+    assert v(m.model) == "m/new"
