@@ -38,21 +38,19 @@ citations are ``path@version``.
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
 import os
 import re
 import sys
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from kvlint.generators.log_tables import Entry, run
+from kvlint.loaders.log_formats import Placeholder, format_tokens
 from kvlint.loaders.sglang_log import FORMATS_FILE, SERVER_ARGS
-from kvlint.loaders.vllm_log import Placeholder, format_tokens
 
 PATHS = ("sglang/srt/model_executor/", "sglang/srt/mem_cache/", "sglang/srt/managers/scheduler",
          "sglang/srt/managers/tp_worker", "sglang/srt/server.py",
@@ -121,17 +119,6 @@ MEANINGS: tuple[tuple[str, str, str], ...] = (
 )
 """The meaning of a placeholder from its record and the literal text before it (first rule
 wins; a placeholder no rule names is not read)."""
-
-
-@dataclass
-class Entry:
-    format: str
-    style: str
-    anchor: str
-    first: Version
-    last: Version
-    source: str
-    fields: list[str] = field(default_factory=list)
 
 
 def _escape(text: str) -> str:
@@ -331,22 +318,7 @@ def build(specs: list[str]) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kvlint.generators.sglang_log_table",
-                                     description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("sources", nargs="+", help="sglang-X-*.whl or X=DIR")
-    parser.add_argument("-o", "--output", default=str(FORMATS_FILE))
-    args = parser.parse_args(argv)
-    try:
-        table = build(args.sources)
-    except (OSError, InvalidVersion, IndexError, zipfile.BadZipFile) as err:
-        print(f"sglang_log_table: {err}", file=sys.stderr)
-        return 2
-    Path(args.output).write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n",
-                                 encoding="utf-8")
-    formats = table["formats"]
-    print(f"{len(formats) if isinstance(formats, list) else 0} formats from "
-          f"{len(args.sources)} versions -> {args.output}")
-    return 0
+    return run("kvlint.generators.sglang_log_table", __doc__, build, FORMATS_FILE, argv)
 
 
 if __name__ == "__main__":

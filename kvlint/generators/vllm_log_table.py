@@ -30,20 +30,19 @@ Only the format strings themselves are copied from vLLM (they are the data); cit
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
 import os
 import re
 import sys
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from kvlint.loaders.vllm_log import FORMATS_FILE, Placeholder, format_tokens
+from kvlint.generators.log_tables import Entry, run
+from kvlint.loaders.log_formats import Placeholder, format_tokens
+from kvlint.loaders.vllm_log import FORMATS_FILE
 
 PATHS = ("vllm/worker/", "vllm/executor/", "vllm/engine/llm_engine.py", "vllm/v1/core/",
          "vllm/v1/worker/", "vllm/v1/engine/core.py", "vllm/v1/executor/", "vllm/utils",
@@ -123,17 +122,6 @@ MEANINGS: tuple[tuple[str, str, str], ...] = (
     (r"Using max model len $", "", "max_model_len"),
 )
 """The meaning of a placeholder from the literal text either side of it (first rule wins)."""
-
-
-@dataclass
-class Entry:
-    format: str
-    style: str
-    anchor: str
-    first: Version
-    last: Version
-    source: str
-    fields: list[str] = field(default_factory=list)
 
 
 def _text(node: ast.AST) -> tuple[str, bool] | None:
@@ -276,22 +264,7 @@ def build(specs: list[str]) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kvlint.generators.vllm_log_table",
-                                     description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("sources", nargs="+", help="vllm-X-*.whl or X=DIR")
-    parser.add_argument("-o", "--output", default=str(FORMATS_FILE))
-    args = parser.parse_args(argv)
-    try:
-        table = build(args.sources)
-    except (OSError, InvalidVersion, IndexError, zipfile.BadZipFile) as err:
-        print(f"vllm_log_table_gen: {err}", file=sys.stderr)
-        return 2
-    Path(args.output).write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n",
-                                 encoding="utf-8")
-    formats = table["formats"]
-    print(f"{len(formats) if isinstance(formats, list) else 0} formats from "
-          f"{len(args.sources)} versions -> {args.output}")
-    return 0
+    return run("kvlint.generators.vllm_log_table", __doc__, build, FORMATS_FILE, argv)
 
 
 if __name__ == "__main__":

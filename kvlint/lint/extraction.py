@@ -65,21 +65,15 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
                  parsers: Sequence[ManifestParser]) -> list[ServedModel] | ManifestProblem:
     """Every served model in ``text``, a manifest read from ``path`` (or from stdin, named
     ``path``)."""
+    from kvlint.manifests.dockerfiles import dockerfile_models, is_dockerfile
     from kvlint.manifests.shell_scripts import is_script, script_models
     from kvlint.manifests.yaml_marks import load_documents  # not for cached files
 
-    if is_script(str(path), text):  # a shell script: its commands, not YAML documents
-        found = Extracted(script_models(text, str(path)))
-        _image_families(found)
-        found.source = (str(path), text)
-        if not found:
-            unread = engine_not_understood(text, str(path))
-            found.problems = (unread,) if unread is not None else ()
-        return found
-    from kvlint.manifests.dockerfiles import dockerfile_models, is_dockerfile
-
-    if is_dockerfile(str(path)):  # the command its container runs
-        found = Extracted(dockerfile_models(text, str(path)))
+    # a shell script or a Dockerfile: the commands it runs, not YAML documents
+    commands = script_models if is_script(str(path), text) else \
+        dockerfile_models if is_dockerfile(str(path)) else None
+    if commands is not None:
+        found = Extracted(commands(text, str(path)))
         _image_families(found)
         found.source = (str(path), text)
         if not found:

@@ -43,7 +43,13 @@ from packaging.version import InvalidVersion, Version
 
 from kvlint.errors import UsageError
 from kvlint.loaders.files import UnreadableFile, read_bytes
-from kvlint.loaders.vllm_log import Placeholder, format_tokens
+from kvlint.loaders.log_formats import (
+    FormatEntry,
+    Placeholder,
+    format_tokens,
+    number,
+    word_count,
+)
 
 MAX_BYTES = 32 * 1024 * 1024
 MAX_LINE_CHARS = 64 * 1024
@@ -85,19 +91,6 @@ _ARG_PATTERNS: dict[str, re.Pattern[str]] = {
 
 
 @dataclass(frozen=True)
-class FormatEntry:
-    """One row of the table: an SGLang format string and the releases that print it."""
-
-    id: str
-    format: str
-    style: str
-    first: str
-    last: str
-    source: str
-    fields: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class _Pattern:
     regex: re.Pattern[str]
     gate: str
@@ -123,10 +116,6 @@ def _meaning(text: str) -> tuple[str, bool, bool]:
     return (name if not name.startswith("-") else "-"), "text" in rest, "negative" in rest
 
 
-def _words(item: str | int) -> int:
-    return len(re.findall(r"\w", item)) if isinstance(item, str) else 0
-
-
 def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str, bool]]:
     """(regex, gate word, head, field, is text) for each read placeholder of ``entry``."""
     meanings = [_meaning(m) for m in entry.fields]
@@ -149,7 +138,7 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str, bool]]
         start, strength = position, 0
         while start > 0 and strength < _STRONG:
             start -= 1
-            strength += _words(segment[start])
+            strength += word_count(segment[start])
         parts: list[str] = []
         for index, part in enumerate(segment[start:position]):
             if isinstance(part, str):
@@ -158,7 +147,7 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str, bool]]
                     part = part[part.find(" ") + 1:] if " " in part else part
                 if index == 0 and start > 0:  # after a figure: drop its unit ("GB, ")
                     rest = re.sub(r"^\S*\s+", "", part, count=1)
-                    part = rest if _words(rest) >= _STRONG else part
+                    part = rest if word_count(rest) >= _STRONG else part
                 parts.append(re.escape(part.lstrip(" ,;.)") if index == 0 else part))
             else:
                 name, text, negative = meanings[part] if part < len(meanings) else ("-", 0, 0)
@@ -280,10 +269,6 @@ class SglangLog:
     def is_read(self) -> bool:
         """Anything of SGLang's start-up was read."""
         return bool(self.formats or self.server_args)
-
-
-def _number(text: str) -> float:
-    return float(text.replace(",", ""))
 
 
 def _clean(line: str) -> str:
@@ -427,16 +412,16 @@ def _parse_line(lines: list[str], index: int, line: str, state: _State) -> None:
 
 
 def _pool(rank: str, label: str, found: dict[str, str]) -> KvPool:
-    def number(name: str) -> float | None:
+    def figure(name: str) -> float | None:
         try:
-            return _number(found[name]) if name in found else None
+            return number(found[name]) if name in found else None
         except ValueError:
             return None
 
-    tokens = number("kv_tokens")
+    tokens = figure("kv_tokens")
     raw = tuple(found[n] for n in ("k_gib", "v_gib", "kv_gib") if n in found)
-    return KvPool(rank, label, None if tokens is None else int(tokens), number("k_gib"),
-                  number("v_gib"), number("kv_gib"), found.get("kv_dtype"), raw)
+    return KvPool(rank, label, None if tokens is None else int(tokens), figure("k_gib"),
+                  figure("v_gib"), figure("kv_gib"), found.get("kv_dtype"), raw)
 
 
 _INTS = ("max_total_num_tokens", "chunked_prefill_size", "max_prefill_tokens",
@@ -462,11 +447,11 @@ def parse_text(text: str) -> SglangLog:
     for name, raw in state.values.items():
         try:
             if name in _INTS:
-                values[name] = int(_number(raw))
+                values[name] = int(number(raw))
             elif name in _FLOATS:
-                values[name] = _number(raw)
+                values[name] = number(raw)
                 if name in _SMALLEST and name in state.differs:
-                    values[name] = min(_number(v) for v in state.differs[name])
+                    values[name] = min(number(v) for v in state.differs[name])
             elif name in _STRINGS:
                 values[name] = raw
         except (ValueError, OverflowError):

@@ -42,6 +42,13 @@ from packaging.version import InvalidVersion, Version
 
 from kvlint.errors import UsageError
 from kvlint.loaders.files import UnreadableFile, read_bytes
+from kvlint.loaders.log_formats import (
+    FormatEntry,
+    Placeholder,
+    format_tokens,
+    number,
+    word_count,
+)
 
 MAX_BYTES = 32 * 1024 * 1024
 """Read at most this much of a log file (a start-up log is a few hundred KiB)."""
@@ -116,77 +123,10 @@ _PR_10511: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _QUOTING = re.compile(r"[\"'{`]|request|prompt", re.IGNORECASE)
 """Before a match on its line: a request log or a JSON body quoting a start-up message."""
 _WORD = re.compile(r"[A-Za-z_]{3,40}")
-_PRINTF = re.compile(r"%(?:\([^)]{0,40}\))?[-+ 0#]{0,4}(?:\d{1,3}|\*)?(?:\.\d{1,3})?"
-                     r"[diouxXeEfFgGcrsa%]")
 _DEVICE = r"[\w:-]{1,24}"
 _TEXT = r".{0,160}?"
 _STRONG = 8
 """A pattern's literal text names at least this many word characters around its figure."""
-
-
-@dataclass(frozen=True)
-class Placeholder:
-    """One placeholder of a format string, as written in vLLM's source (``%.2f``,
-    ``{num_gpu_blocks}``)."""
-
-    spec: str
-
-
-def format_tokens(text: str, style: str) -> list[str | Placeholder]:
-    """A format string as literal text and placeholders (``style``: ``printf`` or ``brace``)."""
-    tokens: list[str | Placeholder] = []
-    literal: list[str] = []
-    if style == "printf":
-        position = 0
-        for found in _PRINTF.finditer(text):
-            literal.append(text[position:found.start()])
-            if found.group() == "%%":
-                literal.append("%")
-            else:
-                tokens.append("".join(literal))
-                literal = []
-                tokens.append(Placeholder(found.group()))
-            position = found.end()
-        literal.append(text[position:])
-    elif style == "brace":
-        index = 0
-        while index < len(text):
-            char = text[index]
-            if char in "{}" and text[index + 1:index + 2] == char:
-                literal.append(char)
-                index += 2
-                continue
-            if char == "{":
-                depth, end = 0, index
-                while end < len(text):
-                    depth += {"{": 1, "}": -1}.get(text[end], 0)
-                    if depth == 0:
-                        break
-                    end += 1
-                tokens.append("".join(literal))
-                literal = []
-                tokens.append(Placeholder(text[index:end + 1]))
-                index = end + 1
-                continue
-            literal.append(char)
-            index += 1
-    else:
-        literal.append(text)
-    tokens.append("".join(literal))
-    return [t for t in tokens if not isinstance(t, str) or t]
-
-
-@dataclass(frozen=True)
-class FormatEntry:
-    """One row of the table: a vLLM format string and the versions that print it."""
-
-    id: str
-    format: str
-    style: str
-    first: str
-    last: str
-    source: str
-    fields: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -233,16 +173,12 @@ def _segments(tokens: list[str | Placeholder]) -> list[list[str | int]]:
             count += 1
             continue
         parts = token.split("\n")
-        for number, part in enumerate(parts):
-            if number:
+        for index, part in enumerate(parts):
+            if index:
                 segments.append([])
             if part:
                 segments[-1].append(part)
     return segments
-
-
-def _words(item: str | int) -> int:
-    return len(re.findall(r"\w", item)) if isinstance(item, str) else 0
 
 
 def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
@@ -259,7 +195,7 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
             start, strength = position, 0
             while start > 0 and strength < _STRONG:
                 start -= 1
-                strength += _words(segment[start])
+                strength += word_count(segment[start])
             left = list(segment[start:position])
             if left and isinstance(left[0], str):
                 tail = left[0]
@@ -268,11 +204,11 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
                     tail = tail[tail.find(" ") + 1:] if " " in tail else tail
                 if start > 0:  # after a placeholder: drop the unit of the figure before
                     rest = re.sub(r"^\S*\s+", "", tail, count=1)
-                    tail = rest if _words(rest) >= _STRONG else tail
+                    tail = rest if word_count(rest) >= _STRONG else tail
                 left[0] = tail.lstrip(" ,;.)")
             while left and isinstance(left[0], int) and fields[left[0]][0] != "device":
                 left.pop(0)
-            strength = sum(_words(i) for i in left)
+            strength = sum(word_count(i) for i in left)
             right: list[str | int] = []
             after = position + 1
             if after < len(segment) and isinstance(segment[after], str):
@@ -282,7 +218,7 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
                     after = len(segment) if strength >= _STRONG else after
             while strength < _STRONG and after < len(segment):
                 right.append(segment[after])
-                strength += _words(segment[after])
+                strength += word_count(segment[after])
                 after += 1
             parts = []
             for part in [*left, -1, *right]:
@@ -429,10 +365,6 @@ class VllmLog:
         return self.kv_memory_gib is not None and self.capacity_tokens is not None
 
 
-def _number(text: str) -> float:
-    return float(text.replace(",", ""))
-
-
 def _clean(line: str) -> str:
     line = _ANSI.sub("", line[:MAX_LINE_CHARS])
     return _CONTROL.sub("", line)
@@ -455,7 +387,7 @@ def _same_value(one: str, other: str) -> bool:
     """One number printed at two precisions (15.5083 and 15.51): the finer rounds to the
     coarser (numbers are not ranks)."""
     try:
-        a, b = _number(one), _number(other)
+        a, b = number(one), number(other)
     except ValueError:
         return one == other
     places = min(len(t.partition(".")[2]) for t in (one, other))
@@ -495,7 +427,7 @@ class _Fields:
         if name not in _SMALLEST and name not in _LARGEST:
             return False
         try:
-            new, old = _number(value), _number(self.values[name])
+            new, old = number(value), number(self.values[name])
         except ValueError:
             return False
         return new < old if name in _SMALLEST else new > old
@@ -649,9 +581,9 @@ def _build(fields: _Fields, ranks: tuple[str, ...], count: int, versions: _Versi
     for name, text in fields.values.items():
         try:
             if name in _INTS:
-                values[name] = int(_number(text))
+                values[name] = int(number(text))
             elif name in _FLOATS:
-                values[name] = _number(text)
+                values[name] = number(text)
             elif name == "enforce_eager":
                 values[name] = text == "True"
             elif name in _STRINGS:
