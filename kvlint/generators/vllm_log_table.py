@@ -7,12 +7,13 @@ vLLM wheel (``pip download --no-deps vllm==X``; its version from the file name) 
 ``VERSION=DIR`` (a directory holding an unpacked ``vllm/`` package), and rewrites the table.
 vLLM is never imported: every ``.py`` under the start-up paths (:data:`PATHS`: the V0 worker
 and executors, ``engine/llm_engine.py``, V1 ``core``/``worker``/``engine/core.py``/
-``executor``, ``utils``, ``config``) is parsed with :mod:`ast`, and every string expression
-given to a ``logger.*`` call, to ``raise X(...)``, assigned (``msg = f"..."``) or returned
-(``MemoryProfilingResult.__repr__``) is a candidate. A candidate is kept when it matches one
-of :data:`ANCHORS` (the records :mod:`kvlint.loaders.vllm_log` reads); the meaning of each
-placeholder comes from the literal text around it (:data:`MEANINGS`), never from its position,
-so a wording that gains or loses a field keeps its reading.
+``executor``, ``utils``, ``config``, V1's metrics logger) is parsed with :mod:`ast`, and
+every string expression given to a ``logger.*`` call, to ``raise X(...)``, assigned (``msg =
+f"..."``) or returned (``MemoryProfilingResult.__repr__``) is a candidate. A candidate is
+kept when it matches one of :data:`ANCHORS` (the records :mod:`kvlint.loaders.vllm_log`
+reads); the meaning of each placeholder comes from the literal text around it
+(:data:`MEANINGS`), never from its position, so a wording that gains or loses a field keeps
+its reading.
 
 Each entry: ``id``, ``format`` (the string with its placeholders: ``%d``/``%.2f`` for a
 printf-style logger call, ``{expr:spec}`` for an f-string, ``{{``/``}}`` for literal braces),
@@ -23,7 +24,8 @@ prints it: the true bounds lie between these and the neighbouring versions read,
 ``, negative allowed`` where vLLM prints a difference that a failed start makes negative;
 ``device`` for a device name; ``- expr`` for a placeholder not read, with vLLM's expression).
 
-The table shipped was generated from vLLM 0.4.0 to 0.34.0 (the ``versions`` list in it).
+The table shipped was generated from vLLM 0.4.0 to 0.34.0 (the ``versions`` list in it), the
+wheels given in version order (an entry's ``source`` is the first release given that prints it).
 Only the format strings themselves are copied from vLLM (they are the data); citations are
 ``path@version``.
 """
@@ -46,7 +48,7 @@ from kvlint.loaders.vllm_log import FORMATS_FILE
 
 PATHS = ("vllm/worker/", "vllm/executor/", "vllm/engine/llm_engine.py", "vllm/v1/core/",
          "vllm/v1/worker/", "vllm/v1/engine/core.py", "vllm/v1/executor/", "vllm/utils",
-         "vllm/config")
+         "vllm/config", "vllm/v1/metrics/loggers.py")
 """Where vLLM sizes memory, the KV cache and its blocks, and starts its workers."""
 SKIP = re.compile(r"tpu|xpu|hpu|neuron|openvino|cpu_|ipex|spec_decode|lora|offload|"
                   r"connector|mamba|/tests?/")
@@ -74,6 +76,7 @@ ANCHORS: tuple[tuple[str, str], ...] = (
     ("cuda_graph", r"^(?:Estimated CUDA graph memory: |Graph capturing finished in )"),
     ("utilization_equiv", r"current --gpu-memory-utilization="),
     ("initial_free", r"^Initial free memory: "),
+    ("blocks_info", r"num_gpu_blocks is: "),
 )
 """(id, regex on the format string): the records the reader reads."""
 
@@ -82,7 +85,7 @@ MEANINGS: tuple[tuple[str, str, str], ...] = (
     # (regex on the literal before the placeholder, regex on the literal after, meaning)
     (r"^# $", r"^ blocks: ", "device"),
     (r"CPU blocks: $", "", "cpu_blocks"),
-    (r"(?:GPU|^) blocks: $", "", "gpu_blocks"),
+    (r"(?:GPU|^) blocks: $|num_gpu_blocks is: $", "", "gpu_blocks"),
     (r"(?:^|GPU|[^\w]) KV cache size: $|^GPU KV cache size: $", r"^ tokens", "kv_tokens"),
     (r"^$", r"^ KV cache size: ", "device"),
     (r"Maximum concurrency for $", "", "concurrency_tokens"),
