@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kvlint.errors import ConfigError, UsageError
-from kvlint.linter import LintRun, Target, default_config_defaults, lint_config
+from kvlint.errors import UsageError
+from kvlint.linter import LintRun, lint_config
+from kvlint.probe.log_common import loaded_config, log_version, target_of
 
 if TYPE_CHECKING:
     from kvlint.rules.base import Rule
@@ -45,31 +46,6 @@ def detect(path: Path, forced: str | None = None) -> tuple[str, str]:
                     f"{', '.join(vllm.formats[:3])})")
 
 
-def _version(given: str | None, log_range: tuple[str, str] | None, notes: list[str]
-             ) -> str | None:
-    from kvlint.engines import load_engines, parse_version
-
-    engine = load_engines()["sglang"]
-    if given is not None:
-        try:
-            parse_version(engine, given)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
-        return given
-    if log_range is None:
-        notes.append("the log's wording names no SGLang release: kvlint used the newest it "
-                     "knows (give --engine-version)")
-        return None
-    low, high = log_range
-    notes.append(f"the log's wording is that of SGLang {low} to {high} (releases read): "
-                 f"kvlint modelled {low}, the oldest (give --engine-version)")
-    try:
-        parse_version(engine, low)
-    except ValueError:
-        return None
-    return low
-
-
 @dataclass(frozen=True)
 class SglangLogOptions:
     """What the command line gives instead of the log (``None``: the log's)."""
@@ -87,8 +63,6 @@ def probe_sglang_log(path: str, ref: str, rules: Sequence[type[Rule]],
                      offline: bool, fail_on: str) -> LintRun:
     """An SGLang start-up log's KV pool per token per GPU against theory, and its #tokens
     against kvlint's capacity (no GPU)."""
-    from kvlint.loaders.hf_config import resolve_geometry
-    from kvlint.loaders.models import load_config
     from kvlint.loaders.sglang_log import read_log
     from kvlint.model.sglang_memory import start_context_bytes
     from kvlint.probe import sglang_log_staging as staging
@@ -96,17 +70,13 @@ def probe_sglang_log(path: str, ref: str, rules: Sequence[type[Rule]],
     log = read_log(Path(path))
     notes: list[str] = []
     layout = staging.layout(log, options.tp, options.pp, path)
-    version = _version(options.engine_version, log.version_range, notes)
+    version = log_version("sglang", options.engine_version, None, notes, log.version_range)
     dtype = staging.kv_cache_dtype(options.kv_cache_dtype, log)
     plan = staging.plan(log, layout, kv_cache_dtype_=dtype, engine_version=version,
                         gpu_memory_gib=options.gpu_memory_gib,
                         fraction=options.mem_fraction_static, source=path, notes=notes)
-    loaded = load_config(ref, revision=revision, offline=offline)
-    try:
-        geometry = resolve_geometry(loaded.config, defaults=default_config_defaults())
-    except ConfigError:
-        geometry = None
-    target = Target(loaded.ref, "model", loaded.revision, loaded.path)
+    loaded, geometry = loaded_config(ref, revision, offline)
+    target = target_of(loaded)
     if geometry is None:
         return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                     offline=offline),), fail_on, tuple(rules))

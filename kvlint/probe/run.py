@@ -10,15 +10,15 @@ from dataclasses import dataclass, replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from kvlint.errors import ConfigError, UsageError
-from kvlint.linter import LintRun, ModelResult, Target, default_config_defaults, lint_config
-from kvlint.loaders.hf_config import config_dtype, resolve_geometry
-from kvlint.loaders.models import LoadedConfig, load_config
+from kvlint.errors import UsageError
+from kvlint.linter import LintRun, ModelResult, lint_config
+from kvlint.loaders.hf_config import config_dtype
 from kvlint.loaders.vllm_log import VllmLog
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
 from kvlint.probe import theory
+from kvlint.probe.log_common import loaded_config, log_version, target_of
 from kvlint.probe.result import ImplMeasurement, ProbeReport
 
 if TYPE_CHECKING:
@@ -50,20 +50,6 @@ def require(module: str, what: str) -> None:
         raise UsageError(f"{what} needs {module}: {INSTALL_HINT}")
 
 
-def _loaded(ref: str, revision: str | None, offline: bool
-            ) -> tuple[LoadedConfig, AttentionGeometry | None]:
-    """The config and its geometry (``None`` when unresolvable: KV900 then says why)."""
-    loaded = load_config(ref, revision=revision, offline=offline)
-    try:
-        return loaded, resolve_geometry(loaded.config, defaults=default_config_defaults())
-    except ConfigError:
-        return loaded, None
-
-
-def _target(loaded: LoadedConfig) -> Target:
-    return Target(loaded.ref, "model", loaded.revision, loaded.path)
-
-
 def _dtype(requested: str | None, config: dict[str, Any]) -> str:
     if requested:
         theory.dtype_bytes(requested)  # validates
@@ -92,10 +78,10 @@ def probe_models(refs: Sequence[str], options: ProbeOptions, rules: Sequence[typ
                          "machine with CUDA)")
     results: list[ModelResult] = []
     for ref in refs:
-        loaded, geometry = _loaded(ref, revision, offline)
+        loaded, geometry = loaded_config(ref, revision, offline)
         dtype = _dtype(options.dtype, loaded.config)
         if geometry is None:
-            results.append(lint_config(_target(loaded), loaded.config,
+            results.append(lint_config(target_of(loaded), loaded.config,
                                        _transformers_plan(options.contexts[0] if
                                                           options.contexts else 512,
                                                           options.batch, dtype),
@@ -115,7 +101,7 @@ def probe_models(refs: Sequence[str], options: ProbeOptions, rules: Sequence[typ
         reports = _run(device, loaded.config, geometry, options, dtype)
         for report in reports:
             results.append(lint_config(
-                _target(loaded), loaded.config,
+                target_of(loaded), loaded.config,
                 _transformers_plan(report.context, report.batch, dtype), rules,
                 source=loaded.source, geometry=geometry, probe=report))
     return LintRun(tuple(results), fail_on, tuple(rules))
@@ -327,11 +313,11 @@ def probe_endpoint(endpoint: str, ref: str, rules: Sequence[type[Rule]],
 
     tp, kv_cache_dtype, engine_version = \
         options.tp, options.kv_cache_dtype, options.engine_version
-    loaded, geometry = _loaded(ref, revision, offline)
+    loaded, geometry = loaded_config(ref, revision, offline)
     plan = ServingPlan(layout=ParallelLayout(tp=tp), kv_cache_dtype=kv_cache_dtype,
                        engine="vllm", engine_version=engine_version)
     if geometry is None:
-        return LintRun((lint_config(_target(loaded), loaded.config, plan, rules,
+        return LintRun((lint_config(target_of(loaded), loaded.config, plan, rules,
                                     source=loaded.source),), fail_on, tuple(rules))
     metrics_url = endpoint.rstrip("/") + "/metrics"
     info = staging.parse_metrics(staging.fetch_metrics(endpoint), metrics_url)
@@ -345,7 +331,7 @@ def probe_endpoint(endpoint: str, ref: str, rules: Sequence[type[Rule]],
                                   engine_version=engine_version, itl=itl,
                                   bandwidth_bytes_per_s=per_second)
     report = staging.report(measured, endpoint=endpoint, layers=geometry.num_layers)
-    return LintRun((lint_config(_target(loaded), loaded.config, plan, rules,
+    return LintRun((lint_config(target_of(loaded), loaded.config, plan, rules,
                                 source=loaded.source, geometry=geometry, probe=report),),
                    fail_on, tuple(rules))
 
@@ -376,44 +362,6 @@ class LogPlanOptions:
     max_num_batched_tokens: int | None = None
 
 
-def _log_version(given: str | None, printed: str | None, notes: list[str],
-                 wording: tuple[str, str] | None = None) -> str | None:
-    """The engine version: the option's (a bad one is a usage error), else the log's, else
-    the oldest release whose wording every line read has (``VllmLog.version_range``, from
-    vLLM's own format strings: a V0 log is never modelled as the newest vLLM); one kvlint
-    cannot read is noted and the newest known used.
-
-    The oldest, not the newest: a line, once added, is printed by every later release until
-    it is reworded, so a range's upper end is mostly "still printed today"; its lower end is
-    set by the newest wording the log contains, which a log has because its release had just
-    added it. The range itself is in the note either way."""
-    from kvlint.engines import load_engines, parse_version
-
-    engine = load_engines()["vllm"]
-    if given is not None:
-        try:
-            parse_version(engine, given)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
-        return given
-    if printed is None and wording is not None:
-        low, high = wording
-        notes.append(f"the log prints no vLLM version; its wording is that of vLLM {low} to "
-                     f"{high}: kvlint modelled {low}, the oldest (give --engine-version)")
-        return low
-    if printed is None:
-        notes.append("the log prints no vLLM version: kvlint used the newest it knows "
-                     "(give --engine-version)")
-        return None
-    try:
-        parse_version(engine, printed)
-    except ValueError:
-        notes.append(f"the log's vLLM version {printed!r} is not one kvlint reads: it used "
-                     "the newest it knows (give --engine-version)")
-        return None
-    return printed
-
-
 def _log_plan(log: VllmLog, options: LogPlanOptions, path: str,
               notes: list[str]) -> ServingPlan:
     """The plan the logged engine ran: the options where given, else what the log printed."""
@@ -426,7 +374,7 @@ def _log_plan(log: VllmLog, options: LogPlanOptions, path: str,
         layout = ParallelLayout(tp=tp, pp=pp)
     except ValueError as err:
         raise UsageError(f"{path}: tensor_parallel_size/pipeline_parallel_size: {err}") from None
-    version = _log_version(options.engine_version, log.version, notes, log.version_range)
+    version = log_version("vllm", options.engine_version, log.version, notes, log.version_range)
     sizing: dict[str, Any] = {}
     total = options.gpu_memory_gib or log.total_gpu_gib
     if total is not None:
@@ -481,8 +429,8 @@ def probe_log(path: str, ref: str, rules: Sequence[type[Rule]], options: LogPlan
         notes.append(decided)
     log = read_log(Path(path))
     plan = _log_plan(log, options, path, notes)
-    loaded, geometry = _loaded(ref, revision, offline)
-    target = _target(loaded)
+    loaded, geometry = loaded_config(ref, revision, offline)
+    target = target_of(loaded)
     if geometry is None:
         return LintRun((lint_config(target, loaded.config, plan, rules,
                                     source=loaded.source, offline=offline),), fail_on,

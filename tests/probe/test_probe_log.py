@@ -229,16 +229,16 @@ def test_a_log_without_a_version_is_modelled_at_its_wordings_oldest_release() ->
     """A V0 log (``# GPU blocks``) that prints no version is not modelled as the newest vLLM:
     the oldest release whose wording it has (vllm_log_formats.json) is used, and said."""
     from kvlint.loaders.vllm_log import parse_text
-    from kvlint.probe.run import _log_version
+    from kvlint.probe.log_common import log_version
 
     log = parse_text("INFO 10-03 16:22:17 [executor_base.py:110] # cuda blocks: 2356, "
                      "# CPU blocks: 2048\n")
     assert log.version is None and log.version_range is not None
     notes: list[str] = []
-    version = _log_version(None, None, notes, log.version_range)
+    version = log_version("vllm", None, None, notes, log.version_range)
     assert version == log.version_range[0] != "0.34.0"
     assert "its wording is that of vLLM" in notes[0]
-    assert _log_version("0.6.3", None, [], log.version_range) == "0.6.3"  # the option wins
+    assert log_version("vllm", "0.6.3", None, [], log.version_range) == "0.6.3"  # the option wins
 
 
 def test_a_hybrid_models_grouped_kv_cache_size_is_not_kv601(tmp_path: Path) -> None:

@@ -1,0 +1,70 @@
+"""What the start-up log probes of every engine share (:mod:`.run` for vLLM,
+:mod:`.engine_log` for SGLang): the model's config and geometry, its target, and the engine
+version a log is modelled at."""
+
+from __future__ import annotations
+
+from kvlint.errors import ConfigError, UsageError
+from kvlint.linter import Target, default_config_defaults
+from kvlint.loaders.hf_config import resolve_geometry
+from kvlint.loaders.models import LoadedConfig, load_config
+from kvlint.model.geometry import AttentionGeometry
+
+__all__ = ["loaded_config", "log_version", "target_of"]
+
+
+def loaded_config(ref: str, revision: str | None, offline: bool
+                  ) -> tuple[LoadedConfig, AttentionGeometry | None]:
+    """The config and its geometry (``None`` when unresolvable: KV900 then says why)."""
+    loaded = load_config(ref, revision=revision, offline=offline)
+    try:
+        return loaded, resolve_geometry(loaded.config, defaults=default_config_defaults())
+    except ConfigError:
+        return loaded, None
+
+
+def target_of(loaded: LoadedConfig) -> Target:
+    return Target(loaded.ref, "model", loaded.revision, loaded.path)
+
+
+def log_version(engine_key: str, given: str | None, printed: str | None, notes: list[str],
+                wording: tuple[str, str] | None = None) -> str | None:
+    """The engine version a log is modelled at: the option's (a bad one is a usage error),
+    else the version the log prints, else the oldest release whose wording every line read
+    has (the reader's version range, from the engine's own format strings: a V0 log is never
+    modelled as the newest vLLM); one kvlint cannot read is noted and the newest known used.
+
+    The oldest, not the newest: a line, once added, is printed by every later release until
+    it is reworded, so a range's upper end is mostly "still printed today"; its lower end is
+    set by the newest wording the log contains, which a log has because its release had just
+    added it. The range itself is in the note either way."""
+    from kvlint.engines import load_engines, parse_version
+
+    engine = load_engines()[engine_key]
+    name = engine.display
+    if given is not None:
+        try:
+            parse_version(engine, given)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        return given
+    if printed is None and wording is not None:
+        low, high = wording
+        notes.append(f"the log prints no {name} version; its wording is that of {name} {low} "
+                     f"to {high}: kvlint modelled {low}, the oldest (give --engine-version)")
+        try:
+            parse_version(engine, low)
+        except ValueError:
+            return None
+        return low
+    if printed is None:
+        notes.append(f"the log prints no {name} version: kvlint used the newest it knows "
+                     "(give --engine-version)")
+        return None
+    try:
+        parse_version(engine, printed)
+    except ValueError:
+        notes.append(f"the log's {name} version {printed!r} is not one kvlint reads: it used "
+                     "the newest it knows (give --engine-version)")
+        return None
+    return printed
