@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -284,3 +285,15 @@ def test_check_quantization_sizes_the_weights_as_the_engine_loads_them() -> None
     # format counts
     assert check(LLAMA31_8B, "--gpu", "L4", "--quantization", "awq")["capacity"][
         "weight_bytes_per_gpu"] == plain["weight_bytes_per_gpu"]
+
+
+def test_check_quantization_sizes_as_a_checkpoint_in_that_format(tmp_path: Path) -> None:
+    """In-flight bitsandbytes weighs exactly what a 4-bit NF4 checkpoint of the same config
+    does (vLLM quantizes to load_in_4bit NF4: kvlint/model/overrides.py)."""
+    config = json.loads((CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json").read_text())
+    config["quantization_config"] = {"quant_method": "bitsandbytes", "load_in_4bit": True}
+    stored = tmp_path / "config.json"
+    stored.write_text(json.dumps(config))
+    flight = check(LLAMA31_8B, "--gpu", "L4", "--quantization", "bitsandbytes")["capacity"]
+    assert flight["weight_bytes_per_gpu"] == \
+        check(str(stored), "--gpu", "L4")["capacity"]["weight_bytes_per_gpu"]
