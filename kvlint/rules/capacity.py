@@ -57,8 +57,11 @@ class MaxModelLenExceedsKvBudget(Rule):
     ## Why is this bad?
     vLLM checks this at start-up, after the weights are loaded, and exits with "To serve at
     least one request with the models's max seq len ... KV cache is needed, which is larger
-    than the available KV cache memory": minutes into a pod's start. SGLang starts anyway
-    and admits no request longer than its pool (``max_req_input_len``): a warning there.
+    than the available KV cache memory": minutes into a pod's start. vLLM counts whole KV
+    blocks (the sequence, and the largest max_model_len it suggests), and when the start-up
+    profile leaves nothing for the cache it exits with "No available memory for the cache
+    blocks"; kvlint says the same. SGLang starts anyway and admits no request longer than
+    its pool (``max_req_input_len``): a warning there.
 
     ## Example
     ```console
