@@ -39,8 +39,8 @@ class EngineOptionUnknown(_EngineRefusal):
     names no version (`latest`, `server-cuda`) or a newer one, is a warning: a release newer
     than kvlint's tables may have added it (unless it reads as a misspelling of a known
     option: cut short, or nearly the same spelling, but not the on/off twin of a known
-    option, `--disable-X` beside `--enable-X`, which a newer release adds). So is an option an older release kvlint
-    knows accepts but the newest removed, on a rolling tag (`latest`, `nightly`, `dev`, a
+    option, `--disable-X` beside `--enable-X`, which a newer release adds). So is an option
+    an older release kvlint knows accepts but the newest removed, on a rolling tag (`latest`, `nightly`, `dev`, a
     commit build): the build a node pulled may predate the removal; the next pull fails.
 
     ## Why is this bad?
