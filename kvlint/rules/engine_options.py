@@ -33,15 +33,16 @@ class EngineOptionUnknown(_EngineRefusal):
     `_` into `-`, the others do not; llama.cpp has no `--name=value` form), a repeat the parser
     refuses (TGI's clap launcher), or a word it has no place for. The option is read the way the
     engine's parser reads it: argparse (vLLM, SGLang, LMDeploy) accepts unique prefixes of long
-    options; click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only. The message
-    names the closest real option and, when the option exists in another version kvlint knows,
-    when it was added or removed. An option no release kvlint read has, on an image whose tag
-    names no version (`latest`, `server-cuda`) or a newer one, is a warning: a release newer
-    than kvlint's tables may have added it (unless it reads as a misspelling of a known
-    option: cut short, or nearly the same spelling, but not the on/off twin of a known
-    option, `--disable-X` beside `--enable-X`, which a newer release adds). So is an option
-    an older release kvlint knows accepts but the newest removed, on a rolling tag (`latest`, `nightly`, `dev`, a
-    commit build): the build a node pulled may predate the removal; the next pull fails.
+    options; click (TensorRT-LLM), clap (TGI) and llama.cpp accept exact names only. The
+    message names the closest real option and, when the option exists in another version
+    kvlint knows, when it was added or removed. An option no release kvlint read has, on an
+    image whose tag names no version (`latest`, `server-cuda`) or a newer one, is a warning:
+    a release newer than kvlint's tables may have added it (unless it reads as a misspelling
+    of a known option: cut short, or nearly the same spelling, but not the on/off twin of a
+    known option, `--disable-X` beside `--enable-X`, which a newer release adds). So is an
+    option an older release kvlint knows accepts but the newest removed, on a rolling tag
+    (`latest`, `nightly`, `dev`, a commit build): the build a node pulled may predate the
+    removal; the next pull fails.
 
     ## Why is this bad?
     The server exits at start ("unrecognized arguments", "No such option", "unexpected
