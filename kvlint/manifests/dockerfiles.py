@@ -60,7 +60,7 @@ def _form(argument: str, line: int) -> tuple[bool, list[list[Word]]] | None:
     if argument.startswith("["):
         try:
             items = json.loads(argument)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the decoder's depth: not a list
             return None
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return None

@@ -90,3 +90,11 @@ def test_a_new_entrypoint_resets_cmd() -> None:
         ENTRYPOINT ["vllm", "serve", "m/new"]
         """)
     assert v(m.model) == "m/new"
+
+
+def test_hostile_exec_forms_are_not_read() -> None:
+    """Nesting past the JSON decoder's depth, or items that are not strings, are no
+    command (no internal error)."""
+    deep = "[" * 100_000 + "]" * 100_000
+    assert served(f"FROM vllm/vllm-openai:v0.11.0\nCMD {deep}\n") == []
+    assert served('FROM vllm/vllm-openai:v0.11.0\nCMD ["--model", 7]\n') == []
