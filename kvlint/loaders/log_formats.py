@@ -5,9 +5,21 @@ a generated format table, and the small word and number helpers their patterns u
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["FormatEntry", "Placeholder", "format_tokens", "number", "word_count"]
+__all__ = ["MAX_BYTES", "MAX_LINES", "MAX_LINE_CHARS", "FormatEntry", "Placeholder",
+           "format_tokens", "log_lines", "number", "word_count"]
+
+MAX_BYTES = 32 * 1024 * 1024
+"""Read at most this much of a log file (a start-up log is a few hundred KiB)."""
+MAX_LINE_CHARS = 64 * 1024
+"""A longer line is cut here before any pattern looks at it."""
+MAX_LINES = 500_000
+"""Lines past this many are not read (a start-up log has a few thousand)."""
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 _PRINTF = re.compile(r"%(?:\([^)]{0,40}\))?[-+ 0#]{0,4}(?:\d{1,3}|\*)?(?:\.\d{1,3})?"
                      r"[diouxXeEfFgGcrsa%]")
@@ -88,3 +100,18 @@ def word_count(item: str | int) -> int:
 def number(text: str) -> float:
     """A printed figure (``1,234.5``) as a float."""
     return float(text.replace(",", ""))
+
+
+def log_lines(text: str) -> Iterator[str]:
+    """A log's lines split on newlines only (``\r`` dropped), each cut at
+    :data:`MAX_LINE_CHARS` and cleaned of colour codes and control characters, lazily, at most
+    :data:`MAX_LINES` of them."""
+    start = count = 0
+    while start < len(text) and count < MAX_LINES:
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        line = text[start:min(end, start + MAX_LINE_CHARS)]
+        yield _CONTROL.sub("", _ANSI.sub("", line)).rstrip("\r")
+        count += 1
+        start = end + 1

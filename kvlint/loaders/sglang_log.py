@@ -35,7 +35,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -44,16 +43,17 @@ from packaging.version import InvalidVersion, Version
 from kvlint.errors import UsageError
 from kvlint.loaders.files import UnreadableFile, read_bytes
 from kvlint.loaders.log_formats import (
+    MAX_BYTES,
+    MAX_LINE_CHARS,
+    MAX_LINES,
     FormatEntry,
     Placeholder,
     format_tokens,
+    log_lines,
     number,
     word_count,
 )
 
-MAX_BYTES = 32 * 1024 * 1024
-MAX_LINE_CHARS = 64 * 1024
-MAX_LINES = 500_000
 MAX_JOINED_LINES = 8
 MAX_POOLS = 64
 
@@ -70,8 +70,6 @@ SERVER_ARGS: dict[str, str] = {
 }
 """The ``ServerArgs`` options read from the ``server_args=`` line, by kind."""
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _RANK = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d((?: [A-Z]{1,4}\d{1,6}){1,4})\]")
 _RECORD_START = re.compile(r"^\s{0,8}(?:\[\d{4}-|\d{4}-\d\d-\d\d |[A-Z]{4,8}[ :])")
 _WORD = re.compile(r"[A-Za-z_]{3,40}")
@@ -271,21 +269,6 @@ class SglangLog:
         return bool(self.formats or self.server_args)
 
 
-def _clean(line: str) -> str:
-    return _CONTROL.sub("", _ANSI.sub("", line[:MAX_LINE_CHARS]))
-
-
-def _lines(text: str) -> Iterable[str]:
-    start = count = 0
-    while start < len(text) and count < MAX_LINES:
-        end = text.find("\n", start)
-        if end < 0:
-            end = len(text)
-        yield _clean(text[start:min(end, start + MAX_LINE_CHARS)]).rstrip("\r")
-        count += 1
-        start = end + 1
-
-
 def _version(text: str) -> Version | None:
     try:
         return Version(text)
@@ -439,7 +422,7 @@ _SMALLEST = ("free_start_gib", "free_after_load_gib", "free_after_pool_gib")
 
 def parse_text(text: str) -> SglangLog:
     """The figures of the SGLang log ``text`` (pure; never raises on odd input)."""
-    lines = list(_lines(text))
+    lines = list(log_lines(text))
     state = _State()
     for index, line in enumerate(lines):
         _parse_line(lines, index, line, state)

@@ -34,7 +34,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,24 +42,20 @@ from packaging.version import InvalidVersion, Version
 from kvlint.errors import UsageError
 from kvlint.loaders.files import UnreadableFile, read_bytes
 from kvlint.loaders.log_formats import (
+    MAX_BYTES,
+    MAX_LINE_CHARS,
+    MAX_LINES,
     FormatEntry,
     Placeholder,
     format_tokens,
+    log_lines,
     number,
     word_count,
 )
 
-MAX_BYTES = 32 * 1024 * 1024
-"""Read at most this much of a log file (a start-up log is a few hundred KiB)."""
-MAX_LINE_CHARS = 64 * 1024
-"""A longer line is cut here before any pattern looks at it."""
-MAX_LINES = 500_000
-"""Lines past this many are not read (a start-up log has a few thousand)."""
 MAX_JOINED_LINES = 8
 """A wrapped engine-config line is followed over at most this many continuation lines."""
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _RANK = re.compile(r"\(([A-Za-z][\w-]{0,40}(?: rank=\d{1,6})?) pid=\d{1,10}"
                    r"(?:, ip=[\w.:-]{1,64})?\)")
 _RECORD_START = re.compile(r"(?:\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:)|"
@@ -365,24 +360,6 @@ class VllmLog:
         return self.kv_memory_gib is not None and self.capacity_tokens is not None
 
 
-def _clean(line: str) -> str:
-    line = _ANSI.sub("", line[:MAX_LINE_CHARS])
-    return _CONTROL.sub("", line)
-
-
-def _lines(text: str) -> Iterable[str]:
-    """Lines split on newlines only (``\r`` dropped), each cut and cleaned, lazily."""
-    start = 0
-    count = 0
-    while start < len(text) and count < MAX_LINES:
-        end = text.find("\n", start)
-        if end < 0:
-            end = len(text)
-        yield _clean(text[start:min(end, start + MAX_LINE_CHARS)]).rstrip("\r")
-        count += 1
-        start = end + 1
-
-
 def _same_value(one: str, other: str) -> bool:
     """One number printed at two precisions (15.5083 and 15.51): the finer rounds to the
     coarser (numbers are not ranks)."""
@@ -474,7 +451,7 @@ def _config_text(lines: list[str], index: int) -> str:
 
 def parse_text(text: str) -> VllmLog:
     """The figures of the vLLM log ``text`` (pure; never raises on odd input)."""
-    lines = list(_lines(text))
+    lines = list(log_lines(text))
     fields = _Fields()
     versions = _Versions()
     ranks: dict[str, None] = {}
