@@ -12,6 +12,7 @@ value (or, without one, the result's notes) says which checks were skipped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import cache
@@ -42,13 +43,19 @@ _REFUSALS = frozenset({"KV701", "KV702"})
 _ENGINES = ("vllm", "sglang", "tgi", "lmdeploy", "trtllm", "llamacpp")
 
 
+def _name(option: str) -> str:
+    """The option's name in a refused word: before ``=``, or before a space (one argv word
+    ``--tensor-parallel-size 2``, which argparse takes for a positional and refuses whole)."""
+    return re.split(r"[=\s]", option.strip(), maxsplit=1)[0]
+
+
 @cache
 def _field_of(option: str) -> str | None:
     """The value an option spelling sets, in any engine's grammar (an option one engine
     refuses is often another engine's spelling of the same value: ``--tp-size``)."""
     from kvlint.manifests.engine_command import field_of_option  # only when one is refused
 
-    name = option.split("=", 1)[0]
+    name = _name(option)
     for engine in _ENGINES:
         found = field_of_option(engine).get(name)
         if found is not None:
@@ -92,9 +99,9 @@ def without_cascades(findings: Sequence[Finding], served: ServedModel
     for name, codes in skipped.items():
         said = ", ".join(dict.fromkeys(codes))
         depends = "it depends" if len(codes) == 1 else "they depend"
-        option = guessed[name].split("=", 1)[0]
+        option = _name(guessed[name])
         refusal = next((i for i, f in enumerate(kept) if f.code in _REFUSALS
-                        and str(f.data.get("option", "")).split("=", 1)[0] == option), None)
+                        and _name(str(f.data.get("option", ""))) == option), None)
         if refusal is not None:
             f = kept[refusal]
             kept[refusal] = replace(f, message=f"{f.message.rstrip('.')}; kvlint skipped "

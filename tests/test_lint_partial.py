@@ -164,6 +164,21 @@ def test_another_engines_spelling_is_named_and_its_cascade_dropped(tmp_path: Pat
         findings[0]["message"]
 
 
+def test_an_option_and_its_value_in_one_argument_is_refused_without_cascade(
+        tmp_path: Path) -> None:
+    """``- --tensor-parallel-size 2`` is one argv word: argparse takes a word holding a space
+    for a positional and refuses it whole, so tp stays vLLM's default and KV206 ("tp=1
+    needs 1 GPU") would be about a deployment nobody wrote."""
+    path = tmp_path / "deploy.yaml"
+    path.write_text(DEPLOYMENT.format(tp=8, gpus=8).replace(
+        '"--tensor-parallel-size", "8"', '"--tensor-parallel-size 8"'), encoding="utf-8")
+    _, findings = lint(path)
+    assert brief(findings) == [("KV701", "error", 11)]
+    message = findings[0]["message"]
+    assert "give them as two arguments (--tensor-parallel-size, then 8)" in message
+    assert message.endswith("; kvlint skipped KV206: it depends on this tp.")
+
+
 def test_an_unset_variable_drops_what_follows_from_the_default(tmp_path: Path) -> None:
     path = tmp_path / "deploy.yaml"
     path.write_text(DEPLOYMENT.format(tp="$(TP)", gpus=8), encoding="utf-8")

@@ -469,6 +469,12 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
         dashed = use.name.replace("_", "-")
         parts.append(f"{_display(engine)} does not turn _ into - ({dashed} is the option)")
         data["suggestion"] = dashed
+    elif " " in use.name.strip() and use.name.split()[0] in options:
+        option, _, value = use.name.strip().partition(" ")
+        value = value.strip()
+        parts.append(f"one argument holds both {option} and its value: give them as two "
+                     f"arguments ({option}, then {value})")
+        data["suggestion"] = f"{option} {value}"
     else:
         history = _history(engine, name) or (_history(engine, matches[0]) if matches else "")
         if history:
