@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from kvlint.manifests.base import DocumentContext, Documents, Located, ServedModel, Unresolved
@@ -152,6 +152,16 @@ def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
     return [*env, *program, *command], _Container(image, gpus)
 
 
+def _expanded(image: Located[str], env: Env) -> Located[str]:
+    """The image with the script's variables set where the container starts
+    (``text-generation-inference:$tgi_version`` after ``tgi_version=2.1.1``); as written
+    when a variable in it is not known."""
+    if "$" not in image.value:
+        return image
+    value = env.expand(image.value, k8s=False)
+    return image if not isinstance(value, str) else replace(image, value=value)
+
+
 def _names_program(command: Sequence[Word]) -> bool:
     """Whether a container's command starts with a program (an engine command, a shell, a
     Python) rather than the entrypoint's first argument (a model after ``vllm serve``)."""
@@ -190,7 +200,7 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         ran = next((c for index, c in containers.items()
                     if tuple(rewritten[index][-len(invocation.words):]) == invocation.words),
                    None)
-        image = ran.image if ran else None
+        image = _expanded(ran.image, invocation.env) if ran else None
         version, notes = settle_version(invocation.engine, image, pins if not image else ())
         source = f"docker run {image.value}" if image else "script"
         out.append(served_model(

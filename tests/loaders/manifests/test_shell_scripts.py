@@ -38,6 +38,16 @@ def test_tgi_reads_its_settings_from_the_container_environment() -> None:
         == ("tgi", "org/model", 2, 2, "3.0.1")
 
 
+def test_the_image_tag_from_a_script_variable() -> None:
+    text = ("tgi_version=2.1.1\nnum_shard=\"4\"\n"
+            "docker run --gpus all ghcr.io/huggingface/text-generation-inference:$tgi_version "
+            "--model-id /data/$1/ --num-shard $num_shard\n"
+            "docker run --gpus all vllm/vllm-openai:${VLLM_TAG} --model org/m\n")
+    tgi, vllm = served(text)
+    assert (tgi["engine"], tgi["version"], tgi["tp"]) == ("tgi", "2.1.1", 4)
+    assert (vllm["engine"], vllm["version"]) == ("vllm", None)  # a tag nobody set: unknown
+
+
 def test_a_command_after_the_image_is_the_engine_it_names() -> None:
     text = ("sudo docker run -d --gpus all --shm-size 32g lmsysorg/sglang:v0.4.6.post1 "
             "python3 -m sglang.launch_server --model-path Qwen/QwQ-32B --tp 4\n")
