@@ -66,12 +66,14 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     """Every served model in ``text``, a manifest read from ``path`` (or from stdin, named
     ``path``)."""
     from kvlint.manifests.dockerfiles import dockerfile_models, is_dockerfile
+    from kvlint.manifests.makefiles import is_makefile, makefile_models
     from kvlint.manifests.shell_scripts import is_script, script_models
     from kvlint.manifests.yaml_marks import load_documents  # not for cached files
 
-    # a shell script or a Dockerfile: the commands it runs, not YAML documents
+    # a shell script, a Dockerfile or a Makefile: the commands it runs, not YAML documents
     commands = script_models if is_script(str(path), text) else \
-        dockerfile_models if is_dockerfile(str(path)) else None
+        dockerfile_models if is_dockerfile(str(path)) else \
+        makefile_models if is_makefile(str(path)) else None
     if commands is not None:
         found = Extracted(commands(text, str(path)))
         _image_families(found)
