@@ -67,13 +67,15 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     ``path``)."""
     from kvlint.manifests.dockerfiles import dockerfile_models, is_dockerfile
     from kvlint.manifests.makefiles import is_makefile, makefile_models
+    from kvlint.manifests.python_apps import is_python, python_models
     from kvlint.manifests.shell_scripts import is_script, script_models
     from kvlint.manifests.yaml_marks import load_documents  # not for cached files
 
     # a shell script, a Dockerfile or a Makefile: the commands it runs, not YAML documents
     commands = script_models if is_script(str(path), text) else \
         dockerfile_models if is_dockerfile(str(path)) else \
-        makefile_models if is_makefile(str(path)) else None
+        makefile_models if is_makefile(str(path)) else \
+        python_models if is_python(str(path)) else None
     if commands is not None:
         found = Extracted(commands(text, str(path)))
         _image_families(found)

@@ -1,0 +1,412 @@
+"""Python programs that start an engine, read from their syntax tree (``ast``; nothing in them
+is imported or run): a Modal, RunPod or Ray Serve app, a launcher script.
+
+What is read:
+
+* **commands**: a list or tuple of strings that is an engine command (``["vllm", "serve",
+  MODEL, "--tensor-parallel-size", str(TP)]``, also two lists joined with ``+``), and a string
+  that holds one (``subprocess.Popen("vllm serve ...", shell=True)``, an f-string); each is
+  read as a script's command (:func:`~kvlint.manifests.shell_scripts.command_models`);
+* **the engines' Python entry points** with keyword arguments: vLLM's ``LLM(...)``,
+  ``EngineArgs(...)`` and ``AsyncEngineArgs(...)``, SGLang's ``Engine(...)`` (from ``sglang``
+  or ``sgl``), and Ray Serve LLM's ``LLMConfig(model_loading_config=..., engine_kwargs=...)``
+  (vLLM underneath). Each keyword is the engine's option of the same name (``_`` as ``-``), as
+  the engine's argument class takes it. Only options kvlint knows are judged: an entry point
+  takes keywords that are no command-line option, so an unknown one is no KV701.
+
+A name is what the file assigns it (one value; two different ones make it unknown), ``str()``
+and ``int()`` of a known value, ``+`` of two strings and f-strings whose parts are known.
+``os.environ.get("X", "d")`` and ``os.getenv("X", "d")`` are the shell's ``${X:-d}``;
+``os.environ["X"]`` is ``${X}``. Anything else (a call, an attribute, a parameter) is a
+variable nobody set: unresolved, never a guess. The source is bounded by the manifest size
+limit and a tree too deep for the parser is no model (the file is then KV904 when it runs an
+engine).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+
+from kvlint.manifests.base import Located, ServedModel
+from kvlint.manifests.engine_command import find_engine
+from kvlint.manifests.shell_scripts import command_models
+from kvlint.manifests.shell_words import Word, split_script
+
+__all__ = ["is_python", "python_models"]
+
+_UNKNOWN = "${PYTHON_VALUE}"
+"""An expression kvlint does not evaluate: a variable the shell layer finds unset."""
+_VLLM_CALLS = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
+_SERVERS = {"vllm": ["vllm", "serve"], "sglang": ["python3", "-m", "sglang.launch_server"]}
+_MODEL_OPTION = {"vllm": "--model", "sglang": "--model-path"}
+_PIN = re.compile(r"(?:vllm|sglang(?:\[[\w,-]+\])?|lmdeploy|tensorrt[-_]llm)==[\w.+-]+")
+_MODAL_GPU = re.compile(r"([A-Za-z][\w-]*?)(?::(\d+))?\+?")
+_COMMAND_HINT = re.compile(r"vllm|sglang|text-generation-launcher|lmdeploy|trtllm|llama-server")
+
+
+def is_python(path: str) -> bool:
+    return path.endswith((".py", ".pyw"))
+
+
+class _Names:
+    """The file's assignments of one name to one value."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.values: dict[str, ast.expr | None] = {}
+        for node in ast.walk(tree):
+            targets: list[ast.expr] = []
+            value: ast.expr | None = None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    known = self.values.get(target.id, value)
+                    same = known is not None and value is not None and \
+                        ast.dump(known) == ast.dump(value)
+                    self.values[target.id] = value if target.id not in self.values or same \
+                        else None
+
+    def text(self, node: ast.expr | None, depth: int = 0) -> str:
+        """The string ``node`` evaluates to, or a shell reference kvlint cannot resolve."""
+        if node is None or depth > 20:
+            return _UNKNOWN
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float)) \
+                and not isinstance(node.value, bool):
+            return str(node.value)
+        if isinstance(node, ast.Name):
+            return self.text(self.values.get(node.id), depth + 1)
+        if isinstance(node, ast.JoinedStr):
+            return "".join(self.text(v.value if isinstance(v, ast.FormattedValue) else v,
+                                     depth + 1) for v in node.values)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.text(node.left, depth + 1), self.text(node.right, depth + 1)
+            return _UNKNOWN if _UNKNOWN in (left, right) else left + right
+        if isinstance(node, ast.Call):
+            return self._call(node, depth)
+        if isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ":
+            key = self.text(node.slice, depth + 1)
+            return f"${{{key}}}" if key.isidentifier() else _UNKNOWN
+        return _UNKNOWN
+
+    def _call(self, node: ast.Call, depth: int) -> str:
+        name = _dotted(node.func)
+        if name in ("str", "int") and len(node.args) == 1:
+            return self.text(node.args[0], depth + 1)
+        if name in ("os.environ.get", "os.getenv") and node.args:
+            key = self.text(node.args[0], depth + 1)
+            if not key.isidentifier():
+                return _UNKNOWN
+            if len(node.args) > 1:
+                default = self.text(node.args[1], depth + 1)
+                return f"${{{key}}}" if default == _UNKNOWN else f"${{{key}:-{default}}}"
+            return f"${{{key}}}"
+        return _UNKNOWN
+
+    def words(self, node: ast.expr, depth: int = 0) -> list[str] | None:
+        """The strings of a list or tuple (``+`` of two), or ``None``."""
+        if depth > 20:
+            return None
+        if isinstance(node, (ast.List, ast.Tuple)):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                return None
+            return [self.text(e) for e in node.elts]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.words(node.left, depth + 1), self.words(node.right, depth + 1)
+            return None if left is None or right is None else left + right
+        if isinstance(node, ast.Name):
+            value = self.values.get(node.id)
+            return None if value is None else self.words(value, depth + 1)
+        return None
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+def _built(tree: ast.AST, names: _Names, inside: set[int]) -> Iterator[list[Word]]:
+    """Commands built in steps: ``cmd = ["vllm", "serve", M]`` then, in the same block,
+    ``cmd += [...]``, ``cmd.extend([...])`` and ``cmd.append(x)`` (a step inside an ``if``
+    or a loop is not taken: which branch runs is not known here)."""
+    for holder in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(holder, field, None)
+            if not isinstance(block, list):
+                continue
+            for index, statement in enumerate(block):
+                if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                        and isinstance(statement.targets[0], ast.Name)):
+                    continue
+                words = names.words(statement.value)
+                if not words or find_engine(words) is None:
+                    continue
+                name = statement.targets[0].id
+                command = [Word(w, statement.value.lineno) for w in words]
+                for later in block[index + 1:]:
+                    step = _step(later, name, names)
+                    if step is None:
+                        break  # reassigned: a new command
+                    command += step
+                inside.update(id(n) for n in ast.walk(statement.value))
+                yield command
+
+
+def _step(statement: ast.stmt, name: str, names: _Names) -> list[Word] | None:
+    """The words ``statement`` adds to the list ``name`` ([] when none); ``None`` when it
+    assigns ``name`` anew."""
+    if isinstance(statement, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in statement.targets):
+        return None
+    if isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name) and \
+            statement.target.id == name and isinstance(statement.op, ast.Add):
+        added = names.words(statement.value) or [_UNKNOWN]
+        return [Word(w, statement.lineno) for w in added]
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and \
+            _dotted(statement.value.func) in (f"{name}.extend", f"{name}.append") and \
+            len(statement.value.args) == 1:
+        arg = statement.value.args[0]
+        added = (names.words(arg) or [_UNKNOWN]) if _dotted(statement.value.func).endswith(
+            "extend") else [names.text(arg)]
+        return [Word(w, statement.lineno) for w in added]
+    return []
+
+
+def _commands(tree: ast.AST, names: _Names) -> Iterator[list[Word]]:
+    """Engine commands written as lists or strings, each word on its node's line."""
+    inside: set[int] = set()
+    yield from _built(tree, names, inside)
+    for node in ast.walk(tree):
+        if id(node) in inside:
+            continue
+        if isinstance(node, (ast.List, ast.Tuple, ast.BinOp)):
+            words = names.words(node)
+            if words and find_engine(words) is not None:
+                inside.update(id(n) for n in ast.walk(node))
+                yield [Word(w, node.lineno) for w in words]
+                continue
+        if isinstance(node, (ast.Constant, ast.JoinedStr)) and \
+                (not isinstance(node, ast.Constant) or isinstance(node.value, str)):
+            text = names.text(node)
+            if " " in text and _COMMAND_HINT.search(text):
+                inside.update(id(n) for n in ast.walk(node))
+                for command in split_script(text, line=node.lineno):
+                    if find_engine([w.text for w in command]) is not None:
+                        yield command
+
+
+def _option_words(engine: str, keywords: list[ast.keyword], names: _Names,
+                  line: int) -> list[Word]:
+    out: list[Word] = []
+    for keyword in keywords:
+        if keyword.arg is None:
+            continue  # **kwargs: not known
+        value = keyword.value
+        option = "--" + keyword.arg.replace("_", "-")
+        if keyword.arg == "model" and engine == "sglang":
+            option = "--model-path"
+        if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+            if value.value:
+                out.append(Word(option, getattr(value, "lineno", line)))
+            continue
+        if isinstance(value, ast.Constant) and value.value is None:
+            continue
+        if isinstance(value, ast.Dict):
+            literal = _literal(value)
+            text = json.dumps(literal) if literal is not None else _UNKNOWN
+        else:
+            text = names.text(value)
+        out += [Word(option, value.lineno), Word(text, value.lineno)]
+    return out
+
+
+def _literal(node: ast.expr) -> object | None:
+    try:
+        value: object = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value
+
+
+def _keywords_of(node: ast.expr | None, names: _Names) -> list[ast.keyword] | None:
+    """``dict(a=1)`` or ``{"a": 1}`` (or a name assigned one) as keywords."""
+    if isinstance(node, ast.Name):
+        node = names.values.get(node.id)
+    if isinstance(node, ast.Call) and _dotted(node.func) == "dict":
+        return list(node.keywords)
+    if isinstance(node, ast.Dict):
+        out = []
+        for key, value in zip(node.keys, node.values, strict=True):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                out.append(ast.keyword(arg=key.value, value=value))
+        return out
+    return None
+
+
+def _entry_points(tree: ast.AST, names: _Names) -> Iterator[list[Word]]:
+    """The engines' Python entry points, rewritten as their server commands."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _dotted(node.func)
+        last = name.rsplit(".", 1)[-1]
+        line = node.lineno
+        if last in _VLLM_CALLS:
+            engine, keywords = "vllm", list(node.keywords)
+            if node.args:
+                keywords.insert(0, ast.keyword(arg="model", value=node.args[0]))
+        elif name in ("sgl.Engine", "sglang.Engine") or \
+                (last == "Engine" and "sglang" in name):
+            engine, keywords = "sglang", list(node.keywords)
+        elif last == "LLMConfig":
+            engine, keywords = "vllm", _llm_config(node, names)
+        else:
+            continue
+        if not any(k.arg in ("model", "model_path") for k in keywords):
+            continue
+        program = [Word(w, line) for w in _SERVERS[engine]]
+        yield program + _option_words(engine, keywords, names, line)
+
+
+def _llm_config(node: ast.Call, names: _Names) -> list[ast.keyword]:
+    """Ray Serve LLM's ``LLMConfig``: the model from ``model_loading_config`` (its
+    ``model_source``, else its ``model_id``), the options from ``engine_kwargs``."""
+    given = {k.arg: k.value for k in node.keywords if k.arg}
+    loading = _keywords_of(given.get("model_loading_config"), names) or []
+    source = {k.arg: k.value for k in loading}
+    model = source.get("model_source") or source.get("model_id")
+    if model is None:
+        return []
+    engine = [k for k in _keywords_of(given.get("engine_kwargs"), names) or []
+              if k.arg != "model"]
+    return [ast.keyword(arg="model", value=model), *engine]
+
+
+def _longest(commands: list[list[Word]]) -> list[list[Word]]:
+    """Without a command that starts another one (``base = ["vllm", "serve", M]`` and
+    ``cmd = base + ["--tensor-parallel-size", "2"]`` are one command)."""
+    texts = [[w.text for w in c] for c in commands]
+    return [c for i, c in enumerate(commands)
+            if not any(j != i and len(t) > len(texts[i]) and t[:len(texts[i])] == texts[i]
+                       for j, t in enumerate(texts))]
+
+
+def _runpod(tree: ast.AST, names: _Names) -> Iterator[tuple[list[Word], str | None, int]]:
+    """RunPod pods (``runpod.create_pod(...)`` or a dict of its arguments): the container
+    run as ``docker run --gpus gpu_count image_name docker_args``, and ``gpu_type_id``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            given = {k.arg: k.value for k in node.keywords if k.arg}
+        elif isinstance(node, ast.Dict):
+            given = {k.value: v for k, v in zip(node.keys, node.values, strict=True)
+                     if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        else:
+            continue
+        if "image_name" not in given or "docker_args" not in given:
+            continue
+        image = names.text(given["image_name"])
+        count = names.text(given["gpu_count"]) if "gpu_count" in given else "1"
+        line = given["image_name"].lineno
+        words = ["docker", "run", "--gpus", count if count.isdigit() else "all", image]
+        run = [Word(w, line) for w in words]
+        args = names.text(given["docker_args"])
+        for command in split_script(args, line=given["docker_args"].lineno):
+            run.extend(command)
+        kind = names.text(given["gpu_type_id"]) if "gpu_type_id" in given else None
+        yield run, None if kind is None or kind == _UNKNOWN else kind, line
+
+
+def _pins(tree: ast.AST) -> list[Word]:
+    """``pip install`` of the engine pins the program names (a Modal image's
+    ``.pip_install("vllm==0.10.1")``), as a command the script layer reads pins from."""
+    pins = [Word(node.value, node.lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and _PIN.fullmatch(node.value)]
+    return [Word("pip", pins[0].line), Word("install", pins[0].line), *pins] if pins else []
+
+
+def _modal_gpus(tree: ast.AST, names: _Names) -> list[tuple[int, int, str, int, int]]:
+    """``(first line, last line, GPU type, count, line)`` of each Modal function or class
+    that asks for GPUs (``@app.function(gpu="H100:2")``, ``gpu=modal.gpu.A100(count=4)``)."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for decorator in node.decorator_list:
+            if not isinstance(decorator, ast.Call) or \
+                    _dotted(decorator.func).rsplit(".", 1)[-1] not in ("function", "cls"):
+                continue
+            value = next((k.value for k in decorator.keywords if k.arg == "gpu"), None)
+            found = _gpu_of(value, names) if value is not None else None
+            if found is not None:
+                out.append((node.lineno, node.end_lineno or node.lineno, *found,
+                            value.lineno if value is not None else node.lineno))
+    return out
+
+
+def _gpu_of(value: ast.expr, names: _Names) -> tuple[str, int] | None:
+    if isinstance(value, ast.Call) and _dotted(value.func).startswith(("modal.gpu.", "gpu.")):
+        count = next((k.value for k in value.keywords if k.arg == "count"), None)
+        number = names.text(count) if count is not None else "1"
+        return (_dotted(value.func).rsplit(".", 1)[-1],
+                int(number)) if number.isdigit() else None
+    match = _MODAL_GPU.fullmatch(names.text(value))
+    if match is None or match.group(1) == "PYTHON_VALUE":
+        return None
+    return match.group(1), int(match.group(2) or 1)
+
+
+def _on_modal_gpus(found: list[ServedModel], gpus: list[tuple[int, int, str, int, int]]
+                   ) -> list[ServedModel]:
+    """Each model with the GPUs of the Modal function it runs in (the only one asking for
+    GPUs, when the command is built outside it)."""
+    out = []
+    for served in found:
+        where = [g for g in gpus if g[0] <= (served.line or 0) <= g[1]] or \
+            (gpus if len(gpus) == 1 else [])
+        if len(where) != 1:
+            out.append(served)
+            continue
+        _, _, kind, count, line = where[0]
+        out.append(replace(served, gpus=Located(count, line, None, "Modal gpu="),
+                           gpu_type=served.gpu_type or Located(kind, line, None, "Modal gpu=")))
+    return out
+
+
+def python_models(text: str, path: str) -> list[ServedModel]:
+    """Every served model a Python program starts (see the module's docstring)."""
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    names = _Names(tree)
+    try:
+        commands = list(_commands(tree, names))
+        api = list(_entry_points(tree, names))
+    except RecursionError:
+        return []
+    pins = _pins(tree)
+    commands = _longest(commands)
+    found = command_models([pins, *commands] if pins else commands, text, path,
+                           kind="python-app") if commands else []
+    if api:
+        for served in command_models([pins, *api] if pins else api, text, path,
+                                     kind="python-app"):
+            # keywords that are no command-line option are not refused by the entry point
+            problems = tuple(p for p in served.engine_problems if p.kind != "option")
+            found.append(replace(served, engine_problems=problems))
+    for run, kind, line in _runpod(tree, names):
+        for served in command_models([run], text, path, kind="python-app"):
+            found.append(replace(served, gpu_type=served.gpu_type or (
+                Located(kind, line, None, "RunPod gpu_type_id") if kind else None)))
+    gpus = _modal_gpus(tree, names)
+    return _on_modal_gpus(found, gpus) if gpus else found

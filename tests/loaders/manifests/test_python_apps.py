@@ -1,0 +1,129 @@
+"""Python programs that start an engine (kvlint/manifests/python_apps.py), read from their
+syntax tree: nothing in them is imported or run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.manifests.base import Located, ServedModel
+from kvlint.manifests.python_apps import python_models
+
+MODAL = '''\
+import subprocess
+import modal
+
+MODEL = "Qwen/Qwen3-8B"
+N_GPU = 2
+image = modal.Image.debian_slim().uv_pip_install("vllm==0.10.1", "huggingface_hub")
+app = modal.App("serve")
+
+
+@app.function(image=image, gpu=f"H100:{N_GPU}")
+@modal.web_server(port=8000)
+def serve():
+    cmd = ["vllm", "serve", "--uvicorn-log-level=info", MODEL]
+    cmd += ["--tensor-parallel-size", str(N_GPU)]
+    base = ["vllm", "serve", MODEL, "--max-model-len", str(8192)]
+    subprocess.Popen(base + ["--tensor-parallel-size", str(N_GPU)])
+'''
+
+
+def value(found: object) -> object:
+    return found.value if isinstance(found, Located) else found
+
+
+def brief(served: ServedModel) -> tuple[object, ...]:
+    return (value(served.engine), value(served.model), value(served.tp),
+            value(served.engine_version), value(served.gpus), value(served.gpu_type))
+
+
+def test_a_modal_app_with_pins_gpus_and_a_command_list() -> None:
+    first, second = python_models(MODAL, "app.py")
+    # `cmd += [...]` in the same block is part of the command; `base + [...]` is one command
+    assert brief(first) == ("vllm", "Qwen/Qwen3-8B", 2, "0.10.1", 2, "H100")
+    assert brief(second) == ("vllm", "Qwen/Qwen3-8B", 2, "0.10.1", 2, "H100")
+    assert value(second.max_model_len) == 8192 and second.line == 16
+
+
+def test_a_shell_string_and_the_environment() -> None:
+    text = ('import os, subprocess\nTP = os.environ.get("TP", "4")\n'
+            'subprocess.run(f"python -m sglang.launch_server --model-path org/m --tp {TP}",'
+            ' shell=True)\n'
+            'os.system("vllm serve " + os.environ["MODEL"])\n')
+    sglang, vllm = python_models(text, "run.py")
+    assert (value(sglang.engine), value(sglang.tp), sglang.line) == ("sglang", 4, 3)
+    assert value(vllm.engine) == "vllm" and not isinstance(vllm.model, Located)
+
+
+def test_entry_points_are_the_engines_options_and_unknown_keywords_are_not_refused() -> None:
+    text = ('from vllm import LLM\nimport sglang as sgl\n'
+            'llm = LLM(model="org/a", tensor_parallel_size=2, seed=0, enforce_eager=True,\n'
+            '          max_model_len=4096, hf_overrides={"max_position_embeddings": 4096},\n'
+            '          not_a_cli_option=3)\n'
+            'engine = sgl.Engine(model_path="org/b", tp_size=4, mem_fraction_static=0.8)\n')
+    vllm, sglang = python_models(text, "offline.py")
+    assert (value(vllm.model), value(vllm.tp), value(vllm.max_model_len)) == ("org/a", 2, 4096)
+    assert vllm.engine_problems == ()
+    assert (value(sglang.engine), value(sglang.model), value(sglang.tp)) == ("sglang", "org/b", 4)
+    assert value(sglang.gpu_memory_utilization) == 0.8
+
+
+def test_ray_serve_llm_config() -> None:
+    text = ('from ray.serve.llm import LLMConfig, build_openai_app\n'
+            'cfg = LLMConfig(model_loading_config=dict(model_id="q", model_source="Qwen/Q"),\n'
+            '                engine_kwargs={"tensor_parallel_size": 2, "max_model_len": 8192})\n'
+            'app = build_openai_app({"llm_configs": [cfg]})\n')
+    (found,) = python_models(text, "serve_app.py")
+    assert (value(found.model), value(found.tp), value(found.max_model_len)) == \
+        ("Qwen/Q", 2, 8192)
+
+
+def test_a_runpod_pod() -> None:
+    text = ('GPU_COUNT = 2\nPOD = {"image_name": "ghcr.io/huggingface/text-generation-inference'
+            ':2.0.4",\n       "gpu_type_id": "NVIDIA RTX A6000", "gpu_count": GPU_COUNT,\n'
+            '       "docker_args": f"--model-id org/m --num-shard {GPU_COUNT}"}\n')
+    (found,) = python_models(text, "pod.py")
+    assert brief(found) == ("tgi", "org/m", 2, "2.0.4", 2, "NVIDIA RTX A6000")
+
+
+def test_a_step_inside_a_branch_is_not_taken() -> None:
+    text = ('cmd = ["vllm", "serve", "org/m"]\nif fast:\n    cmd.append("--enforce-eager")\n'
+            'cmd.extend(["--max-model-len", "4096"])\ncmd = ["vllm", "serve", "org/n"]\n')
+    first, second = python_models(text, "steps.py")
+    assert (value(first.model), value(first.max_model_len)) == ("org/m", 4096)
+    assert value(second.model) == "org/n" and second.max_model_len is None
+
+
+def test_names_with_two_values_are_not_guessed() -> None:
+    text = ('MODEL = "org/a"\nif x:\n    MODEL = "org/b"\n'
+            'cmd = ["vllm", "serve", MODEL]\n')
+    (found,) = python_models(text, "two.py")
+    assert not isinstance(found.model, Located)
+
+
+def test_hostile_source_gives_no_model_and_no_exception() -> None:
+    deep = "x = " + "[" * 5000 + "]" * 5000 + "\n"
+    assert python_models(deep, "deep.py") == []
+    chain = "".join(f"A{i} = A{i + 1}\n" for i in range(3000)) + \
+        'cmd = ["vllm", "serve", A0]\n'
+    (found,) = python_models(chain, "chain.py")
+    assert not isinstance(found.model, Located)
+    assert python_models("def (:\n", "broken.py") == []
+
+
+def test_lint_reads_a_python_app_and_a_program_it_cannot_read_is_kv904(
+        tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(MODAL, encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(app), "--no-plugins", "--isolated",
+                                       "--no-cache", "--offline", "--format", "json"])
+    assert '"ref": "Qwen/Qwen3-8B"' in result.stdout and "KV904" not in result.stdout
+    other = tmp_path / "serve.py"
+    other.write_text("import subprocess\nsubprocess.run(build_command())  # vllm serve\n"
+                     "ARGS = '--max-model-len 4096'\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(other), "--no-plugins", "--isolated",
+                                       "--no-cache", "--offline", "--format", "json"])
+    assert "KV904" in result.stdout
