@@ -43,6 +43,7 @@ PARSERS: tuple[tuple[str, str], ...] = (
     ("trtllm-config", "kvlint.manifests.trtllm_configs:TrtllmConfigParser"),
     ("trtllm-disagg", "kvlint.manifests.trtllm_configs:TrtllmDisaggParser"),
     ("ray-serve", "kvlint.manifests.ray_serve:RayServeParser"),
+    ("github-actions", "kvlint.manifests.github_actions:GithubActionsParser"),
     ("helm-values-keys", "kvlint.manifests.helm_keys:GenericValuesParser"),
 )
 """Format name -> ``module:Class``, in detection order: Kubernetes objects first (they are
