@@ -209,33 +209,47 @@ def test_statistics_count_engine_commands_read_and_not(tmp_path: Path) -> None:
 
 
 def test_program_source_is_not_read_as_yaml(tmp_path: Path) -> None:
-    """A Python file named on the command line is not "invalid YAML": one that starts an
-    engine is KV904 (nothing checked, a warning), any other an info."""
+    """A Python file named on the command line is not "invalid YAML": one whose engine
+    command kvlint reads is a served model, one it cannot read is KV904 (nothing checked, a
+    warning); prose is an info."""
     app = tmp_path / "serve.py"
-    app.write_text('import subprocess\n\nsubprocess.run(["vllm", "serve", "m/x",\n'
+    app.write_text('import subprocess\n\nsubprocess.run(["vllm", "serve", "Qwen/Qwen3-8B",\n'
                    '                "--tensor-parallel-size", "2"])\n', encoding="utf-8")
-    code, findings = lint(app)
+    code, findings = lint(app)  # read: only the info that no version is pinned
+    assert code == 0 and brief(findings) == [("KV304", "info", 3)]
+    opaque = tmp_path / "launch.py"
+    opaque.write_text("import subprocess, sys\n\nsubprocess.run(['python', '-m', "
+                      "'vllm.entrypoints.openai.api_server', *sys.argv[1:]])\n",
+                      encoding="utf-8")
+    code, findings = lint(opaque)
     assert code == 0
-    assert brief(findings) == [("KV904", "warning", 4)]
-    plain = tmp_path / "util.py"
+    assert brief(findings) == [("KV904", "warning", 3)]
+    plain = tmp_path / "util.py"  # a program that starts no engine, like such a script
     plain.write_text("x = 1\n", encoding="utf-8")
-    code, findings = lint(plain, "--verbose")
+    assert lint(plain, "--verbose") == (0, [])
+    notes = tmp_path / "notes.md"  # prose is never a manifest: nothing in it was checked
+    notes.write_text("x: 1\n", encoding="utf-8")
+    code, findings = lint(notes, "--verbose")
     assert code == 0
     assert [(f["code"], f["severity"]) for f in findings] == [("KV903", "info")]
 
 
 def test_build_files_are_not_read_as_yaml(tmp_path: Path) -> None:
+    """A Makefile is read as the commands its recipes run; a build file kvlint does not read
+    (a Justfile) that starts an engine is KV904."""
     makefile = tmp_path / "Makefile"
-    makefile.write_text("serve:\n\tvllm serve Qwen/Qwen3-0.6B --tensor-parallel-size 1\n",
+    makefile.write_text("serve:\n\tvllm serve Qwen/Qwen3-8B --tensor-parallel-size 1\n",
                         encoding="utf-8")
     code, findings = lint(makefile)
-    assert code == 0 and brief(findings) == [("KV904", "warning", 2)]
+    assert code == 0 and brief(findings) == [("KV304", "info", 2)]
 
 
-@pytest.mark.parametrize("name", ["GNUmakefile", "makefile", "Justfile"])
-def test_build_file_names(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize(("name", "codes"), [
+    ("GNUmakefile", ["KV304"]), ("makefile", ["KV304"]), ("serve.mk", ["KV304"]),
+    ("Justfile", ["KV904"])])
+def test_build_file_names(tmp_path: Path, name: str, codes: list[str]) -> None:
     build = tmp_path / name
     build.write_text("serve:\n\tpython3 -m sglang.launch_server --model-path Qwen/Qwen3-8B\n",
                      encoding="utf-8")
     code, findings = lint(build)
-    assert code == 0 and [f["code"] for f in findings] == ["KV904"]
+    assert code == 0 and [f["code"] for f in findings] == codes

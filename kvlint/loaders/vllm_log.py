@@ -117,6 +117,12 @@ _PR_10511: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 ``name  value`` record per line after the header ``Memory profiling results:``."""
 _QUOTING = re.compile(r"[\"'{`]|request|prompt", re.IGNORECASE)
 """Before a match on its line: a request log or a JSON body quoting a start-up message."""
+_OPENING_QUOTE = re.compile(
+    r"^\s{0,16}(?:>\s{0,4})?[\"'`](?:\w{1,40}(?:Error|Exception):\s{1,4})?$")
+"""The only text before a match that is not a quotation: one opening quote at the start of the
+line, perhaps with an exception's name (a start-up message pasted in quotes by a poster,
+``"ValueError: The model's max seq len ...``)."""
+_BLANKS = r"[ \t]{1,16}"
 _WORD = re.compile(r"[A-Za-z_]{3,40}")
 _DEVICE = r"[\w:-]{1,24}"
 _TEXT = r".{0,160}?"
@@ -221,7 +227,8 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
                     text = re.escape(part)
                     if part.startswith("# "):
                         text = "(?:# )?" + re.escape(part[2:])
-                    parts.append(text)
+                    # a space of the format is any run of blanks: a pasted or aligned line
+                    parts.append(text.replace("\\ ", _BLANKS))
                 elif part == -1:
                     parts.append("(" + _number_pattern(fields[item][1]) + ")")
                 else:
@@ -462,7 +469,8 @@ def parse_text(text: str) -> VllmLog:
         rank = labels[-1] if labels else ""
         if rank and len(ranks) < 64:
             ranks.setdefault(rank, None)
-        _parse_line(lines, index, line, rank, fields, versions)
+        _parse_line(lines, index, _with_continuation(lines, index), rank, fields, versions,
+                    own=len(line.rstrip()))
     truncated = len(lines) >= MAX_LINES
     log = _build(fields, tuple(ranks), len(lines), versions)
     if truncated:
@@ -473,6 +481,19 @@ def parse_text(text: str) -> VllmLog:
     return log
 
 
+def _with_continuation(lines: list[str], index: int) -> str:
+    """A record's line with the next line joined when that one is its continuation (no record
+    start of its own: a message wrapped by a terminal or a poster, ``...reserved`` /
+    ``for KV Cache is 21.43GiB``); the line alone otherwise."""
+    line = lines[index]
+    if index + 1 >= len(lines) or not _RECORD_START.search(line[:256]):
+        return line
+    follow = lines[index + 1]
+    if not follow.strip() or _RECORD_START.search(follow[:256]):
+        return line
+    return (line.rstrip() + " " + follow.strip())[:MAX_LINE_CHARS]
+
+
 def _origin(line: str, start: int, head: str) -> int:
     """Where the format matched at ``start`` begins on ``line`` (its first words)."""
     cut = line.rfind(head, 0, start + len(head)) if head else -1
@@ -480,7 +501,9 @@ def _origin(line: str, start: int, head: str) -> int:
 
 
 def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fields,
-                versions: _Versions) -> None:
+                versions: _Versions, own: int | None = None) -> None:
+    """``line`` (perhaps with its continuation joined after its first ``own`` characters: a
+    figure is read there only from a format that starts on the line itself)."""
     if "LLM engine" in line:
         engine = _ENGINE.search(line)
         if engine and not _QUOTING.search(line[:_origin(line, engine.start(),
@@ -522,14 +545,15 @@ def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fie
     for candidate in [p for gate in sorted(words.intersection(by_gate)) for p in by_gate[gate]] \
             + list(ungated):
         match = candidate.regex.search(line)
-        if match is not None:
+        if match is not None and (own is None or match.start() < own):
             hits.append((candidate, match))
     if not hits:
         return
     # a request log or a JSON body quoting start-up text: a quote, a brace or the words
     # request/prompt before the first format on the line
     origin = min(_origin(line, hit.start(), source.head) for source, hit in hits)
-    if _QUOTING.search(line[:origin]):
+    before = line[:origin]
+    if _QUOTING.search(before) and not _OPENING_QUOTE.match(before):
         return
     matched: set[int] = set()
     for source, hit in hits:

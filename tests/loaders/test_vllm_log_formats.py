@@ -225,3 +225,24 @@ def test_a_100k_digit_number_is_linear(template: str) -> None:
     log = parse_text("\n".join([PREFIX + template.format(digits, digits)] * 5))
     assert time.perf_counter() - start < 5
     assert log.kv_cache_gib is None and log.kv_tokens is None and log.gpu_blocks is None
+
+
+# ------------------------------------------------------------------------- pasted logs
+def test_aligned_blanks_a_wrapped_message_and_a_quoted_error_are_read() -> None:
+    """What posters do to a start-up log: align columns, let the terminal wrap a message,
+    paste an error in quotes."""
+    aligned = parse_text("Available KV cache memory: 23.74 GiB\n"
+                         "GPU KV cache size:         1,037,152 tokens\n")
+    assert (aligned.kv_cache_gib, aligned.kv_tokens) == (23.74, 1037152)
+    wrapped = parse_text(
+        "  INFO 03-15 20:36:48 worker.py:267] model weights take 83.88GiB; non_torch_memory "
+        "takes 7.16GiB; PyTorch activation peak memory takes 6.37GiB; the rest of the memory "
+        "reserved \n  for KV Cache is 21.43GiB.\n"
+        "  INFO 03-15 20:36:48 executor_base.py:111] # cuda blocks: 18418, # CPU blocks: 3437\n")
+    assert (wrapped.weights_gib, wrapped.kv_cache_gib, wrapped.gpu_blocks) == \
+        (83.88, 21.43, 18418)
+    quoted = parse_text('"ValueError: The model\'s max seq len (131072) is larger than the '
+                        "maximum number of tokens that can be stored in KV cache (39024). Try "
+                        'increasing `gpu_memory_utilization`."\n')
+    assert (quoted.needed_len, quoted.max_tokens_error) == (131072, 39024)
+
