@@ -66,9 +66,42 @@ def _facts(logs: Path) -> dict[str, dict[str, Any]]:
     return {e["id"]: e for e in json.loads((logs / "expected.json").read_text("utf-8"))}
 
 
-def predict() -> dict[str, Any]:
+def _cases(logs: Path) -> dict[str, tuple[str, list[str]]]:
+    """``cases.json`` beside the logs when there is one (written by hand before predicting:
+    ``{"ID": {"config": STEM, "args": [...]}}``), else :data:`CASES` (the first batch)."""
+    path = logs / "cases.json"
+    if not path.exists():
+        return CASES
+    cases = json.loads(path.read_text(encoding="utf-8"))
+    return {k: (v["config"], list(v["args"])) for k, v in cases.items()
+            if not k.startswith("_")}
+
+
+def _printed(e: dict[str, Any]) -> int | None:
+    """The pool's tokens the log printed (``max_total_num_tokens`` or ``#tokens``)."""
+    value = e.get("max_total_num_tokens_printed") or e.get("kv_tokens_printed")
+    return int(value) if value else None
+
+
+def _log_version(logs: Path, key: str) -> str | None:
+    """The oldest release whose wording the log's lines match (as ``probe --engine-log``
+    models an unversioned log): what ``--infer-version`` passes when the poster states
+    none."""
+    from kvlint.loaders.sglang_log import read_log
+
+    name = _facts(logs)[key].get("file")
+    if not name:
+        return None
+    found = read_log(logs / name).version_range
+    return str(found[0]) if found else None
+
+
+def predict(logs: Path, infer_version: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, (config, extra) in CASES.items():
+    for key, (config, extra) in _cases(logs).items():
+        if infer_version and "--engine-version" not in extra:
+            guess = _log_version(logs, key)
+            extra = [*extra, "--engine-version", guess] if guess else extra
         args = [sys.executable, "-m", "kvlint", "check", str(CONFIGS / f"{config}.json"),
                 "--engine", "sglang", *extra, "--format", "json", "--no-plugins",
                 "--isolated", "--offline"]
@@ -89,16 +122,17 @@ def predict() -> dict[str, Any]:
 
 def compare(logs: Path, pred: dict[str, Any]) -> int:
     facts = _facts(logs)
+    tuned = frozenset() if (logs / "cases.json").exists() else TUNED  # a later batch: all held out
     groups: dict[str, list[float]] = {"tuned": [], "held out": []}
     rows = []
     for key, p in sorted(pred.items()):
         e = facts[key]
-        group = "tuned" if key in TUNED else "held out"
-        printed = e.get("max_total_num_tokens_printed")
+        group = "tuned" if key in tuned else "held out"
+        printed = _printed(e)
         # a start fails when kvlint gives KV501/KV503 as errors (SGLang's KV501 is a warning:
         # it starts and caps requests); predictions frozen before "errors" was kept use codes
         predicted_fail = any(c in ("KV501", "KV503") for c in p.get("errors", p.get("codes", [])))
-        if e.get("failed") and not printed:
+        if (e.get("failed_for_memory") or e.get("failed")) and not printed:
             rows.append((key, group, "fails", "fail" if predicted_fail else "starts", "",
                          predicted_fail))
         elif printed and p.get("max_tokens") is not None:
@@ -127,9 +161,12 @@ def main() -> int:
     parser.add_argument("--logs", type=Path, required=True)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--pred", type=Path)
+    parser.add_argument("--infer-version", action="store_true",
+                        help="model a log whose poster states no version at the oldest "
+                             "release of its wording")
     args = parser.parse_args()
     if args.step == "predict":
-        data = json.dumps(predict(), indent=1)
+        data = json.dumps(predict(args.logs, args.infer_version), indent=1)
         if args.out:
             args.out.write_text(data + "\n", encoding="utf-8")
         print(data)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from kvlint.model.advice import LayoutSizer
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
+from kvlint.model.sglang_dsa import with_dsa_start
 from kvlint.rules.base import Rule, RuleContext
 
 TargetKind = Literal["model", "manifest", "source"]
@@ -204,6 +205,9 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
                                                architecture=geometry.architecture),
                     max_model_len=plan.max_model_len or (
                         max_context_length(config) if plan.sizes_gpu else None))
+                plan, started = with_dsa_start(plan, geometry.architecture, config)
+                if started:  # shown with the model's notes: what the engine changed
+                    geometry = replace(geometry, notes=(*geometry.notes, started))
                 analysis = _analyze(geometry, plan)
             except ValueError as err:
                 raise UsageError(f"{target.ref}: {err}") from None

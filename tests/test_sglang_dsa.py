@@ -1,0 +1,66 @@
+"""What SGLang sets by itself for DeepSeek Sparse Attention models, pinned to the releases it
+was read from (kvlint/model/sglang_dsa.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from packaging.version import Version
+
+from kvlint.cli import main
+from kvlint.model.sglang_dsa import dsa_start, is_blackwell
+
+V32 = "DeepseekV32ForCausalLM"
+CONFIG = Path(__file__).parent.parent / "fixtures" / "configs" / "deepseek-ai--DeepSeek-V3.2.json"
+
+
+@pytest.mark.parametrize(("version", "dtype", "blackwell", "expected"), [
+    ("0.5.3", "auto", True, (True, 0.8, "fp8_e4m3")),
+    ("0.5.3", "bfloat16", True, (True, 0.8, "fp8_e4m3")),  # over the given value
+    ("0.5.3", "auto", False, (True, 0.8, None)),
+    ("0.5.4", "bfloat16", True, (True, None, "fp8_e4m3")),
+    ("0.5.5.post3", "bfloat16", True, (True, None, None)),  # only an auto KV cache
+    ("0.5.5.post3", "auto", True, (True, None, "fp8_e4m3")),
+    ("0.5.6", "auto", True, (False, None, "fp8_e4m3")),
+    ("0.5.14", "auto", False, (False, None, None)),
+    ("0.5.23", "auto", True, (False, None, "fp8_e4m3")),
+])
+def test_releases(version: str, dtype: str, blackwell: bool,
+                  expected: tuple[bool, float | None, str | None]) -> None:
+    start = dsa_start(Version(version), V32, True, dtype, blackwell)
+    assert start is not None and start.page_size == 64
+    assert (start.dp_is_tp, start.mem_fraction_static, start.kv_cache_dtype) == expected
+
+
+def test_what_is_not_dsa() -> None:
+    assert dsa_start(Version("0.5.2"), V32, True, "auto", True) is None  # before DSA support
+    assert dsa_start(Version("0.5.6"), V32, False, "auto", True) is None  # no index_topk
+    assert dsa_start(Version("0.5.8"), "GlmMoeDsaForCausalLM", True, "auto", True) is None
+    assert dsa_start(Version("0.5.10"), "GlmMoeDsaForCausalLM", True, "auto", True) is not None
+    sinks = dsa_start(Version("0.5.23"), V32, True, "auto", True, has_attention_sinks=True)
+    assert sinks is not None and sinks.kv_cache_dtype is None
+    assert (is_blackwell("B200"), is_blackwell("H200"), is_blackwell(None)) == (True, False, None)
+
+
+def check(*args: str) -> dict[str, object]:
+    result = CliRunner().invoke(main, ["check", str(CONFIG), "--engine", "sglang", *args,
+                                       "--format", "json", "--no-plugins", "--isolated",
+                                       "--offline"])
+    assert result.exit_code == 0, result.output
+    out: dict[str, object] = json.loads(result.stdout)["results"][0]
+    return out
+
+
+def test_check_runs_the_layout_sglang_runs() -> None:
+    blackwell = check("--gpu", "B200", "--tp", "8", "--engine-version", "0.5.3")
+    assert blackwell["serving"]["dp"] == 8  # type: ignore[index]
+    assert blackwell["serving"]["kv_cache_dtype"] == "fp8_e4m3"  # type: ignore[index]
+    assert blackwell["capacity"]["gpu_memory_utilization"] == 0.8  # type: ignore[index]
+    notes = blackwell["geometry"]["notes"]  # type: ignore[index]
+    assert any("server_args.py@0.5.3" in n for n in notes)  # type: ignore[attr-defined]
+    hopper = check("--gpu", "H200", "--tp", "8", "--engine-version", "0.5.23")
+    assert hopper["serving"]["kv_cache_dtype"] == "auto"  # type: ignore[index]
+    assert hopper["serving"]["dp"] == 1  # type: ignore[index]
