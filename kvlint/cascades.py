@@ -23,18 +23,19 @@ from kvlint.manifests.base import Located, ServedModel, Unresolved
 __all__ = ["DEPENDS", "without_cascades"]
 
 _MODEL = ("KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV207", "KV301",
-          "KV302", "KV303", "KV305", "KV501", "KV502", "KV503", "KV703")
+          "KV302", "KV303", "KV305", "KV501", "KV502", "KV503", "KV504", "KV703")
 DEPENDS: Mapping[str, tuple[str, ...]] = {
-    "tp": ("KV201", "KV202", "KV203", "KV204", "KV206", "KV207", "KV501", "KV502", "KV503"),
-    "pp": ("KV205", "KV206", "KV501", "KV502", "KV503"),
+    "tp": ("KV201", "KV202", "KV203", "KV204", "KV206", "KV207", "KV501", "KV502", "KV503",
+           "KV504"),
+    "pp": ("KV205", "KV206", "KV501", "KV502", "KV503", "KV504"),
     "dp": ("KV204", "KV206", "KV501", "KV502", "KV503"),
     "gpus": ("KV206",),
-    "max_model_len": ("KV501", "KV502", "KV703"),
-    "max_num_seqs": ("KV502",),
+    "max_model_len": ("KV501", "KV502", "KV504", "KV703"),
+    "max_num_seqs": ("KV502", "KV504"),
     "kv_cache_dtype": ("KV302", "KV501", "KV502"),
-    "gpu_memory_utilization": ("KV501", "KV502", "KV503"),
-    "dtype": ("KV501", "KV502", "KV503"),
-    "quantization": ("KV501", "KV502", "KV503"),
+    "gpu_memory_utilization": ("KV501", "KV502", "KV503", "KV504"),
+    "dtype": ("KV501", "KV502", "KV503", "KV504"),
+    "quantization": ("KV501", "KV502", "KV503", "KV504"),
     "config_overrides": _MODEL,
 }
 """A served model's value -> the findings computed from it (a guessed value drops them)."""

@@ -64,3 +64,31 @@ def test_check_runs_the_layout_sglang_runs() -> None:
     hopper = check("--gpu", "H200", "--tp", "8", "--engine-version", "0.5.23")
     assert hopper["serving"]["kv_cache_dtype"] == "auto"  # type: ignore[index]
     assert hopper["serving"]["dp"] == 1  # type: ignore[index]
+
+
+# --------------------------------------------------------------- the request-to-token table
+SCOUT = CONFIG.parent / "meta-llama--Llama-4-Scout-17B-16E-Instruct.json"
+
+
+def test_the_request_table_of_a_ten_million_token_context() -> None:
+    """SGLang's default 2,048 slots x Llama-4-Scout's 10,485,760 positions: the 80.04 GiB
+    table an 80 GB GPU's start failed on (``Tried to allocate 80.04 GiB``)."""
+    from kvlint.model.sglang_memory import headroom_bytes, request_table
+
+    slots, table = request_table(500_000, 10_485_760, None)
+    assert (slots, table) == (2048, 2049 * 10_485_764 * 4)
+    assert round(table / 2**30, 2) == 80.04
+    assert request_table(500_000, 10_485_760, 64) == (64, 65 * 10_485_764 * 4)
+    assert request_table(10**9, 8192, None)[0] == 4096  # capped
+    assert headroom_bytes(80 * 2**30, 0.9, 1) == int((80 * 2**30 - 380 * 2**20) * (1 - 0.9))
+    result = CliRunner().invoke(main, ["check", str(SCOUT), "--engine", "sglang", "--gpu",
+                                       "H100-80GB", "--tp", "8", "--format", "json",
+                                       "--no-plugins", "--isolated", "--offline"])
+    found = [f for f in json.loads(result.stdout)["results"][0]["findings"]
+             if f["code"] == "KV504"]
+    assert found and found[0]["data"]["request_table_bytes"] == table
+    short = CliRunner().invoke(main, ["check", str(SCOUT), "--engine", "sglang", "--gpu",
+                                      "H100-80GB", "--tp", "8", "--max-model-len", "131072",
+                                      "--format", "json", "--no-plugins", "--isolated",
+                                      "--offline"])
+    assert "KV504" not in short.stdout

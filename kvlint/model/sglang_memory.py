@@ -283,3 +283,31 @@ def state_split(budget: int, state_bytes: int, version: Version | None) -> tuple
         ratio = Fraction(MAMBA_FULL_MEMORY_RATIO).limit_denominator(1000)
         slots = int(budget * ratio / (1 + ratio) // state_bytes)
     return budget - slots * state_bytes, slots
+
+
+REQUEST_TABLE_EXTRA: Final = 4
+"""``ReqToTokenPool(size=max_num_reqs + 1, max_context_len=context_len + 4)``: the table has
+one int32 per request slot and position (model_runner.py@0.4.6.post1 L795-800; from 0.5.2
+``context_len + extra_max_context_len``, 4 without speculative decoding)."""
+
+
+def request_table(max_total_tokens: int, context_len: int,
+                  max_running_requests: int | None) -> tuple[int, int]:
+    """``(request slots, bytes)`` of SGLang's request-to-token table, allocated after the KV
+    pool from the memory the fraction leaves: ``--max-running-requests`` when given, else
+    ``min(max(int(max_total_tokens / context_len x 512), 2048), 4096)`` (model_runner.py
+    @0.4.6.post1 L737-745, @0.4.10 L1094-1102, @0.5.2 L1253-1261, @0.5.5.post3 L1593-1601;
+    0.5.23 ``pool_configurator.py`` L1565-1573 also caps it at half the pool's tokens)."""
+    if max_running_requests is not None and max_running_requests > 0:
+        slots = max_running_requests
+    else:
+        slots = min(max(int(max_total_tokens / max(context_len, 1) * 512), 2048), 4096)
+    return slots, (slots + 1) * (context_len + REQUEST_TABLE_EXTRA) * 4
+
+
+def headroom_bytes(cuda_total_bytes: int, fraction: float, tp: int, pp: int = 1) -> int:
+    """What SGLang leaves outside its static pools: ``free_at_start x (1 -
+    mem_fraction_static)`` (:func:`pool_budget_bytes`'s complement), from which the request
+    table, the CUDA graphs and the activations come."""
+    free = cuda_total_bytes - start_context_bytes(tp, pp)
+    return int(free * (1 - fraction))

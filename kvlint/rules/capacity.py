@@ -286,6 +286,61 @@ def _smaller_quantization(ctx: RuleContext) -> str | None:
     return None
 
 
+class SglangRequestTableExceedsHeadroom(Rule):
+    """## What it does
+    Flags an SGLang start whose request-to-token table does not fit in the memory
+    `mem_fraction_static` leaves outside the KV pool. SGLang sizes the table after the pool:
+    one int32 per request slot and position, `(slots + 1) x (context length + 4) x 4` bytes,
+    with `--max-running-requests` slots or, by default, between 2,048 and 4,096
+    (`model_runner.py`, every release read: 0.4.6 to 0.5.23).
+
+    ## Why is this bad?
+    The allocation fails with CUDA out of memory minutes into the start. A model whose own
+    context is very long (Llama-4-Scout's 10M tokens) needs an 80 GiB table at SGLang's
+    defaults, whatever its KV pool. SGLang's CUDA-graph capture then also needs
+    `cuda-graph-max-bs x context length x 4` bytes of page indices from the same memory.
+
+    ## Example
+    ```console
+    $ kvlint check meta-llama/Llama-4-Scout-17B-16E-Instruct --engine sglang --gpu H100-80GB --tp 8
+    ```
+
+    ## Use instead
+    A `--context-length` the deployment needs, fewer `--max-running-requests`, or a lower
+    `--mem-fraction-static` (more memory outside the pool).
+    """
+
+    code = "KV504"
+    name = "sglang-request-table-exceeds-headroom"
+    severity = Severity.ERROR
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        from kvlint.model.sglang_memory import headroom_bytes, request_table
+
+        cap, length = ctx.capacity, ctx.plan.max_model_len
+        if ctx.plan.behaviour.engine != "sglang" or cap is None or length is None or \
+                not cap.weights_fit or cap.max_tokens <= 0:
+            return
+        layout = ctx.plan.layout
+        slots, table = request_table(cap.max_tokens, length, ctx.plan.max_num_seqs)
+        room = headroom_bytes(cap.gpu.memory_bytes, cap.gpu_memory_utilization, layout.tp,
+                              layout.pp)
+        if table <= room:
+            return
+        given = "--max-running-requests" if ctx.plan.max_num_seqs else "SGLang's default"
+        yield self.finding(
+            f"SGLang's request-to-token table needs {fmt_bytes(table)} on each "
+            f"{_gpu(cap, ctx)} ({fmt_int(slots + 1)} slots ({given}) x "
+            f"{fmt_int(length + 4)} positions x 4 B), more than the {fmt_bytes(max(room, 0))} "
+            f"mem_fraction_static {cap.gpu_memory_utilization:.3f} leaves outside the KV pool: "
+            "the start fails with CUDA out of memory after the pool is allocated. Lower "
+            "--context-length or --max-running-requests, or lower --mem-fraction-static.",
+            request_slots=slots, request_table_bytes=table, headroom_bytes=room,
+            context_length=length)
+
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
-    return [MaxModelLenExceedsKvBudget, MaxNumSeqsExceedsKvBudget, WeightsExceedGpuMemory]
+    return [MaxModelLenExceedsKvBudget, MaxNumSeqsExceedsKvBudget, WeightsExceedGpuMemory,
+            SglangRequestTableExceedsHeadroom]
