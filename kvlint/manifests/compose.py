@@ -55,41 +55,93 @@ extra_hosts profiles platform hostname stop_grace_period init pull_policy secret
 NOT_ENGINE_IMAGES = re.compile(r"text-embeddings-inference", re.IGNORECASE)
 """Images that serve embedding/reranking models with engine-like flags (``--model-id``)."""
 
-INTERPOLATION = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|"
-                           r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BRACED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])(.*))?", re.DOTALL)
+MAX_NESTING = 16
+"""``${A:-${B:-${C}}}`` is read this deep; deeper is unresolved."""
 
 
-def interpolate(text: str) -> str | Unresolved:
+def _closing(text: str, start: int) -> int | None:
+    """The index of the ``}`` that closes the ``${`` whose body starts at ``start``
+    (nested ``${...}`` in a default or replacement, as Compose allows), or ``None``."""
+    depth, i = 1, start
+    while i < len(text):
+        if text.startswith("${", i):
+            depth, i = depth + 1, i + 2
+            continue
+        if text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def interpolate(text: str, _depth: int = 0) -> str | Unresolved:
     """Compose's own interpolation with no outside variables: ``${VAR:-default}`` and
-    ``${VAR-default}`` give the default, ``$$`` a literal ``$``, anything else is unresolved
-    (it comes from the shell or an ``.env`` file the manifest does not include)."""
+    ``${VAR-default}`` give the default (itself interpolated: nested ``${...}``),
+    ``${VAR:+word}`` nothing, ``$$`` a literal ``$``, anything else is unresolved (it comes
+    from the shell or an ``.env`` file the manifest does not include)."""
     missing: list[str] = []
-
-    def sub(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name = match.group(1) or match.group(4)
-        op, default = match.group(2), match.group(3)
-        if op in (":-", "-"):
-            return interpolate_default(default or "", missing)
-        if op in (":+", "+"):
-            return ""
-        missing.append(name)
-        return match.group(0)
-
-    out = INTERPOLATION.sub(sub, text)
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text.startswith("$$", i):
+            out.append("$")
+            i += 2
+            continue
+        if text.startswith("${", i):
+            end = _closing(text, i + 2)
+            braced = _BRACED.fullmatch(text, i + 2, end) if end is not None else None
+            if end is None or braced is None:
+                out.append(text[i:end + 1 if end is not None else len(text)])
+                i = end + 1 if end is not None else len(text)
+                continue
+            name, op, arg = braced.groups()
+            if op in (":-", "-") and _depth < MAX_NESTING:
+                out.append(interpolate_default(arg or "", missing, _depth + 1))
+            elif op in (":+", "+"):
+                out.append("")
+            else:
+                missing.append(name)
+                out.append(text[i:end + 1])
+            i = end + 1
+            continue
+        if text[i] == "$":
+            bare = _NAME.match(text, i + 1)
+            if bare is not None:
+                missing.append(bare.group(0))
+                out.append(text[i:bare.end()])
+                i = bare.end()
+                continue
+        out.append(text[i])
+        i += 1
     if missing:
         return Unresolved("set outside the compose file (shell or .env): " +
                           ", ".join(f"${{{m}}}" for m in missing),
                           node_line(text), getattr(text, "column", None), str(text))
-    return out
+    return "".join(out)
 
 
-def interpolate_default(text: str, missing: list[str]) -> str:
-    out = interpolate(text)
+def interpolate_default(text: str, missing: list[str], depth: int = 0) -> str:
+    out = interpolate(text, depth)
     if isinstance(out, Unresolved):
         missing.append(out.text)
         return text
+    return out
+
+
+def _interp_words(words: list[Word]) -> list[Word]:
+    """The words with Compose's interpolation done; an unquoted expansion in a command
+    written as one string is split at whitespace, as Compose splits the string after
+    interpolating it (an empty one is no word: ``${EXTRA_ARGS:-}``)."""
+    out: list[Word] = []
+    for word in words:
+        done = _interp_word(word)
+        if word.split and done.text != word.text:
+            out += [replace(done, text=part) for part in done.text.split()]
+        else:
+            out.append(done)
     return out
 
 
@@ -211,7 +263,7 @@ class ComposeParser(ManifestParser):
             notes.append("env_file is not read: variables it sets are unknown")
         entry = words_of(service.get("entrypoint"), value_line(service, "entrypoint"))
         command = words_of(service.get("command"), value_line(service, "command"))
-        words = [_interp_word(w) for w in entry + command]
+        words = _interp_words(entry + command)
         engine: Located[str] | None = None
         args: EngineArgs | None = None
         launch, more = first_launch(launch_in_argv(words, Env(env, k8s=False),

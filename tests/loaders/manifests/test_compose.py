@@ -57,6 +57,23 @@ def test_interpolation_uses_defaults_only() -> None:
     assert isinstance(missing, Unresolved) and "LLM_MODEL_ID" in missing.reason
 
 
+def test_nested_interpolation_and_expansions_that_vanish() -> None:
+    """Compose reads a default that holds another ``${...}``, gives nothing for
+    ``${VAR:+word}`` with VAR unset, and splits a command string after interpolating it: an
+    empty expansion is no argument, one with blanks is several."""
+    assert interpolate("${A:-${B:-x}}/${C:-y}") == "x/y"
+    assert interpolate("${R:+--reasoning-parser ${R}}") == ""
+    assert interpolate("${" * 40 + "}" * 40) is not None  # bounded, no error
+    text = ("services:\n  sglang:\n    image: lmsysorg/sglang:${TAG:-v0.5.6.post2}\n"
+            "    command: >\n      python3 -m sglang.launch_server\n"
+            "      --model-path ${MODEL_PATH:-Qwen/Qwen3-8B}\n"
+            "      ${REASONING_PARSER:+--reasoning-parser ${REASONING_PARSER}}\n"
+            "      ${EXTRA_ARGS:-}\n      ${MORE:---context-length 8192}\n")
+    (m,) = extract_text(text)
+    assert v(m.model) == "Qwen/Qwen3-8B" and v(m.max_model_len) == 8192
+    assert v(m.engine_version) == "0.5.6.post2" and m.engine_problems == ()
+
+
 def test_compose_variables_come_from_outside_not_the_container_env() -> None:
     text = """services:
   vllm:
