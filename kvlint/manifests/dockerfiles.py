@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
-from kvlint.manifests.base import ServedModel
+from kvlint.manifests.base import Located, ServedModel
+from kvlint.manifests.engine_launch import settle_version
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
 
@@ -106,4 +108,19 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
         env = []
     else:
         return []
-    return command_models([[*env, *c] for c in commands], text, path, kind="dockerfile")
+    found = command_models([[*env, *c] for c in commands], text, path, kind="dockerfile")
+    return [_from_base(served, image) for served in found]
+
+
+def _from_base(served: ServedModel, base: tuple[str, int]) -> ServedModel:
+    """A command the Dockerfile runs itself (``ENTRYPOINT python3 -m vllm...``) runs in the
+    last stage's base image: its version is the image's, as a ``docker run`` of it says."""
+    if served.image is not None or served.engine is None or \
+            isinstance(served.engine_version, Located):
+        return served
+    image = Located(base[0], base[1], None, "FROM")
+    version, notes = settle_version(served.engine.value, image)
+    if version is None:
+        return replace(served, image=image, notes=(*served.notes, *notes))
+    return replace(served, image=image, engine_version=version,
+                   notes=(*served.notes, *notes))

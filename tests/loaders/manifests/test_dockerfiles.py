@@ -11,7 +11,7 @@ import pytest
 
 from kvlint.lint.extraction import extract_text
 from kvlint.manifests.base import Located, ServedModel
-from kvlint.manifests.dockerfiles import is_dockerfile
+from kvlint.manifests.dockerfiles import dockerfile_models, is_dockerfile
 from kvlint.plugins import get_plugin_manager
 
 
@@ -98,3 +98,14 @@ def test_hostile_exec_forms_are_not_read() -> None:
     deep = "[" * 100_000 + "]" * 100_000
     assert served(f"FROM vllm/vllm-openai:v0.11.0\nCMD {deep}\n") == []
     assert served('FROM vllm/vllm-openai:v0.11.0\nCMD ["--model", 7]\n') == []
+
+
+def test_a_command_the_dockerfile_runs_itself_takes_the_base_images_version() -> None:
+    text = ("FROM vllm/vllm-openai:v0.8.5\n"
+            "ENTRYPOINT python3 -m vllm.entrypoints.openai.api_server \\\n"
+            "    --model ${MODEL_NAME:-org/m} ${REVISION:+--revision \"$REVISION\"}\n")
+    (found,) = dockerfile_models(text, "Dockerfile")
+    assert isinstance(found.engine_version, Located) and found.engine_version.value == "0.8.5"
+    assert isinstance(found.image, Located) and found.image.source == "FROM"
+    (other,) = dockerfile_models("FROM python:3.12\nCMD vllm serve org/m\n", "Dockerfile")
+    assert not isinstance(other.engine_version, Located)  # a base image of no engine: unknown
