@@ -321,8 +321,19 @@ def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     specifiers = list(requirement.specifier)
     if len(specifiers) == 1 and specifiers[0].operator in ("==", "===") and (
             "*" not in specifiers[0].version):
-        return engine, specifiers[0].version
+        return engine, _normalized(specifiers[0].version)
     return engine, None
+
+
+def _normalized(version: str) -> str:
+    """A pinned version as pip reads it (PEP 440 normal form: ``0.6.3post1`` is
+    ``0.6.3.post1``); as written when it is not a PEP 440 version."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        return version
 
 
 ENTRYPOINT_IMAGES = (("tgi", re.compile(r"text-generation-inference")),

@@ -183,6 +183,8 @@ def test_split_image() -> None:
 
 @pytest.mark.parametrize(("spec", "expected"), [
     ("vllm==0.6.1.post2", ("vllm", "0.6.1.post2")),
+    ("vllm==0.6.3post1", ("vllm", "0.6.3.post1")),  # pip's normal form
+    ("vllm==v0.7.0", ("vllm", "0.7.0")),
     ("vllm>=0.10.0", ("vllm", None)),
     ('"sglang[all]>=0.4.2.post4"', ("sglang", None)),
     ("sglang[all]==0.4.6.post1", ("sglang", "0.4.6.post1")),
