@@ -26,7 +26,11 @@ from kvlint.manifests.engine_launch import (
     served_model,
     settle_version,
 )
-from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.images import (
+    entrypoint_engine,
+    model_then_options,
+    pinned_official_vllm,
+)
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
 from kvlint.manifests.yaml_values import (
@@ -275,8 +279,16 @@ class ComposeParser(ManifestParser):
             args = launch.args
         elif "entrypoint" not in service and image is not None:
             options_only = bool(command) and command[0].text.startswith("-")
-            fallback = entrypoint_engine(image.value, env, args_only=options_only)
-            if fallback is not None and (not command or options_only):
+            # a model then options: vllm serve's own form, the entrypoint of vLLM's images
+            # now; a pinned official tag may be older, when the entrypoint was the OpenAI
+            # api_server, which ignores a positional model and serves its default one
+            # (vllm#32294): not read as the model then
+            positional = model_then_options([w.text for w in command]) and \
+                not pinned_official_vllm(image.value)
+            fallback = entrypoint_engine(image.value, env,
+                                         args_only=options_only or positional)
+            if fallback is not None and (not command or options_only or
+                                         (positional and fallback == "vllm")):
                 engine = Located(fallback, key_line(service, "command") or image.line, None,
                                  f"entrypoint of image {image.value}")
                 args = engine_args(fallback, words, Env({}, k8s=False), Env(env, k8s=False))

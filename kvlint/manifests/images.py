@@ -14,7 +14,7 @@ container release maps to an engine version only through the cited tables of
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from kvlint.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM, Release
@@ -348,6 +348,28 @@ _LLAMACPP_MODEL_ENV = ("LLAMA_ARG_MODEL", "LLAMA_ARG_HF_REPO", "LLAMA_ARG_MODEL_
 
 
 _ARGS_ONLY_ENGINES = frozenset({"vllm", "sglang", "tgi", "llamacpp"})
+
+
+def model_then_options(words: Sequence[str]) -> bool:
+    """Whether a container's arguments are a model reference and then options
+    (``Qwen/Qwen3-8B --max-model-len 8192``): what ``vllm serve``, the entrypoint of vLLM's
+    own images, takes; no program, shell or Python starts that way."""
+    if len(words) < 2 or not words[1].startswith("-"):
+        return False
+    first = words[0]
+    return "/" in first and not first.startswith(("-", "/bin/", "/usr/")) and \
+        not any(c in first for c in " ;&|$`") and \
+        first.rsplit("/", 1)[-1] not in ("python", "python3", "bash", "sh", "vllm")
+
+
+def pinned_official_vllm(image: str) -> bool:
+    """Whether ``image`` is vLLM's own OpenAI image at a tag that names a release (not
+    ``latest`` or ``nightly``): the release whose image made ``vllm serve`` its entrypoint
+    was not found, so such a tag's entrypoint is not known."""
+    if not re.search(r"(^|/)vllm/vllm-openai[\w.-]*(:|@|$)", image):
+        return False
+    version = engine_from_image(image)[1]
+    return version is not None and version not in ("latest", "nightly")
 
 
 def entrypoint_engine(image: str | None, env: Iterable[str] = (),

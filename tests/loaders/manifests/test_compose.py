@@ -74,6 +74,19 @@ def test_nested_interpolation_and_expansions_that_vanish() -> None:
     assert v(m.engine_version) == "0.5.6.post2" and m.engine_problems == ()
 
 
+def test_a_model_then_options_goes_to_vllm_serve_when_the_entrypoint_is_known() -> None:
+    """``vllm serve`` (the entrypoint of vLLM's images now, and of builds named for vLLM)
+    takes the model positionally; a pinned official tag may be older, with the api_server
+    entrypoint that ignores it (vllm#32294): not read as the model."""
+    service = ("services:\n  m:\n    image: {image}\n"
+               "    command: Qwen/Qwen3-1.7B --max-model-len 16384\n")
+    for image in ("vllm-cpu-env:latest", "vllm/vllm-openai:latest"):
+        (m,) = extract_text(service.format(image=image))
+        assert v(m.model) == "Qwen/Qwen3-1.7B" and v(m.max_model_len) == 16384, image
+    assert extract_text(service.format(image="vllm/vllm-openai:v0.8.5")) == []
+    assert extract_text(service.format(image="ghcr.io/acme/tgi-build:latest")) == []
+
+
 def test_compose_variables_come_from_outside_not_the_container_env() -> None:
     text = """services:
   vllm:
