@@ -434,6 +434,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                             max_sequences=min(sized.max_sequences, tokens // sized.context)
                             if capped_by and sized.max_sequences is not None
                             else sized.max_sequences)
+            sized = _trtllm_pools(sized, plan, analysis)
     if sized is not None and plan.behaviour.engine == "sglang":
         sized = _sglang_state_split(replace(sized, fraction_name="mem_fraction_static"),
                                     plan)
@@ -520,10 +521,11 @@ def _trtllm_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     """``(overhead, tokens, capped by)`` of a TensorRT-LLM plan (PyTorch backend): the
     overhead is the profiled peak's ESTIMATED activations (``max_num_tokens`` tokens) and
     non-torch memory, so that ``(memory - weights - overhead) x fraction`` is TRT-LLM's
-    ``(total - peak + temporary KV) x free_gpu_memory_fraction``; the tokens are the pool's
-    whole blocks, ``kv_cache_config.max_tokens`` applied (``None`` for models with mixed
-    sliding windows, whose per-window pools are not modelled). ``None`` when the release or
-    backend is not the PyTorch backend's, or the config lacks the dimensions."""
+    ``(total - peak + temporary KV) x free_gpu_memory_fraction``; the tokens are the
+    standard manager's one pool in whole blocks, ``kv_cache_config.max_tokens`` applied, every
+    layer at full length (a model with sliding windows: :func:`_trtllm_pools`). ``None`` when
+    the release or backend is not the PyTorch backend's, or the config lacks the
+    dimensions."""
     from kvlint.model import trtllm_memory as trt
     from kvlint.model.memory import model_dims
 
@@ -540,27 +542,115 @@ def _trtllm_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     activations = trt.activation_bytes(dims, tokens_in, layout.attention_tp,
                                        trt.dummy_requests(tokens_in, context))
     overhead = activations + trt.non_torch_bytes(layout.tp)
-    layers = analysis.cached.kv_layers
-    if plan.windowed_sliding_cache and any(layer.is_windowed for layer in layers) and \
-            len({layer.window for layer in layers}) > 1:
-        return overhead, None, None  # VSWA: one pool per window size, sized from memory
-    shapes = {(layer.num_kv_heads, layer.k_head_dim, layer.v_head_dim) for layer in layers}
-    estimate = per_token
-    if len(shapes) == 1 and not analysis.cached.is_mla:
-        kv_heads, k_dim, v_dim = shapes.pop()
-        if k_dim == v_dim and not any(layer.extra_caches for layer in layers):
-            estimate = trt.estimate_bytes_per_token(per_token, kv_heads, k_dim,
-                                                    layout.attention_tp)
-    block = start.page_size if start and start.page_size else trt.TOKENS_PER_BLOCK
     budget = trt.kv_budget(
         version, total_bytes=spec.memory_bytes, weight_bytes=weight_bytes,
         activation_bytes=activations, non_torch_bytes=trt.non_torch_bytes(layout.tp),
-        pool_bytes_per_token=per_token, estimate_bytes_per_token=estimate,
+        pool_bytes_per_token=per_token, estimate_bytes_per_token=_trtllm_estimate(plan, analysis),
         cache=trt.TrtllmCacheConfig(free_gpu_memory_fraction=fraction,
-                                    max_tokens=plan.kv_tokens_cap, tokens_per_block=block))
+                                    max_tokens=plan.kv_tokens_cap,
+                                    tokens_per_block=_trtllm_block(plan)))
     capped = (plan.kv_tokens_cap_source or "kv_cache_config.max_tokens") \
         if budget.capped_by_max_tokens else None
     return overhead, budget.tokens, capped
+
+
+def _trtllm_block(plan: ServingPlan) -> int:
+    """``kv_cache_config.tokens_per_block`` of a TensorRT-LLM plan (32 by default)."""
+    from kvlint.model.trtllm_memory import TOKENS_PER_BLOCK
+
+    start = plan.engine_start
+    return start.page_size if start and start.page_size else TOKENS_PER_BLOCK
+
+
+def _trtllm_estimate(plan: ServingPlan, analysis: KvAnalysis) -> int | None:
+    """TensorRT-LLM's own bytes per token (``get_cache_size_per_token``, every layer) where
+    the attention layers share one shape; else the pool's figure (``None``: unknown)."""
+    from kvlint.model import trtllm_memory as trt
+
+    per_token = analysis.footprint.bytes_per_token_per_gpu
+    layers = analysis.cached.kv_layers
+    shapes = {(layer.num_kv_heads, layer.k_head_dim, layer.v_head_dim) for layer in layers}
+    if per_token and len(shapes) == 1 and not analysis.cached.is_mla:
+        kv_heads, k_dim, v_dim = shapes.pop()
+        if k_dim == v_dim and not any(layer.extra_caches for layer in layers):
+            return trt.estimate_bytes_per_token(per_token, kv_heads, k_dim,
+                                                plan.layout.attention_tp)
+    return per_token
+
+
+def _trtllm_pools(sized: Capacity, plan: ServingPlan, analysis: KvAnalysis) -> Capacity:
+    """A TensorRT-LLM plan of a model with sliding-window layers: its KV pools, one per
+    window size (kvlint/model/trtllm_windows.py). The windows are the model's when the
+    engine table says the release windows its layers (``windowed_sliding_cache``), as if
+    ``kv_cache_config.max_attention_window`` were set to them; else every layer at full
+    length in one pool, the standard manager's. The other case is reported beside it.
+    Pipeline stages, MLA, shared-KV and recurrent layers keep the one-pool figures."""
+    from math import ceil
+
+    from kvlint.model import trtllm_memory as trt
+    from kvlint.model import trtllm_windows as win
+    from kvlint.model.capacity import KvPool, KvPoolSet
+    from kvlint.model.geometry import LayerKind
+    from kvlint.model.kv import layer_bytes_per_token_per_gpu
+
+    layers = analysis.cached.layers
+    if plan.layout.pp > 1 or analysis.cached.is_mla or sized.kv_budget_bytes_per_gpu <= 0 or \
+            any(not layer.holds_kv or layer.extra_caches for layer in layers) or \
+            not any(layer.kind is LayerKind.SLIDING and layer.window for layer in layers):
+        return sized
+    version, length, block = _plan_version(plan), sized.context, _trtllm_block(plan)
+    tp, sharding = plan.layout.attention_tp, plan.behaviour.kv_sharding
+    sizes = [ceil(layer_bytes_per_token_per_gpu(layer, analysis.dtype, tp, sharding) or 0)
+             for layer in layers]
+    windows = [layer.window if layer.kind is LayerKind.SLIDING and layer.window else length
+               for layer in layers]
+    windows = list(win.layer_windows(win.window_pattern(windows), len(layers), length))
+    groups = win.window_groups(windows, sizes)
+    if len(groups) == 1 and groups[0].window == length:
+        return sized  # every window clamped to max_seq_len: nothing is windowed
+    memory = sized.kv_budget_bytes_per_gpu
+    estimate = _trtllm_estimate(plan, analysis)
+    if plan.kv_tokens_cap and estimate:  # max_tokens x estimate caps max_gpu_total_bytes
+        memory = min(memory, plan.kv_tokens_cap * estimate)
+    full = win.single_pool(version, win.WindowGroup(length, len(layers), sum(sizes)),
+                           sized.max_tokens // block, memory_bytes=memory,
+                           tokens_per_block=block, max_seq_len=length)
+    windowed = win.vswa_pools(version, groups, memory, tokens_per_block=block,
+                              max_seq_len=length, max_tokens=plan.kv_tokens_cap) \
+        if len(groups) > 1 else win.single_pool(version, groups[0], full.pools[0].blocks,
+                                                memory_bytes=memory, tokens_per_block=block,
+                                                max_seq_len=length)
+    label = f"{plan.behaviour.display} {plan.behaviour.version or ''}".strip()
+    if len(groups) > 1:
+        how = "one pool per window, " + ("equal memory shares" if win.equal_shares(version)
+                                         else "memory shares ~ window x bytes per token")
+        down = win.split_rounds_down(version)
+    else:
+        how, down = "one pool, the standard manager's", trt.rounds_down(version)
+
+    def as_set(pools: win.VswaPools, setting: str, assumed: bool, note: str) -> KvPoolSet:
+        return KvPoolSet(
+            setting=setting, assumed=assumed, note=note,
+            pools=tuple(KvPool(p.window, p.layers, p.bytes_per_token, p.blocks, p.tokens)
+                        for p in pools.pools),
+            tokens=pools.printed_tokens, max_sequences=pools.sequences(),
+            max_seq_len=pools.max_seq_len, tokens_per_block=block)
+
+    pattern = ", ".join(str(w) for w in win.window_pattern(windows))
+    sets = (as_set(windowed, f"kv_cache_config.max_attention_window: [{pattern}]",
+                   plan.windowed_sliding_cache,
+                   f"{how}, blocks rounded {'down' if down else 'up'} ({label})"),
+            as_set(full, "kv_cache_config.max_attention_window unset",
+                   not plan.windowed_sliding_cache,
+                   f"{label} reads no window from the model's config: unset, every layer "
+                   "is held at full length in one pool"))
+    if not plan.windowed_sliding_cache:
+        sets = sets[::-1]
+    built = windowed if plan.windowed_sliding_cache else full  # the other one beside it
+    vswa = plan.windowed_sliding_cache and len(groups) > 1  # max_tokens only caps the memory
+    return replace(sized, kv_pools=sets, max_tokens=built.printed_tokens,
+                   max_sequences=built.sequences(length),  # 0 when max_seq_len was lowered
+                   kv_tokens_capped_by=None if vswa else sized.kv_tokens_capped_by)
 
 
 _ENGINE_SIZING: dict[str, Callable[[ServingPlan, GpuSpec, dict[str, Any], KvAnalysis, int,

@@ -165,6 +165,33 @@ class CapacityOut(_Strict):
         description="Where a KV budget set by hand comes from (vLLM --kv-cache-memory-bytes "
                     ">= 0.10.2, the manifest's key and line): kv_budget_bytes_per_gpu is then "
                     "that value, without a memory profile or gpu_memory_utilization.")
+    kv_pools: list[KvPoolSetOut] = Field(
+        default_factory=list,
+        description="An engine with one KV pool per attention window size (TensorRT-LLM, a "
+                    "model with sliding windows): the pools sized, then the other setting's.")
+
+
+class KvPoolOut(_Strict):
+    window: int = Field(description="The tokens a sequence keeps in the pool (max_seq_len "
+                                    "for full attention).")
+    layers: int
+    bytes_per_token: int = Field(description="The pool's layers' bytes per token on one GPU.")
+    blocks: int
+    tokens: int
+
+
+class KvPoolSetOut(_Strict):
+    setting: str = Field(description="What the pools follow (TensorRT-LLM: "
+                                     "kv_cache_config.max_attention_window).")
+    assumed: bool = Field(description="Whether max_tokens and max_sequences are this set's; "
+                                      "else the other setting's pools, for comparison.")
+    note: str
+    tokens: int = Field(description="What the engine prints as its tokens: every pool's, "
+                                    "summed.")
+    max_sequences: int = Field(description="Sequences of max_seq_len that fit every pool.")
+    max_seq_len: int
+    tokens_per_block: int
+    pools: list[KvPoolOut]
 
 
 class MemoryProfileOut(_Strict):

@@ -61,6 +61,38 @@ class GpuSpec:
 
 
 @dataclass(frozen=True)
+class KvPool:
+    """One of an engine's KV pools on one GPU (TensorRT-LLM: one per attention window)."""
+
+    window: int
+    """The tokens a sequence keeps in it (max_seq_len for full attention)."""
+    layers: int
+    bytes_per_token: int
+    """Its layers' bytes per token, together."""
+    blocks: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class KvPoolSet:
+    """The KV pools an engine builds on one GPU under one setting."""
+
+    setting: str
+    """What the pools follow (``kv_cache_config.max_attention_window: [...]``)."""
+    assumed: bool
+    """Whether kvlint sizes this one (``max_tokens``/``max_sequences``); else the other
+    setting's pools, for comparison."""
+    note: str
+    pools: tuple[KvPool, ...]
+    tokens: int
+    """What the engine prints as its tokens: every pool's, summed."""
+    max_sequences: int
+    """Sequences of ``max_seq_len`` that fit every pool at once."""
+    max_seq_len: int
+    tokens_per_block: int
+
+
+@dataclass(frozen=True)
 class Capacity:
     """Whether weights and KV fit, and how fast decode can be, on one GPU of the plan."""
 
@@ -108,6 +140,9 @@ class Capacity:
     """The KV block in tokens where the engine allocates and checks whole blocks (vLLM:
     ``max_memory_usage_bytes`` counts ``cdiv(max_model_len, block_size)`` pages,
     v1/core/kv_cache_utils.py@v0.11.0 lines 633-723); ``None``: counted per token."""
+    kv_pools: tuple[KvPoolSet, ...] = ()
+    """An engine with one pool per attention window (TensorRT-LLM, a model with sliding
+    windows): the pools kvlint sizes first, then those of the other setting."""
 
     def sequence_tokens(self, length: int) -> int:
         """The tokens a ``length``-token sequence is allocated: whole blocks."""

@@ -148,7 +148,7 @@ class TrtllmCacheConfig:
     max_gpu_total_bytes: int | None = None
     """``kv_cache_config.max_gpu_total_bytes``: caps the memory ``configure_kv_cache_capacity``
     hands on, after ``max_tokens`` is derived, so the standard KV manager's tokens ignore it
-    (only the VSWA manager sizes its pools from that memory)."""
+    (only the VSWA manager sizes its pools from that memory: kvlint/model/trtllm_windows.py)."""
     tokens_per_block: int = TOKENS_PER_BLOCK
 
 

@@ -103,6 +103,14 @@ def _capacity(c: Capacity) -> dict[str, Any]:
         "memory_profile": _memory(c.memory),
         "kv_budget_source": c.kv_budget_source,
         "kv_tokens_capped_by": c.kv_tokens_capped_by,
+        "kv_pools": [{
+            "setting": s.setting, "assumed": s.assumed, "note": s.note, "tokens": s.tokens,
+            "max_sequences": s.max_sequences, "max_seq_len": s.max_seq_len,
+            "tokens_per_block": s.tokens_per_block,
+            "pools": [{"window": p.window, "layers": p.layers,
+                       "bytes_per_token": p.bytes_per_token, "blocks": p.blocks,
+                       "tokens": p.tokens} for p in s.pools],
+        } for s in c.kv_pools],
     }
 
 

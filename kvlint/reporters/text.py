@@ -190,6 +190,7 @@ def _capacity_rows(c: Capacity, source: str | None = None,
                     "memory at start" if over else ""))
     rows.append(["KV budget", f"{fmt_bytes(c.kv_budget_bytes_per_gpu)} per GPU → "
                               f"{fmt_int(c.max_tokens)} tokens{capped}{seqs}{given}"])
+    rows.extend(_pool_rows(c))
     if c.tpot_floor_ms is not None:
         cross = _crossover(c)
         moe = (f" · reads {fmt_bytes(c.decode_weight_bytes_per_gpu)} of the weights per step "
@@ -201,6 +202,23 @@ def _capacity_rows(c: Capacity, source: str | None = None,
     elif c.gpu.bandwidth_bytes_per_s is None:
         rows.append(["decode", "no TPOT floor: the GPU is given only by its memory, its "
                                "bandwidth is unknown (name it with --gpu for the roofline)"])
+    return rows
+
+
+def _pool_rows(c: Capacity) -> list[list[str]]:
+    """An engine with one KV pool per attention window (TensorRT-LLM): the pools sized,
+    then the other setting's (``otherwise``)."""
+    rows = []
+    for pools in c.kv_pools:
+        each = " + ".join(f"window {fmt_int(p.window)}: {p.layers} layers, "
+                          f"{fmt_int(p.blocks)} blocks ({fmt_int(p.tokens)} tokens)"
+                          for p in pools.pools)
+        seqs = "sequence" if pools.max_sequences == 1 else "sequences"
+        rows.append(["KV pools" if pools.assumed else "otherwise",
+                     f"{pools.setting}{' (assumed)' if pools.assumed else ''} → {each} · "
+                     f"{fmt_int(pools.tokens)} tokens printed · "
+                     f"{fmt_int(pools.max_sequences)} {seqs} of {fmt_int(pools.max_seq_len)} · "
+                     f"{pools.note}"])
     return rows
 
 
