@@ -170,6 +170,30 @@ def _names_program(command: Sequence[Word]) -> bool:
         first.startswith("python")
 
 
+MAX_INLINE_DEPTH = 3
+"""``sh -c "bash -c '...'"`` is read this deep."""
+
+
+def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0) -> list[list[Word]]:
+    """The commands with each ``sh -c SCRIPT`` (``bash -lc``, after ``nohup``, ``exec`` or
+    assignments) replaced by the commands of SCRIPT, which that shell runs; the
+    assignments before it apply to them. A script in a double-quoted word still holds its
+    ``$VAR``s: the outer shell would expand them, and so does the environment here."""
+    out: list[list[Word]] = []
+    for command in commands:
+        prefix, rest = split_env_prefix(list(command))
+        if depth < MAX_INLINE_DEPTH and len(rest) >= 3 and \
+                rest[0].text.rsplit("/", 1)[-1] in SHELLS and \
+                rest[1].text.startswith("-") and "c" in rest[1].text.lstrip("-"):
+            assigned = [Word(f"{k}={v}", command[0].line) for k, v in prefix.items()]
+            inner = [[*assigned, *c] for c in split_script(rest[2].text, line=rest[2].line)
+                     if c]
+            out.extend(_inline_scripts(inner, depth + 1))
+            continue
+        out.append(list(command))
+    return out
+
+
 def script_models(text: str, path: str) -> list[ServedModel]:
     """Every served model a shell script starts."""
     commands = split_script(text, line=0, style="|")  # each word on its own 1-based line
@@ -183,7 +207,7 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     runs it (kvlint/manifests/dockerfiles.py)."""
     containers: dict[int, _Container] = {}
     rewritten: list[list[Word]] = []
-    for command in commands:
+    for command in _inline_scripts(commands):
         run = _container_run(list(command))
         if run is None:
             rewritten.append(list(command))

@@ -48,6 +48,17 @@ def test_the_image_tag_from_a_script_variable() -> None:
     assert (vllm["engine"], vllm["version"]) == ("vllm", None)  # a tag nobody set: unknown
 
 
+def test_a_server_started_in_sh_c_under_nohup() -> None:
+    text = ('DIR="/models"\n'
+            'nohup sh -c "CUDA_VISIBLE_DEVICES=0 python -m lmdeploy serve api_server \\\n'
+            '  ${DIR}/Qwen/Qwen2.5-7B-Instruct --tp 2" > log 2>&1 &\n'
+            "bash -lc 'exec vllm serve org/m --tensor-parallel-size 4'\n")
+    lmdeploy, vllm = served(text)
+    assert (lmdeploy["engine"], lmdeploy["model"], lmdeploy["tp"]) == \
+        ("lmdeploy", "/models/Qwen/Qwen2.5-7B-Instruct", 2)
+    assert (vllm["engine"], vllm["model"], vllm["tp"]) == ("vllm", "org/m", 4)
+
+
 def test_a_command_after_the_image_is_the_engine_it_names() -> None:
     text = ("sudo docker run -d --gpus all --shm-size 32g lmsysorg/sglang:v0.4.6.post1 "
             "python3 -m sglang.launch_server --model-path Qwen/QwQ-32B --tp 4\n")
