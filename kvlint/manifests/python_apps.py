@@ -252,15 +252,34 @@ def _keywords_of(node: ast.expr | None, names: _Names) -> list[ast.keyword] | No
     return None
 
 
+def _forwarding_classes(tree: ast.AST) -> frozenset[str]:
+    """Classes that pass their keyword arguments on to vLLM's engine arguments
+    (``AsyncEngineArgs(**kwargs)`` in a method: a Ray Serve deployment wrapping vLLM)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(
+                isinstance(call, ast.Call)
+                and _dotted(call.func).rsplit(".", 1)[-1] in _VLLM_CALLS
+                and any(k.arg is None for k in call.keywords)
+                for call in ast.walk(node)):
+            out.add(node.name)
+    return frozenset(out)
+
+
 def _entry_points(tree: ast.AST, names: _Names) -> Iterator[list[Word]]:
-    """The engines' Python entry points, rewritten as their server commands."""
+    """The engines' Python entry points, rewritten as their server commands; and the
+    keywords given to a class that forwards them to vLLM (``Deployment.bind(model=...)``)."""
+    forwarding = _forwarding_classes(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         name = _dotted(node.func)
         last = name.rsplit(".", 1)[-1]
         line = node.lineno
-        if last in _VLLM_CALLS:
+        owner = name.rsplit(".", 1)[0] if last in ("bind", "remote") else name
+        if owner in forwarding and last != "__init__":
+            engine, keywords = "vllm", list(node.keywords)
+        elif last in _VLLM_CALLS:
             engine, keywords = "vllm", list(node.keywords)
             if node.args:
                 keywords.insert(0, ast.keyword(arg="model", value=node.args[0]))

@@ -81,6 +81,18 @@ def test_ray_serve_llm_config() -> None:
         ("Qwen/Q", 2, 8192)
 
 
+def test_a_ray_serve_deployment_that_forwards_its_keywords_to_vllm() -> None:
+    text = ('from ray import serve\nfrom vllm.engine.arg_utils import AsyncEngineArgs\n'
+            '@serve.deployment(ray_actor_options={"num_gpus": 1})\n'
+            'class Predict:\n    def __init__(self, **kwargs):\n'
+            '        self.args = AsyncEngineArgs(**kwargs)\n'
+            'deployment = Predict.bind(model="tiiuae/falcon-7b-instruct", dtype="bfloat16",\n'
+            '                          tensor_parallel_size=1)\n')
+    (found,) = python_models(text, "serve.py")
+    assert (value(found.model), value(found.dtype), found.line) == \
+        ("tiiuae/falcon-7b-instruct", "bfloat16", 7)
+
+
 def test_a_runpod_pod() -> None:
     text = ('GPU_COUNT = 2\nPOD = {"image_name": "ghcr.io/huggingface/text-generation-inference'
             ':2.0.4",\n       "gpu_type_id": "NVIDIA RTX A6000", "gpu_count": GPU_COUNT,\n'
