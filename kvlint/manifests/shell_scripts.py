@@ -35,6 +35,7 @@ from kvlint.manifests.engine_launch import (
 from kvlint.manifests.images import entrypoint_engine
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
+from kvlint.manifests.slurm import SlurmGpus, slurm_gpus
 
 SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".zsh"})
 _SHEBANG = re.compile(r"#!\s*\S*(?:/|\s)(?:ba|z|da)?sh\b")
@@ -197,7 +198,23 @@ def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0) -> list[list
 def script_models(text: str, path: str) -> list[ServedModel]:
     """Every served model a shell script starts."""
     commands = split_script(text, line=0, style="|")  # each word on its own 1-based line
-    return command_models([list(c) for c in commands], text, path)
+    found = command_models([list(c) for c in commands], text, path)
+    slurm = slurm_gpus(text) if "#SBATCH" in text else None
+    if slurm is None:
+        return found
+    return [_on_slurm_gpus(served, slurm) for served in found]
+
+
+def _on_slurm_gpus(served: ServedModel, slurm: SlurmGpus) -> ServedModel:
+    """A model the job starts without a container of its own takes the node's GPUs that the
+    job's directives ask for (a ``docker run --gpus`` count still wins)."""
+    own = isinstance(served.gpus, Located) and not served.gpus.source.startswith(
+        "the engine's tp x pp x dp")
+    gpus = served.gpus if own or slurm.count is None else \
+        Located(slurm.count, slurm.line, None, slurm.source)
+    kind = served.gpu_type or (Located(slurm.kind, slurm.line, None, slurm.source)
+                               if slurm.kind else None)
+    return replace(served, gpus=gpus, gpu_type=kind)
 
 
 def command_models(commands: Sequence[list[Word]], text: str, path: str,

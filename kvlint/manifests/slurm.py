@@ -1,0 +1,81 @@
+"""SLURM batch directives of a script (``#SBATCH`` lines before its first command,
+https://slurm.schedmd.com/sbatch.html): the GPUs a job asks for on each node.
+
+``--gres=gpu[:TYPE]:N`` and ``--gpus-per-node=[TYPE:]N`` are per node; ``--gpus=[TYPE:]N``
+(``-G``) is for the whole job, per node when the job has one (``--nodes``/``-N`` 1 or not
+given). What sbatch reads stops at the first line that is not a comment or blank.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["SlurmGpus", "slurm_gpus"]
+
+_DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
+_GPU_SPEC = re.compile(r"^(?:([A-Za-z][\w.-]{0,40}):)?(\d{1,4})$")
+
+
+@dataclass(frozen=True)
+class SlurmGpus:
+    """GPUs per node (``None``: not read) and their type as the directive names it."""
+
+    count: int | None
+    kind: str | None
+    line: int
+    source: str
+
+
+def _options(text: str) -> list[tuple[str, str, int]]:
+    """``(option, value, line)`` of the ``#SBATCH`` directives at the top of ``text``."""
+    out: list[tuple[str, str, int]] = []
+    for number, raw in enumerate(text.splitlines()[:2000], 1):
+        line = raw.strip()
+        if not line or (line.startswith("#") and not line.startswith("#SBATCH")):
+            continue
+        found = _DIRECTIVE.match(line)
+        if found is None:
+            break  # the first command: sbatch reads no directive after it
+        words = found.group(1).split("#", 1)[0].split()
+        i = 0
+        while i < len(words):
+            option, eq, value = words[i].partition("=")
+            if not eq and i + 1 < len(words) and not words[i + 1].startswith("-"):
+                value, i = words[i + 1], i + 1
+            out.append((option, value, number))
+            i += 1
+    return out
+
+
+def slurm_gpus(text: str) -> SlurmGpus | None:
+    """The GPUs per node a batch script's directives ask for, or ``None`` when it asks for
+    none (or for several nodes with a job-wide ``--gpus``, which does not say per node)."""
+    nodes = 1
+    found: SlurmGpus | None = None
+    whole: SlurmGpus | None = None
+    for option, value, line in _options(text):
+        if option in ("--nodes", "-N") and value.split("-")[0].isdigit():
+            nodes = int(value.split("-")[0])
+        elif option == "--gres":
+            for item in value.split(","):
+                name, _, rest = item.partition(":")
+                spec = _GPU_SPEC.match(rest) if name == "gpu" else None
+                if spec is not None:
+                    found = SlurmGpus(int(spec.group(2)), spec.group(1), line,
+                                      f"#SBATCH --gres={value}")
+                elif name == "gpu" and not rest:
+                    found = SlurmGpus(1, None, line, f"#SBATCH --gres={value}")
+        elif option == "--gpus-per-node":
+            spec = _GPU_SPEC.match(value)
+            if spec is not None:
+                found = SlurmGpus(int(spec.group(2)), spec.group(1), line,
+                                  f"#SBATCH --gpus-per-node={value}")
+        elif option in ("--gpus", "-G"):
+            spec = _GPU_SPEC.match(value)
+            if spec is not None:
+                whole = SlurmGpus(int(spec.group(2)), spec.group(1), line,
+                                  f"#SBATCH {option}={value}")
+    if found is None and whole is not None and nodes == 1:
+        found = whole
+    return found
