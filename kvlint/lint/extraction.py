@@ -65,6 +65,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
                  parsers: Sequence[ManifestParser]) -> list[ServedModel] | ManifestProblem:
     """Every served model in ``text``, a manifest read from ``path`` (or from stdin, named
     ``path``)."""
+    from kvlint.manifests.batch_files import batch_models, is_batch
     from kvlint.manifests.dockerfiles import dockerfile_models, is_dockerfile
     from kvlint.manifests.makefiles import is_makefile, makefile_models
     from kvlint.manifests.python_apps import is_python, python_models
@@ -75,7 +76,8 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     commands = script_models if is_script(str(path), text) else \
         dockerfile_models if is_dockerfile(str(path)) else \
         makefile_models if is_makefile(str(path)) else \
-        python_models if is_python(str(path)) else None
+        python_models if is_python(str(path)) else \
+        batch_models if is_batch(str(path)) else None
     if commands is not None:
         found = Extracted(commands(text, str(path)))
         _image_families(found)

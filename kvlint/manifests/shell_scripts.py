@@ -230,8 +230,9 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
             rewritten.append(list(command))
             continue
         words, container = run
-        containers[len(rewritten)] = container
-        rewritten.append(words)
+        for inner in _inline_scripts([words]):  # docker run IMAGE bash -lc "..."
+            containers[len(rewritten)] = container
+            rewritten.append(inner)
     ctx = DocumentContext(path, 0, Documents((text,)))
     pins = [pin for command in rewritten
             for pin in pip_pins(split_env_prefix(list(command))[1], Env({}, k8s=False))]

@@ -1,0 +1,117 @@
+"""Windows batch files (``.bat``, ``.cmd``) that start an engine, read as cmd.exe runs them
+(https://learn.microsoft.com/windows-server/administration/windows-commands/cmd, ``set``,
+``start``, ``call``): each line a command, a ``^`` at a line's end joining the next one.
+
+* ``set NAME=value`` and ``set "NAME=value"`` assign (the value as written, ``%VAR%`` in it
+  expanded); ``set /a`` and ``set /p`` compute or prompt: unknown here;
+* ``%NAME%`` (and ``!NAME!``) expand to the value set above; a variable the file never sets,
+  and a batch argument (``%1``, ``%~dp0``), is given to the command layer as ``${NAME}``:
+  unresolved, never empty;
+* ``start ["title"] [/switches] program args`` and ``call program args`` run ``program``;
+  ``rem``, ``::``, ``echo``, labels and control lines (``if``, ``for``, ``goto``) start no
+  server here (a server started inside ``if``/``for`` is not read);
+* words are split at blanks outside double quotes, and the quotes removed, as a program's
+  command line is parsed (backslashes are path separators, not escapes); the program's
+  directory and ``.exe`` are not part of its name (``C:\\llama\\llama-server.exe``).
+
+The commands then go the way a script's do
+(:func:`~kvlint.manifests.shell_scripts.command_models`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kvlint.manifests.base import ServedModel
+from kvlint.manifests.shell_scripts import command_models
+from kvlint.manifests.shell_words import Word
+
+__all__ = ["batch_models", "is_batch"]
+
+_REFERENCE = re.compile(r"%%|%~?[0-9*]|%~[a-z]{1,8}[0-9]|%([A-Za-z_][\w.-]{0,60})%|"
+                        r"!([A-Za-z_][\w.-]{0,60})!")
+_WORD = re.compile(r'(?:"[^"]*"|[^\s"]+)+')
+_SKIP = ("rem", "echo", "if", "for", "goto", "exit", "pause", "cd", "pushd", "popd",
+         "setlocal", "endlocal", "title", "cls", "timeout", "chcp", "color", "mkdir", "md",
+         "del", "copy", "type", "where", "choice")
+MAX_LINES = 20_000
+
+
+def is_batch(path: str) -> bool:
+    return path.lower().endswith((".bat", ".cmd"))
+
+
+def _lines(text: str) -> list[tuple[str, int]]:
+    """Logical lines with their first line's number (``^`` at the end joins the next)."""
+    out: list[tuple[str, int]] = []
+    pending: list[str] = []
+    start = 0
+    for number, line in enumerate(text.splitlines()[:MAX_LINES], 1):
+        if not pending:
+            start = number
+        if line.rstrip().endswith("^") and not line.rstrip().endswith("^^"):
+            pending.append(line.rstrip()[:-1])
+            continue
+        pending.append(line)
+        out.append((" ".join(pending), start))
+        pending = []
+    if pending:
+        out.append((" ".join(pending), start))
+    return out
+
+
+def _expand(text: str, variables: dict[str, str | None]) -> str:
+    def one(match: re.Match[str]) -> str:
+        if match.group(0) == "%%":
+            return "%"
+        name = match.group(1) or match.group(2)
+        if name is None:
+            return "${BATCH_ARGUMENT}"  # %1, %~dp0: given when the file is run
+        value = variables.get(name.upper())
+        return value if value is not None else f"${{{name.upper()}}}"
+
+    return _REFERENCE.sub(one, text)
+
+
+def _program(word: str) -> str:
+    """``C:\\llama\\llama-server.exe`` -> ``llama-server``."""
+    name = re.split(r"[\\/]", word)[-1]
+    return name[:-4] if name.lower().endswith(".exe") else name
+
+
+def batch_models(text: str, path: str) -> list[ServedModel]:
+    """Every served model a batch file starts."""
+    variables: dict[str, str | None] = {}
+    commands: list[list[Word]] = []
+    for raw, line in _lines(text):
+        body = raw.strip().lstrip("@").strip()
+        if not body or body.startswith("::") or body.startswith(":"):
+            continue
+        head = body.split(None, 1)[0].lower()
+        if head == "set":
+            rest = body[3:].strip()
+            if rest.lower().startswith(("/a", "/p")):
+                name = rest[2:].strip().strip('"').split("=", 1)[0].strip()
+                variables[name.upper()] = None
+                continue
+            rest = rest[1:rest.rfind('"')] if rest.startswith('"') and '"' in rest[1:] \
+                else rest
+            name, eq, value = rest.partition("=")
+            if eq and name.strip():
+                variables[name.strip().upper()] = _expand(value, variables)
+            continue
+        if head in _SKIP or head.startswith(("echo.", "rem ")):
+            continue
+        tokens = _WORD.findall(_expand(body, variables))
+        while tokens and tokens[0].lower() in ("call", "start", "cmd"):
+            first = tokens.pop(0).lower()
+            if first == "start" and tokens and tokens[0].startswith('"'):
+                tokens.pop(0)  # the window title
+            while tokens and tokens[0].startswith("/"):
+                tokens.pop(0)  # /B, /MIN, cmd's /c
+        if not tokens:
+            continue
+        words = [Word(t.replace('"', ""), line) for t in tokens]
+        words[0] = Word(_program(words[0].text), line)
+        commands.append(words)
+    return command_models(commands, text, path, kind="batch-file")
