@@ -238,7 +238,13 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
             for pin in pip_pins(split_env_prefix(list(command))[1], Env({}, k8s=False))]
     out: list[ServedModel] = []
     env = Env({}, k8s=False)
+    # a Ray cluster the script starts spans nodes: the visible devices are one node's
+    cluster = any([w.text for w in split_env_prefix(list(c))[1][:2]] == ["ray", "start"]
+                  for c in rewritten)
     for invocation in engine_invocations(rewritten, env):
+        nodes = invocation.args.nnodes
+        one_node = not cluster and (nodes is None or
+                                    (isinstance(nodes, Located) and nodes.value == 1))
         ran = next((c for index, c in containers.items()
                     if tuple(rewritten[index][-len(invocation.words):]) == invocation.words),
                    None)
@@ -249,9 +255,37 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
             Origin(ctx, kind, line=invocation.line),
             engine=Located(invocation.engine, invocation.line, None, source),
             args=invocation.args, image=image, version=version,
-            hardware=Hardware(gpus=(ran.gpus if ran else None)
-                              or _occupied(invocation.args, invocation.line)), notes=notes))
+            hardware=Hardware(gpus=(ran.gpus if ran else None) or _bare_gpus(
+                invocation.args, invocation.env, invocation.line, one_node)), notes=notes))
     return out
+
+
+def _bare_gpus(args: EngineArgs, env: Env, line: int | None,
+               one_node: bool) -> Located[int] | None:
+    """The GPUs of a command that no container limits: the engine's world (tp x pp x dp),
+    or fewer when the devices the script makes visible on this node are fewer (the engine
+    then cannot place every rank); more visible devices are not taken by the engine."""
+    occupied = _occupied(args, line)
+    visible = _visible(env, line) if one_node else None
+    if visible is not None and occupied is not None and visible.value < occupied.value:
+        return visible
+    return occupied
+
+
+_DEVICE_LIST = re.compile(r"\d{1,3}(?:,\d{1,3}){0,63}")
+
+
+def _visible(env: Env, line: int | None) -> Located[int] | None:
+    """The GPUs a bare command can use when the script names them: ``CUDA_VISIBLE_DEVICES``
+    (or ``HIP_VISIBLE_DEVICES``/``ROCR_VISIBLE_DEVICES``) set to a list of device numbers
+    where it starts; ``None`` when unset or not a list of numbers. One node's devices: not
+    read for a server that spans nodes (``--nnodes``, a Ray cluster the script starts)."""
+    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        value = env.get(name)
+        if isinstance(value, str) and _DEVICE_LIST.fullmatch(value.strip()):
+            devices = value.strip().split(",")
+            return Located(len(set(devices)), line, None, f"{name}={value.strip()}")
+    return None
 
 
 def _occupied(args: EngineArgs, line: int | None) -> Located[int] | None:

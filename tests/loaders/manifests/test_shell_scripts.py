@@ -59,6 +59,19 @@ def test_a_server_started_in_sh_c_under_nohup() -> None:
     assert (vllm["engine"], vllm["model"], vllm["tp"]) == ("vllm", "org/m", 4)
 
 
+def test_fewer_visible_devices_than_the_engine_needs() -> None:
+    """``CUDA_VISIBLE_DEVICES`` bounds a bare command's GPUs on its node: fewer than tp is the
+    count (KV206 then says the engine cannot place its ranks); more is not taken. A server
+    that spans nodes sees one node's devices: not read."""
+    few = served("CUDA_VISIBLE_DEVICES=4,5 lmdeploy serve api_server org/m --tp 4\n")
+    assert few[0]["gpus"] == 2
+    many = served("CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve org/m\n")
+    assert many[0]["gpus"] == 1
+    ray = served("export CUDA_VISIBLE_DEVICES=0\nray start --head\n"
+                 "vllm serve org/m --pipeline-parallel-size 2\n")
+    assert ray[0]["gpus"] == 2
+
+
 def test_a_command_after_the_image_is_the_engine_it_names() -> None:
     text = ("sudo docker run -d --gpus all --shm-size 32g lmsysorg/sglang:v0.4.6.post1 "
             "python3 -m sglang.launch_server --model-path Qwen/QwQ-32B --tp 4\n")
