@@ -23,6 +23,7 @@ from kvlint.model.limits import MAX_LAYERS, MAX_SIZE
 
 if TYPE_CHECKING:
     from kvlint.linter import LintRun
+    from kvlint.rules.base import Rule
 
 
 def _ints(option: str, value: str | None) -> tuple[int, ...]:
@@ -83,12 +84,23 @@ def _ints(option: str, value: str | None) -> tuple[int, ...]:
                    "given).")
 @click.option("--engine-log", "engine_log", type=click.Path(dir_okay=False), default=None,
               metavar="FILE",
-              help="Staging without a server: an engine's start-up log, its engine (vLLM or "
-                   "SGLang) recognised from its wording (--vllm-log, --sglang-log: force one).")
+              help="Staging without a server: an engine's start-up log, its engine (vLLM, "
+                   "SGLang, TensorRT-LLM or LMDeploy) recognised from its wording (--vllm-log, "
+                   "--sglang-log, --trtllm-log, --lmdeploy-log: force one).")
 @click.option("--sglang-log", "sglang_log", type=click.Path(dir_okay=False), default=None,
               metavar="FILE",
               help="An SGLang start-up log: its KV pool per token per GPU against theory and "
                    "its #tokens against kvlint's capacity (tp, dtypes from server_args).")
+@click.option("--trtllm-log", "trtllm_log", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="A TensorRT-LLM start-up log: its KV pool per token per GPU (Allocated GiB "
+                   "over its tokens) against theory and its tokens against kvlint's capacity "
+                   "(--tp/--pp: the server's; the log prints no layout).")
+@click.option("--lmdeploy-log", "lmdeploy_log", type=click.Path(dir_okay=False), default=None,
+              metavar="FILE",
+              help="An LMDeploy start-up log: its KV cache per token per GPU (TurboMind's block "
+                   "size, or the PyTorch engine's DEBUG budget over its blocks) against theory "
+                   "and its tokens against kvlint's capacity (tp from backend_config).")
 @click.option("--served-model-name", default=None,
               help="With --measure-itl: the model name the server answers to.")
 @click.option("--tp", type=DEGREE, default=None,
@@ -127,7 +139,8 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
           cache_kind: str | None, max_cache_len: int | None, sm: int, ncu: bool,
           plot: str | None,
           endpoint: str | None, vllm_log: str | None, engine_log: str | None,
-          sglang_log: str | None, served_model_name: str | None,
+          sglang_log: str | None, trtllm_log: str | None, lmdeploy_log: str | None,
+          served_model_name: str | None,
           tp: int | None, pp: int | None,
           engine_version: str | None, gpu_memory_gib: float | None,
           gpu_memory_utilization: float | None, max_model_len: int | None,
@@ -160,10 +173,13 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
     given_log_only = [name for name, value in log_only.items() if value is not None]
     logs = [(name, value) for name, value in (("--engine-log", engine_log),
                                               ("--vllm-log", vllm_log),
-                                              ("--sglang-log", sglang_log)) if value]
+                                              ("--sglang-log", sglang_log),
+                                              ("--trtllm-log", trtllm_log),
+                                              ("--lmdeploy-log", lmdeploy_log)) if value]
     if len(logs) > 1:
         raise UsageError(f"{', '.join(n for n, _ in logs)}: give one start-up log")
-    forced = {"--vllm-log": "vllm", "--sglang-log": "sglang"}.get(logs[0][0]) if logs else None
+    forced = {"--vllm-log": "vllm", "--sglang-log": "sglang", "--trtllm-log": "trtllm",
+              "--lmdeploy-log": "lmdeploy"}.get(logs[0][0]) if logs else None
     vllm_log = logs[0][1] if logs else None
     if given_log_only and not vllm_log:
         raise UsageError(f"{', '.join(given_log_only)} appl"
@@ -180,7 +196,11 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
         if given:
             raise UsageError(f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to "
                              "a running engine (--endpoint), not to a log")
-        run = probing.probe_log(
+        engine_run = _other_engine_log(
+            vllm_log, refs[0], rules, forced, (tp, pp, kv_cache_dtype.lower(), engine_version,
+                                               gpu_memory_gib, gpu_memory_utilization),
+            revision=revision, offline=offline or env_offline(), fail_on=session.fail_on)
+        run = engine_run or probing.probe_log(
             vllm_log, refs[0], rules, probing.LogPlanOptions(
                 tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype.lower(),
                 engine_version=engine_version, gpu_memory_gib=gpu_memory_gib,
@@ -225,6 +245,35 @@ def probe(models: tuple[str, ...], model_option: str | None, impl: str, device: 
     session.finish(run)
 
 
+_LogFlags = tuple[int | None, int | None, str, str | None, float | None, float | None]
+"""--tp, --pp, --kv-cache-dtype, --engine-version, --gpu-memory, --gpu-memory-utilization."""
+
+
+def _other_engine_log(path: str, ref: str, rules: tuple[type[Rule], ...], forced: str | None,
+                      flags: _LogFlags, *, revision: str | None, offline: bool,
+                      fail_on: str) -> LintRun | None:
+    """A TensorRT-LLM or LMDeploy log's probe (forced, or recognised by
+    :func:`kvlint.probe.engine_log.detect`); ``None`` for a vLLM or SGLang log, which
+    :func:`kvlint.probe.run.probe_log` reads."""
+    if forced in ("vllm", "sglang"):
+        return None
+    from kvlint.probe import engine_log
+
+    engine, decided = engine_log.detect(Path(path), forced)
+    if engine not in ("trtllm", "lmdeploy"):
+        return None
+    if engine == "lmdeploy" and flags[1] not in (None, 1):
+        raise UsageError("--pp: LMDeploy has no pipeline parallelism")
+    options = engine_log.EngineLogOptions(*flags)
+    probe_engine = engine_log.probe_trtllm_log if engine == "trtllm" \
+        else engine_log.probe_lmdeploy_log
+    return probe_engine(path, ref, rules, options, decided=decided, revision=revision,
+                        offline=offline, fail_on=fail_on)
+
+
+_LOG_ENGINES = ("SGLang", "TensorRT-LLM", "LMDeploy")
+
+
 def _refuse_incomparable(run: LintRun, log: str) -> None:
     """A log from which nothing could be compared with theory (empty, another program's, a
     request log) is never verdict "ok" with exit 0: one line, exit 2. A result without a
@@ -235,14 +284,16 @@ def _refuse_incomparable(run: LintRun, log: str) -> None:
             continue
         if any(impl.worst_ratio is not None and not impl.skipped for impl in report.impls):
             continue
-        if "SGLang" in report.built and any(t.printed is not None and t.predicted is not None
-                                            for t in report.terms if t.unit == "tokens"):
-            continue  # #tokens against kvlint's capacity
+        named = next((e for e in _LOG_ENGINES if f"a {e} " in report.built
+                      or f"an {e} " in report.built), None)
+        if named and any(t.printed is not None and t.predicted is not None
+                         for t in report.terms if t.unit == "tokens"):
+            continue  # the printed tokens against kvlint's capacity
         why = next((n for impl in report.impls for n in impl.notes
-                    if "SGLang" in report.built and ("too coarse" in n or "cannot be" in n)),
-                   None)
+                    if named and ("too coarse" in n or "cannot be" in n)), None)
         if why is not None:
             raise InputError(f"{log}: nothing comparable: {why}")
-        engine = "an SGLang" if "SGLang" in report.built else "a vLLM"
+        engine = {"SGLang": "an SGLang", "TensorRT-LLM": "a TensorRT-LLM",
+                  "LMDeploy": "an LMDeploy"}.get(named or "", "a vLLM")
         raise InputError(f"{log}: nothing comparable: no KV cache figure of {engine} start-up "
                          "log was found in it (is it the engine's start-up log?)")

@@ -1,14 +1,16 @@
 """``kvlint probe MODEL --engine-log FILE``: which engine wrote a start-up log, from its
-wording, and the SGLang path of the probe (the vLLM one is :func:`kvlint.probe.run.probe_log`).
+wording, and the SGLang, TensorRT-LLM and LMDeploy paths of the probe (the vLLM one is
+:func:`kvlint.probe.run.probe_log`).
 
 Each engine's reader is built from that engine's own format strings
-(kvlint/loaders/vllm_log_formats.json, sglang_log_formats.json); the engine is the one whose
-table the log's lines match more entries of, and the lines that decided it are named. A log
-neither reader recognises is a usage error (exit 2, one line)."""
+(kvlint/loaders/{vllm,sglang,trtllm,lmdeploy}_log_formats.json); the engine is the one whose
+table the log's lines match the most entries of (ties: vLLM, SGLang, TensorRT-LLM, LMDeploy,
+in that order), and the lines that decided it are named. A log no reader recognises is a
+usage error (exit 2, one line)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,32 +20,52 @@ from kvlint.linter import LintRun, lint_config
 from kvlint.probe.log_common import loaded_config, log_version, target_of
 
 if TYPE_CHECKING:
+    from kvlint.model.geometry import AttentionGeometry
+    from kvlint.model.serving import ServingPlan
+    from kvlint.probe.result import ImplMeasurement, LogTerm
     from kvlint.rules.base import Rule
 
-ENGINES = ("vllm", "sglang")
+ENGINES = ("vllm", "sglang", "trtllm", "lmdeploy")
+DISPLAY = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "lmdeploy": "LMDeploy"}
+_ARTICLE = {"vllm": "a", "sglang": "an", "trtllm": "a", "lmdeploy": "an"}
+
+
+def _scores(path: Path) -> dict[str, tuple[int, int, tuple[str, ...]]]:
+    """engine -> (score, table entries matched, the lines read first) of the log."""
+    from kvlint.loaders import lmdeploy_log, sglang_log, trtllm_log, vllm_log
+
+    vllm = vllm_log.read_log(path)
+    sglang = sglang_log.read_log(path)
+    trtllm = trtllm_log.read_log(path)
+    lmdeploy = lmdeploy_log.read_log(path)
+    return {
+        "vllm": (len(vllm.formats) + (2 if vllm.engine or vllm.version else 0),
+                 len(vllm.formats), tuple(f"format {f}" for f in vllm.formats[:3])),
+        "sglang": (len(sglang.formats) + (2 if sglang.server_args else 0),
+                   len(sglang.formats), sglang.evidence),
+        "trtllm": (len(trtllm.formats) + (2 if trtllm.version else 0), len(trtllm.formats),
+                   trtllm.evidence),
+        "lmdeploy": (len(lmdeploy.formats) + (2 if lmdeploy.backend_args else 0),
+                     len(lmdeploy.formats), lmdeploy.evidence),
+    }
 
 
 def detect(path: Path, forced: str | None = None) -> tuple[str, str]:
-    """(engine, the sentence saying what decided it) of the log at ``path``."""
+    """(engine, the sentence saying what decided it) of the log at ``path``: the engine
+    whose table the most lines match (its printed options and version count 2)."""
     if forced is not None:
-        return forced, f"read as a{'n SGLang' if forced == 'sglang' else ' vLLM'} log " \
-                       f"(--{forced}-log)"
-    from kvlint.loaders import sglang_log, vllm_log
-
-    sglang = sglang_log.read_log(path)
-    vllm = vllm_log.read_log(path)
-    vllm_score = len(vllm.formats) + (2 if vllm.engine or vllm.version else 0)
-    sglang_score = len(sglang.formats) + (2 if sglang.server_args else 0)
-    if not vllm_score and not sglang_score:
-        raise UsageError(f"{path}: no line of a vLLM or SGLang start-up log was recognised; "
-                         "give the engine's start-up log (or --vllm-log/--sglang-log FILE)")
-    if sglang_score > vllm_score:
-        shown = "; ".join(repr(line.strip()[:80]) for line in sglang.evidence[:2])
-        return "sglang", (f"recognised as an SGLang log ({len(sglang.formats)} SGLang "
-                          f"wording(s) against {len(vllm.formats)} of vLLM), from: {shown}")
-    return "vllm", (f"recognised as a vLLM log ({len(vllm.formats)} vLLM wording(s) "
-                    f"against {len(sglang.formats)} of SGLang; formats "
-                    f"{', '.join(vllm.formats[:3])})")
+        return forced, f"read as {_ARTICLE[forced]} {DISPLAY[forced]} log (--{forced}-log)"
+    scores = _scores(path)
+    engine = max(ENGINES, key=lambda e: (scores[e][0], -ENGINES.index(e)))
+    if not scores[engine][0]:
+        raise UsageError(f"{path}: no line of a vLLM or SGLang start-up log (nor of "
+                         "TensorRT-LLM or LMDeploy) was recognised; give the engine's start-up "
+                         "log (or --vllm-log/--sglang-log/--trtllm-log/--lmdeploy-log FILE)")
+    others = ", ".join(f"{scores[e][1]} of {DISPLAY[e]}" for e in ENGINES if e != engine)
+    shown = "; ".join(repr(line.strip()[:80]) for line in scores[engine][2][:2])
+    return engine, (f"recognised as {_ARTICLE[engine]} {DISPLAY[engine]} log "
+                    f"({scores[engine][1]} {DISPLAY[engine]} wording(s) against {others}), "
+                    f"from: {shown}")
 
 
 @dataclass(frozen=True)
@@ -92,3 +114,142 @@ def probe_sglang_log(path: str, ref: str, rules: Sequence[type[Rule]],
     return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                 geometry=geometry, probe=report, offline=offline),),
                    fail_on, tuple(rules))
+
+
+@dataclass(frozen=True)
+class EngineLogOptions:
+    """What the command line gives instead of a TensorRT-LLM or LMDeploy log (``None``: the
+    log's)."""
+
+    tp: int | None = None
+    pp: int | None = None
+    kv_cache_dtype: str = "auto"
+    engine_version: str | None = None
+    gpu_memory_gib: float | None = None
+    fraction: float | None = None
+    """TensorRT-LLM ``free_gpu_memory_fraction`` / LMDeploy ``cache_max_entry_count``
+    (``--gpu-memory-utilization``)."""
+
+
+@dataclass(frozen=True)
+class _LogProbe:
+    """One TensorRT-LLM or LMDeploy log probe: the model, the log and how it is compared."""
+
+    ref: str
+    revision: str | None
+    offline: bool
+    fail_on: str
+    engine: str
+    path: str
+    decided: str
+    measure: Callable[[AttentionGeometry], ImplMeasurement]
+    terms: Callable[[ServingPlan, AttentionGeometry], tuple[LogTerm, ...]]
+
+
+def _run(job: _LogProbe, rules: Sequence[type[Rule]], plan: ServingPlan,
+         notes: list[str]) -> LintRun:
+    from kvlint.probe.log_measure import report
+
+    loaded, geometry = loaded_config(job.ref, job.revision, job.offline)
+    target = target_of(loaded)
+    if geometry is None:
+        return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,
+                                    offline=job.offline),), job.fail_on, tuple(rules))
+    measured = job.measure(geometry)
+    probe = report(measured, engine=DISPLAY[job.engine], path=job.path,
+                   layers=geometry.num_layers, terms=job.terms(plan, geometry),
+                   decided=job.decided, notes=tuple(notes))
+    return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,
+                                geometry=geometry, probe=probe, offline=job.offline),),
+                   job.fail_on, tuple(rules))
+
+
+def probe_trtllm_log(path: str, ref: str, rules: Sequence[type[Rule]],
+                     options: EngineLogOptions, *, decided: str, revision: str | None,
+                     offline: bool, fail_on: str) -> LintRun:
+    """A TensorRT-LLM start-up log's KV pool per token per GPU (Allocated GiB over its
+    tokens) against theory, and its tokens against kvlint's capacity from the printed
+    total (no GPU)."""
+    from kvlint.loaders.trtllm_log import read_log
+    from kvlint.probe import trtllm_log_staging as staging
+
+    log = read_log(Path(path))
+    notes: list[str] = []
+    layout = staging.layout(options.tp, options.pp, path)
+    version = log_version("trtllm", options.engine_version, log.version, notes,
+                          log.version_range)
+    if log.version is None and log.version_range is not None:
+        notes.append("TensorRT-LLM releases whose log wording kvlint read: "
+                     "0.7.1 and 1.2.0rc2 (kvlint/loaders/trtllm_log_formats.json)")
+    dtype = options.kv_cache_dtype
+    plan = staging.plan(log, layout, kv_cache_dtype=dtype, engine_version=version,
+                        gpu_memory_gib=options.gpu_memory_gib, fraction=options.fraction,
+                        source=path, notes=notes)
+
+    def terms(plan_: ServingPlan, geometry: AttentionGeometry) -> tuple[LogTerm, ...]:
+        loaded, _ = loaded_config(ref, revision, offline)
+        sized = lint_config(target_of(loaded), loaded.config, plan_, (), source=loaded.source,
+                            geometry=geometry, offline=offline)
+        return staging.terms(log, sized.capacity if plan_.gpu_memory_bytes else None)
+
+    return _run(_LogProbe(ref, revision, offline, fail_on, "trtllm", path, decided,
+                          lambda g: staging.compare(log, g, layout, kv_cache_dtype=dtype,
+                                                    engine_version=version, source=path),
+                          terms), rules, plan, notes)
+
+
+def probe_lmdeploy_log(path: str, ref: str, rules: Sequence[type[Rule]],
+                       options: EngineLogOptions, *, decided: str, revision: str | None,
+                       offline: bool, fail_on: str) -> LintRun:
+    """An LMDeploy start-up log's KV cache per token per GPU (TurboMind's block size, or the
+    PyTorch engine's budget over its blocks) against theory, and its tokens against
+    kvlint's capacity from the printed free memory (no GPU)."""
+    from kvlint.loaders.lmdeploy_log import read_log
+    from kvlint.model.gpu_memory import gpu_memory_bytes
+    from kvlint.model.sglang_memory import start_context_bytes
+    from kvlint.probe import lmdeploy_log_staging as staging
+
+    log = read_log(Path(path))
+    notes: list[str] = []
+    layout = staging.layout(log, options.tp, path)
+    version = log_version("lmdeploy", options.engine_version, None, notes, log.version_range)
+    dtype = staging.kv_cache_dtype(options.kv_cache_dtype, log)
+    context = start_context_bytes(layout.tp, layout.pp)
+    try:
+        given = gpu_memory_bytes(options.gpu_memory_gib) \
+            if options.gpu_memory_gib is not None else None
+    except ValueError as err:
+        raise UsageError(f"{path}: GPU memory: {err}") from None
+    plan = staging.plan(log, layout, kv_cache_dtype_=dtype, engine_version=version,
+                        gpu_memory_bytes_=given, fraction=options.fraction, source=path)
+    if given is None and log.free_mib is None:
+        notes.append("the log prints no free memory after the weights (the PyTorch engine's "
+                     "DEBUG 'minimal free gpu memory'): give --gpu-memory GIB for kvlint's "
+                     "capacity next to the printed tokens")
+
+    def terms(plan_: ServingPlan, geometry: AttentionGeometry) -> tuple[LogTerm, ...]:
+        loaded, _ = loaded_config(ref, revision, offline)
+        target = target_of(loaded)
+        if given is None and log.free_mib is not None:
+            first = lint_config(target, loaded.config, replace(
+                plan_, gpu_memory_bytes=gpu_memory_bytes(80.0), gpu_memory_source="probe"),
+                (), source=loaded.source, geometry=geometry, offline=offline).capacity
+            if first is None:
+                return staging.terms(log, None, context)
+            total = int(log.free_mib * 2**20) + context + first.weight_bytes_per_gpu
+            try:
+                plan_ = replace(plan_, gpu_memory_bytes=gpu_memory_bytes(total / 2**30),
+                                gpu_memory_source="the log (minimal free gpu memory, plus "
+                                                  "kvlint's weights and start-up context)")
+            except ValueError:
+                return staging.terms(log, None, context)
+        if not plan_.gpu_memory_bytes:
+            return staging.terms(log, None, context)
+        sized = lint_config(target, loaded.config, plan_, (), source=loaded.source,
+                            geometry=geometry, offline=offline)
+        return staging.terms(log, sized.capacity, context)
+
+    return _run(_LogProbe(ref, revision, offline, fail_on, "lmdeploy", path, decided,
+                          lambda g: staging.compare(log, g, layout, kv_cache_dtype_=dtype,
+                                                    engine_version=version, source=path),
+                          terms), rules, plan, notes)

@@ -1,0 +1,220 @@
+"""Read the figures a TensorRT-LLM start-up log prints about its KV cache (pure text parsing;
+the TensorRT-LLM counterpart of :mod:`kvlint.loaders.sglang_log`).
+
+TensorRT-LLM prints, from its C++ KV cache manager (``[TensorRT-LLM][INFO] ...``, per rank):
+``Memory usage when calculating max tokens in paged kv cache: total: X GiB, available: Y GiB``
+(the TensorRT workflow's sizing), ``Number of tokens per block: N.`` and ``[MemUsageChange]
+Allocated X GiB for max tokens in paged KV cache (N).``: the pool's bytes (every primary pool,
+``%0.2f`` GiB) and its tokens (primary blocks x tokens per block); the 0.7 ``gptSession`` said
+``Using N tokens in paged KV cache.``. The PyTorch backend (``[TRT-LLM] [I] ...``) profiles
+first, with a small temporary cache (so a first ``Allocated`` line comes before the real
+one), and prints the memory after the weights, the profiled activations and non-torch memory,
+and ``Peak memory during memory usage profiling ...: X GiB, available KV cache memory when
+calculating max tokens: Y GiB, fraction is set F, kv size is N. device total memory T GiB``:
+``kv size`` is TensorRT-LLM's own per-token ESTIMATE (``head_dim x kv // tp``, smaller than the
+pool's when tp does not divide the KV heads), not the pool's bytes. ``import tensorrt_llm``
+prints ``[TensorRT-LLM] TensorRT-LLM version: V``.
+
+The figures come from :data:`FORMATS_FILE`, ``trtllm_log_formats.json``: TensorRT-LLM's own
+format strings read by :mod:`kvlint.generators.trtllm_log_table` (each entry cites
+``path@version``), through :class:`kvlint.loaders.log_formats.TableReader`; the version line
+is read here. Every ``Allocated`` line is kept, in order (:attr:`TrtllmLog.allocations`).
+Bounded like the other readers; odd input gives an empty result and notes, never an
+exception.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kvlint.loaders.log_formats import (
+    MAX_BYTES,
+    MAX_EVIDENCE,
+    MAX_IDS,
+    MAX_LINES,
+    TableReader,
+    VersionRange,
+    figure,
+    log_lines,
+    read_log_text,
+)
+
+FORMATS_FILE = Path(__file__).parent / "trtllm_log_formats.json"
+"""TensorRT-LLM's format strings, per release (written by
+:mod:`kvlint.generators.trtllm_log_table`)."""
+
+MAX_ALLOCATIONS = 256
+_VERSION = re.compile(r"TensorRT-LLM version: (\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:rc|a|b|\.post|"
+                      r"\.dev)\d{1,12})?)")
+
+
+@functools.lru_cache(maxsize=1)
+def table() -> TableReader:
+    """The patterns of :data:`FORMATS_FILE`."""
+    return TableReader(FORMATS_FILE)
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One ``[MemUsageChange] Allocated X GiB for max tokens in paged KV cache (N)`` line."""
+
+    gib: float
+    raw: str
+    """The GiB figure as printed, for its rounding."""
+    tokens: int
+    after_profile: bool
+    """Printed after the PyTorch backend's ``Peak memory`` line (the final cache)."""
+
+
+@dataclass(frozen=True)
+class TrtllmLog:
+    """What one TensorRT-LLM start-up log says (``None``: not printed). Memory in GiB
+    (TensorRT-LLM's ``GiB``: ``/ (1 << 30)``)."""
+
+    version: str | None = None
+    """``TensorRT-LLM version: V`` as printed."""
+    total_gib: float | None = None
+    available_gib: float | None = None
+    tokens_per_block: int | None = None
+    allocations: tuple[Allocation, ...] = ()
+    window_size: int | None = None
+    window_primary_blocks: int | None = None
+    primary_blocks: int | None = None
+    session_kv_tokens: int | None = None
+    config_fraction: float | None = None
+    config_max_tokens: int | None = None
+    peak_gib: float | None = None
+    profiled_available_gib: float | None = None
+    fraction: float | None = None
+    kv_size_estimate: int | None = None
+    device_total_gib: float | None = None
+    tmp_kv_gib: float | None = None
+    weights_gib: float | None = None
+    weights_outside_gib: float | None = None
+    activation_gib: float | None = None
+    non_torch_gib: float | None = None
+    version_range: tuple[str, str] | None = None
+    formats: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
+    lines: int = 0
+    truncated: bool = False
+    notes: tuple[str, ...] = ()
+    raw: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def pool(self) -> Allocation | None:
+        """The KV pool the server runs with: the first ``Allocated`` line after the PyTorch
+        backend's profile, else the last one printed."""
+        after = [a for a in self.allocations if a.after_profile]
+        if after:
+            return after[0]
+        return self.allocations[-1] if self.allocations else None
+
+    @property
+    def total_memory_gib(self) -> float | None:
+        """The GPU's total memory as CUDA reports it (either line)."""
+        return self.device_total_gib or self.total_gib
+
+    @property
+    def pytorch_backend(self) -> bool:
+        return any(i.startswith(("peak", "weights", "activations", "non_torch"))
+                   for i in self.formats)
+
+    def is_read(self) -> bool:
+        """Anything of TensorRT-LLM's start-up was read."""
+        return bool(self.formats or self.version)
+
+
+class _State:
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+        self.range = VersionRange()
+        self.ids: dict[str, None] = {}
+        self.evidence: list[str] = []
+        self.allocations: list[Allocation] = []
+        self.profiled = False
+        self.version: str | None = None
+
+
+def _parse_line(line: str, state: _State) -> None:
+    if state.version is None and "TensorRT-LLM version" in line:
+        printed = _VERSION.search(line)
+        if printed is not None:
+            state.version = printed.group(1)
+            if len(state.evidence) < MAX_EVIDENCE:
+                state.evidence.append(line[:160])
+    reader = table()
+    hit = reader.match(line)
+    if hit is None:
+        return
+    entries = [reader.entries[i] for i in hit.entries]
+    state.range.narrow_entries(entries)
+    for entry in entries:
+        if len(state.ids) < MAX_IDS:
+            state.ids.setdefault(entry.id, None)
+    if len(state.evidence) < MAX_EVIDENCE:
+        state.evidence.append(line[max(0, hit.origin - 40):hit.origin + 120])
+    found = dict(hit.found)
+    if "peak_gib" in found:
+        state.profiled = True
+    if "kv_gib" in found and "kv_tokens" in found:
+        gib, tokens = figure(found.pop("kv_gib")), figure(found.pop("kv_tokens"))
+        if gib is not None and tokens is not None and 0 < tokens < 2**62 \
+                and len(state.allocations) < MAX_ALLOCATIONS:
+            state.allocations.append(Allocation(gib, hit.found["kv_gib"], int(tokens),
+                                                state.profiled))
+    for name, value in found.items():
+        state.values.setdefault(name, value)
+
+
+_INTS = ("tokens_per_block", "window_size", "window_primary_blocks", "primary_blocks",
+         "session_kv_tokens", "config_max_tokens", "kv_size_estimate")
+_FLOATS = ("total_gib", "available_gib", "config_fraction", "peak_gib",
+           "profiled_available_gib", "fraction", "device_total_gib", "tmp_kv_gib",
+           "weights_gib", "weights_outside_gib", "activation_gib", "non_torch_gib")
+
+
+def parse_text(text: str) -> TrtllmLog:
+    """The figures of the TensorRT-LLM log ``text`` (pure; never raises on odd input)."""
+    lines = list(log_lines(text))
+    state = _State()
+    for line in lines:
+        _parse_line(line, state)
+    values: dict[str, object] = {}
+    for name, raw in state.values.items():
+        value = figure(raw)
+        if value is None:
+            continue
+        if name in _INTS and abs(value) < 2**62:
+            values[name] = int(value)
+        elif name in _FLOATS:
+            values[name] = value
+    notes = []
+    if state.range.conflict:
+        notes.append("lines worded as different TensorRT-LLM releases print them (several "
+                     "logs joined?); the release range is from the lines that agree")
+    sizes = {(a.raw, a.tokens) for a in state.allocations if a.after_profile} or \
+        {(a.raw, a.tokens) for a in state.allocations[-1:]}
+    if len({a.tokens for a in state.allocations if a.after_profile}) > 1:
+        notes.append(f"{len(sizes)} different final KV pools printed (ranks or a draft "
+                     "model's cache): the first is compared")
+    if len(lines) >= MAX_LINES:
+        notes.append(f"only the first {MAX_LINES:,} lines were read")
+    return TrtllmLog(**values,  # type: ignore[arg-type]
+                     version=state.version, allocations=tuple(state.allocations),
+                     version_range=state.range.as_tuple(), formats=tuple(state.ids),
+                     evidence=tuple(state.evidence), lines=len(lines), notes=tuple(notes),
+                     raw=dict(state.values))
+
+
+def read_log(path: Path) -> TrtllmLog:
+    """Parse the TensorRT-LLM log file ``path`` (its first :data:`MAX_BYTES` bytes)."""
+    text, cut = read_log_text(path, "a TensorRT-LLM")
+    log = parse_text(text)
+    if cut:
+        log = replace(log, truncated=True,
+                      notes=(*log.notes, f"only the first {MAX_BYTES // 2**20} MiB was read"))
+    return log
