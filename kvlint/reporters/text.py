@@ -304,8 +304,9 @@ def _probe_block(p: ProbeReport, width: int | None = None) -> str:
     wrapped = [wrap(n, inner, subsequent="  ") for n in notes]
     parts = [head, textwrap.indent(table, "  ")]
     if p.terms:
-        parts.append(textwrap.indent(_terms_table(
-            p.terms, "SGLang" if "SGLang" in p.built else "vLLM"), "  "))
+        engine = next((name for name in ("SGLang", "TensorRT-LLM", "LMDeploy")
+                       if name in p.built), "vLLM")
+        parts.append(textwrap.indent(_terms_table(p.terms, engine), "  "))
     block = "\n".join([*parts, *(textwrap.indent(w, "  ") for w in wrapped)])
     return printable(block, keep="\n")
 
