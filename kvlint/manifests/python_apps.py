@@ -38,7 +38,7 @@ from kvlint.manifests.shell_words import Word, split_script
 
 __all__ = ["is_python", "python_models"]
 
-_UNKNOWN = "${PYTHON_VALUE}"
+_UNKNOWN = "${PYTHON_EXPRESSION}"
 """An expression kvlint does not evaluate: a variable the shell layer finds unset."""
 _VLLM_CALLS = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
 _SERVERS = {"vllm": ["vllm", "serve"], "sglang": ["python3", "-m", "sglang.launch_server"]}
@@ -80,13 +80,15 @@ class _Names:
                 and not isinstance(node.value, bool):
             return str(node.value)
         if isinstance(node, ast.Name):
-            return self.text(self.values.get(node.id), depth + 1)
+            value = self.values.get(node.id)
+            # a parameter, an import or a name given two values: a variable nobody set,
+            # under its own name (the finding then says which)
+            return self.text(value, depth + 1) if value is not None else f"${{{node.id}}}"
         if isinstance(node, ast.JoinedStr):
             return "".join(self.text(v.value if isinstance(v, ast.FormattedValue) else v,
                                      depth + 1) for v in node.values)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left, right = self.text(node.left, depth + 1), self.text(node.right, depth + 1)
-            return _UNKNOWN if _UNKNOWN in (left, right) else left + right
+            return self.text(node.left, depth + 1) + self.text(node.right, depth + 1)
         if isinstance(node, ast.Call):
             return self._call(node, depth)
         if isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ":
@@ -104,7 +106,7 @@ class _Names:
                 return _UNKNOWN
             if len(node.args) > 1:
                 default = self.text(node.args[1], depth + 1)
-                return f"${{{key}}}" if default == _UNKNOWN else f"${{{key}:-{default}}}"
+                return f"${{{key}}}" if "${" in default else f"${{{key}:-{default}}}"
             return f"${{{key}}}"
         return _UNKNOWN
 
@@ -341,7 +343,7 @@ def _runpod(tree: ast.AST, names: _Names) -> Iterator[tuple[list[Word], str | No
         for command in split_script(args, line=given["docker_args"].lineno):
             run.extend(command)
         kind = names.text(given["gpu_type_id"]) if "gpu_type_id" in given else None
-        yield run, None if kind is None or kind == _UNKNOWN else kind, line
+        yield run, None if kind is None or "${" in kind else kind, line
 
 
 def _pins(tree: ast.AST) -> list[Word]:
@@ -379,7 +381,7 @@ def _gpu_of(value: ast.expr, names: _Names) -> tuple[str, int] | None:
         return (_dotted(value.func).rsplit(".", 1)[-1],
                 int(number)) if number.isdigit() else None
     match = _MODAL_GPU.fullmatch(names.text(value))
-    if match is None or match.group(1) == "PYTHON_VALUE":
+    if match is None:
         return None
     return match.group(1), int(match.group(2) or 1)
 

@@ -109,6 +109,15 @@ def test_a_step_inside_a_branch_is_not_taken() -> None:
     assert value(second.model) == "org/n" and second.max_model_len is None
 
 
+def test_an_unknown_name_is_named_in_the_finding(tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text('import subprocess\n\ndef serve(model_name):\n'
+                   '    subprocess.run(["vllm", "serve", model_name])\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(app), "--no-plugins", "--isolated",
+                                       "--no-cache", "--offline"])
+    assert "model_name" in result.stdout and "KV902" in result.stdout
+
+
 def test_names_with_two_values_are_not_guessed() -> None:
     text = ('MODEL = "org/a"\nif x:\n    MODEL = "org/b"\n'
             'cmd = ["vllm", "serve", MODEL]\n')
