@@ -108,7 +108,7 @@ def test_llama31_8b_on_one_l4() -> None:
             "kv_margin_bytes": margin, "block_size": 64,
             "estimated": ["activation_peak_bytes", "non_torch_bytes", "cuda_graph_bytes",
                           "kv_margin_bytes"]},
-        "kv_budget_source": None, "kv_tokens_capped_by": None,
+        "kv_budget_source": None, "kv_tokens_capped_by": None, "kv_pools": [],
     }
     assert "KV501" not in codes(fits)
 
