@@ -247,8 +247,14 @@ def _resolve(f: _Fields, outer: Mapping[str, Any], geometry: AttentionGeometry) 
             f"{mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) not counted: "
             "engines load them only for speculative decoding"
         )
-    if any(isinstance(outer.get(k), Mapping) for k in ("vision_config", "audio_config")):
-        f.notes.append("vision/audio encoder not counted: language model only")
+    encoder = _encoder_params(outer, hidden)
+    if encoder:
+        f.notes.append(f"vision/audio encoder ~{encoder / 1e9:.2f}B parameters, an estimate "
+                       "from its config (layers x (4 x hidden^2 + MLP) + patch embedding + "
+                       "projector)")
+    elif any(isinstance(outer.get(k), Mapping) for k in ("vision_config", "audio_config")):
+        f.notes.append("vision/audio encoder not counted (its config gives no sizes): "
+                       "language model only")
     return ModelShape(
         model_type=mt,
         hidden_size=hidden,
@@ -277,6 +283,7 @@ def _resolve(f: _Fields, outer: Mapping[str, Any], geometry: AttentionGeometry) 
         linear_attention=_linear_attention(f)
         if Mixer.LINEAR_ATTENTION in mixers else None,
         mtp_layers=mtp,
+        encoder_params=encoder,
         notes=tuple(f.notes),
     )
 
@@ -524,6 +531,49 @@ def _positions(f: _Fields) -> int:
         return 0
     name, extra = entry
     return f.required(name) + extra
+
+
+_GATED_ACTIVATIONS: Final = frozenset({"silu", "swish", "swiglu"})
+
+
+def _size(config: Mapping[str, Any], *names: str) -> int:
+    for name in names:
+        value = config.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 20:
+            return value
+    return 0
+
+
+def _encoder_params(outer: Mapping[str, Any], text_hidden: int) -> int:
+    """ESTIMATE of a multimodal checkpoint's encoder parameters from ``vision_config`` /
+    ``audio_config`` (a transformer encoder as ViT/SigLIP/Whisper build it): per layer
+    ``4 h^2`` of attention and an MLP of 2 matrices (3 with a SiLU/SwiGLU activation) of
+    ``intermediate_size`` (else ``mlp_ratio x h``, 4 by default), a patch embedding of
+    ``channels x patch^2 x temporal_patch`` x h, and a projector ``h x`` the language
+    model's width (``out_hidden_size`` where given). Norms, biases and position tables are
+    left out. 0 when a config gives no layer count or width."""
+    total = 0
+    for key in ("vision_config", "audio_config"):
+        config = outer.get(key)
+        if not isinstance(config, Mapping):
+            continue
+        h = _size(config, "hidden_size", "embed_dim", "width", "d_model")
+        layers = _size(config, "num_hidden_layers", "depth", "num_layers", "encoder_layers")
+        if not h or not layers:
+            continue
+        mlp_ratio = config.get("mlp_ratio")
+        ratio = mlp_ratio if isinstance(mlp_ratio, (int, float)) and \
+            not isinstance(mlp_ratio, bool) and 0 < mlp_ratio < 64 else 4
+        width = _size(config, "intermediate_size", "encoder_ffn_dim") or int(ratio * h)
+        act = str(config.get("hidden_act") or config.get("hidden_activation") or "")
+        matrices = 3 if act.lower() in _GATED_ACTIVATIONS else 2
+        patch = _size(config, "patch_size")
+        channels = _size(config, "num_channels", "in_channels", "in_chans") or 3
+        temporal = _size(config, "temporal_patch_size") or 1
+        out = _size(config, "out_hidden_size") or text_hidden
+        total += layers * (4 * h * h + matrices * h * width) + \
+            channels * patch * patch * temporal * h + h * out
+    return total
 
 
 def _tied(f: _Fields, outer: Mapping[str, Any]) -> bool:

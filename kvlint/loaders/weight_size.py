@@ -243,7 +243,9 @@ def _checkpoint_only(err: ConfigError, config: dict[str, Any], checkpoint: Check
 def _stage_edges(estimated: WeightBytes, layers: int, tied: bool,
                  scale: float) -> tuple[int, int, int, bool]:
     """(layers, first-stage bytes, last-stage bytes, tied) for per-stage pipeline weights."""
-    first = int(estimated.by_part.get(Part.EMBEDDINGS, 0) * scale)
+    # the first stage also holds a multimodal checkpoint's encoders (they run before layer 0)
+    first = int((estimated.by_part.get(Part.EMBEDDINGS, 0)
+                 + estimated.by_part.get(Part.ENCODER, 0)) * scale)
     last = int(estimated.by_part.get(Part.LM_HEAD, 0) * scale)
     return layers, first, last, tied
 

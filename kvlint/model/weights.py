@@ -14,7 +14,11 @@ Pure arithmetic over a :class:`ModelShape` (built from a ``config.json`` by
 * multi-token-prediction modules (DeepSeek-V3/R1 and GLM-4.5 ``num_nextn_predict_layers``) are
   **not** counted: engines load them only for speculative decoding, so they are not part of
   the serving weights (DeepSeek-V3: 671B counted, its ~14B MTP module not);
-* vision/audio towers of multimodal models are not counted (the language model only);
+* vision/audio encoders of multimodal models are an ESTIMATE from their configs (``Part.
+  ENCODER``, ``kvlint.loaders.shape._encoder_params``: a transformer encoder's layers, patch
+  embedding and a projector; within 1 % of the published totals of llava-1.5-7b,
+  Qwen2.5-VL-7B and Qwen3-VL-30B-A3B), held whole on the first pipeline stage and read by no
+  decode step;
 * the count is that of the tensors the engine keeps, so checkpoint-only tensors (fp8 scales)
   live in :class:`WeightFormat`'s bytes per parameter instead.
 
@@ -151,6 +155,8 @@ class ModelShape:
     linear_attention: LinearAttentionShape | None = None
     mtp_layers: int = 0
     """Multi-token-prediction layers in the checkpoint; never counted (see the module doc)."""
+    encoder_params: int = 0
+    """Parameters of a multimodal checkpoint's vision/audio encoders and projectors."""
     notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -207,6 +213,8 @@ class Part(str, Enum):
     SHARED_EXPERTS = "shared_experts"
     ROUTER = "router"
     NORMS = "norms"
+    ENCODER = "encoder"
+    """A multimodal checkpoint's vision/audio encoder and its projector."""
 
 
 LINEAR_PARTS: Final = frozenset({
@@ -239,6 +247,9 @@ class ParameterEstimate:
     replicated_attention: int = 0
     """MLA's latent down-projections and their norms (``q_a_proj``, ``kv_a_proj_with_mqa``),
     which vLLM keeps whole on every TP rank (counted in ``attention``)."""
+    encoder: int = 0
+    """A multimodal checkpoint's encoders (an ESTIMATE from their configs: see
+    ``kvlint.loaders.shape``); loaded with the language model, read by no decode step."""
     notes: tuple[str, ...] = ()
 
     def parts(self) -> dict[Part, int]:
@@ -255,8 +266,8 @@ class ParameterEstimate:
 
     @property
     def dense(self) -> int:
-        """Everything but the routed experts (what every token uses)."""
-        return self.total - self.experts
+        """Everything but the routed experts and the encoders (what every token uses)."""
+        return self.total - self.experts - self.encoder
 
     @property
     def active_per_token(self) -> int:
@@ -290,6 +301,7 @@ class ParameterEstimate:
         parts[Part.EXPERTS] = (
             self.moe_layers * self.params_per_expert * self.expected_experts_touched(batch)
         )
+        parts[Part.ENCODER] = 0.0  # images are encoded at prefill, not at each decode step
         return parts
 
     def decode_read_params(self, batch: int) -> int:
@@ -418,6 +430,7 @@ def estimate_parameters(shape: ModelShape) -> ParameterEstimate:
         experts_per_token=shape.num_experts_per_tok if moe_layers else 0,
         params_per_expert=per_expert if moe_layers else 0,
         replicated_attention=replicated,
+        encoder=shape.encoder_params,
         notes=shape.notes,
     )
 

@@ -151,7 +151,13 @@ def test_sparse_text_config_uses_transformers_defaults() -> None:
     assert (got.hidden_size, got.num_layers, got.intermediate_size) == (4096, 32, 11008)
     assert got.vocab_size == 32064
     assert any("vision" in note for note in got.notes)
-    assert rel_error(estimate_parameters(got).total, 6.74e9) < 0.02
+    est = estimate_parameters(got)
+    # the language model's 6.74B and CLIP ViT-L/14-336's ~0.30B (24 x (4 x 1024^2 + 2 x 1024
+    # x 4096) + 3 x 14^2 x 1024 + 1024 x 4096 = 305,510,400): llava-1.5-7b's 7.06B
+    assert est.encoder == 24 * (4 * 1024**2 + 2 * 1024 * 4096) + 3 * 14**2 * 1024 + 1024 * 4096
+    assert rel_error(est.total - est.encoder, 6.74e9) < 0.02
+    assert rel_error(est.total, 7.06e9) < 0.02
+    assert est.decode_read_parts(1)[Part.ENCODER] == 0 and est.dense == est.total - est.encoder
 
 
 # ------------------------------------------------------------------------ breakdown details
