@@ -352,16 +352,17 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     # vLLM's default backend (compute capability below 9.0); elsewhere sized as stored
     loader = "vllm" if plan.behaviour.engine == "vllm" and \
         _marlin_mxfp4(spec.name, plan.behaviour.version) else None
+    attention_tp = plan.layout.attention_tp if plan.layout.dp_attention else None
     key = (target.ref, path, target.revision, offline, lock, plan.layout.tp, plan.layout.pp,
            plan.batch, plan.config_overrides, plan.engine if quantized else None,
-           plan.quantization if quantized else None, loader)
+           plan.quantization if quantized else None, loader, attention_tp)
     weights = _WEIGHTS.get(key)
     if weights is None:  # a tree of manifests sizes the same model many times
         weights = _WEIGHTS[key] = plan_weights(
             config, CheckpointRef(target.ref, path, target.revision, offline, lock),
             tp=plan.layout.tp, pp=plan.layout.pp, batch=plan.batch, defaults=defaults,
             quantized=(quantized, plan.quantization_source or "--quantization")
-            if quantized else None, engine=loader)
+            if quantized else None, engine=loader, attention_tp=attention_tp)
     # the version's own default (vLLM: 0.9 to 0.19, 0.92 from 0.20, 1.0 with 0.34's
     # extensible KV cache): engines.toml gpu_memory_utilization_by_version
     table = engine.gpu_memory_utilization_at(plan.behaviour.version)

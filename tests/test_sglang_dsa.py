@@ -92,3 +92,22 @@ def test_the_request_table_of_a_ten_million_token_context() -> None:
                                       "--format", "json", "--no-plugins", "--isolated",
                                       "--offline"])
     assert "KV504" not in short.stdout
+
+
+def test_dp_attention_holds_the_attention_whole_on_each_attention_rank() -> None:
+    """SGLang's DP attention splits the attention projections over tp / dp ranks only
+    (models/deepseek_v2.py@0.5.5.post3): each GPU holds tp / attention_tp times its share."""
+    v3 = CONFIG.parent / "deepseek-ai--DeepSeek-V3.json"
+
+    def weights(*extra: str) -> int:
+        result = CliRunner().invoke(main, ["check", str(v3), "--engine", "sglang", "--gpu",
+                                           "H200", "--tp", "8", *extra, "--format", "json",
+                                           "--no-plugins", "--isolated", "--offline"])
+        out: int = json.loads(result.stdout)["results"][0]["capacity"]["weight_bytes_per_gpu"]
+        return out
+
+    plain, dp8, dp2 = weights(), weights("--dp", "8", "--dp-attention"), \
+        weights("--dp", "2", "--dp-attention")
+    assert plain < dp2 < dp8
+    # the sharded attention (all but MLA's whole down-projections) x (1/1 - 1/8) vs x (1/4 - 1/8)
+    assert (dp8 - plain) == pytest.approx(7 * (dp2 - plain), rel=1e-6)

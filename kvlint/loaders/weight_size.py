@@ -108,7 +108,7 @@ class CheckpointRef:
 def plan_weights(
     config: dict[str, Any], checkpoint: CheckpointRef, *, tp: int, pp: int, batch: int,
     defaults: ConfigDefaults | None, quantized: tuple[OnTheFly, str] | None = None,
-    engine: str | None = None,
+    engine: str | None = None, attention_tp: int | None = None,
 ) -> PlanWeights:
     """Weights per GPU of ``ref`` under tp x pp. Raises ``ConfigError`` when the config
     cannot be sized at all: its parameters cannot be counted and its checkpoint's size is
@@ -117,6 +117,13 @@ def plan_weights(
     ``quantized``: the engine quantizes the 16-bit checkpoint while loading it (the method,
     and the option that asks for it): the weights are counted in that format, and a known
     checkpoint size is scaled by the ratio of the two formats' counts.
+
+    ``attention_tp``: with attention data parallelism (SGLang ``--enable-dp-attention``,
+    TensorRT-LLM ``enable_attention_dp``) the attention layers are split over this many
+    ranks only, not over ``tp``: each GPU holds ``tp / attention_tp`` times its share of them
+    (SGLang: ``attn_tp_size = get_attention_tp_size()``, ``tp_size // dp_size``, shards the
+    attention projections: models/deepseek_v2.py@0.5.5.post3 L1126-1217; the MoE and dense
+    layers stay split over ``tp``).
 
     ``engine``: the engine that loads the weights (``None``, the default: sized as stored).
     ``"vllm"`` sizes an MXFP4 MoE's (gpt-oss) routed experts as vLLM allocates them for its
@@ -168,9 +175,18 @@ def plan_weights(
                         fmt.quantized_bytes if fmt.quantized_parts else fmt.base_bytes,
                         *_stage_edges(estimated, shape.num_layers, shape.tie_word_embeddings,
                                       scale))
+    per_gpu = split.per_gpu(tp, pp)
+    if attention_tp is not None and 0 < attention_tp < tp:
+        attention = estimated.by_part.get(Part.ATTENTION, 0) * scale
+        if estimate.attention:  # MLA's down-projections are whole on every rank already
+            attention *= 1 - estimate.replicated_attention / estimate.attention
+        extra = int(attention / pp / attention_tp - attention / pp / tp)
+        per_gpu += extra
+        source += (f"; attention split over {attention_tp} rank(s) only (DP attention): "
+                   f"{extra / 2**30:+.2f} GiB per GPU")
     return PlanWeights(
         total_bytes=total,
-        per_gpu_bytes=split.per_gpu(tp, pp),
+        per_gpu_bytes=per_gpu,
         decode_read_per_gpu_bytes=weight_bytes_per_gpu(int(read * scale), tp, pp,
                                                        replicated_bytes=replicated),
         estimated=is_estimate,
