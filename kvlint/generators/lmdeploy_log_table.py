@@ -36,12 +36,9 @@ Only the format strings are copied from LMDeploy (they are the data); citations 
 
 from __future__ import annotations
 
-import ast
 import re
 
-from packaging.version import Version
-
-from kvlint.generators.log_tables import TableSpec, build_formats, run, source_files
+from kvlint.generators.log_tables import TableSpec, build_formats, declared_versions, run
 from kvlint.loaders.lmdeploy_log import BACKEND_ARGS, FORMATS_FILE
 
 PATHS = ("lmdeploy/pytorch/engine/", "lmdeploy/serve/async_engine.py",
@@ -118,35 +115,10 @@ TABLE = TableSpec(engine="kvlint.generators.lmdeploy_log_table", roots=("lmdeplo
                   skip=SKIP, flags=frozenset({"no_gpu_memory"}))
 
 
-def _declared(source: str) -> set[str]:
-    """The annotated fields of the engine config classes of ``lmdeploy/messages.py``."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name in ARG_CLASSES:
-            names.update(item.target.id for item in node.body
-                         if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name))
-    return names
-
-
 def build(specs: list[str]) -> dict[str, object]:
     table = build_formats(specs, TABLE)
-    args: dict[str, tuple[Version, Version, str]] = {}
-    for spec in specs:
-        version, files = source_files(spec, ("lmdeploy",), (ARG_FILE,))
-        for rel, source in files:
-            for name in _declared(source) & set(BACKEND_ARGS):
-                seen = args.get(name)
-                if seen is None or version < seen[0]:
-                    args[name] = (version, max(version, seen[1]) if seen else version,
-                                  f"{rel}@{version}")
-                else:
-                    args[name] = (seen[0], max(version, seen[1]), seen[2])
-    table["backend_args"] = {name: {"first": str(first), "last": str(last), "source": source}
-                             for name, (first, last, source) in sorted(args.items())}
+    table["backend_args"] = declared_versions(specs, ("lmdeploy",), (ARG_FILE,),
+                                              set(BACKEND_ARGS), ARG_CLASSES)
     return table
 
 

@@ -1,6 +1,8 @@
 """What the start-up log table generators share (:mod:`.vllm_log_table`,
-:mod:`.sglang_log_table`): one format string as it is collected across releases, and the
-command line that rebuilds a table from wheels or unpacked sources."""
+:mod:`.sglang_log_table`, :mod:`.trtllm_log_table`, :mod:`.lmdeploy_log_table`): one format
+string as it is collected across releases, the candidates read from Python and C++ sources,
+the table built from them, and the command line that rebuilds a table from wheels or
+unpacked sources."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import os
 import re
 import sys
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +21,8 @@ from packaging.version import InvalidVersion, Version
 
 from kvlint.loaders.log_formats import Placeholder, format_tokens
 
-__all__ = ["Candidate", "Entry", "TableSpec", "build_formats", "c_candidates", "fields_of",
+__all__ = ["Candidate", "Entry", "TableSpec", "brace_escape", "build_formats", "c_candidates",
+           "declared_versions", "fields_of", "placeholder_context", "py_placeholder",
            "python_candidates", "run", "source_files"]
 
 
@@ -61,10 +64,11 @@ def run(prog: str, doc: str | None, build: Callable[[list[str]], dict[str, objec
 
 
 # --------------------------------------------------------------------------------------------
-# Shared by the generators that read Python and C++ sources (issue 33: trtllm_log_table,
-# lmdeploy_log_table): candidates from Python logger calls and raised messages (``ast``) and
-# from C/C++ logging macros (string literals after the macro), a SOURCE as (path, text)
-# pairs, and the table built from the candidates that match a set of anchors.
+# Shared by the generators (issue 33: trtllm_log_table, lmdeploy_log_table; sglang_log_table
+# and vllm_log_table with their own Python readings): candidates from Python logger calls and
+# raised messages (``ast``) and from C/C++ logging macros (string literals after the macro), a
+# SOURCE as (path, text) pairs, and the table built from the candidates that match a set of
+# anchors.
 
 Candidate = tuple[str, str, str]
 """(format, style, where): one string a logging call can print, ``printf``/``brace``/
@@ -80,8 +84,21 @@ _CPP_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "'": "'", "r": "\r",
 _CPP_FUNCTION = re.compile(r"^[A-Za-z_~][\w:<>,*&~ \t]{0,200}?\b([A-Za-z_~][\w:~]{0,120})\s*\(")
 
 
-def _py_escape(text: str) -> str:
+def brace_escape(text: str) -> str:
+    """Literal text as it stands in a brace-style format (``{{``/``}}``)."""
     return text.replace("{", "{{").replace("}", "}}")
+
+
+def py_placeholder(value: ast.FormattedValue) -> str:
+    """An f-string's placeholder as written: ``{expr!r:.2f}`` (a nested spec's literal parts
+    only)."""
+    part = "{" + ast.unparse(value.value)
+    if value.conversion > 0:
+        part += "!" + chr(value.conversion)
+    if isinstance(value.format_spec, ast.JoinedStr):
+        part += ":" + "".join(str(v.value) for v in value.format_spec.values
+                              if isinstance(v, ast.Constant))
+    return part + "}"
 
 
 def _py_join(parts: list[list[tuple[str, bool]]]) -> list[tuple[str, bool]]:
@@ -91,27 +108,31 @@ def _py_join(parts: list[list[tuple[str, bool]]]) -> list[tuple[str, bool]]:
         for head, head_brace in out:
             for text, is_brace in options:
                 if head_brace or is_brace:
-                    joined.append(((head if head_brace else _py_escape(head))
-                                   + (text if is_brace else _py_escape(text)), True))
+                    joined.append(((head if head_brace else brace_escape(head))
+                                   + (text if is_brace else brace_escape(text)), True))
                 else:
                     joined.append((head + text, False))
         out = joined[:MAX_PY_VARIANTS]
     return out
 
 
-def _py_variants(node: ast.AST, env: dict[str, list[tuple[str, bool]]]
+def _py_variants(node: ast.AST, env: dict[str, list[tuple[str, bool]]], expand: bool
                  ) -> list[tuple[str, bool]] | None:
     """The texts a string expression can print: a literal, an f-string, a concatenation, a
-    conditional of those or a local name bound to one; ``None`` for anything else."""
+    conditional of those or a local name bound to one; ``None`` for anything else. With
+    ``expand``, an f-string's bare placeholder of a conditional or a bound name (no spec, no
+    conversion) is replaced by the texts it can print."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [(node.value, False)]
     if isinstance(node, ast.Name) and node.id in env:
         return env[node.id]
     if isinstance(node, ast.IfExp):
-        body, orelse = _py_variants(node.body, env), _py_variants(node.orelse, env)
+        body = _py_variants(node.body, env, expand)
+        orelse = _py_variants(node.orelse, env, expand)
         return None if body is None or orelse is None else (body + orelse)[:MAX_PY_VARIANTS]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _py_variants(node.left, env), _py_variants(node.right, env)
+        left = _py_variants(node.left, env, expand)
+        right = _py_variants(node.right, env, expand)
         return None if left is None or right is None else _py_join([left, right])
     if isinstance(node, ast.JoinedStr):
         parts: list[list[tuple[str, bool]]] = []
@@ -119,21 +140,20 @@ def _py_variants(node: ast.AST, env: dict[str, list[tuple[str, bool]]]
             if isinstance(value, ast.Constant):
                 parts.append([(str(value.value), False)])
             elif isinstance(value, ast.FormattedValue):
-                part = "{" + ast.unparse(value.value)
-                if value.conversion > 0:
-                    part += "!" + chr(value.conversion)
-                if isinstance(value.format_spec, ast.JoinedStr):
-                    part += ":" + "".join(str(v.value) for v in value.format_spec.values
-                                          if isinstance(v, ast.Constant))
-                parts.append([(part + "}", True)])
+                inner = _py_variants(value.value, env, expand) if expand and isinstance(
+                    value.value, (ast.IfExp, ast.Name)) and value.format_spec is None \
+                    and value.conversion < 0 else None
+                parts.append(inner if inner is not None else [(py_placeholder(value), True)])
         return _py_join(parts)
     return None
 
 
-def python_candidates(tree: ast.AST, *, raised: bool = True) -> Iterator[Candidate]:
+def python_candidates(tree: ast.AST, *, raised: bool = True, expand: bool = False
+                      ) -> Iterator[Candidate]:
     """Every string a ``logger.*`` call in ``tree`` can print and, with ``raised``, every
     message of a ``raise RuntimeError('...')`` (and the other :data:`PY_RAISED`): those reach
-    the log as the traceback's last line."""
+    the log as the traceback's last line. ``expand``: see :func:`_py_variants` (SGLang
+    assembles its messages so)."""
     def walk(node: ast.AST, where: str, env: dict[str, list[tuple[str, bool]]]
              ) -> Iterator[Candidate]:
         for child in ast.iter_child_nodes(node):
@@ -143,19 +163,19 @@ def python_candidates(tree: ast.AST, *, raised: bool = True) -> Iterator[Candida
                 scope = {}
             if isinstance(child, ast.Assign) and len(child.targets) == 1 \
                     and isinstance(child.targets[0], ast.Name):
-                bound = _py_variants(child.value, env)
+                bound = _py_variants(child.value, env, expand)
                 if bound is not None:
                     env[child.targets[0].id] = bound
             call = child if isinstance(child, ast.Call) else None
             if call is not None and isinstance(call.func, ast.Attribute) and call.args \
                     and call.func.attr in PY_LOG_METHODS:
                 printf = len(call.args) > 1
-                for text, is_brace in _py_variants(call.args[0], env) or ():
+                for text, is_brace in _py_variants(call.args[0], env, expand) or ():
                     yield text, "brace" if is_brace else "printf" if printf else "plain", where
             if raised and isinstance(child, ast.Raise) and isinstance(child.exc, ast.Call) \
                     and isinstance(child.exc.func, ast.Name) and child.exc.func.id in PY_RAISED \
                     and child.exc.args:
-                for text, is_brace in _py_variants(child.exc.args[0], env) or ():
+                for text, is_brace in _py_variants(child.exc.args[0], env, expand) or ():
                     yield text, "brace" if is_brace else "plain", where
             yield from walk(child, name, scope)
     yield from walk(tree, "", {})
@@ -225,12 +245,18 @@ def _c_function(text: str, at: int) -> str:
     return ""
 
 
+PY_SUFFIXES = (".py",)
+SOURCE_SUFFIXES = (*PY_SUFFIXES, ".cc", ".cpp", ".cu", ".h", ".hpp", ".cuh")
+
+
 def source_files(spec: str, roots: tuple[str, ...], prefixes: tuple[str, ...],
-                 skip: re.Pattern[str] | None = None) -> tuple[Version, Iterator[tuple[str, str]]]:
-    """The version and the (path, text) of each ``.py``/C++ file under ``prefixes`` of one
-    SOURCE: a wheel (its version from the file name) or ``VERSION=DIR``, DIR holding the
-    folders ``roots`` (a package, ``src/``, ``cpp/``) as in the engine's repository."""
-    suffixes = (".py", ".cc", ".cpp", ".cu", ".h", ".hpp", ".cuh")
+                 skip: re.Pattern[str] | None = None,
+                 suffixes: tuple[str, ...] = SOURCE_SUFFIXES
+                 ) -> tuple[Version, Iterator[tuple[str, str]]]:
+    """The version and the (path, text) of each ``.py``/C++ file (``suffixes``) under
+    ``prefixes`` of one SOURCE: a wheel (its version from the file name) or ``VERSION=DIR``,
+    DIR holding the folders ``roots`` (a package, ``src/``, ``cpp/``) as in the engine's
+    repository; files in path order."""
 
     def wanted(rel: str) -> bool:
         return rel.endswith(suffixes) and rel.startswith(prefixes) and not (
@@ -274,26 +300,44 @@ class TableSpec:
     """(record, regex on the literal before a placeholder, field): the first that matches
     names the placeholder; one none names is not read (``- spec``)."""
     cpp_macros: tuple[str, ...] = ()
+    """The C/C++ logging macros read; none: only ``.py`` files are read, and the table has no
+    ``cpp_versions``."""
     skip: re.Pattern[str] | None = None
     flags: frozenset[str] = frozenset()
     """Records kept although they read no placeholder (a fixed message whose presence is the
     fact, such as an out-of-memory error)."""
+    candidates: Callable[[ast.AST], Iterable[Candidate]] = python_candidates
+    """The candidates of one parsed ``.py`` file."""
+    fields: Callable[[str, str, str], list[str]] | None = None
+    """(format, style, record) -> the meaning of each placeholder; ``None``: from
+    :attr:`meanings` (:func:`fields_of`)."""
+    unread: frozenset[str] = frozenset()
+    """Meanings that do not make a record read (a device name, a pool label)."""
+    owner: str = "the engine's"
+    """Whose format strings, for the table's comment (``vLLM's``)."""
+    cite_oldest: bool = True
+    """Cite the oldest release read that prints a format; ``False``: the first SOURCE given
+    that prints it."""
+
+
+def placeholder_context(text: str, style: str) -> Iterator[tuple[Placeholder, str, str]]:
+    """Each placeholder of a format with the literal text before and after it on its line."""
+    tokens = format_tokens(text, style)
+    for index, token in enumerate(tokens):
+        if not isinstance(token, Placeholder):
+            continue
+        before = tokens[index - 1] if index and isinstance(tokens[index - 1], str) else ""
+        after = tokens[index + 1] if index + 1 < len(tokens) and \
+            isinstance(tokens[index + 1], str) else ""
+        yield token, str(before).rsplit("\n", 1)[-1], str(after).split("\n", 1)[0]
 
 
 def fields_of(text: str, style: str, anchor: str,
               meanings: tuple[tuple[str, str, str], ...]) -> list[str]:
     """The meaning of each placeholder of a format (``- spec``: not read)."""
-    tokens = format_tokens(text, style)
-    out: list[str] = []
-    for index, token in enumerate(tokens):
-        if not isinstance(token, Placeholder):
-            continue
-        before = tokens[index - 1] if index and isinstance(tokens[index - 1], str) else ""
-        before = str(before).rsplit("\n", 1)[-1]
-        meaning = next((m for record, left, m in meanings
-                        if record == anchor and re.search(left, before)), None)
-        out.append(meaning or f"- {token.spec}")
-    return out
+    return [next((m for record, left, m in meanings
+                  if record == anchor and re.search(left, before)), None) or f"- {token.spec}"
+            for token, before, _ in placeholder_context(text, style)]
 
 
 def build_formats(specs: list[str], table: TableSpec) -> dict[str, object]:
@@ -303,13 +347,14 @@ def build_formats(specs: list[str], table: TableSpec) -> dict[str, object]:
     entries: dict[tuple[str, str], Entry] = {}
     versions: list[Version] = []
     cpp_versions: set[Version] = set()
+    suffixes = SOURCE_SUFFIXES if table.cpp_macros else PY_SUFFIXES
     for spec in specs:
-        version, files = source_files(spec, table.roots, table.prefixes, table.skip)
+        version, files = source_files(spec, table.roots, table.prefixes, table.skip, suffixes)
         versions.append(version)
         for rel, source in files:
             if rel.endswith(".py"):
                 try:
-                    found = list(python_candidates(ast.parse(source)))
+                    found = list(table.candidates(ast.parse(source)))
                 except SyntaxError:
                     continue
             else:
@@ -323,24 +368,63 @@ def build_formats(specs: list[str], table: TableSpec) -> dict[str, object]:
                 entry = entries.get((text, style))
                 cite = f"{rel}@{version} ({where or 'module'})"
                 if entry is None:
+                    fields = table.fields(text, style, anchor) if table.fields else \
+                        fields_of(text, style, anchor, table.meanings)
                     entries[(text, style)] = Entry(text, style, anchor, version, version, cite,
-                                                   fields_of(text, style, anchor,
-                                                             table.meanings))
+                                                   fields)
                 else:
-                    if version < entry.first:  # cite the oldest release that prints it
+                    if table.cite_oldest and version < entry.first:
                         entry.source = cite
                     entry.first, entry.last = min(entry.first, version), max(entry.last, version)
     out: list[dict[str, object]] = []
     counts: dict[str, int] = {}
     for entry in sorted(entries.values(), key=lambda e: (e.anchor, e.first, e.last, e.format)):
-        if entry.anchor not in table.flags and all(f.startswith("-") for f in entry.fields):
+        if entry.anchor not in table.flags and not any(
+                not f.startswith("-") and f not in table.unread for f in entry.fields):
             print(f"skipped (nothing read): {entry.format[:100]!r}", file=sys.stderr)
             continue
         counts[entry.anchor] = counts.get(entry.anchor, 0) + 1
         out.append({"id": f"{entry.anchor}.{counts[entry.anchor]}", "format": entry.format,
                     "style": entry.style, "first": str(entry.first), "last": str(entry.last),
                     "source": entry.source, "fields": entry.fields})
-    return {"comment": f"generated by python -m {table.engine} from the engine's own format "
+    return {"comment": f"generated by python -m {table.engine} from {table.owner} own format "
                        "strings; do not edit by hand",
             "versions": [str(v) for v in sorted(set(versions))],
-            "cpp_versions": [str(v) for v in sorted(cpp_versions)], "formats": out}
+            **({"cpp_versions": [str(v) for v in sorted(cpp_versions)]} if table.cpp_macros
+               else {}),
+            "formats": out}
+
+
+def declared_fields(source: str, classes: tuple[str, ...] | None = None) -> set[str]:
+    """The annotated fields of the classes (``classes``, or all) of a Python module."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and (classes is None or node.name in classes):
+            names.update(item.target.id for item in node.body
+                         if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name))
+    return names
+
+
+def declared_versions(specs: list[str], roots: tuple[str, ...], prefixes: tuple[str, ...],
+                      options: set[str], classes: tuple[str, ...] | None = None,
+                      skip: re.Pattern[str] | None = None) -> dict[str, dict[str, str]]:
+    """For each of ``options`` an engine's config classes (``classes`` in the ``.py`` files
+    under ``prefixes``) declare: the first and last release read that declares it, and where
+    the oldest does (``path@version``)."""
+    args: dict[str, tuple[Version, Version, str]] = {}
+    for spec in specs:
+        version, files = source_files(spec, roots, prefixes, skip, PY_SUFFIXES)
+        for rel, source in files:
+            for name in declared_fields(source, classes) & options:
+                seen = args.get(name)
+                if seen is None or version < seen[0]:  # cite the oldest release declaring it
+                    args[name] = (version, max(version, seen[1]) if seen else version,
+                                  f"{rel}@{version}")
+                else:
+                    args[name] = (seen[0], max(version, seen[1]), seen[2])
+    return {name: {"first": str(first), "last": str(last), "source": source}
+            for name, (first, last, source) in sorted(args.items())}

@@ -38,18 +38,16 @@ citations are ``path@version``.
 
 from __future__ import annotations
 
-import ast
-import os
+import functools
 import re
-import sys
-import zipfile
-from collections.abc import Iterator
-from pathlib import Path
 
-from packaging.version import Version
-
-from kvlint.generators.log_tables import Entry, run
-from kvlint.loaders.log_formats import Placeholder, format_tokens
+from kvlint.generators.log_tables import (
+    TableSpec,
+    build_formats,
+    declared_versions,
+    python_candidates,
+    run,
+)
 from kvlint.loaders.sglang_log import FORMATS_FILE, SERVER_ARGS
 
 PATHS = ("sglang/srt/model_executor/", "sglang/srt/mem_cache/", "sglang/srt/managers/scheduler",
@@ -60,9 +58,6 @@ ARG_PATHS = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/")
 """Where ``ServerArgs`` declares its options."""
 SKIP = re.compile(r"host|npu|mlx|hpu|xpu|storage|hicache|sparsity|/tests?/|cpu_")
 """Other devices, host (CPU) caches and offload tiers: not the GPU pool's start-up."""
-LOG_METHODS = {"info", "warning", "error", "debug", "info_once", "warning_once", "warn",
-               "exception", "critical"}
-MAX_VARIANTS = 16
 
 ANCHORS: tuple[tuple[str, str], ...] = (
     ("load_begin", r"^Load weight begin\. avail mem="),
@@ -121,200 +116,19 @@ MEANINGS: tuple[tuple[str, str, str], ...] = (
 wins; a placeholder no rule names is not read)."""
 
 
-def _escape(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
-
-
-Variants = list[tuple[str, bool]]
-"""(text, is_brace) alternatives of one string expression."""
-
-
-def _join(parts: list[Variants]) -> Variants:
-    out: Variants = [("", False)]
-    for options in parts:
-        joined: Variants = []
-        for head, head_brace in out:
-            for text, is_brace in options:
-                if head_brace or is_brace:
-                    left = head if head_brace else _escape(head)
-                    right = text if is_brace else _escape(text)
-                    joined.append((left + right, True))
-                else:
-                    joined.append((head + text, False))
-        out = joined[:MAX_VARIANTS]
-    return out
-
-
-def _variants(node: ast.AST, env: dict[str, Variants]) -> Variants | None:
-    """The texts a string expression can print (a literal, an f-string, a concatenation, a
-    conditional of those, a local name bound to those); ``None`` for anything else."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [(node.value, False)]
-    if isinstance(node, ast.Name) and node.id in env:
-        return env[node.id]
-    if isinstance(node, ast.IfExp):
-        body, orelse = _variants(node.body, env), _variants(node.orelse, env)
-        if body is None or orelse is None:
-            return None
-        return (body + orelse)[:MAX_VARIANTS]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _variants(node.left, env), _variants(node.right, env)
-        return None if left is None or right is None else _join([left, right])
-    if isinstance(node, ast.JoinedStr):
-        parts: list[Variants] = []
-        for value in node.values:
-            if isinstance(value, ast.Constant):
-                parts.append([(str(value.value), False)])
-            elif isinstance(value, ast.FormattedValue):
-                inner = _variants(value.value, env) if isinstance(
-                    value.value, (ast.IfExp, ast.Name)) and value.format_spec is None \
-                    and value.conversion < 0 else None
-                if inner is not None:
-                    parts.append(inner)
-                    continue
-                parts.append([(_placeholder(value.value, value), True)])
-        return _join(parts)
-    return None
-
-
-def _placeholder(expr: ast.AST, value: ast.FormattedValue) -> str:
-    part = "{" + ast.unparse(expr)
-    if value.conversion > 0:
-        part += "!" + chr(value.conversion)
-    if isinstance(value.format_spec, ast.JoinedStr):
-        part += ":" + "".join(str(v.value) for v in value.format_spec.values
-                              if isinstance(v, ast.Constant))
-    return part + "}"
-
-
-def _candidates(tree: ast.AST) -> Iterator[tuple[str, str, str]]:
-    """(format, style, function) of every string a ``logger.*`` call in ``tree`` can print."""
-    def walk(node: ast.AST, where: str, env: dict[str, Variants]) -> Iterator[
-            tuple[str, str, str]]:
-        for child in ast.iter_child_nodes(node):
-            name, scope = where, env
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = f"{where}.{child.name}" if where else child.name
-                scope = {}
-            if isinstance(child, ast.Assign) and len(child.targets) == 1 \
-                    and isinstance(child.targets[0], ast.Name):
-                bound = _variants(child.value, env)
-                if bound is not None:
-                    env[child.targets[0].id] = bound
-            if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) \
-                    and child.args and child.func.attr in LOG_METHODS:
-                found = _variants(child.args[0], env)
-                printf = len(child.args) > 1
-                for text, is_brace in found or ():
-                    yield text, "brace" if is_brace else "printf" if printf else "plain", where
-            yield from walk(child, name, scope)
-    yield from walk(tree, "", {})
-
-
-def _sources(spec: str, prefixes: tuple[str, ...]) -> tuple[Version, Iterator[tuple[str, str]]]:
-    """The version and the (path, text) of each file under ``prefixes`` of one SOURCE."""
-    if "=" in spec:
-        version_text, root = spec.split("=", 1)
-
-        def files() -> Iterator[tuple[str, str]]:
-            for folder, _, names in sorted(os.walk(Path(root) / "sglang")):
-                for name in sorted(names):
-                    path = Path(folder) / name
-                    rel = path.relative_to(root).as_posix()
-                    if name.endswith(".py") and rel.startswith(prefixes) \
-                            and not SKIP.search(rel):
-                        yield rel, path.read_text(encoding="utf-8", errors="replace")
-        return Version(version_text), files()
-    version = Version(Path(spec).name.split("-")[1])
-
-    def wheel() -> Iterator[tuple[str, str]]:
-        with zipfile.ZipFile(spec) as archive:
-            for rel in sorted(archive.namelist()):
-                if rel.endswith(".py") and rel.startswith(prefixes) and not SKIP.search(rel):
-                    yield rel, archive.read(rel).decode("utf-8", "replace")
-    return version, wheel()
-
-
-def _fields(text: str, style: str, anchor: str) -> list[str]:
-    tokens = format_tokens(text, style)
-    out: list[str] = []
-    for index, token in enumerate(tokens):
-        if not isinstance(token, Placeholder):
-            continue
-        before = tokens[index - 1] if index and isinstance(tokens[index - 1], str) else ""
-        before = str(before).rsplit("\n", 1)[-1]
-        meaning = next((m for record, left, m in MEANINGS
-                        if record == anchor and re.search(left, before)), None)
-        out.append(meaning or f"- {token.spec}")
-    return out
-
-
-def _declared(tree: ast.AST) -> set[str]:
-    """The annotated class fields of a module (``ServerArgs`` and its option namespaces)."""
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                    names.add(item.target.id)
-    return names
+TABLE = TableSpec(engine="kvlint.generators.sglang_log_table", roots=("sglang",),
+                  prefixes=PATHS, anchors=ANCHORS, meanings=MEANINGS, skip=SKIP,
+                  candidates=functools.partial(python_candidates, raised=False, expand=True),
+                  unread=frozenset({"pool, text"}), owner="SGLang's")
+"""Logger calls only (no raised messages), conditionals and bound names in f-strings
+expanded; a record whose only placeholder read is the pool label is not kept."""
 
 
 def build(specs: list[str]) -> dict[str, object]:
-    entries: dict[tuple[str, str], Entry] = {}
-    args: dict[str, tuple[Version, Version, str]] = {}
-    versions: list[Version] = []
-    for spec in specs:
-        version, files = _sources(spec, PATHS + ARG_PATHS)
-        versions.append(version)
-        declared: dict[str, str] = {}
-        for rel, source in files:
-            try:
-                tree = ast.parse(source)
-            except SyntaxError:
-                continue
-            if rel.startswith(ARG_PATHS):
-                for name in _declared(tree) & set(SERVER_ARGS):
-                    declared.setdefault(name, rel)
-            if not rel.startswith(PATHS):
-                continue
-            for text, style, where in _candidates(tree):
-                anchor = next((name for name, pattern in ANCHORS if re.search(pattern, text)),
-                              None)
-                if anchor is None or style == "plain":
-                    continue
-                entry = entries.get((text, style))
-                if entry is None:
-                    entries[(text, style)] = Entry(text, style, anchor, version, version,
-                                                   f"{rel}@{version} ({where or 'module'})",
-                                                   _fields(text, style, anchor))
-                else:
-                    if version < entry.first:  # cite the oldest release that prints it
-                        entry.source = f"{rel}@{version} ({where or 'module'})"
-                    entry.first, entry.last = min(entry.first, version), max(entry.last, version)
-        for name, rel in declared.items():
-            seen = args.get(name)
-            if seen is None or version < seen[0]:  # cite the oldest release declaring it
-                args[name] = (version, max(version, seen[1]) if seen else version,
-                              f"{rel}@{version}")
-            else:
-                args[name] = (seen[0], max(version, seen[1]), seen[2])
-    ordered = sorted(entries.values(), key=lambda e: (e.anchor, e.first, e.last, e.format))
-    out: list[dict[str, object]] = []
-    counts: dict[str, int] = {}
-    for entry in ordered:
-        if not any(not f.startswith("-") and f != "pool, text" for f in entry.fields):
-            print(f"skipped (nothing read): {entry.format[:100]!r}", file=sys.stderr)
-            continue
-        counts[entry.anchor] = counts.get(entry.anchor, 0) + 1
-        out.append({"id": f"{entry.anchor}.{counts[entry.anchor]}", "format": entry.format,
-                    "style": entry.style, "first": str(entry.first), "last": str(entry.last),
-                    "source": entry.source, "fields": entry.fields})
-    return {"comment": "generated by python -m kvlint.generators.sglang_log_table from SGLang's "
-                       "own format strings; do not edit by hand",
-            "versions": [str(v) for v in sorted(set(versions))], "formats": out,
-            "server_args": {name: {"first": str(first), "last": str(last), "source": source}
-                            for name, (first, last, source) in sorted(args.items())}}
+    table = build_formats(specs, TABLE)
+    table["server_args"] = declared_versions(specs, ("sglang",), ARG_PATHS, set(SERVER_ARGS),
+                                             skip=SKIP)
+    return table
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,7 @@ the data); citations are ``path@version``.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from kvlint.generators.log_tables import TableSpec, build_formats, run
@@ -92,8 +93,8 @@ TABLE = TableSpec(engine="kvlint.generators.trtllm_log_table",
                   meanings=MEANINGS, cpp_macros=CPP_MACROS, skip=SKIP)
 
 
-def build(specs: list[str]) -> dict[str, object]:
-    return build_formats(specs, TABLE)
+build = functools.partial(build_formats, table=TABLE)
+"""``build(specs)``: the table of the SOURCEs ``specs``."""
 
 
 def main(argv: list[str] | None = None) -> int:

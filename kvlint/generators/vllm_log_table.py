@@ -33,17 +33,18 @@ Only the format strings themselves are copied from vLLM (they are the data); cit
 from __future__ import annotations
 
 import ast
-import os
+import functools
 import re
-import sys
-import zipfile
 from collections.abc import Iterator
-from pathlib import Path
 
-from packaging.version import Version
-
-from kvlint.generators.log_tables import Entry, run
-from kvlint.loaders.log_formats import Placeholder, format_tokens
+from kvlint.generators.log_tables import (
+    TableSpec,
+    brace_escape,
+    build_formats,
+    placeholder_context,
+    py_placeholder,
+    run,
+)
 from kvlint.loaders.vllm_log import FORMATS_FILE
 
 PATHS = ("vllm/worker/", "vllm/executor/", "vllm/engine/llm_engine.py", "vllm/v1/core/",
@@ -135,15 +136,9 @@ def _text(node: ast.AST) -> tuple[str, bool] | None:
         out = []
         for value in node.values:
             if isinstance(value, ast.Constant):
-                out.append(str(value.value).replace("{", "{{").replace("}", "}}"))
+                out.append(brace_escape(str(value.value)))
             elif isinstance(value, ast.FormattedValue):
-                part = "{" + ast.unparse(value.value)
-                if value.conversion > 0:
-                    part += "!" + chr(value.conversion)
-                if isinstance(value.format_spec, ast.JoinedStr):
-                    part += ":" + "".join(str(v.value) for v in value.format_spec.values
-                                          if isinstance(v, ast.Constant))
-                out.append(part + "}")
+                out.append(py_placeholder(value))
         return "".join(out), True
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _text(node.left), _text(node.right)
@@ -151,7 +146,7 @@ def _text(node: ast.AST) -> tuple[str, bool] | None:
             return None
         if left[1] or right[1]:
             def brace(part: tuple[str, bool]) -> str:
-                return part[0] if part[1] else part[0].replace("{", "{{").replace("}", "}}")
+                return part[0] if part[1] else brace_escape(part[0])
             return brace(left) + brace(right), True
         return left[0] + right[0], False
     return None
@@ -185,85 +180,25 @@ def _candidates(tree: ast.AST) -> Iterator[tuple[str, str, str]]:
     yield from walk(tree, "")
 
 
-def _sources(spec: str) -> tuple[Version, Iterator[tuple[str, str]]]:
-    """The version and the (path, text) of each start-up file of one SOURCE argument."""
-    if "=" in spec:
-        version_text, root = spec.split("=", 1)
-
-        def files() -> Iterator[tuple[str, str]]:
-            for folder, _, names in os.walk(Path(root) / "vllm"):
-                for name in sorted(names):
-                    path = Path(folder) / name
-                    rel = path.relative_to(root).as_posix()
-                    if name.endswith(".py") and rel.startswith(PATHS) and not SKIP.search(rel):
-                        yield rel, path.read_text(encoding="utf-8", errors="replace")
-        return Version(version_text), files()
-    version = Version(Path(spec).name.split("-")[1])
-
-    def wheel() -> Iterator[tuple[str, str]]:
-        with zipfile.ZipFile(spec) as archive:
-            for rel in sorted(archive.namelist()):
-                if rel.endswith(".py") and rel.startswith(PATHS) and not SKIP.search(rel):
-                    yield rel, archive.read(rel).decode("utf-8", "replace")
-    return version, wheel()
+def _fields(text: str, style: str, anchor: str = "") -> list[str]:
+    """The meaning of each placeholder, from the literal text either side of it (any
+    record's)."""
+    return [next((m for left, right, m in MEANINGS
+                  if re.search(left, before) and (not right or re.search(right, after))),
+                 None) or f"- {token.spec}"
+            for token, before, after in placeholder_context(text, style)]
 
 
-def _fields(text: str, style: str) -> list[str]:
-    tokens = format_tokens(text, style)
-    out: list[str] = []
-    for index, token in enumerate(tokens):
-        if not isinstance(token, Placeholder):
-            continue
-        before = tokens[index - 1] if index and isinstance(tokens[index - 1], str) else ""
-        after = tokens[index + 1] if index + 1 < len(tokens) and \
-            isinstance(tokens[index + 1], str) else ""
-        before = str(before).rsplit("\n", 1)[-1]
-        after = str(after).split("\n", 1)[0]
-        meaning = next((m for left, right, m in MEANINGS
-                        if re.search(left, before) and (not right or re.search(right, after))),
-                       None)
-        out.append(meaning or f"- {token.spec}")
-    return out
+TABLE = TableSpec(engine="kvlint.generators.vllm_log_table", roots=("vllm",), prefixes=PATHS,
+                  anchors=ANCHORS, meanings=(), skip=SKIP, candidates=_candidates,
+                  fields=_fields, unread=frozenset({"device"}), owner="vLLM's",
+                  cite_oldest=False)
+"""vLLM's own candidates and meanings; a format is cited where the first SOURCE given prints
+it (give them in version order); a device name alone does not make a record read."""
 
 
-def build(specs: list[str]) -> dict[str, object]:
-    entries: dict[tuple[str, str], Entry] = {}
-    versions: list[Version] = []
-    for spec in specs:
-        version, files = _sources(spec)
-        versions.append(version)
-        for rel, source in files:
-            try:
-                tree = ast.parse(source)
-            except SyntaxError:
-                continue
-            for text, style, where in _candidates(tree):
-                anchor = next((name for name, pattern in ANCHORS if re.search(pattern, text)),
-                              None)
-                if anchor is None or style == "plain":
-                    continue
-                key = (text, style)
-                entry = entries.get(key)
-                if entry is None:
-                    entries[key] = Entry(text, style, anchor, version, version,
-                                         f"{rel}@{version} ({where or 'module'})",
-                                         _fields(text, style))
-                else:
-                    entry.first, entry.last = min(entry.first, version), max(entry.last, version)
-    ordered = sorted(entries.values(), key=lambda e: (e.anchor, e.first, e.last, e.format))
-    out: list[dict[str, object]] = []
-    counts: dict[str, int] = {}
-    for entry in ordered:
-        if not any(not f.startswith("-") and f != "device" for f in entry.fields):
-            print(f"skipped (nothing read): {entry.format[:100]!r}", file=sys.stderr)
-            continue
-        counts[entry.anchor] = counts.get(entry.anchor, 0) + 1
-        out.append({"id": f"{entry.anchor}.{counts[entry.anchor]}", "format": entry.format,
-                    "style": entry.style, "first": str(entry.first), "last": str(entry.last),
-                    "source": entry.source, "fields": entry.fields})
-    return {"comment": "generated by python -m kvlint.generators.vllm_log_table from vLLM's "
-                       "own format strings; do not edit by hand",
-            "versions": [str(v) for v in sorted(set(versions))], "formats": out}
+build = functools.partial(build_formats, table=TABLE)
+"""``build(specs)``: the table of the SOURCEs ``specs``."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,20 +32,19 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.loaders.log_formats import (
-    MAX_BYTES,
-    MAX_EVIDENCE,
-    MAX_IDS,
-    MAX_LINE_CHARS,
-    MAX_LINES,
+    EngineLog,
     TableReader,
-    VersionRange,
+    TableState,
     figure,
+    figures,
+    joined_record,
     log_lines,
-    read_log_text,
+    named_values,
+    read_log_file,
 )
 
 FORMATS_FILE = Path(__file__).parent / "lmdeploy_log_formats.json"
@@ -69,7 +68,6 @@ TM_CONFIG_KEYS = ("cache_block_seq_len", "cache_max_entry_count", "tp", "tensor_
                   "session_len", "quant_policy", "num_layer", "kv_head_num", "size_per_head")
 """The keys read from the ``turbomind model config:`` JSON."""
 
-MAX_JOINED_LINES = 8
 MAX_JSON_LINES = 400
 _RECORD_START = re.compile(r"^\s{0,8}(?:\[\d{4}-|\d{4}-\d\d-\d\d[ T]|\[TM\]|[A-Z]{4,8}[ :\]])")
 _NONE = r"|(None|null)"
@@ -102,7 +100,7 @@ def backend_arg_versions() -> dict[str, tuple[str, str]]:
 
 
 @dataclass(frozen=True)
-class LmdeployLog:
+class LmdeployLog(EngineLog):
     """What one LMDeploy start-up log says (``None``: the log does not print it). Memory in
     MiB as LMDeploy prints it (``mb`` and ``MB`` are ``>> 20`` / ``/ (1 << 20)``)."""
 
@@ -142,13 +140,6 @@ class LmdeployLog:
     default_block_seq_len: int | None = None
     default_cache_max_entry_count: float | None = None
     default_session_len: int | None = None
-    version_range: tuple[str, str] | None = None
-    formats: tuple[str, ...] = ()
-    evidence: tuple[str, ...] = ()
-    lines: int = 0
-    truncated: bool = False
-    notes: tuple[str, ...] = ()
-    raw: dict[str, str] = field(default_factory=dict, compare=False)
 
     def _int(self, values: dict[str, str], name: str) -> int | None:
         try:
@@ -218,31 +209,14 @@ class LmdeployLog:
 
 def _joined(lines: list[str], index: int, start: str) -> str:
     """The record at ``lines[index]`` from ``start`` on, with the lines that continue it."""
-    parts = [lines[index]]
-    for follow in lines[index + 1:index + 1 + MAX_JOINED_LINES]:
-        if not follow.strip() or _RECORD_START.search(follow):
-            break
-        parts.append(follow)
-    joined = "".join(parts)[:MAX_LINE_CHARS]
+    joined = joined_record(lines, index, _RECORD_START)
     at = joined.find(start)
     return joined[at:] if at >= 0 else ""
 
 
-def _args(text: str, patterns: dict[str, re.Pattern[str]]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, pattern in patterns.items():
-        found = pattern.search(text)
-        if found is not None:
-            out[name] = next((g for g in found.groups() if g is not None), "")
-    return out
-
-
-class _State:
+class _State(TableState):
     def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-        self.range = VersionRange()
-        self.ids: dict[str, None] = {}
-        self.evidence: list[str] = []
+        super().__init__()
         self.backend_args: dict[str, str] = {}
         self.backend_class: str | None = None
         self.cache_config: dict[str, str] = {}
@@ -258,7 +232,7 @@ def _special(lines: list[str], index: int, name: str, state: _State) -> None:
         found = re.match(r"backend_config=(\w{1,40})\(", text)
         if found is not None:
             state.backend_class = found.group(1)
-            state.backend_args = _args(text, _BACKEND_PATTERNS)
+            state.backend_args = named_values(text, _BACKEND_PATTERNS)
             versions = backend_arg_versions()
             for arg in state.backend_args:
                 if arg in versions:
@@ -266,13 +240,14 @@ def _special(lines: list[str], index: int, name: str, state: _State) -> None:
     elif name == "cache_config" and not state.cache_config:
         for at in range(index, min(index + 3, len(lines))):
             if "CacheConfig(" in lines[at]:
-                state.cache_config = _args(_joined(lines, at, "CacheConfig("), _CACHE_PATTERNS)
+                state.cache_config = named_values(_joined(lines, at, "CacheConfig("),
+                                                  _CACHE_PATTERNS)
                 break
     elif name == "tm_config" and not state.tm_config:
         for follow in lines[index + 1:index + 1 + MAX_JSON_LINES]:
             if _RECORD_START.search(follow):
                 break
-            for key, value in _args(follow, _TM_PATTERNS).items():
+            for key, value in named_values(follow, _TM_PATTERNS).items():
                 state.tm_config.setdefault(key, value)
 
 
@@ -285,16 +260,10 @@ def _parse_line(lines: list[str], index: int, state: _State) -> None:
     hit = reader.match(line)
     if hit is None:
         return
-    entries = [reader.entries[i] for i in hit.entries]
-    state.range.narrow_entries(entries)
-    for entry in entries:
-        if len(state.ids) < MAX_IDS:
-            state.ids.setdefault(entry.id, None)
+    for entry in state.matched(reader, line, hit):
         if entry.id.startswith("tm_block_size") and "%lu" in entry.format \
                 and "." not in hit.found.get("block_mib", "."):
             state.whole_mib = True
-    if len(state.evidence) < MAX_EVIDENCE:
-        state.evidence.append(line[max(0, hit.origin - 40):hit.origin + 120])
     for name, value in hit.found.items():
         if name in _SPECIAL:
             _special(lines, index, name, state)
@@ -322,39 +291,27 @@ def parse_text(text: str) -> LmdeployLog:
     state = _State()
     for index in range(len(lines)):
         _parse_line(lines, index, state)
-    values: dict[str, object] = {}
-    for name, raw in state.values.items():
-        value = figure(raw)
-        if name in _INTS and value is not None and abs(value) < 2**62:
-            values[_RENAMED.get(name, name)] = int(value)
-        elif name in _FLOATS and value is not None:
-            values[name] = value
-        elif name in ("backend", "out_of_memory"):
-            values[_RENAMED.get(name, name)] = raw.strip().lower()[:200] \
-                if name == "backend" else raw
+    values: dict[str, object] = {
+        _RENAMED.get(name, name): value
+        for name, value in figures(state.values, _INTS, _FLOATS).items()}
+    if "backend" in state.values:
+        values[_RENAMED["backend"]] = state.values["backend"].strip().lower()[:200]
+    if "out_of_memory" in state.values:
+        values["out_of_memory"] = state.values["out_of_memory"]
     notes = []
     for name in sorted(state.differs & {"block_mib", "max_block_count", "free_mib"}):
         notes.append(f"{name} differs between lines (several ranks, or several starts in one "
                      "file): the first is used")
-    if state.range.conflict:
-        notes.append("lines worded as different LMDeploy releases print them (several logs "
-                     "joined?); the release range is from the lines that agree")
-    if len(lines) >= MAX_LINES:
-        notes.append(f"only the first {MAX_LINES:,} lines were read")
+    notes += state.conflict_notes("LMDeploy")
     return LmdeployLog(**values,  # type: ignore[arg-type]
+                       **state.result(len(lines), notes),
                        backend_args=state.backend_args, backend_class=state.backend_class,
                        cache_config=state.cache_config, tm_config=state.tm_config,
                        block_mib_raw=state.values.get("block_mib"),
-                       block_mib_whole=state.whole_mib, version_range=state.range.as_tuple(),
-                       formats=tuple(state.ids), evidence=tuple(state.evidence),
-                       lines=len(lines), notes=tuple(notes), raw=dict(state.values))
+                       block_mib_whole=state.whole_mib)
 
 
 def read_log(path: Path) -> LmdeployLog:
-    """Parse the LMDeploy log file ``path`` (its first :data:`MAX_BYTES` bytes)."""
-    text, cut = read_log_text(path, "an LMDeploy")
-    log = parse_text(text)
-    if cut:
-        log = replace(log, truncated=True,
-                      notes=(*log.notes, f"only the first {MAX_BYTES // 2**20} MiB was read"))
-    return log
+    """Parse the LMDeploy log file ``path`` (its first
+    :data:`~kvlint.loaders.log_formats.MAX_BYTES` bytes)."""
+    return read_log_file(path, "an LMDeploy", parse_text)

@@ -2,24 +2,51 @@
 :mod:`kvlint.loaders.sglang_log`, :mod:`kvlint.loaders.trtllm_log`,
 :mod:`kvlint.loaders.lmdeploy_log`): a format string as literal text and placeholders, one row
 of a generated format table, the small word and number helpers their patterns use, and the
-reader over one table. Pure, except :func:`read_log_text`."""
+reader over one table with what it gathers. Pure, except :func:`read_log_text` and
+:func:`read_log_file`."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["MAX_BYTES", "MAX_LINES", "MAX_LINE_CHARS", "FieldPattern", "FormatEntry",
-           "LineMatch", "Placeholder", "TableReader", "VersionRange", "entry_patterns",
-           "field_meaning", "figure", "format_tokens", "log_lines", "number", "parse_version",
-           "read_log_text", "word_count"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_JOINED_LINES",
+    "MAX_LINES",
+    "MAX_LINE_CHARS",
+    "STRONG",
+    "EngineLog",
+    "FieldPattern",
+    "FormatEntry",
+    "LineMatch",
+    "Placeholder",
+    "TableReader",
+    "TableState",
+    "VersionRange",
+    "entry_patterns",
+    "field_meaning",
+    "figure",
+    "figures",
+    "format_tokens",
+    "joined_record",
+    "left_context",
+    "log_lines",
+    "named_values",
+    "number",
+    "parse_version",
+    "read_log_file",
+    "read_log_text",
+    "read_table",
+    "word_count",
+]
 
 MAX_BYTES = 32 * 1024 * 1024
 """Read at most this much of a log file (a start-up log is a few hundred KiB)."""
@@ -27,6 +54,8 @@ MAX_LINE_CHARS = 64 * 1024
 """A longer line is cut here before any pattern looks at it."""
 MAX_LINES = 500_000
 """Lines past this many are not read (a start-up log has a few thousand)."""
+MAX_JOINED_LINES = 8
+"""A record wrapped over several lines is followed over at most this many more."""
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -103,6 +132,13 @@ class FormatEntry:
     fields: tuple[str, ...]
 
 
+def read_table(path: Path) -> tuple[dict[str, Any], tuple[FormatEntry, ...]]:
+    """A generated table (its JSON) and its ``formats`` as entries."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data, tuple(FormatEntry(e["id"], e["format"], e["style"], e["first"], e["last"],
+                                   e["source"], tuple(e["fields"])) for e in data["formats"])
+
+
 def word_count(item: str | int) -> int:
     """Word characters of a literal part (0 for a placeholder's index)."""
     return len(re.findall(r"\w", item)) if isinstance(item, str) else 0
@@ -128,17 +164,41 @@ def log_lines(text: str) -> Iterator[str]:
         start = end + 1
 
 
+def joined_record(lines: list[str], index: int, record_start: re.Pattern[str]) -> str:
+    """The record at ``lines[index]`` with the lines that continue it (up to
+    :data:`MAX_JOINED_LINES` of them, each up to a blank line or one ``record_start`` finds),
+    cut at :data:`MAX_LINE_CHARS`."""
+    parts = [lines[index]]
+    for follow in lines[index + 1:index + 1 + MAX_JOINED_LINES]:
+        if not follow.strip() or record_start.search(follow):
+            break
+        parts.append(follow)
+    return "".join(parts)[:MAX_LINE_CHARS]
+
+
+def named_values(text: str, patterns: dict[str, re.Pattern[str]]) -> dict[str, str]:
+    """The value each pattern finds in ``text`` (its first group that matched), by name."""
+    out: dict[str, str] = {}
+    for name, pattern in patterns.items():
+        found = pattern.search(text)
+        if found is not None:
+            out[name] = next((g for g in found.groups() if g is not None), "")
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # A reader over one generated table (issue 33: the TensorRT-LLM and LMDeploy readers): each
 # read placeholder of each entry becomes one linear regular expression, the placeholder and
 # the literal text before it (extended over neighbouring placeholders until it names enough
 # words), gated on the entry's first words; the entries a line matches narrow the release
-# range. The SGLang reader (kvlint.loaders.sglang_log) is built the same way.
+# range. The SGLang reader (kvlint.loaders.sglang_log) uses it too; the vLLM reader builds its
+# own patterns (per printed line, with the text after a figure, grouped by gate word).
 
 NUM = r"\d[\d,]{0,30}(?:\.\d{1,20})?"
 WORDISH = r"[\w.:/+-]{1,64}"
 _SKIP_TEXT = r".{0,160}?"
-_STRONG = 8
+STRONG = 8
+"""A pattern's literal text names at least this many word characters around its figure."""
 _WORD = re.compile(r"[A-Za-z_]{3,40}")
 _QUOTING = re.compile(r"[\"`{]|request|prompt", re.IGNORECASE)
 MAX_IDS = 64
@@ -165,11 +225,37 @@ def field_meaning(text: str) -> tuple[str, bool, bool]:
     return (name if not name.startswith("-") else "-"), "text" in rest, "negative" in rest
 
 
-def entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str, bool]]:
+def left_context(segment: list[str | int], position: int) -> tuple[int, list[str | int]]:
+    """Where the pattern of the placeholder at ``segment[position]`` (one printed line's
+    literals and placeholder indices) starts, and what it holds before the placeholder: back
+    until it names :data:`STRONG` word characters, its first literal from a word's start
+    (within 48 characters), without the unit of a figure before it where enough words remain,
+    and without leading punctuation."""
+    start, strength = position, 0
+    while start > 0 and strength < STRONG:
+        start -= 1
+        strength += word_count(segment[start])
+    left = list(segment[start:position])
+    if left and isinstance(left[0], str):
+        part = left[0]
+        if len(part) > 48:
+            part = part[-48:]
+            part = part[part.find(" ") + 1:] if " " in part else part
+        if start > 0:  # after a figure: drop its unit ("GB, ")
+            rest = re.sub(r"^\S*\s+", "", part, count=1)
+            part = rest if word_count(rest) >= STRONG else part
+        left[0] = part.lstrip(" ,;.)")
+    return start, left
+
+
+def entry_patterns(entry: FormatEntry, unread: frozenset[str] = frozenset()
+                   ) -> list[tuple[str, str, str, str, bool]]:
     """(regex, gate word, head, field, is text) for each read placeholder of ``entry``; a
     placeholder printed on the line after its words (``config:\\n{...}``) gives the words
     alone and an empty capture (its reader reads the lines that follow); an entry with no
-    placeholder read gives its words alone, captured, under the field ``!``."""
+    placeholder read gives its words alone, captured, under the field ``!``. The fields
+    ``unread`` (read by the reader's own code: SGLang's pool label and ``server_args``) get
+    no pattern, and are skipped as any text next to a figure, as a ``-`` one is."""
     meanings = [field_meaning(m) for m in entry.fields]
     tokens = format_tokens(entry.format, entry.style)
     segment: list[str | int] = []
@@ -196,7 +282,8 @@ def entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str, bool]]:
         gate = max(_WORD.findall(words), key=len, default="")
         return [("(" + re.escape(words) + ")", gate, words, "!", True)] if words else []
     for position, item in enumerate(segment):
-        if not isinstance(item, int) or item >= len(meanings) or meanings[item][0] == "-":
+        if not isinstance(item, int) or item >= len(meanings) or meanings[item][0] == "-" \
+                or meanings[item][0] in unread:
             continue
         name, text, negative = meanings[item]
         if item in after_newline:
@@ -206,23 +293,15 @@ def entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str, bool]]:
                 out.append((re.escape(before.strip()) + "()", max(
                     _WORD.findall(before), key=len, default=""), head, name, True))
             continue
-        start, strength = position, 0
-        while start > 0 and strength < _STRONG:
-            start -= 1
-            strength += word_count(segment[start])
+        start, left = left_context(segment, position)
         parts: list[str] = []
-        for index, part in enumerate(segment[start:position]):
+        for part in left:
             if isinstance(part, str):
-                if index == 0 and len(part) > 48:
-                    part = part[-48:]
-                    part = part[part.find(" ") + 1:] if " " in part else part
-                if index == 0 and start > 0:  # after a figure: drop its unit ("GB, ")
-                    rest = re.sub(r"^\S*\s+", "", part, count=1)
-                    part = rest if word_count(rest) >= _STRONG else part
-                parts.append(re.escape(part.lstrip(" ,;.)") if index == 0 else part))
+                parts.append(re.escape(part))
             else:
                 other = meanings[part] if part < len(meanings) else ("-", False, False)
-                parts.append(_SKIP_TEXT if other[0] == "-" else f"(?:{WORDISH})" if other[1]
+                parts.append(_SKIP_TEXT if other[0] == "-" or other[0] in unread
+                             else f"(?:{WORDISH})" if other[1]
                              else "(?:" + ("-?" if other[2] else "") + NUM + ")")
         parts.append(f"({WORDISH})" if text else "(" + ("-?" if negative else "") + NUM + ")")
         regex = "".join(parts)
@@ -231,8 +310,8 @@ def entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str, bool]]:
             regex = r"(?<![\w.])" + regex
         if not text:
             regex += r"(?![\d.]*\d)"
-        left = [p for p in segment[start:position] if isinstance(p, str)]
-        named = [w for p in left for w in _WORD.findall(p)]
+        named = [w for p in segment[start:position] if isinstance(p, str)
+                 for w in _WORD.findall(p)]
         out.append((regex, max(named, key=len, default=""), head, name, text))
     return out
 
@@ -248,18 +327,17 @@ class LineMatch:
 
 
 class TableReader:
-    """The patterns of one generated table (``formats``) and what else it holds."""
+    """The patterns of one generated table (``formats``) and what else it holds (``unread``:
+    see :func:`entry_patterns`)."""
 
-    def __init__(self, path: Path) -> None:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    def __init__(self, path: Path, unread: frozenset[str] = frozenset()) -> None:
+        data, entries = read_table(path)
         self.versions: tuple[str, ...] = tuple(data["versions"])
-        self.entries: tuple[FormatEntry, ...] = tuple(
-            FormatEntry(e["id"], e["format"], e["style"], e["first"], e["last"], e["source"],
-                        tuple(e["fields"])) for e in data["formats"])
+        self.entries: tuple[FormatEntry, ...] = entries
         self.data: dict[str, Any] = data
         compiled = []
         for index, entry in enumerate(self.entries):
-            for regex, gate, head, name, text in entry_patterns(entry):
+            for regex, gate, head, name, text in entry_patterns(entry, unread):
                 compiled.append(FieldPattern(re.compile(regex), gate, head, index, name, text))
         self.patterns: tuple[FieldPattern, ...] = tuple(compiled)
 
@@ -304,14 +382,19 @@ class VersionRange:
 
     def narrow(self, first: str, last: str) -> None:
         low, high = parse_version(first), parse_version(last)
-        if low is None or high is None:
-            return
+        if low is not None and high is not None:
+            self.narrow_to(low, high)
+
+    def narrow_to(self, low: Version, high: Version) -> bool:
+        """Narrow to ``[low, high]``; ``False`` (a conflict, the range kept) where it does not
+        meet the range so far."""
         new_low = low if self.low is None else max(low, self.low)
         new_high = high if self.high is None else min(high, self.high)
         if new_low > new_high:
             self.conflict = True
-            return
+            return False
         self.low, self.high = new_low, new_high
+        return True
 
     def narrow_entries(self, entries: list[FormatEntry]) -> None:
         """One line's entries: the widest range of those it matched."""
@@ -325,6 +408,79 @@ class VersionRange:
         if self.low is None or self.high is None:
             return None
         return str(self.low), str(self.high)
+
+
+class TableState:
+    """What a reader over a :class:`TableReader` gathers: the first value printed for each
+    field (as printed), the release range, the ids of the entries matched and the first lines
+    read."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+        self.range = VersionRange()
+        self.ids: dict[str, None] = {}
+        self.evidence: list[str] = []
+
+    def cite(self, text: str) -> None:
+        if len(self.evidence) < MAX_EVIDENCE:
+            self.evidence.append(text)
+
+    def matched(self, reader: TableReader, line: str, hit: LineMatch) -> list[FormatEntry]:
+        """The entries ``hit`` matched on ``line``, with the range narrowed to them, their ids
+        kept and the line cited."""
+        entries = [reader.entries[i] for i in hit.entries]
+        self.range.narrow_entries(entries)
+        for entry in entries:
+            if len(self.ids) < MAX_IDS:
+                self.ids.setdefault(entry.id, None)
+        self.cite(line[max(0, hit.origin - 40):hit.origin + 120])
+        return entries
+
+    def conflict_notes(self, engine: str) -> list[str]:
+        if not self.range.conflict:
+            return []
+        return [f"lines worded as different {engine} releases print them (several logs "
+                "joined?); the release range is from the lines that agree"]
+
+    def result(self, count: int, notes: list[str]) -> dict[str, Any]:
+        """The :class:`EngineLog` fields of what was read from ``count`` lines, with ``notes``
+        (and one for the lines not read)."""
+        if count >= MAX_LINES:
+            notes = [*notes, f"only the first {MAX_LINES:,} lines were read"]
+        return {"version_range": self.range.as_tuple(), "formats": tuple(self.ids),
+                "evidence": tuple(self.evidence), "lines": count, "notes": tuple(notes),
+                "raw": dict(self.values)}
+
+
+@dataclass(frozen=True)
+class EngineLog:
+    """What every table reader's result says besides its figures."""
+
+    version_range: tuple[str, str] | None = None
+    formats: tuple[str, ...] = ()
+    """The ids of the table entries the lines read matched (the engine's log formats)."""
+    evidence: tuple[str, ...] = ()
+    """The first few lines read (for "which lines decided it")."""
+    lines: int = 0
+    truncated: bool = False
+    notes: tuple[str, ...] = ()
+    raw: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+def figures(values: dict[str, str], ints: tuple[str, ...], floats: tuple[str, ...]
+            ) -> dict[str, int | float]:
+    """The printed ``values`` that are figures: those named in ``ints`` as int (below
+    2**62), in ``floats`` as float."""
+    out: dict[str, int | float] = {}
+    for name, raw in values.items():
+        value = figure(raw)
+        if value is None:
+            continue
+        if name in ints and abs(value) < 2**62:
+            out[name] = int(value)
+        elif name in floats:
+            out[name] = value
+    return out
 
 
 def read_log_text(path: Path, engine: str) -> tuple[str, bool]:
@@ -350,3 +506,24 @@ def figure(raw: str | None) -> float | None:
     except (ValueError, OverflowError):
         return None
     return value if math.isfinite(value) else None
+
+
+class _Log(Protocol):
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def notes(self) -> tuple[str, ...]: ...
+
+
+_LogT = TypeVar("_LogT", bound=_Log)
+
+
+def read_log_file(path: Path, engine: str, parse: Callable[[str], _LogT]) -> _LogT:
+    """``parse`` of the log at ``path`` (its first :data:`MAX_BYTES`), marked truncated, with a
+    note, where the file was longer; an unreadable file is a usage error naming ``engine``."""
+    text, cut = read_log_text(path, engine)
+    log = parse(text)
+    if cut:
+        log = replace(log, truncated=True,
+                      notes=(*log.notes, f"only the first {MAX_BYTES // 2**20} MiB was read"))
+    return log

@@ -27,19 +27,17 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.loaders.log_formats import (
-    MAX_BYTES,
-    MAX_EVIDENCE,
-    MAX_IDS,
-    MAX_LINES,
+    EngineLog,
     TableReader,
-    VersionRange,
+    TableState,
     figure,
+    figures,
     log_lines,
-    read_log_text,
+    read_log_file,
 )
 
 FORMATS_FILE = Path(__file__).parent / "trtllm_log_formats.json"
@@ -70,7 +68,7 @@ class Allocation:
 
 
 @dataclass(frozen=True)
-class TrtllmLog:
+class TrtllmLog(EngineLog):
     """What one TensorRT-LLM start-up log says (``None``: not printed). Memory in GiB
     (TensorRT-LLM's ``GiB``: ``/ (1 << 30)``)."""
 
@@ -96,13 +94,6 @@ class TrtllmLog:
     weights_outside_gib: float | None = None
     activation_gib: float | None = None
     non_torch_gib: float | None = None
-    version_range: tuple[str, str] | None = None
-    formats: tuple[str, ...] = ()
-    evidence: tuple[str, ...] = ()
-    lines: int = 0
-    truncated: bool = False
-    notes: tuple[str, ...] = ()
-    raw: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def pool(self) -> Allocation | None:
@@ -128,12 +119,9 @@ class TrtllmLog:
         return bool(self.formats or self.version)
 
 
-class _State:
+class _State(TableState):
     def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-        self.range = VersionRange()
-        self.ids: dict[str, None] = {}
-        self.evidence: list[str] = []
+        super().__init__()
         self.allocations: list[Allocation] = []
         self.profiled = False
         self.version: str | None = None
@@ -144,19 +132,12 @@ def _parse_line(line: str, state: _State) -> None:
         printed = _VERSION.search(line)
         if printed is not None:
             state.version = printed.group(1)
-            if len(state.evidence) < MAX_EVIDENCE:
-                state.evidence.append(line[:160])
+            state.cite(line[:160])
     reader = table()
     hit = reader.match(line)
     if hit is None:
         return
-    entries = [reader.entries[i] for i in hit.entries]
-    state.range.narrow_entries(entries)
-    for entry in entries:
-        if len(state.ids) < MAX_IDS:
-            state.ids.setdefault(entry.id, None)
-    if len(state.evidence) < MAX_EVIDENCE:
-        state.evidence.append(line[max(0, hit.origin - 40):hit.origin + 120])
+    state.matched(reader, line, hit)
     found = dict(hit.found)
     if "peak_gib" in found:
         state.profiled = True
@@ -183,38 +164,18 @@ def parse_text(text: str) -> TrtllmLog:
     state = _State()
     for line in lines:
         _parse_line(line, state)
-    values: dict[str, object] = {}
-    for name, raw in state.values.items():
-        value = figure(raw)
-        if value is None:
-            continue
-        if name in _INTS and abs(value) < 2**62:
-            values[name] = int(value)
-        elif name in _FLOATS:
-            values[name] = value
-    notes = []
-    if state.range.conflict:
-        notes.append("lines worded as different TensorRT-LLM releases print them (several "
-                     "logs joined?); the release range is from the lines that agree")
+    notes = state.conflict_notes("TensorRT-LLM")
     sizes = {(a.raw, a.tokens) for a in state.allocations if a.after_profile} or \
         {(a.raw, a.tokens) for a in state.allocations[-1:]}
     if len({a.tokens for a in state.allocations if a.after_profile}) > 1:
         notes.append(f"{len(sizes)} different final KV pools printed (ranks or a draft "
                      "model's cache): the first is compared")
-    if len(lines) >= MAX_LINES:
-        notes.append(f"only the first {MAX_LINES:,} lines were read")
-    return TrtllmLog(**values,  # type: ignore[arg-type]
-                     version=state.version, allocations=tuple(state.allocations),
-                     version_range=state.range.as_tuple(), formats=tuple(state.ids),
-                     evidence=tuple(state.evidence), lines=len(lines), notes=tuple(notes),
-                     raw=dict(state.values))
+    return TrtllmLog(**figures(state.values, _INTS, _FLOATS),  # type: ignore[arg-type]
+                     **state.result(len(lines), notes), version=state.version,
+                     allocations=tuple(state.allocations))
 
 
 def read_log(path: Path) -> TrtllmLog:
-    """Parse the TensorRT-LLM log file ``path`` (its first :data:`MAX_BYTES` bytes)."""
-    text, cut = read_log_text(path, "a TensorRT-LLM")
-    log = parse_text(text)
-    if cut:
-        log = replace(log, truncated=True,
-                      notes=(*log.notes, f"only the first {MAX_BYTES // 2**20} MiB was read"))
-    return log
+    """Parse the TensorRT-LLM log file ``path`` (its first
+    :data:`~kvlint.loaders.log_formats.MAX_BYTES` bytes)."""
+    return read_log_file(path, "a TensorRT-LLM", parse_text)

@@ -32,29 +32,29 @@ quoting a start-up message) is not read. The same value printed at two precision
 from __future__ import annotations
 
 import functools
-import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
-from kvlint.errors import UsageError
-from kvlint.loaders.files import UnreadableFile, read_bytes
+from kvlint.loaders.log_formats import MAX_BYTES as MAX_BYTES  # read_log's bound
 from kvlint.loaders.log_formats import (
-    MAX_BYTES,
     MAX_LINE_CHARS,
     MAX_LINES,
+    STRONG,
     FormatEntry,
     Placeholder,
+    VersionRange,
+    field_meaning,
     format_tokens,
+    joined_record,
+    left_context,
     log_lines,
     number,
+    parse_version,
+    read_log_file,
+    read_table,
     word_count,
 )
-
-MAX_JOINED_LINES = 8
-"""A wrapped engine-config line is followed over at most this many continuation lines."""
 
 _RANK = re.compile(r"\(([A-Za-z][\w-]{0,40}(?: rank=\d{1,6})?) pid=\d{1,10}"
                    r"(?:, ip=[\w.:-]{1,64})?\)")
@@ -126,8 +126,6 @@ _BLANKS = r"[ \t]{1,16}"
 _WORD = re.compile(r"[A-Za-z_]{3,40}")
 _DEVICE = r"[\w:-]{1,24}"
 _TEXT = r".{0,160}?"
-_STRONG = 8
-"""A pattern's literal text names at least this many word characters around its figure."""
 
 
 @dataclass(frozen=True)
@@ -146,8 +144,8 @@ def _number_pattern(negative: bool) -> str:
 
 def _field(meaning: str) -> tuple[str, bool]:
     """(field name, negative allowed) of a table ``fields`` item; ``-`` for one not read."""
-    name, _, rest = meaning.partition(",")
-    return (name if not name.startswith("-") else "-"), "negative" in rest
+    name, _, negative = field_meaning(meaning)
+    return name, negative
 
 
 def _inner_word(literals: list[str]) -> str:
@@ -193,20 +191,7 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
             if not isinstance(item, int) or item >= len(fields) or fields[item][0] in ("-",
                                                                                       "device"):
                 continue
-            start, strength = position, 0
-            while start > 0 and strength < _STRONG:
-                start -= 1
-                strength += word_count(segment[start])
-            left = list(segment[start:position])
-            if left and isinstance(left[0], str):
-                tail = left[0]
-                if len(tail) > 48:  # from a word's start
-                    tail = tail[-48:]
-                    tail = tail[tail.find(" ") + 1:] if " " in tail else tail
-                if start > 0:  # after a placeholder: drop the unit of the figure before
-                    rest = re.sub(r"^\S*\s+", "", tail, count=1)
-                    tail = rest if word_count(rest) >= _STRONG else tail
-                left[0] = tail.lstrip(" ,;.)")
+            _, left = left_context(segment, position)
             while left and isinstance(left[0], int) and fields[left[0]][0] != "device":
                 left.pop(0)
             strength = sum(word_count(i) for i in left)
@@ -214,10 +199,10 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
             after = position + 1
             if after < len(segment) and isinstance(segment[after], str):
                 cut = re.split(r"[,;()\[\]]|\. ", str(segment[after]))[0][:40]
-                if strength >= _STRONG or cut != segment[after]:
+                if strength >= STRONG or cut != segment[after]:
                     right.append(cut)
-                    after = len(segment) if strength >= _STRONG else after
-            while strength < _STRONG and after < len(segment):
+                    after = len(segment) if strength >= STRONG else after
+            while strength < STRONG and after < len(segment):
                 right.append(segment[after])
                 strength += word_count(segment[after])
                 after += 1
@@ -248,9 +233,7 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
 @functools.lru_cache(maxsize=1)
 def format_table() -> tuple[tuple[str, ...], tuple[FormatEntry, ...]]:
     """(versions read, entries) of :data:`FORMATS_FILE`."""
-    data = json.loads(FORMATS_FILE.read_text(encoding="utf-8"))
-    entries = tuple(FormatEntry(e["id"], e["format"], e["style"], e["first"], e["last"],
-                                e["source"], tuple(e["fields"])) for e in data["formats"])
+    data, entries = read_table(FORMATS_FILE)
     return tuple(data["versions"]), entries
 
 
@@ -267,13 +250,6 @@ def _patterns() -> tuple[dict[str, tuple[_Pattern, ...]], tuple[_Pattern, ...]]:
         pattern = _Pattern(re.compile(regex), gate, head, tuple(reads))
         (by_gate.setdefault(gate, []) if gate else ungated).append(pattern)
     return {k: tuple(v) for k, v in by_gate.items()}, tuple(ungated)
-
-
-def _version_key(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
 
 
 @dataclass(frozen=True)
@@ -418,42 +394,23 @@ class _Fields:
 
 
 class _Versions:
-    """The intersection of the ``[first, last]`` of the entries each line matched."""
+    """The intersection of the ``[first, last]`` of the entries each line matched (the ids of
+    a line's entries kept only where they agree with it)."""
 
     def __init__(self) -> None:
-        self.versions = [v for v in (_version_key(t) for t in format_table()[0]) if v]
-        self.low: Version | None = None
-        self.high: Version | None = None
+        self.range = VersionRange()
         self.ids: dict[str, None] = {}
-        self.conflict = False
 
     def narrow(self, entries: set[int]) -> None:
         table = format_table()[1]
-        bounds = [(_version_key(table[i].first), _version_key(table[i].last)) for i in entries]
+        bounds = [(parse_version(table[i].first), parse_version(table[i].last)) for i in entries]
         lows = [lo for lo, _ in bounds if lo is not None]
         highs = [hi for _, hi in bounds if hi is not None]
-        if not lows or not highs:
+        if not lows or not highs or not self.range.narrow_to(min(lows), max(highs)):
             return
-        low, high = min(lows), max(highs)
-        new_low = low if self.low is None else max(low, self.low)
-        new_high = high if self.high is None else min(high, self.high)
-        if new_low > new_high:
-            self.conflict = True
-            return
-        self.low, self.high = new_low, new_high
         for i in sorted(entries):
             if len(self.ids) < 64:
                 self.ids.setdefault(table[i].id, None)
-
-
-def _config_text(lines: list[str], index: int) -> str:
-    """The engine-config line at ``index`` with its wrapped continuation lines joined."""
-    parts = [lines[index]]
-    for follow in lines[index + 1:index + 1 + MAX_JOINED_LINES]:
-        if not follow.strip() or _RECORD_START.search(follow):
-            break
-        parts.append(follow)
-    return "".join(parts)[:MAX_LINE_CHARS]
 
 
 def parse_text(text: str) -> VllmLog:
@@ -474,8 +431,6 @@ def parse_text(text: str) -> VllmLog:
     truncated = len(lines) >= MAX_LINES
     log = _build(fields, tuple(ranks), len(lines), versions)
     if truncated:
-        from dataclasses import replace
-
         log = replace(log, truncated=True,
                       notes=(*log.notes, f"only the first {MAX_LINES:,} lines were read"))
     return log
@@ -511,7 +466,7 @@ def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fie
             if engine.group(1):
                 fields.put("engine", engine.group(1), rank)
             fields.put("version", engine.group(2).lstrip("v"), rank)
-            joined = _config_text(lines, index)
+            joined = joined_record(lines, index, _RECORD_START)
             for name, pattern in _CONFIG_FIELDS.items():
                 found = pattern.search(joined)
                 if found:
@@ -606,11 +561,11 @@ def _build(fields: _Fields, ranks: tuple[str, ...], count: int, versions: _Versi
                      "smallest; activation peak and non-torch memory: the largest)")
     printed = fields.values.get("version")
     version_range: tuple[str, str] | None = None
-    if printed is not None and _version_key(printed) is not None:
+    if printed is not None and parse_version(printed) is not None:
         version_range = (printed, printed)
-    elif versions.low is not None and versions.high is not None:
-        version_range = (str(versions.low), str(versions.high))
-    if versions.conflict:
+    else:
+        version_range = versions.range.as_tuple()
+    if versions.range.conflict:
         notes.append("lines worded as different vLLM versions print them (several logs "
                      "joined?); the version range is from the lines that agree")
     return VllmLog(**values, ranks=ranks, lines=count,  # type: ignore[arg-type]
@@ -622,17 +577,4 @@ def read_log(path: Path) -> VllmLog:
     """Parse the vLLM log file ``path`` (its first :data:`MAX_BYTES` bytes)."""
     # opened without blocking (a FIFO with no writer does not hang the open) and read only
     # as a regular file (a FIFO, a device such as /dev/zero, a directory: refused)
-    try:
-        data = read_bytes(path, MAX_BYTES, truncate=True)
-    except UnreadableFile as err:
-        raise UsageError(f"{path}: cannot read it ({err}); expected a vLLM start-up log saved "
-                         "to a file") from None
-    truncated = len(data) > MAX_BYTES
-    text = data[:MAX_BYTES].decode("utf-8", "replace")
-    log = parse_text(text)
-    if truncated:
-        from dataclasses import replace
-
-        log = replace(log, truncated=True,
-                      notes=(*log.notes, f"only the first {MAX_BYTES // 2**20} MiB was read"))
-    return log
+    return read_log_file(path, "a vLLM", parse_text)
