@@ -111,3 +111,22 @@ def test_dp_attention_holds_the_attention_whole_on_each_attention_rank() -> None
     assert plain < dp2 < dp8
     # the sharded attention (all but MLA's whole down-projections) x (1/1 - 1/8) vs x (1/4 - 1/8)
     assert (dp8 - plain) == pytest.approx(7 * (dp2 - plain), rel=1e-6)
+
+
+def test_kv204_offers_dp_attention_only_where_the_weights_still_fit() -> None:
+    """DeepSeek-V3 at tp 8 (~78 GiB of weights per GPU): on H200s DP attention fits (a
+    suggestion); on 96 GiB GPUs at 0.9 its whole attention per GPU (~88 GiB) would not (the
+    advice says so, no suggestion to apply)."""
+    v3 = CONFIG.parent / "deepseek-ai--DeepSeek-V3.json"
+
+    def kv204(*gpu: str) -> dict[str, object]:
+        result = CliRunner().invoke(main, ["check", str(v3), "--engine", "sglang", *gpu,
+                                           "--tp", "8", "--format", "json", "--no-plugins",
+                                           "--isolated", "--offline"])
+        findings = json.loads(result.stdout)["results"][0]["findings"]
+        found: dict[str, object] = next(f for f in findings if f["code"] == "KV204")
+        return found
+
+    assert kv204("--gpu", "H200").get("suggestion") is not None
+    small = kv204("--gpu-memory", "96", "--gpu-memory-utilization", "0.9")
+    assert small.get("suggestion") is None and "would not fit here" in str(small["message"])

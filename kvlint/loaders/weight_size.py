@@ -171,19 +171,17 @@ def plan_weights(
             checkpoint=found is not None and found.total_bytes > 0)
         if loaded is not None:
             total, source = total + loaded[0], f"{source}; {loaded[1]}"
+    attention = estimated.by_part.get(Part.ATTENTION, 0) * scale
+    if estimate.attention:  # MLA's down-projections are whole on every rank already
+        attention *= 1 - estimate.replicated_attention / estimate.attention
     split = WeightSplit(total, replicated, fmt.name,
                         fmt.quantized_bytes if fmt.quantized_parts else fmt.base_bytes,
                         *_stage_edges(estimated, shape.num_layers, shape.tie_word_embeddings,
-                                      scale))
-    per_gpu = split.per_gpu(tp, pp)
-    if attention_tp is not None and 0 < attention_tp < tp:
-        attention = estimated.by_part.get(Part.ATTENTION, 0) * scale
-        if estimate.attention:  # MLA's down-projections are whole on every rank already
-            attention *= 1 - estimate.replicated_attention / estimate.attention
-        extra = int(attention / pp / attention_tp - attention / pp / tp)
-        per_gpu += extra
+                                      scale), attention_bytes=int(attention))
+    per_gpu = split.per_gpu(tp, pp, attention_tp)
+    if per_gpu != split.per_gpu(tp, pp):
         source += (f"; attention split over {attention_tp} rank(s) only (DP attention): "
-                   f"{extra / 2**30:+.2f} GiB per GPU")
+                   f"{(per_gpu - split.per_gpu(tp, pp)) / 2**30:+.2f} GiB per GPU")
     return PlanWeights(
         total_bytes=total,
         per_gpu_bytes=per_gpu,

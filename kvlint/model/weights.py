@@ -688,12 +688,21 @@ class WeightSplit:
     last_stage_bytes: int = 0
     """The LM head (the last pipeline stage)."""
     tied: bool = False
+    attention_bytes: int = 0
+    """The attention projections split over tp (MLA's whole down-projections excluded):
+    under attention data parallelism they are split over the attention TP group only."""
 
-    def per_gpu(self, tp: int, pp: int) -> int:
-        return weight_bytes_per_gpu(self.total_bytes, tp, pp,
+    def per_gpu(self, tp: int, pp: int, attention_tp: int | None = None) -> int:
+        """Bytes on one GPU; ``attention_tp`` below ``tp``: attention data parallelism, each
+        GPU then holding ``tp / attention_tp`` times its share of the attention."""
+        base = weight_bytes_per_gpu(self.total_bytes, tp, pp,
                                     replicated_bytes=self.replicated_bytes,
                                     layers=self.layers, first_stage_bytes=self.first_stage_bytes,
                                     last_stage_bytes=self.last_stage_bytes, tied=self.tied)
+        if attention_tp is None or not 0 < attention_tp < tp:
+            return base
+        return base + int(self.attention_bytes / pp / attention_tp
+                          - self.attention_bytes / pp / tp)
 
 
 def pipeline_stage_layers(layers: int, pp: int) -> list[int]:

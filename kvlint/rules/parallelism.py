@@ -283,18 +283,27 @@ class MlaLatentReplicated(Rule):
         what = replicated_caches(part)
         whole = ("" if held == fp.bytes_per_token_per_gpu_exact
                  else f" of its {fmt_int(fp.bytes_per_token_per_gpu or 0)} B/token")
+        # attention DP holds the attention projections whole on every rank: a fix only where
+        # the weights still fit then
+        sizer, full = ctx.sizer, layout.tp
+        grown = sizer.weights.per_gpu(full, layout.pp, 1) if sizer is not None else None
+        fits = sizer is None or grown is None or grown <= sizer.usable_bytes
+        advice = ("Use data-parallel attention (SGLang --enable-dp-attention; vLLM "
+                  "--data-parallel-size with --enable-expert-parallel) so each rank caches "
+                  "only its own requests." if fits else
+                  "Data-parallel attention, which caches each rank's requests only, would "
+                  "hold the attention weights whole on every GPU "
+                  f"({fmt_bytes(grown or 0)} of weights per GPU): they would not fit here.")
         yield self.finding(
             f"The {what} not sharded by tensor parallelism: each of the "
             f"{tp} GPUs of {_tp_label(ctx)} stores the full {exact_text(held)} B/token{whole}, "
             f"so {exact_text(dup)} B/token are copies ({fmt_bytes(dup_seq)}"
             f" per {fmt_tokens(ctx.plan.context)}-token sequence across the group). Per-GPU "
-            "KV capacity does not grow with tp. Use data-parallel attention (SGLang "
-            "--enable-dp-attention; vLLM --data-parallel-size with --enable-expert-parallel) "
-            "so each rank caches only its own requests.",
+            "KV capacity does not grow with tp. " + advice,
             suggestion=Suggestion(
                 f"use data-parallel attention over the {ctx.plan.layout.tp} GPUs (dp="
                 f"{ctx.plan.layout.tp}, dp_attention)",
-                {"dp": ctx.plan.layout.tp, "dp_attention": True}),
+                {"dp": ctx.plan.layout.tp, "dp_attention": True}) if fits else None,
             tp=tp,
             replication_factor=fp.replication_factor,
             bytes_per_token_per_gpu=fp.bytes_per_token_per_gpu,
