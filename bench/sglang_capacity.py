@@ -131,7 +131,8 @@ def compare(logs: Path, pred: dict[str, Any]) -> int:
         printed = _printed(e)
         # a start fails when kvlint gives KV501/KV503 as errors (SGLang's KV501 is a warning:
         # it starts and caps requests); predictions frozen before "errors" was kept use codes
-        predicted_fail = any(c in ("KV501", "KV503", "KV504") for c in p.get("errors", p.get("codes", [])))
+        predicted_fail = any(c in ("KV501", "KV503", "KV504")
+                             for c in p.get("errors", p.get("codes", [])))
         if (e.get("failed_for_memory") or e.get("failed")) and not printed:
             rows.append((key, group, "fails", "fail" if predicted_fail else "starts", "",
                          predicted_fail))
