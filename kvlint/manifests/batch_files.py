@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from kvlint.manifests.base import ServedModel
+from kvlint.manifests.shell_env import MAX_EXPANDED_CHARS
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word
 
@@ -30,7 +31,7 @@ __all__ = ["batch_models", "is_batch"]
 
 _REFERENCE = re.compile(r"%%|%~?[0-9*]|%~[a-z]{1,8}[0-9]|%([A-Za-z_][\w.-]{0,60})%|"
                         r"!([A-Za-z_][\w.-]{0,60})!")
-_WORD = re.compile(r'(?:"[^"]*"|[^\s"]+)+')
+_WORD = re.compile(r'(?:"[^"]*"|[^\s"])+')
 _SKIP = ("rem", "echo", "if", "for", "goto", "exit", "pause", "cd", "pushd", "popd",
          "setlocal", "endlocal", "title", "cls", "timeout", "chcp", "color", "mkdir", "md",
          "del", "copy", "type", "where", "choice")
@@ -61,16 +62,24 @@ def _lines(text: str) -> list[tuple[str, int]]:
 
 
 def _expand(text: str, variables: dict[str, str | None]) -> str:
+    """``text`` with ``%NAME%`` replaced; a result over
+    :data:`~kvlint.manifests.shell_env.MAX_EXPANDED_CHARS` is an unresolved reference."""
+    size = 0
+
     def one(match: re.Match[str]) -> str:
+        nonlocal size
         if match.group(0) == "%%":
             return "%"
         name = match.group(1) or match.group(2)
         if name is None:
             return "${BATCH_ARGUMENT}"  # %1, %~dp0: given when the file is run
         value = variables.get(name.upper())
-        return value if value is not None else f"${{{name.upper()}}}"
+        piece = value if value is not None else f"${{{name.upper()}}}"
+        size += len(piece)
+        return piece if size <= MAX_EXPANDED_CHARS else ""
 
-    return _REFERENCE.sub(one, text)
+    out = _REFERENCE.sub(one, text)
+    return out if size <= MAX_EXPANDED_CHARS else "${BATCH_EXPANSION}"
 
 
 def _program(word: str) -> str:
@@ -98,7 +107,9 @@ def batch_models(text: str, path: str) -> list[ServedModel]:
                 else rest
             name, eq, value = rest.partition("=")
             if eq and name.strip():
-                variables[name.strip().upper()] = _expand(value, variables)
+                expanded = _expand(value, variables)
+                variables[name.strip().upper()] = \
+                    None if expanded == "${BATCH_EXPANSION}" else expanded
             continue
         if head in _SKIP or head.startswith(("echo.", "rem ")):
             continue

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from kvlint.manifests.base import ServedModel
+from kvlint.manifests.shell_env import MAX_EXPANDED_CHARS
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
 
@@ -63,19 +64,36 @@ def _logical(lines: list[str], start: int) -> tuple[str, int]:
         return " ".join(p for p in parts if p), i
 
 
-def _expand(text: str, variables: dict[str, str], depth: int = 0) -> str:
-    """``text`` with make's references replaced (see the module's docstring)."""
+def _expand(text: str, variables: dict[str, str]) -> str:
+    """``text`` with make's references replaced (see the module's docstring); one longer
+    than :data:`~kvlint.manifests.shell_env.MAX_EXPANDED_CHARS` is unresolved."""
+    out, over = _expand_bounded(text, variables, 0, {})
+    return "${MAKE_EXPANSION}" if over else out
+
+
+def _expand_bounded(text: str, variables: dict[str, str], depth: int,
+                    memo: dict[str, str]) -> tuple[str, bool]:
+    """``(text expanded, whether it grew past the bound)``. Each variable is expanded once
+    (``memo``); one whose value grows past the bound, or refers to itself, is given as
+    ``${NAME}``: unresolved, not a memory bomb (``A = $(B)$(B)``, ``B = $(C)$(C)``...)."""
+    size = 0
+
     def one(match: re.Match[str]) -> str:
+        nonlocal size
         if match.group(0) == "$$":
             return "$$"  # stays an escape until the last pass
         name = match.group(1) or match.group(2) or match.group(3)
-        if name not in variables:
+        if name not in variables or depth >= MAX_DEPTH:
             return f"${{{name}}}"  # the environment's or the command line's: unresolved
-        if depth >= MAX_DEPTH:
-            return f"${{{name}}}"
-        return _expand(variables[name], variables, depth + 1)
+        if name not in memo:
+            memo[name] = f"${{{name}}}"  # a reference to itself while expanding: unresolved
+            value, over = _expand_bounded(variables[name], variables, depth + 1, memo)
+            memo[name] = f"${{{name}}}" if over else value
+        size += len(memo[name])
+        return memo[name] if size <= MAX_EXPANDED_CHARS else ""
 
-    return _REFERENCE.sub(one, text)
+    out = _REFERENCE.sub(one, text)
+    return out, size > MAX_EXPANDED_CHARS
 
 
 def _assign(variables: dict[str, str], name: str, op: str, value: str) -> None:

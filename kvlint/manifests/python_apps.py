@@ -33,6 +33,7 @@ from dataclasses import replace
 
 from kvlint.manifests.base import Located, ServedModel
 from kvlint.manifests.engine_command import find_engine
+from kvlint.manifests.shell_env import MAX_EXPANDED_CHARS
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
 
@@ -57,6 +58,7 @@ class _Names:
 
     def __init__(self, tree: ast.AST) -> None:
         self.values: dict[str, ast.expr | None] = {}
+        self.memo: dict[str, str] = {}
         for node in ast.walk(tree):
             targets: list[ast.expr] = []
             value: ast.expr | None = None
@@ -80,21 +82,30 @@ class _Names:
                 and not isinstance(node.value, bool):
             return str(node.value)
         if isinstance(node, ast.Name):
-            value = self.values.get(node.id)
-            # a parameter, an import or a name given two values: a variable nobody set,
-            # under its own name (the finding then says which)
-            return self.text(value, depth + 1) if value is not None else f"${{{node.id}}}"
+            return self._name(node.id, depth)
         if isinstance(node, ast.JoinedStr):
-            return "".join(self.text(v.value if isinstance(v, ast.FormattedValue) else v,
-                                     depth + 1) for v in node.values)
+            return _bounded("".join(self.text(v.value if isinstance(v, ast.FormattedValue)
+                                              else v, depth + 1) for v in node.values))
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.text(node.left, depth + 1) + self.text(node.right, depth + 1)
+            return _bounded(self.text(node.left, depth + 1) + self.text(node.right, depth + 1))
         if isinstance(node, ast.Call):
             return self._call(node, depth)
         if isinstance(node, ast.Subscript) and _dotted(node.value) == "os.environ":
             key = self.text(node.slice, depth + 1)
             return f"${{{key}}}" if key.isidentifier() else _UNKNOWN
         return _UNKNOWN
+
+    def _name(self, name: str, depth: int) -> str:
+        """A name's string, worked out once: a parameter, an import, a name given two values
+        or one whose value grows past :data:`~kvlint.manifests.shell_env.MAX_EXPANDED_CHARS`
+        (``A = B + B``, ``B = C + C``...) is a variable nobody set, under its own name (the
+        finding then says which)."""
+        if name not in self.memo:
+            self.memo[name] = f"${{{name}}}"  # itself while being worked out: unknown
+            value = self.values.get(name)
+            text = self.text(value, depth + 1) if value is not None else f"${{{name}}}"
+            self.memo[name] = text if len(text) <= MAX_EXPANDED_CHARS else f"${{{name}}}"
+        return self.memo[name]
 
     def _call(self, node: ast.Call, depth: int) -> str:
         name = _dotted(node.func)
@@ -111,20 +122,30 @@ class _Names:
         return _UNKNOWN
 
     def words(self, node: ast.expr, depth: int = 0) -> list[str] | None:
-        """The strings of a list or tuple (``+`` of two), or ``None``."""
+        """The strings of a list or tuple (``+`` of two), or ``None`` (also for a command
+        longer than :data:`~kvlint.manifests.shell_env.MAX_EXPANDED_CHARS` in all)."""
         if depth > 20:
             return None
         if isinstance(node, (ast.List, ast.Tuple)):
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 return None
-            return [self.text(e) for e in node.elts]
+            return _within([self.text(e) for e in node.elts])
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             left, right = self.words(node.left, depth + 1), self.words(node.right, depth + 1)
-            return None if left is None or right is None else left + right
+            return None if left is None or right is None else _within(left + right)
         if isinstance(node, ast.Name):
             value = self.values.get(node.id)
             return None if value is None else self.words(value, depth + 1)
         return None
+
+
+def _within(words: list[str]) -> list[str] | None:
+    return words if sum(map(len, words)) <= MAX_EXPANDED_CHARS else None
+
+
+def _bounded(text: str) -> str:
+    """``text``, or an unknown value when it is longer than any engine argument."""
+    return text if len(text) <= MAX_EXPANDED_CHARS else _UNKNOWN
 
 
 def _dotted(node: ast.expr) -> str:

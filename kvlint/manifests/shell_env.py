@@ -37,6 +37,10 @@ class _Unset(Exception):
 _K8S_REF = re.compile(r"\$\$|\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)")
 _SPECIAL = frozenset("@*#?$!-0123456789")
 _ARITH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_EXPANDED_CHARS = 65_536
+"""The longest value an expansion may produce: no engine argument is longer, and a script that
+doubles a variable on every line would otherwise grow it past any memory (``A=$A$A``). A
+longer value is a variable without a value, with the reason said."""
 _MAX_ARITH = 10**18
 _MAX_ARITH_TOKENS = 256
 """Numbers, operators and parentheses in one ``$((...))``: real manifests use a handful
@@ -161,7 +165,7 @@ class Env:
         if depth > 20:
             raise _Unset("expansion nested too deeply")
         out: list[str] = []
-        i = 0
+        i = size = 0
         n = len(text)
         while i < n:
             c = text[i]
@@ -183,7 +187,12 @@ class Env:
                 raise _Unset(f"command substitution {text[i:end + 1]} is not evaluated")
             elif nxt == "{":
                 end = _matching(text, i + 2, "{", "}")
-                out.append(self._parameter(text[i + 2:end], depth))
+                piece = self._parameter(text[i + 2:end], depth)
+                out.append(piece)
+                size += len(piece)
+                if size > MAX_EXPANDED_CHARS:
+                    raise _Unset(f"expanding ${{{text[i + 2:end][:40]}}} gives over "
+                                 f"{MAX_EXPANDED_CHARS:,} characters")
                 i = end + 1
             elif nxt == "_" or nxt.isalpha():
                 match = _NAME.match(text, i + 1)
@@ -193,6 +202,10 @@ class Env:
                 if value is None:
                     raise _Unset(f"${name} is not set in the manifest")
                 out.append(value)
+                size += len(value)
+                if size > MAX_EXPANDED_CHARS:
+                    raise _Unset(f"expanding ${name} gives over {MAX_EXPANDED_CHARS:,} "
+                                 "characters")
                 i = match.end()
             elif nxt in _SPECIAL:
                 raise _Unset(f"${nxt} is a shell parameter set when the container runs")
@@ -380,10 +393,12 @@ def _k8s_dependent(value: str, earlier: Mapping[str, str | None]) -> str | None:
         if name in earlier and earlier[name] is None:
             unknown = True
         found = earlier.get(name)
-        return match.group(0) if found is None else found
+        if found is not None and len(found) > MAX_EXPANDED_CHARS:
+            unknown = True
+        return match.group(0) if found is None or unknown else found
 
     expanded = _K8S_REF.sub(replace, value)
-    return None if unknown else expanded
+    return None if unknown or len(expanded) > MAX_EXPANDED_CHARS else expanded
 
 
 def env_from_mapping_or_list(obj: Any) -> dict[str, str | None]:
