@@ -255,7 +255,10 @@ class MlaLatentReplicated(Rule):
     ## Use instead
     Data-parallel attention, so each rank caches only its own requests: SGLang
     `--enable-dp-attention --dp 16`, vLLM `--data-parallel-size 16
-    --enable-expert-parallel` (kvlint: `--dp 16 --dp-attention`).
+    --enable-expert-parallel` (kvlint: `--dp 16 --dp-attention`). Each rank then holds the
+    attention weights whole (they are split over the attention TP group only): with a GPU
+    given, kvlint offers this fix only where the weights still fit that way, and otherwise
+    says they would not.
     """
 
     code = "KV204"
