@@ -84,16 +84,16 @@ def _printed(e: dict[str, Any]) -> int | None:
 
 
 def _log_version(logs: Path, key: str) -> str | None:
-    """The oldest release whose wording the log's lines match (as ``probe --engine-log``
-    models an unversioned log): what ``--infer-version`` passes when the poster states
-    none."""
+    """The release ``probe --engine-log`` models an unversioned log at (its lines' date and
+    wording): what ``--infer-version`` passes when the poster states none."""
     from kvlint.loaders.sglang_log import read_log
+    from kvlint.probe.log_common import log_version
 
     name = _facts(logs)[key].get("file")
     if not name:
         return None
-    found = read_log(logs / name).version_range
-    return str(found[0]) if found else None
+    log = read_log(logs / name)
+    return log_version("sglang", None, None, [], log.version_range, log.dated)
 
 
 def predict(logs: Path, infer_version: bool = False) -> dict[str, Any]:
@@ -163,8 +163,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--pred", type=Path)
     parser.add_argument("--infer-version", action="store_true",
-                        help="model a log whose poster states no version at the oldest "
-                             "release of its wording")
+                        help="model a log whose poster states no version as probe "
+                             "--engine-log does (its lines' date and wording)")
     args = parser.parse_args()
     if args.step == "predict":
         data = json.dumps(predict(args.logs, args.infer_version), indent=1)

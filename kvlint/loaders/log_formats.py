@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import date
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -38,6 +39,7 @@ __all__ = [
     "format_tokens",
     "joined_record",
     "left_context",
+    "line_date",
     "log_lines",
     "named_values",
     "number",
@@ -410,16 +412,41 @@ class VersionRange:
         return str(self.low), str(self.high)
 
 
+_DATED = (
+    re.compile(r"(?<!\d)(20\d\d)-(\d\d)-(\d\d)[ T]\d\d:\d\d"),  # 2025-10-16 09:06
+    re.compile(r"\[(\d\d)/(\d\d)/(20\d\d)-\d\d:\d\d"),  # TensorRT-LLM's [10/16/2025-09:06
+)
+"""The dated stamps engines put at the head of a log record (year, month, day; or month,
+day, year)."""
+
+
+def line_date(line: str) -> date | None:
+    """The day a log record's stamp gives (in its first 64 characters), if it has one."""
+    head = line[:64]
+    for index, pattern in enumerate(_DATED):
+        found = pattern.search(head)
+        if found is None:
+            continue
+        a, b, c = (int(g) for g in found.groups())
+        year, month, day = (a, b, c) if index == 0 else (c, a, b)
+        try:
+            return date(year, month, day)
+        except ValueError:
+            return None
+    return None
+
+
 class TableState:
     """What a reader over a :class:`TableReader` gathers: the first value printed for each
-    field (as printed), the release range, the ids of the entries matched and the first lines
-    read."""
+    field (as printed), the release range, the ids of the entries matched, the first lines
+    read and the earliest day a matched line is stamped with."""
 
     def __init__(self) -> None:
         self.values: dict[str, str] = {}
         self.range = VersionRange()
         self.ids: dict[str, None] = {}
         self.evidence: list[str] = []
+        self.dated: date | None = None
 
     def cite(self, text: str) -> None:
         if len(self.evidence) < MAX_EVIDENCE:
@@ -430,6 +457,9 @@ class TableState:
         kept and the line cited."""
         entries = [reader.entries[i] for i in hit.entries]
         self.range.narrow_entries(entries)
+        day = line_date(line)
+        if day is not None and (self.dated is None or day < self.dated):
+            self.dated = day
         for entry in entries:
             if len(self.ids) < MAX_IDS:
                 self.ids.setdefault(entry.id, None)
@@ -448,6 +478,7 @@ class TableState:
         if count >= MAX_LINES:
             notes = [*notes, f"only the first {MAX_LINES:,} lines were read"]
         return {"version_range": self.range.as_tuple(), "formats": tuple(self.ids),
+                "dated": self.dated.isoformat() if self.dated else None,
                 "evidence": tuple(self.evidence), "lines": count, "notes": tuple(notes),
                 "raw": dict(self.values)}
 
@@ -459,6 +490,8 @@ class EngineLog:
     version_range: tuple[str, str] | None = None
     formats: tuple[str, ...] = ()
     """The ids of the table entries the lines read matched (the engine's log formats)."""
+    dated: str | None = None
+    """The earliest day (ISO) a line read is stamped with, where the engine stamps a year."""
     evidence: tuple[str, ...] = ()
     """The first few lines read (for "which lines decided it")."""
     lines: int = 0

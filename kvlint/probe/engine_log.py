@@ -92,7 +92,8 @@ def probe_sglang_log(path: str, ref: str, rules: Sequence[type[Rule]],
     log = read_log(Path(path))
     notes: list[str] = []
     layout = staging.layout(log, options.tp, options.pp, path)
-    version = log_version("sglang", options.engine_version, None, notes, log.version_range)
+    version = log_version("sglang", options.engine_version, None, notes, log.version_range,
+                          log.dated)
     dtype = staging.kv_cache_dtype(options.kv_cache_dtype, log)
     plan = staging.plan(log, layout, kv_cache_dtype_=dtype, engine_version=version,
                         gpu_memory_gib=options.gpu_memory_gib,
@@ -212,7 +213,8 @@ def probe_lmdeploy_log(path: str, ref: str, rules: Sequence[type[Rule]],
     log = read_log(Path(path))
     notes: list[str] = []
     layout = staging.layout(log, options.tp, path)
-    version = log_version("lmdeploy", options.engine_version, None, notes, log.version_range)
+    version = log_version("lmdeploy", options.engine_version, None, notes, log.version_range,
+                          log.dated)
     dtype = staging.kv_cache_dtype(options.kv_cache_dtype, log)
     context = start_context_bytes(layout.tp, layout.pp)
     try:

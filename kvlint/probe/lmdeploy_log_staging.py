@@ -116,6 +116,7 @@ def compare(log: LmdeployLog, geometry: AttentionGeometry, layout_: ParallelLayo
     details: dict[str, Any] = {
         "backend": log.backend,
         "version_range": list(log.version_range) if log.version_range else None,
+        "dated": log.dated,
         "printed": {"block_mib": log.block_mib, "gpu_blocks": log.gpu_blocks,
                     "block_tokens": log.block_tokens, "kv_tokens": log.kv_tokens,
                     "free_mib": log.free_mib, "runtime_mib": log.runtime_mib,

@@ -28,16 +28,21 @@ def target_of(loaded: LoadedConfig) -> Target:
 
 
 def log_version(engine_key: str, given: str | None, printed: str | None, notes: list[str],
-                wording: tuple[str, str] | None = None) -> str | None:
+                wording: tuple[str, str] | None = None, dated: str | None = None
+                ) -> str | None:
     """The engine version a log is modelled at: the option's (a bad one is a usage error),
-    else the version the log prints, else the oldest release whose wording every line read
-    has (the reader's version range, from the engine's own format strings: a V0 log is never
-    modelled as the newest vLLM); one kvlint cannot read is noted and the newest known used.
+    else the version the log prints, else the release its lines allow (one kvlint cannot read
+    is noted and the newest known used).
 
-    The oldest, not the newest: a line, once added, is printed by every later release until
-    it is reworded, so a range's upper end is mostly "still printed today"; its lower end is
-    set by the newest wording the log contains, which a log has because its release had just
-    added it. The range itself is in the note either way."""
+    A log that prints no version is placed by two things. Its wording: the reader's version
+    range, from the engine's own format strings, so a V0 log is never modelled as the newest
+    vLLM. Its date, where its lines carry a year (``dated``): no release published after it
+    can have written it. With a date, kvlint models the newest release published by then
+    within the wording's range (:func:`~kvlint.engines.release_dates.newest_released`);
+    without one, the oldest release of the range: a line, once added, is printed by every
+    later release until it is reworded, so a range's upper end is mostly "still printed
+    today", while its lower end is set by the newest wording the log contains. Either way
+    the note says what was assumed."""
     from kvlint.engines import load_engines, parse_version
 
     engine = load_engines()[engine_key]
@@ -48,6 +53,10 @@ def log_version(engine_key: str, given: str | None, printed: str | None, notes: 
         except ValueError as err:
             raise UsageError(str(err)) from None
         return given
+    if printed is None and dated is not None:
+        found = _dated_version(engine_key, name, dated, wording, notes)
+        if found is not None:
+            return found
     if printed is None and wording is not None:
         low, high = wording
         notes.append(f"the log prints no {name} version; its wording is that of {name} {low} "
@@ -68,3 +77,26 @@ def log_version(engine_key: str, given: str | None, printed: str | None, notes: 
                      "the newest it knows (give --engine-version)")
         return None
     return printed
+
+
+def _dated_version(engine_key: str, name: str, dated: str, wording: tuple[str, str] | None,
+                   notes: list[str]) -> str | None:
+    """The newest release published by the log's day within its wording's range (``None``
+    where the table has no such release: the caller falls back to the wording alone)."""
+    from datetime import date
+
+    from kvlint.engines.release_dates import newest_released
+
+    try:
+        day = date.fromisoformat(dated)
+    except ValueError:
+        return None
+    low, high = wording if wording is not None else (None, None)
+    found = newest_released(engine_key, day, low, high)
+    if found is None:
+        return None
+    worded = f" and worded as {name} {low} to {high}" if wording is not None else ""
+    notes.append(f"the log prints no {name} version; its lines are dated {dated}{worded}: "
+                 f"kvlint modelled {found}, the newest release published by then (PyPI's "
+                 "release dates; give --engine-version)")
+    return found

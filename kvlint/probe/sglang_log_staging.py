@@ -160,6 +160,7 @@ def compare(log: SglangLog, geometry: AttentionGeometry, layout_: ParallelLayout
         "source": source, "engine": behaviour.label, "tp": layout_.tp, "pp": layout_.pp,
         "kv_cache_dtype": analysis.dtype.name, "theory_bytes_per_token": float(exact),
         "version_range": list(log.version_range) if log.version_range else None,
+        "dated": log.dated,
         "printed": {"pools": [{"rank": p.rank, "label": p.label, "tokens": p.tokens,
                                "k_gib": p.k_gib, "v_gib": p.v_gib, "kv_gib": p.kv_gib,
                                "dtype": p.dtype} for p in log.pools[:8]],

@@ -69,6 +69,7 @@ def compare(log: TrtllmLog, geometry: AttentionGeometry, layout_: ParallelLayout
                                     notes=notes)
     details: dict[str, Any] = {
         "version_range": list(log.version_range) if log.version_range else None,
+        "dated": log.dated,
         "printed": {"version": log.version,
                     "allocations": [{"gib": a.gib, "tokens": a.tokens,
                                      "after_profile": a.after_profile}
