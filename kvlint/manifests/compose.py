@@ -11,7 +11,7 @@ what the engine process sees (TGI's ``MODEL_ID``...).
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kvlint.manifests.accelerators import runtime_family
@@ -23,6 +23,7 @@ from kvlint.manifests.engine_launch import (
     engine_args,
     first_launch,
     launch_in_argv,
+    occupied_gpus,
     served_model,
     settle_version,
 )
@@ -182,7 +183,16 @@ def _environment(service: dict[str, Any]) -> dict[str, str | None]:
     return env
 
 
-def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | None:
+@dataclass(frozen=True)
+class _EveryGpu:
+    """A reservation of every GPU of the host (``count: all``, a device entry with neither
+    count nor ids, ``gpus: all``): ``what`` requested it, on ``line``."""
+
+    what: str
+    line: int | None
+
+
+def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | _EveryGpu | None:
     """GPUs reserved by ``deploy.resources.reservations.devices`` (``count`` or
     ``device_ids``) or the service-level ``gpus``."""
     reservations = get_map(get_map(get_map(service, "deploy"), "resources"), "reservations")
@@ -202,9 +212,7 @@ def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | None:
             count = device["count"]
             number = to_int(count)
             if number is None:
-                return Unresolved(f"{where}.count {count}: every GPU of the host",
-                                  key_line(device, "count"), key_col(device, "count"),
-                                  str(count))
+                return _EveryGpu(f"{where}.count {count}", key_line(device, "count"))
             total += number
             line = line or key_line(device, "count")
             sources.append(f"{where}.count")
@@ -219,17 +227,27 @@ def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | None:
             line = line or key_line(device, "device_ids")
             sources.append(f"{where}.device_ids")
         else:
-            return Unresolved(f"{where} sets neither count nor device_ids: every GPU",
-                              item_line(devices, i))
+            return _EveryGpu(f"{where} sets neither count nor device_ids",
+                             item_line(devices, i))
     if sources:
         return Located(total, line, None, " + ".join(sources))
     gpus = service.get("gpus")
     if gpus is not None:
         if to_int(gpus) is not None:
             return Located(to_int(gpus) or 0, key_line(service, "gpus"), None, "gpus")
-        return Unresolved(f"gpus {gpus}: every GPU of the host", key_line(service, "gpus"),
-                          None, str(gpus))
+        return _EveryGpu(f"gpus {gpus}", key_line(service, "gpus"))
     return None
+
+
+def _service_gpus(found: Located[int] | Unresolved | _EveryGpu | None,
+                  args: EngineArgs | None) -> Located[int] | Unresolved | None:
+    """The GPUs a service gets; where it reserves every GPU of the host, the ones its engine
+    takes (its world: the rest stay idle), or unresolved when its degrees are."""
+    if not isinstance(found, _EveryGpu):
+        return found
+    why = f"{found.what}: every GPU of the host"
+    taken = occupied_gpus(args, found.line, why) if args is not None else None
+    return taken if taken is not None else Unresolved(why, found.line, None, found.what)
 
 
 class ComposeParser(ManifestParser):
@@ -298,7 +316,7 @@ class ComposeParser(ManifestParser):
             out = interpolate(word.text)
             if isinstance(out, Unresolved):
                 notes.append(f"{word.text} in the command is {out.reason}")
-        gpus = _gpus(service)
+        gpus = _service_gpus(_gpus(service), args)
         version, more = settle_version(engine.value, image)
         notes.extend(more)
         deploy = get_map(service, "deploy")

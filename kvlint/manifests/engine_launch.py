@@ -371,3 +371,19 @@ def first_launch(script: Script) -> tuple[Launch | None, list[str]]:
         notes.append("several engines are started: " + ", ".join(
             sorted({launch.engine for launch in script.launches})) + "; the first is reported")
     return script.launches[0], notes
+
+
+def occupied_gpus(args: EngineArgs, line: int | None, why: str) -> Located[int] | None:
+    """The GPUs the engine takes where the manifest requests no count (a bare command,
+    ``docker run --gpus all``, a compose reservation of every GPU): tp x pp, times dp unless
+    DP attention reuses the TP group, as the engine starts one worker per GPU of that world;
+    ``None`` when a degree is unresolved. ``why`` says what the manifest requested."""
+    degrees = []
+    for value in (args.tp, args.pp, args.dp):
+        if isinstance(value, Unresolved):
+            return None
+        degrees.append(value.value if isinstance(value, Located) else 1)
+    tp, pp, dp = degrees
+    attention = isinstance(args.dp_attention, Located) and args.dp_attention.value
+    return Located(tp * pp * (1 if attention else dp), line, None,
+                   f"the engine's tp x pp x dp ({why})")

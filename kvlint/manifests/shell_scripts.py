@@ -28,6 +28,7 @@ from kvlint.manifests.engine_launch import (
     SHELLS,
     Hardware,
     Origin,
+    occupied_gpus,
     pip_pins,
     served_model,
     settle_version,
@@ -265,7 +266,7 @@ def _bare_gpus(args: EngineArgs, env: Env, line: int | None,
     """The GPUs of a command that no container limits: the engine's world (tp x pp x dp),
     or fewer when the devices the script makes visible on this node are fewer (the engine
     then cannot place every rank); more visible devices are not taken by the engine."""
-    occupied = _occupied(args, line)
+    occupied = occupied_gpus(args, line, "the script requests no GPU count")
     visible = _visible(env, line) if one_node else None
     if visible is not None and occupied is not None and visible.value < occupied.value:
         return visible
@@ -286,19 +287,3 @@ def _visible(env: Env, line: int | None) -> Located[int] | None:
             devices = value.strip().split(",")
             return Located(len(set(devices)), line, None, f"{name}={value.strip()}")
     return None
-
-
-def _occupied(args: EngineArgs, line: int | None) -> Located[int] | None:
-    """The GPUs the engine takes when the script requests no count (a bare command, or
-    ``docker run --gpus all``): tp x pp, times dp unless DP attention reuses the TP group, as
-    the engine starts one worker per GPU of that world; ``None`` when the script leaves a
-    degree unresolved."""
-    degrees = []
-    for value in (args.tp, args.pp, args.dp):
-        if isinstance(value, Unresolved):
-            return None
-        degrees.append(value.value if isinstance(value, Located) else 1)
-    tp, pp, dp = degrees
-    attention = isinstance(args.dp_attention, Located) and args.dp_attention.value
-    return Located(tp * pp * (1 if attention else dp), line, None,
-                   "the engine's tp x pp x dp (the script requests no GPU count)")

@@ -123,7 +123,8 @@ def test_tgi_settings_from_environment_list() -> None:
     (m,) = extract_text(text)
     assert v(m.model) == "meta-llama/Llama-3.1-8B-Instruct" and line(m.model) == 5
     assert v(m.tp) == 2 and line(m.tp) == 6
-    assert isinstance(m.gpus, Unresolved)
+    # every GPU of the host: the engine takes its world (2 shards), the rest stay idle
+    assert v(m.gpus) == 2 and line(m.gpus) == 8 and "gpus all" in m.gpus.source
 
 
 def test_sh_c_command_and_device_count_all() -> None:
@@ -145,7 +146,7 @@ def test_sh_c_command_and_device_count_all() -> None:
     (m,) = extract_text(text)
     assert v(m.engine) == "vllm" and v(m.model) == "Qwen/Qwen2.5-7B-Instruct"
     assert line(m.model) == 8 and v(m.max_model_len) == 8192
-    assert isinstance(m.gpus, Unresolved)
+    assert v(m.gpus) == 1 and "count all: every GPU of the host" in m.gpus.source
 
 
 @pytest.mark.parametrize("text", [
@@ -170,3 +171,22 @@ def test_device_ids_from_an_unset_variable_are_not_counted() -> None:
     assert isinstance(_gpus(service), Unresolved)
     service["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] = ["0", "1"]
     assert getattr(_gpus(service), "value", None) == 2
+
+
+def test_every_gpu_with_an_unresolved_degree_stays_unresolved() -> None:
+    """``count: all`` with ``--tensor-parallel-size ${TP}`` (set outside the file): neither
+    the reservation nor the engine's world says how many GPUs are used."""
+    text = """services:
+  vllm:
+    image: vllm/vllm-openai:v0.9.2
+    command: --model Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size ${TP}
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: all
+              capabilities: [gpu]
+"""
+    (m,) = extract_text(text)
+    assert isinstance(m.gpus, Unresolved) and "every GPU of the host" in m.gpus.reason
