@@ -137,9 +137,26 @@ def test_on_the_fly_quantization_only_for_unquantized_checkpoints() -> None:
     assert tgi_int8 is not None and tgi_int8.config["load_in_8bit"] is True
     quantized = {**QWEN3, "quantization_config": {"quant_method": "awq", "bits": 4}}
     assert on_the_fly_quantization("vllm", "fp8", quantized) is None
-    assert on_the_fly_quantization("vllm", "awq", QWEN3) is None  # needs an AWQ checkpoint
-    assert on_the_fly_quantization("lmdeploy", "awq", QWEN3) is None
+    assert on_the_fly_quantization("vllm", "awq", quantized) is None  # its own format wins
     assert on_the_fly_quantization(None, "fp8", QWEN3) is None
+    assert not fp8.assumed and not nf4.assumed
+
+
+def test_a_method_that_needs_a_quantized_checkpoint_sizes_its_usual_form() -> None:
+    """``--quantization awq`` on a config that names no quantization is a what-if (the AWQ
+    build of this model): sized as that checkpoint's usual form and said to be assumed; a
+    format with no usual form (compressed-tensors) stays unsized."""
+    for engine, method in (("vllm", "awq"), ("vllm", "awq_marlin"), ("sglang", "awq"),
+                           ("lmdeploy", "awq")):
+        awq = on_the_fly_quantization(engine, method, QWEN3)
+        assert awq is not None and awq.assumed
+        assert awq.config == {"quant_method": "awq", "bits": 4, "group_size": 128}
+    gptq = on_the_fly_quantization("vllm", "gptq_marlin", QWEN3)
+    assert gptq is not None and gptq.config["quant_method"] == "gptq"
+    fp4 = on_the_fly_quantization("sglang", "modelopt_fp4", QWEN3)
+    assert fp4 is not None and fp4.config == {"quant_method": "modelopt", "quant_algo": "NVFP4"}
+    assert on_the_fly_quantization("vllm", "compressed-tensors", QWEN3) is None
+    assert on_the_fly_quantization("vllm", "bogus", QWEN3) is None
 
 
 # --- end to end: the findings the override decides --------------------------------------
@@ -261,3 +278,23 @@ def test_tgi_nf4_weights_fit_where_16_bit_ones_do_not(tmp_path: Path) -> None:
     # 8,192) 16-bit and split over tp=2; the 1,318,912 norm parameters 16-bit on each GPU:
     # 38,503,710,720 / 2 + 4,202,692,608 / 2 + 2,637,824 = 21,355,839,488 bytes per GPU
     assert data["results"][0]["capacity"]["weight_bytes_per_gpu"] == 21_355_839_488
+
+
+def test_quantization_awq_on_a_16_bit_config_sizes_the_awq_checkpoint(tmp_path: Path) -> None:
+    """``check --quantization awq`` on Qwen3-8B's own config gives the weight bytes of the
+    same config carrying an AWQ 4-bit group-128 ``quantization_config``, to the byte."""
+    config = json.loads((CONFIGS / "Qwen--Qwen3-8B.json").read_text(encoding="utf-8"))
+    awq = tmp_path / "awq.json"
+    awq.write_text(json.dumps({**config, "quantization_config": {
+        "quant_method": "awq", "bits": 4, "group_size": 128}}), encoding="utf-8")
+
+    def weights(path: Path, *extra: str) -> int:
+        out = CliRunner().invoke(main, ["check", str(path), "--gpu", "T4", "--format", "json",
+                                        "--offline", "--isolated", "--no-plugins", *extra])
+        value = json.loads(out.stdout)["results"][0]["capacity"]["weight_bytes_per_gpu"]
+        assert isinstance(value, int)
+        return value
+
+    assumed = weights(CONFIGS / "Qwen--Qwen3-8B.json", "--quantization", "awq")
+    assert assumed == weights(awq) == weights(awq, "--quantization", "awq")
+    assert assumed < weights(CONFIGS / "Qwen--Qwen3-8B.json") / 2.5  # embeddings stay 16-bit

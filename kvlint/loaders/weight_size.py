@@ -150,10 +150,17 @@ def plan_weights(
         total, source, is_estimate = found.total_bytes, f"checkpoint: {found.source}", False
         if quantized is not None and on_disk:
             total = math.ceil(found.total_bytes * estimated.total / on_disk)
-            source = (f"checkpoint: {found.source}, quantized to {fmt.name} while loading "
+            how = f"as {quantized[0].source}" if quantized[0].assumed else "while loading"
+            source = (f"checkpoint: {found.source}, quantized to {fmt.name} {how} "
                       f"({quantized[1]}): x {estimated.total / on_disk:.4f}, the ratio of "
                       "the two formats' parameter counts")
             is_estimate = True
+    elif quantized is not None and quantized[0].assumed:
+        total, is_estimate = estimated.total, True
+        source = (f"estimate: {estimate.total:,} parameters x {fmt.name}, sized as "
+                  f"{quantized[0].source} from {quantized[1]}: this config names no "
+                  "quantization, and the checkpoint deployed, quantized beforehand, decides "
+                  "by its own quantization_config")
     elif quantized is not None:
         total, is_estimate = estimated.total, True
         source = (f"estimate: {estimate.total:,} parameters x {fmt.name}, quantized while "

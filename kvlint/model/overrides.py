@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "PREQUANTIZED",
     "OnTheFly",
     "apply_config_overrides",
     "canonical_overrides",
@@ -114,13 +115,16 @@ def apply_config_overrides(config: Mapping[str, Any], overrides: str, engine: st
 
 class OnTheFly:
     """One on-the-fly quantization method: the ``quantization_config`` an engine's loaded
-    weights then have, as kvlint's weight format reads it, and its source."""
+    weights then have, as kvlint's weight format reads it, and its source. ``assumed``: not
+    a conversion the engine makes but the usual form of a checkpoint quantized beforehand
+    (:data:`PREQUANTIZED`), for a config that names no quantization of its own."""
 
-    __slots__ = ("config", "source")
+    __slots__ = ("assumed", "config", "source")
 
-    def __init__(self, config: Mapping[str, Any], source: str) -> None:
+    def __init__(self, config: Mapping[str, Any], source: str, assumed: bool = False) -> None:
         self.config = config
         self.source = source
+        self.assumed = assumed
 
 
 _FP8 = OnTheFly({"quant_method": "fp8"},
@@ -171,15 +175,41 @@ tensors...) change nothing here: the checkpoint's own ``quantization_config`` de
 bytes. LMDeploy's ``--model-format`` names the checkpoint's format, not a conversion."""
 
 
+_AWQ = OnTheFly({"quant_method": "awq", "bits": 4, "group_size": 128},
+               "the usual AWQ checkpoint, 4-bit in groups of 128 (AutoAWQ's default "
+               "quant_config)", assumed=True)
+_GPTQ = OnTheFly({"quant_method": "gptq", "bits": 4, "group_size": 128},
+                 "the usual GPTQ checkpoint, 4-bit in groups of 128", assumed=True)
+
+PREQUANTIZED: Mapping[str, OnTheFly] = {
+    "awq": _AWQ, "awq_marlin": _AWQ,
+    "gptq": _GPTQ, "gptq_marlin": _GPTQ, "marlin": _GPTQ,
+    "modelopt_fp4": OnTheFly({"quant_method": "modelopt", "quant_algo": "NVFP4"},
+                             "an NVIDIA ModelOpt NVFP4 checkpoint",
+                             assumed=True),
+    "modelopt": OnTheFly({"quant_method": "modelopt", "quant_algo": "FP8"},
+                         "an NVIDIA ModelOpt FP8 checkpoint", assumed=True),
+    "mxfp4": OnTheFly({"quant_method": "mxfp4"}, "an MXFP4 checkpoint, routed experts in "
+                      "4.25 bits as gpt-oss ships them", assumed=True),
+}
+"""Methods (as vLLM and SGLang spell ``--quantization``) that need a checkpoint quantized
+beforehand -> that checkpoint's usual form. Used only when the config given names no
+quantization: a what-if ("the AWQ build of this model"), sized with a note, never a fact
+about the engine; the checkpoint actually deployed carries its own ``quantization_config``,
+which always wins. Formats with no usual form (compressed-tensors, exl2, gguf) are absent."""
+
+
 def on_the_fly_quantization(engine: str | None, method: str | None,
                             config: Mapping[str, Any]) -> OnTheFly | None:
     """What ``engine`` quantizes ``config``'s weights to when asked for ``method``, or
     ``None``: the checkpoint is already quantized (its own format counts), or the method
-    converts nothing while loading."""
+    converts nothing while loading. A method that needs a checkpoint quantized beforehand,
+    on a config that names none, gives that checkpoint's usual form (``assumed``)."""
     if engine is None or not method:
         return None
     text = config.get("text_config")
     if config.get("quantization_config") or config.get("quantization") or (
             isinstance(text, Mapping) and text.get("quantization_config")):
         return None
-    return ON_THE_FLY.get(engine, {}).get(method.strip().lower())
+    key = method.strip().lower()
+    return ON_THE_FLY.get(engine, {}).get(key) or PREQUANTIZED.get(key.replace("-", "_"))
