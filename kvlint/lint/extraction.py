@@ -81,6 +81,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     if commands is not None:
         found = Extracted(commands(text, str(path)))
         _image_families(found)
+        _comment_gpus(found, text)
         found.source = (str(path), text)
         if not found:
             unread = engine_not_understood(text, str(path))
@@ -113,6 +114,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     models.source = (str(path), text)
     _fold_node_ranks(models)
     _image_families(models)
+    _comment_gpus(models, text)
     problems = list(getattr(documents, "problems", ()))
     if not models and not any(p.kind == "invalid-yaml" for p in problems):
         unread = engine_not_understood(text, str(path))
@@ -137,6 +139,22 @@ def _image_families(models: Extracted) -> None:
                               not family.value.startswith("AMD Instinct")):
             continue
         models[i] = replace(served, gpu_type=family)
+
+
+def _comment_gpus(models: Extracted, text: str) -> None:
+    """A served model whose manifest names no GPU anywhere gets the one GPU model the file's
+    comments name (:func:`~kvlint.manifests.comment_gpus.comment_gpu`), said to come from a
+    comment."""
+    if not models or all(served.gpu_type is not None for served in models):
+        return
+    from kvlint.manifests.comment_gpus import comment_gpu
+
+    named = comment_gpu(text)
+    if named is None:
+        return
+    for i, served in enumerate(models):
+        if served.gpu_type is None:
+            models[i] = replace(served, gpu_type=named)
 
 
 def _fold_node_ranks(models: Extracted) -> None:

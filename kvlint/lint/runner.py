@@ -118,6 +118,8 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
     gpu, gpu_source = base.gpu, base.gpu_source
     memory, memory_source = base.gpu_memory_bytes, base.gpu_memory_source
     named = served.gpu_type
+    if named is not None and base.gpu is not None and named.source.startswith("a comment"):
+        named = None  # --gpu (or a setting) wins over a GPU only a comment names
     if named is not None and _known_gpu(named.value):  # the manifest's GPU wins: --gpu and
         gpu, gpu_source = named.value, _where(named, "the manifest")  # settings are defaults
         if base.gpu is None or not _same_gpu(base.gpu, named.value):

@@ -1,0 +1,88 @@
+"""The GPU a manifest's comments name, for a deployment that names none anywhere else.
+
+Authors often write the hardware only in a comment (``# Tested on RTX PRO 6000 Blackwell``,
+``# vLLM on ThunderCompute A100 80GB``): no key or flag says it, yet it is what the file was
+written for. kvlint reads it only when nothing else names a GPU (a node selector, a label, an
+instance type, ``--gpu`` on the command line all win) and only when the comments name **one**
+GPU model: a file whose comments compare an A100 with an H100 names none. The value's source
+says it came from a comment and on which line, so every finding that uses it says so too.
+
+Recognised: the names and aliases of kvlint's GPU table (``gpus.toml``; such a GPU is then
+sized), and the model numbers of other accelerators people deploy on (``RTX 5070 Ti``, ``GB10``,
+``Quadro RTX 5000``, ``V100 16GB``, ``MI250``, ``Arc Pro B60``, ``Gaudi 2``...), which are
+reported but not sized (the table does not know their memory). Comments are ``#`` at the start
+of a line or after a blank (YAML, shell, Python, Dockerfiles, Makefiles; not ``#!``, ``#SBATCH``
+or ``#PBS``), and ``REM``/``::`` lines of batch files.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from kvlint.manifests.base import Located
+
+__all__ = ["comment_gpu"]
+
+_COMMENT = re.compile(r"(?:^|\s)#(?![!#])(?!SBATCH|PBS|\$)(.*)$|^\s*(?:@?rem\s|::)(.*)$",
+                      re.IGNORECASE)
+_SEP = r"[\s_-]{0,3}"
+_MEMORY = rf"(?:{_SEP}(?:SXM\d?|PCIe|NVL|HBM\d?e?))*(?:{_SEP}\d{{2,3}}{_SEP}G(?:i?B)?)?"
+_MODELS = (
+    r"RTX" + _SEP + r"PRO" + _SEP + r"\d{4}(?:" + _SEP + r"(?:Blackwell|Ada))?",
+    r"(?:Quadro" + _SEP + r")?RTX" + _SEP + r"A?\d{4}(?:" + _SEP + r"(?:Ti|Ada|Super))?",
+    r"(?:GeForce" + _SEP + r")?(?:GTX|RTX)" + _SEP + r"\d{4}(?:" + _SEP + r"(?:Ti|Super))?",
+    r"(?:A10G?|A16|A30|A40|A100|A800|H20|H100|H200|H800|B100|B200|B300|GB10|GB200|GB300|"
+    r"L4|L20|L40S?|T4|V100|P100|P40|K80|M60)",
+    r"MI\d{3}[XA]?",
+    r"Arc" + _SEP + r"(?:Pro" + _SEP + r")?[AB]\d{2,3}",
+    r"Gaudi(?:" + _SEP + r"[123])?",
+)
+_GPU = re.compile(r"(?<![\w.])(?:(?:NVIDIA|AMD|Intel|Tesla|Instinct)" + _SEP + r")?(" +
+                  "|".join(f"(?:{m})" for m in _MODELS) + r")" + _MEMORY + r"(?![\w])",
+                  re.IGNORECASE)
+_FAMILY = re.compile(r"[\s_-]+")
+
+
+@functools.cache
+def _table_name(text: str) -> str | None:
+    """The GPU table's name for ``text`` (``None``: not in the table)."""
+    from kvlint.model.hardware import find_gpu
+
+    try:
+        return find_gpu(text).name
+    except (KeyError, ValueError):
+        return None
+
+
+def comment_gpu(text: str) -> Located[str] | None:
+    """The one GPU model the comments of ``text`` name (the table's name when it has one),
+    with the line of its first mention; ``None`` when they name none or several."""
+    families: dict[str, list[tuple[int, str, str]]] = {}
+    for number, row in enumerate(text.splitlines()[:20_000], start=1):
+        if "#" not in row and "::" not in row and "rem" not in row[:8].lower():
+            continue
+        found = _COMMENT.search(row[:2_000])
+        if found is None:
+            continue
+        comment = found.group(1) if found.group(1) is not None else found.group(2) or ""
+        for mention in _GPU.finditer(comment):
+            family = _FAMILY.sub("", mention.group(1)).lower()
+            families.setdefault(family, []).append(
+                (number, " ".join(comment[mention.start(1):mention.end()].split()),
+                 " ".join(mention.group(1).split())))
+            if len(families) > 1:
+                return None
+    if len(families) != 1:
+        return None
+    (mentions,) = families.values()
+    named = {name for _, said, _ in mentions if (name := _table_name(said)) is not None}
+    if len(named) > 1:  # A100-40GB and A100-80GB: the model, not a GPU kvlint can size
+        line, _, model = mentions[0]
+        return Located(model, line, None, "a comment")
+    if named:
+        (name,) = named
+        line = next(n for n, said, _ in mentions if _table_name(said) == name)
+        return Located(name, line, None, "a comment")
+    line, said, _ = max(mentions, key=lambda m: len(m[1]))
+    return Located(said, line, None, "a comment")

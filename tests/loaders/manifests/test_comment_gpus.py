@@ -1,0 +1,76 @@
+"""The GPU a manifest's comments name (kvlint/manifests/comment_gpus.py), used only where
+nothing else names one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.manifests.comment_gpus import comment_gpu
+from tests.helpers import CONFIGS
+
+
+@pytest.mark.parametrize(("text", "name", "line"), [
+    ("# Tested on 2 x NVIDIA L4 24 GB GPUs\nservices: {}\n", "L4", 1),
+    ("x: 1\n# vLLM on ThunderCompute A100 80GB\n", "A100-80GB", 2),
+    ("#!/bin/bash\n# 用途 \uff1a在 RTX PRO 6000 Blackwell(SM120) 单卡\n", "RTX-PRO-6000", 2),
+    ("image: x  # runs on one H100\n", "H100-80GB", 1),
+    ("# RTX 5070 Ti (SM120) needs --attention-backend flashinfer\n", "RTX 5070 Ti", 1),
+    ("# NVIDIA GB10 Grace Blackwell (ARM64, 128GB)\n", "GB10", 1),
+    ("# Tesla V100 SXM2 16GB (Volta)\n", "V100 SXM2 16GB", 1),
+    ("REM needs a Quadro RTX 5000\r\n", "Quadro RTX 5000", 1),
+    ("# A100 40GB for tests\n# A100 80GB in production\n", "A100", 1),  # the model only
+    ("# on L40S\n# the L40S node pool\n", "L40S", 1),
+])
+def test_one_gpu_model_named_in_comments(text: str, name: str, line: int) -> None:
+    found = comment_gpu(text)
+    assert found is not None and (found.value, found.line, found.source) == \
+        (name, line, "a comment")
+
+
+@pytest.mark.parametrize("text", [
+    "# works on A100 and on H100\n",  # two models: none
+    "# tested on an RTX 4090\n# the RTX 3090 is too small\n",
+    "gpu: H100\nimage: vllm/vllm-openai\n",  # not a comment
+    "#!/usr/bin/env H100\n#SBATCH --gres=gpu:a100:2\n",  # a shebang, a directive
+    "url: https://x.org/p#H100\n",  # a fragment, not a comment
+    "# the L2 cache and the B12 bus\n",  # not GPU models
+    "",
+])
+def test_no_gpu_or_several_gpus_name_none(text: str) -> None:
+    assert comment_gpu(text) is None
+
+
+def _lint(tmp_path: Path, text: str, *extra: str) -> dict[str, object]:
+    manifest = tmp_path / "compose.yaml"
+    manifest.write_text(text, encoding="utf-8")
+    out = CliRunner().invoke(main, [
+        "lint", str(manifest), "--no-plugins", "--isolated", "--offline", "--no-cache",
+        "--format", "json", "--model-map",
+        f"Qwen/Qwen2.5-7B={CONFIGS / 'Qwen--Qwen2.5-7B.json'}", *extra])
+    serving = json.loads(out.stdout)["results"][0]["serving"]
+    assert isinstance(serving, dict)
+    return serving
+
+
+COMPOSE = """\
+# Tested on one NVIDIA L4 24 GB
+services:
+  vllm:
+    image: vllm/vllm-openai:v0.9.2
+    command: --model Qwen/Qwen2.5-7B --max-model-len 8192
+{more}"""
+
+
+def test_a_comment_gpu_sizes_a_deployment_that_names_none(tmp_path: Path) -> None:
+    assert _lint(tmp_path, COMPOSE.format(more=""))["gpu"] == "L4"
+
+
+def test_the_manifest_and_the_command_line_win_over_a_comment(tmp_path: Path) -> None:
+    assert _lint(tmp_path, COMPOSE.format(more=""), "--gpu", "H100")["gpu"] == "H100"
+    labelled = COMPOSE.format(more="    runtime: habana\n")
+    assert _lint(tmp_path, labelled)["gpu"] != "L4"
