@@ -221,8 +221,8 @@ class _Splitter:
                 continue
             c = text[i]
             if c == "\\":
-                if i + 1 < n and text[i + 1] == "\n":
-                    i += 2
+                if i + 1 >= n or text[i + 1] == "\n":  # a continuation (to the end of
+                    i += 2                              # the script: bash drops it too)
                     continue
                 self.begin(i)
                 if i + 1 < n:

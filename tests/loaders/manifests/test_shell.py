@@ -525,3 +525,13 @@ def test_an_option_value_is_never_the_next_option() -> None:
     args = parse_engine_args("vllm", words("m", "--tensor-parallel-size", "--enforce-eager"),
                              Env({}))
     assert isinstance(args.tp, Unresolved) and "without a value" in args.tp.reason
+
+
+def test_a_backslash_that_ends_the_script_is_dropped_as_bash_drops_it() -> None:
+    """``--disable-log-requests \\`` as the script's last bytes (no newline after it): bash
+    reads the continuation to the end of input and passes no empty argument; an escaped blank
+    (``\\ ``) is a word of one space, which the engine does receive."""
+    script = "vllm serve m \\\n    --port 8001 \\"
+    assert [[w.text for w in c] for c in split_script(script)] == \
+        [["vllm", "serve", "m", "--port", "8001"]]
+    assert [w.text for w in split_script("vllm serve m \\ ")[0]] == ["vllm", "serve", "m", " "]
