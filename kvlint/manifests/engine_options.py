@@ -31,7 +31,7 @@ from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_
 from kvlint.manifests.option_versions import ABSENT, CASELESS, CHOICES, POSITIVE, VERSIONS
 from kvlint.model.engine_args import EngineArgProblem
 
-__all__ = ["engine_problems"]
+__all__ = ["engine_display", "engine_problems"]
 
 _PARSER = {"vllm": "argparse", "sglang": "argparse", "lmdeploy": "argparse",
            "trtllm": "click", "tgi": "clap", "llamacpp": "llama.cpp"}
@@ -68,7 +68,7 @@ _REFUSAL = {
 }
 
 
-def _display(engine: str) -> str:
+def engine_display(engine: str) -> str:
     try:
         from kvlint.engines import load_engines
 
@@ -122,7 +122,7 @@ def _bracket(engine: str, version: Located[str] | Unresolved | None
     """The known versions that judge ``version`` (one, or the two around it), a label for
     messages (``vLLM 0.33.0``) and, when the label is not the manifest's own version, a note
     saying which version judged it."""
-    name = _display(engine)
+    name = engine_display(engine)
     known = VERSIONS.get(engine)
     if not known:
         return [None], name, ""
@@ -188,7 +188,7 @@ def _rolling(engine: str, name: str, version: Located[str] | Unresolved | None,
     if not older:
         return problem
     return replace(problem, message=f"{problem.message}; no release is pinned (a rolling "
-                   f"tag): a build from before the removal ({_display(engine)} {older[-1]} "
+                   f"tag): a build from before the removal ({engine_display(engine)} {older[-1]} "
                    "accepts it) still starts, the next pull of a newer build does not: pin a "
                    "version", data={**problem.data, "older_release_accepts": older[-1]})
 
@@ -360,7 +360,7 @@ def _history(engine: str, option: str) -> str:
         parts.append(f"added after {known[first - 1]}")
     if last < len(known) - 1:
         parts.append(f"removed after {known[last]}")
-    return (f"{option} was {' and '.join(parts)} (of the {_display(engine)} versions "
+    return (f"{option} was {' and '.join(parts)} (of the {engine_display(engine)} versions "
             f"kvlint knows, {', '.join(have)} {'has' if len(have) == 1 else 'have'} it)")
 
 
@@ -462,12 +462,12 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
     parts = [f"{label} has no option {use.name}: the server exits at start ({refusal})"]
     if use.reason == "inline":
         option, _, value = use.name.partition("=")
-        parts.append(f"{_display(engine)} does not split an argument at '=': write "
+        parts.append(f"{engine_display(engine)} does not split an argument at '=': write "
                      f"{option} {value}")
         data["suggestion"] = f"{option} {value}"
     elif use.reason == "underscore":
         dashed = use.name.replace("_", "-")
-        parts.append(f"{_display(engine)} does not turn _ into - ({dashed} is the option)")
+        parts.append(f"{engine_display(engine)} does not turn _ into - ({dashed} is the option)")
         data["suggestion"] = dashed
     elif " " in use.name.strip() and use.name.split()[0] in options:
         option, _, value = use.name.strip().partition(" ")
@@ -490,7 +490,7 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
             close = [ours]
         if close and close[0] != name:
             parts.append(f"did you mean {close[0]}?" if not ours else
-                         f"{name} is another engine's spelling; {_display(engine)}'s is "
+                         f"{name} is another engine's spelling; {engine_display(engine)}'s is "
                          f"{ours}")
             data["suggestion"] = close[0]
     return EngineArgProblem("option", use.name, "; ".join(parts), use.line, use.column, data)

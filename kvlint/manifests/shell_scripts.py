@@ -37,6 +37,7 @@ from kvlint.manifests.images import entrypoint_engine
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
 from kvlint.manifests.slurm import SlurmGpus, slurm_gpus
+from kvlint.model.engine_args import EngineArgProblem
 
 SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".zsh"})
 _SHEBANG = re.compile(r"#!\s*\S*(?:/|\s)(?:ba|z|da)?sh\b")
@@ -252,13 +253,56 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         image = _expanded(ran.image, invocation.env) if ran else None
         version, notes = settle_version(invocation.engine, image, pins if not image else ())
         source = f"docker run {image.value}" if image else "script"
-        out.append(served_model(
+        served = served_model(
             Origin(ctx, kind, line=invocation.line),
             engine=Located(invocation.engine, invocation.line, None, source),
             args=invocation.args, image=image, version=version,
             hardware=Hardware(gpus=(ran.gpus if ran else None) or _bare_gpus(
-                invocation.args, invocation.env, invocation.line, one_node)), notes=notes))
+                invocation.args, invocation.env, invocation.line, one_node)), notes=notes)
+        detached = detached_options(rewritten, invocation.words, invocation.engine)
+        out.append(replace(served, engine_problems=(*served.engine_problems, detached))
+                   if detached is not None else served)
     return out
+
+
+def detached_options(commands: Sequence[list[Word]], words: tuple[Word, ...],
+                     engine: str) -> EngineArgProblem | None:
+    """The options meant for the engine command ``words`` that a missing ``\\`` cut off:
+    the commands right after it (each starting on the line after the one before) whose first
+    word is an option. The shell runs each as a command of its own, which fails (``--port:
+    command not found``), and the engine starts without them."""
+    from kvlint.manifests.cli_options import OPTION_TABLES
+    from kvlint.manifests.engine_options import engine_display
+
+    index = next((i for i, c in enumerate(commands)
+                  if len(c) >= len(words) and tuple(c[-len(words):]) == words), None)
+    if index is None or not words:
+        return None
+    last = words[-1].line
+    cut: list[Word] = []
+    for command in commands[index + 1:]:
+        first = command[0]
+        if last is None or first.line != last + 1 or not first.text.startswith("-") or \
+                first.text in ("-", "--"):
+            break
+        cut.extend(command)
+        last = command[-1].line
+    options = [w.text.split("=", 1)[0] for w in cut if w.text.startswith("-")]
+    if not options:
+        return None
+    table = OPTION_TABLES.get(engine, {})
+    known = [o for o in options if any(o in kind.split() for kind in table.values())]
+    name = engine_display(engine)
+    shown = ", ".join(options[:6]) + (f" and {len(options) - 6} more" if len(options) > 6
+                                      else "")
+    line = cut[0].line
+    return EngineArgProblem(
+        "detached", options[0],
+        f"line {words[-1].line} ends the {name} command without a trailing \\, so line "
+        f"{line} on is not part of it: the shell runs '{cut[0].text} ...' as a command of "
+        f"its own ('{cut[0].text}: command not found') and {name} starts without {shown}. "
+        f"End line {words[-1].line} with ' \\'.",
+        line, None, {"options": options, "known_options": known})
 
 
 def _bare_gpus(args: EngineArgs, env: Env, line: int | None,

@@ -1,4 +1,5 @@
-"""Rules about engine command lines the engine itself refuses (KV701, KV702)."""
+"""Rules about engine command lines the engine itself refuses (KV701, KV702) or never receives
+(KV704)."""
 
 from __future__ import annotations
 
@@ -107,6 +108,42 @@ class EngineOptionInvalidValue(_EngineRefusal):
     kind = "value"
 
 
+class EngineOptionsDetached(_EngineRefusal):
+    """## What it does
+    Flags options a shell script meant for its engine command but cut off from it: the line
+    before them ends without a trailing `\\`, so the command ends there, and the lines after
+    it, each starting with an option, are run by the shell as commands of their own.
+
+    ## Why is this bad?
+    The shell fails on each of those lines (`--max-model-len: command not found`; with
+    `set -e` the script stops), and the engine starts with its defaults instead of the
+    options written: another context length, memory fraction or parallelism than the file
+    says, and no error from the engine to show it. kvlint reads the command as the shell
+    runs it, so its other findings are about the engine's defaults too.
+
+    ## Example
+    ```bash
+    vllm serve Qwen/Qwen3-8B \\
+        --tensor-parallel-size 2
+        --max-model-len 32768 \\
+        --gpu-memory-utilization 0.85
+    ```
+
+    ## Use instead
+    ```bash
+    vllm serve Qwen/Qwen3-8B \\
+        --tensor-parallel-size 2 \\
+        --max-model-len 32768 \\
+        --gpu-memory-utilization 0.85
+    ```
+    """
+
+    code = "KV704"
+    name = "engine-options-detached"
+    severity = Severity.ERROR
+    kind = "detached"
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
-    return [EngineOptionUnknown, EngineOptionInvalidValue]
+    return [EngineOptionUnknown, EngineOptionInvalidValue, EngineOptionsDetached]

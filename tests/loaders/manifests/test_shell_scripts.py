@@ -127,3 +127,54 @@ def test_a_script_that_requests_no_gpu_count_takes_the_engines_world() -> None:
     assert counted["gpus"] == 2  # what docker grants wins (KV206 compares it)
     (unresolved,) = served("vllm serve Qwen/Qwen2.5-7B --tensor-parallel-size $TP\n")
     assert unresolved["gpus"] is None
+
+
+DETACHED = """\
+#!/bin/bash
+vllm serve Qwen/Qwen3-8B \\
+    --tensor-parallel-size 2
+    --max-model-len 32768 \\
+    --gpu-memory-utilization=0.85
+
+--port 8000
+"""
+
+
+def test_options_a_missing_backslash_cuts_off_are_kv704() -> None:
+    """Line 3 ends without ``\\``: lines 4-5 are a command of their own, not vLLM's (line 7
+    is after a blank line: another command, not part of the cut)."""
+    (served_,) = script_models(DETACHED, "serve.sh")
+    assert served_.max_model_len is None  # as the shell runs it
+    assert isinstance(served_.tp, Located) and served_.tp.value == 2
+    (problem,) = served_.engine_problems
+    assert (problem.kind, problem.option, problem.line) == ("detached", "--max-model-len", 4)
+    assert problem.data["options"] == ["--max-model-len", "--gpu-memory-utilization"]
+    assert problem.data["known_options"] == problem.data["options"]
+    assert "line 3 ends the vLLM command without a trailing \\" in problem.message
+
+
+@pytest.mark.parametrize("script", [
+    "vllm serve m \\\n    --port 8000\n",  # every line continued
+    "vllm serve m --port 8000\necho done\n",
+    "vllm serve m --port 8000\n\n--x 1\n",  # a blank line between: not a cut continuation
+    "vllm serve m --port 8000; --x 1\n",  # the same line
+])
+def test_no_cut_off_options(script: str) -> None:
+    (served_,) = script_models(script, "serve.sh")
+    assert not [p for p in served_.engine_problems if p.kind == "detached"]
+
+
+def test_kv704_through_kvlint_lint(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    script = tmp_path / "serve.sh"
+    script.write_text(DETACHED, encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(script), "--isolated", "--no-plugins",
+                                       "--offline", "--format", "json", "--select", "KV704"])
+    data = json.loads(result.stdout)
+    (finding,) = [f for r in data["results"] for f in r["findings"]]
+    assert (finding["code"], finding["severity"], finding["line"]) == ("KV704", "error", 4)
