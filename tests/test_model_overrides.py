@@ -153,8 +153,7 @@ def test_a_method_that_needs_a_quantized_checkpoint_sizes_its_usual_form() -> No
         assert awq.config == {"quant_method": "awq", "bits": 4, "group_size": 128}
     gptq = on_the_fly_quantization("vllm", "gptq_marlin", QWEN3)
     assert gptq is not None and gptq.config["quant_method"] == "gptq"
-    fp4 = on_the_fly_quantization("sglang", "modelopt_fp4", QWEN3)
-    assert fp4 is not None and fp4.config == {"quant_method": "modelopt", "quant_algo": "NVFP4"}
+    assert on_the_fly_quantization("sglang", "modelopt_fp4", QWEN3) is None  # no usual form
     assert on_the_fly_quantization("vllm", "compressed-tensors", QWEN3) is None
     assert on_the_fly_quantization("vllm", "bogus", QWEN3) is None
 

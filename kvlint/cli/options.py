@@ -106,8 +106,8 @@ def plan_options(func: F) -> F:
                      help="On-the-fly weight quantization the engine applies while loading "
                           "(vLLM/SGLang --quantization fp8, bitsandbytes...; TGI --quantize "
                           "bitsandbytes-nf4...): sizes the weights; a checkpoint that is "
-                          "already quantized keeps its own format. awq, gptq, modelopt_fp4, "
-                          "mxfp4 on a config that names no quantization: sized as that "
+                          "already quantized keeps its own format. awq, gptq, mxfp4 on a "
+                          "config that names no quantization: sized as that "
                           "checkpoint's usual form (4-bit AWQ/GPTQ in groups of 128...)."),
         click.option("--kv-cache-memory-bytes", type=KV_BYTES, default=None, metavar="BYTES",
                      help="vLLM >= 0.10.2: the KV cache's bytes per GPU, set by hand (as vLLM "

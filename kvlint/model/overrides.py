@@ -184,11 +184,6 @@ _GPTQ = OnTheFly({"quant_method": "gptq", "bits": 4, "group_size": 128},
 PREQUANTIZED: Mapping[str, OnTheFly] = {
     "awq": _AWQ, "awq_marlin": _AWQ,
     "gptq": _GPTQ, "gptq_marlin": _GPTQ, "marlin": _GPTQ,
-    "modelopt_fp4": OnTheFly({"quant_method": "modelopt", "quant_algo": "NVFP4"},
-                             "an NVIDIA ModelOpt NVFP4 checkpoint",
-                             assumed=True),
-    "modelopt": OnTheFly({"quant_method": "modelopt", "quant_algo": "FP8"},
-                         "an NVIDIA ModelOpt FP8 checkpoint", assumed=True),
     "mxfp4": OnTheFly({"quant_method": "mxfp4"}, "an MXFP4 checkpoint, routed experts in "
                       "4.25 bits as gpt-oss ships them", assumed=True),
 }
@@ -196,7 +191,10 @@ PREQUANTIZED: Mapping[str, OnTheFly] = {
 beforehand -> that checkpoint's usual form. Used only when the config given names no
 quantization: a what-if ("the AWQ build of this model"), sized with a note, never a fact
 about the engine; the checkpoint actually deployed carries its own ``quantization_config``,
-which always wins. Formats with no usual form (compressed-tensors, exl2, gguf) are absent."""
+which always wins. Formats with no usual form are absent: compressed-tensors, exl2, gguf, and
+NVIDIA ModelOpt's (``modelopt``, ``modelopt_fp4``), whose checkpoints keep different modules in
+16-bit recipe by recipe (``exclude_modules``): an assumed all-linear NVFP4 undercounts them, and a
+what-if that undercounts weights would pass a deployment that does not fit."""
 
 
 def on_the_fly_quantization(engine: str | None, method: str | None,
