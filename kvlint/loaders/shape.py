@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from kvlint.errors import ConfigError
@@ -36,6 +36,7 @@ from kvlint.loaders.hf_config import (
 )
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry
 from kvlint.model.limits import MAX_HEADS
+from kvlint.model.weight_exclusions import kept_fractions
 from kvlint.model.weights import (
     FormatError,
     LayerShape,
@@ -190,9 +191,22 @@ def resolve_weight_format(config: Any) -> WeightFormat:
     if mlx is not None and not isinstance(mlx, Mapping):
         raise ConfigError("field 'quantization' must be an object", field="quantization")
     try:
-        return weight_format(dtype, quant, mlx_quantization=mlx)
+        fmt = weight_format(dtype, quant, mlx_quantization=mlx)
     except FormatError as err:
         raise ConfigError(str(err), field=err.field) from None
+    if not fmt.quantized_parts or quant is None:
+        return fmt
+    layers = text.get("num_hidden_layers", config.get("num_hidden_layers"))
+    kept, notes = kept_fractions(quant, layers if isinstance(layers, int) and
+                                 not isinstance(layers, bool) and layers > 0 else None)
+    kept = {part: share for part, share in kept.items() if part in fmt.quantized_parts}
+    if not kept:
+        return replace(fmt, notes=(*fmt.notes, *notes))
+    said = ", ".join(f"{part.value} {share:.0%}" for part, share in sorted(
+        kept.items(), key=lambda item: item[0].value))
+    return replace(fmt, kept=tuple(sorted(kept.items(), key=lambda item: item[0].value)),
+                   notes=(*fmt.notes, *notes, f"kept in 16-bit by the quantization config's "
+                          f"excluded modules: {said}"))
 
 
 

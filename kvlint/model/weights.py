@@ -458,9 +458,15 @@ class WeightFormat:
     exact: bool = True
     """False when the bytes per parameter is an approximation (quantization scales...)."""
     notes: tuple[str, ...] = field(default=())
+    kept: tuple[tuple[Part, float], ...] = ()
+    """The share of a quantized part the checkpoint keeps in 16-bit (its quantization
+    config's excluded modules: :mod:`kvlint.model.weight_exclusions`)."""
 
     def bytes_per_param(self, part: Part) -> float:
-        return self.quantized_bytes if part in self.quantized_parts else self.base_bytes
+        if part not in self.quantized_parts:
+            return self.base_bytes
+        kept = next((share for p, share in self.kept if p == part), 0.0)
+        return kept * self.base_bytes + (1 - kept) * self.quantized_bytes
 
 
 @dataclass(frozen=True)
