@@ -30,11 +30,18 @@ Generated once from the engines' own sources and pasted here as data (no engine 
   ``python -m dynamo.trtllm`` (ai-dynamo/dynamo ``components/src/dynamo/trtllm`` argparse).
 - TGI: ``text-generation-launcher`` clap options of ``launcher/src/main.rs`` (clap: exact long
   names, no abbreviations; ``bool`` fields are flags).
-- llama.cpp: ``llama-server`` options of ``common/arg.cpp`` (exact names only, ``_`` turned
-  into ``-`` in ``--`` arguments, no ``--name=value`` form, the next word is the value whatever
-  it looks like, the last repeat wins; ``-fa`` takes an
-  optional ``on|off|auto`` in newer builds). Only the options that matter for arity are listed;
-  unknown options take the next word as their value when it does not start with ``-``.
+- llama.cpp: every option ``llama-server`` accepts in any of three ggml-org/llama.cpp
+  ``common/arg.cpp`` revisions, 4227c9be (Aug 2025), 7c158fbb4 and 0c1e57098 (the copies
+  vendored in the llama-cpp-python 0.3.16, 0.3.26 and 0.3.36 sdists on PyPI): the
+  ``common_arg`` definitions whose examples include the server (or all tools), with the words
+  each consumes (exact names only, ``_`` turned into ``-`` in ``--`` arguments, no
+  ``--name=value`` form, the next word is the value whatever it looks like, the last repeat
+  wins). An option whose arity changed between them (``-fa``/``--flash-attn``, a flag in
+  4227c9be, ``on|off|auto`` later; ``--log-colors``) or that an earlier read listed as a flag
+  (``-fit``) is ``optional``; ``--lora-scaled`` and the like take two words (``many``).
+  ``--grp-attn-n``, ``--grp-attn-w`` and ``--mem`` are kept from an earlier read. The union,
+  so an option of an older or newer build is never called unknown (``--no-mmap`` and
+  ``--mlock``, gone at 0c1e57098, included).
 
 Which version has which option: :mod:`.option_versions`.
 
@@ -508,30 +515,91 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
     },
     "llamacpp": {
         "flag": """
-            --check-tensors --cont-batching --context-shift --cpu-moe --embedding
-            --embeddings --escape --jinja --kv-unified --log-colors --log-disable
-            --metrics --mlock --no-cont-batching --no-context-shift --no-escape
-            --no-kv-offload --no-mmap --no-perf --no-slots --no-warmup --no-webui
-            --offline --props --rerank --reranking --slots --special --swa-full --verbose
-            -cb -cmoe -fit -kvu -nkvo -nocb -sp -v
+            --agent --backend-sampling --cache-idle-slots --cache-list --cache-prompt
+            --check-tensors --completion-bash --cont-batching --context-shift --cors-credentials
+            --cpu-moe --cpu-moe-draft --direct-io --embd-bge-small-en-default
+            --embd-e5-small-en-default --embd-gemma-default --embd-gte-small-default --embedding
+            --embeddings --escape --fim-qwen-1.5b-default --fim-qwen-14b-spec
+            --fim-qwen-30b-default --fim-qwen-3b-default --fim-qwen-7b-default
+            --fim-qwen-7b-spec --gpt-oss-120b-default --gpt-oss-20b-default --help --ignore-eos
+            --jinja --kv-offload --kv-unified --list-devices --log-disable --log-jsonl
+            --log-prefix --log-timestamps --log-verbose --lora-init-without-apply --metrics
+            --mlock --mmap --mmproj-auto --mmproj-offload --models-autoload --no-agent
+            --no-cache-idle-slots --no-cache-prompt --no-cont-batching --no-context-shift
+            --no-cors-credentials --no-direct-io --no-escape --no-host --no-jinja
+            --no-kv-offload --no-kv-unified --no-log-jsonl --no-log-prefix --no-log-timestamps
+            --no-mmap --no-mmproj --no-mmproj-auto --no-mmproj-offload --no-models-autoload
+            --no-op-offload --no-perf --no-prefill-assistant --no-reasoning-preserve --no-repack
+            --no-skip-chat-parsing --no-slots --no-spec-draft-backend-sampling --no-ui
+            --no-ui-mcp-proxy --no-warmup --no-webui --no-webui-mcp-proxy --offline --op-offload
+            --perf --prefill-assistant --props --reasoning-preserve --repack --rerank
+            --reranking --reuse-port --skip-chat-parsing --slots --spec-default
+            --spec-draft-backend-sampling --spec-draft-cpu-moe --special --spm-infill --swa-full
+            --tts-use-guide-tokens --ui --ui-mcp-proxy --usage --verbose --verbose-prompt
+            --version --vision-gemma-12b-default --vision-gemma-4b-default --warmup --webui
+            --webui-mcp-proxy -ag -bs -cb -cl -cmoe -cmoed -dio -e -h -kvo -kvu -ndio -nkvo
+            -no-ag -no-kvu -nocb -nr -sp -v
         """,
         "optional": """
-            --flash-attn -fa
+            --fit --flash-attn --log-colors -fa -fit
+        """,
+        "many": """
+            --control-vector-layer-range --control-vector-scaled --lora-scaled --spec-replace
         """,
         "value": """
-            --alias --api-key --batch-size --cache-reuse --cache-type-k --cache-type-v
-            --chat-template --chat-template-file --ctx-size --ctx-size-draft
-            --defrag-thold --device --draft-max --draft-min --gpu-layers
-            --gpu-layers-draft --grp-attn-n --grp-attn-w --hf-file --hf-repo
-            --hf-repo-draft --hf-token --host --keep --log-file --lora --main-gpu --mem
-            --mmproj --model --model-draft --model-url --n-cpu-moe --n-gpu-layers
-            --n-predict --numa --override-kv --override-tensor --parallel --path --pooling
-            --port --reasoning-budget --reasoning-format --rope-freq-base
-            --rope-freq-scale --rope-scaling --rpc --seed --slot-save-path --split-mode
-            --temp --tensor-split --threads --threads-batch --threads-http --timeout
-            --ubatch-size --verbosity --yarn-orig-ctx -a -b -c -cd -ctk -ctv -dev -dt -hf
-            -hfd -hff -hfr -hfrd -hft -lv -m -md -mg -mu -n -ncmoe -ngl -ngld -np -ot -sm
-            -t -tb -to -ts -ub
+            --adaptive-decay --adaptive-target --alias --api-key --api-key-file --api-prefix
+            --batch-size --cache-ram --cache-reuse --cache-type-k --cache-type-k-draft
+            --cache-type-v --cache-type-v-draft --chat-template --chat-template-file
+            --chat-template-kwargs --checkpoint-min-step --control-vector --cors-headers
+            --cors-methods --cors-origins --cpu-mask --cpu-mask-batch --cpu-mask-batch-draft
+            --cpu-mask-draft --cpu-range --cpu-range-batch --cpu-range-draft --cpu-strict
+            --cpu-strict-batch --cpu-strict-batch-draft --cpu-strict-draft --ctx-checkpoints
+            --ctx-size --ctx-size-draft --defrag-thold --device --device-draft --docker-repo
+            --draft --draft-max --draft-min --draft-n --draft-n-min --draft-p-min
+            --draft-p-split --dry-allowed-length --dry-base --dry-multiplier
+            --dry-penalty-last-n --dry-sequence-breaker --dynatemp-exp --dynatemp-range
+            --embd-normalize --fit-ctx --fit-target --frequency-penalty --gpu-layers
+            --gpu-layers-draft --grammar --grammar-file --grp-attn-n --grp-attn-w --hf-file
+            --hf-file-v --hf-repo --hf-repo-draft --hf-repo-v --hf-token --host
+            --image-max-tokens --image-min-tokens --json-schema --json-schema-file --keep
+            --kv-unified-per-slot --lazy-mode --load-mode --log-file --log-prompts-dir
+            --log-verbosity --logit-bias --lookup-cache-dynamic --lookup-cache-static --lora
+            --main-gpu --mcp-servers-config --mcp-servers-json --media-path --mem --min-p
+            --mirostat --mirostat-ent --mirostat-lr --mmproj --mmproj-device --mmproj-url
+            --model --model-draft --model-url --model-vocoder --models-dir --models-max
+            --models-preset --mtmd-batch-max-tokens --n-cpu-ffn --n-cpu-moe --n-cpu-moe-draft
+            --n-gpu-layers --n-gpu-layers-draft --n-predict --numa --override-kv
+            --override-tensor --override-tensor-draft --parallel --path --poll --poll-batch
+            --poll-batch-draft --poll-draft --pooling --port --predict --presence-penalty --prio
+            --prio-batch --prio-batch-draft --prio-draft --reasoning --reasoning-budget
+            --reasoning-budget-message --reasoning-effort --reasoning-format --repeat-last-n
+            --repeat-penalty --reverse-prompt --rope-freq-base --rope-freq-scale --rope-scale
+            --rope-scaling --rpc --sampler-seq --samplers --sampling-seq --seed
+            --sleep-idle-seconds --slot-prompt-similarity --slot-save-path --spec-draft-cpu-mask
+            --spec-draft-cpu-mask-batch --spec-draft-cpu-range --spec-draft-cpu-strict
+            --spec-draft-cpu-strict-batch --spec-draft-device --spec-draft-hf --spec-draft-model
+            --spec-draft-n-cpu-moe --spec-draft-n-max --spec-draft-n-min --spec-draft-ncmoe
+            --spec-draft-ngl --spec-draft-override-tensor --spec-draft-p-min
+            --spec-draft-p-split --spec-draft-poll --spec-draft-poll-batch --spec-draft-prio
+            --spec-draft-prio-batch --spec-draft-threads --spec-draft-threads-batch
+            --spec-draft-type-k --spec-draft-type-v --spec-ngram-map-k-min-hits
+            --spec-ngram-map-k-size-m --spec-ngram-map-k-size-n --spec-ngram-map-k4v-min-hits
+            --spec-ngram-map-k4v-size-m --spec-ngram-map-k4v-size-n --spec-ngram-min-hits
+            --spec-ngram-mod-n-match --spec-ngram-mod-n-max --spec-ngram-mod-n-min
+            --spec-ngram-simple-min-hits --spec-ngram-simple-size-m --spec-ngram-simple-size-n
+            --spec-ngram-size-m --spec-ngram-size-n --spec-synth-len --spec-synth-rates
+            --spec-type --split-mode --sse-ping-interval --ssl-cert-file --ssl-key-file
+            --swa-checkpoints --tags --temp --temperature --tensor-split --threads
+            --threads-batch --threads-batch-draft --threads-draft --threads-http --timeout
+            --tools --tools-runtime --top-k --top-n-sigma --top-nsigma --top-p --typical
+            --typical-p --ubatch-size --ui-config --ui-config-file --verbosity
+            --video-ffmpeg-dir --video-fps --video-timestamp-interval --webui-config
+            --webui-config-file --xtc-probability --xtc-threshold --yarn-attn-factor
+            --yarn-beta-fast --yarn-beta-slow --yarn-ext-factor --yarn-orig-ctx -C -Cb -Cbd -Cd
+            -Cr -Crb -Crd -a -b -c -cd -cms -cram -ctk -ctkd -ctv -ctvd -ctxcp -dev -devd -dr
+            -dt -fitc -fitt -hf -hfd -hff -hffv -hfr -hfrd -hfrv -hft -hfv -j -jf -l -lcd -lcs
+            -lm -lv -lzm -m -md -mg -mm -mmdev -mmu -mu -mv -n -ncffn -ncmoe -ncmoed -ngl -ngld
+            -np -ot -otd -r -rea -s -sm -sps -t -tb -tbd -td -to -ts -ub
         """,
     },
 }

@@ -178,3 +178,12 @@ def test_kv704_through_kvlint_lint(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     (finding,) = [f for r in data["results"] for f in r["findings"]]
     assert (finding["code"], finding["severity"], finding["line"]) == ("KV704", "error", 4)
+
+
+def test_llama_server_sampling_and_fit_options_are_known() -> None:
+    """--min-p, --top-k, --fit on and -fa on are llama-server options (common/arg.cpp at
+    7c158fbb4 and 0c1e57098); --no-mmap and --mlock those of earlier builds."""
+    (served_,) = script_models(
+        "llama-server -m m.gguf --min-p 0.01 --top-k 40 --top-p 0.9 --fit on -fa on "
+        "--no-mmap --mlock -ngl 99 -c 8192\n", "serve.sh")
+    assert not served_.engine_problems
