@@ -95,8 +95,14 @@ def test_activation_peak_is_the_larger_of_forward_and_sampler() -> None:
 def test_non_torch_and_cuda_graph_terms() -> None:
     assert non_torch_bytes(1) == 300 * MIB
     assert non_torch_bytes(2) == non_torch_bytes(8) == (300 + 1843) * MIB
-    assert cuda_graph_bytes("0.20.0") == 0
-    assert cuda_graph_bytes("0.21.0") == 512 * MIB
+    # V1 before 0.11 takes no tp-only buffer into its profile; V0 and 0.11+ do; PCIe never
+    assert non_torch_bytes(4, "nvlink", "0.10.1.1") == non_torch_bytes(4, "nvlink", "0.8.0") \
+        == 300 * MIB
+    assert non_torch_bytes(4, "nvlink", "0.11.0") == non_torch_bytes(2, "nvlink", "0.7.3") \
+        == non_torch_bytes(2, "nvlink", "0.22.0") == (300 + 1843) * MIB
+    assert non_torch_bytes(4, "pcie", "0.22.0") == 300 * MIB
+    assert cuda_graph_bytes("0.19.0") == 0
+    assert cuda_graph_bytes("0.20.0") == cuda_graph_bytes("0.21.0") == 512 * MIB
     assert cuda_graph_bytes(None) == 512 * MIB
     assert cuda_graph_bytes("not-a-version") == 512 * MIB
 

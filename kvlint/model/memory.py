@@ -10,7 +10,7 @@ vllm/v1/worker/gpu_worker.py@v0.33.0; ``memory_profiling``, vllm/utils/mem_utils
                                           pass of min(tokens, max_num_seqs) rows)
                 - non-torch increase     (CUDA context, NCCL and custom all-reduce buffers)
                 - CUDA graph estimate    (``profile_cudagraph_memory``; deducted up front
-                                          since v0.21.0, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)
+                                          since v0.20.0, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS)
     blocks    = KV memory // (page bytes x layers)   (v1/core/kv_cache_utils.py@v0.33.0)
     tokens    = blocks x block_size                  ("GPU KV cache size: N tokens")
 
@@ -104,14 +104,16 @@ GiB at tp 1, the same +1.8 GiB. All of these are NVLink (SXM) GPUs; PCIe cards d
 (:func:`non_torch_bytes`)."""
 
 CUDA_GRAPH_BYTES = 512 * MIB
-"""ESTIMATE. The CUDA-graph pool vLLM deducts up front since v0.21.0 (gpu_worker.py@v0.33.0
+"""ESTIMATE. The CUDA-graph pool vLLM deducts up front since v0.20.0 (gpu_worker.py@v0.33.0
 logs "CUDA graph memory profiling is enabled (default since v0.21.0)"); logged pools run
 0.1-1.5 GiB depending on model and capture sizes."""
 
-CUDA_GRAPH_DEDUCTED_SINCE = Version("0.21.0")
+CUDA_GRAPH_DEDUCTED_SINCE = Version("0.20.0")
 """gpu_worker.py@v0.33.0: ``cudagraph_memory_estimate_applied`` is taken from the KV memory when
-VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set, "the default as of v0.21.0"; @v0.11.0 the
-KV memory is ``requested_memory - non_kv_cache_memory`` with no CUDA-graph term."""
+VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set. Its comment says "the default as of v0.21.0",
+but the 0.20.0 wheel already defaults it to "1" (envs.py@0.20.0 lines 1720-1726; "0" in
+envs.py@0.19.0 lines 1654-1656); @v0.11.0 the KV memory is ``requested_memory -
+non_kv_cache_memory`` with no CUDA-graph term."""
 
 V1_SINCE = Version("0.8.0")
 """V1 engine by default (chunked prefill always on, max_num_batched_tokens from a per-GPU
@@ -222,7 +224,7 @@ class MemoryTerms:
     non_torch_bytes: int
     """ESTIMATE: "non-torch memory"."""
     cuda_graph_bytes: int
-    """ESTIMATE: "CUDA graph memory" deducted up front (0 before v0.21.0)."""
+    """ESTIMATE: "CUDA graph memory" deducted up front (0 before v0.20.0)."""
     profiled_tokens: int
     """max_num_batched_tokens the dummy forward pass runs."""
     sampler_rows: int
@@ -364,16 +366,38 @@ def interconnect_of(gpu_name: str) -> str | None:
         return None
 
 
-def non_torch_bytes(tp: int, interconnect: str | None = None) -> int:
+V1_SMALL_TP_UNTIL = Version("0.11.0")
+"""V1 releases before this take no tp-only buffer into their memory profile (see
+:func:`non_torch_bytes`)."""
+
+
+def non_torch_bytes(tp: int, interconnect: str | None = None,
+                    version: str | None = None) -> int:
     """ESTIMATE of the non-torch memory of one worker: :data:`NON_TORCH_BYTES`, plus
-    :data:`NON_TORCH_TP_BYTES` at tp > 1 unless the GPUs are PCIe cards (``interconnect``
-    ``"pcie"``), where vLLM's custom all-reduce stays off beyond two GPUs
-    (device_communicators/custom_all_reduce.py@v0.11.0 lines 141-147: "not supported on
-    more than two PCIe-only GPUs") and NCCL's PCIe/shared-memory channels are few: 2 x RTX
-    4090 measured 0.25 GiB per rank at tp 2, no more than one GPU alone (vllm-project/vllm
-    #13061). An unknown interconnect takes the larger figure (fewer tokens, never more)."""
-    linked = tp > 1 and interconnect != "pcie"
-    return NON_TORCH_BYTES + (NON_TORCH_TP_BYTES if linked else 0)
+    :data:`NON_TORCH_TP_BYTES` at tp > 1 where vLLM's memory profile takes large tp-only
+    buffers in (release by release, from the wheels and the logs):
+
+    * V1 before 0.11.0: none. vLLM forces ``NCCL_CUMEM_ENABLE=0`` (env_override.py@0.10.1.1
+      lines 16-32), and its non-torch increase at tp > 1 is the tp=1 figure: 2 x A100-80GB and
+      4 x A100-80GB at 0.10.1.1, 4 x 22 GB cards at 0.8.5 and 4 x 80 GB at 0.8.2 all print an
+      "Available KV cache memory" within 0.1 GiB of the tp=1 arithmetic;
+    * V1 from 0.11.0, which drops that override: NCCL's lazily allocated buffers, and on
+      Hopper/Blackwell from 0.17.0 FlashInfer's all-reduce + RMSNorm fusion workspace (on by
+      default at tp > 1 on compute capability 9.0/10.0, allocated at the first compile inside
+      ``profile_run``), land inside the profile: +1.8 to 1.95 GiB per worker on H100 at 0.19.0
+      (fixtures/vllm_logs/llmd-*.log) and the same on 4 x A100-80GB at 0.22 (held-out log);
+    * V0 (before 0.8.0): +1.8 GiB on H100 at ~0.6.5 (vllm-project/vllm#10511).
+
+    PCIe cards (``interconnect`` ``"pcie"``) never take it: vLLM's custom all-reduce stays off
+    beyond two PCIe-only GPUs (device_communicators/custom_all_reduce.py@v0.11.0 lines 141-147)
+    and 2 x RTX 4090 measured 0.25 GiB per rank at tp 2 (vllm-project/vllm#13061). A version
+    kvlint cannot read takes the larger figure (fewer tokens, never more)."""
+    if tp <= 1 or interconnect == "pcie":
+        return NON_TORCH_BYTES
+    v = _version(version)
+    if v is not None and V1_SINCE <= v < V1_SMALL_TP_UNTIL:
+        return NON_TORCH_BYTES
+    return NON_TORCH_BYTES + NON_TORCH_TP_BYTES
 
 
 def cuda_graph_bytes(version: str | None) -> int:
@@ -412,7 +436,7 @@ def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
         requested_bytes=requested,
         weight_bytes=weight_bytes,
         activation_peak_bytes=peak,
-        non_torch_bytes=non_torch_bytes(tp, interconnect_of(gpu_name)),
+        non_torch_bytes=non_torch_bytes(tp, interconnect_of(gpu_name), version),
         cuda_graph_bytes=cuda_graph_bytes(version),
         profiled_tokens=tokens,
         sampler_rows=rows,
