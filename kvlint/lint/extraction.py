@@ -68,6 +68,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     from kvlint.manifests.batch_files import batch_models, is_batch
     from kvlint.manifests.dockerfiles import dockerfile_models, is_dockerfile
     from kvlint.manifests.makefiles import is_makefile, makefile_models
+    from kvlint.manifests.powershell_scripts import is_powershell, powershell_models
     from kvlint.manifests.python_apps import is_python, python_models
     from kvlint.manifests.shell_scripts import is_script, script_models
     from kvlint.manifests.yaml_marks import load_documents  # not for cached files
@@ -77,7 +78,8 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         dockerfile_models if is_dockerfile(str(path)) else \
         makefile_models if is_makefile(str(path)) else \
         python_models if is_python(str(path)) else \
-        batch_models if is_batch(str(path)) else None
+        batch_models if is_batch(str(path)) else \
+        powershell_models if is_powershell(str(path)) else None
     if commands is not None:
         found = Extracted(commands(text, str(path)))
         _image_families(found)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 
 from kvlint.manifests.base import ServedModel
+from kvlint.manifests.powershell_scripts import powershell_command
 from kvlint.manifests.shell_env import MAX_EXPANDED_CHARS
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word
@@ -88,6 +89,18 @@ def _program(word: str) -> str:
     return name[:-4] if name.lower().endswith(".exe") else name
 
 
+def _powershell_script(tokens: list[str]) -> str | None:
+    """The script of ``powershell [-switches] -Command "script"`` (cmd.exe's quoting: the
+    outer quotes removed, ``\\"`` a quote inside)."""
+    for i, token in enumerate(tokens[1:-1], 1):
+        if token.lower() in ("-command", "-c"):
+            script = " ".join(tokens[i + 1:])
+            if script.startswith('"') and script.endswith('"') and len(script) > 1:
+                script = script[1:-1]
+            return script.replace('\\"', '"')
+    return None
+
+
 def batch_models(text: str, path: str) -> list[ServedModel]:
     """Every served model a batch file starts."""
     variables: dict[str, str | None] = {}
@@ -114,6 +127,9 @@ def batch_models(text: str, path: str) -> list[ServedModel]:
         if head in _SKIP or head.startswith(("echo.", "rem ")):
             continue
         tokens = _WORD.findall(_expand(body, variables))
+        if tokens and _program(tokens[0]).lower() in ("powershell", "pwsh"):
+            script = _powershell_script(tokens)
+            tokens = [f'"{w}"' for w in powershell_command(script, {})] if script else []
         while tokens and tokens[0].lower() in ("call", "start", "cmd"):
             first = tokens.pop(0).lower()
             if first == "start" and tokens and tokens[0].startswith('"'):
