@@ -360,7 +360,8 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
     ref = served.model.value if isinstance(served.model, Located) else (
         served.model.text if isinstance(served.model, Unresolved) else "")
     target = Target(ref or "(unknown model)", "manifest", None, served.path, served.line)
-    gpus = _int(served.gpus, 0) or None
+    gpus = served.gpus.value if isinstance(served.gpus, Located) and \
+        isinstance(served.gpus.value, int) and served.gpus.value >= 0 else None
     refused = served.engine_problems
     try:
         plan = plan_for(served, base)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kvlint.manifests.accelerators import runtime_family
+from kvlint.manifests.accelerators import image_family, runtime_family
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
@@ -250,6 +250,27 @@ def _service_gpus(found: Located[int] | Unresolved | _EveryGpu | None,
     return taken if taken is not None else Unresolved(why, found.line, None, found.what)
 
 
+NO_GPU = ("no GPU reserved (no deploy.resources.reservations.devices, gpus, runtime or "
+          "devices)")
+"""The source of a GPU count of 0: the service asks Docker for no GPU."""
+
+
+def _no_gpu_access(service: dict[str, Any], env: dict[str, Any],
+                   image: Located[str] | None) -> bool:
+    """Whether the service's container gets no GPU from Docker: no GPU reservation, no
+    ``gpus``, no ``runtime``, no ``devices``, no ``NVIDIA_VISIBLE_DEVICES`` (which asks a
+    daemon whose default runtime is nvidia for GPUs), and an image not built for a CPU or
+    another accelerator (those are told apart by :func:`image_family`)."""
+    if any(key in service for key in ("runtime", "devices", "gpus", "privileged")):
+        return False
+    if "NVIDIA_VISIBLE_DEVICES" in env:
+        return False
+    reservations = get_map(get_map(get_map(service, "deploy"), "resources"), "reservations")
+    if reservations is not None and "devices" in reservations:
+        return False
+    return image is not None and image_family(image) is None
+
+
 class ComposeParser(ManifestParser):
     """docker-compose / Compose Specification files (``services.<name>``)."""
 
@@ -317,6 +338,8 @@ class ComposeParser(ManifestParser):
             if isinstance(out, Unresolved):
                 notes.append(f"{word.text} in the command is {out.reason}")
         gpus = _service_gpus(_gpus(service), args)
+        if gpus is None and _no_gpu_access(service, env, image):
+            gpus = Located(0, key_line(service, "image") or engine.line, None, NO_GPU)
         version, more = settle_version(engine.value, image)
         notes.extend(more)
         deploy = get_map(service, "deploy")

@@ -9,6 +9,10 @@ from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.rules.base import Rule, RuleContext
 
+CPU_CAPABLE = frozenset({"llamacpp", "transformers"})
+"""Engines that serve on the CPU when they find no GPU (llama.cpp: ``-ngl`` layers are
+offloaded only to a GPU it finds)."""
+
 
 class GpuCountMismatch(Rule):
     """## What it does
@@ -18,7 +22,11 @@ class GpuCountMismatch(Rule):
 
     ## Why is this bad?
     Too few GPUs and the engine fails to start (or waits forever for Ray placement): an
-    error. Too many and the extra GPUs sit idle but are billed: a warning.
+    error. Too many and the extra GPUs sit idle but are billed: a warning. A compose service
+    that reserves no GPU at all (no `deploy.resources.reservations.devices`, `gpus`,
+    `runtime` or `devices`, and an image not built for a CPU) is a warning: its container
+    sees no GPU unless the Docker daemon's default runtime is nvidia (llama.cpp, which then
+    serves on the CPU, is not flagged).
 
     ## Example
     ```yaml
@@ -44,6 +52,17 @@ class GpuCountMismatch(Rule):
         layout = ctx.plan.layout
         needed = layout.gpus
         if requested == needed:
+            return
+        if requested == 0:  # a container Docker gives no GPU (compose: nothing reserved)
+            if (ctx.plan.engine or ctx.plan.behaviour.engine) in CPU_CAPABLE:
+                return  # it runs on the CPU instead
+            yield self.finding(
+                f"The service reserves no GPU (no deploy.resources.reservations.devices, "
+                f"gpus or runtime: nvidia), but the engine needs {needed}: its container sees "
+                "none and the engine exits at start, unless the Docker daemon's default "
+                "runtime is nvidia. Reserve the GPUs (deploy.resources.reservations.devices "
+                f"with count: {needed}).",
+                requested=0, needed=needed)
             return
         how = f"tp={layout.tp}" + (f" x pp={layout.pp}" if layout.pp > 1 else "")
         if layout.dp > 1:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kvlint.manifests.base import (
@@ -46,7 +48,7 @@ def test_llamacpp_server_alias_is_not_the_model() -> None:
     assert v(m.model) == "alfredplpl/gemma-2-baku-2b-it-gguf" and line(m.model) == 19
     assert m.served_name == "gpt-4o-mini"
     assert v(m.max_model_len) == 4096 and line(m.max_model_len) == 22
-    assert m.gpus is None and m.tp is None  # the CPU image, no reservation
+    assert v(m.gpus) == 0 and m.tp is None  # no reservation: llama.cpp runs on the CPU
     assert v(m.image) == "ghcr.io/ggerganov/llama.cpp:server"
 
 
@@ -190,3 +192,45 @@ def test_every_gpu_with_an_unresolved_degree_stays_unresolved() -> None:
 """
     (m,) = extract_text(text)
     assert isinstance(m.gpus, Unresolved) and "every GPU of the host" in m.gpus.reason
+
+
+NO_GPU = """services:
+  vllm:
+    image: {image}
+    command: --model Qwen/Qwen2.5-7B-Instruct
+{more}"""
+
+
+@pytest.mark.parametrize(("image", "more", "gpus"), [
+    ("vllm/vllm-openai:v0.9.2", "", 0),  # nothing asks Docker for a GPU
+    ("vllm/vllm-openai:v0.9.2", "    runtime: nvidia\n", None),
+    ("vllm/vllm-openai:v0.9.2", "    environment:\n      - NVIDIA_VISIBLE_DEVICES=all\n", None),
+    ("vllm/vllm-openai:v0.9.2", "    devices:\n      - /dev/kfd\n      - /dev/dri\n", None),
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9.2", "", None),  # a CPU build
+])
+def test_a_service_that_reserves_no_gpu(image: str, more: str, gpus: int | None) -> None:
+    (m,) = extract_text(NO_GPU.format(image=image, more=more))
+    assert v(m.gpus) == gpus
+
+
+def test_kv206_warns_of_a_service_with_no_gpu_but_not_of_llama_cpp(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    def codes(text: str) -> list[tuple[str, str]]:
+        path = tmp_path / "compose.yaml"
+        path.write_text(text, encoding="utf-8")
+        out = CliRunner().invoke(main, ["lint", str(path), "--no-plugins", "--isolated",
+                                        "--offline", "--no-cache", "--format", "json",
+                                        "--select", "KV206"])
+        return [(f["code"], f["severity"]) for r in json.loads(out.stdout)["results"]
+                for f in r["findings"]]
+
+    assert codes(NO_GPU.format(image="vllm/vllm-openai:v0.9.2", more="")) == \
+        [("KV206", "warning")]
+    llama = ("services:\n  llama:\n    image: ghcr.io/ggml-org/llama.cpp:server\n"
+             "    command: -m /models/m.gguf -c 4096\n")
+    assert codes(llama) == []
