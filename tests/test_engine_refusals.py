@@ -396,7 +396,7 @@ def test_launchers_and_wrappers(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("option", "severity"), [
-    ("--cache-ram", "warning"),  # no close option: perhaps one a newer build added
+    ("--kv-pool-size", "warning"),  # no close option: perhaps one a newer build added
     ("--ctx", "error"),  # cut short: --ctx-size is meant
     ("--ctx-sise", "error"),  # one edit from --ctx-size: a misspelling
 ])
