@@ -260,7 +260,7 @@ def test_huge_engine_values_are_refusals_not_crashes(tmp_path: Path, value: str)
 
 
 def _compose(model: str, extra: str = "") -> str:
-    return ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.8.5\n"
+    return ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.8.5\n    gpus: all\n"
             f"    command: [\"--model\", \"{model}\"{extra}]\n")
 
 

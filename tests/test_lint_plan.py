@@ -405,6 +405,7 @@ def test_kv703_sglang_context_length_and_its_override(tmp_path: Path) -> None:
             "services:\n"
             "  sglang:\n"
             "    image: lmsysorg/sglang:v0.5.23\n"
+            "    gpus: all\n"
             f"{env}"
             "    command: python3 -m sglang.launch_server --model-path org/phi\n"
             "      --context-length 5000\n", encoding="utf-8")

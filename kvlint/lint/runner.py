@@ -47,6 +47,7 @@ from kvlint.manifests.base import (
     ServedModel,
     Unresolved,
 )
+from kvlint.manifests.engine_launch import DERIVED_GPUS
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.limits import MAX_SIZE
@@ -360,8 +361,11 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
     ref = served.model.value if isinstance(served.model, Located) else (
         served.model.text if isinstance(served.model, Unresolved) else "")
     target = Target(ref or "(unknown model)", "manifest", None, served.path, served.line)
+    # what the manifest requests: a count kvlint derived from the engine's own degrees (a
+    # host's every GPU, a command no container limits) is not a request KV206 can judge
     gpus = served.gpus.value if isinstance(served.gpus, Located) and \
-        isinstance(served.gpus.value, int) and served.gpus.value >= 0 else None
+        isinstance(served.gpus.value, int) and served.gpus.value >= 0 and \
+        not served.gpus.source.startswith(DERIVED_GPUS) else None
     refused = served.engine_problems
     try:
         plan = plan_for(served, base)

@@ -385,5 +385,8 @@ def occupied_gpus(args: EngineArgs, line: int | None, why: str) -> Located[int] 
         degrees.append(value.value if isinstance(value, Located) else 1)
     tp, pp, dp = degrees
     attention = isinstance(args.dp_attention, Located) and args.dp_attention.value
-    return Located(tp * pp * (1 if attention else dp), line, None,
-                   f"the engine's tp x pp x dp ({why})")
+    return Located(tp * pp * (1 if attention else dp), line, None, f"{DERIVED_GPUS} ({why})")
+
+
+DERIVED_GPUS = "the engine's tp x pp x dp"
+"""The source of a GPU count :func:`occupied_gpus` derived from the engine's own degrees."""

@@ -25,6 +25,7 @@ from kvlint.manifests.base import DocumentContext, Documents, Located, ServedMod
 from kvlint.manifests.engine_command import EngineArgs, find_engine
 from kvlint.manifests.engine_env import engine_invocations
 from kvlint.manifests.engine_launch import (
+    DERIVED_GPUS,
     SHELLS,
     Hardware,
     Origin,
@@ -211,7 +212,7 @@ def _on_slurm_gpus(served: ServedModel, slurm: SlurmGpus) -> ServedModel:
     """A model the job starts without a container of its own takes the node's GPUs that the
     job's directives ask for (a ``docker run --gpus`` count still wins)."""
     own = isinstance(served.gpus, Located) and not served.gpus.source.startswith(
-        "the engine's tp x pp x dp")
+        DERIVED_GPUS)
     gpus = served.gpus if own or slurm.count is None else \
         Located(slurm.count, slurm.line, None, slurm.source)
     kind = served.gpu_type or (Located(slurm.kind, slurm.line, None, slurm.source)
