@@ -170,8 +170,15 @@ def main() -> int:
     expected = json.loads((args.corpus / "expected.json").read_text(encoding="utf-8"))
     seen = tuple(p for p in args.seen.split(",") if p)
     rows = []
-    for entry in expected:
+    named = Path(tempfile.mkdtemp(prefix="kvlint-corpus-files-"))
+    for index, entry in enumerate(expected):
         path = args.corpus / "files" / entry["file"]
+        original = str(entry.get("path") or "").replace("\\", "/").rsplit("/", 1)[-1]
+        if original and original != path.name:  # the name its repository gives it: formats
+            (named / str(index)).mkdir()        # are told apart by name (Dockerfile.tgi)
+            copy = named / str(index) / original
+            copy.write_bytes(path.read_bytes())
+            path = copy
         got = served(path)
         models_ok, problems = match_models(entry["models"], got)
         errors, warnings = verdict(path, entry["models"])

@@ -71,6 +71,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     from kvlint.manifests.powershell_scripts import is_powershell, powershell_models
     from kvlint.manifests.python_apps import is_python, python_models
     from kvlint.manifests.shell_scripts import is_script, script_models
+    from kvlint.manifests.systemd_units import is_systemd_unit, systemd_models
     from kvlint.manifests.yaml_marks import load_documents  # not for cached files
 
     # a shell script, a Dockerfile or a Makefile: the commands it runs, not YAML documents
@@ -79,7 +80,8 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         makefile_models if is_makefile(str(path)) else \
         python_models if is_python(str(path)) else \
         batch_models if is_batch(str(path)) else \
-        powershell_models if is_powershell(str(path)) else None
+        powershell_models if is_powershell(str(path)) else \
+        systemd_models if is_systemd_unit(str(path)) else None
     if commands is not None:
         found = Extracted(commands(text, str(path)))
         _image_families(found)

@@ -236,15 +236,47 @@ def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | _EveryGpu | No
         if to_int(gpus) is not None:
             return Located(to_int(gpus) or 0, key_line(service, "gpus"), None, "gpus")
         return _EveryGpu(f"gpus {gpus}", key_line(service, "gpus"))
+    runtime = service.get("runtime")
+    if isinstance(runtime, str) and runtime.strip().lower() == "nvidia":
+        return _EveryGpu("runtime: nvidia", key_line(service, "runtime"))
+    mounted = service.get("devices")
+    if isinstance(mounted, list) and any(
+            str(item).split(":", 1)[0].rstrip("/") in ("/dev/kfd", "/dev/dri")
+            for item in mounted if isinstance(item, str)):
+        return _EveryGpu("devices /dev/kfd (every AMD GPU)", key_line(service, "devices"))
+    return None
+
+
+_VISIBLE = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+            "ROCR_VISIBLE_DEVICES")
+
+
+def _visible_devices(env: dict[str, Any]) -> Located[int] | None:
+    """The devices a container's environment makes visible when it lists them by number
+    (``CUDA_VISIBLE_DEVICES=0,1``, ROCm's ``HIP_VISIBLE_DEVICES``): what the engine can use
+    of every GPU the service is given."""
+    for name in _VISIBLE:
+        value = env.get(name)
+        text = str(value).strip() if value is not None else ""
+        if re.fullmatch(r"\d{1,3}(?:,\d{1,3}){0,63}", text):
+            line = getattr(value, "line", None) or None
+            return Located(len(set(text.split(","))), line, None, f"{name}={text}")
     return None
 
 
 def _service_gpus(found: Located[int] | Unresolved | _EveryGpu | None,
-                  args: EngineArgs | None) -> Located[int] | Unresolved | None:
-    """The GPUs a service gets; where it reserves every GPU of the host, the ones its engine
-    takes (its world: the rest stay idle), or unresolved when its degrees are."""
+                  args: EngineArgs | None,
+                  env: dict[str, Any] | None = None) -> Located[int] | Unresolved | None:
+    """The GPUs a service gets; where it is given every GPU of the host, the ones its
+    engine takes (its world: the rest stay idle) or, when its environment lists fewer
+    devices, those; unresolved when its degrees are."""
     if not isinstance(found, _EveryGpu):
         return found
+    visible = _visible_devices(env or {})
+    if visible is not None and args is not None:
+        world = occupied_gpus(args, found.line, "")
+        if world is not None and visible.value < world.value:
+            return visible
     why = f"{found.what}: every GPU of the host"
     taken = occupied_gpus(args, found.line, why) if args is not None else None
     return taken if taken is not None else Unresolved(why, found.line, None, found.what)
@@ -337,7 +369,7 @@ class ComposeParser(ManifestParser):
             out = interpolate(word.text)
             if isinstance(out, Unresolved):
                 notes.append(f"{word.text} in the command is {out.reason}")
-        gpus = _service_gpus(_gpus(service), args)
+        gpus = _service_gpus(_gpus(service), args, env)
         if gpus is None and _no_gpu_access(service, env, image):
             gpus = Located(0, key_line(service, "image") or engine.line, None, NO_GPU)
         version, more = settle_version(engine.value, image)

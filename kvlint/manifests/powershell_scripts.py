@@ -35,6 +35,11 @@ MAX_LINES = 20_000
 _ASSIGN = re.compile(r"^\$(env:)?([A-Za-z_][\w]{0,60})\s*=\s*(.*)$", re.IGNORECASE)
 _REFERENCE = re.compile(r"\$\{(?:env:)?([A-Za-z_]\w{0,60})\}|\$(env:)?([A-Za-z_]\w{0,60})",
                         re.IGNORECASE)
+_ARG = r"(?:'[^']*'|\"(?:`.|[^\"`])*\"|[^\s'\"`;|(){}@]+)"
+_JOIN_PATH = re.compile(rf"Join-Path\s+(?:-Path\s+)?({_ARG})\s+(?:-ChildPath\s+)?({_ARG})",
+                        re.IGNORECASE)
+"""``Join-Path A B``: ``A/B`` (the one cmdlet whose value a script's program path is built
+with)."""
 _WORD = re.compile(r"(?:'[^']*'|\"(?:`.|[^\"`])*\"|`.|[^\s'\"`])+")
 _CONTROL = ("if", "elseif", "else", "foreach", "for", "while", "do", "switch", "function",
             "param", "try", "catch", "finally", "return", "exit", "break", "continue", "{", "}",
@@ -50,7 +55,9 @@ def is_powershell(path: str) -> bool:
 def _lines(text: str) -> list[tuple[str, int]]:
     """Logical lines with their first line's number, comments dropped (a backtick at the
     end joins the next line)."""
-    text = re.sub(r"<#.*?#>", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
+    blank = lambda m: "\n" * m.group(0).count("\n")  # noqa: E731
+    text = re.sub(r"<#.*?#>", blank, text, flags=re.DOTALL)
+    text = re.sub(r"@([\"']) *\r?\n.*?\r?\n\1@", blank, text, flags=re.DOTALL)  # here-strings
     out: list[tuple[str, int]] = []
     pending: list[str] = []
     start = 0
@@ -161,7 +168,10 @@ def powershell_command(body: str, variables: dict[str, str | None]) -> list[str]
     if assigned is not None:
         value = assigned.group(3).strip()
         simple = re.fullmatch(r"'[^']*'|\"(?:`.|[^\"`])*\"|[^\s'\"`;|(){}@]+", value)
-        variables[assigned.group(2).upper()] = _unquote(value, variables) if simple else None
+        joined = _JOIN_PATH.fullmatch(value)
+        variables[assigned.group(2).upper()] = _unquote(value, variables) if simple else \
+            "/".join(_unquote(part, variables) for part in joined.group(1, 2)) if joined \
+            else None
         return []
     tokens = _WORD.findall(body)
     if not tokens or tokens[0].lower() in _CONTROL or tokens[0].startswith(("{", "}")):

@@ -108,6 +108,9 @@ def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
     rest = list(words)
     while rest and rest[0].text in ("sudo", "exec", "time"):
         rest = rest[1:]
+    if len(rest) >= 3 and rest[0].text.rsplit("/", 1)[-1] in HPC_RUNNERS and \
+            rest[1].text in ("exec", "run"):
+        return _hpc_container_run(rest)
     if len(rest) < 2 or rest[0].text.rsplit("/", 1)[-1] not in RUNNERS:
         return None
     i = 1
@@ -154,6 +157,42 @@ def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
         if engine is not None and (options_only or not _names_program(command)):
             program = [Word(word, image.line) for word in SERVER_PROGRAMS.get(engine, ())]
     return [*env, *program, *command], _Container(image, gpus)
+
+
+HPC_RUNNERS = frozenset({"apptainer", "singularity"})
+HPC_VALUE_OPTIONS = frozenset({
+    "-B", "--bind", "--env", "--env-file", "-H", "--home", "-W", "--workdir", "--pwd",
+    "-o", "--overlay", "-S", "--scratch", "--security", "--network", "--network-args",
+    "--dns", "--hostname", "--app", "--mount", "--apply-cgroups", "--cpus", "--memory",
+    "--fusemount", "--pid-file",
+})
+"""``apptainer exec``/``singularity exec`` options that take a value (apptainer's CLI docs,
+``apptainer exec --help``); ``--nv``, ``--rocm``, ``--cleanenv``, ``--contain``... are
+switches. ``--nv`` gives the container the host's GPUs, all of them: no count."""
+
+
+def _hpc_container_run(rest: list[Word]) -> tuple[list[Word], _Container] | None:
+    """``apptainer exec [options] IMAGE command...`` (or ``run``, ``singularity``): the
+    command the container runs, its ``--env`` settings as an environment prefix."""
+    i = 2
+    env: list[Word] = []
+    while i < len(rest) and rest[i].text.startswith("-"):
+        option, eq, inline = rest[i].text.partition("=")
+        value: Word | None = None
+        if option in HPC_VALUE_OPTIONS:
+            if eq:
+                value = Word(inline, rest[i].line)
+            elif i + 1 < len(rest):
+                i += 1
+                value = rest[i]
+        i += 1
+        if value is not None and option == "--env":
+            name, has, _ = value.text.partition("=")
+            env.append(value if has else Word(f"{name}=${{{name}}}", value.line))
+    if i >= len(rest):
+        return None
+    image = Located(rest[i].text, rest[i].line, None, f"{rest[0].text} {rest[1].text} image")
+    return [*env, *rest[i + 1:]], _Container(image, None)
 
 
 def _expanded(image: Located[str], env: Env) -> Located[str]:

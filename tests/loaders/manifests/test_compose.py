@@ -203,9 +203,9 @@ NO_GPU = """services:
 
 @pytest.mark.parametrize(("image", "more", "gpus"), [
     ("vllm/vllm-openai:v0.9.2", "", 0),  # nothing asks Docker for a GPU
-    ("vllm/vllm-openai:v0.9.2", "    runtime: nvidia\n", None),
+    ("vllm/vllm-openai:v0.9.2", "    runtime: nvidia\n", 1),  # every GPU: the engine's 1
     ("vllm/vllm-openai:v0.9.2", "    environment:\n      - NVIDIA_VISIBLE_DEVICES=all\n", None),
-    ("vllm/vllm-openai:v0.9.2", "    devices:\n      - /dev/kfd\n      - /dev/dri\n", None),
+    ("vllm/vllm-openai:v0.9.2", "    devices:\n      - /dev/kfd\n      - /dev/dri\n", 1),
     ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9.2", "", None),  # a CPU build
 ])
 def test_a_service_that_reserves_no_gpu(image: str, more: str, gpus: int | None) -> None:
@@ -234,3 +234,18 @@ def test_kv206_warns_of_a_service_with_no_gpu_but_not_of_llama_cpp(tmp_path: Pat
     llama = ("services:\n  llama:\n    image: ghcr.io/ggml-org/llama.cpp:server\n"
              "    command: -m /models/m.gguf -c 4096\n")
     assert codes(llama) == []
+
+
+def test_every_gpu_with_fewer_visible_devices_than_the_engine_needs() -> None:
+    """Every AMD GPU mounted, HIP_VISIBLE_DEVICES naming two, tp 4: the engine sees two."""
+    (m,) = extract_text("""services:
+  sglang:
+    image: lmsysorg/sglang:v0.5.3-rocm630-mi30x
+    devices:
+      - /dev/kfd
+      - /dev/dri
+    environment:
+      HIP_VISIBLE_DEVICES: "0,1"
+    command: python3 -m sglang.launch_server --model-path org/m --tp 4
+""")
+    assert v(m.gpus) == 2 and m.gpus.source == "HIP_VISIBLE_DEVICES=0,1"

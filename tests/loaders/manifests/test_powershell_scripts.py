@@ -72,3 +72,13 @@ def test_hostile_sizes_are_bounded() -> None:
         '$A = "$A$A"\n' for _ in range(40)) + "vllm serve $A\n"
     (found,) = powershell_models(text, "s.ps1")
     assert not isinstance(found.model, Located) or len(str(found.model.value)) < 10**7
+
+
+def test_join_path_and_here_strings() -> None:
+    text = ('$root = Split-Path -Parent $MyInvocation.MyCommand.Path\n'
+            '$exe = Join-Path $root "llama-b9632-bin-win-vulkan-x64\\llama-server.exe"\n'
+            'Write-Error @"\nllama-server -m other.gguf\n"@\n'
+            '& $exe -hf "ggml-org/gpt-oss-20b-GGUF" --ctx-size 32768\n')
+    (found,) = powershell_models(text, "start.ps1")
+    assert (value(found.engine), value(found.model), value(found.max_model_len)) == \
+        ("llamacpp", "ggml-org/gpt-oss-20b-GGUF", 32768)

@@ -187,3 +187,13 @@ def test_llama_server_sampling_and_fit_options_are_known() -> None:
         "llama-server -m m.gguf --min-p 0.01 --top-k 40 --top-p 0.9 --fit on -fa on "
         "--no-mmap --mlock -ngl 99 -c 8192\n", "serve.sh")
     assert not served_.engine_problems
+
+
+def test_apptainer_exec_runs_the_command_after_the_image() -> None:
+    (served_,) = script_models(
+        'apptainer exec --nv --cleanenv --bind "$HOME/hf":/root/.cache/huggingface '
+        '--env PORT=8000 vllm.sif \\\n  bash -lc "vllm serve openai/gpt-oss-120b '
+        '--tensor-parallel-size 2"\n', "serve.sbatch")
+    assert isinstance(served_.model, Located) and served_.model.value == "openai/gpt-oss-120b"
+    assert isinstance(served_.tp, Located) and served_.tp.value == 2
+    assert isinstance(served_.image, Located) and served_.image.value == "vllm.sif"
