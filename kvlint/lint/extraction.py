@@ -85,6 +85,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     if commands is not None:
         found = Extracted(commands(text, str(path)))
         _image_families(found)
+        _instance_gpus(found)
         _comment_gpus(found, text)
         found.source = (str(path), text)
         if not found:
@@ -118,6 +119,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     models.source = (str(path), text)
     _fold_node_ranks(models)
     _image_families(models)
+    _instance_gpus(models)
     _comment_gpus(models, text)
     problems = list(getattr(documents, "problems", ()))
     if not models and not any(p.kind == "invalid-yaml" for p in problems):
@@ -143,6 +145,22 @@ def _image_families(models: Extracted) -> None:
                               not family.value.startswith("AMD Instinct")):
             continue
         models[i] = replace(served, gpu_type=family)
+
+
+def _instance_gpus(models: Extracted) -> None:
+    """A GPU type that names a cloud VM (``node.kubernetes.io/instance-type: g5.2xlarge``)
+    becomes the GPU model the VM carries
+    (:func:`~kvlint.manifests.instance_types.instance_gpu`)."""
+    from kvlint.manifests.instance_types import instance_gpu
+
+    for i, served in enumerate(models):
+        named = served.gpu_type
+        if named is None or not isinstance(named.value, str):
+            continue
+        gpu = instance_gpu(named.value)
+        if gpu is not None:
+            models[i] = replace(served, gpu_type=replace(
+                named, value=gpu, source=f"{named.source} {named.value} (a VM with {gpu})"))
 
 
 def _comment_gpus(models: Extracted, text: str) -> None:

@@ -27,6 +27,7 @@ from kvlint.manifests.engine_launch import (
     walk_script,
 )
 from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.instance_types import AZURE_SKUS
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word, split_script
 from kvlint.manifests.yaml_values import (
@@ -373,24 +374,6 @@ class DstackParser(ManifestParser):
 # ============================================================================================
 # Azure ML managed online deployments
 # ============================================================================================
-
-AZURE_SKUS: dict[str, tuple[str, int]] = {
-    "standard_nc4as_t4_v3": ("T4", 1), "standard_nc8as_t4_v3": ("T4", 1),
-    "standard_nc16as_t4_v3": ("T4", 1), "standard_nc64as_t4_v3": ("T4", 4),
-    "standard_nc6s_v3": ("V100-16GB", 1), "standard_nc12s_v3": ("V100-16GB", 2),
-    "standard_nc24s_v3": ("V100-16GB", 4), "standard_nc24rs_v3": ("V100-16GB", 4),
-    "standard_nd40rs_v2": ("V100-32GB", 8),
-    "standard_nc24ads_a100_v4": ("A100-PCIe-80GB", 1),
-    "standard_nc48ads_a100_v4": ("A100-PCIe-80GB", 2),
-    "standard_nc96ads_a100_v4": ("A100-PCIe-80GB", 4),
-    "standard_nd96asr_v4": ("A100-40GB", 8), "standard_nd96asr_a100_v4": ("A100-40GB", 8),
-    "standard_nd96amsr_a100_v4": ("A100-80GB", 8),
-    "standard_nc40ads_h100_v5": ("H100-NVL", 1), "standard_nc80adis_h100_v5": ("H100-NVL", 2),
-    "standard_nd96isr_h100_v5": ("H100-80GB", 8), "standard_nd96isr_h200_v5": ("H200", 8),
-    "standard_nd96isr_mi300x_v5": ("MI300X", 8),
-}
-"""Azure VM sizes with GPUs: (GPU, GPUs per VM), from Azure's VM size documentation."""
-
 
 class AzureMLDeploymentParser(ManifestParser):
     """Azure ML managed (or Kubernetes) online deployment YAML: a container
