@@ -464,7 +464,8 @@ def _vllm_grouped(sized: Capacity, analysis: KvAnalysis, block: int) -> Capacity
     if groups is None:
         return sized
     block = groups.block_size(block)
-    tokens = groups.printed_tokens(max(sized.kv_budget_bytes_per_gpu, 0), block)
+    tokens = groups.printed_tokens(max(sized.kv_budget_bytes_per_gpu, 0), block,
+                                   plan.max_model_len or sized.context)
     return replace(sized, max_tokens=tokens, block_size=block)
 
 

@@ -67,3 +67,37 @@ def test_check_prints_the_grouped_kv_cache_size() -> None:
     cap = json.loads(result.stdout)["results"][0]["capacity"]
     budget = cap["kv_budget_bytes_per_gpu"]
     assert cap["max_tokens"] == budget // (544 * 1024) // 12 // 4 * 544
+
+
+def test_from_0_21_the_report_is_concurrency_times_the_request_length() -> None:
+    """vLLM 0.21-0.29 print ``int(max_concurrency x max_model_len)``, a state group taking
+    two pages per request (``mamba_cache_mode="align"``, prefix caching on). A held-out
+    vLLM 0.29.0 log of a Qwen3.5-27B-class model on an RTX PRO 6000 (logs29f 107: 31.24 GiB
+    of KV memory, block 784, 652 blocks, "GPU KV cache size: 314,187 tokens", concurrency
+    38.35x for 8,192 tokens) gives the same figures from its printed memory."""
+    groups = groups_of("Qwen--Qwen3.5-27B", 1, "0.29.0")
+    assert groups is not None and groups.report == "concurrency"
+    assert (groups.group_size, groups.num_groups, groups.layer_bytes_per_token) == (16, 4, 4096)
+    block = groups.block_size(16)
+    assert block == 784
+    memory = int(31.24 * GIB)
+    assert groups.blocks(memory, block) == 652
+    # one request: cdiv(8192, 784) = 11 blocks in the full group, 2 in each state group
+    assert groups.blocks_per_request(8192, block) == 11 + 3 * 2
+    assert groups.concurrency(652, 8192, block) == pytest.approx(652 / 17)
+    assert groups.printed_tokens(memory, block, 8192) == int(652 / 17 * 8192) == 314_187
+    assert groups.bytes_per_printed_token_at(block, 8192) == 17 * 16 * block * 4096 / 8192
+    # the same model under 0.19 prints whole blocks per group
+    old = groups_of("Qwen--Qwen3.5-27B", 1, "0.19.0")
+    assert old is not None and old.printed_tokens(memory, block) == 652 // 4 * 784
+
+
+@pytest.mark.parametrize(("name", "version"), [
+    ("Qwen--Qwen3.5-27B", "0.20.0"),  # the platform aligns the block: not read
+    ("Qwen--Qwen3.5-27B", "0.30.0"),  # not read
+    ("nvidia--Nemotron-H-56B-Base-8K", "0.25.0"),  # Mamba prefix caching "all": not modelled
+    ("google--gemma-3-1b-it", "0.25.0"),  # windowed groups: not modelled from 0.21
+])
+def test_releases_and_layouts_the_concurrency_report_does_not_model(name: str,
+                                                                     version: str) -> None:
+    assert groups_of(name, 1, version) is None

@@ -43,6 +43,33 @@ from kvlint.model.state import state_bytes_per_gpu
 HYBRID_MANAGER_SINCE = Version("0.9.1")
 GROUPED_REPORT_READ_UNTIL = Version("0.20.0")
 """The grouped report is read in releases up to 0.19.0; from here kvlint does not apply it."""
+CONCURRENCY_REPORT_SINCE = Version("0.21.0")
+"""From 0.21.0 vLLM prints "GPU KV cache size" as ``int(max_concurrency x max_model_len)``
+(``_report_kv_cache_config``, kv_cache_utils.py@v0.21.0 lines 1696-1708: "the total tokens
+of context the pool can hold at peak utilization"); 0.20.0 prints the grouped report but
+aligns a hybrid's block size in the platform (not read: not modelled)."""
+CONCURRENCY_REPORT_READ_UNTIL = Version("0.30.0")
+"""Read in the 0.21.0-0.25.0 and 0.29.0 wheels: the grouping
+(``_get_kv_cache_groups_uniform_page_size``), ``get_num_blocks`` and
+``get_max_concurrency_for_kv_cache_config`` are the same text in 0.21.0-0.25.0; 0.29.0
+rewrites the last two (blocks = memory // bytes per block; a request's blocks summed over
+groups) and lets layers whose specs merge share a group, which gives the same figures for
+full attention with state layers. The hybrid block size is ``_align_hybrid_block_size``
+(platforms/interface.py@v0.21.0 = @v0.25.0): 16 x cdiv(state, 16 x attention page of one
+token) without Mamba prefix caching in "all" mode."""
+ALIGN_STATE_PAGES = 2
+"""A state group's pages per request in ``mamba_cache_mode="align"`` (``MambaSpec.
+max_memory_usage_bytes``, kv_cache_interface.py@v0.21.0: 2 + speculative blocks), the mode
+vLLM picks from 0.21.0 when prefix caching is on (its V1 default) for a hybrid whose class
+does not support Mamba prefix caching (models/config.py@v0.21.0 lines 351-371; the vLLM 0.29
+log of Qwen3.5 prints ``mamba_cache_mode="align"``)."""
+MAMBA_ALL_ARCHITECTURES = frozenset({
+    "BambaForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM",
+    "JambaForCausalLM", "MambaForCausalLM", "Mamba2ForCausalLM", "NemotronHForCausalLM",
+    "Zamba2ForCausalLM"})
+"""The classes that support Mamba prefix caching in 0.21.0 and 0.25.0 (``"all"`` mode: a
+state page per block of the request, and a block size aligned to the Mamba chunk; not
+modelled, so these get no grouped figure from 0.21)."""
 
 
 KERNEL_BLOCK_ALIGNMENT = 16
@@ -63,6 +90,10 @@ class KvGroups:
     """One attention layer's bytes per token on the GPU (the page unit, per token)."""
     state_page_bytes: int = 0
     """One state layer's bytes per sequence on the GPU (0: no state layers)."""
+    report: str = "blocks"
+    """How vLLM prints its "GPU KV cache size": ``blocks`` (``num_blocks // groups x
+    block``, to 0.19) or ``concurrency`` (``int(max_concurrency x max_model_len)``, from
+    0.21: :data:`CONCURRENCY_REPORT_SINCE`)."""
 
     @property
     def num_groups(self) -> int:
@@ -86,13 +117,22 @@ class KvGroups:
         blocks, a full group ``cdiv(L, block)`` and a state group one
         (``get_max_concurrency_for_kv_cache_config``, kv_cache_utils.py@v0.11.0 lines
         780-795); ``None`` with windowed groups (their share depends on the batch)."""
+        per_request = self.blocks_per_request(max_model_len, block)
+        return num_blocks / per_request if per_request else None
+
+    def blocks_per_request(self, max_model_len: int, block: int) -> int | None:
+        """The blocks one request of ``max_model_len`` tokens takes: a full group
+        ``cdiv(L, block)``, a state group one (:data:`ALIGN_STATE_PAGES` in the
+        concurrency report's releases); ``None`` with windowed groups."""
+        state_pages = ALIGN_STATE_PAGES if self.report == "concurrency" else 1
         per_request = 0
         for kind, count, _ in self.specs:
             groups = -(-count // self.group_size)
             if kind == "window":
                 return None
-            per_request += groups * (-(-max_model_len // block) if kind == "full" else 1)
-        return num_blocks / per_request if per_request else None
+            per_request += groups * (-(-max_model_len // block) if kind == "full"
+                                     else state_pages)
+        return per_request or None
 
     @property
     def padded_layers(self) -> int:
@@ -103,9 +143,27 @@ class KvGroups:
         """KV memory / printed tokens: one token in every (padded) layer of every group."""
         return self.layer_bytes_per_token * self.padded_layers
 
-    def printed_tokens(self, memory_bytes: Fraction | int, block: int) -> int:
-        """What vLLM prints as its "GPU KV cache size" for ``memory_bytes`` of KV memory."""
-        return self.blocks(memory_bytes, block) // self.num_groups * block
+    def bytes_per_printed_token_at(self, block: int,
+                                   max_model_len: int | None = None) -> Fraction:
+        """KV memory / printed tokens where the report is the concurrency one: one
+        request's blocks (every group's layers) over its ``max_model_len`` tokens."""
+        per_request = self.blocks_per_request(max_model_len, block) \
+            if self.report == "concurrency" and max_model_len else None
+        if per_request is None or max_model_len is None:
+            return self.bytes_per_printed_token
+        return Fraction(per_request * self.group_size * block) * \
+            self.layer_bytes_per_token / max_model_len
+
+    def printed_tokens(self, memory_bytes: Fraction | int, block: int,
+                       max_model_len: int | None = None) -> int:
+        """What vLLM prints as its "GPU KV cache size" for ``memory_bytes`` of KV memory
+        (``max_model_len``: the request length the concurrency report multiplies by)."""
+        blocks = self.blocks(memory_bytes, block)
+        if self.report == "concurrency" and max_model_len:
+            concurrency = self.concurrency(blocks, max_model_len, block)
+            if concurrency is not None:
+                return int(concurrency * max_model_len)
+        return blocks // self.num_groups * block
 
 
 def kv_groups(geometry: AttentionGeometry, dtype: KvDtype, tp: int, version: str | None,
@@ -117,7 +175,10 @@ def kv_groups(geometry: AttentionGeometry, dtype: KvDtype, tp: int, version: str
         v = Version(version) if version else None
     except InvalidVersion:
         return None
-    if v is None or not HYBRID_MANAGER_SINCE <= v < GROUPED_REPORT_READ_UNTIL:
+    concurrency = v is not None and CONCURRENCY_REPORT_SINCE <= v < CONCURRENCY_REPORT_READ_UNTIL
+    if v is None or not (HYBRID_MANAGER_SINCE <= v < GROUPED_REPORT_READ_UNTIL or concurrency):
+        return None
+    if concurrency and geometry.architecture in MAMBA_ALL_ARCHITECTURES:
         return None
     counts: dict[tuple[str, int | None], int] = {}
     attention: set[Fraction] = set()
@@ -140,7 +201,10 @@ def kv_groups(geometry: AttentionGeometry, dtype: KvDtype, tp: int, version: str
         counts[key] = counts.get(key, 0) + 1
     if len(counts) < 2 or len(attention) != 1:
         return None
+    if concurrency and any(kind == "window" for kind, _ in counts):
+        return None  # a window group's share of a request: not modelled from 0.21
     return KvGroups(group_size=min(counts.values()),
                     specs=tuple((kind, count, window)
                                 for (kind, window), count in counts.items()),
-                    layer_bytes_per_token=attention.pop(), state_page_bytes=state_page)
+                    layer_bytes_per_token=attention.pop(), state_page_bytes=state_page,
+                    report="concurrency" if concurrency else "blocks")

@@ -129,8 +129,9 @@ def grouped_terms(log: VllmLog, geometry: AttentionGeometry, capacity: Capacity 
     groups, block = found
     budget = max(capacity.kv_budget_bytes_per_gpu, 0)
     blocks = groups.blocks(budget, block)
-    return (blocks // groups.num_groups * block,
-            groups.concurrency(blocks, log.concurrency_tokens or capacity.context, block))
+    length = log.concurrency_tokens or capacity.context
+    return (groups.printed_tokens(budget, block, length),
+            groups.concurrency(blocks, length, block))
 
 
 def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
@@ -158,11 +159,11 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
 
     def count(memory: Fraction) -> int:
         if groups is not None:
-            return groups.printed_tokens(memory, block)
+            return groups.printed_tokens(memory, block, log.concurrency_tokens)
         return _tokens(memory, per_token, block)
 
     if groups is not None:
-        exact = groups.bytes_per_printed_token
+        exact = groups.bytes_per_printed_token_at(block, log.concurrency_tokens)
         theory = round(exact)
         notes.append(f"vLLM {version} groups this model's layers into {groups.num_groups} KV "
                      f"cache groups of {groups.group_size} (v1/core/kv_cache_utils.py: one "
