@@ -24,9 +24,9 @@ import re
 
 from kvlint.manifests.base import ServedModel
 from kvlint.manifests.powershell_scripts import powershell_command
-from kvlint.manifests.shell_env import MAX_EXPANDED_CHARS
+from kvlint.manifests.shell_env import bounded_sub
 from kvlint.manifests.shell_scripts import command_models
-from kvlint.manifests.shell_words import Word
+from kvlint.manifests.shell_words import Word, continued_lines
 
 __all__ = ["batch_models", "is_batch"]
 
@@ -45,42 +45,23 @@ def is_batch(path: str) -> bool:
 
 def _lines(text: str) -> list[tuple[str, int]]:
     """Logical lines with their first line's number (``^`` at the end joins the next)."""
-    out: list[tuple[str, int]] = []
-    pending: list[str] = []
-    start = 0
-    for number, line in enumerate(text.splitlines()[:MAX_LINES], 1):
-        if not pending:
-            start = number
-        if line.rstrip().endswith("^") and not line.rstrip().endswith("^^"):
-            pending.append(line.rstrip()[:-1])
-            continue
-        pending.append(line)
-        out.append((" ".join(pending), start))
-        pending = []
-    if pending:
-        out.append((" ".join(pending), start))
-    return out
+    return continued_lines(text.splitlines()[:MAX_LINES], "^")
 
 
 def _expand(text: str, variables: dict[str, str | None]) -> str:
     """``text`` with ``%NAME%`` replaced; a result over
     :data:`~kvlint.manifests.shell_env.MAX_EXPANDED_CHARS` is an unresolved reference."""
-    size = 0
 
     def one(match: re.Match[str]) -> str:
-        nonlocal size
         if match.group(0) == "%%":
             return "%"
         name = match.group(1) or match.group(2)
         if name is None:
             return "${BATCH_ARGUMENT}"  # %1, %~dp0: given when the file is run
         value = variables.get(name.upper())
-        piece = value if value is not None else f"${{{name.upper()}}}"
-        size += len(piece)
-        return piece if size <= MAX_EXPANDED_CHARS else ""
+        return value if value is not None else f"${{{name.upper()}}}"
 
-    out = _REFERENCE.sub(one, text)
-    return out if size <= MAX_EXPANDED_CHARS else "${BATCH_EXPANSION}"
+    return bounded_sub(_REFERENCE, one, text, "${BATCH_EXPANSION}")
 
 
 def _program(word: str) -> str:

@@ -25,9 +25,9 @@ from __future__ import annotations
 import re
 
 from kvlint.manifests.base import ServedModel
-from kvlint.manifests.shell_env import MAX_EXPANDED_CHARS
+from kvlint.manifests.shell_env import bounded_sub
 from kvlint.manifests.shell_scripts import command_models
-from kvlint.manifests.shell_words import Word
+from kvlint.manifests.shell_words import Word, continued_lines
 
 __all__ = ["is_powershell", "powershell_command", "powershell_models"]
 
@@ -55,38 +55,32 @@ def is_powershell(path: str) -> bool:
 def _lines(text: str) -> list[tuple[str, int]]:
     """Logical lines with their first line's number, comments dropped (a backtick at the
     end joins the next line)."""
-    blank = lambda m: "\n" * m.group(0).count("\n")  # noqa: E731
+    def blank(match: re.Match[str]) -> str:  # keep the line numbers
+        return "\n" * match.group(0).count("\n")
+
     text = re.sub(r"<#.*?#>", blank, text, flags=re.DOTALL)
     text = re.sub(r"@([\"']) *\r?\n.*?\r?\n\1@", blank, text, flags=re.DOTALL)  # here-strings
-    out: list[tuple[str, int]] = []
-    pending: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines()[:MAX_LINES], 1):
-        line = _uncomment(raw)
-        if not pending:
-            start = number
-        stripped = line.rstrip()
-        if stripped.endswith("`") and not stripped.endswith("``"):
-            pending.append(stripped[:-1])
-            continue
-        pending.append(line)
-        out.append((" ".join(pending), start))
-        pending = []
-    if pending:
-        out.append((" ".join(pending), start))
+    return continued_lines([_uncomment(raw) for raw in text.splitlines()[:MAX_LINES]], "`")
+
+
+def _unquoted(line: str) -> list[int]:
+    """The positions of ``line``'s characters outside quotes."""
+    out: list[int] = []
+    quote = ""
+    for i, c in enumerate(line):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        else:
+            out.append(i)
     return out
 
 
 def _uncomment(line: str) -> str:
     """``line`` without its ``#`` comment (a ``#`` inside quotes is text)."""
-    quote = ""
-    for i, c in enumerate(line):
-        if quote:
-            if c == quote:
-                quote = ""
-        elif c in "'\"":
-            quote = c
-        elif c == "#" and (i == 0 or line[i - 1].isspace()):
+    for i in _unquoted(line):
+        if line[i] == "#" and (i == 0 or line[i - 1].isspace()):
             return line[:i]
     return line
 
@@ -94,18 +88,13 @@ def _uncomment(line: str) -> str:
 def _expand(text: str, variables: dict[str, str | None]) -> str:
     """``text`` with ``$Name``/``$env:NAME`` replaced (unknown: ``${NAME}``); a result over
     :data:`~kvlint.manifests.shell_env.MAX_EXPANDED_CHARS` is an unresolved reference."""
-    size = 0
 
     def one(match: re.Match[str]) -> str:
-        nonlocal size
         name = (match.group(1) or match.group(3)).upper()
         value = variables.get(name)
-        piece = value if value is not None else f"${{{name}}}"
-        size += len(piece)
-        return piece if size <= MAX_EXPANDED_CHARS else ""
+        return value if value is not None else f"${{{name}}}"
 
-    out = _REFERENCE.sub(one, text)
-    return out if size <= MAX_EXPANDED_CHARS else "${POWERSHELL_EXPANSION}"
+    return bounded_sub(_REFERENCE, one, text, "${POWERSHELL_EXPANSION}")
 
 
 def _unquote(token: str, variables: dict[str, str | None]) -> str:
@@ -202,15 +191,5 @@ def powershell_models(text: str, path: str) -> list[ServedModel]:
 
 def _statements(line: str) -> list[str]:
     """A line's statements, split at ``;`` outside quotes."""
-    out, quote, start = [], "", 0
-    for i, c in enumerate(line):
-        if quote:
-            if c == quote:
-                quote = ""
-        elif c in "'\"":
-            quote = c
-        elif c == ";":
-            out.append(line[start:i])
-            start = i + 1
-    out.append(line[start:])
-    return out
+    cuts = [i for i in _unquoted(line) if line[i] == ";"]
+    return [line[a + 1:b] for a, b in zip([-1, *cuts], [*cuts, len(line)], strict=True)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,8 @@ from kvlint.manifests.base import Unresolved
 from kvlint.manifests.shell_words import _NAME, Word, _matching
 from kvlint.manifests.yaml_marks import LDict, LList, LStr
 
-__all__ = ["Env", "Token", "env_from_k8s", "env_from_mapping_or_list", "expand_words"]
+__all__ = ["Env", "Token", "bounded_sub", "env_from_k8s", "env_from_mapping_or_list",
+           "expand_words"]
 
 
 # --- environment ---------------------------------------------------------------------------
@@ -41,6 +42,25 @@ MAX_EXPANDED_CHARS = 65_536
 """The longest value an expansion may produce: no engine argument is longer, and a script that
 doubles a variable on every line would otherwise grow it past any memory (``A=$A$A``). A
 longer value is a variable without a value, with the reason said."""
+
+
+def bounded_sub(pattern: re.Pattern[str], value: Callable[[re.Match[str]], str], text: str,
+                overflow: str) -> str:
+    """``text`` with every match of ``pattern`` replaced by ``value(match)``, or
+    ``overflow`` (an unresolved reference) when the replacements together pass
+    :data:`MAX_EXPANDED_CHARS` (a variable that doubles on every line)."""
+    size = 0
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal size
+        piece = value(match)
+        size += len(piece)
+        return piece if size <= MAX_EXPANDED_CHARS else ""
+
+    out = pattern.sub(one, text)
+    return out if size <= MAX_EXPANDED_CHARS else overflow
+
+
 _MAX_ARITH = 10**18
 _MAX_ARITH_TOKENS = 256
 """Numbers, operators and parentheses in one ``$((...))``: real manifests use a handful

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from kvlint.manifests.yaml_marks import LStr
 
-__all__ = ["Word", "split_env_prefix", "split_script"]
+__all__ = ["Word", "continued_lines", "split_env_prefix", "split_script"]
 
 
 # --- words and scripts ---------------------------------------------------------------------
@@ -396,3 +396,25 @@ def split_env_prefix(words: list[Word]) -> tuple[dict[str, str], list[Word]]:
         values[match.group(1)] = LStr(match.group(2), words[i].line or 0)
         i += 1
     return values, list(words[i:])
+
+
+def continued_lines(lines: list[str], mark: str) -> list[tuple[str, int]]:
+    """Logical lines with their first line's 1-based number: a line ending in ``mark`` (but
+    not in ``mark`` twice, an escaped one) is joined, without it, to the next (cmd.exe's
+    ``^``, PowerShell's backtick)."""
+    out: list[tuple[str, int]] = []
+    pending: list[str] = []
+    start = 0
+    for number, line in enumerate(lines, 1):
+        if not pending:
+            start = number
+        stripped = line.rstrip()
+        if stripped.endswith(mark) and not stripped.endswith(mark * 2):
+            pending.append(stripped[:-len(mark)])
+            continue
+        pending.append(line)
+        out.append((" ".join(pending), start))
+        pending = []
+    if pending:
+        out.append((" ".join(pending), start))
+    return out
