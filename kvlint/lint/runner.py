@@ -42,12 +42,12 @@ from kvlint.loaders.files import (
 from kvlint.loaders.hf_config import ConfigDefaults
 from kvlint.loaders.models import LoadedConfig
 from kvlint.manifests.base import (
+    DERIVED_GPUS,
     Located,
     ManifestProblem,
     ServedModel,
     Unresolved,
 )
-from kvlint.manifests.engine_launch import DERIVED_GPUS
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.limits import MAX_SIZE

@@ -42,6 +42,11 @@ class Unresolved:
     """The raw text (``${LLM_MODEL_ID}``, ``/models/qwen``, ``<image>``)."""
 
 
+DERIVED_GPUS = "the engine's tp x pp x dp"
+"""The source of a GPU count derived from the engine's own degrees
+(:func:`~kvlint.manifests.engine_launch.occupied_gpus`), not requested by the manifest."""
+
+
 @dataclass(frozen=True)
 class ServedModel:
     """One served model in one document and role of a manifest."""

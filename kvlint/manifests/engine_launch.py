@@ -11,7 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvlint.manifests.base import DocumentContext, Located, ServedModel, Unresolved
+from kvlint.manifests.base import (
+    DERIVED_GPUS,
+    DocumentContext,
+    Located,
+    ServedModel,
+    Unresolved,
+)
 from kvlint.manifests.engine_command import (
     EngineArgs,
     env_args_llamacpp,
@@ -387,6 +393,3 @@ def occupied_gpus(args: EngineArgs, line: int | None, why: str) -> Located[int] 
     attention = isinstance(args.dp_attention, Located) and args.dp_attention.value
     return Located(tp * pp * (1 if attention else dp), line, None, f"{DERIVED_GPUS} ({why})")
 
-
-DERIVED_GPUS = "the engine's tp x pp x dp"
-"""The source of a GPU count :func:`occupied_gpus` derived from the engine's own degrees."""

@@ -21,11 +21,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
-from kvlint.manifests.base import DocumentContext, Documents, Located, ServedModel, Unresolved
+from kvlint.manifests.base import (
+    DERIVED_GPUS,
+    DocumentContext,
+    Documents,
+    Located,
+    ServedModel,
+    Unresolved,
+)
 from kvlint.manifests.engine_command import EngineArgs, find_engine
 from kvlint.manifests.engine_env import engine_invocations
 from kvlint.manifests.engine_launch import (
-    DERIVED_GPUS,
     SHELLS,
     Hardware,
     Origin,
