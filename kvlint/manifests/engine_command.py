@@ -63,11 +63,17 @@ _MODULES = {
     "dynamo.sglang": "sglang",
     "dynamo.trtllm": "trtllm",
     "sglang_router.launch_server": "sglang",  # the router and SGLang servers, one command
+    "trl.scripts.vllm_serve": "vllm",
 }
 _WRAPPER_MODULES = frozenset({"dynamo.vllm", "dynamo.sglang", "dynamo.trtllm",
-                              "sglang_router.launch_server"})
-"""Modules that parse the engine's options and their own (Dynamo's, the router's): options
-the engine does not know are theirs, not reported."""
+                              "sglang_router.launch_server", "trl.scripts.vllm_serve",
+                              "vllm-serve"})
+"""Modules (and TRL's ``trl vllm-serve`` subcommand) that parse the engine's options and
+their own (Dynamo's, the router's, TRL's ``ScriptArguments``): options the engine does not
+know are theirs, not reported. TRL's fields are vLLM's options with underscores
+(``--tensor_parallel_size``, ``--data_parallel_size``, ``--max_model_len``,
+``--gpu_memory_utilization``, ``--kv_cache_dtype``: trl/scripts/vllm_serve.py@1.16.0
+``ScriptArguments``), which vLLM's grammar reads as its own."""
 _NOT_COMMANDS = frozenset({"echo", "printf", "pip", "pip3", "uv", "apt-get", "apt", "conda",
                            "grep", "which", "test", "[", "[[", "cat", "ls"})
 _TRTLLM_OTHER = frozenset({"disaggregated", "disaggregated_mpi_worker", "mm_embedding_serve",
@@ -85,7 +91,8 @@ def find_engine(words: Sequence[str]) -> tuple[str, int] | None:
     ``vllm.entrypoints.openai.api_server`` / ``dynamo.vllm`` / ``sglang.launch_server`` /
     ``dynamo.sglang`` / ``dynamo.trtllm`` / ``sglang_router.launch_server`` /
     ``lmdeploy serve api_server``, ``text-generation-launcher``, ``trtllm-serve [serve]``,
-    ``lmdeploy serve api_server`` and ``llama-server`` (any path prefix; after ``uv run``).
+    ``lmdeploy serve api_server``, ``llama-server`` and TRL's ``trl vllm-serve`` /
+    ``python -m trl.scripts.vllm_serve`` (any path prefix; after ``uv run``).
     Other servers (``text-embeddings-router``, ``trtllm-serve disaggregated``,
     ``python -m dynamo.frontend``) are ``None``.
     """
@@ -117,6 +124,8 @@ def _find_engine(words: Sequence[str]) -> tuple[str, int, int] | None:
             return "trtllm", i, i + 1
         if base == "lmdeploy" and list(words[i + 1:i + 3]) == ["serve", "api_server"]:
             return "lmdeploy", i, i + 3
+        if base == "trl" and nxt == "vllm-serve":  # TRL's launcher of a vLLM server
+            return "vllm", i, i + 2
         if _PYTHON.fullmatch(base):
             module = _python_module(words, i + 1)
             if module is not None:

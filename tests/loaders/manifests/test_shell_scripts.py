@@ -197,3 +197,18 @@ def test_apptainer_exec_runs_the_command_after_the_image() -> None:
     assert isinstance(served_.model, Located) and served_.model.value == "openai/gpt-oss-120b"
     assert isinstance(served_.tp, Located) and served_.tp.value == 2
     assert isinstance(served_.image, Located) and served_.image.value == "vllm.sif"
+
+
+@pytest.mark.parametrize("command", [
+    "python -m trl.scripts.vllm_serve --model Qwen/Qwen3-4B --tensor_parallel_size 2 "
+    "--max_model_len 32768 --enable_prefix_caching True --log_level info &",
+    "trl vllm-serve --model Qwen/Qwen3-4B --tensor-parallel-size 2 --max_model_len 32768",
+])
+def test_trl_vllm_serve_is_a_vllm_server(command: str) -> None:
+    """TRL's launcher takes vLLM's options with underscores, and its own (``--log_level``),
+    which are not judged against vLLM's table."""
+    (served_,) = script_models(command + "\n", "serve.sh")
+    assert isinstance(served_.engine, Located) and served_.engine.value == "vllm"
+    assert isinstance(served_.tp, Located) and served_.tp.value == 2
+    assert isinstance(served_.max_model_len, Located) and served_.max_model_len.value == 32768
+    assert not served_.engine_problems
