@@ -703,3 +703,26 @@ def test_lmdeploy_pytorch_engine_sets_its_runtime_reserve_aside(tmp_path: Path) 
     budget = int((85_020_639_232 - 380 * 1024**2 - LLAMA_8B_WEIGHTS - runtime) * 0.8)
     assert cap["kv_budget_bytes_per_gpu"] == budget
     assert cap["max_tokens"] == budget // (131_072 * 64) * 64
+
+
+def test_check_takes_sglangs_start_options_as_a_manifest_gives_them(tmp_path: Path) -> None:
+    """``check --engine sglang`` with SGLang's own options (and spellings) sizes the pool as
+    the same command in a compose file does."""
+    llama = CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"
+    flags = ["--mem-fraction-static", "0.8", "--max-running-requests", "16",
+             "--chunked-prefill-size", "4096", "--cuda-graph-max-bs", "16", "--page-size", "16",
+             "--context-length", "8192"]
+    checked = only(as_json("check", str(llama), "--engine", "sglang", "--engine-version",
+                           "0.5.3", "--gpu", "L40S", *flags))
+    compose = tmp_path / "compose.yaml"
+    compose.write_text(
+        "services:\n  sglang:\n    image: lmsysorg/sglang:v0.5.3\n    gpus: all\n"
+        "    command: python3 -m sglang.launch_server --model-path org/llama "
+        + " ".join(flags) + "\n", encoding="utf-8")
+    linted = only(as_json("lint", str(compose), "--gpu", "L40S",
+                          *model_map("org/llama", llama)))
+    assert checked["capacity"]["max_tokens"] == linted["capacity"]["max_tokens"]
+    assert checked["capacity"]["max_tokens"] % 16 == 0  # whole pages
+    capped = only(as_json("check", str(llama), "--engine", "sglang", "--engine-version",
+                          "0.5.3", "--gpu", "L40S", "--max-total-tokens", "1000"))
+    assert capped["capacity"]["max_tokens"] == 1000

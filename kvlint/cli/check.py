@@ -58,7 +58,9 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
           gpu: str | None, gpu_memory_gib: float | None,
           gpu_memory_utilization: float | None, overhead_gib: float | None,
           max_model_len: int | None, max_num_seqs: int | None,
-          max_num_batched_tokens: int | None, kv_cache_memory_bytes: int | None,
+          max_num_batched_tokens: int | None, chunked_prefill_size: int | None,
+          cuda_graph_max_bs: int | None, page_size: int | None,
+          max_total_tokens: int | None, kv_cache_memory_bytes: int | None,
           quantization: str | None,
           revision: str | None,
           offline: bool, lock_file: str | None, locked: bool, formats: tuple[str, ...],
@@ -88,7 +90,9 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
         max_num_seqs=max_num_seqs or d.max_num_seqs,
         max_num_batched_tokens=max_num_batched_tokens,
         kv_cache_memory_bytes=kv_cache_memory_bytes,
-        quantization=quantization))
+        quantization=quantization, chunked_prefill_size=chunked_prefill_size,
+        cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
+        max_total_tokens=max_total_tokens))
     plan = replace(plan, env=process_env(), gpu_source=gpu_source(gpu, d.gpu),
                    **gpu_memory_plan(gpu_memory_gib, d.gpu_memory))
     lock = session.model_lock([Path(m) for m in models if exists(Path(m))], lock_file, locked)

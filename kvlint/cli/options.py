@@ -18,7 +18,7 @@ from kvlint.loaders.paths import exists
 from kvlint.model.gpu_memory import MAX_GPU_MEMORY_GIB, gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
-from kvlint.model.serving import ServingPlan
+from kvlint.model.serving import EngineStart, ServingPlan
 
 F = TypeVar("F", bound=Callable[..., Any])
 OFFLINE_ENV = "HF_HUB_OFFLINE"
@@ -87,17 +87,21 @@ def plan_options(func: F) -> F:
                           "max sequences and the decode roofline."),
         click.option("--gpu-memory", "gpu_memory_gib", type=GPU_MEMORY, default=None,
                      metavar="GIB", help=GPU_MEMORY_HELP),
-        click.option("--gpu-memory-utilization", type=FiniteFloat(0, 1, min_open=True),
+        click.option("--gpu-memory-utilization", "--mem-fraction-static",
+                     "gpu_memory_utilization", type=FiniteFloat(0, 1, min_open=True),
                      default=None, help="Fraction of GPU memory the engine may use "
-                                        "(default: the engine's own default)."),
+                                        "(default: the engine's own default; SGLang's "
+                                        "spelling is accepted)."),
         click.option("--overhead", "overhead_gib", type=FiniteFloat(0, MAX_GIB), default=None,
                      metavar="GIB", help="Per-GPU memory for activations, CUDA graphs and "
                                          "buffers, in GiB (default: vLLM's start-up profile, "
                                          "estimated; 2 for other engines)."),
-        click.option("--max-model-len", type=COUNT, default=None,
-                     help="Longest sequence the engine admits (default: the model's own)."),
-        click.option("--max-num-seqs", type=COUNT, default=None,
-                     help="Most sequences the engine runs at once."),
+        click.option("--max-model-len", "--context-length", "max_model_len", type=COUNT,
+                     default=None, help="Longest sequence the engine admits (default: the "
+                                        "model's own; SGLang's spelling is accepted)."),
+        click.option("--max-num-seqs", "--max-running-requests", "max_num_seqs", type=COUNT,
+                     default=None, help="Most sequences the engine runs at once (SGLang's "
+                                        "spelling is accepted)."),
         click.option("--max-num-batched-tokens", type=COUNT, default=None,
                      help="Most tokens the engine runs in one step: the size of vLLM's "
                           "start-up profile run, whose activation peak is taken from the KV "
@@ -109,6 +113,16 @@ def plan_options(func: F) -> F:
                           "already quantized keeps its own format. awq, gptq, mxfp4 on a "
                           "config that names no quantization: sized as that "
                           "checkpoint's usual form (4-bit AWQ/GPTQ in groups of 128...)."),
+        click.option("--chunked-prefill-size", type=click.IntRange(-1, 2**31), default=None,
+                     help="SGLang: tokens per prefill chunk (-1: none); feeds its default "
+                          "mem_fraction_static (default: the release's, by GPU memory)."),
+        click.option("--cuda-graph-max-bs", type=COUNT, default=None,
+                     help="SGLang: the largest CUDA-graph batch; feeds its default "
+                          "mem_fraction_static."),
+        click.option("--page-size", type=COUNT, default=None,
+                     help="SGLang: tokens per KV page (the pool is whole pages)."),
+        click.option("--max-total-tokens", type=COUNT, default=None,
+                     help="SGLang: a cap on the KV pool's tokens."),
         click.option("--kv-cache-memory-bytes", type=KV_BYTES, default=None, metavar="BYTES",
                      help="vLLM >= 0.10.2: the KV cache's bytes per GPU, set by hand (as vLLM "
                           "reads it: 20G = 20 GiB, 20g = 20e9); it replaces the memory profile "
@@ -249,6 +263,10 @@ class PlanFlags:
     max_num_batched_tokens: int | None = None
     kv_cache_memory_bytes: int | None = None
     quantization: str | None = None
+    chunked_prefill_size: int | None = None
+    cuda_graph_max_bs: int | None = None
+    page_size: int | None = None
+    max_total_tokens: int | None = None
 
 
 def serving_plan(flags: PlanFlags) -> ServingPlan:
@@ -271,7 +289,14 @@ def serving_plan(flags: PlanFlags) -> ServingPlan:
             kv_cache_memory_source=None if f.kv_cache_memory_bytes is None
             else "--kv-cache-memory-bytes",
             quantization=f.quantization.strip().lower() if f.quantization else None,
-            quantization_source="--quantization" if f.quantization else None)
+            quantization_source="--quantization" if f.quantization else None,
+            engine_start=EngineStart(chunked_prefill_size=f.chunked_prefill_size,
+                                     cuda_graph_max_bs=f.cuda_graph_max_bs,
+                                     page_size=f.page_size)
+            if (f.chunked_prefill_size, f.cuda_graph_max_bs, f.page_size) != (None,) * 3
+            else None,
+            kv_tokens_cap=f.max_total_tokens,
+            kv_tokens_cap_source="--max-total-tokens" if f.max_total_tokens else None)
     except ValueError as err:
         raise UsageError(str(err)) from None
 
