@@ -384,6 +384,11 @@ def _positive(engine: str, option: str, versions: Sequence[str | None]) -> bool:
         v is not None and option in table.get(v, "").split() for v in versions)
 
 
+MAX_PROBLEMS = 64
+"""Refusals reported one by one per command; a command with more (a generated or hostile
+file) gets one more problem for the rest, unjudged."""
+
+
 def engine_problems(engine: str, version: Located[str] | Unresolved | None,
                     uses: Sequence[OptionUse]) -> tuple[EngineArgProblem, ...]:
     """What ``engine`` at ``version`` refuses in the options ``uses`` (in command order)."""
@@ -397,7 +402,13 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
     problems: list[EngineArgProblem] = []
     seen: dict[str, OptionUse] = {}
     fields = field_of_option(engine)
-    for use in uses:
+    for index, use in enumerate(uses):
+        if len(problems) >= MAX_PROBLEMS:  # a hostile command: the rest summed up, unjudged
+            problems.append(EngineArgProblem(
+                "option", use.name, f"{label} is given {len(uses) - index} more options and "
+                f"arguments after {MAX_PROBLEMS} it refuses; they were not judged one by one",
+                use.line, use.column, {"engine": engine, "reason": "too-many"}))
+            break
         if use.reason == "positional":
             refusal = texts["positional"].format(name=use.name)
             problems.append(EngineArgProblem(

@@ -11,6 +11,7 @@ The lowest of the three shell modules: :mod:`.shell_env` (expansion) and
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -110,12 +111,15 @@ class _Lines:
         self.style = style
         self.raw = raw
         self._state: tuple[int, int, int] | None = None  # (script index, raw index, line)
+        self._newlines: list[int] | None = None
 
     def at(self, offset: int) -> int | None:
         if self.line is None:
             return None
-        if self.style == "|":
-            return self.line + 1 + self.script.count("\n", 0, offset)
+        if self.style == "|":  # newlines before the offset, by bisection: linear overall
+            if self._newlines is None:
+                self._newlines = [m.start() for m in re.finditer("\n", self.script)]
+            return self.line + 1 + bisect.bisect_left(self._newlines, offset)
         if self.raw is None:
             return self.line
         return self._align(offset)

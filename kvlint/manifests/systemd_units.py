@@ -21,7 +21,7 @@ import shlex
 
 from kvlint.manifests.base import ServedModel
 from kvlint.manifests.shell_scripts import command_models
-from kvlint.manifests.shell_words import Word
+from kvlint.manifests.shell_words import Word, split_script
 
 __all__ = ["is_systemd_unit", "systemd_models"]
 
@@ -82,10 +82,7 @@ def systemd_models(text: str, path: str) -> list[ServedModel]:
             env.extend(_environment(value))
         elif key == "ExecStart" and value.strip():
             command = value.strip().lstrip("-@+!:")
-            try:
-                words = shlex.split(command)
-            except ValueError:
-                words = command.split()
+            words = [w.text for c in split_script(command) for w in c]
             if words:
                 commands.append([Word(item, line) for item in env] +
                                 [Word(word, line) for word in words])

@@ -212,3 +212,17 @@ def test_trl_vllm_serve_is_a_vllm_server(command: str) -> None:
     assert isinstance(served_.tp, Located) and served_.tp.value == 2
     assert isinstance(served_.max_model_len, Located) and served_.max_model_len.value == 32768
     assert not served_.engine_problems
+
+
+def test_a_command_with_thousands_of_unknown_options_is_summed_up() -> None:
+    """A generated (or hostile) script: 5,000 options vLLM does not know. The first
+    MAX_PROBLEMS are reported one by one, the rest in one problem, unjudged (each judged
+    option costs a search of the option table)."""
+    from kvlint.manifests.engine_options import MAX_PROBLEMS
+
+    script = "vllm serve org/m \\\n" + "  --x-unknown-option 1 \\\n" * 5000 + "\n"
+    (served_,) = script_models(script, "serve.sh")
+    problems = served_.engine_problems
+    assert len(problems) == MAX_PROBLEMS + 1
+    assert problems[-1].data["reason"] == "too-many"
+    assert "more options and arguments after 64" in problems[-1].message
