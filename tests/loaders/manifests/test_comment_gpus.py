@@ -22,7 +22,7 @@ from tests.helpers import CONFIGS
     ("# RTX 5070 Ti (SM120) needs --attention-backend flashinfer\n", "RTX 5070 Ti", 1),
     ("# NVIDIA GB10 Grace Blackwell (ARM64, 128GB)\n", "GB10", 1),
     ("# Tesla V100 SXM2 16GB (Volta)\n", "V100-16GB", 1),
-    ("# one GeForce RTX 3080 Ti\n", "RTX 3080 Ti", 1),  # not in the table: named, not sized
+    ("# one GeForce RTX 3080 Ti\n", "GeForce RTX 3080 Ti", 1),  # not in the table: named
     ("REM needs a Quadro RTX 5000\r\n", "Quadro RTX 5000", 1),
     ("# A100 40GB for tests\n# A100 80GB in production\n", "A100", 1),  # the model only
     ("# on L40S\n# the L40S node pool\n", "L40S", 1),
