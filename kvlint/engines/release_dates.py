@@ -37,13 +37,6 @@ def _table() -> dict[str, tuple[tuple[Version, str, date], ...]]:
     return out
 
 
-def source() -> str:
-    """Where the table's days come from (for notes)."""
-    raw = json.loads(resources.files("kvlint.engines").joinpath(DATES_FILE)
-                     .read_text(encoding="utf-8"))
-    return str(raw["source"])
-
-
 def released(engine_key: str, version: str) -> date | None:
     """The day ``version`` of ``engine_key`` was published (``None``: not in the table)."""
     try:
@@ -64,12 +57,6 @@ def newest_released(engine_key: str, day: date, low: str | None = None,
     fitting = [text for v, text, published in _table().get(engine_key, ())
                if published <= day and (lo is None or v >= lo) and (hi is None or v <= hi)]
     return fitting[-1] if fitting else None
-
-
-def newest_known(engine_key: str) -> str | None:
-    """The newest release in the table."""
-    rows = _table().get(engine_key, ())
-    return rows[-1][1] if rows else None
 
 
 def _version(text: str | None) -> Version | None:

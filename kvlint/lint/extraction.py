@@ -84,9 +84,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         systemd_models if is_systemd_unit(str(path)) else None
     if commands is not None:
         found = Extracted(commands(text, str(path)))
-        _image_families(found)
-        _instance_gpus(found)
-        _comment_gpus(found, text)
+        _gpu_types(found, text)
         found.source = (str(path), text)
         if not found:
             unread = engine_not_understood(text, str(path))
@@ -118,9 +116,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     models.read_files = tuple(sorted((every.read_files or {}).items()))
     models.source = (str(path), text)
     _fold_node_ranks(models)
-    _image_families(models)
-    _instance_gpus(models)
-    _comment_gpus(models, text)
+    _gpu_types(models, text)
     problems = list(getattr(documents, "problems", ()))
     if not models and not any(p.kind == "invalid-yaml" for p in problems):
         unread = engine_not_understood(text, str(path))
@@ -128,6 +124,14 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
             problems.append(unread)
     models.problems = tuple(problems)
     return models
+
+
+def _gpu_types(models: Extracted, text: str) -> None:
+    """Each served model's GPU type from what the file says beyond its own keys: the
+    image's family, a cloud VM type's GPU, else the one GPU its comments name."""
+    _image_families(models)
+    _instance_gpus(models)
+    _comment_gpus(models, text)
 
 
 def _image_families(models: Extracted) -> None:

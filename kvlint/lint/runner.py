@@ -42,6 +42,7 @@ from kvlint.loaders.files import (
 from kvlint.loaders.hf_config import ConfigDefaults
 from kvlint.loaders.models import LoadedConfig
 from kvlint.manifests.base import (
+    COMMENT_SOURCE,
     DERIVED_GPUS,
     Located,
     ManifestProblem,
@@ -119,7 +120,7 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
     gpu, gpu_source = base.gpu, base.gpu_source
     memory, memory_source = base.gpu_memory_bytes, base.gpu_memory_source
     named = served.gpu_type
-    if named is not None and base.gpu is not None and named.source.startswith("a comment"):
+    if named is not None and base.gpu is not None and named.source == COMMENT_SOURCE:
         named = None  # --gpu (or a setting) wins over a GPU only a comment names
     if named is not None and _known_gpu(named.value):  # the manifest's GPU wins: --gpu and
         gpu, gpu_source = named.value, _where(named, "the manifest")  # settings are defaults

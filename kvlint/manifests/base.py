@@ -42,6 +42,9 @@ class Unresolved:
     """The raw text (``${LLM_MODEL_ID}``, ``/models/qwen``, ``<image>``)."""
 
 
+COMMENT_SOURCE = "a comment"
+"""The source of a value read from a file's comments (a GPU type: ``comment_gpus``), which
+anything the manifest or the command line states wins over."""
 DERIVED_GPUS = "the engine's tp x pp x dp"
 """The source of a GPU count derived from the engine's own degrees
 (:func:`~kvlint.manifests.engine_launch.occupied_gpus`), not requested by the manifest."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 
-from kvlint.manifests.base import Located
+from kvlint.manifests.base import COMMENT_SOURCE, Located
 
 __all__ = ["comment_gpu"]
 
@@ -79,10 +79,10 @@ def comment_gpu(text: str) -> Located[str] | None:
     named = {name for _, said, _ in mentions if (name := _table_name(said)) is not None}
     if len(named) > 1:  # A100-40GB and A100-80GB: the model, not a GPU kvlint can size
         line, _, model = mentions[0]
-        return Located(model, line, None, "a comment")
+        return Located(model, line, None, COMMENT_SOURCE)
     if named:
         (name,) = named
         line = next(n for n, said, _ in mentions if _table_name(said) == name)
-        return Located(name, line, None, "a comment")
+        return Located(name, line, None, COMMENT_SOURCE)
     line, said, _ = max(mentions, key=lambda m: len(m[1]))
-    return Located(said, line, None, "a comment")
+    return Located(said, line, None, COMMENT_SOURCE)

@@ -18,14 +18,16 @@ from kvlint.manifests.accelerators import image_family, runtime_family
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
+    VISIBLE_DEVICE_VARIABLES,
     Hardware,
     Origin,
     engine_args,
+    engine_gpus,
     first_launch,
     launch_in_argv,
-    occupied_gpus,
     served_model,
     settle_version,
+    visible_devices,
 )
 from kvlint.manifests.images import (
     entrypoint_engine,
@@ -247,23 +249,6 @@ def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | _EveryGpu | No
     return None
 
 
-_VISIBLE = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-            "ROCR_VISIBLE_DEVICES")
-
-
-def _visible_devices(env: dict[str, Any]) -> Located[int] | None:
-    """The devices a container's environment makes visible when it lists them by number
-    (``CUDA_VISIBLE_DEVICES=0,1``, ROCm's ``HIP_VISIBLE_DEVICES``): what the engine can use
-    of every GPU the service is given."""
-    for name in _VISIBLE:
-        value = env.get(name)
-        text = str(value).strip() if value is not None else ""
-        if re.fullmatch(r"\d{1,3}(?:,\d{1,3}){0,63}", text):
-            line = getattr(value, "line", None) or None
-            return Located(len(set(text.split(","))), line, None, f"{name}={text}")
-    return None
-
-
 def _service_gpus(found: Located[int] | Unresolved | _EveryGpu | None,
                   args: EngineArgs | None,
                   env: dict[str, Any] | None = None) -> Located[int] | Unresolved | None:
@@ -272,13 +257,10 @@ def _service_gpus(found: Located[int] | Unresolved | _EveryGpu | None,
     devices, those; unresolved when its degrees are."""
     if not isinstance(found, _EveryGpu):
         return found
-    visible = _visible_devices(env or {})
-    if visible is not None and args is not None:
-        world = occupied_gpus(args, found.line, "")
-        if world is not None and visible.value < world.value:
-            return visible
     why = f"{found.what}: every GPU of the host"
-    taken = occupied_gpus(args, found.line, why) if args is not None else None
+    visible = visible_devices((env or {}).get, None,
+                              ("NVIDIA_VISIBLE_DEVICES", *VISIBLE_DEVICE_VARIABLES))
+    taken = engine_gpus(args, found.line, why, visible) if args is not None else None
     return taken if taken is not None else Unresolved(why, found.line, None, found.what)
 
 

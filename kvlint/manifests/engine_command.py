@@ -68,12 +68,9 @@ _MODULES = {
 _WRAPPER_MODULES = frozenset({"dynamo.vllm", "dynamo.sglang", "dynamo.trtllm",
                               "sglang_router.launch_server", "trl.scripts.vllm_serve",
                               "vllm-serve"})
-"""Modules (and TRL's ``trl vllm-serve`` subcommand) that parse the engine's options and
-their own (Dynamo's, the router's, TRL's ``ScriptArguments``): options the engine does not
-know are theirs, not reported. TRL's fields are vLLM's options with underscores
-(``--tensor_parallel_size``, ``--data_parallel_size``, ``--max_model_len``,
-``--gpu_memory_utilization``, ``--kv_cache_dtype``: trl/scripts/vllm_serve.py@1.16.0
-``ScriptArguments``), which vLLM's grammar reads as its own."""
+"""Modules (and ``trl vllm-serve``) that parse the engine's options and their own (Dynamo's,
+the router's, TRL's): options the engine does not know are theirs, not reported. TRL's are
+vLLM's with underscores (trl/scripts/vllm_serve.py@1.16.0 ``ScriptArguments``)."""
 _NOT_COMMANDS = frozenset({"echo", "printf", "pip", "pip3", "uv", "apt-get", "apt", "conda",
                            "grep", "which", "test", "[", "[[", "cat", "ls"})
 _TRTLLM_OTHER = frozenset({"disaggregated", "disaggregated_mpi_worker", "mm_embedding_serve",

@@ -66,7 +66,8 @@ def with_env(args: EngineArgs, env: Env) -> EngineArgs:
 class EngineInvocation:
     """An engine command found in a script: ``words`` is the command without its
     environment prefix, ``words[index:]`` its arguments, ``line`` the line of the word that
-    names the engine (``vllm``, ``python3``...), ``env`` what it runs with."""
+    names the engine (``vllm``, ``python3``...), ``env`` what it runs with, ``position`` the
+    command's index in the commands searched."""
 
     engine: str
     args: EngineArgs
@@ -74,6 +75,7 @@ class EngineInvocation:
     words: tuple[Word, ...]
     index: int
     env: Env = field(compare=False, repr=False)
+    position: int = 0
 
 
 _OPENERS = frozenset({"if", "while", "until", "for", "case", "select"})
@@ -89,7 +91,7 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
     ``KEY=VALUE`` prefix applies to it alone."""
     found: list[EngineInvocation] = []
     depth = 0
-    for command in commands:
+    for position, command in enumerate(commands):
         words = list(command)
         while words and words[0].text in ("then", "do", "else", "{", "!", "elif", "time"):
             words = words[1:]
@@ -116,7 +118,8 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
             # python -m dynamo.X adds its own options to the engine's: not judged
             args = judge_known_options_only(args)
         found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
-                                      words=tuple(rest), index=index, env=local))
+                                      words=tuple(rest), index=index, env=local,
+                                      position=position))
     return found
 
 

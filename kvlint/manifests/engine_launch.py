@@ -7,7 +7,8 @@ pins and Hub downloads of the same script, the engine version they settle, and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -393,3 +394,33 @@ def occupied_gpus(args: EngineArgs, line: int | None, why: str) -> Located[int] 
     attention = isinstance(args.dp_attention, Located) and args.dp_attention.value
     return Located(tp * pp * (1 if attention else dp), line, None, f"{DERIVED_GPUS} ({why})")
 
+
+VISIBLE_DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                            "ROCR_VISIBLE_DEVICES")
+"""The variables that make a list of devices visible to CUDA or ROCm."""
+_DEVICE_LIST = re.compile(r"\d{1,3}(?:,\d{1,3}){0,63}")
+
+
+def visible_devices(get: Callable[[str], object], line: int | None,
+                    names: Sequence[str] = VISIBLE_DEVICE_VARIABLES) -> Located[int] | None:
+    """The devices the first of ``names`` set to a list of device numbers makes visible
+    (``get``: the environment's lookup; ``None``: unset or not a list of numbers). The
+    count is on ``line``, else on the value's own line."""
+    for name in names:
+        value = get(name)
+        text = value.strip() if isinstance(value, str) else ""
+        if _DEVICE_LIST.fullmatch(text):
+            where = line if line is not None else getattr(value, "line", None) or None
+            return Located(len(set(text.split(","))), where, None, f"{name}={text}")
+    return None
+
+
+def engine_gpus(args: EngineArgs, line: int | None, why: str,
+                visible: Located[int] | None) -> Located[int] | None:
+    """The GPUs an engine given every device takes: its world (:func:`occupied_gpus`), or the
+    ``visible`` devices when fewer (it then cannot place every rank); more visible devices
+    are not taken."""
+    occupied = occupied_gpus(args, line, why)
+    if visible is not None and occupied is not None and visible.value < occupied.value:
+        return visible
+    return occupied

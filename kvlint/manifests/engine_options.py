@@ -31,7 +31,7 @@ from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_
 from kvlint.manifests.option_versions import ABSENT, CASELESS, CHOICES, POSITIVE, VERSIONS
 from kvlint.model.engine_args import EngineArgProblem
 
-__all__ = ["engine_display", "engine_problems"]
+__all__ = ["engine_display", "engine_problems", "known_options"]
 
 _PARSER = {"vllm": "argparse", "sglang": "argparse", "lmdeploy": "argparse",
            "trtllm": "click", "tgi": "clap", "llamacpp": "llama.cpp"}
@@ -79,7 +79,8 @@ def engine_display(engine: str) -> str:
 
 
 @cache
-def _union(engine: str) -> frozenset[str]:
+def known_options(engine: str) -> frozenset[str]:
+    """Every option (long and short) some release of ``engine`` kvlint read accepts."""
     return frozenset(_names(engine, ()))
 
 
@@ -106,7 +107,7 @@ def _options_at(engine: str, version: str | None) -> frozenset[str]:
     """Every option (long and short) of ``engine`` at a known ``version`` (``None``: the
     union, for engines with one source)."""
     if version is None:
-        return _union(engine)
+        return known_options(engine)
     return frozenset(_names(engine, ABSENT.get(engine, {}).get(version, "").split()))
 
 

@@ -35,10 +35,11 @@ from kvlint.manifests.engine_launch import (
     SHELLS,
     Hardware,
     Origin,
-    occupied_gpus,
+    engine_gpus,
     pip_pins,
     served_model,
     settle_version,
+    visible_devices,
 )
 from kvlint.manifests.images import entrypoint_engine
 from kvlint.manifests.shell_env import Env
@@ -293,9 +294,7 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         nodes = invocation.args.nnodes
         one_node = not cluster and (nodes is None or
                                     (isinstance(nodes, Located) and nodes.value == 1))
-        ran = next((c for index, c in containers.items()
-                    if tuple(rewritten[index][-len(invocation.words):]) == invocation.words),
-                   None)
+        ran = containers.get(invocation.position)
         image = _expanded(ran.image, invocation.env) if ran else None
         version, notes = settle_version(invocation.engine, image, pins if not image else ())
         source = f"docker run {image.value}" if image else "script"
@@ -305,25 +304,21 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
             args=invocation.args, image=image, version=version,
             hardware=Hardware(gpus=(ran.gpus if ran else None) or _bare_gpus(
                 invocation.args, invocation.env, invocation.line, one_node)), notes=notes)
-        detached = detached_options(rewritten, invocation.words, invocation.engine)
+        detached = detached_options(rewritten, invocation.position, invocation.engine)
         out.append(replace(served, engine_problems=(*served.engine_problems, detached))
                    if detached is not None else served)
     return out
 
 
-def detached_options(commands: Sequence[list[Word]], words: tuple[Word, ...],
+def detached_options(commands: Sequence[list[Word]], index: int,
                      engine: str) -> EngineArgProblem | None:
-    """The options meant for the engine command ``words`` that a missing ``\\`` cut off:
-    the commands right after it (each starting on the line after the one before) whose first
-    word is an option. The shell runs each as a command of its own, which fails (``--port:
-    command not found``), and the engine starts without them."""
-    from kvlint.manifests.cli_options import OPTION_TABLES
-    from kvlint.manifests.engine_options import engine_display
+    """The options meant for the engine command ``commands[index]`` that a missing ``\\``
+    cut off: the commands right after it (each starting on the line after the one before)
+    whose first word is an option. The shell runs each as a command of its own, which fails
+    (``--port: command not found``), and the engine starts without them."""
+    from kvlint.manifests.engine_options import engine_display, known_options
 
-    index = next((i for i, c in enumerate(commands)
-                  if len(c) >= len(words) and tuple(c[-len(words):]) == words), None)
-    if index is None or not words:
-        return None
+    words = commands[index]
     last = words[-1].line
     cut: list[Word] = []
     for command in commands[index + 1:]:
@@ -336,8 +331,7 @@ def detached_options(commands: Sequence[list[Word]], words: tuple[Word, ...],
     options = [w.text.split("=", 1)[0] for w in cut if w.text.startswith("-")]
     if not options:
         return None
-    table = OPTION_TABLES.get(engine, {})
-    known = [o for o in options if any(o in kind.split() for kind in table.values())]
+    known = [o for o in options if o in known_options(engine)]
     name = engine_display(engine)
     shown = ", ".join(options[:6]) + (f" and {len(options) - 6} more" if len(options) > 6
                                       else "")
@@ -354,26 +348,8 @@ def detached_options(commands: Sequence[list[Word]], words: tuple[Word, ...],
 def _bare_gpus(args: EngineArgs, env: Env, line: int | None,
                one_node: bool) -> Located[int] | None:
     """The GPUs of a command that no container limits: the engine's world (tp x pp x dp),
-    or fewer when the devices the script makes visible on this node are fewer (the engine
-    then cannot place every rank); more visible devices are not taken by the engine."""
-    occupied = occupied_gpus(args, line, "the script requests no GPU count")
-    visible = _visible(env, line) if one_node else None
-    if visible is not None and occupied is not None and visible.value < occupied.value:
-        return visible
-    return occupied
-
-
-_DEVICE_LIST = re.compile(r"\d{1,3}(?:,\d{1,3}){0,63}")
-
-
-def _visible(env: Env, line: int | None) -> Located[int] | None:
-    """The GPUs a bare command can use when the script names them: ``CUDA_VISIBLE_DEVICES``
-    (or ``HIP_VISIBLE_DEVICES``/``ROCR_VISIBLE_DEVICES``) set to a list of device numbers
-    where it starts; ``None`` when unset or not a list of numbers. One node's devices: not
-    read for a server that spans nodes (``--nnodes``, a Ray cluster the script starts)."""
-    for name in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
-        value = env.get(name)
-        if isinstance(value, str) and _DEVICE_LIST.fullmatch(value.strip()):
-            devices = value.strip().split(",")
-            return Located(len(set(devices)), line, None, f"{name}={value.strip()}")
-    return None
+    or fewer when the devices the script makes visible on this node (``CUDA_VISIBLE_DEVICES``
+    and ROCm's) are fewer. One node's devices: not read for a server that spans nodes
+    (``--nnodes``, a Ray cluster the script starts)."""
+    return engine_gpus(args, line, "the script requests no GPU count",
+                       visible_devices(env.get, line) if one_node else None)

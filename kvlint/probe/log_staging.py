@@ -157,13 +157,15 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
     block = found[1] if found else block
     per_token: Fraction = exact
 
+    length = log.concurrency_tokens or log.max_model_len  # the concurrency report's L
+
     def count(memory: Fraction) -> int:
         if groups is not None:
-            return groups.printed_tokens(memory, block, log.concurrency_tokens)
+            return groups.printed_tokens(memory, block, length)
         return _tokens(memory, per_token, block)
 
     if groups is not None:
-        exact = groups.bytes_per_printed_token_at(block, log.concurrency_tokens)
+        exact = groups.bytes_per_printed_token_at(block, length)
         theory = round(exact)
         notes.append(f"vLLM {version} groups this model's layers into {groups.num_groups} KV "
                      f"cache groups of {groups.group_size} (v1/core/kv_cache_utils.py: one "
