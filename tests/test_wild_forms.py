@@ -259,3 +259,25 @@ def test_the_nodes_of_one_multi_node_sglang_server_are_one_served_model(tmp_path
     assert result["serving"]["tp"] == 16
     assert result["target"]["line"] == 11  # node 0's
     assert "KV206" not in [f["code"] for f in result["findings"]]
+
+
+@pytest.mark.parametrize(("extra", "codes"), [
+    ("--node-rank, '1'", ["KV702"]),                       # forgot --nnodes: 1 by default
+    ("--node-rank, '1', --nnodes, '2'", []),
+    ("--node-rank, '2', --nnodes, '2'", ["KV702"]),
+    ("--node-rank, '0'", []),
+])
+def test_sglang_node_rank_must_be_below_the_nodes(tmp_path: Path, extra: str,
+                                                  codes: list[str]) -> None:
+    """SGLang does not check ``--node-rank`` against ``--nnodes``; its launcher splits the
+    ranks by both, so a rank at or above the node count starts every rank on one node."""
+    path = tmp_path / "sglang.yaml"
+    path.write_text(deployment(
+        "lmsysorg/sglang:v0.5.5.post3",
+        "command: [python3, -m, sglang.launch_server, --model-path, Qwen/Qwen3-8B, "
+        f"--tp, '8', --dist-init-addr, 'head:5000', {extra}]", gpus=8), encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV702"]
+    assert [f["code"] for f in found] == codes
+    if codes:
+        assert "--node-rank" in found[0]["message"] and "--nnodes" in found[0]["message"]

@@ -314,6 +314,37 @@ def _sglang_dp_attention_alone(uses: Sequence[OptionUse],
         {"engine": "sglang", "reason": "dp-attention-without-dp", "field": "dp"})]
 
 
+def _int_value(use: OptionUse) -> int | None:
+    value = use.values[-1] if use.values else None
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
+def _sglang_node_rank_outside(uses: Sequence[OptionUse],
+                              fields: dict[str, str]) -> list[EngineArgProblem]:
+    """A ``--node-rank`` not below ``--nnodes`` (1 when not given). SGLang's srt server
+    arguments do not check it (server_args.py@0.5.5.post3 line 351: ``node_rank: int = 0``,
+    no validation), but its launcher splits the ranks by it: with ``nnodes`` 1 every node
+    starts all ``tp`` ranks on its own GPUs (entrypoints/engine.py@0.5.5.post3 lines 807-818:
+    ``tp_size_per_node = tp_size // nnodes``, the range from ``node_rank % nnodes``) and no
+    rank waits for the others, so a multi-node launch that forgot ``--nnodes`` never forms
+    its group."""
+    rank = next((u for u in reversed(uses) if fields.get(u.canonical or "") == "node_rank"),
+                None)
+    nodes_use = next((u for u in reversed(uses) if fields.get(u.canonical or "") == "nnodes"),
+                     None)
+    rank_value = _int_value(rank) if rank is not None else None
+    nodes = _int_value(nodes_use) if nodes_use is not None else 1
+    if rank is None or rank_value is None or nodes is None or rank_value < nodes:
+        return []
+    given = f"--nnodes {nodes}" if nodes_use is not None else "no --nnodes (1, the default)"
+    return [EngineArgProblem(
+        "value", rank.name, f"{rank.name} {rank_value} with {given}: a node rank must be "
+        "below the number of nodes. SGLang then starts every tp rank on this node's own "
+        "GPUs and the nodes never form one group; give --nnodes, the number of nodes the "
+        "launch spans", rank.line, rank.column,
+        {"engine": "sglang", "reason": "node-rank-outside", "field": "nnodes"})]
+
+
 def _status(engine: str, name: str, options: frozenset[str]) -> tuple[str, list[str]]:
     """``("ok" | "unknown" | "ambiguous", matches)`` of one option word."""
     if name in options:
@@ -444,6 +475,7 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
             problems.append(value_problem)
     if engine == "sglang":
         problems.extend(_sglang_dp_attention_alone(uses, version, fields))
+        problems.extend(_sglang_node_rank_outside(uses, fields))
     if _past_the_newest(engine, version):
         # a floating tag (latest, server-cuda) or a release newer than every table kvlint
         # read: an option no known release has may be one a newer release added

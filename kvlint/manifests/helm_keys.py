@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
-from kvlint.manifests.cli_options import OPTION_TABLES
+from kvlint.manifests.cli_options import FIELD_OPTIONS, OPTION_TABLES
 from kvlint.manifests.engine_launch import (
     Hardware,
     Origin,
     engine_args,
+    engine_gpus,
     served_model,
     settle_version,
+    visible_devices,
 )
 from kvlint.manifests.images import engine_from_image
 from kvlint.manifests.kubernetes import gpu_type_of
@@ -64,6 +66,12 @@ _GENERIC = frozenset({"--model", "--dtype", "--quantization", "--host", "--port"
                       "--revision", "--tokenizer", "--trust-remote-code", "--seed", "--api-key",
                       "--served-model-name", "--log-level", "--device"})
 """Options several engines share: they never say which engine runs."""
+TP_KEYS = ("tensorParallelSize", "tensor_parallel_size", "tensorParallel", "tpSize",
+           "tp_size", "numShard", "num_shard", "numShards")
+"""Keys that name the tensor-parallel degree whatever the engine calls its option (a chart's
+``gpu.tensorParallelSize`` becomes TGI's ``--num-shard``)."""
+DEVICE_KEYS = ("cudaVisibleDevices", "cuda_visible_devices", "CUDA_VISIBLE_DEVICES",
+               "visibleDevices", "hipVisibleDevices", "HIP_VISIBLE_DEVICES")
 _PLAIN = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?=$|[-_+])")
 
 
@@ -278,6 +286,23 @@ def _listed_models(document: dict[str, Any], ctx: DocumentContext, name: str,
     return out
 
 
+def _tp_words(engine: str, scope: dict[str, Any], words: list[Word]) -> list[Word]:
+    """The engine's tensor-parallel option from a key of :data:`TP_KEYS` anywhere in the
+    values scope, unless the flags already give one."""
+    spellings = FIELD_OPTIONS.get(engine, {}).get("tp", ())
+    if not spellings or any(w.text in spellings or w.text.split("=", 1)[0] in spellings
+                            for w in words):
+        return []
+    for _, node in _maps(scope, 2):
+        for key in TP_KEYS:
+            value = node.get(key)
+            if isinstance(value, int | str) and not isinstance(value, bool) and \
+                    str(value).strip():
+                line = value_line(node, key)
+                return [Word(spellings[0], line), Word(str(value).strip(), line)]
+    return []
+
+
 class GenericValuesParser(ManifestParser):
     """Helm values of a chart kvlint has no parser for (:mod:`.helm_keys`)."""
 
@@ -322,6 +347,7 @@ class GenericValuesParser(ManifestParser):
                     words += words_of(raw)
                 elif isinstance(raw, str) and raw.strip():
                     words += words_of(raw, value_line(node, key))
+        words += _tp_words(engine, scope, words)
         args = engine_args(engine, words, Env({}, k8s=False))
         image, tag = _image(scope)
         version: Located[str] | Unresolved | None = None
@@ -336,11 +362,19 @@ class GenericValuesParser(ManifestParser):
             if plain:
                 version = Located(plain.group(1), None, None,
                                   f"image.tag {tag} (the chart's own {engine} image)")
-        gpus = None
+        gpus: Located[int] | Unresolved | None = None
         gpu_type = None
+        visible: Located[int] | None = None
         for _, node in _maps(scope, 2):
             gpus = gpus or _gpus(node.get("resources"))
             gpu_type = gpu_type or gpu_type_of(node)
+            device_key = next((k for k in DEVICE_KEYS if k in node), None)
+            if visible is None and device_key is not None:
+                visible = visible_devices(node.get, value_line(node, device_key),
+                                          (device_key,))
+        if gpus is None and visible is not None:
+            gpus = engine_gpus(args, visible.line, f"the values key {visible.source}",
+                               visible)
         overrides: dict[str, Any] = {}
         if args.model is None:
             overrides["model"] = found.model

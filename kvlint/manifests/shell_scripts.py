@@ -224,21 +224,53 @@ MAX_INLINE_DEPTH = 3
 """``sh -c "bash -c '...'"`` is read this deep."""
 
 
-def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0) -> list[list[Word]]:
+SSH_VALUE_OPTIONS = frozenset("bcDEeFIiJLlmOopQRSWw")
+"""``ssh`` options that take a value (OpenSSH's ssh(1)); the others are flags."""
+_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+
+
+def _ssh_script(rest: Sequence[Word], known: dict[str, str]) -> Word | None:
+    """The command ``ssh [options] HOST COMMAND...`` runs on the remote host, as one script
+    word: ssh joins the words after the host with spaces and the remote shell parses them,
+    after the local shell has expanded the variables (those the file assigns a literal are
+    put in here, so that a ``;`` in them separates commands as it does there)."""
+    i = 1
+    while i < len(rest) and rest[i].text.startswith("-") and len(rest[i].text) > 1:
+        flag = rest[i].text
+        i += 2 if flag[-1] in SSH_VALUE_OPTIONS and len(flag) == 2 else 1
+    words = list(rest[i + 1:])
+    if not words:
+        return None
+    parts = [w.text if w.literal else _VARIABLE.sub(
+        lambda m: known.get(m.group(1) or m.group(2), m.group(0)), w.text) for w in words]
+    return Word(" ".join(parts), words[0].line)
+
+
+def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
+                    known: dict[str, str] | None = None) -> list[list[Word]]:
     """The commands with each ``sh -c SCRIPT`` (``bash -lc``, after ``nohup``, ``exec`` or
-    assignments) replaced by the commands of SCRIPT, which that shell runs; the
-    assignments before it apply to them. A script in a double-quoted word still holds its
-    ``$VAR``s: the outer shell would expand them, and so does the environment here."""
+    assignments) and ``ssh HOST COMMAND`` replaced by the commands of SCRIPT, which that
+    shell runs; the assignments before it apply to them. A script in a double-quoted word
+    still holds its ``$VAR``s: the outer shell would expand them, and so does the
+    environment here."""
     out: list[list[Word]] = []
+    known = {} if known is None else known
     for command in commands:
         prefix, rest = split_env_prefix(list(command))
+        if not rest:
+            known.update(prefix)
+        script: Word | None = None
         if depth < MAX_INLINE_DEPTH and len(rest) >= 3 and \
                 rest[0].text.rsplit("/", 1)[-1] in SHELLS and \
                 rest[1].text.startswith("-") and "c" in rest[1].text.lstrip("-"):
+            script = rest[2]
+        elif depth < MAX_INLINE_DEPTH and len(rest) >= 3 and rest[0].text == "ssh":
+            script = _ssh_script(rest, known)
+        if script is not None:
             assigned = [Word(f"{k}={v}", command[0].line) for k, v in prefix.items()]
-            inner = [[*assigned, *c] for c in split_script(rest[2].text, line=rest[2].line)
+            inner = [[*assigned, *c] for c in split_script(script.text, line=script.line)
                      if c]
-            out.extend(_inline_scripts(inner, depth + 1))
+            out.extend(_inline_scripts(inner, depth + 1, known))
             continue
         out.append(list(command))
     return out

@@ -167,3 +167,44 @@ def test_a_model_list_without_an_engine_image_is_not_read() -> None:
         image:
           repository: nginx
         """) == []
+
+
+def test_a_tensor_parallel_key_beside_the_model_becomes_the_engines_own_option() -> None:
+    """A chart that keeps ``gpu.tensorParallelSize`` and ``gpu.cudaVisibleDevices`` apart from
+    the model (as an airgapped TGI chart does): the degree is TGI's ``--num-shard``, and the
+    devices listed are the GPUs the engine takes."""
+    (m,) = served("""\
+        tgi:
+          args:
+            maxBatchPrefillTokens: 16384
+          model:
+            id: "Qwen/QwQ-32B"
+          gpu:
+            tensorParallelSize: "4"
+            cudaVisibleDevices: "0,1,2,3"
+        """)
+    assert m.engine is not None and m.engine.value == "tgi"
+    assert v(m.model) == "Qwen/QwQ-32B"
+    assert v(m.tp) == 4 and m.tp is not None and m.tp.line == 7
+    assert v(m.gpus) == 4
+
+
+def test_fewer_visible_devices_than_the_degree_are_the_gpus_taken() -> None:
+    (m,) = served("""\
+        vllm:
+          model: org/Model-8B
+          tensorParallelSize: 4
+          cudaVisibleDevices: "0,1"
+        """)
+    assert v(m.tp) == 4 and v(m.gpus) == 2
+
+
+def test_a_flag_in_the_args_wins_over_a_tensor_parallel_key() -> None:
+    (m,) = served("""\
+        vllm:
+          model: org/Model-8B
+          extraArgs: ["--tensor-parallel-size", "2"]
+          gpu:
+            tpSize: 8
+        """)
+    assert v(m.tp) == 2

@@ -226,3 +226,28 @@ def test_a_command_with_thousands_of_unknown_options_is_summed_up() -> None:
     assert len(problems) == MAX_PROBLEMS + 1
     assert problems[-1].data["reason"] == "too-many"
     assert "more options and arguments after 64" in problems[-1].message
+
+
+def test_ssh_runs_its_command_on_the_remote_host() -> None:
+    """``ssh HOST "COMMAND"``: the remote shell parses the words after the host, after the
+    local shell expanded them, so a ``;`` inside a variable the script set separates
+    commands there."""
+    text = ('#!/bin/bash\n'
+            'common="source env.sh; export X=1; \\\n'
+            'nohup python3 -m sglang.launch_server --model-path org/Big-671B \\\n'
+            '--tp-size 16"\n'
+            'start() {\n'
+            '  ssh -o StrictHostKeyChecking=no -p 22 $1 "$common --node-rank $2 &"\n'
+            '}\n')
+    (found,) = served(text)
+    assert (found["engine"], found["model"], found["tp"]) == ("sglang", "org/Big-671B", 16)
+
+
+def test_ssh_with_a_plain_command_and_single_quotes() -> None:
+    text = "ssh gpu-node-1 'vllm serve org/model -tp 2 --port 8000'\n"
+    (found,) = served(text)
+    assert (found["engine"], found["model"], found["tp"]) == ("vllm", "org/model", 2)
+
+
+def test_ssh_without_a_command_starts_nothing() -> None:
+    assert served("ssh -i key.pem -l ubuntu host\n") == []
