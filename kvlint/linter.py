@@ -333,7 +333,6 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         plan_weights,
     )
     from kvlint.model.memory import (
-        SAMPLER_ENV,
         EngineLimits,
         default_block_size,
         default_utilization,
@@ -392,7 +391,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                                 max_num_batched_tokens=plan.max_num_batched_tokens,
                                 max_num_seqs=plan.max_num_seqs,
                                 extensible=plan.extensible_kv_cache,
-                                flashinfer_sampler=_env_switch(plan, SAMPLER_ENV)))
+                                flashinfer_sampler=_sampler_switch(plan)))
     from kvlint.model.advice import LayoutSizer
 
     of_free = engine.memory_fraction_semantics == "free-after-weights"
@@ -478,6 +477,16 @@ def _env_switch(plan: ServingPlan, name: str) -> bool | None:
         return bool(int(value)) if value is not None else None
     except ValueError:
         return None
+
+
+def _sampler_switch(plan: ServingPlan) -> bool | None:
+    """``VLLM_USE_FLASHINFER_SAMPLER`` as the plan's environment sets it, else as vLLM's own
+    image behaves without it (:func:`~kvlint.model.memory.image_flashinfer_sampler`)."""
+    from kvlint.model.memory import SAMPLER_ENV, image_flashinfer_sampler
+
+    switch = _env_switch(plan, SAMPLER_ENV)
+    return switch if switch is not None else image_flashinfer_sampler(
+        plan.behaviour.version, plan.official_image)
 
 
 TRITON_KERNELS_BUNDLED_SINCE = "0.12.0"

@@ -4,6 +4,7 @@ predicted KV tokens against real start-up logs (fixtures/vllm_logs, read by kvli
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -331,3 +332,43 @@ def test_pre_ampere_gpus_run_v0_until_0_10_2(version: str | None, gpu: str, v0: 
         # 2048 and 256 too, so the difference shows at a longer max_model_len
         assert default_batch_limits(version, 15 * 2**30, gpu, 8192) == \
             ((8192, 256) if v0 else (2048, 256))
+
+
+@pytest.mark.parametrize(("version", "image", "bytes_per_logit"), [
+    ("0.10.1.1", "vllm/vllm-openai:v0.10.1.1", 16),  # the image ships FlashInfer: on
+    ("0.11.0", "vllm/vllm-openai:v0.11.0", 16),
+    ("0.11.2", "vllm/vllm-openai:v0.11.2", 38),      # opt-in from 0.11.2
+    ("0.8.5", "vllm/vllm-openai:v0.8.5", 38),        # off for FlashInfer >= 0.2.3 at 0.8.5
+    ("0.10.1.1", "python:3.12", 38),                 # a pip install: no FlashInfer
+])
+def test_vllms_own_image_samples_with_flashinfer_where_the_release_does(
+        tmp_path: Path, version: str, image: str, bytes_per_logit: int) -> None:
+    from kvlint.model.memory import image_flashinfer_sampler
+
+    official = image.startswith("vllm/")
+    assert image_flashinfer_sampler(version, official) == (
+        True if bytes_per_logit == 16 else None)
+    command = ("[vllm, serve, meta-llama/Llama-3.1-8B]" if official else
+               f"[sh, -c, 'pip install vllm=={version} && vllm serve meta-llama/Llama-3.1-8B']")
+    path = tmp_path / "deploy.yaml"
+    path.write_text(f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: llm}}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: {image}
+        command: {command}
+        resources: {{limits: {{nvidia.com/gpu: 1}}}}
+""", encoding="utf-8")
+    result = CliRunner().invoke(main, [
+        "lint", str(path), "--gpu", "H100", "--format", "json", "--no-plugins", "--isolated",
+        "--no-cache", "--model-map",
+        f"meta-llama/Llama-3.1-8B={CONFIGS / 'meta-llama--Meta-Llama-3.1-8B.json'}"])
+    (served,) = json.loads(result.stdout)["results"]
+    assert served["serving"]["engine_version"] == version
+    profile = served["capacity"]["memory_profile"]
+    assert profile["activation_peak_bytes"] == 1024 * 128_256 * bytes_per_logit

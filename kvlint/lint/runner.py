@@ -49,6 +49,7 @@ from kvlint.manifests.base import (
     ServedModel,
     Unresolved,
 )
+from kvlint.manifests.images import official_vllm
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.limits import MAX_SIZE
@@ -164,6 +165,8 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         gpu_memory_bytes=memory, gpu_memory_source=memory_source,
         env=tuple(sorted((name, str(value.value) if isinstance(value, Located) else None)
                          for name, value in served.env.items())) or base.env,
+        official_image=official_vllm(served.image.value) if served.image is not None
+        else base.official_image,
         config_overrides=overrides.value if overrides else base.config_overrides,
         config_overrides_source=_where(overrides, "the manifest") if overrides
         else base.config_overrides_source,

@@ -362,11 +362,17 @@ def model_then_options(words: Sequence[str]) -> bool:
         first.rsplit("/", 1)[-1] not in ("python", "python3", "bash", "sh", "vllm")
 
 
+def official_vllm(image: str) -> bool:
+    """Whether ``image`` is vLLM's own OpenAI image (``vllm/vllm-openai``, any registry, tag
+    or ``-cu`` variant): the image the project builds from docker/Dockerfile."""
+    return re.search(r"(^|/)vllm/vllm-openai[\w.-]*(:|@|$)", image) is not None
+
+
 def pinned_official_vllm(image: str) -> bool:
     """Whether ``image`` is vLLM's own OpenAI image at a tag that names a release (not
     ``latest`` or ``nightly``): the release whose image made ``vllm serve`` its entrypoint
     was not found, so such a tag's entrypoint is not known."""
-    if not re.search(r"(^|/)vllm/vllm-openai[\w.-]*(:|@|$)", image):
+    if not official_vllm(image):
         return False
     version = engine_from_image(image)[1]
     return version is not None and version not in ("latest", "nightly")

@@ -196,8 +196,29 @@ from 0.11.2 only with ``VLLM_USE_FLASHINFER_SAMPLER=1`` (@v0.11.2 line 34, @v0.1
 Before 0.11.2 FlashInfer is an optional extra of the wheel (``flashinfer-python; extra ==
 "flashinfer"`` in vllm-0.11.0's METADATA; a requirement from 0.11.2): kvlint assumes a
 ``pip install vllm`` without it (the sorting sampler) unless the plan's environment sets
-``VLLM_USE_FLASHINFER_SAMPLER=1``. The project's Docker images ship FlashInfer, so for them
+``VLLM_USE_FLASHINFER_SAMPLER=1``, or a manifest runs the project's own image, which ships
+FlashInfer (:func:`image_flashinfer_sampler`). For ``check`` of a deployment from that image
 this ASSUMPTION overstates the sampler's peak."""
+
+
+FLASHINFER_SAMPLER_BY_DEFAULT_FROM = Version("0.10.0")
+"""The first release read in which V1 samples with FlashInfer whenever it is importable:
+topk_topp_sampler.py@v0.10.1.1 lines 34-48 (FlashInfer >= 0.2.3 required, then on unless
+``VLLM_USE_FLASHINFER_SAMPLER=0``); @v0.8.5 lines 32-49 instead switch it off for FlashInfer
+>= 0.2.3, which the image ships. 0.9.x was not read: 0.10.0 is the conservative bound."""
+
+
+def image_flashinfer_sampler(version: str | None, official_image: bool) -> bool | None:
+    """``VLLM_USE_FLASHINFER_SAMPLER`` as the engine behaves without it in vLLM's own image,
+    which installs FlashInfer on x86-64 (docker/Dockerfile@0000977e, the ``vllm-base`` stage:
+    ``uv pip install ... ${FLASHINFER_WHEEL}`` unless ``linux/arm64``): on from
+    :data:`FLASHINFER_SAMPLER_BY_DEFAULT_FROM` to :data:`FLASHINFER_SAMPLER_OPT_IN_SINCE`
+    (``True``), else ``None`` (the release's default, :func:`sampler_bytes_per_logit`)."""
+    v = _version(version)
+    if not official_image or v is None:
+        return None
+    return True if FLASHINFER_SAMPLER_BY_DEFAULT_FROM <= v < FLASHINFER_SAMPLER_OPT_IN_SINCE \
+        else None
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,9 @@ class ServingPlan:
     """Variables of the engine process's environment that change what it accepts
     (``VLLM_ALLOW_LONG_MAX_MODEL_LEN``), as ``(name, value)`` pairs; ``None``: set, but the
     manifest does not hold the value (a secret reference)."""
+    official_image: bool = False
+    """The engine runs from its project's own container image (a manifest's
+    ``vllm/vllm-openai``), which carries the optional packages a ``pip install`` lacks."""
     dtype: str | None = None
     """The engine's model dtype (``--dtype``: auto, half, bfloat16, float32...); an ``auto``
     KV cache follows it. ``None``: the config's."""
