@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -67,6 +68,16 @@ def _log_version(logs: Path, entry: dict[str, Any]) -> str | None:
 
 
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.post\d+)?")
+_SAMPLER = (("Using FlashInfer for top-p & top-k sampling", "1"),
+            ("Falling back to the PyTorch-native implementation of top-p", "0"),
+            ("Falling back to default sampling implementation", "0"))
+"""vLLM's own words for the top-k/top-p sampler it chose (v1/sample/ops/topk_topp_sampler.py@
+v0.10.1.1), as ``VLLM_USE_FLASHINFER_SAMPLER`` would set it: what ``--infer-sampler`` passes."""
+
+
+def _log_sampler(logs: Path, entry: dict[str, Any]) -> str | None:
+    text = (logs / "files" / entry["file"]).read_text(encoding="utf-8", errors="replace")
+    return next((value for words, value in _SAMPLER if words in text), None)
 
 
 def _cases(logs: Path) -> dict[str, dict[str, Any]]:
@@ -91,7 +102,8 @@ def _setting(e: dict[str, Any], case: dict[str, Any], name: str) -> Any:
     return case.get("args", {}).get(name, e.get(name))
 
 
-def predict(logs: Path, infer_version: bool = False) -> dict[str, Any]:
+def predict(logs: Path, infer_version: bool = False, infer_sampler: bool = False
+            ) -> dict[str, Any]:
     facts = _facts(logs)
     out: dict[str, Any] = {}
     for key, case in _cases(logs).items():
@@ -119,7 +131,13 @@ def predict(logs: Path, infer_version: bool = False) -> dict[str, Any]:
         dtype = _setting(e, case, "kv_cache_dtype")
         if dtype and dtype != "auto":
             args += ["--kv-cache-dtype", str(dtype)]
-        run = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+        env = dict(os.environ)
+        env.pop("VLLM_USE_FLASHINFER_SAMPLER", None)
+        sampler = _log_sampler(logs, e) if infer_sampler else None
+        if sampler is not None:
+            env["VLLM_USE_FLASHINFER_SAMPLER"] = sampler
+        run = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False,
+                             env=env)
         try:
             result = json.loads(run.stdout)["results"][0]
         except (ValueError, KeyError, IndexError):
@@ -231,11 +249,14 @@ def main() -> int:
     parser.add_argument("--infer-version", action="store_true",
                         help="without a stated version, the oldest release whose wording the "
                              "log has (the log reader's version range, as probe uses it)")
+    parser.add_argument("--infer-sampler", action="store_true",
+                        help="the top-k/top-p sampler the log says it chose, passed as "
+                             "VLLM_USE_FLASHINFER_SAMPLER")
     args = parser.parse_args()
     if args.step == "read":
         return read(args.logs)
     if args.step == "predict":
-        found = predict(args.logs, args.infer_version)
+        found = predict(args.logs, args.infer_version, args.infer_sampler)
         text = json.dumps(found, indent=1)
         if args.out:
             args.out.write_text(text, encoding="utf-8")
