@@ -93,7 +93,8 @@ def _log_version(logs: Path, key: str) -> str | None:
     if not name:
         return None
     log = read_log(logs / name)
-    return log_version("sglang", None, None, [], log.version_range, log.dated)
+    config = json.loads((CONFIGS / f"{_cases(logs)[key][0]}.json").read_text("utf-8"))
+    return log_version("sglang", None, None, [], log.version_range, log.dated, config)
 
 
 def predict(logs: Path, infer_version: bool = False) -> dict[str, Any]:

@@ -59,6 +59,16 @@ def newest_released(engine_key: str, day: date, low: str | None = None,
     return fitting[-1] if fitting else None
 
 
+def next_release(engine_key: str, after: str) -> str | None:
+    """The oldest release of ``engine_key`` newer than ``after`` (``None``: none in the
+    table, or ``after`` is not a version)."""
+    low = _version(after)
+    if low is None:
+        return None
+    return next((text for v, text, _ in sorted(_table().get(engine_key, ()))
+                 if v > low), None)
+
+
 def _version(text: str | None) -> Version | None:
     if text is None:
         return None

@@ -92,13 +92,13 @@ def probe_sglang_log(path: str, ref: str, rules: Sequence[type[Rule]],
     log = read_log(Path(path))
     notes: list[str] = []
     layout = staging.layout(log, options.tp, options.pp, path)
+    loaded, geometry = loaded_config(ref, revision, offline)
     version = log_version("sglang", options.engine_version, None, notes, log.version_range,
-                          log.dated)
+                          log.dated, loaded.config)
     dtype = staging.kv_cache_dtype(options.kv_cache_dtype, log)
     plan = staging.plan(log, layout, kv_cache_dtype_=dtype, engine_version=version,
                         gpu_memory_gib=options.gpu_memory_gib,
                         fraction=options.mem_fraction_static, source=path, notes=notes)
-    loaded, geometry = loaded_config(ref, revision, offline)
     target = target_of(loaded)
     if geometry is None:
         return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,

@@ -4,6 +4,9 @@ version a log is modelled at."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kvlint.errors import ConfigError, UsageError
 from kvlint.linter import Target, default_config_defaults
 from kvlint.loaders.hf_config import resolve_geometry
@@ -28,8 +31,8 @@ def target_of(loaded: LoadedConfig) -> Target:
 
 
 def log_version(engine_key: str, given: str | None, printed: str | None, notes: list[str],
-                wording: tuple[str, str] | None = None, dated: str | None = None
-                ) -> str | None:
+                wording: tuple[str, str] | None = None, dated: str | None = None,
+                config: Mapping[str, Any] | None = None) -> str | None:
     """The engine version a log is modelled at: the option's (a bad one is a usage error),
     else the version the log prints, else the release its lines allow (one kvlint cannot read
     is noted and the newest known used).
@@ -42,11 +45,17 @@ def log_version(engine_key: str, given: str | None, printed: str | None, notes: 
     without one, the oldest release of the range: a line, once added, is printed by every
     later release until it is reworded, so a range's upper end is mostly "still printed
     today", while its lower end is set by the newest wording the log contains. Either way
-    the note says what was assumed."""
+    the note says what was assumed.
+
+    The model (``config``) narrows the wording's range from below: the engine ran it, so the
+    release serves its architecture; a range whose oldest release kvlint knows does not serve
+    it starts at the oldest release kvlint read that does."""
     from kvlint.engines import load_engines, parse_version
 
     engine = load_engines()[engine_key]
     name = engine.display
+    if given is None and printed is None and wording is not None and config is not None:
+        wording = _serving(engine_key, name, wording, config, notes)
     if given is not None:
         try:
             parse_version(engine, given)
@@ -77,6 +86,44 @@ def log_version(engine_key: str, given: str | None, printed: str | None, notes: 
                      "the newest it knows (give --engine-version)")
         return None
     return printed
+
+
+def _serving(engine_key: str, name: str, wording: tuple[str, str], config: Mapping[str, Any],
+             notes: list[str]) -> tuple[str, str]:
+    """``wording`` from the first release after the newest one kvlint read that does not
+    serve the model, where the range's own oldest release does not serve it
+    (:func:`kvlint.engines.architectures.judge`): the release that added it lies between
+    that one and the oldest read that serves it. Its newest release when that bound is
+    past the range."""
+    from packaging.version import InvalidVersion, Version
+
+    from kvlint.engines.architectures import judge, load
+    from kvlint.engines.release_dates import next_release
+    from kvlint.loaders.hf_config import text_part
+
+    text, _ = text_part(dict(config))
+    archs = config.get("architectures") or text.get("architectures") or []
+    model_type = text.get("model_type") or config.get("model_type")
+    low, high = wording
+    verdict = judge(engine_key, low, [a for a in archs if isinstance(a, str)],
+                    model_type if isinstance(model_type, str) else None)
+    if verdict is None or verdict.status != "not-yet" or verdict.first is None:
+        return wording
+    try:
+        first = Version(verdict.first)
+        known = [Version(v) for v in load()["engines"][engine_key]["versions"] if v != "*"]
+        before = max((v for v in known if v < first), default=None)
+        bound = next_release(engine_key, str(before)) if before is not None else None
+        if bound is None or Version(bound) <= Version(low):
+            return wording
+        past = Version(bound) > Version(high)
+    except (InvalidVersion, KeyError):
+        return wording
+    start = high if past else bound
+    notes.append(f"{name} {before} does not serve {verdict.arch} and {verdict.first} does "
+                 f"(the releases kvlint read): the log's range starts at {start}"
+                 + (", the newest its wording allows" if past else ""))
+    return start, high
 
 
 def _dated_version(engine_key: str, name: str, dated: str, wording: tuple[str, str] | None,

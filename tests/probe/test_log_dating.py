@@ -76,3 +76,29 @@ def test_the_generator_keeps_final_releases_that_can_be_installed(tmp_path: Path
     table = json.loads(out.read_text(encoding="utf-8"))
     assert table["engines"]["sglang"]["releases"] == {"1.0.0": "2025-01-01"}
     assert "fetched 2026-12-06" in table["source"]
+
+
+def test_the_model_a_log_served_narrows_its_release_from_below() -> None:
+    """An undated log worded as SGLang 0.4.3.post4 to 0.5.12 that served GLM-5
+    (GlmMoeDsaForCausalLM): 0.5.5.post3, a release kvlint read, does not serve it and 0.5.23
+    does, so the log is from 0.5.6 (PyPI's next release) or later."""
+    from kvlint.engines.release_dates import next_release
+
+    glm5 = json.loads((Path(__file__).parents[2] / "fixtures" / "configs" /
+                       "zai-org--GLM-5.json").read_text(encoding="utf-8"))
+    assert next_release("sglang", "0.5.5.post3") == "0.5.6"
+    notes: list[str] = []
+    assert log_version("sglang", None, None, notes, ("0.4.3.post4", "0.5.12"),
+                       config=glm5) == "0.5.6"
+    assert "0.5.5.post3 does not serve GlmMoeDsaForCausalLM" in notes[0]
+    # a range that starts after the bound, or a model its oldest release serves: unchanged
+    assert log_version("sglang", None, None, [], ("0.5.8", "0.5.12"), config=glm5) == "0.5.8"
+    llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}
+    assert log_version("sglang", None, None, [], ("0.4.3.post4", "0.5.12"),
+                       config=llama) == "0.4.3.post4"
+    # the bound past the range: its newest release
+    assert log_version("sglang", None, None, [], ("0.4.3.post4", "0.5.5"),
+                       config=glm5) == "0.5.5"
+    # a printed or given version is never moved
+    assert log_version("sglang", "0.4.10", None, [], ("0.4.3.post4", "0.5.12"),
+                       config=glm5) == "0.4.10"
