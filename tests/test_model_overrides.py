@@ -297,3 +297,24 @@ def test_quantization_awq_on_a_16_bit_config_sizes_the_awq_checkpoint(tmp_path: 
     assumed = weights(CONFIGS / "Qwen--Qwen3-8B.json", "--quantization", "awq")
     assert assumed == weights(awq) == weights(awq, "--quantization", "awq")
     assert assumed < weights(CONFIGS / "Qwen--Qwen3-8B.json") / 2.5  # embeddings stay 16-bit
+
+
+def test_tensorrt_llm_fp8_sizes_the_checkpoint_quantized_beforehand(tmp_path: Path) -> None:
+    """TensorRT-LLM converts nothing while loading: ``--quantization fp8`` on a 16-bit config
+    is the FP8 checkpoint (or engine) built beforehand, the bytes of vLLM's per-tensor fp8,
+    and assumed; vLLM's own fp8 stays a conversion while loading."""
+    trt = on_the_fly_quantization("trtllm", "fp8", QWEN3)
+    assert trt is not None and trt.assumed and trt.config == {"quant_method": "fp8"}
+    vllm = on_the_fly_quantization("vllm", "fp8", QWEN3)
+    assert vllm is not None and not vllm.assumed
+
+    def weights(engine: str) -> int:
+        out = CliRunner().invoke(main, [
+            "check", str(CONFIGS / "Qwen--Qwen3-8B.json"), "--engine", engine, "--gpu", "L4",
+            "--quantization", "fp8", "--format", "json", "--offline", "--isolated",
+            "--no-plugins"])
+        value = json.loads(out.stdout)["results"][0]["capacity"]["weight_bytes_per_gpu"]
+        assert isinstance(value, int)
+        return value
+
+    assert weights("trtllm") == weights("vllm")

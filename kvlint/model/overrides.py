@@ -186,6 +186,13 @@ PREQUANTIZED: Mapping[str, OnTheFly] = {
     "gptq": _GPTQ, "gptq_marlin": _GPTQ, "marlin": _GPTQ,
     "mxfp4": OnTheFly({"quant_method": "mxfp4"}, "an MXFP4 checkpoint, routed experts in "
                       "4.25 bits as gpt-oss ships them", assumed=True),
+    # an engine that does not convert while loading (TensorRT-LLM, whose checkpoint or engine
+    # is quantized beforehand: examples/quantization/quantize.py --qformat fp8, ModelOpt's
+    # FP8 recipe, which leaves *lm_head* unquantized): the same bytes as vLLM's Fp8Config
+    "fp8": OnTheFly({"quant_method": "fp8"}, "the usual FP8 checkpoint or engine, linear "
+                    "layers in fp8 with per-tensor scales, embeddings and lm_head in 16-bit "
+                    "(ModelOpt's FP8 recipe, TensorRT-LLM's quantize.py --qformat fp8)",
+                    assumed=True),
 }
 """Methods (as vLLM and SGLang spell ``--quantization``) that need a checkpoint quantized
 beforehand -> that checkpoint's usual form. Used only when the config given names no
