@@ -421,9 +421,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                    weights.estimated, weights.source),
         Sizing(utilization, fraction_of_free_memory=of_free, overhead_bytes=overhead,
                memory=memory, given_budget=given,
-               token_cap=(plan.kv_tokens_cap, plan.kv_tokens_cap_source or
-                          "--max-total-tokens")
-               if plan.kv_tokens_cap and plan.behaviour.engine == "sglang" else None),
+               token_cap=_token_cap(plan, engine_sized)),
     )
     if sized is not None and memory is not None and plan.layout.pp == 1:
         sized = _vllm_grouped(sized, analysis, memory.block_size)
@@ -477,6 +475,22 @@ def _env_switch(plan: ServingPlan, name: str) -> bool | None:
         return bool(int(value)) if value is not None else None
     except ValueError:
         return None
+
+
+def _token_cap(plan: ServingPlan, engine_sized: object) -> tuple[int, str] | None:
+    """The KV pool's token cap where the generic budget sizes it: SGLang's
+    ``--max-total-tokens``; TensorRT-LLM's ``kv_cache_config.max_tokens`` /
+    ``max_tokens_in_paged_kv_cache`` in the TensorRT-engine workflow (the PyTorch backend's
+    own sizing applies it itself), where the C++ runtime takes the smaller of it and the
+    memory fraction's tokens (``docs/source/memory.md``@v0.7.1: "if both are specified ...
+    the minimum"; ``executor.h`` KvCacheConfig@v0.16.0)."""
+    if not plan.kv_tokens_cap:
+        return None
+    if plan.behaviour.engine == "sglang":
+        return plan.kv_tokens_cap, plan.kv_tokens_cap_source or "--max-total-tokens"
+    if plan.behaviour.engine == "trtllm" and engine_sized is None:
+        return plan.kv_tokens_cap, plan.kv_tokens_cap_source or "max_tokens_in_paged_kv_cache"
+    return None
 
 
 def _sampler_switch(plan: ServingPlan) -> bool | None:

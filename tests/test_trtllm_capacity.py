@@ -266,3 +266,24 @@ def test_text_names_the_fraction() -> None:
     result = CliRunner().invoke(main, ["check", str(LLAMA31_8B), "--engine", "trtllm",
                                        "--gpu", "H100", "--no-plugins", "--isolated"])
     assert "free_gpu_memory_fraction (of the memory left after weights) 0.90" in result.stdout
+
+
+@pytest.mark.parametrize(("cap", "expected"), [(2560, 2560), (10**7, None)])
+def test_the_engine_workflows_token_cap_is_the_smaller_of_the_two(cap: int,
+                                                                 expected: int | None) -> None:
+    """TensorRT-LLM 0.8 (the TensorRT-engine workflow): ``max_tokens_in_paged_kv_cache`` with
+    a memory fraction gives the smaller of the two token counts (Triton's 2,560 on a 3090 at
+    0.5, from a public start-up log); a cap above the fraction's tokens changes nothing."""
+    def check(*extra: str) -> dict[str, Any]:
+        out = CliRunner().invoke(main, [
+            "check", str(CONFIGS / "meta-llama--Meta-Llama-3-8B.json"), "--engine", "trtllm",
+            "--gpu", "RTX-3090", "--engine-version", "0.8.0", "--gpu-memory-utilization",
+            "0.5", "--format", "json", "--no-plugins", "--isolated", "--offline", *extra])
+        capacity = json.loads(out.stdout)["results"][0]["capacity"]
+        assert isinstance(capacity, dict)
+        return capacity
+
+    free = check()
+    capped = check("--max-total-tokens", str(cap))
+    assert capped["max_tokens"] == (expected or free["max_tokens"])
+    assert (capped["kv_tokens_capped_by"] is not None) == (expected is not None)

@@ -122,7 +122,8 @@ def plan_options(func: F) -> F:
         click.option("--page-size", type=COUNT, default=None,
                      help="SGLang: tokens per KV page (the pool is whole pages)."),
         click.option("--max-total-tokens", type=COUNT, default=None,
-                     help="SGLang: a cap on the KV pool's tokens."),
+                     help="SGLang: a cap on the KV pool's tokens (TensorRT-LLM: "
+                          "kv_cache_config.max_tokens / max_tokens_in_paged_kv_cache)."),
         click.option("--kv-cache-memory-bytes", type=KV_BYTES, default=None, metavar="BYTES",
                      help="vLLM >= 0.10.2: the KV cache's bytes per GPU, set by hand (as vLLM "
                           "reads it: 20G = 20 GiB, 20g = 20e9); it replaces the memory profile "
