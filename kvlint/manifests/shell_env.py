@@ -157,7 +157,8 @@ class Env:
         ``${VAR:-default}``, ``${VAR=default}``, ``${VAR+alt}``, ``${VAR:+alt}``,
         ``${#VAR}`` and ``$((expr))`` over integers (``+ - * / %`` and parentheses, parsed,
         never evaluated as code). Command substitution and special parameters (``$@``,
-        ``$1``...) are unresolved.
+        ``$1``...) are unresolved, except a positional parameter's default (``${1:-word}``:
+        the file as it runs without arguments).
         """
         use_k8s = self.k8s if k8s is None else k8s
         try:
@@ -240,6 +241,8 @@ class Env:
             if value is None:
                 raise _Unset(f"${body[1:]} is not set in the manifest")
             return str(len(value))
+        if body[:1] in "123456789" and body[1:2] in (":", "-", "+"):
+            return self._positional(body, depth)
         match = _NAME.match(body)
         if match is None:
             if body[:1] in _SPECIAL:
@@ -266,6 +269,20 @@ class Env:
         if missing:
             raise _Unset(f"${name} is not set in the manifest")
         return str(value)
+
+    def _positional(self, body: str, depth: int) -> str:
+        """``${1:-word}`` / ``${1-word}`` / ``${1:+word}``: a script's positional parameter
+        read as the file runs without arguments (unset), so its default is what runs; a bare
+        ``$1`` stays unresolved (the argument is required)."""
+        rest = body[1:]
+        colon = rest.startswith(":")
+        op = rest[1:2] if colon else rest[:1]
+        word = rest[2:] if colon else rest[1:]
+        if op == "-":
+            return self._shell(_quotes_removed(word), depth + 1)
+        if op == "+":
+            return ""
+        raise _Unset(f"${{{body}}} is a shell parameter set when the script runs")
 
     def _arith(self, expr: str, depth: int) -> int:
         expanded = self._shell(expr, depth + 1) if "$" in expr else expr

@@ -166,8 +166,13 @@ def test_shell_parameters() -> None:
     assert unset.reason == "$TP is not set in the manifest"
     secret = env.expand("$SECRET", k8s=False)
     assert isinstance(secret, Unresolved) and "no value in the manifest" in secret.reason
-    for special in ("$0", "$@", "${1}"):
+    for special in ("$0", "$@", "${1}", "$1", "${1:?need a model}", "${0:-x}"):
         assert isinstance(env.expand(special, k8s=False), Unresolved)
+    # a script read as it runs without arguments: a positional parameter's default applies
+    assert env.expand("${1:-meta-llama/Llama-3.1-8B}", k8s=False) == "meta-llama/Llama-3.1-8B"
+    assert env.expand("${2-8000}", k8s=False) == "8000"
+    assert env.expand("${3:-$TP_SIZE}", k8s=False) == "1"
+    assert env.expand("${1:+--flag}", k8s=False) == ""
     assert env.expand("a $ b", k8s=False) == "a $ b"  # a lone $ is literal
     # the default word goes through quote removal, as sh does
     assert env.expand('${DTYPE:-"float16"}', k8s=False) == "float16"
