@@ -18,7 +18,8 @@ import re
 from dataclasses import replace
 
 from kvlint.manifests.base import Located, ServedModel
-from kvlint.manifests.engine_launch import settle_version
+from kvlint.manifests.engine_launch import Pin, pip_pins, settle_version
+from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
 
@@ -71,23 +72,57 @@ def _form(argument: str, line: int) -> tuple[bool, list[list[Word]]] | None:
     return (False, commands) if commands else None
 
 
+_BUILD_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+_PIP = re.compile(r"(?:^|[\s;&|(])(?:uv\s+)?pip3?\s+install\b|python[\d.]*\s+-m\s+pip\s+install")
+
+
+def _build_time(value: str, known: dict[str, str]) -> str:
+    """``value`` with the ``ARG``s and ``ENV``s set so far put in, as the builder substitutes
+    them in ``ENV`` (the Dockerfile reference, "Environment replacement"); others stay."""
+    return _BUILD_VARIABLE.sub(lambda m: known.get(m.group(1) or m.group(2), m.group(0)),
+                               value)
+
+
+def _pip_installs(argument: str, line: int) -> list[list[Word]]:
+    """The ``pip install`` commands of a ``RUN`` (engine pins: what the image runs)."""
+    if argument.startswith("[") or not _PIP.search(argument):
+        return []
+    return [list(c) for c in split_script(argument, line=line - 1) if c and any(
+        w.text.rsplit("/", 1)[-1].startswith("pip") for w in c[:3])]
+
+
 def dockerfile_models(text: str, path: str) -> list[ServedModel]:
-    """Every served model the last stage of a Dockerfile starts."""
+    """Every served model the last stage of a Dockerfile starts: ``ARG`` defaults and earlier
+    ``ENV``s are put into ``ENV`` values as the build does, and the stage's ``RUN pip
+    install`` pins say which engine release the image holds."""
     image: tuple[str, int] | None = None
     env: list[Word] = []
+    known: dict[str, str] = {}
+    installs: list[list[Word]] = []
     entrypoint: tuple[bool, list[list[Word]]] | None = None
     cmd: tuple[bool, list[list[Word]]] | None = None
     for instruction, argument, line in _instructions(text):
         if instruction == "FROM":
             words = [w for w in argument.split() if not w.startswith("--")]
             image = (words[0], line) if words else None
-            env, entrypoint, cmd = [], None, None
+            env, entrypoint, cmd, installs = [], None, None, []
+        elif instruction == "ARG":
+            name, _, value = argument.partition("=")
+            if value and re.fullmatch(r"\w+", name.strip()):
+                known.setdefault(name.strip(), value.strip().strip("'\""))
+        elif instruction == "RUN":
+            installs += _pip_installs(argument, line)
         elif instruction == "ENV":
             if "=" in argument.split(maxsplit=1)[0]:
-                env += [Word(pair, line) for pair in argument.split() if "=" in pair]
+                pairs = [pair for pair in argument.split() if "=" in pair]
             else:
                 name, _, value = argument.partition(" ")
-                env.append(Word(f"{name}={value.strip()}", line))
+                pairs = [f"{name}={value.strip()}"]
+            for pair in pairs:
+                name, _, value = pair.partition("=")
+                value = _build_time(value.strip().strip("'\""), known)
+                known[name] = value
+                env.append(Word(f"{name}={value}", line))
         elif instruction == "ENTRYPOINT":
             entrypoint = _form(argument, line)
             cmd = None  # a new ENTRYPOINT resets CMD (the Dockerfile reference)
@@ -108,19 +143,23 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
         env = []
     else:
         return []
-    found = command_models([[*env, *c] for c in commands], text, path, kind="dockerfile")
-    return [_from_base(served, image) for served in found]
+    found = command_models([*installs, *([*env, *c] for c in commands)], text, path,
+                           kind="dockerfile")
+    pins = [pin for words in installs for pin in pip_pins(words, Env({}, k8s=False))]
+    return [_from_base(served, image, pins) for served in found]
 
 
-def _from_base(served: ServedModel, base: tuple[str, int]) -> ServedModel:
-    """A command the Dockerfile runs itself (``ENTRYPOINT python3 -m vllm...``) runs in the
-    last stage's base image: its version is the image's, as a ``docker run`` of it says."""
-    if served.image is not None or served.engine is None or \
-            isinstance(served.engine_version, Located):
+def _from_base(served: ServedModel, base: tuple[str, int], pins: list[Pin]) -> ServedModel:
+    """A command the last stage runs (``ENTRYPOINT python3 -m vllm...``, or ``CMD`` given to
+    the base image's entrypoint) runs in the image this Dockerfile builds: its version is
+    the one the stage's ``RUN pip install`` pins, else the base image's tag."""
+    if served.engine is None or (served.image is not None and served.image.value != base[0]):
+        return served  # no engine, or a container of another image the command starts
+    version = served.engine_version
+    if isinstance(version, Located) and version.source.startswith("pip "):
         return served
     image = Located(base[0], base[1], None, "FROM")
-    version, notes = settle_version(served.engine.value, image)
-    if version is None:
-        return replace(served, image=image, notes=(*served.notes, *notes))
-    return replace(served, image=image, engine_version=version,
-                   notes=(*served.notes, *notes))
+    found, notes = settle_version(served.engine.value, image, pins)
+    return replace(served, image=served.image or image,
+                   engine_version=found if found is not None else version,
+                   notes=(*served.notes, *(n for n in notes if n not in served.notes)))

@@ -109,3 +109,31 @@ def test_a_command_the_dockerfile_runs_itself_takes_the_base_images_version() ->
     assert isinstance(found.image, Located) and found.image.source == "FROM"
     (other,) = dockerfile_models("FROM python:3.12\nCMD vllm serve org/m\n", "Dockerfile")
     assert not isinstance(other.engine_version, Located)  # a base image of no engine: unknown
+
+
+def test_arg_defaults_reach_env_and_a_run_pip_pin_is_the_version() -> None:
+    """An ``ARG`` default substituted into an ``ENV`` at build time, a CMD that reads it, and
+    the engine release the stage's ``RUN pip install`` pins on a CUDA base image."""
+    (m,) = served("""\
+        FROM nvidia/cuda:12.4.0-devel-ubuntu22.04
+        RUN apt-get update && apt-get install -y python3-pip
+        RUN pip install --no-cache-dir \\
+            vllm==0.11.0 \\
+            lmcache==0.3.9
+        ARG MODEL_NAME=meta-llama/Llama-3.1-8B-Instruct
+        ENV MODEL_NAME=${MODEL_NAME}
+        CMD ["sh", "-c", "vllm serve ${MODEL_NAME} --tensor-parallel-size 2"]
+        """)
+    assert brief(m)[:4] == ("meta-llama/Llama-3.1-8B-Instruct", "vllm", "0.11.0", 2)
+    assert m.engine_version is not None and "pip vllm==0.11.0" in m.engine_version.source
+
+
+def test_an_engine_image_tag_still_gives_the_version_without_a_pin() -> None:
+    (m,) = served("""\
+        FROM vllm/vllm-openai:v0.10.1.1
+        ARG MODEL=Qwen/Qwen3-8B
+        ENV MODEL_ID=$MODEL
+        RUN pip install --no-cache-dir lmcache
+        CMD ["--model", "${MODEL_ID}"]
+        """)
+    assert v(m.engine_version) == "0.10.1.1"
