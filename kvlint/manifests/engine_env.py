@@ -8,6 +8,8 @@ engine's argument grammar), which never import this module."""
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -108,7 +110,8 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
             env = _apply(env, assigned, conditional=depth > 0)
             continue
         prefix, rest = split_env_prefix(words)
-        hit = _find_engine([w.text for w in rest])
+        hit = _find_engine([_program(w.text, env) if i < 3 else w.text
+                            for i, w in enumerate(rest)])
         if hit is None:
             continue
         engine, program, index = hit
@@ -121,6 +124,19 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
                                       words=tuple(rest), index=index, env=local,
                                       position=position))
     return found
+
+
+_REFERENCE = re.compile(r"\$(?:\{\w+\}|\w+)")
+
+
+def _program(text: str, env: Env) -> str:
+    """A command word that is one variable (``"${VLLM}" serve``, ``VLLM=$HOME/venv/bin/vllm``)
+    as the environment expands it, so the program it names is found; other words as
+    written."""
+    if not _REFERENCE.fullmatch(text):
+        return text
+    value = env.expand(text, k8s=False)
+    return value if isinstance(value, str) and value.strip() else text
 
 
 def _assignments(words: list[Word]) -> dict[str, str] | None:

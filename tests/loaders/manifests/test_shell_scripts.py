@@ -251,3 +251,14 @@ def test_ssh_with_a_plain_command_and_single_quotes() -> None:
 
 def test_ssh_without_a_command_starts_nothing() -> None:
     assert served("ssh -i key.pem -l ubuntu host\n") == []
+
+
+def test_a_program_named_by_a_variable_is_found() -> None:
+    """``VLLM="${HOME}/venv/bin/vllm"`` then ``"${VLLM}" serve``: HOME is set in any user's
+    shell, so the program is vLLM's, whatever the home directory."""
+    text = ('VLLM="${HOME}/vllm-env/bin/vllm"\n'
+            'CUDA_VISIBLE_DEVICES=0 "${VLLM}" serve "org/model-a" --port 8002 &\n'
+            'CUDA_VISIBLE_DEVICES=1 $VLLM serve org/model-b --port 8003 &\n')
+    found = served(text)
+    assert [(f["engine"], f["model"]) for f in found] == [("vllm", "org/model-a"),
+                                                            ("vllm", "org/model-b")]
