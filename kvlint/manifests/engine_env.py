@@ -9,7 +9,6 @@ engine's argument grammar), which never import this module."""
 from __future__ import annotations
 
 import re
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
