@@ -87,9 +87,10 @@ def find_engine(words: Sequence[str]) -> tuple[str, int] | None:
     Recognises ``vllm serve``, ``sglang serve``, ``python[3] -m`` with
     ``vllm.entrypoints.openai.api_server`` / ``dynamo.vllm`` / ``sglang.launch_server`` /
     ``dynamo.sglang`` / ``dynamo.trtllm`` / ``sglang_router.launch_server`` /
-    ``lmdeploy serve api_server``, ``text-generation-launcher``, ``trtllm-serve [serve]``,
-    ``lmdeploy serve api_server``, ``llama-server`` and TRL's ``trl vllm-serve`` /
-    ``python -m trl.scripts.vllm_serve`` (any path prefix; after ``uv run``).
+    ``lmdeploy serve api_server``, ``text-generation-launcher`` (or ``/tgi-entrypoint.sh``,
+    the ENTRYPOINT of TGI's Dockerfile, which hands its arguments to it), ``trtllm-serve``,
+    ``llama-server`` and TRL's ``trl vllm-serve`` / ``python -m trl.scripts.vllm_serve``
+    (any path prefix; after ``uv run``).
     Other servers (``text-embeddings-router``, ``trtllm-serve disaggregated``,
     ``python -m dynamo.frontend``) are ``None``.
     """
@@ -109,7 +110,7 @@ def _find_engine(words: Sequence[str]) -> tuple[str, int, int] | None:
             return "vllm", i, i + 2
         if base == "sglang" and nxt == "serve":
             return "sglang", i, i + 2
-        if base == "text-generation-launcher":
+        if base in ("text-generation-launcher", "tgi-entrypoint.sh"):
             return "tgi", i, i + 1
         if base == "llama-server":
             return "llamacpp", i, i + 1

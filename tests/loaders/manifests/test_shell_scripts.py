@@ -262,3 +262,10 @@ def test_a_program_named_by_a_variable_is_found() -> None:
     found = served(text)
     assert [(f["engine"], f["model"]) for f in found] == [("vllm", "org/model-a"),
                                                             ("vllm", "org/model-b")]
+
+
+def test_tgis_image_entrypoint_script_runs_the_launcher() -> None:
+    text = ('docker run --gpus all -e MODEL_ID=org/model my-tgi-build:sm120 \\\n'
+            '  bash -lc "exec /tgi-entrypoint.sh --num-shard 2"\n')
+    (found,) = served(text)
+    assert (found["engine"], found["model"], found["tp"]) == ("tgi", "org/model", 2)
