@@ -168,6 +168,7 @@ class ConfigOptions:
     offline: bool = False
     model_problem: str | None = None
     gpus_requested: int | None = None
+    gpus_source: str | None = None
     manifest_problem: tuple[str, str] | None = None
     geometry: AttentionGeometry | None = None
     probe: ProbeReport | None = None
@@ -228,6 +229,7 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
             analysis = cap = None
     ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
                       model_problem=o.model_problem, gpus_requested=o.gpus_requested,
+                      gpus_source=o.gpus_source,
                       manifest_problem=o.manifest_problem, probe=o.probe, context_limit=limit,
                       limit_policy=policy, engine_problems=o.engine_problems,
                       sizer=sizer, **_architecture(config))

@@ -281,3 +281,42 @@ def test_sglang_node_rank_must_be_below_the_nodes(tmp_path: Path, extra: str,
     assert [f["code"] for f in found] == codes
     if codes:
         assert "--node-rank" in found[0]["message"] and "--nnodes" in found[0]["message"]
+
+
+@pytest.mark.parametrize(("image", "extra", "resources", "warned"), [
+    ("vllm/vllm-openai:v0.10.1.1", "", "cpu: 4", True),
+    ("vllm/vllm-openai:v0.10.1.1", "", None, True),                  # no resources at all
+    ("vllm/vllm-openai:v0.10.1.1", "runtimeClassName: nvidia", "cpu: 4", False),
+    ("vllm/vllm-openai:v0.10.1.1", "", "habana.ai/gaudi: 1", False),  # another accelerator
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1", "", "cpu: 4", False),
+    ("ghcr.io/ggml-org/llama.cpp:server", "", "cpu: 4", False),      # serves on the CPU
+])
+def test_a_pod_that_requests_no_gpu(tmp_path: Path, image: str, extra: str,
+                                    resources: str | None, warned: bool) -> None:
+    """A GPU engine's container with no GPU in its resources: the device plugin gives it
+    none (KV206, a warning: a node whose default runtime is nvidia exposes its GPUs)."""
+    command = ('command: ["llama-server", "-m", "/models/qwen3-8b-q4_k_m.gguf"]' if "llama" in image
+               else 'command: ["vllm", "serve", "Qwen/Qwen3-8B"]')
+    block = f"\n          resources:\n            limits:\n              {resources}" \
+        if resources else ""
+    path = tmp_path / "pod.yaml"
+    path.write_text(f"""\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: server
+spec:
+  template:
+    spec:
+      {extra or "hostIPC: false"}
+      containers:
+        - name: server
+          image: {image}
+          {command}{block}
+""", encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV206"]
+    assert bool(found) is warned, found
+    if warned:
+        assert found[0]["severity"] == "warning"
+        assert "requests no GPU" in found[0]["message"]

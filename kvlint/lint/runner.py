@@ -370,18 +370,21 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
     gpus = served.gpus.value if isinstance(served.gpus, Located) and \
         isinstance(served.gpus.value, int) and served.gpus.value >= 0 and \
         not served.gpus.source.startswith(DERIVED_GPUS) else None
+    where = served.gpus.source if gpus is not None and isinstance(served.gpus, Located) \
+        else None
     refused = served.engine_problems
     try:
         plan = plan_for(served, base)
     except ValueError as err:  # a parallel layout no deployment has (pp=10**9)
         result = lint_config(target, None, base, rules, model_problem=f"{target.ref}: {err}",
-                             gpus_requested=gpus, engine_problems=refused)
+                             gpus_requested=gpus, gpus_source=where, engine_problems=refused)
         return replace(result, findings=tuple(_anchor(f, served) for f in result.findings),
                        notes=served.notes)
-    key = _result_key(target.ref, loaded, plan, gpus, refused)
+    key = _result_key(target.ref, loaded, plan, (gpus, where), refused)
     known = resolver.results.get(key) if key is not None else None
     if known is None:
-        known = _lint_loaded(target, loaded, plan, gpus, refused, resolver, rules, defaults)
+        known = _lint_loaded(target, loaded, plan, (gpus, where), refused, resolver, rules,
+                             defaults)
         if key is not None:
             resolver.results[key] = known
     kept, skipped = without_cascades(known.findings, served)
@@ -390,7 +393,8 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
                    notes=(*served.notes, *skipped))
 
 
-def _result_key(ref: str, loaded: LoadedConfig | str, plan: ServingPlan, gpus: int | None,
+def _result_key(ref: str, loaded: LoadedConfig | str, plan: ServingPlan,
+                gpus: tuple[int | None, str | None],
                 refused: tuple[Any, ...]) -> tuple[object, ...] | None:
     """What :func:`lint_config` computes a manifest's result from besides the run's rules,
     defaults and lock (the target's path and line only locate it): manifests that serve
@@ -405,27 +409,31 @@ def _result_key(ref: str, loaded: LoadedConfig | str, plan: ServingPlan, gpus: i
 
 
 def _lint_loaded(target: Target, loaded: LoadedConfig | str, plan: ServingPlan,
-                 gpus: int | None, refused: tuple[Any, ...], resolver: ModelResolver,
-                 rules: Sequence[type[Rule]], defaults: ConfigDefaults) -> ModelResult:
+                 request: tuple[int | None, str | None], refused: tuple[Any, ...],
+                 resolver: ModelResolver, rules: Sequence[type[Rule]],
+                 defaults: ConfigDefaults) -> ModelResult:
+    """One model's result; ``request``: the GPUs the manifest requests and where it says so."""
+    gpus, where = request
     try:
         if resolver.is_unavailable(loaded):
             # Not KV902: nothing says the reference is wrong; the run exits 2 (LintRun).
             return replace(lint_config(target, None, plan, rules, gpus_requested=gpus,
-                                       engine_problems=refused),
+                                       gpus_source=where, engine_problems=refused),
                            config_error=str(loaded))
         if isinstance(loaded, str):
             return lint_config(target, None, plan, rules, model_problem=loaded,
-                               gpus_requested=gpus, engine_problems=refused)
+                               gpus_requested=gpus, gpus_source=where, engine_problems=refused)
         return lint_config(target, loaded.config, plan, rules, source=loaded.source,
                            defaults=defaults, offline=resolver.offline,
-                           gpus_requested=gpus, geometry=resolver.geometry(loaded),
+                           gpus_requested=gpus, gpus_source=where,
+                           geometry=resolver.geometry(loaded),
                            lock=resolver.lock,
                            weights_of=Target(loaded.ref, "model", loaded.revision,
                                              loaded.path),
                            engine_problems=refused)
     except UsageError as err:  # e.g. an fp8_ds_mla cache on a non-MLA model
         return lint_config(target, None, plan, rules, model_problem=str(err),
-                           gpus_requested=gpus, engine_problems=refused)
+                           gpus_requested=gpus, gpus_source=where, engine_problems=refused)
 
 
 def problem_result(problem: ManifestProblem, rules: Sequence[type[Rule]]) -> ModelResult:

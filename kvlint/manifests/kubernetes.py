@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvlint.manifests.accelerators import device_family, is_gpu_label
+from kvlint.manifests.accelerators import device_family, image_family, is_gpu_label
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import NO_HARDWARE, Hardware, Origin
@@ -131,6 +131,34 @@ def pod_gpus(pod: Any, containers: Sequence[Any] | None = None,
         return Located(total, first.line, first.column,
                        f"{where}resources {' + '.join(keys)} (all containers)"), notes
     return Located(total, first.line, first.column, first.source), notes
+
+
+POD_NO_GPU = ("no GPU requested (no nvidia.com/gpu or other device in the container's "
+              "resources, no runtimeClassName)")
+"""The source of a GPU count of 0: the container asks the device plugin for no GPU."""
+_PLAIN_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+def _no_gpu_access(pod: Any, run: Run) -> bool:
+    """Whether the engine's container is given no GPU: no device in its resources (any
+    extended resource, ``vendor/device``, may be an accelerator), no ``runtimeClassName``,
+    not privileged, no ``NVIDIA_VISIBLE_DEVICES`` (which a node whose default runtime is
+    nvidia honours), and an image not built for a CPU or another accelerator."""
+    if get_str(pod, "runtimeClassName") or run.image is None or image_family(run.image):
+        return False
+    container = run.container
+    if (get_map(container, "securityContext") or {}).get("privileged") is True:
+        return False
+    if any(isinstance(e, dict) and e.get("name") == "NVIDIA_VISIBLE_DEVICES"
+           for e in get_list(container, "env") or []):
+        return False
+    resources = get_map(container, "resources") or {}
+    for part in ("limits", "requests"):
+        block = get_map(resources, part) or {}
+        if any(str(key) not in _PLAIN_RESOURCES and not str(key).startswith("hugepages-")
+               for key in block):
+            return False
+    return True
 
 
 def pod_tpus(pod: Any) -> int:
@@ -303,6 +331,8 @@ def pod_models(origin: Origin, pod: Any, *, pods: int = 1, pods_what: str = "",
         elif multinode and isinstance(nnodes, Unresolved):
             more.append(f"--nnodes is not resolved ({nnodes.reason}): GPUs are per pod")
         gpus = group_gpus(per_pod, count, what)
+        if per_pod is None and not gpu_notes and _no_gpu_access(pod, run):
+            gpus = Located(0, run.image.line if run.image else run.line, None, POD_NO_GPU)
         hardware = Hardware(gpus=gpus, gpu_type=gpu_type_of(pod), gpu_memory=gpu_memory_of(pod))
         out.append(build(origin, run, args=args, hardware=hardware,
                          notes=[*notes, *gpu_notes, *more], overrides=overrides))

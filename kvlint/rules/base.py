@@ -45,6 +45,8 @@ class RuleContext:
     """Why a manifest's model could not be resolved (KV902)."""
     gpus_requested: int | None = None
     """GPUs a manifest requests for this model's group (KV206)."""
+    gpus_source: str | None = None
+    """Where the manifest says so (a key and line, or why it requests none)."""
     manifest_problem: tuple[str, str] | None = None
     """``(kind, message)`` of a manifest that could not be read (KV903)."""
     probe: ProbeReport | None = None

@@ -26,7 +26,9 @@ class GpuCountMismatch(Rule):
     that reserves no GPU at all (no `deploy.resources.reservations.devices`, `gpus`,
     `runtime` or `devices`, and an image not built for a CPU) is a warning: its container
     sees no GPU unless the Docker daemon's default runtime is nvidia (llama.cpp, which then
-    serves on the CPU, is not flagged).
+    serves on the CPU, is not flagged). So is a Kubernetes container of a GPU engine image
+    that requests no GPU (no device in its resources, no `runtimeClassName`, not
+    privileged): the device plugin gives it none.
 
     ## Example
     ```yaml
@@ -53,9 +55,18 @@ class GpuCountMismatch(Rule):
         needed = layout.gpus
         if requested == needed:
             return
-        if requested == 0:  # a container Docker gives no GPU (compose: nothing reserved)
+        if requested == 0:  # a container given no GPU (compose: nothing reserved)
             if (ctx.plan.engine or ctx.plan.behaviour.engine) in CPU_CAPABLE:
                 return  # it runs on the CPU instead
+            if (ctx.gpus_source or "").startswith("no GPU requested"):  # a Kubernetes pod
+                yield self.finding(
+                    "The container requests no GPU (no nvidia.com/gpu in its resources, no "
+                    f"runtimeClassName), but the engine needs {needed}: the device plugin "
+                    "gives it none and the engine exits at start, unless the node's default "
+                    "container runtime is nvidia, which exposes the node's GPUs to it outside "
+                    "the scheduler's count. Request them (resources.limits nvidia.com/gpu: "
+                    f"{needed}).", requested=0, needed=needed)
+                return
             yield self.finding(
                 f"The service reserves no GPU (no deploy.resources.reservations.devices, "
                 f"gpus or runtime: nvidia), but the engine needs {needed}: its container sees "

@@ -99,7 +99,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
         tp=1, max_seqs=1024, gpus=1, lines={"model": 21, "tp": 23})],
     "production-stack/k8s-prefill-deploy-envvar-bash.yaml": [dict(
         format="k8s", model=U("/var/mdl/YOUR-MODEL-PATH"), served="YOUR-MODEL-NAME",
-        engine="vllm", version=None, max_len=512, gpus=None, lines={"model": 141})],
+        engine="vllm", version=None, max_len=512, gpus=0, lines={"model": 141})],
     "production-stack/operator-vllmruntime-llama3.1-8b.yaml": [dict(
         format="vllm-runtime", model="meta-llama/Llama-3.1-8B-Instruct", engine="vllm",
         version=None, tp=1, max_len=4096, max_seqs=32, gpus=1,
