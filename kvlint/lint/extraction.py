@@ -84,7 +84,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         systemd_models if is_systemd_unit(str(path)) else None
     if commands is not None:
         found = Extracted(commands(text, str(path)))
-        _gpu_types(found, text)
+        _beyond_keys(found, text)
         found.source = (str(path), text)
         if not found:
             unread = engine_not_understood(text, str(path))
@@ -116,7 +116,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     models.read_files = tuple(sorted((every.read_files or {}).items()))
     models.source = (str(path), text)
     _fold_node_ranks(models)
-    _gpu_types(models, text)
+    _beyond_keys(models, text)
     problems = list(getattr(documents, "problems", ()))
     if not models and not any(p.kind == "invalid-yaml" for p in problems):
         unread = engine_not_understood(text, str(path))
@@ -126,12 +126,14 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     return models
 
 
-def _gpu_types(models: Extracted, text: str) -> None:
-    """Each served model's GPU type from what the file says beyond its own keys: the
-    image's family, a cloud VM type's GPU, else the one GPU its comments name."""
+def _beyond_keys(models: Extracted, text: str) -> None:
+    """Each served model's GPU type from what the file says beyond its own keys (the
+    image's family, a cloud VM type's GPU, else the one GPU its comments name), and an
+    undated engine's release from its comments."""
     _image_families(models)
     _instance_gpus(models)
     _comment_gpus(models, text)
+    _comment_versions(models, text)
 
 
 def _image_families(models: Extracted) -> None:
@@ -181,6 +183,22 @@ def _comment_gpus(models: Extracted, text: str) -> None:
     for i, served in enumerate(models):
         if served.gpu_type is None:
             models[i] = replace(served, gpu_type=named)
+
+
+def _comment_versions(models: Extracted, text: str) -> None:
+    """A served model whose manifest dates its engine nowhere (no image tag, pin or
+    ``latest``) gets the one release of that engine the file's comments name
+    (:func:`~kvlint.manifests.comment_versions.comment_version`), said to come from a
+    comment."""
+    if not models or all(served.engine_version is not None for served in models):
+        return
+    from kvlint.manifests.comment_versions import comment_version
+
+    for i, served in enumerate(models):
+        if served.engine_version is None and served.engine is not None:
+            named = comment_version(text, served.engine.value)
+            if named is not None:
+                models[i] = replace(served, engine_version=named)
 
 
 def _fold_node_ranks(models: Extracted) -> None:

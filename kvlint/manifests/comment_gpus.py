@@ -22,7 +22,7 @@ import re
 
 from kvlint.manifests.base import COMMENT_SOURCE, Located
 
-__all__ = ["comment_gpu"]
+__all__ = ["comment_gpu", "comment_lines"]
 
 _COMMENT = re.compile(r"(?:^|\s)#(?![!#])(?!SBATCH|PBS|\$)(.*)$|^\s*(?:@?rem\s|::)(.*)$",
                       re.IGNORECASE)
@@ -55,17 +55,25 @@ def _table_name(text: str) -> str | None:
         return None
 
 
-def comment_gpu(text: str) -> Located[str] | None:
-    """The one GPU model the comments of ``text`` name (the table's name when it has one),
-    with the line of its first mention; ``None`` when they name none or several."""
-    families: dict[str, list[tuple[int, str, str]]] = {}
+def comment_lines(text: str) -> list[tuple[int, str]]:
+    """``(1-based line, comment text)`` of each comment of ``text`` (the first 20,000 lines,
+    2,000 characters of each)."""
+    out: list[tuple[int, str]] = []
     for number, row in enumerate(text.splitlines()[:20_000], start=1):
         if "#" not in row and "::" not in row and "rem" not in row[:8].lower():
             continue
         found = _COMMENT.search(row[:2_000])
-        if found is None:
-            continue
-        comment = found.group(1) if found.group(1) is not None else found.group(2) or ""
+        if found is not None:
+            out.append((number, found.group(1) if found.group(1) is not None
+                        else found.group(2) or ""))
+    return out
+
+
+def comment_gpu(text: str) -> Located[str] | None:
+    """The one GPU model the comments of ``text`` name (the table's name when it has one),
+    with the line of its first mention; ``None`` when they name none or several."""
+    families: dict[str, list[tuple[int, str, str]]] = {}
+    for number, comment in comment_lines(text):
         for mention in _GPU.finditer(comment):
             family = _FAMILY.sub("", mention.group(1)).lower()
             families.setdefault(family, []).append(

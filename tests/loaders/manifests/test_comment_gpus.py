@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -75,3 +76,32 @@ def test_the_manifest_and_the_command_line_win_over_a_comment(tmp_path: Path) ->
     assert _lint(tmp_path, COMPOSE.format(more=""), "--gpu", "H100")["gpu"] == "H100"
     labelled = COMPOSE.format(more="    runtime: habana\n")
     assert _lint(tmp_path, labelled)["gpu"] != "L4"
+
+
+def test_the_one_release_the_comments_name_dates_an_undated_engine() -> None:
+    """A script that runs vLLM from a virtual environment and says its release only in a
+    comment; two releases named, or a pinned image, leave it as it was."""
+    from kvlint.lint.extraction import extract_text
+    from kvlint.manifests.comment_versions import comment_version
+    from kvlint.plugins import get_plugin_manager
+
+    def served(text: str, name: str) -> list[Any]:
+        pm = get_plugin_manager(load_entry_points=False)
+        parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+        return list(extract_text(text, Path(name), pm, parsers))
+
+    text = ("#!/bin/bash\n# Uses .venv (vLLM 0.19.0 + FA2), NOT .venv_11_2\n"
+            "vllm serve org/model-70b --tensor-parallel-size 2\n")
+    named = comment_version(text, "vllm")
+    assert named is not None and (named.value, named.line) == ("0.19.0", 2)
+    assert comment_version(text, "sglang") is None
+    assert comment_version("# vLLM 0.10.1 and vLLM v0.11.0 both work\n", "vllm") is None
+    pinned_in_comment = comment_version("# pip install vllm==0.8.5\n", "vllm")
+    assert pinned_in_comment is not None and pinned_in_comment.value == "0.8.5"
+    assert comment_version("# see github.com/org/vllm-0.8.5-patches\n", "vllm") is None
+    (m,) = served(text, "serve.sh")
+    assert m.engine_version is not None and m.engine_version.value == "0.19.0"
+    assert m.engine_version.source == "a comment"
+    pinned = "# tested with vLLM 0.19.0\ndocker run vllm/vllm-openai:v0.10.1.1 --model org/m\n"
+    (m,) = served(pinned, "serve.sh")
+    assert m.engine_version is not None and m.engine_version.value == "0.10.1.1"
