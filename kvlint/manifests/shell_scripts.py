@@ -318,9 +318,10 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     pins = [pin for command in rewritten
             for pin in pip_pins(split_env_prefix(list(command))[1], Env({}, k8s=False))]
     out: list[ServedModel] = []
-    # a script runs in a user's shell, where HOME is always set: "~" stands for it, so that
-    # a program under it ("$HOME/venv/bin/vllm") is still found
-    env = Env({}, {"HOME": "~"}, k8s=False)
+    # a script runs in a user's shell, where HOME is always set: it expands to itself
+    # (the NUL marks a "$" that is not expanded again), so "$HOME/venv/bin/vllm" still names
+    # vLLM and a path under it keeps its words
+    env = Env({}, {"HOME": "\x00HOME"}, k8s=False)
     # a Ray cluster the script starts spans nodes: the visible devices are one node's
     cluster = any([w.text for w in split_env_prefix(list(c))[1][:2]] == ["ray", "start"]
                   for c in rewritten)
