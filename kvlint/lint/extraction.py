@@ -132,6 +132,7 @@ def _beyond_keys(models: Extracted, text: str) -> None:
     undated engine's release from its comments."""
     _image_families(models)
     _instance_gpus(models)
+    _variable_families(models, text)
     _comment_gpus(models, text)
     _comment_versions(models, text)
 
@@ -167,6 +168,22 @@ def _instance_gpus(models: Extracted) -> None:
         if gpu is not None:
             models[i] = replace(served, gpu_type=replace(
                 named, value=gpu, source=f"{named.source} {named.value} (a VM with {gpu})"))
+
+
+def _variable_families(models: Extracted, text: str) -> None:
+    """A served model whose manifest names no GPU type gets the family the file's
+    device-visibility variables select (ROCm's ``HIP_VISIBLE_DEVICES``, Habana's
+    ``HABANA_VISIBLE_DEVICES``: :func:`~kvlint.manifests.accelerators.variable_family`)."""
+    if not models or all(served.gpu_type is not None for served in models):
+        return
+    from kvlint.manifests.accelerators import variable_family
+
+    family = variable_family(text)
+    if family is None:
+        return
+    for i, served in enumerate(models):
+        if served.gpu_type is None:
+            models[i] = replace(served, gpu_type=family)
 
 
 def _comment_gpus(models: Extracted, text: str) -> None:

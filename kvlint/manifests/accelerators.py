@@ -39,7 +39,8 @@ from typing import Any
 
 from kvlint.manifests.base import Located
 
-__all__ = ["GENERIC_AMD", "device_family", "image_family", "is_gpu_label", "runtime_family"]
+__all__ = ["GENERIC_AMD", "device_family", "image_family", "is_gpu_label", "runtime_family",
+           "variable_family"]
 
 GENERIC_AMD = "AMD GPU (ROCm)"
 
@@ -53,6 +54,35 @@ _DEVICE_PLUGINS: tuple[tuple[str, str], ...] = (
     ("huawei.com/ascend", "Huawei Ascend (NPU)"),
 )
 """Extended-resource names (a prefix, compared without case) -> the family they advertise."""
+
+
+_DEVICE_VARIABLES = re.compile(
+    r"(?:^|[\s;&|\"'-]|name:\s*)(HIP|ROCR|HABANA)_VISIBLE_DEVICES\b(?:\s*[=:]|\s*$)",
+    re.MULTILINE)
+_CUDA_DEVICES = re.compile(r"(?:^|[\s;&|\"'-]|name:\s*)CUDA_VISIBLE_DEVICES\s*[=:]",
+                           re.MULTILINE)
+_VARIABLE_FAMILIES = {"HIP": GENERIC_AMD, "ROCR": GENERIC_AMD, "HABANA": "Intel Gaudi (HPU)"}
+"""The runtime's own device-visibility variable -> the family it selects devices of (ROCm's
+``HIP_VISIBLE_DEVICES``/``ROCR_VISIBLE_DEVICES``, Habana's ``HABANA_VISIBLE_DEVICES``)."""
+
+
+def variable_family(text: str) -> Located[str] | None:
+    """The accelerator family a file's device-visibility variables select, when it sets
+    those of one vendor only (``export HIP_VISIBLE_DEVICES=0,1``, an env entry named
+    ``HABANA_VISIBLE_DEVICES``), on the line of the first; ``None`` otherwise."""
+    found: dict[str, int] = {}
+    text = text[:1_000_000]
+    for match in _DEVICE_VARIABLES.finditer(text):
+        start = text.rfind("\n", 0, match.start(1)) + 1
+        if text[start:match.start(1)].lstrip().startswith("#"):
+            continue  # a comment
+        family = _VARIABLE_FAMILIES[match.group(1)]
+        found.setdefault(family, text.count("\n", 0, match.start(1)) + 1)
+    if len(found) != 1 or _CUDA_DEVICES.search(text):
+        return None  # two vendors, or a script that also lists CUDA devices: portable
+    ((family, line),) = found.items()
+    name = "HABANA_VISIBLE_DEVICES" if "Gaudi" in family else "HIP_VISIBLE_DEVICES"
+    return Located(family, line, None, f"{name} (the devices its runtime makes visible)")
 
 
 def is_gpu_label(key: str) -> bool:

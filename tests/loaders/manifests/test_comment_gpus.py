@@ -105,3 +105,17 @@ def test_the_one_release_the_comments_name_dates_an_undated_engine() -> None:
     pinned = "# tested with vLLM 0.19.0\ndocker run vllm/vllm-openai:v0.10.1.1 --model org/m\n"
     (m,) = served(pinned, "serve.sh")
     assert m.engine_version is not None and m.engine_version.value == "0.10.1.1"
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    ("export HIP_VISIBLE_DEVICES=0,1,2,3\nvllm serve org/m -tp 4\n", "AMD GPU (ROCm)"),
+    ("env:\n  - name: HABANA_VISIBLE_DEVICES\n    value: all\n", "Intel Gaudi (HPU)"),
+    ("# export HIP_VISIBLE_DEVICES=0\nvllm serve org/m\n", None),          # a comment
+    ("HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=0 vllm serve org/m\n", None),  # portable
+    ("echo $HIP_VISIBLE_DEVICES\n", None),                                 # not set
+])
+def test_a_runtimes_device_variable_names_the_family(text: str, family: str | None) -> None:
+    from kvlint.manifests.accelerators import variable_family
+
+    found = variable_family(text)
+    assert (found.value if found else None) == family
