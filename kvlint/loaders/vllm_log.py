@@ -180,6 +180,18 @@ def _segments(tokens: list[str | Placeholder]) -> list[list[str | int]]:
     return segments
 
 
+def _or_cut_short(part: str, full: str) -> str:
+    """The words after a figure (``" GiB memory and "``), or a line that ends after some of
+    them: a poster who trimmed ``and 12.3 seconds`` off a pasted line (the figure's unit
+    stays required, so the format is still told from its siblings)."""
+    words = part.split()
+    if len(words) < 2 or not part.startswith(" "):
+        return full
+    cuts = [_BLANKS + _BLANKS.join(re.escape(w) for w in words[:k]) + r"[ \t]*$"
+            for k in range(1, len(words))]
+    return "(?:" + "|".join([full, *cuts]) + ")"
+
+
 def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
     """(regex, gate word, head, field) for each placeholder of ``entry`` that is read."""
     fields = [_field(m) for m in entry.fields]
@@ -207,13 +219,16 @@ def _entry_patterns(entry: FormatEntry) -> list[tuple[str, str, str, str]]:
                 strength += word_count(segment[after])
                 after += 1
             parts = []
-            for part in [*left, -1, *right]:
+            for at, part in enumerate([*left, -1, *right]):
                 if isinstance(part, str):
                     text = re.escape(part)
                     if part.startswith("# "):
                         text = "(?:# )?" + re.escape(part[2:])
                     # a space of the format is any run of blanks: a pasted or aligned line
-                    parts.append(text.replace("\\ ", _BLANKS))
+                    text = text.replace("\\ ", _BLANKS)
+                    if at == len(left) + len(right) and at > len(left):
+                        text = _or_cut_short(part, text)
+                    parts.append(text)
                 elif part == -1:
                     parts.append("(" + _number_pattern(fields[item][1]) + ")")
                 else:

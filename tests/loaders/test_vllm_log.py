@@ -253,3 +253,19 @@ def test_pathological_lines_are_fast(line: str) -> None:
 def test_unreadable_file_is_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"missing\.log: cannot read it"):
         read_log(tmp_path / "missing.log")
+
+
+@pytest.mark.parametrize(("line", "weights", "low"), [
+    ("Model loading took 53.75 GiB memory and 41.2 seconds", 53.75, "0.12.0"),
+    ("Model loading took 53.75 GiB memory", 53.75, "0.12.0"),   # the tail trimmed by a poster
+    ("Model loading took 15.51 GiB and 9.8 seconds", 15.51, "0.8.5"),
+    ("Model loading took 15.51 GiB", 15.51, "0.8.5"),
+])
+def test_a_line_cut_after_its_figures_words_is_read(line: str, weights: float,
+                                                    low: str) -> None:
+    """A pasted line whose tail after the figure's words was cut off (``and N seconds``):
+    the figure is read, and the words that remain still tell the release."""
+    log = parse_text(line + "\n")
+    assert log.weights_gib == weights
+    assert log.version_range is not None and log.version_range[0] == low
+    assert parse_text("Model loading took 53.75 GiB of it\n").weights_gib is None
