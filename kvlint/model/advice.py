@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kvlint.model.capacity import GpuSpec, kv_budget
+from kvlint.model.capacity import GpuSpec, kv_budget, usable_bytes
 from kvlint.model.serving import ServingPlan
 from kvlint.model.weights import WeightSplit
 
@@ -41,7 +41,8 @@ class LayoutSizer:
 
     @property
     def usable_bytes(self) -> int:
-        return int(self.gpu.memory_bytes * self.gpu_memory_utilization)
+        return usable_bytes(self.gpu, self.gpu_memory_utilization,
+                            self.fraction_of_free_memory)
 
     def weights_fit(self, tp: int, pp: int) -> bool:
         return self.weights.per_gpu(tp, pp) <= self.usable_bytes

@@ -174,11 +174,20 @@ class Capacity:
 
     @property
     def usable_bytes(self) -> int:
-        return int(self.gpu.memory_bytes * self.gpu_memory_utilization)
+        """The memory the weights must fit in: the fraction of it where the engine's fraction
+        is of the whole GPU (vLLM, SGLang), the whole GPU where it is of the memory the
+        weights leave (TensorRT-LLM, LMDeploy)."""
+        return usable_bytes(self.gpu, self.gpu_memory_utilization,
+                            self.fraction_of_free_memory)
 
     @property
     def weights_fit(self) -> bool:
         return self.weight_bytes_per_gpu <= self.usable_bytes
+
+
+def usable_bytes(gpu: GpuSpec, utilization: float, fraction_of_free_memory: bool) -> int:
+    """See :attr:`Capacity.usable_bytes`."""
+    return gpu.memory_bytes if fraction_of_free_memory else int(gpu.memory_bytes * utilization)
 
 
 def kv_budget(gpu: GpuSpec, utilization: float, weights: int, overhead: int,

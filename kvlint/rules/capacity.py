@@ -230,11 +230,12 @@ class WeightsExceedGpuMemory(Rule):
                 "holds them" if fits else "")
         where = f"tp={layout.tp}" + (f" pp={layout.pp}" if layout.pp > 1 else "")
         smaller = _smaller_quantization(ctx)
+        offers = f"{fmt_bytes(cap.usable_bytes)}" + (
+            "" if cap.fraction_of_free_memory else
+            f" at gpu_memory_utilization {cap.gpu_memory_utilization:.2f}")
         yield self.finding(
             f"The weights need {fmt_bytes(cap.weight_bytes_per_gpu)} per GPU at {where}"
-            f"{estimate}, but each {_gpu(cap, ctx)} offers "
-            f"{fmt_bytes(cap.usable_bytes)} at gpu_memory_utilization "
-            f"{cap.gpu_memory_utilization:.2f}{need}"
+            f"{estimate}, but each {_gpu(cap, ctx)} offers {offers}{need}"
             f"{f'; or quantize the weights ({smaller})' if smaller else ''}.",
             suggestion=None if fits is None else fits.suggestion(
                 "the fewest GPUs that hold the weights"),
