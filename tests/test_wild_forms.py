@@ -320,3 +320,22 @@ spec:
     if warned:
         assert found[0]["severity"] == "warning"
         assert "requests no GPU" in found[0]["message"]
+
+
+def test_a_custom_image_given_only_one_engines_options_runs_that_engine(tmp_path: Path) -> None:
+    """``image: registry/serving:1.2`` (or a placeholder) with ``args`` that only vLLM's server
+    takes: the image's entrypoint is that server; shared options alone say nothing."""
+    from kvlint.manifests.cli_options import engine_of_options
+
+    assert engine_of_options(["--model=org/m", "--gpu-memory-utilization=0.9"]) == "vllm"
+    assert engine_of_options(["--model", "org/m", "--port", "8000"]) is None
+    assert engine_of_options(["--mem-fraction-static", "0.8", "--gpu-memory-utilization",
+                              "0.9"]) is None  # two engines' options
+    path = tmp_path / "custom.yaml"
+    path.write_text(deployment(
+        "registry.example.com/serving:1.2",
+        "args: ['--model=Qwen/Qwen3-8B', '--enable-lora', '--max-lora-rank=16', "
+        "'--gpu-memory-utilization=0.90', '--max-model-len=2048']"), encoding="utf-8")
+    (result,) = lint(path)
+    assert result["serving"]["engine"] == "vllm"
+    assert result["serving"]["max_model_len"] == 2048

@@ -733,3 +733,24 @@ NO_AUTO_OR_TERA = frozenset({"0.8.5", "0.11.0"})
 at ``g``/``G``: arg_utils.py@v0.8.5 lines 1676-1700, @v0.11.0 lines 1740-1772) nor ``auto``
 for ``--max-model-len`` (``human_readable_int_or_auto`` from 0.33.0: arg_utils.py@v0.33.0
 lines 404-406)."""
+
+SHARED_OPTIONS = frozenset({"--model", "--dtype", "--quantization", "--host", "--port",
+                            "--revision", "--tokenizer", "--trust-remote-code", "--seed",
+                            "--api-key", "--served-model-name", "--log-level", "--device"})
+"""Options several engines share: they never say which engine runs."""
+
+
+def engine_of_options(names: list[str]) -> str | None:
+    """The one engine of :data:`OPTION_TABLES` whose own option (one no other engine has, and
+    not one of :data:`SHARED_OPTIONS`) appears in ``names`` (``--name`` or ``--name=value``);
+    ``None`` when none does or the options point at two engines."""
+    found: set[str] = set()
+    for raw in names:
+        name = raw.split("=", 1)[0]
+        if not name.startswith("--") or name in SHARED_OPTIONS:
+            continue
+        owners = {engine for engine, table in OPTION_TABLES.items()
+                  if any(name in text.split() for text in table.values())}
+        if len(owners) == 1:
+            found |= owners
+    return found.pop() if len(found) == 1 else None

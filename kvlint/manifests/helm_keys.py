@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
-from kvlint.manifests.cli_options import FIELD_OPTIONS, OPTION_TABLES
+from kvlint.manifests.cli_options import FIELD_OPTIONS, OPTION_TABLES, SHARED_OPTIONS
 from kvlint.manifests.engine_launch import (
     Hardware,
     Origin,
@@ -62,10 +62,7 @@ ARG_KEYS = ("args", "extraArgs", "extra_args", "extra", "additionalArgs", "engin
             "serverArgs")
 ENGINE_KEYS = {"vllm": "vllm", "sglang": "sglang", "tgi": "tgi", "llamacpp": "llamacpp",
                "llama-cpp": "llamacpp", "llama_cpp": "llamacpp", "lmdeploy": "lmdeploy"}
-_GENERIC = frozenset({"--model", "--dtype", "--quantization", "--host", "--port",
-                      "--revision", "--tokenizer", "--trust-remote-code", "--seed", "--api-key",
-                      "--served-model-name", "--log-level", "--device"})
-"""Options several engines share: they never say which engine runs."""
+_GENERIC = SHARED_OPTIONS
 TP_KEYS = ("tensorParallelSize", "tensor_parallel_size", "tensorParallel", "tpSize",
            "tp_size", "numShard", "num_shard", "numShards")
 """Keys that name the tensor-parallel degree whatever the engine calls its option (a chart's

@@ -17,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvlint.manifests.accelerators import image_family
 from kvlint.manifests.base import DocumentContext, Located, ManifestProblem, Unresolved, named
+from kvlint.manifests.cli_options import engine_of_options
 from kvlint.manifests.engine_command import EngineArgs, judge_known_options_only, parse_engine_args
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_launch import Pin, image_engine, pip_pins, settle_version
@@ -301,11 +303,17 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
     options_only = bool(args) and args[0][0].text.startswith("-")
     entry = entrypoint_engine(image.value, env.values, args_only=options_only) \
         if image and not command else None
+    why = f"entrypoint of image {image.value}" if image else ""
+    if entry is None and image is not None and options_only and not command and \
+            img_engine is None and image_family(image) is None:
+        # a custom image given only options: the engine whose own options they are
+        entry = engine_of_options([w.text for w, _ in args])
+        why = f"options only the {entry} server takes, given to image {image.value}"
     if entry is not None:
         # the image's entrypoint is the server: args are its flags
         parsed = with_env(parse_engine_args(entry, [w for w, _ in args], env), env)
         assert image is not None
-        engine = Located(entry, image.line, image.column, f"entrypoint of image {image.value}")
+        engine = Located(entry, image.line, image.column, why)
         version, more = settle_version(entry, image)
         return Run(engine, parsed, image.line, container, image, version,
                    notes + more + list(parsed.notes))
