@@ -34,6 +34,7 @@ def lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
         block_size,
         default_max_batch_size,
         kv_budget,
+        state_cache_slots,
     )
     from kvlint.model.sglang_memory import start_context_bytes
 
@@ -55,12 +56,37 @@ def lmdeploy_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
     context = start_context_bytes(plan.layout.tp, plan.layout.pp)
     free = spec.memory_bytes - context - weight_bytes
     vocab = config.get("vocab_size")
+    batches = plan.max_num_seqs or default_max_batch_size(version, spec.name)
+    slot = _linear_state_slot(analysis, plan.layout.attention_tp)
+    pool = slot * (batches if backend == "turbomind" else state_cache_slots(version, batches))
     budget = kv_budget(version, "turbomind" if backend == "turbomind" else "pytorch", free,
                        per_token * tokens_per_block, CacheSettings(
                            vocab_size=vocab if isinstance(vocab, int) and vocab > 0 else 0,
-                           cache_max_entry_count=fraction,
-                           max_batches=default_max_batch_size(version, spec.name)))
-    return context + budget.runtime_bytes, budget.num_gpu_blocks * tokens_per_block, None
+                           cache_max_entry_count=fraction, max_batches=batches,
+                           state_cache_bytes=pool))
+    # TurboMind takes the pool from the fraction's bytes, the PyTorch engine from the free
+    # memory before it: either way an overhead of the generic (memory - weights - overhead)
+    # x fraction
+    held = pool if backend != "turbomind" else int(pool / fraction) if fraction else pool
+    return context + budget.runtime_bytes + held, budget.num_gpu_blocks * tokens_per_block, \
+        None
+
+
+def _linear_state_slot(analysis: KvAnalysis, tp: int) -> int:
+    """One sequence's gated-delta-net state slot on a rank as LMDeploy lays it out (0: no
+    such layers; other recurrent kinds are not modelled for LMDeploy)."""
+    from kvlint.model.lmdeploy_memory import linear_state_slot_bytes
+
+    states = [layer.state for layer in analysis.geometry.state_layers
+              if layer.state is not None and layer.state.kind == "gdn"]
+    if not states:
+        return 0
+    dims = dict(states[0].dims)
+    need = ("num_k_heads", "num_v_heads", "head_k_dim", "head_v_dim", "conv_kernel")
+    if any(name not in dims for name in need) or dims["num_v_heads"] % tp or \
+            dims["num_k_heads"] % tp:
+        return 0
+    return linear_state_slot_bytes(len(states), dims, tp)
 
 
 def trtllm_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],

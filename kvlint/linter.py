@@ -427,9 +427,13 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     )
     if sized is not None and memory is not None and plan.layout.pp == 1:
         sized = _vllm_grouped(sized, analysis, memory.block_size)
-    if sized is not None and lmdeploy is not None and lmdeploy[1] is not None and \
-            not sized.state_bytes_per_sequence_per_gpu:
-        sized = replace(sized, max_tokens=lmdeploy[1])
+    if sized is not None and lmdeploy is not None and lmdeploy[1] is not None:
+        # LMDeploy holds a hybrid's linear state in a pool it sets aside first (overhead):
+        # its blocks are the tokens, and a sequence needs only its KV from them
+        tokens = lmdeploy[1]
+        sized = replace(sized, max_tokens=tokens) if not \
+            sized.state_bytes_per_sequence_per_gpu else replace(
+                sized, max_tokens=tokens, max_sequences=tokens // max(sized.context, 1))
     if sized is not None and plan.behaviour.engine == "trtllm":
         sized = replace(sized, fraction_name="free_gpu_memory_fraction")
         if trtllm is not None and trtllm[1] is not None \

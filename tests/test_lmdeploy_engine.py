@@ -136,3 +136,26 @@ def test_no_other_engine_has_kv_dtype_refusals() -> None:
 def test_default_backend(version: str, architecture: str | None, backend: str | None) -> None:
     assert default_backend("lmdeploy", version, architecture) == backend
     assert default_backend("vllm", version, architecture) is None
+
+
+def test_a_hybrids_linear_state_pool_is_set_aside_before_the_kv_blocks() -> None:
+    """Qwen3.5-27B (48 gated-delta-net layers: 16 key / 48 value heads of 128, conv kernel
+    4): LMDeploy keeps one slot per sequence of conv (48, 10,240, 4) and recurrent (48, 48,
+    128, 128) in 16 bits = 75.75 MiB, the whole kernel rather than vLLM's K - 1. The PyTorch
+    engine (0.12) sets aside max_batch_size + 8 slots from the free memory; TurboMind takes
+    max_batch_size slots from the fraction's bytes and refuses a budget they fill."""
+    from kvlint.model.lmdeploy_memory import CacheSettings, kv_budget, linear_state_slot_bytes
+
+    dims = {"num_k_heads": 16, "num_v_heads": 48, "head_k_dim": 128, "head_v_dim": 128,
+            "conv_kernel": 4}
+    slot = linear_state_slot_bytes(48, dims, 1)
+    assert slot == 48 * (10_240 * 4 * 2 + 48 * 128 * 128 * 2) == 79_429_632
+    assert linear_state_slot_bytes(48, dims, 2) == 48 * (5_120 * 4 * 2 + 24 * 128 * 128 * 2)
+    gib = 2**30
+    tm = kv_budget("0.18.0", "turbomind", 14 * gib, 4 * 2**20,
+                   CacheSettings(cache_max_entry_count=0.8, state_cache_bytes=128 * slot))
+    assert tm.budget_bytes == int(14 * gib * 0.8) - 128 * slot and tm.error is None
+    full = kv_budget("0.18.0", "turbomind", 10 * gib, 4 * 2**20,
+                     CacheSettings(cache_max_entry_count=0.8, state_cache_bytes=128 * slot))
+    assert full.num_gpu_blocks == 0 and full.error is not None
+    assert "max_batch_size" in full.error

@@ -29,7 +29,7 @@ older one. The TurboMind C++ is not in the wheels; it was read at the git tags.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -165,6 +165,24 @@ def state_cache_slots(version: Version | str | None, max_batches: int,
     return max_batches + 2 + prefix_cache_state_budget
 
 
+def linear_state_slot_bytes(layers: int, dims: Mapping[str, int], tp: int,
+                            dtype_bytes: int = 2, state_dtype_bytes: int = 2) -> int:
+    """One sequence's gated-delta-net state slot on a ``tp`` rank, the same layout in both
+    backends: conv ``(layers, conv_dim, d_conv)`` in the model dtype and recurrent ``(layers,
+    v_heads / tp, head_v_dim, head_k_dim)`` in the state dtype (the model's unless
+    ``LMDEPLOY_FP32_MAMBA_SSM_DTYPE=1``), ``conv_dim = 2 x k_heads / tp x head_k_dim +
+    v_heads / tp x head_v_dim``; the whole conv kernel is kept, not ``d_conv - 1``
+    (pytorch/configurations/qwen3_5.py@0.18.0 lines 58-80; TurboMind:
+    src/turbomind/models/llama/SequenceManager.cc@0397f350, ``pooled_conv_states`` and
+    ``pooled_recurrent_states``). ``dims``: ``num_k_heads``, ``num_v_heads``,
+    ``head_k_dim``, ``head_v_dim``, ``conv_kernel``."""
+    k_heads, v_heads = dims["num_k_heads"] // tp, dims["num_v_heads"] // tp
+    conv_dim = 2 * k_heads * dims["head_k_dim"] + v_heads * dims["head_v_dim"]
+    conv = conv_dim * dims["conv_kernel"] * dtype_bytes
+    recurrent = v_heads * dims["head_v_dim"] * dims["head_k_dim"] * state_dtype_bytes
+    return layers * (conv + recurrent)
+
+
 def block_size(version: Version | str | None, head_dim: int, flash_mla: bool = False,
                requested: int = BLOCK_SIZE) -> int:
     """Tokens per KV block of the PyTorch engine: ``requested`` (``--cache-block-seq-len``,
@@ -249,6 +267,8 @@ class CacheSettings:
     max_prefill_token_num: int = MAX_PREFILL_TOKEN_NUM
     max_batches: int = OTHER_GPU_MAX_BATCH_SIZE
     state_cache_bytes: int = 0
+    """The linear-attention state pool: the PyTorch engine's state cache, taken from the free
+    memory; TurboMind's ``max_batch_size`` slots, taken from the fraction's bytes."""
     dsa: bool = False
 
 
@@ -268,7 +288,13 @@ def kv_budget(version: Version | str | None, backend: Backend,
         raise ValueError("block_bytes must be positive")
     free = _least(free_after_weights)
     if backend == "turbomind":
-        budget = int(free * c.cache_max_entry_count)
+        # the linear-state pool (max_batch_size slots) comes out of the fraction's bytes,
+        # and a budget it fills is refused (SequenceManager.cc@0397f350: "Linear-state
+        # memory ... >= cache budget ... Please decrease max_batch_size")
+        budget = int(free * c.cache_max_entry_count) - c.state_cache_bytes
+        if c.state_cache_bytes and budget <= 0:
+            return LmdeployBudget(0, 0, error="Linear-state memory >= cache budget: please "
+                                  "decrease max_batch_size or increase cache_max_entry_count")
         blocks = max(budget, 0) // block_bytes
         return LmdeployBudget(budget, blocks,
                               error=None if blocks > 0 else "TurboMind has no KV blocks")
