@@ -34,7 +34,14 @@ def lint(path: Path) -> list[dict[str, Any]]:
     return list(json.loads(result.stdout)["results"])
 
 
-def deployment(image: str, command: str, gpus: int = 1) -> str:
+def deployment(image: str, command: str, gpus: int = 1, *, limits: str | None = None,
+               pod: str = "") -> str:
+    """A Deployment of one container; ``limits``: its resources' limits (default: ``gpus``
+    GPUs; empty: no resources block); ``pod``: a line of the pod spec."""
+    limits = f"nvidia.com/gpu: {gpus}" if limits is None else limits
+    block = f"\n          resources:\n            limits:\n              {limits}" \
+        if limits else ""
+    spec = f"    spec:\n      {pod}" if pod else "    spec:"
     return f"""\
 apiVersion: apps/v1
 kind: Deployment
@@ -42,14 +49,11 @@ metadata:
   name: server
 spec:
   template:
-    spec:
+{spec}
       containers:
         - name: server
           image: {image}
-          {command}
-          resources:
-            limits:
-              nvidia.com/gpu: {gpus}
+          {command}{block}
 """
 
 
@@ -295,25 +299,11 @@ def test_a_pod_that_requests_no_gpu(tmp_path: Path, image: str, extra: str,
                                     resources: str | None, warned: bool) -> None:
     """A GPU engine's container with no GPU in its resources: the device plugin gives it
     none (KV206, a warning: a node whose default runtime is nvidia exposes its GPUs)."""
-    command = ('command: ["llama-server", "-m", "/models/qwen3-8b-q4_k_m.gguf"]' if "llama" in image
-               else 'command: ["vllm", "serve", "Qwen/Qwen3-8B"]')
-    block = f"\n          resources:\n            limits:\n              {resources}" \
-        if resources else ""
+    command = ('command: ["llama-server", "-m", "/models/qwen3-8b-q4_k_m.gguf"]'
+               if "llama" in image else 'command: ["vllm", "serve", "Qwen/Qwen3-8B"]')
     path = tmp_path / "pod.yaml"
-    path.write_text(f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: server
-spec:
-  template:
-    spec:
-      {extra or "hostIPC: false"}
-      containers:
-        - name: server
-          image: {image}
-          {command}{block}
-""", encoding="utf-8")
+    path.write_text(deployment(image, command, limits=resources or "", pod=extra),
+                    encoding="utf-8")
     (result,) = lint(path)
     found = [f for f in result["findings"] if f["code"] == "KV206"]
     assert bool(found) is warned, found

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -170,36 +170,35 @@ def _instance_gpus(models: Extracted) -> None:
                 named, value=gpu, source=f"{named.source} {named.value} (a VM with {gpu})"))
 
 
-def _variable_families(models: Extracted, text: str) -> None:
-    """A served model whose manifest names no GPU type gets the family the file's
-    device-visibility variables select (ROCm's ``HIP_VISIBLE_DEVICES``, Habana's
-    ``HABANA_VISIBLE_DEVICES``: :func:`~kvlint.manifests.accelerators.variable_family`)."""
+def _file_gpu_type(models: Extracted, text: str,
+                   find: Callable[[str], Located[str] | None]) -> None:
+    """Every served model whose manifest names no GPU type gets the one ``find`` reads from
+    the whole file, when it reads one."""
     if not models or all(served.gpu_type is not None for served in models):
         return
-    from kvlint.manifests.accelerators import variable_family
-
-    family = variable_family(text)
-    if family is None:
-        return
-    for i, served in enumerate(models):
-        if served.gpu_type is None:
-            models[i] = replace(served, gpu_type=family)
-
-
-def _comment_gpus(models: Extracted, text: str) -> None:
-    """A served model whose manifest names no GPU anywhere gets the one GPU model the file's
-    comments name (:func:`~kvlint.manifests.comment_gpus.comment_gpu`), said to come from a
-    comment."""
-    if not models or all(served.gpu_type is not None for served in models):
-        return
-    from kvlint.manifests.comment_gpus import comment_gpu
-
-    named = comment_gpu(text)
+    named = find(text)
     if named is None:
         return
     for i, served in enumerate(models):
         if served.gpu_type is None:
             models[i] = replace(served, gpu_type=named)
+
+
+def _variable_families(models: Extracted, text: str) -> None:
+    """The family the file's device-visibility variables select (ROCm's
+    ``HIP_VISIBLE_DEVICES``, Habana's ``HABANA_VISIBLE_DEVICES``:
+    :func:`~kvlint.manifests.accelerators.variable_family`)."""
+    from kvlint.manifests.accelerators import variable_family
+
+    _file_gpu_type(models, text, variable_family)
+
+
+def _comment_gpus(models: Extracted, text: str) -> None:
+    """The one GPU model the file's comments name
+    (:func:`~kvlint.manifests.comment_gpus.comment_gpu`), said to come from a comment."""
+    from kvlint.manifests.comment_gpus import comment_gpu
+
+    _file_gpu_type(models, text, comment_gpu)
 
 
 def _comment_versions(models: Extracted, text: str) -> None:
