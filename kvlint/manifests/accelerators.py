@@ -77,7 +77,10 @@ def variable_family(text: str) -> Located[str] | None:
         if text[start:match.start(1)].lstrip().startswith("#"):
             continue  # a comment
         family = _VARIABLE_FAMILIES[match.group(1)]
-        found.setdefault(family, text.count("\n", 0, match.start(1)) + 1)
+        if family not in found:
+            found[family] = text.count("\n", 0, match.start(1)) + 1
+            if len(found) > 1:
+                return None
     if len(found) != 1 or _CUDA_DEVICES.search(text):
         return None  # two vendors, or a script that also lists CUDA devices: portable
     ((family, line),) = found.items()

@@ -52,6 +52,8 @@ Kinds: ``flag`` takes no value; ``negatable`` is a flag that also has a ``--no-`
 
 from __future__ import annotations
 
+import functools
+
 OPTION_TABLES: dict[str, dict[str, str]] = {
     "vllm": {
         "flag": """
@@ -745,12 +747,24 @@ def engine_of_options(names: list[str]) -> str | None:
     not one of :data:`SHARED_OPTIONS`) appears in ``names`` (``--name`` or ``--name=value``);
     ``None`` when none does or the options point at two engines."""
     found: set[str] = set()
-    for raw in names:
+    owners = _option_owners()
+    for raw in names[:MAX_OPTION_WORDS]:
         name = raw.split("=", 1)[0]
-        if not name.startswith("--") or name in SHARED_OPTIONS:
-            continue
-        owners = {engine for engine, table in OPTION_TABLES.items()
-                  if any(name in text.split() for text in table.values())}
-        if len(owners) == 1:
-            found |= owners
+        engines = owners.get(name, ()) if name not in SHARED_OPTIONS else ()
+        if len(engines) == 1:
+            found.update(engines)
     return found.pop() if len(found) == 1 else None
+
+
+MAX_OPTION_WORDS = 512
+"""Words :func:`engine_of_options` reads (a real command has a few dozen)."""
+
+
+@functools.cache
+def _option_owners() -> dict[str, tuple[str, ...]]:
+    """Every long option of :data:`OPTION_TABLES` -> the engines that take it."""
+    out: dict[str, list[str]] = {}
+    for engine, table in OPTION_TABLES.items():
+        for name in {n for text in table.values() for n in text.split() if n.startswith("--")}:
+            out.setdefault(name, []).append(engine)
+    return {name: tuple(engines) for name, engines in out.items()}

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from kvlint.manifests.base import Located, ServedModel
 from kvlint.manifests.engine_launch import Pin, pip_pins, settle_version
-from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
 
@@ -78,9 +78,11 @@ _PIP = re.compile(r"(?:^|[\s;&|(])(?:uv\s+)?pip3?\s+install\b|python[\d.]*\s+-m\
 
 def _build_time(value: str, known: dict[str, str]) -> str:
     """``value`` with the ``ARG``s and ``ENV``s set so far put in, as the builder substitutes
-    them in ``ENV`` (the Dockerfile reference, "Environment replacement"); others stay."""
-    return _BUILD_VARIABLE.sub(lambda m: known.get(m.group(1) or m.group(2), m.group(0)),
-                               value)
+    them in ``ENV`` (the Dockerfile reference, "Environment replacement"); others stay. A
+    value that would grow past :data:`MAX_EXPANDED_CHARS` (``ENV X=$X$X`` over and over)
+    stays as written."""
+    return bounded_sub(_BUILD_VARIABLE,
+                       lambda m: known.get(m.group(1) or m.group(2), m.group(0)), value, value)
 
 
 def _pip_installs(argument: str, line: int) -> list[list[Word]]:

@@ -42,7 +42,7 @@ from kvlint.manifests.engine_launch import (
     visible_devices,
 )
 from kvlint.manifests.images import entrypoint_engine
-from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
 from kvlint.manifests.slurm import SlurmGpus, slurm_gpus
 from kvlint.model.engine_args import EngineArgProblem
@@ -224,6 +224,8 @@ MAX_INLINE_DEPTH = 3
 """``sh -c "bash -c '...'"`` is read this deep."""
 
 
+MAX_SSH_WORDS = 512
+"""Words of a remote command kvlint reads (a real one has a few dozen)."""
 SSH_VALUE_OPTIONS = frozenset("bcDEeFIiJLlmOopQRSWw")
 """``ssh`` options that take a value (OpenSSH's ssh(1)); the others are flags."""
 _VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
@@ -241,9 +243,13 @@ def _ssh_script(rest: Sequence[Word], known: dict[str, str]) -> Word | None:
     words = list(rest[i + 1:])
     if not words:
         return None
-    parts = [w.text if w.literal else _VARIABLE.sub(
-        lambda m: known.get(m.group(1) or m.group(2), m.group(0)), w.text) for w in words]
-    return Word(" ".join(parts), words[0].line)
+    written = " ".join(w.text for w in words[:MAX_SSH_WORDS])
+    if any(w.literal for w in words[:MAX_SSH_WORDS]):
+        return Word(written, words[0].line)
+    # a variable repeated past any real command stays as written
+    text = bounded_sub(_VARIABLE, lambda m: known.get(m.group(1) or m.group(2), m.group(0)),
+                       written, written)
+    return Word(text, words[0].line)
 
 
 def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,

@@ -58,3 +58,27 @@ def test_kubernetes_env_references_are_bounded() -> None:
     assert env["A1"] == "x" * 8192
     assert all(v is None or len(v) <= MAX_EXPANDED_CHARS for v in env.values())
     assert env["A10"] is None
+
+
+def test_an_ssh_command_and_dockerfile_envs_that_double_stay_bounded() -> None:
+    """``ssh host "$A$A..."`` with a long literal ``A``, and ``ENV X=$X$X`` over and over in a
+    Dockerfile: the text put in stays within the expansion bound (as written past it)."""
+    from kvlint.manifests.dockerfiles import dockerfile_models
+
+    big = "x" * 60_000
+    script = f'A="{big}"\nssh host "vllm serve org/m {"$A" * 2_000}"\n'
+    found = script_models(script, "x.sh")
+    assert len(found) <= 1
+    docker = ("FROM vllm/vllm-openai:v0.10.1.1\nENV X=xxxxxxxx\n" + "ENV X=$X$X$X$X\n" * 40
+              + 'CMD ["--model", "org/m"]\n')
+    (served,) = dockerfile_models(docker, "Dockerfile")
+    assert served.model is not None
+
+
+def test_device_variables_and_option_owners_read_a_bounded_share() -> None:
+    from kvlint.manifests.accelerators import variable_family
+    from kvlint.manifests.cli_options import engine_of_options
+
+    family = variable_family("export HIP_VISIBLE_DEVICES=0\n" * 40_000)
+    assert family is not None and family.line == 1
+    assert engine_of_options(["--gpu-memory-utilization"] * 200_000) == "vllm"
