@@ -129,7 +129,9 @@ def test_no_other_engine_has_kv_dtype_refusals() -> None:
 
 @pytest.mark.parametrize(("version", "architecture", "backend"), [
     ("0.7.3", "MistralForCausalLM", "turbomind"), ("0.18.0", "MistralForCausalLM", "pytorch"),
-    ("0.12.0", "MistralForCausalLM", None),   # between two known releases that differ
+    ("0.12.3", "MistralForCausalLM", "turbomind"),  # left TurboMind's list in 0.14.0
+    ("0.13.0", "MistralForCausalLM", None),   # between two known releases that differ
+    ("0.12.3", "Qwen3_5ForConditionalGeneration", "turbomind"),
     ("0.18.0", "LlamaForCausalLM", "turbomind"), ("0.18.0", "Gemma2ForCausalLM", "pytorch"),
     ("0.18.0", None, None),
 ])

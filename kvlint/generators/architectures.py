@@ -16,7 +16,8 @@ Usage (every argument is a wheel, an unpacked directory or a single source file)
 
 (vLLM 0.34.0 and transformers 5.22.2 were added to the file by running ``vllm()`` and
 ``transformers()`` on those two wheels and merging with ``_by_version``/``_mark_judged`` and
-``dumps``: the entries a full run gives.)
+``dumps``: the entries a full run gives; so were LMDeploy 0.9.2, 0.10.2, 0.12.3, 0.14.0 and
+0.16.0, by ``lmdeploy()`` on their wheels, ``pip download --no-deps``.)
 
 What is read:
 
