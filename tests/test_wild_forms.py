@@ -329,3 +329,21 @@ def test_a_custom_image_given_only_one_engines_options_runs_that_engine(tmp_path
     (result,) = lint(path)
     assert result["serving"]["engine"] == "vllm"
     assert result["serving"]["max_model_len"] == 2048
+
+
+@pytest.mark.parametrize(("image", "limits", "refused"), [
+    ("vllm/vllm-openai:v0.10.1.1", "cpu: 4", True),         # no GPU: nothing to run on
+    ("vllm/vllm-openai:v0.10.1.1", "nvidia.com/gpu: 1", False),
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1.1", "cpu: 4", False),
+])
+def test_device_cpu_on_vllms_cuda_image_without_a_gpu(tmp_path: Path, image: str, limits: str,
+                                                      refused: bool) -> None:
+    path = tmp_path / "cpu.yaml"
+    path.write_text(deployment(
+        image, 'args: ["--model", "Qwen/Qwen3-8B", "--device", "cpu"]', limits=limits),
+        encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV702"]
+    assert bool(found) is refused
+    if refused:
+        assert "no CPU platform" in found[0]["message"]

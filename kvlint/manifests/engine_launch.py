@@ -28,11 +28,12 @@ from kvlint.manifests.engine_command import (
 )
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_options import engine_problems
-from kvlint.manifests.images import engine_from_image, engine_from_pip
+from kvlint.manifests.images import engine_from_image, engine_from_pip, official_vllm
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
 from kvlint.manifests.yaml_marks import LStr
 from kvlint.manifests.yaml_values import node_line
+from kvlint.model.engine_args import EngineArgProblem
 
 FIELDS = ("model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
           "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
@@ -286,6 +287,39 @@ def settle_version(engine: str | None, image: Located[str] | None,
     return None, notes
 
 
+def engine_refusals(engine: Located[str], version: Located[str] | Unresolved | None,
+                    image: Located[str] | None, args: EngineArgs,
+                    gpus: Located[int] | Unresolved | None = None
+                    ) -> tuple[EngineArgProblem, ...]:
+    """What the engine refuses of its command (:func:`~.engine_options.engine_problems`),
+    and of the command in the image it runs without a GPU (:func:`_cpu_on_cuda_image`)."""
+    problems = engine_problems(engine.value, version, args.uses)
+    cpu = _cpu_on_cuda_image(engine, image, args) \
+        if isinstance(gpus, Located) and gpus.value == 0 else None
+    return (*problems, cpu) if cpu is not None else problems
+
+
+def _cpu_on_cuda_image(engine: Located[str] | None, image: Located[str] | None,
+                       args: EngineArgs | None) -> EngineArgProblem | None:
+    """vLLM told ``--device cpu`` in its own CUDA image (``vllm/vllm-openai``), in a container
+    given no GPU: that build has no CPU platform (vllm/platforms/__init__.py: the CPU
+    platform is the one a ``+cpu`` build reports; the CUDA one needs NVML to see a GPU), so
+    the server exits at start; CPU serving is vLLM's separate CPU build."""
+    if engine is None or engine.value != "vllm" or image is None or args is None or \
+            not official_vllm(image.value) or "cpu" in image.value.lower():
+        return None
+    use = next((u for u in args.uses if u.canonical == "--device" and u.values
+                and (u.values[-1] or "").strip().lower() == "cpu"), None)
+    if use is None:
+        return None
+    return EngineArgProblem(
+        "value", use.name, f"{use.name} cpu on {image.value}, vLLM's CUDA build: it has no "
+        "CPU platform, so the server exits at start (no CUDA device: 'Failed to infer device "
+        "type'); serve on the CPU with vLLM's CPU build, or give the container a GPU and drop "
+        "--device cpu", use.line, use.column,
+        {"engine": "vllm", "reason": "cpu-device-on-cuda-image", "image": image.value})
+
+
 @dataclass(frozen=True)
 class Origin:
     """Where a served model is reported: the document (``ctx``), the format of the parser
@@ -360,7 +394,7 @@ def served_model(
     for note in all_notes:
         if note and note not in unique:
             unique.append(note)
-    problems = engine_problems(engine.value, version, args.uses) \
+    problems = engine_refusals(engine, version, image, args, hardware.gpus) \
         if args is not None and engine is not None else ()
     return ServedModel(
         path=origin.path or ctx.path, line=first, format=origin.fmt, document=ctx.index,

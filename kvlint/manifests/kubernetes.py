@@ -20,8 +20,7 @@ from typing import Any
 from kvlint.manifests.accelerators import device_family, image_family, is_gpu_label
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
-from kvlint.manifests.engine_launch import NO_HARDWARE, Hardware, Origin
-from kvlint.manifests.engine_options import engine_problems
+from kvlint.manifests.engine_launch import NO_HARDWARE, Hardware, Origin, engine_refusals
 from kvlint.manifests.kubernetes_containers import Run, container_runs, follow_config
 from kvlint.manifests.node_memory import gpu_memory_of
 from kvlint.manifests.yaml_values import (
@@ -300,8 +299,8 @@ def build(origin: Origin, run: Run, *, args: EngineArgs | None = None,
                        gpu_type=hardware.gpu_type, gpu_memory=hardware.gpu_memory,
                        notes=tuple(unique),
                        env=dict(args.env),
-                       engine_problems=engine_problems(run.engine.value, run.version,
-                                                       args.uses), **values)
+                       engine_problems=engine_refusals(run.engine, run.version, run.image,
+                                                       args, gpus), **values)
 
 
 def replicas_notes(obj: Any, key: str = "replicas", what: str = "replicas") -> list[str]:

@@ -83,9 +83,10 @@ class EngineOptionInvalidValue(_EngineRefusal):
     that is not an integer (`--tensor-parallel-size=abc`), a parallel size below 1 where the
     engine validates it (vLLM) or a negative one where it reads an unsigned integer (TGI), a
     KV-cache dtype or `--dtype` outside that engine version's choices, a memory fraction that
-    is not a number, a value-taking option given without its value, or an SGLang `--node-rank`
+    is not a number, a value-taking option given without its value, an SGLang `--node-rank`
     not below `--nnodes` (1 unless given: a multi-node launch that forgot it starts every rank
-    on each node's own GPUs). A value kvlint cannot
+    on each node's own GPUs), or vLLM's `--device cpu` in its CUDA image
+    (`vllm/vllm-openai`) given no GPU (that build has no CPU platform). A value kvlint cannot
     expand (an unset variable) is not judged here; it stays unresolved.
 
     ## Why is this bad?
