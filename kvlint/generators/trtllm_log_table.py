@@ -29,12 +29,13 @@ the public registry and its repository is too large to bring here whole)::
 releases between were not read: an entry's ``first`` is the oldest of these two that prints
 it, so a 0.1x or 1.0/1.1 log's range says "1.2.0rc2" where its lines are worded as there (the
 probe notes the range and the releases read). Only the format strings are copied (they are
-the data); citations are ``path@version``.
+the data); citations are ``path@version``. The releases in between sized the KV cache in a
+closed-source library (0.8 to 0.18): their lines that public logs print are appended as
+:data:`OBSERVED`, each citing the log, never mixed with the strings read.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 
 from kvlint.generators.log_tables import TableSpec, build_formats, run
@@ -88,13 +89,38 @@ MEANINGS: tuple[tuple[str, str, str], ...] = (
 """The meaning of a placeholder from its record and the literal text before it (first rule
 wins; a placeholder no rule names is not read)."""
 
+OBSERVED: tuple[dict[str, object], ...] = (
+    {"id": "paged_tokens_bytes.observed",
+     "format": "Max tokens in paged KV cache: %d. Allocating %ld bytes.", "style": "printf",
+     "first": "0.10.0", "last": "0.10.0",
+     "source": "observed, not read: printed by the closed-source batch manager of "
+               "TensorRT-LLM main@e239adcf (0.10.0.dev, May 2024) in a public Triton log "
+               "(triton-inference-server/tensorrtllm_backend#456); the C++ that prints it was "
+               "not public before 0.19",
+     "fields": ["kv_tokens", "kv_bytes"]},
+    {"id": "kv_bytes.observed", "format": "Allocate %ld bytes for k/v cache.",
+     "style": "printf", "first": "0.8.0", "last": "0.8.0",
+     "source": "observed, not read: printed by the closed-source KVCacheManager of 0.8.0 "
+               "in public logs (NVIDIA/TensorRT-LLM#1400; triton-inference-server/"
+               "tensorrtllm_backend#366)",
+     "fields": ["kv_bytes"]},
+)
+"""Lines of releases whose KV sizing was closed source (0.8 to 0.18: the batch manager shipped
+as a static library), as public logs print them: kept apart from the format strings read
+(``source`` says "observed"), with the release of the log that shows them."""
+
 TABLE = TableSpec(engine="kvlint.generators.trtllm_log_table",
                   roots=("cpp", "tensorrt_llm"), prefixes=PATHS, anchors=ANCHORS,
                   meanings=MEANINGS, cpp_macros=CPP_MACROS, skip=SKIP)
 
 
-build = functools.partial(build_formats, table=TABLE)
-"""``build(specs)``: the table of the SOURCEs ``specs``."""
+def build(specs: list[str]) -> dict[str, object]:
+    """The table of the SOURCEs ``specs``, with the :data:`OBSERVED` lines after them."""
+    data = build_formats(specs, TABLE)
+    formats = data["formats"]
+    assert isinstance(formats, list)
+    data["formats"] = [*formats, *(dict(entry) for entry in OBSERVED)]
+    return data
 
 
 def main(argv: list[str] | None = None) -> int:

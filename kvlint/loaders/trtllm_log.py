@@ -141,12 +141,16 @@ def _parse_line(line: str, state: _State) -> None:
     found = dict(hit.found)
     if "peak_gib" in found:
         state.profiled = True
+    if "kv_bytes" in found and "kv_tokens" in found:  # bytes, not GiB: exact
+        size = figure(found.pop("kv_bytes"))
+        if size is not None and 0 < size < 2**62:
+            found["kv_gib"] = f"{size / 2**30:.12f}"
     if "kv_gib" in found and "kv_tokens" in found:
+        raw = found["kv_gib"]
         gib, tokens = figure(found.pop("kv_gib")), figure(found.pop("kv_tokens"))
         if gib is not None and tokens is not None and 0 < tokens < 2**62 \
                 and len(state.allocations) < MAX_ALLOCATIONS:
-            state.allocations.append(Allocation(gib, hit.found["kv_gib"], int(tokens),
-                                                state.profiled))
+            state.allocations.append(Allocation(gib, raw, int(tokens), state.profiled))
     for name, value in found.items():
         state.values.setdefault(name, value)
 
@@ -170,6 +174,12 @@ def parse_text(text: str) -> TrtllmLog:
     if len({a.tokens for a in state.allocations if a.after_profile}) > 1:
         notes.append(f"{len(sizes)} different final KV pools printed (ranks or a draft "
                      "model's cache): the first is compared")
+    size = figure(state.values.pop("kv_bytes", None))
+    tokens = figure(state.values.get("session_kv_tokens"))
+    if not state.allocations and size and tokens and 0 < size < 2**62 and 0 < tokens < 2**62:
+        # 0.8's "Allocate B bytes for k/v cache." beside "Using N tokens in paged KV cache"
+        state.allocations.append(Allocation(size / 2**30, f"{size / 2**30:.12f}",
+                                            int(tokens), False))
     return TrtllmLog(**figures(state.values, _INTS, _FLOATS),  # type: ignore[arg-type]
                      **state.result(len(lines), notes), version=state.version,
                      allocations=tuple(state.allocations))

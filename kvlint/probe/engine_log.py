@@ -181,7 +181,8 @@ def probe_trtllm_log(path: str, ref: str, rules: Sequence[type[Rule]],
                           log.version_range)
     if log.version is None and log.version_range is not None:
         notes.append("TensorRT-LLM releases whose log wording kvlint read: "
-                     "0.7.1 and 1.2.0rc2 (kvlint/loaders/trtllm_log_formats.json)")
+                     "0.7.1 and 1.2.0rc2, with lines of the closed-source 0.8 and 0.10 "
+                     "taken from public logs (kvlint/loaders/trtllm_log_formats.json)")
     dtype = options.kv_cache_dtype
     plan = staging.plan(log, layout, kv_cache_dtype=dtype, engine_version=version,
                         gpu_memory_gib=options.gpu_memory_gib, fraction=options.fraction,
