@@ -347,3 +347,16 @@ def test_device_cpu_on_vllms_cuda_image_without_a_gpu(tmp_path: Path, image: str
     assert bool(found) is refused
     if refused:
         assert "no CPU platform" in found[0]["message"]
+
+
+def test_a_custom_images_own_options_are_not_judged(tmp_path: Path) -> None:
+    """The engine told by its options runs behind a custom entrypoint that may take options
+    of its own: an option vLLM lacks is no KV701 there; a bad value of one it has is KV702."""
+    path = tmp_path / "wrapped.yaml"
+    path.write_text(deployment(
+        "registry.example.com/serving:1.2",
+        "args: ['--model=Qwen/Qwen3-8B', '--gpu-memory-utilization=0.90', "
+        "'--wrapper-log-format=json', '--max-model-len=abc']"), encoding="utf-8")
+    (result,) = lint(path)
+    codes = [f["code"] for f in result["findings"]]
+    assert "KV701" not in codes and "KV702" in codes

@@ -304,14 +304,18 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
     entry = entrypoint_engine(image.value, env.values, args_only=options_only) \
         if image and not command else None
     why = f"entrypoint of image {image.value}" if image else ""
+    inferred = False
     if entry is None and image is not None and options_only and not command and \
             img_engine is None and image_family(image) is None:
-        # a custom image given only options: the engine whose own options they are
+        # a custom image given only options: the engine whose own options they are (its
+        # entrypoint may be a wrapper with options of its own: those are not judged)
         entry = engine_of_options([w.text for w, _ in args])
         why = f"options only the {entry} server takes, given to image {image.value}"
+        inferred = True
     if entry is not None:
         # the image's entrypoint is the server: args are its flags
         parsed = with_env(parse_engine_args(entry, [w for w, _ in args], env), env)
+        parsed = judge_known_options_only(parsed) if inferred else parsed
         assert image is not None
         engine = Located(entry, image.line, image.column, why)
         version, more = settle_version(entry, image)
