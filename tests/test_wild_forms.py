@@ -360,3 +360,21 @@ def test_a_custom_images_own_options_are_not_judged(tmp_path: Path) -> None:
     (result,) = lint(path)
     codes = [f["code"] for f in result["findings"]]
     assert "KV701" not in codes and "KV702" in codes
+
+
+@pytest.mark.parametrize(("image", "command", "severity"), [
+    # llama.cpp's table is one source of no stated release: a build may be newer (or a fork)
+    ("ghcr.io/ggml-org/llama.cpp:server", '["llama-server", "-m", "/m/q.gguf", '
+     '"--cache-type-k", "tq3_turbo"]', "warning"),
+    ("ghcr.io/ggml-org/llama.cpp:server", '["llama-server", "-m", "/m/q.gguf", '
+     '"--cache-type-k", "q8_1"]', "error"),                         # near q8_0: a misspelling
+    ("vllm/vllm-openai:v0.10.1.1", '["vllm", "serve", "Qwen/Qwen3-8B", "--kv-cache-dtype", '
+     '"turbo3"]', "error"),                                         # the release pinned
+])
+def test_a_choice_no_release_read_has_warns_only_past_the_newest(
+        tmp_path: Path, image: str, command: str, severity: str) -> None:
+    path = tmp_path / "choice.yaml"
+    path.write_text(deployment(image, f"command: {command}"), encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV702"]
+    assert [f["severity"] for f in found] == [severity]

@@ -222,12 +222,17 @@ def _maybe_newer(problem: EngineArgProblem, newest: str | None,
     """An unknown option no release kvlint read ever had, on an engine that may be newer:
     said so (KV701 then warns instead of failing the run). A near spelling of a known option
     stays an error (a misspelling), unless it is a known option's on/off twin."""
+    than = f" newer than {newest}" if newest else " newer than the source kvlint read"
+    if problem.kind == "value" and problem.data.get("reason") == "choice" and \
+            "suggestion" not in problem.data:  # a value no release read has, not a misspelling
+        return replace(problem, message=f"{problem.message}; no release kvlint read accepts "
+                       f"it, and the server may be a build{than} (or a fork) that does: pin "
+                       "the version to be sure", data={**problem.data, "newer_may_accept": True})
     if problem.kind != "option" or problem.data.get("reason") != "unknown" or \
             "history" in problem.data or (
                 _misspelt(problem.option, problem.data.get("suggestion"))
                 and not _counterpart(problem.option, known)):
         return problem
-    than = f" newer than {newest}" if newest else " newer than the source kvlint read"
     return replace(problem, message=f"{problem.message}; no release kvlint read has it, and "
                    f"the image may run one{than}: pin the version to be sure",
                    data={**problem.data, "newer_may_accept": True})
@@ -634,7 +639,8 @@ def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
             return EngineArgProblem(
                 "value", use.name, f"{shown} {quoted!r} is not a value {label} accepts "
                 f"({listed}): the server exits at start ({refusal}){hint}", use.line,
-                use.column, {**data, "reason": "choice", "choices": sorted(allowed)})
+                use.column, {**data, "reason": "choice", "choices": sorted(allowed),
+                             **({"suggestion": close[0]} if close else {})})
     return None
 
 

@@ -86,7 +86,9 @@ class EngineOptionInvalidValue(_EngineRefusal):
     is not a number, a value-taking option given without its value, an SGLang `--node-rank`
     not below `--nnodes` (1 unless given: a multi-node launch that forgot it starts every rank
     on each node's own GPUs), or vLLM's `--device cpu` in its CUDA image
-    (`vllm/vllm-openai`) given no GPU (that build has no CPU platform). A value kvlint cannot
+    (`vllm/vllm-openai`) given no GPU (that build has no CPU platform). A choice no release
+    kvlint read has, on a server that may be newer than them (a floating tag, a build from
+    source) and not a near spelling of a known choice, is a warning. A value kvlint cannot
     expand (an unset variable) is not judged here; it stays unresolved.
 
     ## Why is this bad?
@@ -109,6 +111,13 @@ class EngineOptionInvalidValue(_EngineRefusal):
     name = "engine-option-invalid-value"
     severity = Severity.ERROR
     kind = "value"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        for finding in super().check(ctx):
+            # a choice no release kvlint read has, on a server that may be newer (a floating
+            # tag, a build from source): a warning, since a newer release or a fork may add it
+            yield replace(finding, severity=Severity.WARNING) \
+                if finding.data.get("newer_may_accept") else finding
 
 
 class EngineOptionsDetached(_EngineRefusal):
