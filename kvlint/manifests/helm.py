@@ -116,6 +116,21 @@ VLLM_CONFIG_KEYS = ("tensorParallelSize", "pipelineParallelSize", "maxModelLen",
                     "enableChunkedPrefill", "maxLoras", "v0")
 
 
+def _engine_spec(document: object) -> dict[str, Any] | None:
+    """``servingEngineSpec`` of production-stack values, at the top or under the key of a
+    wrapper chart that uses the stack as a subchart (Helm passes a subchart the values under
+    its name: ``vllm-stack: {servingEngineSpec: ...}``)."""
+    if not plain_map(document) or not isinstance(document, dict):
+        return None
+    spec = get_map(document, "servingEngineSpec")
+    if spec is not None:
+        return spec
+    nested = [get_map(value, "servingEngineSpec") for value in document.values()
+              if isinstance(value, dict)]
+    found = [n for n in nested if n is not None]
+    return found[0] if len(found) == 1 else None
+
+
 class ProductionStackValuesParser(ManifestParser):
     """vLLM production-stack (``vllm-stack`` chart): one engine per
     ``servingEngineSpec.modelSpec[]`` entry, rendered as ``vllm serve MODEL_URL`` plus flags
@@ -124,11 +139,11 @@ class ProductionStackValuesParser(ManifestParser):
     name = "helm-production-stack"
 
     def detect(self, document: object, ctx: DocumentContext) -> bool:
-        spec = get_map(document, "servingEngineSpec") if plain_map(document) else None
+        spec = _engine_spec(document)
         return spec is not None and isinstance(spec.get("modelSpec"), list)
 
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
-        spec = get_map(document, "servingEngineSpec") or {}
+        spec = _engine_spec(document) or {}
         if spec.get("enableEngine") is False:
             return []
         env_all = _k8s_env(spec.get("env"))

@@ -285,3 +285,26 @@ def test_no_kubernetes_document_is_claimed() -> None:
         for index, doc in enumerate(docs):
             if isinstance(doc, dict) and ("kind" in doc or "apiVersion" in doc):
                 assert claims(doc, DocumentContext(str(path), index, tuple(docs))) == [], path
+
+
+def test_production_stack_as_a_subchart_of_a_wrapper_chart() -> None:
+    """A wrapper chart passes the stack its values under the subchart's name."""
+    found = extract_text("""\
+autoSleepHook:
+  image: python:3.12-slim
+vllm-stack:
+  servingEngineSpec:
+    runtimeClassName: "nvidia"
+    modelSpec:
+      - name: "llama"
+        repository: "vllm/vllm-openai"
+        tag: "v0.10.1.1"
+        modelURL: "meta-llama/Llama-3.1-8B-Instruct"
+        replicaCount: 1
+        requestGPU: 1
+        vllmConfig:
+          maxModelLen: 8192
+""", "values.yaml")
+    (m,) = found
+    assert v(m.model) == "meta-llama/Llama-3.1-8B-Instruct"
+    assert v(m.engine_version) == "0.10.1.1" and v(m.max_model_len) == 8192
