@@ -321,14 +321,20 @@ def test_a_custom_image_given_only_one_engines_options_runs_that_engine(tmp_path
     assert engine_of_options(["--model", "org/m", "--port", "8000"]) is None
     assert engine_of_options(["--mem-fraction-static", "0.8", "--gpu-memory-utilization",
                               "0.9"]) is None  # two engines' options
-    path = tmp_path / "custom.yaml"
-    path.write_text(deployment(
-        "registry.example.com/serving:1.2",
-        "args: ['--model=Qwen/Qwen3-8B', '--enable-lora', '--max-lora-rank=16', "
-        "'--gpu-memory-utilization=0.90', '--max-model-len=2048']"), encoding="utf-8")
-    (result,) = lint(path)
+    (result,) = lint_custom(tmp_path, "'--model=Qwen/Qwen3-8B', '--enable-lora', "
+                            "'--max-lora-rank=16', '--gpu-memory-utilization=0.90', "
+                            "'--max-model-len=2048'")
     assert result["serving"]["engine"] == "vllm"
     assert result["serving"]["max_model_len"] == 2048
+
+
+def lint_custom(tmp_path: Path, args: str) -> list[dict[str, Any]]:
+    """A Deployment of a custom image given only the options ``args`` (a YAML flow list's
+    items)."""
+    path = tmp_path / "custom.yaml"
+    path.write_text(deployment("registry.example.com/serving:1.2", f"args: [{args}]"),
+                    encoding="utf-8")
+    return lint(path)
 
 
 @pytest.mark.parametrize(("image", "limits", "refused"), [
@@ -352,12 +358,9 @@ def test_device_cpu_on_vllms_cuda_image_without_a_gpu(tmp_path: Path, image: str
 def test_a_custom_images_own_options_are_not_judged(tmp_path: Path) -> None:
     """The engine told by its options runs behind a custom entrypoint that may take options
     of its own: an option vLLM lacks is no KV701 there; a bad value of one it has is KV702."""
-    path = tmp_path / "wrapped.yaml"
-    path.write_text(deployment(
-        "registry.example.com/serving:1.2",
-        "args: ['--model=Qwen/Qwen3-8B', '--gpu-memory-utilization=0.90', "
-        "'--wrapper-log-format=json', '--max-model-len=abc']"), encoding="utf-8")
-    (result,) = lint(path)
+    (result,) = lint_custom(tmp_path, "'--model=Qwen/Qwen3-8B', "
+                            "'--gpu-memory-utilization=0.90', '--wrapper-log-format=json', "
+                            "'--max-model-len=abc'")
     codes = [f["code"] for f in result["findings"]]
     assert "KV701" not in codes and "KV702" in codes
 
