@@ -72,7 +72,8 @@ _WRAPPER_MODULES = frozenset({"dynamo.vllm", "dynamo.sglang", "dynamo.trtllm",
 the router's, TRL's): options the engine does not know are theirs, not reported. TRL's are
 vLLM's with underscores (trl/scripts/vllm_serve.py@1.16.0 ``ScriptArguments``)."""
 _NOT_COMMANDS = frozenset({"echo", "printf", "pip", "pip3", "uv", "apt-get", "apt", "conda",
-                           "grep", "which", "test", "[", "[[", "cat", "ls"})
+                           "grep", "which", "test", "[", "[[", "cat", "ls", "pkill", "pgrep",
+                           "killall", "kill", "ps", "pidof", "type", "command", "tail"})
 _TRTLLM_OTHER = frozenset({"disaggregated", "disaggregated_mpi_worker", "mm_embedding_serve",
                            "grpc", "--help", "-h"})
 

@@ -104,6 +104,12 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
         if head in _CLOSERS:
             depth = max(0, depth - 1)
             continue
+        if head in ("if", "while", "until"):  # the condition is a command of its own
+            words = words[1:]
+            while words and words[0].text == "!":
+                words = words[1:]
+            if not words:
+                continue
         assigned = _assignments(words)
         if assigned is not None:
             env = _apply(env, assigned, conditional=depth > 0)

@@ -269,3 +269,18 @@ def test_tgis_image_entrypoint_script_runs_the_launcher() -> None:
             '  bash -lc "exec /tgi-entrypoint.sh --num-shard 2"\n')
     (found,) = served(text)
     assert (found["engine"], found["model"], found["tp"]) == ("tgi", "org/model", 2)
+
+
+def test_process_tools_and_conditions_name_no_served_engine() -> None:
+    """``pkill -f llama-server`` and ``if ! pgrep -f "vllm serve"`` mention an engine but
+    start none."""
+    text = ('pkill -f "llama-server"\n'
+            'if ! pgrep -f "vllm serve org/m" > /dev/null; then\n'
+            '  echo "not running"\n'
+            'fi\n'
+            'killall llama-server || true\n'
+            'while ! pidof llama-server; do sleep 1; done\n')
+    assert served(text) == []
+    started = 'if vllm serve org/model -tp 2; then echo ok; fi\n'
+    (found,) = served(started)
+    assert (found["engine"], found["model"], found["tp"]) == ("vllm", "org/model", 2)
