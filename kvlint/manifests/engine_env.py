@@ -170,8 +170,11 @@ def _apply(env: Env, assigned: Mapping[str, str], *, conditional: bool) -> Env:
     for name in assigned:
         try:
             before = env.lookup(name)
-        except _Unset:
-            before = None
+        except _Unset:  # set earlier to a value kvlint cannot read: this branch may not run
+            values[name] = None
+            reasons[name] = env.reasons.get(name) or \
+                f"${name} has a value kvlint cannot read unless this branch of the script runs"
+            continue
         after = new.values.get(name)
         if before is not None and after != before:
             values[name] = None

@@ -284,3 +284,38 @@ def test_process_tools_and_conditions_name_no_served_engine() -> None:
     started = 'if vllm serve org/model -tp 2; then echo ok; fi\n'
     (found,) = served(started)
     assert (found["engine"], found["model"], found["tp"]) == ("vllm", "org/model", 2)
+
+
+def test_an_array_of_options_is_its_words() -> None:
+    """``ARGS=( ... )``, ``ARGS+=( ... )`` and ``"${ARGS[@]}"``: the engine gets the words,
+    each quoted as written; lines keep their numbers."""
+    text = ('#!/bin/bash\n'
+            'MODEL=org/model\n'
+            'ARGS=(\n'
+            '  --tensor-parallel-size 2   # two GPUs\n'
+            '  --max-model-len "32768"\n'
+            ')\n'
+            'if [ -n "$X" ]; then\n'
+            '  ARGS+=(--served-model-name "my model")\n'
+            'fi\n'
+            'exec vllm serve "$MODEL" "${ARGS[@]}"\n')
+    (found,) = served(text)
+    assert (found["engine"], found["model"], found["tp"], found["line"]) == (
+        "vllm", "org/model", 2, 10)
+
+
+@pytest.mark.parametrize("text", [
+    "A=(--tp 2\nvllm serve m \"${A[@]}\"\n",                  # never closed
+    "A=($(cat args.txt))\nvllm serve m \"${A[@]}\"\n",        # a substitution inside
+    "read -a A <<< \"--tp 2\"\nvllm serve m \"${A[@]}\"\n",   # not a literal list
+])
+def test_an_array_kvlint_cannot_read_stays_unresolved(text: str) -> None:
+    (found,) = served(text)
+    assert found["engine"] == "vllm" and found["tp"] is None
+
+
+def test_array_words_are_bounded() -> None:
+    from kvlint.manifests.shell_arrays import MAX_ARRAY_CHARS, inline_arrays
+
+    big = "A=(" + " --x" * (MAX_ARRAY_CHARS // 2) + ")\n" + "vllm serve m \"${A[@]}\"\n" * 3
+    assert inline_arrays(big) == big  # past the bound: as written
