@@ -51,13 +51,24 @@ def _closing(text: str, start: int) -> int | None:
     return None
 
 
+def _uncommented(line: str) -> str:
+    """``line`` without a comment: a ``#`` that starts a word outside quotes."""
+    quote = ""
+    for i, c in enumerate(line):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i]
+    return line
+
+
 def _words(inner: str) -> str:
     """The list's words on one line (comments dropped, line breaks as spaces)."""
-    lines = []
-    for line in inner.splitlines():
-        cut = re.sub(r"(^|[ \t])#.*$", r"\1", line) if "#" in line and "'" not in line \
-            and '"' not in line else line
-        lines.append(cut.strip().removesuffix("\\").strip())
+    lines = [_uncommented(line).strip().removesuffix("\\").strip()
+             for line in inner.splitlines()]
     return " ".join(part for part in lines if part)
 
 

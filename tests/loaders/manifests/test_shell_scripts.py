@@ -319,3 +319,13 @@ def test_array_words_are_bounded() -> None:
 
     big = "A=(" + " --x" * (MAX_ARRAY_CHARS // 2) + ")\n" + "vllm serve m \"${A[@]}\"\n" * 3
     assert inline_arrays(big) == big  # past the bound: as written
+
+
+def test_an_arrays_comments_do_not_swallow_its_other_words() -> None:
+    text = ('ARGS=(\n'
+            '  --max-model-len "32768"   # "context", quoted\n'
+            '  --tensor-parallel-size 4\n'
+            ')\n'
+            'vllm serve org/model "${ARGS[@]}"\n')
+    (found,) = served(text)
+    assert found["tp"] == 4
