@@ -3,19 +3,32 @@
 The argv of a service is ``entrypoint`` + ``command`` (each a string split shell-style, or a
 list); without an ``entrypoint`` the image's own applies, so the flags of an engine image's
 server (TGI, vLLM OpenAI, llama.cpp server) are read as that server's. Compose interpolates
-``${VAR}``/``${VAR:-default}`` from the shell and an ``.env`` file that are not part of the
-manifest: defaults are used, anything else is unresolved. The service's own ``environment`` is
-what the engine process sees (TGI's ``MODEL_ID``...).
+``${VAR}``/``${VAR:-default}`` from the shell and the ``.env`` file of the project directory:
+kvlint reads that ``.env`` beside the compose file (not names that look like secrets), uses
+defaults for the rest, and leaves anything else unresolved (the shell's). The service's own
+``environment`` is what the engine process sees (TGI's ``MODEL_ID``...).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from kvlint.loaders.files import read_referenced
 from kvlint.manifests.accelerators import image_family, runtime_family
-from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
+from kvlint.manifests.base import (
+    DocumentContext,
+    Documents,
+    Located,
+    ManifestParser,
+    ServedModel,
+    Unresolved,
+)
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
     VISIBLE_DEVICE_VARIABLES,
@@ -84,11 +97,45 @@ def _closing(text: str, start: int) -> int | None:
     return None
 
 
+_NO_VALUES: Mapping[str, str] = MappingProxyType({})
+_DOTENV: ContextVar[Mapping[str, str]] = ContextVar("kvlint_compose_dotenv",
+                                                    default=_NO_VALUES)
+"""The variables of the ``.env`` file beside the compose file being parsed (:func:`dotenv`)."""
+MAX_DOTENV_LINES = 4096
+_SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
+def dotenv(text: str) -> dict[str, str]:
+    """The variables an ``.env`` file sets, as Compose reads it for interpolation
+    (``NAME=value``, ``export`` allowed, a value in quotes taken whole, ``#`` comments). Not
+    taken: values that interpolate other variables (kvlint does not follow them) and names
+    that look like secrets (a token never reaches kvlint's output)."""
+    values: dict[str, str] = {}
+    for line in text.splitlines()[:MAX_DOTENV_LINES]:
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        entry = entry.removeprefix("export ").lstrip()
+        name, eq, value = entry.partition("=")
+        name, value = name.strip(), value.strip()
+        if not eq or not _NAME.fullmatch(name) or _SECRET.search(name):
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        else:
+            value = re.sub(r"\s+#.*$", "", value)
+        if "$" not in value:
+            values[name] = value
+    return values
+
+
 def interpolate(text: str, _depth: int = 0) -> str | Unresolved:
-    """Compose's own interpolation with no outside variables: ``${VAR:-default}`` and
-    ``${VAR-default}`` give the default (itself interpolated: nested ``${...}``),
-    ``${VAR:+word}`` nothing, ``$$`` a literal ``$``, anything else is unresolved (it comes
-    from the shell or an ``.env`` file the manifest does not include)."""
+    """Compose's own interpolation with the variables of the ``.env`` file beside the compose
+    file (:data:`_DOTENV`) and no others: ``${VAR:-default}`` and ``${VAR-default}`` give the
+    value, else the default (itself interpolated: nested ``${...}``), ``${VAR:+word}`` the
+    word when set, ``$$`` a literal ``$``; a variable neither sets is unresolved (it comes
+    from the shell)."""
+    known = _DOTENV.get()
     missing: list[str] = []
     out: list[str] = []
     i = 0
@@ -105,10 +152,15 @@ def interpolate(text: str, _depth: int = 0) -> str | Unresolved:
                 i = end + 1 if end is not None else len(text)
                 continue
             name, op, arg = braced.groups()
-            if op in (":-", "-") and _depth < MAX_NESTING:
+            value = known.get(name)
+            present = value is not None and (value != "" or not (op or "").startswith(":"))
+            if present and op not in (":+", "+"):
+                out.append(str(value))
+            elif op in (":-", "-") and _depth < MAX_NESTING:
                 out.append(interpolate_default(arg or "", missing, _depth + 1))
             elif op in (":+", "+"):
-                out.append("")
+                out.append(interpolate_default(arg or "", missing, _depth + 1)
+                           if present and _depth < MAX_NESTING else "")
             else:
                 missing.append(name)
                 out.append(text[i:end + 1])
@@ -117,8 +169,11 @@ def interpolate(text: str, _depth: int = 0) -> str | Unresolved:
         if text[i] == "$":
             bare = _NAME.match(text, i + 1)
             if bare is not None:
-                missing.append(bare.group(0))
-                out.append(text[i:bare.end()])
+                if bare.group(0) in known:
+                    out.append(known[bare.group(0)])
+                else:
+                    missing.append(bare.group(0))
+                    out.append(text[i:bare.end()])
                 i = bare.end()
                 continue
         out.append(text[i])
@@ -285,6 +340,21 @@ def _no_gpu_access(service: dict[str, Any], env: dict[str, Any],
     return image is not None and image_family(image) is None
 
 
+def _dotenv_beside(ctx: DocumentContext) -> dict[str, str]:
+    """The variables of the ``.env`` file in the compose file's directory, read as manifests
+    are (inside the linted tree, bounded) and recorded for the result cache; none for stdin
+    or when there is no such file."""
+    if ctx.path in ("-", "<stdin>") or not ctx.path:
+        return {}
+    target = str(Path(ctx.path).parent / ".env")
+    if not Path(target).exists():
+        return {}
+    read = read_referenced(target, ctx.path)
+    if isinstance(ctx.documents, Documents):
+        ctx.documents.note_read(target, read.state)  # results depend on another file
+    return dotenv(read.text) if read.text is not None else {}
+
+
 class ComposeParser(ManifestParser):
     """docker-compose / Compose Specification files (``services.<name>``)."""
 
@@ -301,13 +371,21 @@ class ComposeParser(ManifestParser):
 
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
         services = get_map(document, "services") or {}
-        out = []
-        for name, service in services.items():
-            if isinstance(service, dict):
-                found = self._service(str(name), service, ctx)
-                if found is not None:
-                    out.append(found)
-        return out
+        values = _dotenv_beside(ctx)
+        token = _DOTENV.set(values)
+        try:
+            out = []
+            for name, service in services.items():
+                if isinstance(service, dict):
+                    found = self._service(str(name), service, ctx)
+                    if found is not None:
+                        out.append(found if not values else replace(found, notes=(
+                            *found.notes, "variables from the .env file beside the compose "
+                            "file (Compose reads it for interpolation): "
+                            + ", ".join(sorted(values)[:12]))))
+            return out
+        finally:
+            _DOTENV.reset(token)
 
     def _service(self, name: str, service: dict[str, Any],
                  ctx: DocumentContext) -> ServedModel | None:

@@ -249,3 +249,47 @@ def test_every_gpu_with_fewer_visible_devices_than_the_engine_needs() -> None:
     command: python3 -m sglang.launch_server --model-path org/m --tp 4
 """)
     assert v(m.gpus) == 2 and m.gpus.source == "HIP_VISIBLE_DEVICES=0,1"
+
+
+DOTENV_COMPOSE = """\
+services:
+  vllm:
+    image: vllm/vllm-openai:v0.10.1.1
+    command: ["--model", "${MODEL}", "--tensor-parallel-size", "${TP:-1}",
+              "--max-model-len", "$LEN", "--api-key", "${HF_TOKEN}"]
+    deploy: {resources: {reservations: {devices: [{driver: nvidia, count: 2,
+                                                   capabilities: [gpu]}]}}}
+"""
+
+
+def test_the_env_file_beside_a_compose_file_is_read_for_interpolation(tmp_path: Path) -> None:
+    """Compose interpolates from the ``.env`` in the project directory: its values are the
+    model and options; a name that looks like a secret is never taken, so no token can reach
+    kvlint's output; without the file, the variables stay unresolved."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+    from kvlint.manifests.compose import dotenv
+
+    assert dotenv('MODEL=org/m\nexport TP="2"\nLEN=8192 # ctx\nHF_TOKEN=hf_x\nA=$B\n# c\n') == \
+        {"MODEL": "org/m", "TP": "2", "LEN": "8192"}
+    compose = tmp_path / "docker-compose.yml"
+    compose.write_text(DOTENV_COMPOSE, encoding="utf-8")
+
+    def serving(*extra: str) -> dict[str, object]:
+        out = CliRunner().invoke(main, ["lint", str(compose), "--no-plugins", "--isolated",
+                                        "--offline", "--format", "json", *extra])
+        (result,) = json.loads(out.stdout)["results"]
+        return {"ref": result["target"]["ref"], **result["serving"]}
+
+    assert serving("--no-cache")["ref"] == "${MODEL}"
+    (tmp_path / ".env").write_text("MODEL=Qwen/Qwen3-8B\nTP=2\nLEN=8192\nHF_TOKEN=hf_secret\n",
+                                   encoding="utf-8")
+    first = serving()
+    assert (first["ref"], first["tp"], first["max_model_len"]) == ("Qwen/Qwen3-8B", 2, 8192)
+    assert "hf_secret" not in json.dumps(first)
+    (tmp_path / ".env").write_text("MODEL=Qwen/Qwen3-8B\nTP=1\nLEN=4096\n", encoding="utf-8")
+    again = serving()  # the result cache sees the .env change
+    assert (again["tp"], again["max_model_len"]) == (1, 4096)
