@@ -483,7 +483,8 @@ def _env_switch(plan: ServingPlan, name: str) -> bool | None:
         return None
 
 
-def _token_cap(plan: ServingPlan, engine_sized: object) -> tuple[int, str] | None:
+def _token_cap(plan: ServingPlan, engine_sized: tuple[int, int | None, str | None] | None
+               ) -> tuple[int, str] | None:
     """The KV pool's token cap where the generic budget sizes it: SGLang's
     ``--max-total-tokens``; TensorRT-LLM's ``kv_cache_config.max_tokens`` /
     ``max_tokens_in_paged_kv_cache`` in the TensorRT-engine workflow (the PyTorch backend's

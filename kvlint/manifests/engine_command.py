@@ -1,11 +1,11 @@
-"""Engine command lines, read without running them: :func:`find_engine` recognises an engine
-invocation among a command's words and :func:`parse_engine_args` reads its arguments the way
-that engine's own parser does (option tables in :mod:`.cli_options`), each word expanded
-through an :class:`~kvlint.manifests.shell_env.Env` first; TGI and llama.cpp also read options
-from their environment (:func:`env_args_tgi`, :func:`env_args_llamacpp`).
+"""Engine command lines, read without running them: :func:`parse_engine_args` reads the
+arguments of an invocation :func:`~.engine_programs.find_engine` recognised, the way that
+engine's own parser does (option tables in :mod:`.cli_options`), each word expanded through
+an :class:`~kvlint.manifests.shell_env.Env` first; TGI and llama.cpp also read options from
+their environment (:func:`env_args_tgi`, :func:`env_args_llamacpp`).
 :func:`kvlint.manifests.engine_env.engine_invocations` does all of it for a list of commands,
-following assignments. The highest of the three shell modules: it builds on
-:mod:`.shell_words` and :mod:`.shell_env`, which never import it.
+following assignments. The highest of the shell modules: it builds on
+:mod:`.engine_programs`, :mod:`.shell_words` and :mod:`.shell_env`, which never import it.
 """
 
 from __future__ import annotations
@@ -44,112 +44,10 @@ __all__ = [
     "env_args_llamacpp",
     "env_args_tgi",
     "field_of_option",
-    "find_engine",
     "integer_value",
     "judge_known_options_only",
     "parse_engine_args",
 ]
-
-
-# --- finding the engine in a command -------------------------------------------------------
-
-_PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
-_PYTHON_VALUE_OPTIONS = frozenset({"-W", "-X", "-c"})
-_MODULES = {
-    "vllm.entrypoints.openai.api_server": "vllm",
-    "vllm.entrypoints.api_server": "vllm",
-    "dynamo.vllm": "vllm",
-    "sglang.launch_server": "sglang",
-    "dynamo.sglang": "sglang",
-    "dynamo.trtllm": "trtllm",
-    "sglang_router.launch_server": "sglang",  # the router and SGLang servers, one command
-    "trl.scripts.vllm_serve": "vllm",
-}
-_WRAPPER_MODULES = frozenset({"dynamo.vllm", "dynamo.sglang", "dynamo.trtllm",
-                              "sglang_router.launch_server", "trl.scripts.vllm_serve",
-                              "vllm-serve"})
-"""Modules (and ``trl vllm-serve``) that parse the engine's options and their own (Dynamo's,
-the router's, TRL's): options the engine does not know are theirs, not reported. TRL's are
-vLLM's with underscores (trl/scripts/vllm_serve.py@1.16.0 ``ScriptArguments``)."""
-_NOT_COMMANDS = frozenset({"echo", "printf", "pip", "pip3", "uv", "apt-get", "apt", "conda",
-                           "grep", "which", "test", "[", "[[", "cat", "ls", "pkill", "pgrep",
-                           "killall", "kill", "ps", "pidof", "type", "command", "tail"})
-_TRTLLM_OTHER = frozenset({"disaggregated", "disaggregated_mpi_worker", "mm_embedding_serve",
-                           "grpc", "--help", "-h"})
-
-
-def _base(word: str) -> str:
-    return word.rsplit("/", 1)[-1]
-
-
-def find_engine(words: Sequence[str]) -> tuple[str, int] | None:
-    """The engine a command launches and the index of its first argument, or ``None``.
-
-    Recognises ``vllm serve``, ``sglang serve``, ``python[3] -m`` with
-    ``vllm.entrypoints.openai.api_server`` / ``dynamo.vllm`` / ``sglang.launch_server`` /
-    ``dynamo.sglang`` / ``dynamo.trtllm`` / ``sglang_router.launch_server`` /
-    ``lmdeploy serve api_server``, ``text-generation-launcher`` (or ``/tgi-entrypoint.sh``,
-    the ENTRYPOINT of TGI's Dockerfile, which hands its arguments to it), ``trtllm-serve``,
-    ``llama-server`` and TRL's ``trl vllm-serve`` / ``python -m trl.scripts.vllm_serve``
-    (any path prefix; after ``uv run``).
-    Other servers (``text-embeddings-router``, ``trtllm-serve disaggregated``,
-    ``python -m dynamo.frontend``) are ``None``.
-    """
-    found = _find_engine(words)
-    return None if found is None else (found[0], found[2])
-
-
-def _find_engine(words: Sequence[str]) -> tuple[str, int, int] | None:
-    """``(engine, index of the program word, index of the first argument)``."""
-    if not words or (_base(words[0]) in _NOT_COMMANDS and list(words[:2]) != ["uv", "run"]):
-        return None  # `uv pip install vllm` installs; `uv run vllm serve` runs it
-    n = len(words)
-    for i, word in enumerate(words):
-        base = _base(word)
-        nxt = words[i + 1] if i + 1 < n else None
-        if base == "vllm" and nxt == "serve":
-            return "vllm", i, i + 2
-        if base == "sglang" and nxt == "serve":
-            return "sglang", i, i + 2
-        if base in ("text-generation-launcher", "tgi-entrypoint.sh"):
-            return "tgi", i, i + 1
-        if base == "llama-server":
-            return "llamacpp", i, i + 1
-        if base == "trtllm-serve":
-            if nxt == "serve":
-                return "trtllm", i, i + 2
-            if nxt in _TRTLLM_OTHER:
-                return None
-            return "trtllm", i, i + 1
-        if base == "lmdeploy" and list(words[i + 1:i + 3]) == ["serve", "api_server"]:
-            return "lmdeploy", i, i + 3
-        if base == "trl" and nxt == "vllm-serve":  # TRL's launcher of a vLLM server
-            return "vllm", i, i + 2
-        if _PYTHON.fullmatch(base):
-            module = _python_module(words, i + 1)
-            if module is not None:
-                return module[0], i, module[1]
-    return None
-
-
-def _python_module(words: Sequence[str], j: int) -> tuple[str, int] | None:
-    n = len(words)
-    while j < n and words[j].startswith("-") and words[j] != "-m" and not (
-            words[j].startswith("-m") and len(words[j]) > 2):
-        j += 2 if words[j] in _PYTHON_VALUE_OPTIONS else 1
-    if j >= n:
-        return None
-    if words[j] == "-m" and j + 1 < n:
-        module, after = words[j + 1], j + 2
-    elif words[j].startswith("-m") and len(words[j]) > 2:
-        module, after = words[j][2:], j + 1
-    else:
-        return None
-    if module in _MODULES:
-        return _MODULES[module], after
-    if module == "lmdeploy" and list(words[after:after + 2]) == ["serve", "api_server"]:
-        return "lmdeploy", after + 2
-    return None
 
 
 @dataclass(frozen=True)

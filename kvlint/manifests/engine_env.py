@@ -16,12 +16,11 @@ from functools import cache
 from kvlint.engines import load_engines
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.engine_command import (
-    _WRAPPER_MODULES,
     EngineArgs,
-    _find_engine,
     judge_known_options_only,
     parse_engine_args,
 )
+from kvlint.manifests.engine_programs import WRAPPER_MODULES, find_program
 from kvlint.manifests.located_str import LStr
 from kvlint.manifests.shell_env import Env, _Unset
 from kvlint.manifests.shell_words import _ASSIGNMENT, _NAME, Word, split_env_prefix
@@ -115,14 +114,14 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
             env = _apply(env, assigned, conditional=depth > 0)
             continue
         prefix, rest = split_env_prefix(words)
-        hit = _find_engine([_program(w.text, env) if i < 3 else w.text
+        hit = find_program([_program(w.text, env) if i < 3 else w.text
                             for i, w in enumerate(rest)])
         if hit is None:
             continue
         engine, program, index = hit
         local = env.assign(prefix) if prefix else env
         args = with_env(parse_engine_args(engine, rest[index:], local), local)
-        if any(w.text.removeprefix("-m") in _WRAPPER_MODULES for w in rest[program:index]):
+        if any(w.text.removeprefix("-m") in WRAPPER_MODULES for w in rest[program:index]):
             # python -m dynamo.X adds its own options to the engine's: not judged
             args = judge_known_options_only(args)
         found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,

@@ -23,11 +23,11 @@ from kvlint.manifests.engine_command import (
     EngineArgs,
     env_args_llamacpp,
     env_args_tgi,
-    find_engine,
     parse_engine_args,
 )
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_options import engine_problems
+from kvlint.manifests.engine_programs import find_engine
 from kvlint.manifests.images import engine_from_image, engine_from_pip, official_vllm
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word, split_env_prefix, split_script

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from kvlint.manifests.base import Located, ServedModel
-from kvlint.manifests.engine_command import find_engine
+from kvlint.manifests.engine_programs import find_engine
 from kvlint.manifests.shell_env import MAX_EXPANDED_CHARS
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script

@@ -29,7 +29,7 @@ from kvlint.manifests.base import (
     ServedModel,
     Unresolved,
 )
-from kvlint.manifests.engine_command import EngineArgs, find_engine
+from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_env import engine_invocations
 from kvlint.manifests.engine_launch import (
     SHELLS,
@@ -41,6 +41,7 @@ from kvlint.manifests.engine_launch import (
     settle_version,
     visible_devices,
 )
+from kvlint.manifests.engine_programs import find_engine
 from kvlint.manifests.images import entrypoint_engine
 from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
@@ -75,7 +76,7 @@ SERVER_PROGRAMS = {"vllm": ("vllm", "serve"), "tgi": ("text-generation-launcher"
                    "llamacpp": ("llama-server",), "trtllm": ("trtllm-serve",),
                    "lmdeploy": ("lmdeploy", "serve", "api_server"),
                    "sglang": ("sglang", "serve")}
-"""The program an image's entrypoint runs, as :func:`~.engine_command.find_engine` knows it."""
+"""The program an image's entrypoint runs, as :func:`~.engine_programs.find_engine` knows it."""
 
 
 def is_script(path: str, text: str) -> bool:

@@ -14,10 +14,10 @@ from kvlint.manifests.engine_command import (
     EngineArgs,
     env_args_llamacpp,
     env_args_tgi,
-    find_engine,
     parse_engine_args,
 )
 from kvlint.manifests.engine_env import engine_invocations
+from kvlint.manifests.engine_programs import find_engine
 from kvlint.manifests.shell_env import Env, env_from_k8s, env_from_mapping_or_list
 from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
 from kvlint.manifests.yaml_marks import load_documents
@@ -231,6 +231,8 @@ def test_env_from_mapping_or_list() -> None:
 
 @pytest.mark.parametrize(("command", "expected"), [
     ("vllm serve m", ("vllm", 2)),
+    ("command vllm serve m", ("vllm", 3)),   # bash's command runs the program after it
+    ("pkill -f llama-server", None),
     ("python3 -m vllm.entrypoints.openai.api_server --model m", ("vllm", 3)),
     ("python -u -m dynamo.vllm --model m", ("vllm", 4)),
     ("/usr/bin/python3.10 -m sglang.launch_server --model-path m", ("sglang", 3)),
