@@ -153,9 +153,29 @@ def test_a_method_that_needs_a_quantized_checkpoint_sizes_its_usual_form() -> No
         assert awq.config == {"quant_method": "awq", "bits": 4, "group_size": 128}
     gptq = on_the_fly_quantization("vllm", "gptq_marlin", QWEN3)
     assert gptq is not None and gptq.config["quant_method"] == "gptq"
-    assert on_the_fly_quantization("sglang", "modelopt_fp4", QWEN3) is None  # no usual form
     assert on_the_fly_quantization("vllm", "compressed-tensors", QWEN3) is None
     assert on_the_fly_quantization("vllm", "bogus", QWEN3) is None
+
+
+def test_a_modelopt_what_if_keeps_what_any_recipe_keeps() -> None:
+    """ModelOpt recipes differ in what they keep 16-bit; the what-if keeps attention and the
+    LM head (the most a recipe keeps), so its weights are an upper bound: never fewer bytes
+    than a checkpoint whose recipe also quantized attention."""
+    from kvlint.loaders.shape import resolve_shape, resolve_weight_format
+    from kvlint.model.weights import NVFP4_BYTES, Part, estimate_parameters, weight_bytes
+
+    fp4 = on_the_fly_quantization("sglang", "modelopt_fp4", QWEN3)
+    assert fp4 is not None and fp4.assumed
+    what_if = resolve_weight_format({**QWEN3, "quantization_config": fp4.config})
+    all_linear = resolve_weight_format({**QWEN3, "quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "NVFP4"}})
+    assert what_if.bytes_per_param(Part.DENSE_MLP) == NVFP4_BYTES
+    assert what_if.bytes_per_param(Part.ATTENTION) == 2.0
+    assert all_linear.bytes_per_param(Part.ATTENTION) == NVFP4_BYTES
+    params = estimate_parameters(resolve_shape(QWEN3))
+    assert weight_bytes(params, what_if).total > weight_bytes(params, all_linear).total
+    fp8 = on_the_fly_quantization("vllm", "modelopt", QWEN3)
+    assert fp8 is not None and fp8.assumed and fp8.config["quant_algo"] == "FP8"
 
 
 # --- end to end: the findings the override decides --------------------------------------

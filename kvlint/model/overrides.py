@@ -189,6 +189,20 @@ PREQUANTIZED: Mapping[str, OnTheFly] = {
     # an engine that does not convert while loading (TensorRT-LLM, whose checkpoint or engine
     # is quantized beforehand: examples/quantization/quantize.py --qformat fp8, ModelOpt's
     # FP8 recipe, which leaves *lm_head* unquantized): the same bytes as vLLM's Fp8Config
+    # NVIDIA ModelOpt checkpoints keep different modules in 16-bit recipe by recipe
+    # (exclude_modules); the what-if keeps attention and the LM head in 16-bit and counts
+    # the MLPs and experts in the format: the most a ModelOpt recipe keeps, so an upper
+    # bound of the weights (a recipe that also quantizes attention holds fewer bytes)
+    "modelopt_fp4": OnTheFly(
+        {"quant_method": "modelopt", "quant_algo": "NVFP4",
+         "exclude_modules": ["lm_head", "*self_attn*", "*linear_attn*", "*mixer*"]},
+        "the usual NVFP4 (ModelOpt) checkpoint: MLPs and experts in 4.5 bits, attention and "
+        "LM head kept 16-bit (the most a ModelOpt recipe keeps: an upper bound)",
+        assumed=True),
+    "modelopt": OnTheFly(
+        {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": ["lm_head"]},
+        "the usual FP8 (ModelOpt) checkpoint: linear layers in fp8, LM head 16-bit",
+        assumed=True),
     "fp8": OnTheFly({"quant_method": "fp8"}, "the usual FP8 checkpoint or engine, linear "
                     "layers in fp8 with per-tensor scales, embeddings and lm_head in 16-bit "
                     "(ModelOpt's FP8 recipe, TensorRT-LLM's quantize.py --qformat fp8)",
@@ -198,10 +212,11 @@ PREQUANTIZED: Mapping[str, OnTheFly] = {
 beforehand -> that checkpoint's usual form. Used only when the config given names no
 quantization: a what-if ("the AWQ build of this model"), sized with a note, never a fact
 about the engine; the checkpoint actually deployed carries its own ``quantization_config``,
-which always wins. Formats with no usual form are absent: compressed-tensors, exl2, gguf, and
-NVIDIA ModelOpt's (``modelopt``, ``modelopt_fp4``), whose checkpoints keep different modules in
-16-bit recipe by recipe (``exclude_modules``): an assumed all-linear NVFP4 undercounts them, and a
-what-if that undercounts weights would pass a deployment that does not fit."""
+which always wins. Formats with no usual form are absent: compressed-tensors, exl2, gguf. NVIDIA ModelOpt's
+(``modelopt``, ``modelopt_fp4``) keep different modules in 16-bit recipe by recipe
+(``exclude_modules``): their what-if keeps the most any recipe keeps (attention, LM head),
+never fewer, since a what-if that undercounts weights would pass a deployment that does not
+fit."""
 
 
 def on_the_fly_quantization(engine: str | None, method: str | None,
