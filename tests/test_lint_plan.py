@@ -726,3 +726,20 @@ def test_check_takes_sglangs_start_options_as_a_manifest_gives_them(tmp_path: Pa
     capped = only(as_json("check", str(llama), "--engine", "sglang", "--engine-version",
                           "0.5.3", "--gpu", "L40S", "--max-total-tokens", "1000"))
     assert capped["capacity"]["max_tokens"] == 1000
+
+
+@pytest.mark.parametrize(("extra", "flagged"), [("", True), (" --disable-cuda-graph", False)])
+def test_sglang_disable_cuda_graph_reaches_the_graph_state(tmp_path: Path, extra: str,
+                                                           flagged: bool) -> None:
+    """A compose file's ``--disable-cuda-graph`` reaches KV504 as ``check``'s flag does:
+    without graphs, Llama-4-Scout's 2M-token start on 8 x H200 holds no graph state."""
+    compose = tmp_path / "compose.yaml"
+    compose.write_text(
+        "services:\n  sglang:\n    image: lmsysorg/sglang:v0.5.6.post2\n    gpus: all\n"
+        "    command: python3 -m sglang.launch_server --model-path org/scout --tp 8 "
+        "--context-length 2097152 --mem-fraction-static 0.85" + extra + "\n",
+        encoding="utf-8")
+    scout = CONFIGS / "meta-llama--Llama-4-Scout-17B-16E-Instruct.json"
+    result = only(as_json("lint", str(compose), "--gpu", "H200",
+                          *model_map("org/scout", scout)))
+    assert ("KV504" in [code for code, _ in codes(result)]) is flagged

@@ -94,6 +94,37 @@ def test_the_request_table_of_a_ten_million_token_context() -> None:
     assert "KV504" not in short.stdout
 
 
+def test_cuda_graph_state_after_the_request_table() -> None:
+    """Llama-4-Scout at 2,097,152 tokens on 8 x H200, SGLang 0.5.6.post2, fraction 0.85: the
+    16 GiB table fits the ~20.8 GiB the fraction leaves, but the graph state's two 4 GiB
+    tables (page indices of 512 sequences, and FlashAttention-3's local block table for
+    chunked attention) do not: the start that failed with ``Tried to allocate 4.00 GiB``
+    in ``init_cuda_graph_state``."""
+    from kvlint.model.sglang_memory import cuda_graph_state_bytes
+
+    assert cuda_graph_state_bytes(512, 2_097_152) == 4 * 2**30
+    assert cuda_graph_state_bytes(512, 2_097_152, 1, 8192) == 8 * 2**30
+    assert cuda_graph_state_bytes(512, 2_097_152, 64, 8192) == 2 * 512 * 32768 * 4
+    assert cuda_graph_state_bytes(3, 10, 4, 3) == 3 * 3 * 4 + 3 * 4 * 1 * 4
+    args = ["check", str(SCOUT), "--engine", "sglang", "--gpu", "H200", "--tp", "8",
+            "--engine-version", "0.5.6.post2", "--gpu-memory-utilization", "0.85",
+            "--max-model-len", "2097152", "--format", "json", "--no-plugins", "--isolated",
+            "--offline"]
+    result = CliRunner().invoke(main, args)
+    found = [f for f in json.loads(result.stdout)["results"][0]["findings"]
+             if f["code"] == "KV504"]
+    assert found, result.stdout
+    data = found[0]["data"]
+    assert data["request_table_bytes"] == 2049 * 2_097_156 * 4
+    assert data["cuda_graph_bytes"] == 8 * 2**30
+    assert data["request_table_bytes"] < data["headroom_bytes"]
+    assert "while capturing the graphs" in found[0]["message"]
+    off = CliRunner().invoke(main, [*args, "--disable-cuda-graph"])
+    assert "KV504" not in off.stdout
+    fewer = CliRunner().invoke(main, [*args, "--cuda-graph-max-bs", "64"])
+    assert "KV504" not in fewer.stdout
+
+
 def test_dp_attention_holds_the_attention_whole_on_each_attention_rank() -> None:
     """SGLang's DP attention splits the attention projections over tp / dp ranks only
     (models/deepseek_v2.py@0.5.5.post3): each GPU holds tp / attention_tp times its share."""

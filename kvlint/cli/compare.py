@@ -54,7 +54,8 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
             gpu_memory_utilization: float | None, overhead_gib: float | None,
             max_model_len: int | None, max_num_seqs: int | None,
             max_num_batched_tokens: int | None, chunked_prefill_size: int | None,
-            cuda_graph_max_bs: int | None, page_size: int | None,
+            cuda_graph_max_bs: int | None, disable_cuda_graph: bool,
+            page_size: int | None,
             max_total_tokens: int | None, kv_cache_memory_bytes: int | None,
             quantization: str | None,
             revision: str | None,
@@ -80,7 +81,7 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
         kv_cache_memory_bytes=kv_cache_memory_bytes,
         quantization=quantization, chunked_prefill_size=chunked_prefill_size,
         cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
-        max_total_tokens=max_total_tokens))
+        max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph))
     plan = replace(plan, **gpu_memory_plan(gpu_memory_gib, None))
     lock = _compare_lock(models, lock_file, locked)
     lock.require(models, revision)

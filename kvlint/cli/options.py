@@ -119,6 +119,9 @@ def plan_options(func: F) -> F:
         click.option("--cuda-graph-max-bs", type=COUNT, default=None,
                      help="SGLang: the largest CUDA-graph batch; feeds its default "
                           "mem_fraction_static."),
+        click.option("--disable-cuda-graph", is_flag=True, default=False,
+                     help="SGLang: no CUDA graphs, so no graph state beside the request "
+                          "table (KV504)."),
         click.option("--page-size", type=COUNT, default=None,
                      help="SGLang: tokens per KV page (the pool is whole pages)."),
         click.option("--max-total-tokens", type=COUNT, default=None,
@@ -268,6 +271,7 @@ class PlanFlags:
     cuda_graph_max_bs: int | None = None
     page_size: int | None = None
     max_total_tokens: int | None = None
+    disable_cuda_graph: bool = False
 
 
 def serving_plan(flags: PlanFlags) -> ServingPlan:
@@ -293,9 +297,10 @@ def serving_plan(flags: PlanFlags) -> ServingPlan:
             quantization_source="--quantization" if f.quantization else None,
             engine_start=EngineStart(chunked_prefill_size=f.chunked_prefill_size,
                                      cuda_graph_max_bs=f.cuda_graph_max_bs,
+                                     cuda_graph_off=f.disable_cuda_graph,
                                      page_size=f.page_size)
             if (f.chunked_prefill_size, f.cuda_graph_max_bs, f.page_size) != (None,) * 3
-            else None,
+            or f.disable_cuda_graph else None,
             kv_tokens_cap=f.max_total_tokens,
             kv_tokens_cap_source="--max-total-tokens" if f.max_total_tokens else None)
     except ValueError as err:

@@ -98,6 +98,7 @@ def _engine_start(served: ServedModel) -> EngineStart | None:
     start = EngineStart(
         chunked_prefill_size=number(served.prefill_chunk, -1),
         cuda_graph_max_bs=number(served.graph_batch, 1),
+        cuda_graph_off=isinstance(served.graph_off, Located) and served.graph_off.value is True,
         page_size=number(served.page_size, 1),
         speculative_algorithm=speculative.value.upper()
         if isinstance(speculative, Located) and isinstance(speculative.value, str) else None,

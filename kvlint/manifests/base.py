@@ -101,6 +101,8 @@ class ServedModel:
     ``mem_fraction_static``."""
     graph_batch: Located[int] | Unresolved | None = None
     """SGLang ``--cuda-graph-max-bs``: feeds its default ``mem_fraction_static``."""
+    graph_off: Located[bool] | Unresolved | None = None
+    """SGLang ``--disable-cuda-graph``: no CUDA-graph state at start (KV504)."""
     page_size: Located[int] | Unresolved | None = None
     """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
     speculative: Located[str] | Unresolved | None = None

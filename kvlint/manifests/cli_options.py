@@ -656,7 +656,7 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "kv_tokens_cap": ("--max-total-tokens",), "quantization": ("--quantization",),
         "node_rank": ("--node-rank",), "prefill_chunk": ("--chunked-prefill-size",),
         "graph_batch": ("--cuda-graph-max-bs",), "page_size": ("--page-size",),
-        "speculative": ("--speculative-algorithm",),
+        "speculative": ("--speculative-algorithm",), "graph_off": ("--disable-cuda-graph",),
     },
     "trtllm": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -701,7 +701,8 @@ INT_FIELDS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs", "max
                         "max_num_batched_tokens", "kv_cache_memory_bytes", "kv_tokens_cap",
                         "nnodes", "attn_dp", "node_rank", "prefill_chunk", "graph_batch",
                         "page_size"})
-BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel", "extensible_kv_cache"})
+BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel", "extensible_kv_cache",
+                         "graph_off"})
 LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
                          "8": "int8", "int8": "int8", "16": "fp8", "fp8": "fp8",
                          "17": "fp8_e5m2", "fp8_e5m2": "fp8_e5m2", "42": "turbo_quant",

@@ -85,6 +85,8 @@ class EngineArgs:
     # --speculative-algorithm (its memory at start); LMDeploy --backend
     prefill_chunk: Located[int] | Unresolved | None = None
     graph_batch: Located[int] | Unresolved | None = None
+    graph_off: Located[bool] | Unresolved | None = None
+    """SGLang ``--disable-cuda-graph``."""
     page_size: Located[int] | Unresolved | None = None
     speculative: Located[str] | Unresolved | None = None
     backend: Located[str] | Unresolved | None = None
@@ -567,7 +569,7 @@ _ENGINE_ARG_FIELDS = frozenset({
     "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "config_file",
     "expert_parallel",
     "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank",
-    "prefill_chunk", "graph_batch", "page_size", "speculative", "backend"})
+    "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend"})
 
 
 def _value_line(line: int | None, values: list[Token]) -> int | None:

@@ -212,8 +212,8 @@ PREQUANTIZED: Mapping[str, OnTheFly] = {
 beforehand -> that checkpoint's usual form. Used only when the config given names no
 quantization: a what-if ("the AWQ build of this model"), sized with a note, never a fact
 about the engine; the checkpoint actually deployed carries its own ``quantization_config``,
-which always wins. Formats with no usual form are absent: compressed-tensors, exl2, gguf. NVIDIA ModelOpt's
-(``modelopt``, ``modelopt_fp4``) keep different modules in 16-bit recipe by recipe
+which always wins. Formats with no usual form are absent: compressed-tensors, exl2, gguf.
+NVIDIA ModelOpt's (``modelopt``, ``modelopt_fp4``) keep different modules in 16-bit recipe by recipe
 (``exclude_modules``): their what-if keeps the most any recipe keeps (attention, LM head),
 never fewer, since a what-if that undercounts weights would pass a deployment that does not
 fit."""

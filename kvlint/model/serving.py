@@ -80,6 +80,8 @@ class EngineStart:
     chunked_prefill_size: int | None = None
     """``--chunked-prefill-size``; -1: no chunking."""
     cuda_graph_max_bs: int | None = None
+    cuda_graph_off: bool = False
+    """SGLang ``--disable-cuda-graph``: no graphs are captured, so no graph state."""
     page_size: int | None = None
     speculative_algorithm: str | None = None
     backend: str | None = None

@@ -311,3 +311,23 @@ def headroom_bytes(cuda_total_bytes: int, fraction: float, tp: int, pp: int = 1)
     table, the CUDA graphs and the activations come."""
     free = cuda_total_bytes - start_context_bytes(tp, pp)
     return int(free * (1 - fraction))
+
+
+def cuda_graph_state_bytes(max_bs: int, context_len: int, page_size: int = 1,
+                           local_chunk: int | None = None) -> int:
+    """Bytes of the page indices SGLang's attention backend allocates for CUDA-graph decode,
+    from the memory the fraction leaves, after the request table: ``max_bs`` rows of the
+    context's pages, int32 (flashinfer and triton: ``max_num_tokens x max_context_len``,
+    flashinfer_backend.py@0.4.6.post1 L260, @0.5.5.post3 L506, @0.5.23 L1108; FlashAttention-3:
+    ``page_table`` of ``max_bs x ceil(context / page_size)``, flashattention_backend.py
+    @0.4.6.post1 L1140, @0.5.5.post3 L1256, @0.5.23 L2443). ``local_chunk``: FlashAttention-3's
+    chunked local attention (Llama-4) adds ``max_bs x ceil(context / chunk)`` virtual batches
+    of ``ceil(chunk / page_size)`` pages (@0.5.5.post3 L1273-1292; absent from 0.4.6.post1's
+    graph state). Draft-decode and sliding-window copies are not counted: a lower bound."""
+    page = max(page_size, 1)
+    pages = -(-context_len // page)
+    total = max_bs * pages * 4
+    if local_chunk:
+        virtual = max_bs * -(-context_len // local_chunk)
+        total += virtual * -(-local_chunk // page) * 4
+    return total

@@ -229,6 +229,7 @@ def plan(log: SglangLog, layout_: ParallelLayout, *, kv_cache_dtype_: str,
         raise UsageError(f"{source}: GPU memory: {err}") from None
     start = EngineStart(chunked_prefill_size=log.arg_int("chunked_prefill_size"),
                         cuda_graph_max_bs=log.arg_int("cuda_graph_max_bs"),
+                        cuda_graph_off=log.server_args.get("disable_cuda_graph") == "True",
                         page_size=log.arg_int("page_size"),
                         speculative_algorithm=log.server_args.get("speculative_algorithm"))
     cap = log.arg_int("max_total_tokens")

@@ -299,7 +299,9 @@ class SglangRequestTableExceedsHeadroom(Rule):
     The allocation fails with CUDA out of memory minutes into the start. A model whose own
     context is very long (Llama-4-Scout's 10M tokens) needs an 80 GiB table at SGLang's
     defaults, whatever its KV pool. SGLang's CUDA-graph capture then also needs
-    `cuda-graph-max-bs x context length x 4` bytes of page indices from the same memory.
+    `cuda-graph-max-bs x context length x 4` bytes of page indices from the same memory
+    (twice that for Llama-4's chunked attention on Hopper), counted unless
+    `--disable-cuda-graph` is given.
 
     ## Example
     ```console
@@ -326,19 +328,68 @@ class SglangRequestTableExceedsHeadroom(Rule):
         slots, table = request_table(cap.max_tokens, length, ctx.plan.max_num_seqs)
         room = headroom_bytes(cap.gpu.memory_bytes, cap.gpu_memory_utilization, layout.tp,
                               layout.pp)
-        if table <= room:
+        graph_bs, graph = _graph_state(ctx, cap, length)
+        if table + graph <= room:
             return
         given = "--max-running-requests" if ctx.plan.max_num_seqs else "SGLang's default"
+        left = f"the {fmt_bytes(max(room, 0))} mem_fraction_static " \
+            f"{cap.gpu_memory_utilization:.3f} leaves outside the KV pool"
+        what = (f"SGLang's request-to-token table needs {fmt_bytes(table)} on each "
+                f"{_gpu(cap, ctx)} ({fmt_int(slots + 1)} slots ({given}) x "
+                f"{fmt_int(length + 4)} positions x 4 B)")
+        if table > room:
+            what += f", more than {left}: the start fails with CUDA out of memory after the " \
+                "pool is allocated"
+        else:
+            what += (f", and the CUDA-graph decode state {fmt_bytes(graph)} more (page "
+                     f"indices of {fmt_int(graph_bs)} captured sequences of {fmt_int(length)} "
+                     f"tokens), together more than {left}: the start fails with CUDA out of "
+                     "memory while capturing the graphs")
         yield self.finding(
-            f"SGLang's request-to-token table needs {fmt_bytes(table)} on each "
-            f"{_gpu(cap, ctx)} ({fmt_int(slots + 1)} slots ({given}) x "
-            f"{fmt_int(length + 4)} positions x 4 B), more than the {fmt_bytes(max(room, 0))} "
-            f"mem_fraction_static {cap.gpu_memory_utilization:.3f} leaves outside the KV pool: "
-            "the start fails with CUDA out of memory after the pool is allocated. Lower "
-            "--context-length or --max-running-requests, or lower --mem-fraction-static.",
+            f"{what}. Lower --context-length or --max-running-requests"
+            + (", or --cuda-graph-max-bs" if graph and table <= room else "")
+            + ", or lower --mem-fraction-static.",
             request_slots=slots, request_table_bytes=table, headroom_bytes=room,
-            context_length=length)
+            context_length=length, cuda_graph_bytes=graph)
 
+
+_HOPPER = frozenset({"H100", "H200", "H20", "H800", "GH200"})
+"""GPUs on which SGLang serves Llama-4's chunked local attention with FlashAttention-3 (its
+default backend on SM 9.0: server_args.py), whose graph state holds local block tables."""
+
+
+def _graph_state(ctx: RuleContext, cap: Capacity, length: int) -> tuple[int, int]:
+    """``(max_bs, bytes)`` of SGLang's CUDA-graph decode state for this start (0 bytes with
+    CUDA graphs off): ``--cuda-graph-max-bs`` or the release's default for the GPU."""
+    from packaging.version import InvalidVersion, Version
+
+    from kvlint.model.geometry import LayerKind
+    from kvlint.model.sglang_memory import (
+        MIB,
+        SglangStart,
+        cuda_graph_state_bytes,
+        default_cuda_graph_max_bs,
+    )
+
+    start = ctx.plan.engine_start
+    if start is not None and start.cuda_graph_off:
+        return 0, 0
+    try:
+        version = Version(ctx.plan.behaviour.version) if ctx.plan.behaviour.version else None
+    except InvalidVersion:
+        version = None
+    layout = ctx.plan.layout
+    max_bs = (start.cuda_graph_max_bs if start is not None else None) or \
+        default_cuda_graph_max_bs(SglangStart(
+            version, cap.gpu.memory_bytes // MIB, tp=layout.tp, pp=layout.pp,
+            dp_attention=layout.dp_attention, dp_size=layout.dp))
+    chunk = None
+    if ctx.analysis is not None and (version is None or version >= Version("0.5.5")) and \
+            cap.gpu.name.split("-")[0].upper() in _HOPPER:
+        chunk = next((layer.window for layer in ctx.analysis.cached.kv_layers
+                      if layer.kind is LayerKind.CHUNKED and layer.window), None)
+    page = (start.page_size if start is not None else None) or 1
+    return max_bs, cuda_graph_state_bytes(max_bs, length, page, chunk)
 
 
 @hookimpl
