@@ -199,8 +199,22 @@ def _hpc_container_run(rest: list[Word]) -> tuple[list[Word], _Container] | None
             env.append(value if has else Word(f"{name}=${{{name}}}", value.line))
     if i >= len(rest):
         return None
-    image = Located(rest[i].text, rest[i].line, None, f"{rest[0].text} {rest[1].text} image")
+    where = f"{rest[0].text} {rest[1].text} image"
+    text = rest[i].text
+    pulled = _PULLED_IMAGE.fullmatch(text.rsplit("/", 1)[-1])
+    if pulled is not None:
+        where += f" {text}, the name 'apptainer pull' gives {pulled[1]}:{pulled[2]}"
+        text = f"{pulled[1]}:{pulled[2]}"
+    image = Located(text, rest[i].line, None, where)
     return [*env, *rest[i + 1:]], _Container(image, None)
+
+
+_PULLED_IMAGE = re.compile(r"([a-z0-9][a-z0-9.-]*)_([A-Za-z0-9][\w.-]{0,127})\.(?:sif|simg)")
+"""``apptainer pull docker://vllm/vllm-openai:latest`` (and ``singularity pull``) writes
+``vllm-openai_latest.sif``: the image's last name, ``_``, its tag (apptainer's docs, "pull":
+the default output file is ``<name>_<tag>.sif``). The first ``_`` is taken to separate them:
+the engines' image names hold none (vllm-openai, sglang, text-generation-inference,
+tritonserver), a tag may (``v0.8.5_cu128``)."""
 
 
 def _expanded(image: Located[str], env: Env) -> Located[str]:

@@ -199,6 +199,23 @@ def test_apptainer_exec_runs_the_command_after_the_image() -> None:
     assert isinstance(served_.image, Located) and served_.image.value == "vllm.sif"
 
 
+@pytest.mark.parametrize(("image", "expected", "version"), [
+    ("vllm-openai_latest.sif", "vllm-openai:latest", "latest"),
+    ("/scratch/images/vllm-openai_v0.8.5.sif", "vllm-openai:v0.8.5", "0.8.5"),
+    ("sglang_v0.5.5-cu129.simg", "sglang:v0.5.5-cu129", None),
+    ("vllm.sif", "vllm.sif", None),  # no tag in the name: as written
+])
+def test_apptainer_pull_names_name_the_image(image: str, expected: str,
+                                            version: str | None) -> None:
+    """``apptainer pull docker://vllm/vllm-openai:latest`` writes ``vllm-openai_latest.sif``;
+    the file's name gives the image and its tag back."""
+    (served_,) = script_models(f"apptainer exec --nv {image} vllm serve org/m\n", "run.sh")
+    assert isinstance(served_.image, Located) and served_.image.value == expected
+    if version is not None:
+        assert isinstance(served_.engine_version, Located)
+        assert served_.engine_version.value == version
+
+
 @pytest.mark.parametrize("command", [
     "python -m trl.scripts.vllm_serve --model Qwen/Qwen3-4B --tensor_parallel_size 2 "
     "--max_model_len 32768 --enable_prefix_caching True --log_level info &",
