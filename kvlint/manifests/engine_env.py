@@ -160,6 +160,10 @@ def _assignments(words: list[Word]) -> dict[str, str] | None:
     return out
 
 
+_ARGUMENT = re.compile(r"\$(?:[1-9]|\{(?:[1-9]|OPTARG)\}|OPTARG)")
+"""A script argument as a whole value: a positional parameter or getopts' ``OPTARG``."""
+
+
 def _apply(env: Env, assigned: Mapping[str, str], *, conditional: bool) -> Env:
     new = env.assign(assigned)
     if not conditional:
@@ -175,6 +179,11 @@ def _apply(env: Env, assigned: Mapping[str, str], *, conditional: bool) -> Env:
                 f"${name} has a value kvlint cannot read unless this branch of the script runs"
             continue
         after = new.values.get(name)
+        if before is not None and _ARGUMENT.fullmatch(str(assigned[name]).strip()):
+            # an option loop's -m|--model) MODEL="$2": set only when the script is given
+            # arguments; run as written, it keeps its default (as ${1:-default} does)
+            values[name] = before
+            continue
         if before is not None and after != before:
             values[name] = None
             reasons[name] = (f"${name} is given different values in different branches of "

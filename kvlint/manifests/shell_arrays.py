@@ -3,8 +3,10 @@
 Scripts often gather an engine's options in an array and pass them as ``"${ARGS[@]}"``, which
 expands to the array's words, each one argument. kvlint reads a script's text before it splits
 commands: every use of an array set in the file by literal ``=( ... )`` / ``+=( ... )`` lists
-(appends taken whether or not their branch runs) is put in as those words, quoted as they were
-written, and the assignments become blank lines (so lines keep their numbers). An array set
+(appends taken whether or not their branch runs, except one guarded by a variable the script
+leaves empty: ``if [[ -n "$X" ]]; then ARGS+=(--x "$X")`` after ``X=""``) is put in as those
+words, quoted as they were written, and the assignments become blank lines (so lines keep
+their numbers). An array set
 any other way (``read -a``, a loop, ``mapfile``) stays as written: unresolved. Bounded: at most
 :data:`MAX_ARRAY_CHARS` characters are put in.
 """
@@ -72,6 +74,29 @@ def _words(inner: str) -> str:
     return " ".join(part for part in lines if part)
 
 
+_GUARD = re.compile(r"(?:\bif[ \t]+)?\[\[?[ \t]+-n[ \t]+\"?\$\{?([A-Za-z_]\w{0,63})\}?\"?"
+                    r"[ \t]+\]\]?[ \t]*(?:;[ \t]*then|&&)?[ \t]*$")
+
+
+def _unset_guard(text: str, start: int) -> bool:
+    """Whether the append at ``start`` runs only when a variable is non-empty
+    (``if [[ -n "${X}" ]]; then ARGS+=(...)``, ``[ -n "$X" ] && ARGS+=(...)``) that the
+    script sets to the empty string and to nothing else but its arguments: run as written,
+    the append does not happen."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[line_start:start]
+    if not before.strip():  # the guard on the line above (if ...; then)
+        above = text.rfind("\n", 0, max(line_start - 1, 0)) + 1
+        before = text[above:max(line_start - 1, 0)]
+    guard = _GUARD.search(before.strip())
+    if guard is None:
+        return False
+    name = re.escape(guard.group(1))
+    values = re.findall(rf"^[ \t]*(?:export[ \t]+|local[ \t]+|readonly[ \t]+)?{name}=(\S*)",
+                        text, re.MULTILINE)
+    return bool(values) and all(v.split("#")[0] in ("", '""', "''") for v in values)
+
+
 def inline_arrays(text: str) -> str:
     """``text`` with the uses of its literal arrays replaced by their words (see the module
     docstring); the text as it was when it sets none."""
@@ -92,6 +117,8 @@ def inline_arrays(text: str) -> str:
         if budget < 0:
             return text
         name, append = match.group(1), match.group(2)
+        if append and _unset_guard(text, match.start()):
+            words = ""
         arrays[name] = f"{arrays[name]} {words}".strip() if append and name in arrays else words
         out.append(text[last:match.start()])
         out.append("\n" * text.count("\n", match.start(), end + 1))

@@ -44,7 +44,12 @@ from kvlint.manifests.engine_launch import (
 from kvlint.manifests.engine_programs import find_engine
 from kvlint.manifests.images import entrypoint_engine
 from kvlint.manifests.shell_env import Env, bounded_sub
-from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
+from kvlint.manifests.shell_words import (
+    Word,
+    split_env_prefix,
+    split_script,
+    substitutions,
+)
 from kvlint.manifests.slurm import SlurmGpus, slurm_gpus
 from kvlint.model.engine_args import EngineArgProblem
 
@@ -277,6 +282,13 @@ def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
     out: list[list[Word]] = []
     known = {} if known is None else known
     for command in commands:
+        if depth < MAX_INLINE_DEPTH:  # CID=$(docker run ...): the substitution runs first
+            for word in command:
+                if not word.literal and ("$(" in word.text or "`" in word.text):
+                    for inner in substitutions(word.text):
+                        out.extend(_inline_scripts(
+                            [c for c in split_script(inner, line=word.line) if c],
+                            depth + 1, dict(known)))
         prefix, rest = split_env_prefix(list(command))
         if not rest:
             known.update(prefix)

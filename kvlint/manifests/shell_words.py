@@ -79,6 +79,40 @@ def _matching(text: str, start: int, open_: str, close: str) -> int:
     return n
 
 
+MAX_SUBSTITUTIONS = 64
+"""Command substitutions read per word (a real one has one or two)."""
+
+
+def substitutions(text: str) -> list[str]:
+    """The commands of ``text``'s command substitutions, ``$(...)`` and backquotes (not
+    ``$((...))`` arithmetic), outermost first: the shell runs each before the command the
+    word belongs to (``CID=$(docker run ...)``)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n and len(out) < MAX_SUBSTITUTIONS:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":  # a single-quoted part substitutes nothing
+            j = text.find("'", i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if c == "$" and text.startswith("$(", i) and not text.startswith("$((", i):
+            end = _matching(text, i + 2, "(", ")")
+            out.append(text[i + 2:end])
+            i = end + 1
+            continue
+        if c == "`":
+            j = text.find("`", i + 1)
+            end = n if j < 0 else j
+            out.append(text[i + 1:end])
+            i = end + 1
+            continue
+        i += 1
+    return out
+
+
 def _dquote_end(text: str, start: int) -> int:
     """Index of the ``"`` closing a double-quoted string whose body starts at ``start``."""
     i = start

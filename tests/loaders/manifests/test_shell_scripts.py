@@ -346,3 +346,60 @@ def test_an_arrays_comments_do_not_swallow_its_other_words() -> None:
             'vllm serve org/model "${ARGS[@]}"\n')
     (found,) = served(text)
     assert found["tp"] == 4
+
+
+@pytest.mark.parametrize("text", [
+    "CID=$(docker run -d --gpus all vllm/vllm-openai:v0.8.5 --model org/m "
+    "--tensor-parallel-size 2)\necho \"$CID\"\n",
+    'cid="$(docker run -d --gpus all vllm/vllm-openai:v0.8.5 --model org/m '
+    '--tensor-parallel-size 2 2>err.log)"\n',
+    "cmd=(docker run -d --gpus all vllm/vllm-openai:v0.8.5 --model org/m\n"
+    "     --tensor-parallel-size 2)\n"
+    'container_id="$("${cmd[@]}" 2>"$OUT/docker-run.stderr.log")"\n',
+    "echo `vllm serve org/m --tensor-parallel-size 2`\n",
+])
+def test_a_command_substitution_runs_its_command(text: str) -> None:
+    """``CID=$(docker run ...)`` starts the container before the assignment: the command
+    in a substitution is read as one the script runs."""
+    (found,) = served(text)
+    assert (found["engine"], found["model"], found["tp"]) == ("vllm", "org/m", 2)
+
+
+def test_substitutions_are_found_where_the_shell_runs_them() -> None:
+    from kvlint.manifests.shell_words import MAX_SUBSTITUTIONS, substitutions
+
+    assert substitutions('a=$(b "$(c)") d=`e` f=$((1 + 2))') == ['b "$(c)"', "e"]
+    assert substitutions("'$(not run)'") == []
+    assert substitutions("$(unterminated") == ["unterminated"]
+    assert len(substitutions("$(x)" * (MAX_SUBSTITUTIONS * 2))) == MAX_SUBSTITUTIONS
+    assert served("V=$(vllm --version)\nN=$(nvidia-smi -L | wc -l)\n") == []
+
+
+def test_an_option_loop_leaves_the_default_a_plain_run_has() -> None:
+    """``-m|--model) MODEL="$2"`` in a getopt loop sets the model only when the script is
+    given options; run as written, it serves the default (as ``${1:-default}`` does)."""
+    text = ('MODEL="/models/Qwen2.5-0.5B-Instruct"\nTP=1\n'
+            'while true; do\n  case "$1" in\n'
+            '    -m|--model) MODEL="$2"; shift 2 ;;\n'
+            '    --tp) TP=$OPTARG; shift 2 ;;\n'
+            '    -x) MODEL=other/model; shift ;;\n'
+            '    --) shift; break ;;\n  esac\ndone\n'
+            'vllm serve "$MODEL" --tensor-parallel-size "$TP"\n')
+    (found,) = served(text)
+    assert not isinstance(found["model"], str)  # another literal in a branch: unresolved
+    (plain,) = served(text.replace("    -x) MODEL=other/model; shift ;;\n", ""))
+    assert (plain["model"], plain["tp"]) == ("/models/Qwen2.5-0.5B-Instruct", 1)
+
+
+def test_an_append_guarded_by_an_empty_variable_does_not_happen() -> None:
+    """``if [[ -n "${MAX_MODEL_LEN}" ]]; then ARGS+=(--max-model-len "${MAX_MODEL_LEN}")``
+    after ``MAX_MODEL_LEN=""``: run as written, no option is added (and no empty value is
+    judged); a guard on a variable with a value adds it."""
+    text = ('MAX_MODEL_LEN=""\nTP="2"\nARGS=(serve org/m)\n'
+            'if [[ -n "${MAX_MODEL_LEN}" ]]; then\n'
+            '  ARGS+=(--max-model-len "${MAX_MODEL_LEN}")\nfi\n'
+            'if [ -n "$TP" ]; then\n  ARGS+=(--tensor-parallel-size "$TP")\nfi\n'
+            'vllm "${ARGS[@]}"\n')
+    (model,) = script_models(text, "serve.sh")
+    assert model.max_model_len is None and not model.engine_problems
+    assert isinstance(model.tp, Located) and model.tp.value == 2
