@@ -285,9 +285,9 @@ def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
         if depth < MAX_INLINE_DEPTH:  # CID=$(docker run ...): the substitution runs first
             for word in command:
                 if not word.literal and ("$(" in word.text or "`" in word.text):
-                    for inner in substitutions(word.text):
+                    for substituted in substitutions(word.text):
                         out.extend(_inline_scripts(
-                            [c for c in split_script(inner, line=word.line) if c],
+                            [c for c in split_script(substituted, line=word.line) if c],
                             depth + 1, dict(known)))
         prefix, rest = split_env_prefix(list(command))
         if not rest:
