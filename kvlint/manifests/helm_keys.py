@@ -306,14 +306,22 @@ class GenericValuesParser(ManifestParser):
     name = "helm-values-keys"
 
     def detect(self, document: object, ctx: DocumentContext) -> bool:
-        return _find(document) is not None or _model_list(document) is not None
+        from kvlint.manifests.values_commands import command_strings
+
+        return _find(document) is not None or _model_list(document) is not None or \
+            bool(command_strings(document))
 
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
         found = _find(document)
         if found is None:
             listed = _model_list(document)
-            return _listed_models(document, ctx, self.name, listed) \
-                if listed is not None and isinstance(document, dict) else []
+            if listed is not None and isinstance(document, dict):
+                return _listed_models(document, ctx, self.name, listed)
+            from kvlint.manifests.values_commands import command_string_models, command_strings
+
+            strings = command_strings(document)
+            return command_string_models(document, ctx, self.name, strings) \
+                if strings and isinstance(document, dict) else []
         engine, scope, holder = found.engine, found.scope, found.holder
         notes = [f"Helm values of a chart kvlint has no parser for: the engine ({engine}, "
                  f"from {found.why}), the model and the flags are read from what the keys' "

@@ -208,3 +208,45 @@ def test_a_flag_in_the_args_wins_over_a_tensor_parallel_key() -> None:
             tpSize: 8
         """)
     assert v(m.tp) == 2
+
+
+def test_a_values_string_that_is_the_engine_command() -> None:
+    """``cli: "vllm serve ..."`` in a chart's values: the string is the command the chart
+    runs; the GPUs are the values' ``resources`` device key."""
+    (model,) = served(textwrap.dedent('''\
+        single:
+          enabled: true
+        resources:
+          nvidia.com/gpu: "1"
+        cli: "vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-32B
+              --tensor-parallel-size 1
+              --max-model-len 25000"
+        '''))
+    assert (v(model.engine), v(model.model), v(model.tp), v(model.max_model_len),
+            v(model.gpus)) == ("vllm", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 1, 25000, 1)
+    assert model.format == "helm-values-keys" and model.line == 5
+    assert any("values string cli" in n for n in model.notes)
+
+
+def test_a_command_string_of_a_multi_node_group_leaves_the_gpus_open() -> None:
+    """A LeaderWorkerSet leader's command (``$LWS_GROUP_SIZE``): the values' GPU request is
+    one pod's, not the group's, so no count is set (and no KV206 is raised on it)."""
+    (model,) = served(textwrap.dedent('''\
+        resources:
+          nvidia.com/gpu: "2"
+        cli: "bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader
+                --ray_cluster_size=$LWS_GROUP_SIZE;
+              python3 -m vllm.entrypoints.openai.api_server --model org/m
+                --tensor-parallel-size 2 --pipeline-parallel-size 2"
+        '''))
+    assert (v(model.tp), v(model.pp)) == (2, 2)
+    assert not isinstance(model.gpus, Located) and "one pod's GPUs" in str(model.gpus)
+
+
+@pytest.mark.parametrize("text", [
+    'description: "we serve models with vllm and sglang"\n',
+    "cli: \"echo vllm\"\n",
+    "cli: \"vllm serve org/m " + "--x 1 " * 5000 + "\"\n",  # past the bound: not read
+])
+def test_strings_that_start_no_engine_are_not_commands(text: str) -> None:
+    assert served(text) == []
