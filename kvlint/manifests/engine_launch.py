@@ -30,7 +30,7 @@ from kvlint.manifests.engine_options import engine_problems
 from kvlint.manifests.engine_programs import find_engine
 from kvlint.manifests.images import engine_from_image, engine_from_pip, official_vllm
 from kvlint.manifests.shell_env import Env
-from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
+from kvlint.manifests.shell_words import Word, split_env_prefix
 from kvlint.manifests.yaml_marks import LStr
 from kvlint.manifests.yaml_values import node_line
 from kvlint.model.engine_args import EngineArgProblem
@@ -206,8 +206,11 @@ def launch_in_argv(words: Sequence[Word], env: Env, *, expand: Env | None = None
         return found
     script = _shell_script(rest)
     if script is not None:
-        commands = split_script(script.text) if isinstance(script.text, LStr) and \
-            script.line == script.text.line else split_script(script.text, line=script.line)
+        from kvlint.manifests.shell_arrays import script_commands
+
+        text = script.text
+        own = isinstance(text, LStr) and script.line == text.line
+        commands = script_commands(text, None if own else script.line)
         found.extend(walk_script(commands, process, depth=depth + 1))
     return found
 

@@ -25,8 +25,9 @@ from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_launch import Pin, image_engine, pip_pins, settle_version
 from kvlint.manifests.flat_configs import config_args
 from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.shell_arrays import script_commands
 from kvlint.manifests.shell_env import Env, env_from_k8s
-from kvlint.manifests.shell_words import Word, split_env_prefix, split_script
+from kvlint.manifests.shell_words import Word, split_env_prefix
 from kvlint.manifests.trtllm_configs import FREE_FRACTION_NOTE, trt_settings
 from kvlint.manifests.yaml_marks import LDict, LList, LStr, load_documents
 from kvlint.manifests.yaml_values import (
@@ -130,9 +131,8 @@ def _shell_script(argv: list[tuple[Word, Any]]) -> tuple[Any, list[Word]] | None
 
 def _split(script: Any, line: int | None) -> list[list[Word]]:
     try:
-        if isinstance(script, LStr):
-            return split_script(script)
-        return split_script(str(script), line=line)
+        return script_commands(script if isinstance(script, LStr) else str(script),
+                               None if isinstance(script, LStr) else line)
     except (ValueError, IndexError):
         return [[Word(part, line) for part in str(script).split()]]
 

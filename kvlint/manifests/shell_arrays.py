@@ -7,15 +7,20 @@ commands: every use of an array set in the file by literal ``=( ... )`` / ``+=( 
 leaves empty: ``if [[ -n "$X" ]]; then ARGS+=(--x "$X")`` after ``X=""``) is put in as those
 words, quoted as they were written, and the assignments become blank lines (so lines keep
 their numbers). An array set
-any other way (``read -a``, a loop, ``mapfile``) stays as written: unresolved. Bounded: at most
-:data:`MAX_ARRAY_CHARS` characters are put in.
+any other way (``read -a``, a loop, ``mapfile``) stays as written: unresolved. A POSIX
+script's one list, ``set -- WORDS`` / ``set -- "$@" WORDS`` used as ``"$@"``, is read the same
+way after its first ``set --``. Container scripts (``sh -c``) are read the same way
+(:func:`script_commands`). Bounded: at most :data:`MAX_ARRAY_CHARS` characters are put in.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["inline_arrays"]
+from kvlint.manifests.located_str import LStr
+from kvlint.manifests.shell_words import Word, split_script
+
+__all__ = ["inline_arrays", "script_commands"]
 
 MAX_ARRAY_CHARS = 65_536
 """Characters of array words put into one script (a real one puts in a few hundred)."""
@@ -97,9 +102,78 @@ def _unset_guard(text: str, start: int) -> bool:
     return bool(values) and all(v.split("#")[0] in ("", '""', "''") for v in values)
 
 
+_SET = re.compile(r"^[ \t]*set[ \t]+--(?=[ \t])", re.MULTILINE)
+_POSITIONAL_USE = re.compile(r'"\$(?:@|\{@\})"|\$(?:@|\{@\})(?![\w{])')
+
+
+def _command_end(text: str, start: int) -> int:
+    """The index where the command starting at ``start`` ends: an unquoted newline not
+    continued by ``\\``, ``;``, ``&`` or ``|``; the text's end when none."""
+    quote = ""
+    i = start
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 2
+            continue
+        elif c in "\n;&|":
+            return i
+        i += 1
+    return len(text)
+
+
+def _positional_lists(text: str) -> str:
+    """``set -- serve "$MODEL" --tp 2`` and ``set -- "$@" --x`` (a POSIX shell's one
+    list): the uses of ``"$@"`` after the first such command become its words (appends
+    taken whether or not their branch runs, unless guarded by a variable left empty), and
+    the commands blank lines. Before it, ``"$@"`` is the script's own arguments, as
+    written."""
+    first = _SET.search(text)
+    if first is None:
+        return text
+    words = ""
+    out: list[str] = [text[:first.start()]]
+    last = first.start()
+    budget = MAX_ARRAY_CHARS
+    for match in _SET.finditer(text):
+        if match.start() < last:
+            continue
+        end = _command_end(text, match.end())
+        given = _words(text[match.end():end])
+        budget -= len(given)
+        if budget < 0:
+            return text
+        out.append(_put(words, text[last:match.start()]))  # the list as it was before
+        head, _, tail = given.partition(" ")
+        if head in ('"$@"', "$@", '"${@}"'):
+            if not _unset_guard(text, match.start()):
+                words = f"{words} {tail}".strip()
+        else:
+            words = given
+        out.append("\n" * text.count("\n", match.start(), end))
+        last = end
+    out.append(_put(words, text[last:]))
+    return "".join(out)
+
+
+def _put(words: str, text: str) -> str:
+    """``text`` with its ``"$@"`` uses replaced by ``words``."""
+    return _POSITIONAL_USE.sub(lambda _: words, text)
+
+
 def inline_arrays(text: str) -> str:
     """``text`` with the uses of its literal arrays replaced by their words (see the module
     docstring); the text as it was when it sets none."""
+    if "set --" in text:
+        text = _positional_lists(text)
     if "=(" not in text or ("[@]" not in text and "[*]" not in text):
         return text
     arrays: dict[str, str] = {}
@@ -133,3 +207,16 @@ def inline_arrays(text: str) -> str:
 
     pattern = re.compile(r'"?\$\{(' + "|".join(map(re.escape, arrays)) + r')\[[@*]\]\}"?')
     return pattern.sub(use, result)
+
+
+def script_commands(script: str, line: int | None = None) -> list[list[Word]]:
+    """The commands of an inline script (``sh -c SCRIPT``) with its arrays and ``set --``
+    lists put in: a YAML scalar (:class:`LStr`) keeps its own lines and style unless
+    ``line`` says it sits elsewhere."""
+    own = isinstance(script, LStr) and (line is None or line == script.line)
+    inlined = inline_arrays(str(script))
+    if inlined == str(script):
+        return split_script(script) if own else split_script(str(script), line=line)
+    if own and isinstance(script, LStr):
+        return split_script(inlined, line=script.line, style=script.style)
+    return split_script(inlined, line=line)

@@ -624,3 +624,32 @@ def test_parsers_only_claim_their_kinds() -> None:
     assert not any(p.detect(docs[0], ctx) for p in PARSERS)
     names = {p.name for p in PARSERS}
     assert names == {"k8s", "lws", "rbg", "kserve", "dynamo", "vllm-runtime", "ray-service"}
+
+
+def test_a_container_script_that_builds_its_command_with_set_dash_dash() -> None:
+    """A container's ``bash -lc`` script that gathers vLLM's arguments with ``set --`` and
+    runs ``exec vllm "$@"``: the engine, model and tp are read from the list."""
+    from kvlint.lint.extraction import extract_text
+    from kvlint.plugins import get_plugin_manager
+
+    text = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\nspec:\n"
+        "  template:\n    spec:\n      containers:\n        - name: vllm\n"
+        "          image: vllm/vllm-openai:v0.11.0\n"
+        '          command: ["/bin/bash", "-lc"]\n'
+        "          args:\n            - |\n              set -eu\n"
+        '              set -- serve "$MODEL_ID" \\\n'
+        "                --tensor-parallel-size 2\n"
+        '              if [ -n "${KEY:-}" ]; then\n'
+        '                set -- "$@" --api-key "$KEY"\n              fi\n'
+        '              exec vllm "$@"\n'
+        "          env:\n            - name: MODEL_ID\n              value: org/m\n"
+        "          resources:\n            limits:\n              nvidia.com/gpu: 2\n")
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    found = extract_text(text, Path("dep.yaml"), pm, parsers)
+    assert isinstance(found, list)
+    (model,) = found
+    assert isinstance(model.model, Located) and model.model.value == "org/m"
+    assert isinstance(model.tp, Located) and model.tp.value == 2
+    assert model.line == 20

@@ -403,3 +403,20 @@ def test_an_append_guarded_by_an_empty_variable_does_not_happen() -> None:
     (model,) = script_models(text, "serve.sh")
     assert model.max_model_len is None and not model.engine_problems
     assert isinstance(model.tp, Located) and model.tp.value == 2
+
+
+def test_a_set_dash_dash_list_is_the_engines_arguments() -> None:
+    """POSIX sh has one list, the positional parameters: ``set -- serve "$MODEL" ...``,
+    ``set -- "$@" --x`` appends, and ``exec vllm "$@"`` runs them. Before the first
+    ``set --``, ``"$@"`` stays the script's own arguments."""
+    text = ('#!/bin/sh\nMODEL=org/m\necho "$@"\n'
+            'set -- serve "$MODEL" \\\n  --tensor-parallel-size 2\n'
+            'if [ "${TRUST:-}" = "1" ]; then\n  set -- "$@" --trust-remote-code\nfi\n'
+            'exec vllm "$@"\n')
+    (found,) = served(text)
+    assert (found["engine"], found["model"], found["tp"], found["line"]) == (
+        "vllm", "org/m", 2, 9)
+    from kvlint.manifests.shell_arrays import inline_arrays
+
+    assert inline_arrays(text).count("\n") == text.count("\n")
+    assert 'echo "$@"' in inline_arrays(text)
