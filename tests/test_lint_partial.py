@@ -120,6 +120,9 @@ def test_every_document_unreadable_is_one_problem(tmp_path: Path) -> None:
      "  launch: \"vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 8\"\n", 5),
     ("kind: Platform\nspec:\n  runtime:\n    image: vllm/vllm-openai:v0.9.2\n", 4),
     ("kind: Job\nspec:\n  script: python -m sglang.launch_server --model-path x/y\n", 3),
+    # a compose command is the image's CMD: the engine image's entrypoint still runs
+    ("services:\n  llm:\n    image: lmsysorg/sglang:v0.5.5\n"
+     "    command: --model-path org/m\n", 3),
 ])
 def test_an_engine_in_an_unread_format_is_kv904(tmp_path: Path, text: str, line: int) -> None:
     path = tmp_path / "custom.yaml"

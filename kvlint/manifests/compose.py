@@ -46,6 +46,7 @@ from kvlint.manifests.images import (
     entrypoint_engine,
     model_then_options,
     pinned_official_vllm,
+    tools_server,
 )
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
@@ -398,6 +399,9 @@ class ComposeParser(ManifestParser):
             notes.append("env_file is not read: variables it sets are unknown")
         entry = words_of(service.get("entrypoint"), value_line(service, "entrypoint"))
         command = words_of(service.get("command"), value_line(service, "command"))
+        if not entry and image is not None and \
+                tools_server(image.value, [w.text for w in command]):
+            command = [Word("llama-server", command[0].line), *command[1:]]
         words = _interp_words(entry + command)
         engine: Located[str] | None = None
         args: EngineArgs | None = None

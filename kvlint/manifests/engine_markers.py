@@ -40,6 +40,8 @@ _SETTING = re.compile(
 """An engine's own option, as a flag or as a values-file key (``maxModelLen``,
 ``gpu_memory_utilization``): a file that sets one configures an engine."""
 _COMMAND_KEY = re.compile(r"^\s*-?\s*[\"']?(?:command|entrypoint)[\"']?\s*:", re.MULTILINE)
+_ENTRYPOINT_KEY = re.compile(r"^\s*-?\s*[\"']?entrypoint[\"']?\s*:", re.MULTILINE)
+_COMPOSE = re.compile(r"^services\s*:", re.MULTILINE)
 _INSTALL = re.compile(r"\bpip3?\s+install\b|\buv\s+pip\b")
 _HINTS = ("vllm", "sglang", "text-generation", "lmdeploy", "trtllm", "tensorrt-llm", "llama-server",
           "llama.cpp", "llama-cpp", "memory", "model", "parallel", "eager", "shard")
@@ -51,7 +53,10 @@ def first_engine_line(text: str) -> tuple[int, str] | None:
     low = text.lower()
     if not any(hint in low for hint in _HINTS):
         return None
-    images = _COMMAND_KEY.search(text) is None
+    # a compose service's command is the image's CMD, its entrypoint still runs; elsewhere
+    # (Kubernetes) command replaces the entrypoint
+    replacing = _ENTRYPOINT_KEY if _COMPOSE.search(text) else _COMMAND_KEY
+    images = replacing.search(text) is None
     for number, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith("#"):
             continue

@@ -19,8 +19,14 @@ from functools import lru_cache
 
 from kvlint.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM, Release
 
-__all__ = ["ENTRYPOINT_IMAGES", "engine_from_image", "engine_from_pip", "entrypoint_engine",
-           "split_image"]
+__all__ = [
+    "ENTRYPOINT_IMAGES",
+    "engine_from_image",
+    "engine_from_pip",
+    "entrypoint_engine",
+    "split_image",
+    "tools_server",
+]
 
 _VERSION = re.compile(
     r"v?(\d+(?:\.\d+){1,3}(?:\.?(?:post|rc|dev|a|b)\d*)*)(?=$|[-_+]|\.[a-z])", re.IGNORECASE)
@@ -143,6 +149,14 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
     AI Model Garden). Not LLM engines: text-embeddings-inference, Ray images, routing
     sidecars and plain OS images (``None``)."""
     name, tag, digest = split_image(image)
+    if name and tag and ("${" in tag or "{{" in tag) and "${" not in name and \
+            "{{" not in name and not name.startswith("<"):
+        # the repository is written out, only the tag is a variable: the engine is the
+        # repository's, its release unknown
+        engine = engine_from_image(f"{name}:latest")[0]
+        if engine is not None:
+            return engine, None, (f"{image}: the tag is set by a variable ({tag}), so the "
+                                  f"{engine} release is unknown")
     if not name or "${" in image or "{{" in image or name.startswith("<"):
         return None, None, f"{image} is a placeholder, not an image"
     low = name.lower()
@@ -376,6 +390,20 @@ def pinned_official_vllm(image: str) -> bool:
         return False
     version = engine_from_image(image)[1]
     return version is not None and version not in ("latest", "nightly")
+
+
+def tools_server(image: str | None, words: Sequence[str]) -> bool:
+    """Whether ``words``, the arguments of a llama.cpp ``full`` image (or one whose tag a
+    variable sets), start with its ``tools.sh`` server switch: the ``full`` images'
+    ENTRYPOINT runs ``llama-server`` with the rest for ``-s``/``--server``
+    (ggml-org/llama.cpp ``.devops/tools.sh``); in the ``light`` and ``server`` images ``-s``
+    is the seed option."""
+    if not image or not words or words[0] not in ("-s", "--server"):
+        return False
+    name, tag, _ = split_image(image)
+    if not name or not re.search(r"llama[.-]cpp", name):
+        return False
+    return tag is not None and (tag.startswith("full") or "${" in tag)
 
 
 def entrypoint_engine(image: str | None, env: Iterable[str] = (),

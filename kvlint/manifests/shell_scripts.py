@@ -42,7 +42,7 @@ from kvlint.manifests.engine_launch import (
     visible_devices,
 )
 from kvlint.manifests.engine_programs import find_engine
-from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.images import entrypoint_engine, tools_server
 from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_words import (
     Word,
@@ -160,6 +160,8 @@ def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
         return None
     image = Located(rest[i].text, rest[i].line, None, "docker run image")
     command = rest[i + 1:]
+    if entrypoint is None and tools_server(image.value, [w.text for w in command]):
+        command = [Word("llama-server", command[0].line), *command[1:]]
     program: list[Word] = []
     if entrypoint is not None:
         program = [Word(entrypoint, image.line)]

@@ -293,3 +293,27 @@ def test_the_env_file_beside_a_compose_file_is_read_for_interpolation(tmp_path: 
     (tmp_path / ".env").write_text("MODEL=Qwen/Qwen3-8B\nTP=1\nLEN=4096\n", encoding="utf-8")
     again = serving()  # the result cache sees the .env change
     assert (again["tp"], again["max_model_len"]) == (1, 4096)
+
+
+@pytest.mark.parametrize(("image", "version"), [
+    ("ghcr.io/ggerganov/llama.cpp:full-cuda", "latest"),
+    ("ghcr.io/ggerganov/llama.cpp:${LLAMA_VARIANT}", None),
+])
+def test_llama_cpp_full_images_run_the_server_for_dash_s(image: str,
+                                                         version: str | None) -> None:
+    """The llama.cpp ``full`` images' entrypoint (``tools.sh``) runs ``llama-server`` with
+    the rest of the arguments for ``-s``/``--server``; a tag set by a variable still names
+    llama.cpp's repository, with its release unknown."""
+    (m,) = extract_text("services:\n  llama_cpp:\n    image: " + image + "\n"
+                        "    command: -s -m /model.gguf -c 4096\n", "docker-compose.yml")
+    assert (v(m.engine), v(m.model), v(m.max_model_len)) == ("llamacpp", "/model.gguf", 4096)
+    assert v(m.engine_version) == version
+
+
+def test_dash_s_is_the_seed_where_the_image_runs_no_tools_script() -> None:
+    from kvlint.manifests.images import tools_server
+
+    assert not tools_server("ghcr.io/ggml-org/llama.cpp:server", ["-s", "1"])
+    assert not tools_server("ghcr.io/ggml-org/llama.cpp:light", ["-s", "1"])
+    assert not tools_server("vllm/vllm-openai:latest", ["-s"])
+    assert tools_server("ghcr.io/ggml-org/llama.cpp:full", ["--server", "-m", "x"])
