@@ -56,7 +56,8 @@ __all__ = ["GenericValuesParser", "values_model"]
 
 MODEL_KEYS = ("model", "modelName", "model_name", "modelId", "modelID", "model_id",
               "hfModelName", "hfModel", "hf_model", "modelRepo", "modelPath")
-NAME_KEYS = ("name", "id", "repo", "repository", "path", "hfName")
+NAME_KEYS = ("name", "id", "repo", "repository", "path", "hfName", "repoId", "repo_id",
+             "hfRepoId")
 ORG_KEYS = ("organization", "org", "owner", "namespace")
 ARG_KEYS = ("args", "extraArgs", "extra_args", "extra", "additionalArgs", "engineArgs",
             "serverArgs")

@@ -250,3 +250,21 @@ def test_a_command_string_of_a_multi_node_group_leaves_the_gpus_open() -> None:
 ])
 def test_strings_that_start_no_engine_are_not_commands(text: str) -> None:
     assert served(text) == []
+
+
+def test_a_model_map_that_names_its_hub_repo_id() -> None:
+    """``model: {repoId: org/name}`` beside a ``vllm:`` map of camelCase options."""
+    (model,) = served(textwrap.dedent('''\
+        model:
+          repoId: mistralai/Mistral-7B-Instruct-v0.3
+          requiresToken: true
+        vllm:
+          servedModelName: mistral
+          tensorParallelSize: 2
+          maxModelLen: "8192"
+        resources:
+          limits:
+            nvidia.com/gpu: "2"
+        '''))
+    assert (v(model.engine), v(model.model), v(model.tp), v(model.max_model_len),
+            v(model.gpus)) == ("vllm", "mistralai/Mistral-7B-Instruct-v0.3", 2, 8192, 2)
