@@ -329,12 +329,17 @@ class GenericValuesParser(ManifestParser):
                  "names say; the chart's templates decide what reaches the pod"]
         options = _options(engine)
         words: list[Word] = []
-        for key, value in holder.items():
+        # the holder's keys, and those of a map beside them named after the engine
+        # (model: {...} with vllm: {maxModelLen: ...})
+        named = [node for k, node in holder.items()
+                 if ENGINE_KEYS.get(str(k)) == engine and isinstance(node, dict)]
+        for key, value, at in [(k, val, holder) for k, val in holder.items()] + \
+                [(k, val, node) for node in named for k, val in node.items()]:
             option = _option(str(key))
             if str(key) in MODEL_KEYS or option not in options or option in ("--host",
                                                                               "--port"):
                 continue
-            line = value_line(holder, key)
+            line = value_line(at, key)
             if value is True:
                 words.append(Word(option, line))
             elif isinstance(value, str | int | float) and not isinstance(value, bool) and \
