@@ -297,12 +297,15 @@ def _scan(engine: str, tokens: list[Token]) -> _Parsed:
         token = tokens[i]
         i += 1
         if token.text is None:
-            raw_name, raw_eq, _ = token.raw.partition("=")
+            raw_name, raw_eq, raw_value = token.raw.partition("=")
             if raw_eq and raw_name.startswith("-") and "$" not in raw_name:
                 canonical, kind, note = _resolve_option(grammar, raw_name)
                 if note:
                     out.notes.append(note)
-                out.record(raw_name, canonical, kind, note, [token], token, inline=True)
+                # the value's own text (--model=$(MODEL) -> $(MODEL)), not the whole word
+                value = replace(token, raw=raw_value, unresolved=replace(
+                    token.unresolved, text=raw_value) if token.unresolved else None)
+                out.record(raw_name, canonical, kind, note, [value], token, inline=True)
                 continue
             out.positionals.append(token)
             continue

@@ -542,3 +542,18 @@ def test_a_backslash_that_ends_the_script_is_dropped_as_bash_drops_it() -> None:
     assert [[w.text for w in c] for c in split_script(script)] == \
         [["vllm", "serve", "m", "--port", "8001"]]
     assert [w.text for w in split_script("vllm serve m \\ ")[0]] == ["vllm", "serve", "m", " "]
+
+
+def test_an_unresolved_inline_value_is_the_value_not_the_word() -> None:
+    """``--model=$(MODEL_NAME)`` with MODEL_NAME set at deploy time: the model shown is
+    ``$(MODEL_NAME)``, not the whole ``--model=...`` word."""
+    from kvlint.manifests.base import Unresolved
+    from kvlint.manifests.engine_command import parse_engine_args
+    from kvlint.manifests.shell_env import Env
+    from kvlint.manifests.shell_words import Word
+
+    args = parse_engine_args("vllm", [Word("serve", 1), Word("--model=$(MODEL_NAME)", 2),
+                                      Word("--tensor-parallel-size=$(TP)", 3)],
+                             Env({"MODEL_NAME": None, "TP": None}))
+    assert isinstance(args.model, Unresolved) and args.model.text == "$(MODEL_NAME)"
+    assert isinstance(args.tp, Unresolved) and args.tp.text == "$(TP)"
