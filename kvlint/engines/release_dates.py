@@ -76,3 +76,23 @@ def _version(text: str | None) -> Version | None:
         return Version(text)
     except InvalidVersion:
         return None
+
+
+def newest_allowed(engine_key: str, specifier: str) -> str | None:
+    """The newest final release of ``engine_key`` that a pip specifier allows (``==0.6.*``
+    -> ``0.6.6.post1``), as pip installs it today; ``None`` when none in the table does, the
+    specifier is not one, or the engine is not in the table."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        allowed = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return None
+    fitting = [text for v, text, _ in _table().get(engine_key, ()) if v in allowed]
+    return fitting[-1] if fitting else None
+
+
+def newest(engine_key: str) -> str | None:
+    """The newest release of ``engine_key`` in the table."""
+    rows = _table().get(engine_key, ())
+    return rows[-1][1] if rows else None

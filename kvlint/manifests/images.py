@@ -315,7 +315,9 @@ _PIP_ENGINES = {
 def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     """``(engine, pinned version or None)`` for a pip requirement that installs an engine
     (``vllm==0.6.1.post2`` → ``("vllm", "0.6.1.post2")``; ``vllm>=0.10.0`` and
-    ``sglang[all]>=0.4.2.post4`` pin nothing → version ``None``); ``None`` for other
+    ``sglang[all]>=0.4.2.post4`` pin nothing → version ``None``, the newest release; a range
+    that leaves the newest release out, ``vllm==0.6.*`` or ``vllm<0.7``, → the newest
+    release it allows, from ``kvlint/engines/release_dates.json``); ``None`` for other
     packages or text that is not a requirement."""
     text = spec.strip().strip("'\"").strip()
     if not text or text.startswith("-"):
@@ -336,6 +338,14 @@ def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     if len(specifiers) == 1 and specifiers[0].operator in ("==", "===") and (
             "*" not in specifiers[0].version):
         return engine, _normalized(specifiers[0].version)
+    if specifiers:
+        # a range that leaves out the newest release (vllm==0.6.*, vllm<0.7): pip installs
+        # the newest release it allows, not the newest release
+        from kvlint.engines.release_dates import newest, newest_allowed
+
+        allowed = newest_allowed(engine, str(requirement.specifier))
+        if allowed is not None and allowed != newest(engine):
+            return engine, allowed
     return engine, None
 
 

@@ -190,7 +190,7 @@ def test_split_image() -> None:
     ("sglang[all]==0.4.6.post1", ("sglang", "0.4.6.post1")),
     ("lmdeploy==0.4.2", ("lmdeploy", "0.4.2")),
     ("tensorrt_llm==1.0.0", ("trtllm", "1.0.0")),
-    ("vllm==0.8.*", ("vllm", None)),
+    ("vllm==0.8.*", ("vllm", "0.8.5.post1")),  # the newest 0.8 release
     ("vllm", ("vllm", None)),
     ("ray>=2.48.0", None),
     ("huggingface_hub[cli]", None),
@@ -199,4 +199,19 @@ def test_split_image() -> None:
     ("not a requirement!!", None),
 ])
 def test_engine_from_pip(spec: str, expected: tuple[str, str | None] | None) -> None:
+    assert engine_from_pip(spec) == expected
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("vllm==0.6.*", ("vllm", "0.6.6.post1")),       # the newest 0.6 release pip installs
+    ("vllm<0.7", ("vllm", "0.6.6.post1")),
+    ("vllm>=0.4,<0.5", ("vllm", "0.4.3")),
+    ("lmdeploy<=0.7.3", ("lmdeploy", "0.7.3")),
+    ("vllm>=0.4.0", ("vllm", None)),                # allows the newest: latest, as before
+    ("sglang[all]>=0.4.2.post4", ("sglang", None)),
+])
+def test_a_range_that_leaves_the_newest_release_out(spec: str,
+                                                     expected: tuple[str, str | None]) -> None:
+    from kvlint.manifests.images import engine_from_pip
+
     assert engine_from_pip(spec) == expected
