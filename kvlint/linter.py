@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
 from kvlint.model.sglang_dsa import with_dsa_start
+from kvlint.model.sglang_dsv4 import with_dsv4_start
 from kvlint.rules.base import Rule, RuleContext
 
 TargetKind = Literal["model", "manifest", "source"]
@@ -214,6 +215,9 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
                 plan, started = with_dsa_start(plan, geometry.architecture, config)
                 if started:  # shown with the model's notes: what the engine changed
                     geometry = replace(geometry, notes=(*geometry.notes, started))
+                plan, priced = with_dsv4_start(plan, config)
+                if priced:
+                    geometry = replace(geometry, notes=(*geometry.notes, priced))
                 analysis = _analyze(geometry, plan)
             except ValueError as err:
                 raise UsageError(f"{target.ref}: {err}") from None
@@ -448,7 +452,14 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         sized = sglang_state_split(replace(sized, fraction_name="mem_fraction_static"),
                                     plan)
         page = plan.engine_start.page_size if plan.engine_start else None
-        if page and page > 1 and not sized.state_bytes_per_sequence_per_gpu:
+        price = plan.behaviour.pool_token_bytes
+        if price is not None and price > 0 and page:  # DeepSeek-V4: the engine's own pools
+            # (available - what it sets aside) / its price of a token, in whole pages
+            free = max(sized.kv_budget_bytes_per_gpu - plan.behaviour.pool_fixed_bytes, 0)
+            tokens = int(free / price) // page * page
+            sized = replace(sized, max_tokens=tokens, max_sequences=tokens // max(
+                sized.context, 1) if sized.max_sequences is not None else None)
+        elif page and page > 1 and not sized.state_bytes_per_sequence_per_gpu:
             # the pool is whole pages (model_runner.py@0.4.6.post1 L774-781: tokens //
             # page_size * page_size, after --max-total-tokens)
             sized = replace(sized, max_tokens=sized.max_tokens // page * page)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from math import floor
+from math import ceil, floor
 
 from kvlint.model import kv
 from kvlint.model.memory import MemoryTerms
@@ -215,6 +215,9 @@ def fit(budget: int, *, per_token: Fraction | int, kv_sequence_bytes: int, state
 def sequence_bytes_per_gpu(a: KvAnalysis, context: int) -> int | None:
     """One ``context``-token sequence on the fullest GPU under the analysis' plan, its
     recurrent state included."""
+    own = a.plan.behaviour.pool_token_bytes
+    if own is not None:  # the engine's own price of a pool token (SGLang's DeepSeek-V4)
+        return ceil(own * context)
     return kv.bytes_per_sequence_per_gpu(
         a.cached, a.dtype, a.plan.layout, context, windowed=a.plan.windowed_sliding_cache,
         sharding=a.plan.behaviour.kv_sharding)

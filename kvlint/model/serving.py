@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from math import ceil
 
 from kvlint.model import kv
 from kvlint.model.geometry import AttentionGeometry
@@ -53,6 +54,12 @@ class EngineBehaviour:
     """The engine keeps windowed layers in a pool of this share of the full pool's tokens
     (SGLang's ``swa_full_tokens_ratio``): a pool token costs the full layers plus this share
     of the windowed ones (``None``: one pool, every layer per token)."""
+    pool_token_bytes: Fraction | None = None
+    """The engine's own price of one pool token on a GPU, where it does not size the pool
+    by the layer sum (SGLang's DeepSeek-V4 pools: kvlint/model/sglang_dsv4.py); a sequence
+    of ``n`` tokens then costs ``n`` such tokens."""
+    pool_fixed_bytes: int = 0
+    """What that engine sets aside per GPU before its pool tokens."""
     allocates_shared_kv_layers: bool = False
     """The engine sizes its pool for every layer, those that reuse another layer's cache
     (``num_kv_shared_layers``) included (SGLang)."""
@@ -245,18 +252,28 @@ def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
     cached = kv.as_cached(geometry, behaviour.mla_cache,
                           shared_kv_allocated=behaviour.allocates_shared_kv_layers)
     windowed = plan.windowed_sliding_cache
+    footprint = kv.footprint(cached, dtype, plan.layout, behaviour.kv_sharding,
+                             behaviour.windowed_pool_share if windowed else None)
+    own = behaviour.pool_token_bytes
+    if own is not None:  # the engine's own unit: every GPU of the group holds the same
+        footprint = replace(
+            footprint, bytes_per_token=ceil(own), bytes_per_token_exact=own,
+            bytes_per_token_per_gpu=ceil(own), bytes_per_token_per_gpu_exact=own,
+            bytes_per_token_cluster=ceil(own * plan.layout.attention_tp),
+            bytes_per_token_cluster_exact=own * plan.layout.attention_tp,
+            replication_factor=float(plan.layout.attention_tp))
     return KvAnalysis(
         geometry=geometry,
         cached=cached,
         plan=plan,
         dtype=dtype,
-        footprint=kv.footprint(cached, dtype, plan.layout, behaviour.kv_sharding,
-                               behaviour.windowed_pool_share if windowed else None),
+        footprint=footprint,
         bytes_per_sequence=kv.bytes_per_sequence(cached, dtype, plan.context,
-                                                 windowed=windowed),
+                                                 windowed=windowed)
+        if own is None else ceil(own * plan.context),
         bytes_per_sequence_per_gpu=kv.bytes_per_sequence_per_gpu(
             cached, dtype, plan.layout, plan.context, windowed=windowed,
-            sharding=behaviour.kv_sharding),
+            sharding=behaviour.kv_sharding) if own is None else ceil(own * plan.context),
         state_bytes_per_sequence_per_gpu=kv.state_bytes_per_sequence_per_gpu(
             cached, plan.layout, behaviour.kv_sharding),
     )

@@ -64,7 +64,9 @@ def sequence_fits(ctx: RuleContext, layout: Layout) -> bool:
     if a is None or sizer is None or length is None:
         return True
     plan_layout = replace(ctx.plan.layout, tp=layout.tp, pp=layout.pp)
-    need = kv.bytes_per_sequence_per_gpu(
+    own = a.plan.behaviour.pool_token_bytes
+    need = -(-own.numerator * length // own.denominator) if own is not None else \
+        kv.bytes_per_sequence_per_gpu(
         a.cached, a.dtype, plan_layout, length, windowed=a.plan.windowed_sliding_cache,
         sharding=a.plan.behaviour.kv_sharding)
     return need is not None and need <= sizer.kv_budget(layout.tp, layout.pp)

@@ -279,9 +279,13 @@ class MlaLatentReplicated(Rule):
             return  # nothing replicated (KV301 covers engines caching MLA as full K/V)
         fp = a.footprint
         held = kv.footprint(part, a.dtype, layout).bytes_per_token_per_gpu_exact or logical
-        dup = (tp - 1) * logical
         seq = kv.bytes_per_sequence(part, a.dtype, ctx.plan.context,
                                     windowed=ctx.plan.windowed_sliding_cache, with_state=False)
+        price = ctx.plan.behaviour.pool_token_bytes
+        if price is not None:  # the engine's own unit (SGLang's DeepSeek-V4 pools): all held
+            logical = held = price
+            seq = -(-price.numerator * ctx.plan.context // price.denominator)
+        dup = (tp - 1) * logical
         dup_seq = (tp - 1) * seq
         what = replicated_caches(part)
         whole = ("" if held == fp.bytes_per_token_per_gpu_exact
