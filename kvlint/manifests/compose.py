@@ -43,6 +43,7 @@ from kvlint.manifests.engine_launch import (
     visible_devices,
 )
 from kvlint.manifests.images import (
+    engine_from_image,
     entrypoint_engine,
     model_then_options,
     pinned_official_vllm,
@@ -320,6 +321,28 @@ def _service_gpus(found: Located[int] | Unresolved | _EveryGpu | None,
     return taken if taken is not None else Unresolved(why, found.line, None, found.what)
 
 
+def _triton(words: list[Word], image: Located[str] | None
+            ) -> tuple[Located[str], dict[str, Any]] | None:
+    """A service that runs ``tritonserver`` in a TensorRT-LLM Triton image: it serves the
+    engines of its model repository, which kvlint does not read (built elsewhere): the model
+    is unresolved, so the service is reported (KV902), never skipped in silence."""
+    at = next((i for i, w in enumerate(words) if w.text.rsplit("/", 1)[-1] == "tritonserver"),
+              None)
+    if at is None or image is None or engine_from_image(image.value)[0] != "trtllm":
+        return None
+    repo = next((w.text.split("=", 1)[1] for w in words[at + 1:]
+                 if w.text.startswith("--model-repository=")), None)
+    if repo is None:
+        repo = next((words[i + 1].text for i in range(at + 1, len(words) - 1)
+                     if words[i].text in ("--model-repository", "--model-store")), "")
+    line = words[at].line
+    return Located("trtllm", line, None, "tritonserver in a TensorRT-LLM Triton image"), {
+        "model": Unresolved(f"tritonserver serves the TensorRT-LLM engines of its model "
+                            f"repository {repo or '(not given)'}, built beforehand; kvlint "
+                            "does not read Triton model repositories", line, None,
+                            repo or "tritonserver")}
+
+
 NO_GPU = ("no GPU reserved (no deploy.resources.reservations.devices, gpus, runtime or "
           "devices)")
 """The source of a GPU count of 0: the service asks Docker for no GPU."""
@@ -427,8 +450,13 @@ class ComposeParser(ManifestParser):
                 engine = Located(fallback, key_line(service, "command") or image.line, None,
                                  f"entrypoint of image {image.value}")
                 args = engine_args(fallback, words, Env({}, k8s=False), Env(env, k8s=False))
+        model_over: dict[str, Any] = {}
         if engine is None:
-            return None
+            triton = _triton(words, image)
+            if triton is None:
+                return None
+            engine, model_over = triton
+            args = None
         for word in entry + command:
             out = interpolate(word.text)
             if isinstance(out, Unresolved):
@@ -450,7 +478,8 @@ class ComposeParser(ManifestParser):
             if family else None
         return served_model(Origin(ctx, "compose", name=name, line=engine.line), engine=engine,
                             args=args, image=image, version=version,
-                            hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes)
+                            hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
+                            **model_over)
 
     @staticmethod
     def _image(service: dict[str, Any]) -> Located[str] | None:

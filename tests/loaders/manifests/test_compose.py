@@ -317,3 +317,16 @@ def test_dash_s_is_the_seed_where_the_image_runs_no_tools_script() -> None:
     assert not tools_server("ghcr.io/ggml-org/llama.cpp:light", ["-s", "1"])
     assert not tools_server("vllm/vllm-openai:latest", ["-s"])
     assert tools_server("ghcr.io/ggml-org/llama.cpp:full", ["--server", "-m", "x"])
+
+
+def test_a_triton_service_is_reported_not_skipped() -> None:
+    """``tritonserver`` in a TensorRT-LLM Triton image serves the engines of a model
+    repository kvlint does not read: the service is a served model whose model is
+    unresolved (KV902), not a service passed over in silence."""
+    text = ("services:\n  triton:\n    image: nvcr.io/nvidia/tritonserver:25.04-trtllm-python-py3\n"
+            "    command:\n      - tritonserver\n      - --model-repository=/models\n"
+            "  other:\n    image: nvcr.io/nvidia/tritonserver:25.04-py3\n"
+            "    command: [tritonserver, --model-repository=/m]\n")
+    (m,) = extract_text(text, "docker-compose.yml")
+    assert v(m.engine) == "trtllm" and isinstance(m.model, Unresolved)
+    assert m.model.text == "/models" and "model repository /models" in m.model.reason
