@@ -68,6 +68,9 @@ TP_KEYS = ("tensorParallelSize", "tensor_parallel_size", "tensorParallel", "tpSi
            "tp_size", "numShard", "num_shard", "numShards")
 """Keys that name the tensor-parallel degree whatever the engine calls its option (a chart's
 ``gpu.tensorParallelSize`` becomes TGI's ``--num-shard``)."""
+GPU_COUNT_KEYS = ("gpus", "gpuCount", "gpu_count", "numGpus", "num_gpus", "gpuNum",
+                  "amdGpus", "nvidiaGpus", "gpusPerReplica", "gpusPerPod")
+"""Keys a chart names its GPU count with, where its values give no ``resources``."""
 DEVICE_KEYS = ("cudaVisibleDevices", "cuda_visible_devices", "CUDA_VISIBLE_DEVICES",
                "visibleDevices", "hipVisibleDevices", "HIP_VISIBLE_DEVICES")
 _PLAIN = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?=$|[-_+])")
@@ -383,6 +386,13 @@ class GenericValuesParser(ManifestParser):
             if visible is None and device_key is not None:
                 visible = visible_devices(node.get, value_line(node, device_key),
                                           (device_key,))
+        if gpus is None:  # a chart's own count key (amdGpus: '4', gpuCount: 2)
+            for path, node in _maps(scope, 2):
+                count = next((k for k in GPU_COUNT_KEYS if k in node), None)
+                if count is not None:
+                    gpus = loc_int(node, count,
+                                   f"the values key {f'{path}.{count}' if path else count}")
+                    break
         if gpus is None and visible is not None:
             gpus = engine_gpus(args, visible.line, f"the values key {visible.source}",
                                visible)

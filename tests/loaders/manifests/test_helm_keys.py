@@ -268,3 +268,15 @@ def test_a_model_map_that_names_its_hub_repo_id() -> None:
         '''))
     assert (v(model.engine), v(model.model), v(model.tp), v(model.max_model_len),
             v(model.gpus)) == ("vllm", "mistralai/Mistral-7B-Instruct-v0.3", 2, 8192, 2)
+
+
+def test_a_charts_own_gpu_count_key() -> None:
+    """``amdGpus: '4'`` where the values give no ``resources``: the GPUs the chart asks
+    for, so the three a tp-1 server leaves idle are reported (KV206)."""
+    (model,) = served(textwrap.dedent('''\
+        image: rocm/vllm:rocm7.0.0_vllm_0.11.2_20251210
+        model: 'HuggingFaceTB/SmolLM2-135M'
+        amdGpus: '4'
+        '''))
+    assert (v(model.engine), v(model.gpus)) == ("vllm", 4)
+    assert isinstance(model.gpus, Located) and "amdGpus" in model.gpus.source
