@@ -123,6 +123,10 @@ def test_every_document_unreadable_is_one_problem(tmp_path: Path) -> None:
     # a compose command is the image's CMD: the engine image's entrypoint still runs
     ("services:\n  llm:\n    image: lmsysorg/sglang:v0.5.5\n"
      "    command: --model-path org/m\n", 3),
+    # an engine's own image as a build argument; llama-cpp-python's server
+    ("services:\n  llm:\n    build:\n      args:\n        - BASE_IMAGE=vllm/vllm-openai:latest\n"
+     "    command: [/serve.sh]\n", 5),
+    ("kind: Job\nspec:\n  script: python3 -m llama_cpp.server --model m.gguf\n", 3),
 ])
 def test_an_engine_in_an_unread_format_is_kv904(tmp_path: Path, text: str, line: int) -> None:
     path = tmp_path / "custom.yaml"

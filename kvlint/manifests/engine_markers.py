@@ -25,7 +25,12 @@ __all__ = ["first_engine_line"]
 _COMMAND = re.compile(
     r"\bvllm\s+serve\b|\bvllm\.entrypoints\.(?:openai\.)?api_server\b|"
     r"\bsglang\.launch_server\b|\bsglang\s+serve\b|\btext-generation-launcher\b|"
-    r"\blmdeploy\s+serve\b|\btrtllm-serve\b|\bllama-server\b")
+    r"\blmdeploy\s+serve\b|\btrtllm-serve\b|\bllama-server\b|\bllama_cpp\.server\b")
+_OWN_IMAGE = re.compile(
+    r"\b(?:vllm/vllm-openai|lmsysorg/sglang|huggingface/text-generation-inference|"
+    r"openmmlab/lmdeploy|ggml-org/llama\.cpp|ggerganov/llama\.cpp)(?=[:@\s\"']|$)")
+"""An engine's own image named anywhere on a line (a build argument, a base image): read,
+like an ``image:`` key, only in a text that replaces no command."""
 _IMAGE = re.compile(
     r"(?:(?:image|repository)[\"']?\s*:\s*[\"']?(?:[^\s\"'#]*/)?|"
     r"name[\"']?\s*:\s*[\"']?[^\s\"'#]*/)"
@@ -34,7 +39,7 @@ _IMAGE = re.compile(
     r"llama\.cpp|llama-cpp|llama-server)[^\s\"'/#:]*(?=[:@\"'\s]|$)")
 _SETTING = re.compile(
     r"--(?:gpu-memory-utilization|max-model-len|tensor-parallel-size|enforce-eager|"
-    r"kv-cache-dtype|mem-fraction-static|tp-size|num-shard)\b|"
+    r"kv-cache-dtype|mem-fraction-static|tp-size|num-shard|model-id|max-total-tokens)\b|"
     r"^\s*-?\s*[\"']?(?:gpu_?memory_?utilization|max_?model_?len|tensor_?parallel_?size)"
     r"[\"']?\s*:", re.IGNORECASE)
 """An engine's own option, as a flag or as a values-file key (``maxModelLen``,
@@ -62,7 +67,7 @@ def first_engine_line(text: str) -> tuple[int, str] | None:
             continue
         found = None if _INSTALL.search(line) else _COMMAND.search(line)
         if found is None and images:
-            found = _IMAGE.search(line)
+            found = _IMAGE.search(line) or _OWN_IMAGE.search(line)
         if found is not None:
             return number, found.group(0).strip()
     for number, line in enumerate(text.splitlines(), 1):  # no command, no image: a setting

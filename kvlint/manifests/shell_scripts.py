@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 
+from kvlint.manifests.accelerators import image_family
 from kvlint.manifests.base import (
     DERIVED_GPUS,
     DocumentContext,
@@ -29,6 +30,7 @@ from kvlint.manifests.base import (
     ServedModel,
     Unresolved,
 )
+from kvlint.manifests.cli_options import engine_of_options
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_env import engine_invocations
 from kvlint.manifests.engine_launch import (
@@ -42,7 +44,7 @@ from kvlint.manifests.engine_launch import (
     visible_devices,
 )
 from kvlint.manifests.engine_programs import find_engine
-from kvlint.manifests.images import entrypoint_engine, tools_server
+from kvlint.manifests.images import engine_from_image, entrypoint_engine, tools_server
 from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_words import (
     Word,
@@ -169,6 +171,12 @@ def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
         options_only = not command or command[0].text.startswith("-")
         engine = entrypoint_engine(image.value, [w.text.partition("=")[0] for w in env],
                                    args_only=options_only)
+        if engine is None and command and options_only and \
+                engine_from_image(image.value)[0] is None and image_family(image) is None:
+            # a custom image (a local build, an image ID) given only options: the engine
+            # whose own options they are (its entrypoint may be a wrapper; see
+            # kubernetes_containers, which reads a container the same way)
+            engine = engine_of_options([w.text for w in command])
         if engine is not None and (options_only or not _names_program(command)):
             program = [Word(word, image.line) for word in SERVER_PROGRAMS.get(engine, ())]
     return [*env, *program, *command], _Container(image, gpus)

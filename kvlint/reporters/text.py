@@ -339,7 +339,7 @@ def _summary(run: LintRun, found: list[Finding]) -> str:
     if manifests:
         files = len({r.target.path for r in manifests})
         served = sum(1 for r in manifests if r.analysis is not None or not any(
-            f.code == "KV903" for f in r.findings))
+            f.code in ("KV903", "KV904") for f in r.findings))
         parts.insert(0, f"{served} served model{'s' if served != 1 else ''} in {files} "
                         f"file{'s' if files != 1 else ''}")
     return printable(f"{' · '.join(parts) or 'no findings'} · exit {run.exit_code} "

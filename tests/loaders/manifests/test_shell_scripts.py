@@ -420,3 +420,14 @@ def test_a_set_dash_dash_list_is_the_engines_arguments() -> None:
 
     assert inline_arrays(text).count("\n") == text.count("\n")
     assert 'echo "$@"' in inline_arrays(text)
+
+
+def test_docker_run_of_a_custom_image_given_only_an_engines_options() -> None:
+    """``docker run ... $image_id --model-id M --max-input-length N``: options only one
+    engine has (TGI's) name the engine a custom build or image ID runs."""
+    text = ("image_name=287785ff9b29\nmodel=org/m\n"
+            "docker run --gpus all -p 8080:80 -itd $image_name --model-id $model "
+            "--quantize bitsandbytes-nf4 --max-total-tokens 4096 --max-input-length 2048\n")
+    (found,) = served(text)
+    assert (found["engine"], found["model"]) == ("tgi", "org/m")
+    assert served("docker run -d myimage:1 --port 8000\n") == []  # options of no one engine
