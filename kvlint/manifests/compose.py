@@ -431,6 +431,13 @@ class ComposeParser(ManifestParser):
         launch, more = first_launch(launch_in_argv(words, Env(env, k8s=False),
                                                    expand=Env({}, k8s=False)))
         notes.extend(more)
+        if launch is None and words:  # a start script the service mounts from the tree
+            from kvlint.manifests.mounted_scripts import mounted_launch
+
+            mounted = mounted_launch(words, service, ctx, env)
+            if mounted is not None:
+                launch, said = mounted
+                notes.append(said)
         if launch is not None:
             engine = Located(launch.engine, launch.line, None,
                              "entrypoint + command" if entry else "command")

@@ -330,3 +330,31 @@ def test_a_triton_service_is_reported_not_skipped() -> None:
     (m,) = extract_text(text, "docker-compose.yml")
     assert v(m.engine) == "trtllm" and isinstance(m.model, Unresolved)
     assert m.model.text == "/models" and "model repository /models" in m.model.reason
+
+
+def test_a_start_script_the_service_mounts_is_read(tmp_path: Path) -> None:
+    """``./serve.vllm.sh:/serve.sh`` mounted and run by ``bash -c /serve.sh``: the engine
+    command is read from the script in the tree, with the service's environment; its
+    values sit on the service's command line (the script is another file)."""
+    from kvlint.lint.extraction import extract_text as lint_extract
+    from kvlint.plugins import get_plugin_manager
+
+    (tmp_path / "serve.vllm.sh").write_text(
+        '#!/bin/bash\nexec vllm serve "$MODEL_PATH" --tensor-parallel-size 2 '
+        "--max-model-len 8192\n", encoding="utf-8")
+    compose = tmp_path / "docker-compose.yml"
+    text = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n"
+            "    environment:\n      - MODEL_PATH=org/m\n"
+            "    volumes:\n      - ./serve.vllm.sh:/serve.sh\n"
+            '    entrypoint: ["/bin/bash", "-c"]\n    command: ["/serve.sh"]\n')
+    compose.write_text(text, encoding="utf-8")
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    found = lint_extract(text, compose, pm, parsers)
+    assert isinstance(found, list)
+    (m,) = found
+    assert (v(m.engine), v(m.model), v(m.tp), v(m.max_model_len)) == ("vllm", "org/m", 2, 8192)
+    assert line(m.tp) == 9 and "serve.vllm.sh line 2" in m.tp.source  # type: ignore[union-attr]
+    assert any("mounted at /serve.sh" in n for n in m.notes)
+    outside = text.replace("./serve.vllm.sh", "/etc/serve.sh")  # not in the tree
+    assert lint_extract(outside, compose, pm, parsers) == []

@@ -1,0 +1,122 @@
+"""A script a container runs that the manifest mounts from its own tree.
+
+Compose services often bind-mount a start script and run it (``volumes: ["./serve.vllm.sh:
+/serve.sh"]``, ``entrypoint: ["/bin/bash", "-c"]``, ``command: ["/serve.sh"]``): the engine
+command is in that script, not in the compose file. When the script's host path lies inside
+the linted tree, kvlint reads it (bounded, as manifests are; recorded for the result cache)
+as a shell script with the service's environment, and takes the engine it starts. Its
+findings are placed on the service's command line, since the script is another file; the
+values' sources say which script and line they came from.
+
+Docs: the Compose Specification's ``volumes`` (short syntax ``SOURCE:TARGET[:MODE]``, a
+relative source resolved against the compose file's directory; long syntax ``source`` /
+``target``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kvlint.manifests.base import DocumentContext, Documents, Located, Unresolved
+from kvlint.manifests.engine_command import EngineArgs, OptionUse
+from kvlint.manifests.engine_launch import SHELLS, Launch, first_launch, walk_script
+from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_words import Word, split_script
+
+__all__ = ["mounted_launch"]
+
+MAX_VOLUMES = 256
+"""Volume entries read per service (a real one has a few)."""
+
+
+def _script_path(words: Sequence[Word]) -> str | None:
+    """The container path of the script the command runs: the first ``.sh`` word, directly
+    or as a ``sh -c`` script's first word."""
+    for word in words[:64]:
+        text = word.text.strip()
+        if PurePosixPath(text.split()[0] if text else "").name in SHELLS or \
+                text.startswith("-"):
+            continue
+        first = text.split()[0] if text.split() else ""
+        return first if first.endswith(".sh") and first.startswith("/") else None
+    return None
+
+
+def _host_source(service: Mapping[str, Any], target: str) -> str | None:
+    """The host path bind-mounted at ``target`` (or at a directory above it)."""
+    volumes = service.get("volumes")
+    if not isinstance(volumes, list):
+        return None
+    for entry in volumes[:MAX_VOLUMES]:
+        source = mount = None
+        if isinstance(entry, str):
+            parts = entry.split(":")
+            if len(parts) >= 2:
+                source, mount = parts[0], parts[1]
+        elif isinstance(entry, dict) and entry.get("type", "bind") == "bind":
+            source, mount = entry.get("source"), entry.get("target")
+        if not isinstance(source, str) or not isinstance(mount, str) or \
+                not source.startswith((".", "/")):
+            continue  # a named volume: nothing in the tree
+        mount = mount.rstrip("/") or "/"
+        if target == mount:
+            return source
+        if target.startswith(mount + "/"):
+            return str(PurePosixPath(source) / target[len(mount) + 1:])
+    return None
+
+
+def _relocated(args: EngineArgs, line: int | None, where: str) -> EngineArgs:
+    """``args`` read from another file, placed on ``line`` of this one, sources saying
+    where they were written."""
+    changes: dict[str, Any] = {}
+    for f in fields(args):
+        value = getattr(args, f.name)
+        if isinstance(value, Located):
+            at = f"{where} line {value.line}" if value.line else where
+            changes[f.name] = replace(value, line=line, column=None,
+                                      source=f"{at}: {value.source}")
+        elif isinstance(value, Unresolved):
+            changes[f.name] = replace(value, line=line, column=None)
+        elif isinstance(value, tuple) and value and all(isinstance(u, OptionUse)
+                                                       for u in value):
+            changes[f.name] = tuple(replace(u, line=line, column=None, value_line=None)
+                                    for u in value)
+    return replace(args, **changes)
+
+
+def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: DocumentContext,
+                   env: Mapping[str, str | None]) -> tuple[Launch, str] | None:
+    """The engine a service's mounted start script launches, and a note saying where it
+    was read; ``None`` when the command runs no mounted script inside the tree, or the
+    script starts no engine."""
+    from kvlint.loaders.files import read_referenced
+    from kvlint.manifests.shell_arrays import inline_arrays
+
+    target = _script_path(words)
+    if target is None or ctx.path in ("-", "<stdin>") or not ctx.path:
+        return None
+    source = _host_source(service, target)
+    if source is None:
+        return None
+    host = Path(ctx.path).parent / source
+    if not host.is_file():
+        return None
+    read = read_referenced(str(host), ctx.path)
+    if isinstance(ctx.documents, Documents):
+        ctx.documents.note_read(str(host), read.state)  # results depend on another file
+    if read.text is None:
+        return None
+    # each word on its own 1-based line of the script, its arrays put in
+    commands = split_script(inline_arrays(read.text), line=0, style="|")
+    launch, _ = first_launch(walk_script(commands, Env(dict(env), k8s=False)))
+    if launch is None:
+        return None
+    line = next((w.line for w in words if w.text.strip().startswith(target)), None)
+    line = line if line is not None else (words[0].line if words else None)
+    return (replace(launch, line=line, args=_relocated(launch.args, line, source)),
+            f"the engine command is in {source}, mounted at {target}, which the service "
+            "runs: read from there")
