@@ -40,6 +40,11 @@ from kvlint.manifests.images import engine_from_image
 from kvlint.manifests.kubernetes import gpu_type_of
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
+from kvlint.manifests.values_commands import (
+    command_string_models,
+    command_strings,
+    resource_gpus,
+)
 from kvlint.manifests.yaml_values import (
     get_str,
     key_col,
@@ -190,22 +195,9 @@ def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
     return None
 
 
-_DEVICES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
-            "gpu.intel.com/xe", "google.com/tpu")
-
-
 def _gpus(resources: object) -> Located[int] | Unresolved | None:
     """GPUs of a ``resources`` block (limits, else requests), as Kubernetes reads it."""
-    if not isinstance(resources, dict):
-        return None
-    for part in ("limits", "requests"):
-        block = resources.get(part)
-        if not isinstance(block, dict):
-            continue
-        for key in _DEVICES:
-            if block.get(key) is not None:
-                return loc_int(block, key, f"resources.{part}.{key}")
-    return None
+    return resource_gpus(resources, "resources", direct=False)
 
 
 def _find(document: object) -> _Found | None:
@@ -310,8 +302,6 @@ class GenericValuesParser(ManifestParser):
     name = "helm-values-keys"
 
     def detect(self, document: object, ctx: DocumentContext) -> bool:
-        from kvlint.manifests.values_commands import command_strings
-
         return _find(document) is not None or _model_list(document) is not None or \
             bool(command_strings(document))
 
@@ -321,8 +311,6 @@ class GenericValuesParser(ManifestParser):
             listed = _model_list(document)
             if listed is not None and isinstance(document, dict):
                 return _listed_models(document, ctx, self.name, listed)
-            from kvlint.manifests.values_commands import command_string_models, command_strings
-
             strings = command_strings(document)
             return command_string_models(document, ctx, self.name, strings) \
                 if strings and isinstance(document, dict) else []

@@ -28,9 +28,9 @@ _ASSIGN = re.compile(r"^[ \t]*(?:(?:local|declare|typeset)(?:[ \t]+-a)?[ \t]+)?"
                      r"([A-Za-z_]\w{0,63})(\+?)=\(", re.MULTILINE)
 
 
-def _closing(text: str, start: int) -> int | None:
-    """The index of the ``)`` that closes the list opened before ``start`` (quotes, escapes
-    and comments respected); ``None`` when it is not closed."""
+def _scan(text: str, start: int, stops: str, *, comments: bool) -> int | None:
+    """The index of the first of ``stops`` from ``start`` outside quotes and escapes (and,
+    with ``comments``, outside a ``#`` comment); ``None`` when there is none."""
     quote = ""
     i = start
     while i < len(text):
@@ -46,16 +46,22 @@ def _closing(text: str, start: int) -> int | None:
         elif c == "\\":
             i += 2
             continue
-        elif c == "#" and (i == start or text[i - 1] in " \t\n"):
+        elif comments and c == "#" and (i == start or text[i - 1] in " \t\n"):
             end = text.find("\n", i)
             i = len(text) if end < 0 else end
             continue
-        elif c == ")":
+        elif c in stops:
             return i
-        elif c == "(":
-            return None  # a nested list or a substitution: not a plain word list
         i += 1
     return None
+
+
+def _closing(text: str, start: int) -> int | None:
+    """The index of the ``)`` that closes the list opened before ``start`` (quotes, escapes
+    and comments respected); ``None`` when it is not closed, or holds a nested list or a
+    substitution (not a plain word list)."""
+    found = _scan(text, start, "()", comments=True)
+    return found if found is not None and text[found] == ")" else None
 
 
 def _uncommented(line: str) -> str:
@@ -109,25 +115,8 @@ _POSITIONAL_USE = re.compile(r'"\$(?:@|\{@\})"|\$(?:@|\{@\})(?![\w{])')
 def _command_end(text: str, start: int) -> int:
     """The index where the command starting at ``start`` ends: an unquoted newline not
     continued by ``\\``, ``;``, ``&`` or ``|``; the text's end when none."""
-    quote = ""
-    i = start
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 2
-                continue
-            if c == quote:
-                quote = ""
-        elif c in "'\"":
-            quote = c
-        elif c == "\\":
-            i += 2
-            continue
-        elif c in "\n;&|":
-            return i
-        i += 1
-    return len(text)
+    found = _scan(text, start, "\n;&|", comments=False)
+    return len(text) if found is None else found
 
 
 def _positional_lists(text: str) -> str:

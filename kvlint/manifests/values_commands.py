@@ -31,7 +31,8 @@ from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import split_script
 from kvlint.manifests.yaml_values import loc_int, plain_map, value_line
 
-__all__ = ["CommandString", "command_string_models", "command_strings"]
+__all__ = ["DEVICES", "CommandString", "command_string_models", "command_strings",
+           "resource_gpus"]
 
 MAX_COMMAND_CHARS = 20_000
 """A values string longer than this is not read as a command (a real one has a few hundred
@@ -42,8 +43,8 @@ _GROUP = re.compile(r"\$\{?LWS_\w+|multi-node-serving\.sh|--ray[_-]cluster[_-]si
                     r"\bray start\b|--nnodes")
 """Words of a command that runs one pod's part of a multi-node group (LeaderWorkerSet's
 variables, vLLM's multi-node Ray script, a Ray cluster, an engine's node count)."""
-_DEVICES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
-            "gpu.intel.com/xe")
+DEVICES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
+           "gpu.intel.com/xe", "google.com/tpu")
 
 
 @dataclass(frozen=True)
@@ -84,16 +85,18 @@ def command_strings(document: object) -> list[CommandString]:
     return out
 
 
-def _gpus(resources: object, where: str) -> Located[int] | Unresolved | None:
-    """GPUs of a values ``resources`` map: a device key directly under it (the chart puts
-    it into the pod's limits), else under ``limits``, else ``requests``."""
+def resource_gpus(resources: object, where: str, *, direct: bool = True
+                  ) -> Located[int] | Unresolved | None:
+    """GPUs of a values ``resources`` map: under ``limits``, else ``requests`` (as Kubernetes
+    reads them), or, with ``direct``, first a device key directly under it (a chart that puts
+    it into the pod's limits itself)."""
     if not isinstance(resources, dict):
         return None
-    for part, block in (("", resources), ("limits.", resources.get("limits")),
-                        ("requests.", resources.get("requests"))):
+    blocks = [("limits.", resources.get("limits")), ("requests.", resources.get("requests"))]
+    for part, block in ([("", resources)] if direct else []) + blocks:
         if not isinstance(block, dict):
             continue
-        for key in _DEVICES:
+        for key in DEVICES:
             if block.get(key) is not None:
                 return loc_int(block, key, f"{where}.{part}{key}")
     return None
@@ -111,7 +114,7 @@ def command_string_models(document: dict[str, Any], ctx: DocumentContext, name: 
             f"{item.path.rpartition('.')[0]}.resources"
         notes = [f"the engine command is the values string {item.path}: the chart's "
                  "templates, not in the file, decide how it reaches the pod", *item.notes]
-        gpus = _gpus(scope.get("resources"), where)
+        gpus = resource_gpus(scope.get("resources"), where)
         if isinstance(gpus, Located) and item.group:
             # a Ray/LWS group spans pods: the request is one pod's share of its GPUs
             gpus = Unresolved(f"{gpus.source} {gpus.value} is one pod's GPUs of a multi-node "

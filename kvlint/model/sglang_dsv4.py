@@ -43,9 +43,10 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Final
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from kvlint.model.serving import EngineStart, ServingPlan
+from kvlint.model.sglang_dsa import release_of
 
 __all__ = ["DsV4Pool", "dsv4_pool", "pool_tokens", "with_dsv4_start"]
 
@@ -136,10 +137,7 @@ def with_dsv4_start(plan: ServingPlan, config: Mapping[str, Any]
     saying so. ``plan`` unchanged and ``None`` for another engine or model."""
     if plan.engine != "sglang":
         return plan, None
-    try:
-        version = Version(plan.behaviour.version) if plan.behaviour.version else None
-    except InvalidVersion:
-        version = None
+    version = release_of(plan)
     layout = plan.layout
     pool = dsv4_pool(config, version, max_running_requests=plan.max_num_seqs,
                      dp=layout.dp if layout.dp_attention else 1)
