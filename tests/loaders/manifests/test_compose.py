@@ -358,3 +358,26 @@ def test_a_start_script_the_service_mounts_is_read(tmp_path: Path) -> None:
     assert any("mounted at /serve.sh" in n for n in m.notes)
     outside = text.replace("./serve.vllm.sh", "/etc/serve.sh")  # not in the tree
     assert lint_extract(outside, compose, pm, parsers) == []
+
+
+def test_a_mounted_script_outside_the_tree_or_not_a_file_is_not_read(tmp_path: Path) -> None:
+    """Hostile mounts: a script that is a symlink out of the tree, a directory, a named
+    volume: nothing is read, the service is left to the other checks."""
+    from kvlint.lint.extraction import extract_text as lint_extract
+    from kvlint.plugins import get_plugin_manager
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.sh").write_text("vllm serve org/secret\n", encoding="utf-8")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "serve.sh").symlink_to(outside / "secret.sh")
+    (tree / "dir.sh").mkdir()
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    for source in ("./serve.sh", "./dir.sh", "models"):
+        text = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n"
+                f"    volumes:\n      - {source}:/serve.sh\n"
+                '    entrypoint: ["/bin/bash", "-c"]\n    command: ["/serve.sh"]\n')
+        found = lint_extract(text, tree / "docker-compose.yml", pm, parsers)
+        assert found == [], source

@@ -431,3 +431,8 @@ def test_docker_run_of_a_custom_image_given_only_an_engines_options() -> None:
     (found,) = served(text)
     assert (found["engine"], found["model"]) == ("tgi", "org/m")
     assert served("docker run -d myimage:1 --port 8000\n") == []  # options of no one engine
+
+
+def test_nested_substitutions_are_read_to_a_bound() -> None:
+    deep = "X=" + "$(echo " * 200 + "vllm serve org/m" + ")" * 200 + "\n"
+    assert served(deep) == []  # past the inline depth: not followed, no error
