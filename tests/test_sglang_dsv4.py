@@ -23,7 +23,7 @@ V4 = json.loads(CONFIG.read_text(encoding="utf-8"))
 
 def test_the_first_rule_prices_a_token_as_sglang_printed() -> None:
     pool = dsv4_pool(V4, Version("0.5.12"))
-    assert pool is not None and not pool.estimate and pool.fixed_bytes == 0
+    assert pool is not None and pool.fixed_bytes == 0
     # 0.1 x 584 x 44 + 584 x 21 / 4 + 584 x 20 / 128 + 132 x 21 / 4
     #   + 0.1 x 8/128 x (8192 + 2048) x 21 + 0.1 x 128/128 x 4096 x 20
     assert pool.bytes_per_full_token == Fraction(1595585, 100)
@@ -45,8 +45,29 @@ def test_from_0_5_15_the_ratio_128_state_is_set_aside_per_request() -> None:
     assert pool.fixed_bytes == rows * 2 * 512 * 4 * 20
     fewer = dsv4_pool(V4, Version("0.5.20"), max_running_requests=16)
     assert fewer is not None and fewer.fixed_bytes < pool.fixed_bytes
-    newest = dsv4_pool(V4, None)
-    assert newest is not None and newest.estimate and "estimate" in newest.rule
+
+
+PRO = json.loads((CONFIG.parent / "deepseek-ai--DeepSeek-V4-Pro.json").read_text("utf-8"))
+
+
+@pytest.mark.parametrize(("config", "requests", "chunk", "tokens"), [
+    # SGLang 0.5.23's own DSV4PoolConfigurator, run on CPU (calculate_pool_sizes at 30,
+    # 45.78 and 60 GiB available; radix cache on, no speculative decoding, CUDA defaults)
+    (V4, 256, 8192, (2_515_968, 6_861_312, 10_777_088)),
+    (V4, 64, 4096, (6_782_976, 11_128_320, 15_044_096)),
+    (PRO, 256, 8192, (32_768, 3_065_600, 5_798_656)),
+])
+def test_from_0_5_21_the_swa_pool_is_set_aside_for_a_cap_of_slots(
+        config: dict[str, object], requests: int, chunk: int,
+        tokens: tuple[int, int, int]) -> None:
+    pool = dsv4_pool(config, Version("0.5.23"), max_running_requests=requests,
+                     chunked_prefill=chunk)
+    assert pool is not None and "capped" in pool.rule
+    assert tuple(pool_tokens(pool, int(g * 2**30)) for g in (30.0, 45.78, 60.0)) == tokens
+    assert pool.bytes_per_full_token == Fraction(389925, 100) if config is V4 else True
+    unchunked = dsv4_pool(config, Version("0.5.21"), chunked_prefill=-1)
+    assert unchunked is not None and "not chunked" in unchunked.rule
+    assert unchunked.bytes_per_full_token > pool.bytes_per_full_token  # the SWA share back
 
 
 @pytest.mark.parametrize("config", [

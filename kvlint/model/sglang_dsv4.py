@@ -27,11 +27,19 @@ and @0.5.14 (the first rule), @0.5.15 L151-250 and @0.5.20 (the second);
 ``mem_cache/deepseek_v4_memory_pool.py`` ``get_compress_state_ring_size`` @0.5.12 L28-41;
 ``arg_groups/deepseek_v4_hook.py`` @0.5.12 (page 256, ``max_running_requests`` 256, an
 ``auto`` KV cache as ``fp8_e4m3``, ratio 0.1; from 0.5.15 ``arg_groups/overrides.py``).
-0.5.21 to 0.5.23 size the SWA pool by a request cap and pad pages per KV layout
-(``_resolve_swa_cap_tokens``, ``_get_paged_kv_bytes_per_token``): kvlint applies 0.5.20's
-rule to them, an ESTIMATE said so in the note. No release before 0.5.12 has DeepSeek-V4
-(0.5.11's wheel has no ``deepseek_v4`` module): an earlier version (a log dated before
-0.5.12, from a development build) is modelled by 0.5.12's rule.
+From 0.5.21 (to 0.5.23, the newest read), with the prefill chunked (the default), the SWA
+pool and the ratio-4 state it carries leave the coefficient: they are set aside for a cap of
+slots, ``(window + 128 + 2 x page) x requests + 2 x chunk + page`` plus 4 cached prefix tails
+of ``window + page`` a request (the radix cache on), in whole pages
+(``_resolve_swa_cap_tokens``, ``compute_swa_request_cap``, ``SGLANG_SWA_EVICTION_INTERVAL``
+128); and pages are padded to the FlashMLA V4 layout's 576 B
+(``_get_paged_kv_bytes_per_token``, ``KVLayout.V4.page_bytes``). This rule was checked
+against 0.5.23's own ``DSV4PoolConfigurator`` run on CPU (V4-Flash and V4-Pro, three
+budgets, two request counts: equal to the token). Not modelled: ``--disable-radix-cache``
+(no prefix tails), an operator's ``--swa-full-tokens-ratio``, FlashMLA's V4.1 layout
+(``SGLANG_DSV4_KV_LAYOUT=v41``). No release before 0.5.12 has DeepSeek-V4 (0.5.11's wheel
+has no ``deepseek_v4`` module): an earlier version (a log dated before 0.5.12, from a
+development build) is modelled by 0.5.12's rule.
 Only CUDA's defaults are modelled (not ROCm's unified pool, HiSparse, online c128 or MTP).
 Pure: no I/O.
 """
@@ -41,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from math import ceil
 from typing import Any, Final
 
 from packaging.version import Version
@@ -55,7 +64,7 @@ FIRST: Final = Version("0.5.12")
 C128_FIXED: Final = Version("0.5.15")
 """From this release the ratio-128 state is set aside per request slot."""
 CAPPED_SWA: Final = Version("0.5.21")
-"""From this release the SWA pool is sized by a request cap (not modelled: estimate)."""
+"""From this release the SWA pool is set aside for a cap of request slots."""
 PAGE_SIZE: Final = 256
 MAX_RUNNING_REQUESTS: Final = 256
 SWA_RATIO: Final = Fraction(1, 10)
@@ -63,6 +72,12 @@ RING4: Final = 8
 RING128: Final = 128
 STATE_BYTES: Final = 4  # float32 (SGLANG_DSV4_COMPRESS_STATE_DTYPE's default)
 ARCHITECTURE: Final = "DeepseekV4ForCausalLM"
+V4_TOKEN_BYTES: Final = 584
+V4_PAGE_ALIGN: Final = 576
+EVICTION_INTERVAL: Final = 128
+"""``SGLANG_SWA_EVICTION_INTERVAL``'s default (environ.py@0.5.21, @0.5.23)."""
+DEFAULT_CHUNK: Final = 8192
+"""``--chunked-prefill-size`` on a 60-160 GiB GPU, when no GPU is named."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +89,7 @@ class DsV4Pool:
     """Set aside before the tokens (the ratio-128 state of the request slots)."""
     page_size: int
     rule: str
-    """The release whose rule applies, and whether it is an estimate."""
-    estimate: bool
+    """The releases whose rule applies (and how it was applied)."""
 
 
 def _int(value: Any) -> int | None:
@@ -84,9 +98,12 @@ def _int(value: Any) -> int | None:
 
 
 def dsv4_pool(config: Mapping[str, Any], version: Version | None, *,
-              max_running_requests: int | None = None, dp: int = 1) -> DsV4Pool | None:
+              max_running_requests: int | None = None, dp: int = 1,
+              chunked_prefill: int = DEFAULT_CHUNK) -> DsV4Pool | None:
     """The pool SGLang ``version`` (``None``: the newest kvlint read) sizes for a
-    DeepSeek-V4 ``config``; ``None`` for another model or a config missing a dimension."""
+    DeepSeek-V4 ``config``; ``None`` for another model or a config missing a dimension.
+    ``dp``: the attention data-parallel ranks the running requests are divided over;
+    ``chunked_prefill``: ``--chunked-prefill-size`` (-1: none), which sizes 0.5.21's cap."""
     archs = config.get("architectures")
     ratios = config.get("compress_ratios")
     if not (isinstance(archs, list) and ARCHITECTURE in archs) or \
@@ -105,29 +122,85 @@ def dsv4_pool(config: Mapping[str, Any], version: Version | None, *,
     idx = index + index // 128 * 4
     c4_state, c4_index_state = 2 * 2 * head * STATE_BYTES, 2 * 2 * index * STATE_BYTES
     c128_state = 2 * head * STATE_BYTES
+    reqs = max(1, (max_running_requests or MAX_RUNNING_REQUESTS) // max(dp, 1))
+    rows = -(-((reqs + 1) * RING128 + RING128 + 1) // 128) * 128
+    c128_fixed = rows * c128_state * n128
+    if not early and (version is None or version >= CAPPED_SWA):
+        return _capped(kv, idx, layers, n4, n128, window, c4_state + c4_index_state,
+                       c128_fixed, reqs, chunked_prefill)
     per_token = (SWA_RATIO * kv * layers + Fraction(kv * n4, 4) + Fraction(kv * n128, 128)
                  + Fraction(idx * n4, 4)
                  + SWA_RATIO * Fraction(RING4, window) * (c4_state + c4_index_state) * n4)
-    newer = not early and (version is None or version >= C128_FIXED)
+    newer = not early and version is not None and version >= C128_FIXED
     fixed = 0
     if not newer:
         per_token += SWA_RATIO * Fraction(RING128, window) * c128_state * n128
-    elif n128:
-        slots = (max_running_requests or MAX_RUNNING_REQUESTS) // max(dp, 1) + 1
-        rows = -(-(slots * RING128 + RING128 + 1) // 128) * 128
-        fixed = rows * c128_state * n128
-    estimate = version is None or version >= CAPPED_SWA
+    else:
+        fixed = c128_fixed
     rule = ("0.5.12-0.5.14" if not newer else "0.5.15-0.5.20") + (
-        " (an estimate: 0.5.21 on size the SWA pool by a request cap)" if estimate else
         " (no release before 0.5.12 serves DeepSeek-V4: a development build, modelled by "
         "the first release's rule)" if early else "")
-    return DsV4Pool(per_token, fixed, PAGE_SIZE, rule, estimate)
+    return DsV4Pool(per_token, fixed, PAGE_SIZE, rule)
+
+
+def _paged(tokens: int) -> Fraction:
+    """Bytes per token of a FlashMLA V4-layout page of ``tokens`` slots: 584 B each, the
+    page padded to 576 B (``KVLayout.V4`` ``page_bytes``, kernels/ops/attention/dsv4/
+    kv_layout.py@0.5.23 L84-105; ``SGLANG_DSV4_KV_LAYOUT`` defaults to ``v4``)."""
+    raw = tokens * V4_TOKEN_BYTES
+    return Fraction(-(-raw // V4_PAGE_ALIGN) * V4_PAGE_ALIGN, tokens)
+
+
+def _capped(kv: int, idx: int, layers: int, n4: int, n128: int, window: int,
+            c4_states: int, c128_fixed: int, reqs: int, chunk: int) -> DsV4Pool:
+    """0.5.21 on: the SWA pool (and the ratio-4 state it carries) is set aside for a cap of
+    slots, not priced per full token, when the prefill is chunked (``_resolve_swa_cap_tokens``:
+    ``compute_swa_request_cap`` for the running requests, plus 4 cached prefix tails a
+    request while the radix cache is on); the pages are padded by layout."""
+    page = PAGE_SIZE
+    swa_token = _paged(page) * layers + Fraction(RING4, page) * c4_states * n4
+    per_token = (_paged(page // 4) / 4 + Fraction(idx, 4)) * n4 + \
+        _paged(page // 128) / 128 * n128
+    if kv != V4_TOKEN_BYTES:  # another attention width: no layout read for it
+        per_token = Fraction(kv * n4, 4) + Fraction(idx * n4, 4) + Fraction(kv * n128, 128)
+        swa_token = Fraction(kv * layers) + Fraction(RING4, page) * c4_states * n4
+    if chunk <= 0:  # no chunked prefill: the SWA pool is the ratio's share again
+        return DsV4Pool(per_token + SWA_RATIO * swa_token, c128_fixed, page,
+                        "0.5.21-0.5.23, prefill not chunked")
+    cap = (window + EVICTION_INTERVAL + page + page) * reqs + 2 * chunk + page
+    tails = 4 * reqs * (window + page)  # the radix cache's prefix tails (on by default)
+    slots = -(-(cap + tails) // page) * page
+    fixed = c128_fixed + ceil(slots * swa_token)
+    return DsV4Pool(per_token, fixed, page, f"0.5.21-0.5.23, SWA pool capped at {slots:,} "
+                    "slots (the radix cache on)")
 
 
 def pool_tokens(pool: DsV4Pool, available: int) -> int:
     """Full tokens of the pool ``available`` bytes hold, in whole pages."""
     tokens = int(max(available - pool.fixed_bytes, 0) / pool.bytes_per_full_token)
     return tokens // pool.page_size * pool.page_size
+
+
+def _chunk(plan: ServingPlan, version: Version | None) -> int:
+    """``--chunked-prefill-size`` as given, else the release's default for the GPU's memory
+    (:func:`kvlint.model.sglang_memory.default_chunked_prefill_size`; 8192 with no GPU)."""
+    from kvlint.model.hardware import find_gpu
+    from kvlint.model.sglang_memory import MIB, SglangStart, default_chunked_prefill_size
+
+    given = plan.engine_start.chunked_prefill_size if plan.engine_start else None
+    if given is not None:
+        return given
+    memory = plan.gpu_memory_bytes
+    if memory is None and plan.gpu is not None:
+        try:
+            memory = find_gpu(plan.gpu).memory_bytes
+        except ValueError:
+            memory = None
+    if memory is None:
+        return DEFAULT_CHUNK
+    layout = plan.layout
+    return default_chunked_prefill_size(SglangStart(version, memory // MIB, tp=layout.tp,
+                                                    pp=layout.pp))
 
 
 def with_dsv4_start(plan: ServingPlan, config: Mapping[str, Any]
@@ -140,7 +213,8 @@ def with_dsv4_start(plan: ServingPlan, config: Mapping[str, Any]
     version = release_of(plan)
     layout = plan.layout
     pool = dsv4_pool(config, version, max_running_requests=plan.max_num_seqs,
-                     dp=layout.dp if layout.dp_attention else 1)
+                     dp=layout.dp if layout.dp_attention else 1,
+                     chunked_prefill=_chunk(plan, version))
     if pool is None:
         return plan, None
     start = plan.engine_start or EngineStart()
@@ -149,11 +223,13 @@ def with_dsv4_start(plan: ServingPlan, config: Mapping[str, Any]
         max_num_seqs=plan.max_num_seqs or MAX_RUNNING_REQUESTS,
         behaviour=replace(plan.behaviour, pool_token_bytes=pool.bytes_per_full_token,
                           pool_fixed_bytes=pool.fixed_bytes))
-    fixed = f", {pool.fixed_bytes:,} B set aside for the ratio-128 state of " \
-        f"{changed.max_num_seqs} running requests" if pool.fixed_bytes else ""
+    capped = "capped" in pool.rule
+    priced = "its compressed and indexer pools; the sliding-window pool and its state set " \
+        "aside for a cap of slots" if capped else \
+        "its sliding-window (swa_full_tokens_ratio 0.1), compressed, indexer and state pools"
+    fixed = f", {pool.fixed_bytes:,} B set aside first" if pool.fixed_bytes else ""
     note = (f"SGLang {plan.behaviour.version or 'newest'} prices a DeepSeek-V4 pool token at "
-            f"{float(pool.bytes_per_full_token):,.2f} B (its sliding-window, compressed, "
-            f"indexer and state pools together, swa_full_tokens_ratio 0.1){fixed}, in pages "
-            f"of {PAGE_SIZE} (DSV4PoolConfigurator, rule of {pool.rule}; "
-            "kvlint/model/sglang_dsv4.py)")
+            f"{float(pool.bytes_per_full_token):,.2f} B ({priced}){fixed}, in pages of "
+            f"{PAGE_SIZE}, {changed.max_num_seqs} running requests (DSV4PoolConfigurator, rule "
+            f"of {pool.rule}; kvlint/model/sglang_dsv4.py)")
     return changed, note
