@@ -86,7 +86,8 @@ class DsV4Pool:
 
     bytes_per_full_token: Fraction
     fixed_bytes: int
-    """Set aside before the tokens (the ratio-128 state of the request slots)."""
+    """Set aside before the tokens: the ratio-128 state of the request slots (0.5.15 on),
+    and from 0.5.21 the capped SWA pool with its state."""
     page_size: int
     rule: str
     """The releases whose rule applies (and how it was applied)."""
