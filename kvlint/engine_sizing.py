@@ -236,12 +236,9 @@ what capped the tokens)``."""
 
 def plan_version(plan: ServingPlan) -> Version | None:
     """The plan's engine version as a ``Version`` (``None``: none, or not one)."""
-    from packaging.version import InvalidVersion, Version
+    from kvlint.model.serving import release_of
 
-    try:
-        return Version(plan.behaviour.version) if plan.behaviour.version else None
-    except InvalidVersion:
-        return None
+    return release_of(plan)
 
 
 def sglang_state_split(sized: Capacity, plan: ServingPlan) -> Capacity:

@@ -174,6 +174,11 @@ def test_a_modelopt_what_if_keeps_what_any_recipe_keeps() -> None:
     assert all_linear.bytes_per_param(Part.ATTENTION) == NVFP4_BYTES
     params = estimate_parameters(resolve_shape(QWEN3))
     assert weight_bytes(params, what_if).total > weight_bytes(params, all_linear).total
+    # Qwen3-8B: the MLPs in 4.5 bits (9/16 B), everything else 16-bit, ceil per part
+    parts = weight_bytes(params, what_if).by_part
+    assert parts[Part.DENSE_MLP] == -(-params.dense_mlp * 9 // 16)
+    assert parts[Part.ATTENTION] == 2 * params.attention
+    assert parts[Part.EMBEDDINGS] == 2 * params.embeddings
     fp8 = on_the_fly_quantization("vllm", "modelopt", QWEN3)
     assert fp8 is not None and fp8.assumed and fp8.config["quant_algo"] == "FP8"
 

@@ -406,8 +406,8 @@ def tools_server(image: str | None, words: Sequence[str]) -> bool:
     """Whether ``words``, the arguments of a llama.cpp ``full`` image (or one whose tag a
     variable sets), start with its ``tools.sh`` server switch: the ``full`` images'
     ENTRYPOINT runs ``llama-server`` with the rest for ``-s``/``--server``
-    (ggml-org/llama.cpp ``.devops/tools.sh``); in the ``light`` and ``server`` images ``-s``
-    is the seed option."""
+    (``.devops/tools.sh``@9f89d7d8, ggerganov/llama.cpp: ``--server|-s) exec ./llama-server
+    "$@"``); in the ``light`` and ``server`` images ``-s`` is the seed option."""
     if not image or not words or words[0] not in ("-s", "--server"):
         return False
     name, tag, _ = split_image(image)

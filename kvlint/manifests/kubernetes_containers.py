@@ -24,7 +24,7 @@ from kvlint.manifests.engine_command import EngineArgs, judge_known_options_only
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_launch import Pin, image_engine, pip_pins, settle_version
 from kvlint.manifests.flat_configs import config_args
-from kvlint.manifests.images import entrypoint_engine
+from kvlint.manifests.images import entrypoint_engine, tools_server
 from kvlint.manifests.shell_arrays import script_commands
 from kvlint.manifests.shell_env import Env, env_from_k8s
 from kvlint.manifests.shell_words import Word, split_env_prefix
@@ -299,6 +299,9 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
     env = Env(container_env(container, ctx, extra_env), platform)
     command = _items(container.get("command"))
     args = _items(container.get("args"))
+    if not command and image is not None and \
+            tools_server(image.value, [w.text for w, _ in args]):  # llama.cpp full: -s
+        args = [(Word("llama-server", args[0][0].line), "llama-server"), *args[1:]]
     notes: list[str] = []
     options_only = bool(args) and args[0][0].text.startswith("-")
     entry = entrypoint_engine(image.value, env.values, args_only=options_only) \

@@ -89,11 +89,12 @@ _GUARD = re.compile(r"(?:\bif[ \t]+)?\[\[?[ \t]+-n[ \t]+\"?\$\{?([A-Za-z_]\w{0,6
                     r"[ \t]+\]\]?[ \t]*(?:;[ \t]*then|&&)?[ \t]*$")
 
 
-def _unset_guard(text: str, start: int) -> bool:
+def _unset_guard(text: str, start: int, known: dict[str, bool]) -> bool:
     """Whether the append at ``start`` runs only when a variable is non-empty
     (``if [[ -n "${X}" ]]; then ARGS+=(...)``, ``[ -n "$X" ] && ARGS+=(...)``) that the
     script sets to the empty string and to nothing else but its arguments: run as written,
-    the append does not happen."""
+    the append does not happen. ``known``: each variable's verdict, so a script of many
+    guarded appends scans its text once a variable."""
     line_start = text.rfind("\n", 0, start) + 1
     before = text[line_start:start]
     if not before.strip():  # the guard on the line above (if ...; then)
@@ -102,10 +103,13 @@ def _unset_guard(text: str, start: int) -> bool:
     guard = _GUARD.search(before.strip())
     if guard is None:
         return False
-    name = re.escape(guard.group(1))
-    values = re.findall(rf"^[ \t]*(?:export[ \t]+|local[ \t]+|readonly[ \t]+)?{name}=(\S*)",
-                        text, re.MULTILINE)
-    return bool(values) and all(v.split("#")[0] in ("", '""', "''") for v in values)
+    name = guard.group(1)
+    if name not in known:
+        values = re.findall(rf"^[ \t]*(?:export[ \t]+|local[ \t]+|readonly[ \t]+)?"
+                            rf"{re.escape(name)}=(\S*)", text, re.MULTILINE)
+        known[name] = bool(values) and all(v.split("#")[0] in ("", '""', "''")
+                                           for v in values)
+    return known[name]
 
 
 _SET = re.compile(r"^[ \t]*set[ \t]+--(?=[ \t])", re.MULTILINE)
@@ -129,6 +133,7 @@ def _positional_lists(text: str) -> str:
     if first is None:
         return text
     words = ""
+    guards: dict[str, bool] = {}
     out: list[str] = [text[:first.start()]]
     last = first.start()
     budget = MAX_ARRAY_CHARS
@@ -143,7 +148,7 @@ def _positional_lists(text: str) -> str:
         out.append(_put(words, text[last:match.start()]))  # the list as it was before
         head, _, tail = given.partition(" ")
         if head in ('"$@"', "$@", '"${@}"'):
-            if not _unset_guard(text, match.start()):
+            if not _unset_guard(text, match.start(), guards):
                 words = f"{words} {tail}".strip()
         else:
             words = given
@@ -166,6 +171,7 @@ def inline_arrays(text: str) -> str:
     if "=(" not in text or ("[@]" not in text and "[*]" not in text):
         return text
     arrays: dict[str, str] = {}
+    guards: dict[str, bool] = {}
     out: list[str] = []
     last = 0
     budget = MAX_ARRAY_CHARS
@@ -180,7 +186,7 @@ def inline_arrays(text: str) -> str:
         if budget < 0:
             return text
         name, append = match.group(1), match.group(2)
-        if append and _unset_guard(text, match.start()):
+        if append and _unset_guard(text, match.start(), guards):
             words = ""
         arrays[name] = f"{arrays[name]} {words}".strip() if append and name in arrays else words
         out.append(text[last:match.start()])

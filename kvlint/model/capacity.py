@@ -39,11 +39,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from math import ceil, floor
+from math import floor
 
 from kvlint.model import kv
 from kvlint.model.memory import MemoryTerms
 from kvlint.model.serving import KvAnalysis
+from kvlint.model.serving import sequence_bytes_per_gpu as serving_sequence_bytes
 
 GIB = 1024**3
 DEFAULT_OVERHEAD_BYTES = 2 * GIB
@@ -215,12 +216,7 @@ def fit(budget: int, *, per_token: Fraction | int, kv_sequence_bytes: int, state
 def sequence_bytes_per_gpu(a: KvAnalysis, context: int) -> int | None:
     """One ``context``-token sequence on the fullest GPU under the analysis' plan, its
     recurrent state included."""
-    own = a.plan.behaviour.pool_token_bytes
-    if own is not None:  # the engine's own price of a pool token (SGLang's DeepSeek-V4)
-        return ceil(own * context)
-    return kv.bytes_per_sequence_per_gpu(
-        a.cached, a.dtype, a.plan.layout, context, windowed=a.plan.windowed_sliding_cache,
-        sharding=a.plan.behaviour.kv_sharding)
+    return serving_sequence_bytes(a.cached, a.dtype, a.plan, a.plan.layout, context)
 
 
 def longest_fitting_context(a: KvAnalysis, budget: int, upper: int) -> int:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from math import ceil
 
+from packaging.version import InvalidVersion, Version
+
 from kvlint.model import kv
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.gpu_memory import MAX_GPU_MEMORY_GIB
@@ -244,6 +246,28 @@ class KvAnalysis:
         return None if cluster is None else cluster - self.bytes_per_sequence
 
 
+def release_of(plan: ServingPlan) -> Version | None:
+    """The plan's engine release as a ``Version`` (``None``: the newest kvlint read, or a
+    version that is not a release number)."""
+    try:
+        return Version(plan.behaviour.version) if plan.behaviour.version else None
+    except InvalidVersion:
+        return None
+
+
+def sequence_bytes_per_gpu(cached: AttentionGeometry, dtype: kv.KvDtype, plan: ServingPlan,
+                           layout: kv.ParallelLayout, context: int) -> int | None:
+    """One ``context``-token sequence on the fullest GPU of ``layout``, its recurrent state
+    included; in the engine's own unit where it prices its pool tokens itself
+    (``behaviour.pool_token_bytes``: ``n`` tokens cost ``n`` pool tokens)."""
+    own = plan.behaviour.pool_token_bytes
+    if own is not None:
+        return ceil(own * context)
+    return kv.bytes_per_sequence_per_gpu(cached, dtype, layout, context,
+                                         windowed=plan.windowed_sliding_cache,
+                                         sharding=plan.behaviour.kv_sharding)
+
+
 def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
     """Resolve the KV dtype and compute the footprint under the plan's engine behaviour.
     Raises ``ValueError`` for a KV dtype the model cannot use, or a pp above its layers."""
@@ -271,9 +295,8 @@ def analyze(geometry: AttentionGeometry, plan: ServingPlan) -> KvAnalysis:
         bytes_per_sequence=kv.bytes_per_sequence(cached, dtype, plan.context,
                                                  windowed=windowed)
         if own is None else ceil(own * plan.context),
-        bytes_per_sequence_per_gpu=kv.bytes_per_sequence_per_gpu(
-            cached, dtype, plan.layout, plan.context, windowed=windowed,
-            sharding=behaviour.kv_sharding) if own is None else ceil(own * plan.context),
+        bytes_per_sequence_per_gpu=sequence_bytes_per_gpu(cached, dtype, plan, plan.layout,
+                                                          plan.context),
         state_bytes_per_sequence_per_gpu=kv.state_bytes_per_sequence_per_gpu(
             cached, plan.layout, behaviour.kv_sharding),
     )

@@ -35,11 +35,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from kvlint.model.serving import EngineStart, ServingPlan
+from kvlint.model.serving import EngineStart, ServingPlan, release_of
 
-__all__ = ["DsaStart", "dsa_start", "is_blackwell", "release_of", "with_dsa_start"]
+__all__ = ["DsaStart", "dsa_start", "is_blackwell", "with_dsa_start"]
 
 _V3: Final = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM")
 ARCHITECTURES: Final[tuple[tuple[Version, frozenset[str]], ...]] = (
@@ -65,15 +65,6 @@ BLACKWELL: Final = frozenset({"B100", "B200", "GB200", "B300", "GB300", "RTX-PRO
                               "RTX-5090", "RTX-5080", "RTX-5070-Ti", "GB10"})
 """kvlint's GPU names of compute capability 10 or more (``torch.cuda.get_device_capability()
 [0] >= 10``: data-center Blackwell is 10.x, GeForce/workstation Blackwell 12.x)."""
-
-
-def release_of(plan: ServingPlan) -> Version | None:
-    """The plan's engine release as a ``Version`` (``None``: the newest kvlint read, or a
-    version that is not a release number)."""
-    try:
-        return Version(plan.behaviour.version) if plan.behaviour.version else None
-    except InvalidVersion:
-        return None
 
 
 def is_blackwell(gpu: str | None) -> bool | None:

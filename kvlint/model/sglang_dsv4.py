@@ -54,8 +54,7 @@ from typing import Any, Final
 
 from packaging.version import Version
 
-from kvlint.model.serving import EngineStart, ServingPlan
-from kvlint.model.sglang_dsa import release_of
+from kvlint.model.serving import EngineStart, ServingPlan, release_of
 
 __all__ = ["DsV4Pool", "dsv4_pool", "pool_tokens", "with_dsv4_start"]
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from kvlint.diagnostics import Suggestion
 from kvlint.model import kv
 from kvlint.model.limits import MAX_PARALLEL
+from kvlint.model.serving import sequence_bytes_per_gpu
 from kvlint.rules.base import RuleContext
 
 MAX_STAGES = 16
@@ -64,11 +65,7 @@ def sequence_fits(ctx: RuleContext, layout: Layout) -> bool:
     if a is None or sizer is None or length is None:
         return True
     plan_layout = replace(ctx.plan.layout, tp=layout.tp, pp=layout.pp)
-    own = a.plan.behaviour.pool_token_bytes
-    need = -(-own.numerator * length // own.denominator) if own is not None else \
-        kv.bytes_per_sequence_per_gpu(
-        a.cached, a.dtype, plan_layout, length, windowed=a.plan.windowed_sliding_cache,
-        sharding=a.plan.behaviour.kv_sharding)
+    need = sequence_bytes_per_gpu(a.cached, a.dtype, a.plan, plan_layout, length)
     return need is not None and need <= sizer.kv_budget(layout.tp, layout.pp)
 
 

@@ -361,9 +361,10 @@ default backend on SM 9.0: server_args.py), whose graph state holds local block 
 def _graph_state(ctx: RuleContext, cap: Capacity, length: int) -> tuple[int, int]:
     """``(max_bs, bytes)`` of SGLang's CUDA-graph decode state for this start (0 bytes with
     CUDA graphs off): ``--cuda-graph-max-bs`` or the release's default for the GPU."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import Version
 
     from kvlint.model.geometry import LayerKind
+    from kvlint.model.serving import release_of
     from kvlint.model.sglang_memory import (
         MIB,
         SglangStart,
@@ -374,10 +375,7 @@ def _graph_state(ctx: RuleContext, cap: Capacity, length: int) -> tuple[int, int
     start = ctx.plan.engine_start
     if start is not None and start.cuda_graph_off:
         return 0, 0
-    try:
-        version = Version(ctx.plan.behaviour.version) if ctx.plan.behaviour.version else None
-    except InvalidVersion:
-        version = None
+    version = release_of(ctx.plan)
     layout = ctx.plan.layout
     max_bs = (start.cuda_graph_max_bs if start is not None else None) or \
         default_cuda_graph_max_bs(SglangStart(

@@ -11,6 +11,7 @@ from kvlint.model import kv
 from kvlint.model.copies import exact_text, replicated_caches, replicated_part
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.model_tp import model_tp_refusals
+from kvlint.model.serving import sequence_bytes_per_gpu
 from kvlint.rules.advice import Layout, attention_tp, suggest_layout
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int, fmt_ratio, fmt_tokens
@@ -284,7 +285,8 @@ class MlaLatentReplicated(Rule):
         price = ctx.plan.behaviour.pool_token_bytes
         if price is not None:  # the engine's own unit (SGLang's DeepSeek-V4 pools): all held
             logical = held = price
-            seq = -(-price.numerator * ctx.plan.context // price.denominator)
+            seq = sequence_bytes_per_gpu(a.cached, a.dtype, ctx.plan, layout,
+                                         ctx.plan.context) or 0
         dup = (tp - 1) * logical
         dup_seq = (tp - 1) * seq
         what = replicated_caches(part)

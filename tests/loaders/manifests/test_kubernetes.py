@@ -653,3 +653,22 @@ def test_a_container_script_that_builds_its_command_with_set_dash_dash() -> None
     assert isinstance(model.model, Located) and model.model.value == "org/m"
     assert isinstance(model.tp, Located) and model.tp.value == 2
     assert model.line == 20
+
+
+def test_a_llama_cpp_full_image_container_given_dash_s_runs_the_server() -> None:
+    """A container of llama.cpp's ``full`` image whose args start with ``-s``: its
+    ``tools.sh`` entrypoint runs ``llama-server`` with the rest, as in compose."""
+    from kvlint.lint.extraction import extract_text
+    from kvlint.plugins import get_plugin_manager
+
+    text = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: llama\nspec:\n  containers:\n"
+            "    - name: llama\n      image: ghcr.io/ggml-org/llama.cpp:full-cuda\n"
+            '      args: ["-s", "-m", "/models/m.gguf", "-c", "4096"]\n')
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    found = extract_text(text, Path("pod.yaml"), pm, parsers)
+    assert isinstance(found, list)
+    (model,) = found
+    assert isinstance(model.engine, Located) and model.engine.value == "llamacpp"
+    assert isinstance(model.model, Located) and model.model.value == "/models/m.gguf"
+    assert isinstance(model.max_model_len, Located) and model.max_model_len.value == 4096

@@ -436,3 +436,15 @@ def test_docker_run_of_a_custom_image_given_only_an_engines_options() -> None:
 def test_nested_substitutions_are_read_to_a_bound() -> None:
     deep = "X=" + "$(echo " * 200 + "vllm serve org/m" + ")" * 200 + "\n"
     assert served(deep) == []  # past the inline depth: not followed, no error
+
+
+def test_many_guarded_appends_are_judged_once_a_variable() -> None:
+    """A generated (or hostile) script of thousands of guarded appends: each guard's
+    variable is looked up once, and none of the appends happens."""
+    from kvlint.manifests.shell_arrays import inline_arrays
+
+    text = ('X=""\nA=(serve org/m)\n' + 'if [[ -n "$X" ]]; then\n  A+=(--x "$X")\nfi\n' * 5000
+            + 'vllm "${A[@]}"\n')
+    assert inline_arrays(text).rstrip().endswith("vllm serve org/m")
+    (found,) = served(text)
+    assert found["model"] == "org/m"
