@@ -626,12 +626,21 @@ def test_parsers_only_claim_their_kinds() -> None:
     assert names == {"k8s", "lws", "rbg", "kserve", "dynamo", "vllm-runtime", "ray-service"}
 
 
-def test_a_container_script_that_builds_its_command_with_set_dash_dash() -> None:
-    """A container's ``bash -lc`` script that gathers vLLM's arguments with ``set --`` and
-    runs ``exec vllm "$@"``: the engine, model and tp are read from the list."""
+def _every_parser(text: str, name: str) -> list[ServedModel]:
+    """The served models of ``text`` as ``kvlint lint`` extracts them (every parser)."""
     from kvlint.lint.extraction import extract_text
     from kvlint.plugins import get_plugin_manager
 
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    found = extract_text(text, Path(name), pm, parsers)
+    assert isinstance(found, list)
+    return list(found)
+
+
+def test_a_container_script_that_builds_its_command_with_set_dash_dash() -> None:
+    """A container's ``bash -lc`` script that gathers vLLM's arguments with ``set --`` and
+    runs ``exec vllm "$@"``: the engine, model and tp are read from the list."""
     text = (
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\nspec:\n"
         "  template:\n    spec:\n      containers:\n        - name: vllm\n"
@@ -645,11 +654,7 @@ def test_a_container_script_that_builds_its_command_with_set_dash_dash() -> None
         '              exec vllm "$@"\n'
         "          env:\n            - name: MODEL_ID\n              value: org/m\n"
         "          resources:\n            limits:\n              nvidia.com/gpu: 2\n")
-    pm = get_plugin_manager(load_entry_points=False)
-    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
-    found = extract_text(text, Path("dep.yaml"), pm, parsers)
-    assert isinstance(found, list)
-    (model,) = found
+    (model,) = _every_parser(text, "dep.yaml")
     assert isinstance(model.model, Located) and model.model.value == "org/m"
     assert isinstance(model.tp, Located) and model.tp.value == 2
     assert model.line == 20
@@ -658,17 +663,10 @@ def test_a_container_script_that_builds_its_command_with_set_dash_dash() -> None
 def test_a_llama_cpp_full_image_container_given_dash_s_runs_the_server() -> None:
     """A container of llama.cpp's ``full`` image whose args start with ``-s``: its
     ``tools.sh`` entrypoint runs ``llama-server`` with the rest, as in compose."""
-    from kvlint.lint.extraction import extract_text
-    from kvlint.plugins import get_plugin_manager
-
     text = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: llama\nspec:\n  containers:\n"
             "    - name: llama\n      image: ghcr.io/ggml-org/llama.cpp:full-cuda\n"
             '      args: ["-s", "-m", "/models/m.gguf", "-c", "4096"]\n')
-    pm = get_plugin_manager(load_entry_points=False)
-    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
-    found = extract_text(text, Path("pod.yaml"), pm, parsers)
-    assert isinstance(found, list)
-    (model,) = found
+    (model,) = _every_parser(text, "pod.yaml")
     assert isinstance(model.engine, Located) and model.engine.value == "llamacpp"
     assert isinstance(model.model, Located) and model.model.value == "/models/m.gguf"
     assert isinstance(model.max_model_len, Located) and model.max_model_len.value == 4096
