@@ -31,8 +31,8 @@ def codes(result: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize(("version", "model_type", "cache"), [
     ("0.7.3", "deepseek_v2", "latent"), ("0.7.3", "deepseek_v3", "latent"),
     ("0.6.4", "deepseek_v3", "full"),     # deepseek_v3 joined the builder in v0.7.0 (#2967)
-    ("0.7.3", "kimi_k2", "full"),         # deepseek_v2.py@0.7.3: deepseek_v2/v3 only
-    ("0.10.1", "kimi_k2", "full"), ("0.10.2", "kimi_k2", "latent"),   # PR #4069
+    ("0.7.3", "kimi_k2", "generic"),      # deepseek_v2.py@0.7.3: deepseek_v2/v3 only
+    ("0.10.1", "kimi_k2", "generic"), ("0.10.2", "kimi_k2", "latent"),   # PR #4069
     ("0.18.0", "kimi_k2", "latent"),      # kimi_k2.py@0.18.0
     ("0.18.0", "glm4_moe_lite", "latent"), ("0.12.0", "glm4_moe_lite", "full"),  # PR #4320
     ("0.18.0", "minicpm3", "full-padded-v"),
@@ -47,6 +47,19 @@ def test_kimi_k2_on_0_7_3_is_not_the_latent() -> None:
     assert "KV301" in codes(result)
     message = next(f["message"] for f in result["findings"] if f["code"] == "KV301")
     assert "latent MLA caching needs LMDeploy ≥ 0.10.2" in message
+    assert "per-head K and V 112 wide" in message
+
+
+@pytest.mark.parametrize(("tp", "per_gpu"), [
+    # the 0.7.3 oracle (configurations/default.py: K and V of 7168 // 64 = 112, 64 KV heads):
+    # 2 x 61 layers x 64/tp heads x 112 x 2 B
+    (1, 1_748_992), (2, 874_496), (8, 218_624), (16, 109_312),
+])
+def test_kimi_k2_on_0_7_3_caches_the_generic_builders_k_and_v(tp: int, per_gpu: int) -> None:
+    result = check(str(CONFIGS / "moonshotai--Kimi-K2-Instruct.json"), "--engine", "lmdeploy",
+                   "--engine-version", "0.7.3", "--tp", str(tp))
+    assert result["kv"]["bytes_per_token"] == 1_748_992
+    assert result["kv"]["bytes_per_token_per_gpu"] == per_gpu
 
 
 @pytest.mark.parametrize(("name", "tp", "per_gpu"), [

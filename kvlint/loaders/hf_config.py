@@ -470,7 +470,19 @@ def _mla_layer(r: _Reader, heads: int) -> LayerGeometry:
             r.notes.append(
                 f"no 'v_head_dim': assumed hidden_size / num_attention_heads = {v_dim}"
             )
-    return LayerGeometry(LayerKind.FULL, heads, kv, nope + rope, v_dim, None, rank, rope)
+    return LayerGeometry(LayerKind.FULL, heads, kv, nope + rope, v_dim, None, rank, rope,
+                         generic_head_dim=_generic_head_dim(r, heads))
+
+
+def _generic_head_dim(r: _Reader, heads: int) -> int | None:
+    """What a generic builder takes as the head dim of an MLA config: its ``head_dim``, else
+    ``hidden_size // num_attention_heads`` (lmdeploy/pytorch/configurations/default.py@0.7.3
+    and @0.18.0). ``None`` when the config has neither."""
+    found = r.raw("head_dim")
+    if found is not None:
+        return as_int(*found)
+    hidden = r.raw("hidden_size")
+    return as_int(*hidden) // heads if hidden is not None else None
 
 
 # --- layer schedules ------------------------------------------------------------------

@@ -117,6 +117,10 @@ class LayerGeometry:
     extra_caches: tuple[ExtraCache, ...] = ()
     state: RecurrentState | None = None
     """Per-sequence state (recurrent / linear-attention layers, which hold no KV)."""
+    generic_head_dim: int | None = None
+    """MLA layers: the per-head dim a generic (non-MLA) config builder reads from the same
+    config, ``head_dim`` or else ``hidden_size // num_attention_heads`` (LMDeploy's
+    ``DefaultModelConfigBuilder``); the ``generic`` MLA cache stores K and V of it."""
 
     @property
     def attends(self) -> bool:

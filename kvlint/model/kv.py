@@ -247,9 +247,11 @@ def layer_bytes_per_sequence_per_gpu(layer: LayerGeometry, dtype: KvDtype, tp: i
     return ceil(total)
 
 
-MLA_CACHES = ("latent", "full", "full-padded-v")
+MLA_CACHES = ("latent", "full", "full-padded-v", "generic")
 """What an engine caches for an MLA layer: the latent, or the up-projected per-head K/V
-(with V padded to the K head dim by engines that need equal dims)."""
+(with V padded to the K head dim by engines that need equal dims), or (``generic``) per-head
+K and V of the width a generic builder reads from the config
+(:attr:`LayerGeometry.generic_head_dim`), when an engine release has no builder for the type."""
 
 
 def as_cached(geometry: AttentionGeometry, mla_cache: str = "latent",
@@ -264,14 +266,19 @@ def as_cached(geometry: AttentionGeometry, mla_cache: str = "latent",
             for layer in geometry.layers))
     if mla_cache == "latent" or not geometry.is_mla:
         return geometry
-    pad = mla_cache == "full-padded-v"
-    layers = tuple(
-        replace(layer, kv_lora_rank=None, qk_rope_head_dim=None,
-                v_head_dim=max(layer.v_head_dim, layer.k_head_dim) if pad else layer.v_head_dim)
-        if layer.is_mla else layer
-        for layer in geometry.layers
-    )
-    return replace(geometry, layers=layers)
+    return replace(geometry, layers=tuple(
+        _per_head(layer, mla_cache) if layer.is_mla else layer for layer in geometry.layers))
+
+
+def _per_head(layer: LayerGeometry, mla_cache: str) -> LayerGeometry:
+    """An MLA layer as per-head K/V of the ``mla_cache`` layout."""
+    k_dim, v_dim = layer.k_head_dim, layer.v_head_dim
+    if mla_cache == "full-padded-v":
+        v_dim = max(v_dim, k_dim)
+    elif mla_cache == "generic" and layer.generic_head_dim is not None:
+        k_dim = v_dim = layer.generic_head_dim
+    return replace(layer, kv_lora_rank=None, qk_rope_head_dim=None,
+                   k_head_dim=k_dim, v_head_dim=v_dim)
 
 
 def pipeline_stages(num_layers: int, pp: int) -> tuple[int, ...]:

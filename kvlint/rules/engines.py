@@ -82,11 +82,18 @@ class MlaWithoutLatentCache(Rule):
                    f"{' and '.join(b.mla_alternatives)} do")
         else:
             fix = f"{b.display} never caches this model's latent"
+        if b.mla_cache == "generic":
+            ref = a.cached.reference_layer
+            what = (f"per-head K and V {ref.k_head_dim} wide (its generic config builder: the "
+                    "config's head_dim or hidden_size / num_attention_heads)"
+                    if ref is not None else "per-head K and V of its generic config builder")
+        else:
+            what = ("reconstructed per-head K/V"
+                    f"{' with V padded to the K head dim' if pad else ''}")
         yield self.finding(
-            f"{b.label} caches {ctx.target}'s reconstructed per-head K/V"
-            f"{' with V padded to the K head dim' if pad else ''}: "
+            f"{b.label} caches {ctx.target}'s {what}: "
             f"{fmt_int(full)} B/token{where} instead of the {fmt_int(latent)} B latent, "
-            f"{full / latent:.0f}x{'' if pad else ' (more if the engine pads V)'}; "
+            f"{full / latent:.0f}x{'' if pad or b.mla_cache == 'generic' else ' (more if the engine pads V)'}; "
             f"{fix}{_unverified(ctx, 'mla')}.",
             suggestion=_newest(ctx, lambda nb: nb.mla_cache == "latent"),
             engine=b.engine,
