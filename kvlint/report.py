@@ -306,6 +306,10 @@ class ProbeOut(_Strict):
     layers: int
     built: str
     notes: list[str]
+    out_of_memory: str | None = Field(
+        default=None,
+        description="An engine start-up log's out-of-memory error, as printed: the logged "
+                    "start failed (KV602).")
     impls: list[ProbeImplOut]
     terms: list[ProbeTermOut] = Field(
         default_factory=list,

@@ -280,8 +280,8 @@ def _refuse_incomparable(run: LintRun, log: str) -> None:
     probe (the model's config failed) is left to its own error."""
     for result in run.results:
         report = result.probe
-        if report is None:
-            continue
+        if report is None or report.out_of_memory is not None:
+            continue  # a failed start: KV602 compares it with kvlint's capacity
         if any(impl.worst_ratio is not None and not impl.skipped for impl in report.impls):
             continue
         named = next((e for e in _LOG_ENGINES if f"a {e} " in report.built

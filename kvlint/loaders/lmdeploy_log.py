@@ -46,6 +46,7 @@ from kvlint.loaders.log_formats import (
     named_values,
     read_log_file,
 )
+from kvlint.loaders.start_failures import find_out_of_memory
 
 FORMATS_FILE = Path(__file__).parent / "lmdeploy_log_formats.json"
 """LMDeploy's format strings, per release (written by
@@ -304,6 +305,7 @@ def parse_text(text: str) -> LmdeployLog:
                      "file): the first is used")
     notes += state.conflict_notes("LMDeploy")
     return LmdeployLog(**values,  # type: ignore[arg-type]
+                       oom=find_out_of_memory(lines),
                        **state.result(len(lines), notes),
                        backend_args=state.backend_args, backend_class=state.backend_class,
                        cache_config=state.cache_config, tm_config=state.tm_config,

@@ -18,6 +18,8 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from packaging.version import InvalidVersion, Version
 
+from kvlint.loaders.start_failures import OutOfMemory
+
 __all__ = [
     "MAX_BYTES",
     "MAX_JOINED_LINES",
@@ -498,6 +500,9 @@ class EngineLog:
     truncated: bool = False
     notes: tuple[str, ...] = ()
     raw: dict[str, str] = field(default_factory=dict, compare=False)
+    oom: OutOfMemory | None = None
+    """The out-of-memory error a failed start ended with
+    (:func:`kvlint.loaders.start_failures.find_out_of_memory`)."""
 
 
 def figures(values: dict[str, str], ints: tuple[str, ...], floats: tuple[str, ...]

@@ -50,6 +50,7 @@ from kvlint.loaders.log_formats import (
     number,
     read_log_file,
 )
+from kvlint.loaders.start_failures import find_out_of_memory
 
 MAX_POOLS = 64
 
@@ -289,6 +290,7 @@ def parse_text(text: str) -> SglangLog:
                          "used the smallest, as SGLang does")
     notes += state.conflict_notes("SGLang")
     return SglangLog(**values, **state.result(len(lines), notes),  # type: ignore[arg-type]
+                     oom=find_out_of_memory(lines),
                      pools=tuple(state.pools), server_args=dict(state.args),
                      ranks=tuple(state.ranks))
 

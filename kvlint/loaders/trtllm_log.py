@@ -39,6 +39,7 @@ from kvlint.loaders.log_formats import (
     log_lines,
     read_log_file,
 )
+from kvlint.loaders.start_failures import find_out_of_memory
 
 FORMATS_FILE = Path(__file__).parent / "trtllm_log_formats.json"
 """TensorRT-LLM's format strings, per release (written by
@@ -182,6 +183,7 @@ def parse_text(text: str) -> TrtllmLog:
                                             int(tokens), False))
     return TrtllmLog(**figures(state.values, _INTS, _FLOATS),  # type: ignore[arg-type]
                      **state.result(len(lines), notes), version=state.version,
+                     oom=find_out_of_memory(lines),
                      allocations=tuple(state.allocations))
 
 

@@ -20,6 +20,8 @@ from kvlint.linter import LintRun, lint_config
 from kvlint.probe.log_common import loaded_config, log_version, target_of
 
 if TYPE_CHECKING:
+    from kvlint.loaders.log_formats import EngineLog
+    from kvlint.loaders.start_failures import OutOfMemory
     from kvlint.model.geometry import AttentionGeometry
     from kvlint.model.serving import ServingPlan
     from kvlint.probe.result import ImplMeasurement, LogTerm
@@ -38,15 +40,23 @@ def _scores(path: Path) -> dict[str, tuple[int, int, tuple[str, ...]]]:
     sglang = sglang_log.read_log(path)
     trtllm = trtllm_log.read_log(path)
     lmdeploy = lmdeploy_log.read_log(path)
+    def own(log: EngineLog, engine: str) -> tuple[int, tuple[str, ...]]:
+        """An out-of-memory error in the engine's own wording counts as one line read."""
+        if log.oom is not None and log.oom.engine == engine:
+            return 1, (*log.evidence, log.oom.line)
+        return 0, log.evidence
+
+    trt, trt_lines = own(trtllm, "trtllm")
+    lmd, lmd_lines = own(lmdeploy, "lmdeploy")
     return {
         "vllm": (len(vllm.formats) + (2 if vllm.engine or vllm.version else 0),
                  len(vllm.formats), tuple(f"format {f}" for f in vllm.formats[:3])),
         "sglang": (len(sglang.formats) + (2 if sglang.server_args else 0),
                    len(sglang.formats), sglang.evidence),
-        "trtllm": (len(trtllm.formats) + (2 if trtllm.version else 0), len(trtllm.formats),
-                   trtllm.evidence),
-        "lmdeploy": (len(lmdeploy.formats) + (2 if lmdeploy.backend_args else 0),
-                     len(lmdeploy.formats), lmdeploy.evidence),
+        "trtllm": (len(trtllm.formats) + trt + (2 if trtllm.version else 0),
+                   len(trtllm.formats) + trt, trt_lines),
+        "lmdeploy": (len(lmdeploy.formats) + lmd + (2 if lmdeploy.backend_args else 0),
+                     len(lmdeploy.formats) + lmd, lmd_lines),
     }
 
 
@@ -58,6 +68,13 @@ def detect(path: Path, forced: str | None = None) -> tuple[str, str]:
     scores = _scores(path)
     engine = max(ENGINES, key=lambda e: (scores[e][0], -ENGINES.index(e)))
     if not scores[engine][0]:
+        from kvlint.loaders.trtllm_log import read_log
+
+        oom = read_log(path).oom
+        if oom is not None:
+            raise UsageError(f"{path}: the log ends in PyTorch's out-of-memory error "
+                             f"({oom.line[:80]!r}) but no line names the engine that ran it; "
+                             "give --vllm-log, --sglang-log, --trtllm-log or --lmdeploy-log")
         raise UsageError(f"{path}: no line of a vLLM or SGLang start-up log (nor of "
                          "TensorRT-LLM or LMDeploy) was recognised; give the engine's start-up "
                          "log (or --vllm-log/--sglang-log/--trtllm-log/--lmdeploy-log FILE)")
@@ -145,6 +162,22 @@ class _LogProbe:
     decided: str
     measure: Callable[[AttentionGeometry], ImplMeasurement]
     terms: Callable[[ServingPlan, AttentionGeometry], tuple[LogTerm, ...]]
+    oom: OutOfMemory | None = None
+
+
+def _failed_start(engine: str, oom: OutOfMemory | None, options: EngineLogOptions,
+                  notes: list[str]) -> EngineLogOptions:
+    """A start that ran out of memory, in the notes; the GPU's total from PyTorch's message
+    when the command line gives none."""
+    if oom is None:
+        return options
+    notes.append(f"{DISPLAY[engine]} ran out of GPU memory at start: {oom.said()} "
+                 f"(the wording of {oom.source})")
+    if options.gpu_memory_gib is None and oom.total_gib is not None:
+        notes.append(f"GPU memory: {oom.total_gib:.2f} GiB, the total PyTorch's error "
+                     "printed")
+        return replace(options, gpu_memory_gib=oom.total_gib)
+    return options
 
 
 def _run(job: _LogProbe, rules: Sequence[type[Rule]], plan: ServingPlan,
@@ -159,7 +192,8 @@ def _run(job: _LogProbe, rules: Sequence[type[Rule]], plan: ServingPlan,
     measured = job.measure(geometry)
     probe = report(measured, engine=DISPLAY[job.engine], path=job.path,
                    layers=geometry.num_layers, terms=job.terms(plan, geometry),
-                   decided=job.decided, notes=tuple(notes))
+                   decided=job.decided, notes=tuple(notes),
+                   out_of_memory=job.oom.line if job.oom else None)
     return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                 geometry=geometry, probe=probe, offline=job.offline),),
                    job.fail_on, tuple(rules))
@@ -176,6 +210,7 @@ def probe_trtllm_log(path: str, ref: str, rules: Sequence[type[Rule]],
 
     log = read_log(Path(path))
     notes: list[str] = []
+    options = _failed_start("trtllm", log.oom, options, notes)
     layout = staging.layout(options.tp, options.pp, path)
     version = log_version("trtllm", options.engine_version, log.version, notes,
                           log.version_range)
@@ -197,7 +232,7 @@ def probe_trtllm_log(path: str, ref: str, rules: Sequence[type[Rule]],
     return _run(_LogProbe(ref, revision, offline, fail_on, "trtllm", path, decided,
                           lambda g: staging.compare(log, g, layout, kv_cache_dtype=dtype,
                                                     engine_version=version, source=path),
-                          terms), rules, plan, notes)
+                          terms, log.oom), rules, plan, notes)
 
 
 def probe_lmdeploy_log(path: str, ref: str, rules: Sequence[type[Rule]],
@@ -213,6 +248,7 @@ def probe_lmdeploy_log(path: str, ref: str, rules: Sequence[type[Rule]],
 
     log = read_log(Path(path))
     notes: list[str] = []
+    options = _failed_start("lmdeploy", log.oom, options, notes)
     layout = staging.layout(log, options.tp, path)
     version = log_version("lmdeploy", options.engine_version, None, notes, log.version_range,
                           log.dated)
@@ -255,4 +291,4 @@ def probe_lmdeploy_log(path: str, ref: str, rules: Sequence[type[Rule]],
     return _run(_LogProbe(ref, revision, offline, fail_on, "lmdeploy", path, decided,
                           lambda g: staging.compare(log, g, layout, kv_cache_dtype_=dtype,
                                                     engine_version=version, source=path),
-                          terms), rules, plan, notes)
+                          terms, log.oom), rules, plan, notes)

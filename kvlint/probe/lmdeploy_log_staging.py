@@ -33,6 +33,7 @@ from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import EngineStart, ServingPlan
 from kvlint.probe.log_measure import (
+    FAILED_START,
     MIB,
     Printed,
     exact,
@@ -136,7 +137,8 @@ def compare(log: LmdeployLog, geometry: AttentionGeometry, layout_: ParallelLayo
                "memory' and 'estimated max runtime memory' with its CacheConfig (run "
                "lmdeploy serve with --log-level DEBUG): nothing to compare")
     return measurement(ENGINE, analysis, behaviour, printed(log, notes), source=source,
-                       details=details, notes=notes + list(log.notes), missing=missing)
+                       details=details, notes=notes + list(log.notes),
+                       missing=FAILED_START if log.oom is not None else missing)
 
 
 def plan(log: LmdeployLog, layout_: ParallelLayout, *, kv_cache_dtype_: str,

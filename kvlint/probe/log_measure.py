@@ -82,6 +82,10 @@ def theory(engine: str, version: str | None, geometry: AttentionGeometry,
     return analysis, behaviour, version
 
 
+FAILED_START = "the start failed for memory before the KV pool was allocated: no pool to compare"
+"""The note of a log that ends in an out-of-memory error and prints no pool."""
+
+
 def measurement(impl: str, analysis: KvAnalysis, behaviour: EngineBehaviour,
                 printed: Printed | None, *, source: str, details: dict[str, Any],
                 notes: list[str], missing: str) -> ImplMeasurement:
@@ -137,9 +141,9 @@ def tokens_term(term: str, printed: int | None, predicted: int | None) -> LogTer
 
 
 def report(measured: ImplMeasurement, *, engine: str, path: str, layers: int,
-           terms: tuple[LogTerm, ...], decided: str, notes: tuple[str, ...] = ()
-           ) -> ProbeReport:
-    return ProbeReport(
+           terms: tuple[LogTerm, ...], decided: str, notes: tuple[str, ...] = (),
+           out_of_memory: str | None = None) -> ProbeReport:
+    return ProbeReport(out_of_memory=out_of_memory,
         device="cuda", method="log", context=1, batch=1, layers=layers, impls=(measured,),
         built=f"nothing built: read from {'an' if engine[:1] in 'AEIL' else 'a'} {engine} "
               "start-up log",

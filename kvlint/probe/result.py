@@ -160,3 +160,5 @@ class ProbeReport:
     notes: tuple[str, ...] = ()
     terms: tuple[LogTerm, ...] = ()
     """``--vllm-log``: the log's memory profile against kvlint's, term by term."""
+    out_of_memory: str | None = None
+    """A start-up log's out-of-memory error, as printed: the start failed."""

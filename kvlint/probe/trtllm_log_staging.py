@@ -28,7 +28,16 @@ from kvlint.model.capacity import Capacity
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.serving import ServingPlan
-from kvlint.probe.log_measure import GIB, Printed, exact, gib, measurement, theory, tokens_term
+from kvlint.probe.log_measure import (
+    FAILED_START,
+    GIB,
+    Printed,
+    exact,
+    gib,
+    measurement,
+    theory,
+    tokens_term,
+)
 from kvlint.probe.result import ImplMeasurement, LogTerm
 
 ENGINE = "trtllm"
@@ -94,8 +103,9 @@ def compare(log: TrtllmLog, geometry: AttentionGeometry, layout_: ParallelLayout
                      "for its memory profile: the pool after 'Peak memory' is compared")
     return measurement(ENGINE, analysis, behaviour, printed(log), source=source,
                        details=details, notes=notes + list(log.notes),
-                       missing="the log prints no '[MemUsageChange] Allocated X GiB for max "
-                               "tokens in paged KV cache (N)' line: nothing to compare")
+                       missing=FAILED_START if log.oom is not None else
+                       "the log prints no '[MemUsageChange] Allocated X GiB for max tokens in "
+                       "paged KV cache (N)' line: nothing to compare")
 
 
 def plan(log: TrtllmLog, layout_: ParallelLayout, *, kv_cache_dtype: str,

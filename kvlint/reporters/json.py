@@ -142,6 +142,7 @@ def _probe(p: ProbeReport) -> dict[str, Any]:
     return {
         "device": p.device, "method": p.method, "context": p.context, "batch": p.batch,
         "layers": p.layers, "built": p.built, "notes": list(p.notes),
+        "out_of_memory": p.out_of_memory,
         "terms": [{"term": t.term, "unit": t.unit, "printed": t.printed,
                    "predicted": t.predicted, "estimated": t.estimated,
                    "error": _round(t.error)} for t in p.terms],

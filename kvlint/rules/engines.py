@@ -82,6 +82,7 @@ class MlaWithoutLatentCache(Rule):
                    f"{' and '.join(b.mla_alternatives)} do")
         else:
             fix = f"{b.display} never caches this model's latent"
+        exact = pad or b.mla_cache == "generic"
         if b.mla_cache == "generic":
             ref = a.cached.reference_layer
             what = (f"per-head K and V {ref.k_head_dim} wide (its generic config builder: the "
@@ -93,7 +94,7 @@ class MlaWithoutLatentCache(Rule):
         yield self.finding(
             f"{b.label} caches {ctx.target}'s {what}: "
             f"{fmt_int(full)} B/token{where} instead of the {fmt_int(latent)} B latent, "
-            f"{full / latent:.0f}x{'' if pad or b.mla_cache == 'generic' else ' (more if the engine pads V)'}; "
+            f"{full / latent:.0f}x{'' if exact else ' (more if the engine pads V)'}; "
             f"{fix}{_unverified(ctx, 'mla')}.",
             suggestion=_newest(ctx, lambda nb: nb.mla_cache == "latent"),
             engine=b.engine,

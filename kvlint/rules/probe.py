@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
+from kvlint.model.capacity import sequence_bytes_per_gpu
 from kvlint.model.probe_thresholds import CACHE_CAUSE, ERROR_RATIO, STATIC_CACHE, WARNING_RATIO
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes
@@ -129,6 +130,74 @@ def _data(m: ImplMeasurement) -> dict[str, object]:
             "thresholds": {"warning": WARNING_RATIO, "error": ERROR_RATIO}}
 
 
+class StartOutOfMemory(Rule):
+    """## What it does
+    Reports a start-up log (`kvlint probe MODEL --engine-log FILE`) that ends in an
+    out-of-memory error, the engine's own (TensorRT-LLM's or TurboMind's CUDA runtime error)
+    or PyTorch's, and says whether kvlint's capacity for the same plan predicts it: the
+    weights or one full-length sequence not fitting (KV501/KV503), or a start that fits,
+    when what ran out lies outside kvlint's memory model.
+
+    ## Why is this bad?
+    The deployment as logged does not start. When kvlint's capacity agrees, its finding
+    names the fix; when it does not, the memory went to something kvlint does not count
+    (activation workspaces, a vision encoder, CUDA graphs, another process on the GPU), and
+    the sizing needs a measured start, not a formula.
+
+    ## Example
+    ```console
+    $ kvlint probe meta-llama/Llama-3.1-70B --engine-log lmdeploy.log --gpu RTX-3090
+    KV602 error  start-out-of-memory
+      LMDeploy ran out of GPU memory at start ('[TM][ERROR] CUDA runtime error: out of
+      memory ...'); kvlint predicts the same: the weights do not fit (kvlint check's KV503).
+    ```
+
+    ## Use instead
+    The fix of the capacity finding (a larger tensor-parallel degree, a quantized
+    checkpoint, a shorter context); else a lower memory fraction for the engine's pool.
+
+    ## References
+    - The out-of-memory wordings read: PyTorch's `CUDACachingAllocator.cpp` (2.0, 2.1,
+      2.2+), TurboMind's `cuda_utils.h`, TensorRT-LLM's `cudaUtils.h` (file@version in
+      `kvlint/loaders/start_failures.py`).
+    """
+
+    code = "KV602"
+    name = "start-out-of-memory"
+    severity = Severity.ERROR
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        probe = ctx.probe
+        if probe is None or probe.out_of_memory is None:
+            return
+        engine = ctx.plan.behaviour.label
+        verdict, predicted = _predicted_start(ctx)
+        yield self.finding(
+            f"{engine} ran out of GPU memory at start ({probe.out_of_memory[:120]!r}); "
+            f"{verdict}.", out_of_memory=probe.out_of_memory, predicted=predicted)
+
+
+def _predicted_start(ctx: RuleContext) -> tuple[str, str]:
+    """kvlint's verdict on the logged start in words, and as ``fails`` / ``starts`` /
+    ``unknown``."""
+    cap, a = ctx.capacity, ctx.analysis
+    if cap is None or a is None:
+        return ("kvlint has no GPU memory to size it against: give --gpu or --gpu-memory",
+                "unknown")
+    if not cap.weights_fit:
+        return "kvlint predicts the same: the weights do not fit (kvlint check's KV503)", "fails"
+    length = ctx.plan.max_model_len
+    need = sequence_bytes_per_gpu(a, cap.sequence_tokens(length)) if length else None
+    if cap.kv_budget_bytes_per_gpu <= 0 or (need is not None
+                                            and need > cap.kv_budget_bytes_per_gpu):
+        return ("kvlint predicts the same: one full-length sequence does not fit the KV "
+                "memory left (kvlint check's KV501)", "fails")
+    return (f"kvlint predicts a start with {cap.max_tokens:,} tokens of KV cache after "
+            f"{fmt_bytes(cap.weight_bytes_per_gpu)} of weights per GPU: what ran out is "
+            "outside its memory model (activation workspaces, a vision encoder, CUDA graphs, "
+            "another process on the GPU)", "starts")
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
-    return [KvReadAmplification]
+    return [KvReadAmplification, StartOutOfMemory]

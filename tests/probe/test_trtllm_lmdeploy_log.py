@@ -206,3 +206,61 @@ def test_junk_is_one_line_exit_2(tmp_path: Path) -> None:
         lines = result.output.strip().splitlines()
         assert result.exit_code == 2 and len(lines) == 1, result.output
         assert "TensorRT-LLM or LMDeploy" in lines[0] and "Traceback" not in result.output
+
+
+# --- starts that failed for memory (KV602) ------------------------------------------------
+
+LLAMA31_70B = str(CONFIGS / "meta-llama--Meta-Llama-3.1-70B.json")
+TRT_OOM = ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, stream): out "
+           "of memory (/src/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)")
+TM_OOM = "RuntimeError: [TM][ERROR] CUDA runtime error: out of memory memory_utils.cu:32"
+TORCH_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 172.00 MiB. GPU 0 "
+             "has a total capacity of 23.57 GiB of which 127.38 MiB is free.")
+
+
+def kv602(data: dict[str, Any]) -> dict[str, Any]:
+    found = [f for f in data["results"][0]["findings"] if f["code"] == "KV602"]
+    assert len(found) == 1, data["results"][0]["findings"]
+    return found[0]
+
+
+def test_trtllm_oom_where_the_weights_do_not_fit(tmp_path: Path) -> None:
+    log = write(tmp_path, "Traceback (most recent call last):\n" + TRT_OOM + "\n")
+    assert detect(Path(log))[0] == "trtllm"
+    data = as_json(LLAMA31_70B, "--engine-log", log, "--gpu-memory", "23.57", code=1)
+    assert data["results"][0]["probe"]["out_of_memory"].startswith("[TensorRT-LLM][ERROR]")
+    finding = kv602(data)
+    assert finding["severity"] == "error" and finding["data"]["predicted"] == "fails"
+    assert ("kvlint predicts the same: the weights do not fit (kvlint check's KV503)"
+            in finding["message"])
+
+
+def test_turbomind_oom_kvlint_would_start_names_what_it_misses(tmp_path: Path) -> None:
+    log = write(tmp_path, TM_OOM + "\n")
+    assert detect(Path(log))[0] == "lmdeploy"
+    data = as_json(LLAMA31, "--engine-log", log, "--gpu-memory", "80", code=1)
+    finding = kv602(data)
+    assert finding["data"]["predicted"] == "starts"
+    assert "outside its memory model" in finding["message"]
+    notes = " ".join(data["results"][0]["probe"]["notes"])
+    assert "LMDeploy ran out of GPU memory at start" in notes
+    assert "no pool to compare" in " ".join(
+        data["results"][0]["probe"]["impls"][0]["notes"])
+
+
+def test_pytorchs_oom_needs_the_engine_and_gives_the_gpu_total(tmp_path: Path) -> None:
+    log = write(tmp_path, TORCH_OOM + "\n")
+    unnamed = probe(LLAMA31_70B, "--engine-log", log)
+    assert unnamed.exit_code == 2 and len(unnamed.output.strip().splitlines()) == 1
+    assert "no line names the engine" in unnamed.output
+    data = as_json(LLAMA31_70B, "--lmdeploy-log", log, code=1)
+    notes = " ".join(data["results"][0]["probe"]["notes"])
+    assert "GPU memory: 23.57 GiB, the total PyTorch's error printed" in notes
+    assert kv602(data)["data"]["predicted"] == "fails"
+
+
+def test_no_gpu_memory_says_so(tmp_path: Path) -> None:
+    data = as_json(LLAMA31, "--engine-log", write(tmp_path, TRT_OOM + "\n"), code=1)
+    finding = kv602(data)
+    assert finding["data"]["predicted"] == "unknown"
+    assert "give --gpu or --gpu-memory" in finding["message"]
