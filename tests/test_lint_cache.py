@@ -547,3 +547,21 @@ def test_a_file_replaced_by_a_fifo_is_not_taken_from_the_cache(
     result = lint("--format", "json")
     assert result.exit_code == 1, result.output
     assert "KV202" not in codes(result) and "not a regular file" in result.stdout
+
+
+def test_a_service_file_beside_a_vllm_deployment_is_a_dependency(
+        repo: Path, extracted: list[list[str]]) -> None:
+    """A Service named ``vllm`` beside the Deployment sets its VLLM_PORT (KV702): the folder's
+    listing and the files beside it are what the cached result depends on."""
+    first, second = lint("--format", "json"), lint("--format", "json")
+    assert "KV702" not in codes(first) and first.stdout == second.stdout
+    assert extracted == [["deploy/app.yaml"], []]
+    (repo / "deploy" / "svc.yaml").write_text(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n", encoding="utf-8")
+    third = lint("--format", "json")   # a new file beside it: parsed again, no Service vllm
+    assert "deploy/app.yaml" in extracted[-1] and "KV702" not in codes(third)
+    assert lint("--format", "json").stdout == third.stdout and extracted[-1] == []
+    (repo / "deploy" / "svc.yaml").write_text(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: vllm\n", encoding="utf-8")
+    fourth = lint("--format", "json")  # the same file now names the Service vllm
+    assert "deploy/app.yaml" in extracted[-1] and "KV702" in codes(fourth)

@@ -381,3 +381,60 @@ def test_a_choice_no_release_read_has_warns_only_past_the_newest(
     (result,) = lint(path)
     found = [f for f in result["findings"] if f["code"] == "KV702"]
     assert [f["severity"] for f in found] == [severity]
+
+
+SERVICE = """\
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {name}
+{namespace}spec:
+  selector: {{app: vllm}}
+  ports: [{{port: 8000}}]
+"""
+
+
+@pytest.mark.parametrize(("service", "pod", "env", "refused"), [
+    ("vllm", "", "", True),                                  # VLLM_PORT=tcp://...
+    ("vllm", "enableServiceLinks: false", "", False),        # the pod keeps links out
+    ("vllm", "", "env: [{name: VLLM_PORT, value: '8001'}]", False),   # its own value wins
+    ("vllm-api", "", "", False),                             # VLLM_API_PORT: not read
+])
+def test_a_service_named_vllm_sets_the_pods_vllm_port(tmp_path: Path, service: str, pod: str,
+                                                      env: str, refused: bool) -> None:
+    """Kubernetes' service links put ``VLLM_PORT=tcp://IP:PORT`` into every container of the
+    Service's namespace; vLLM reads it as its port number and exits (vllm/envs.py)."""
+    command = 'args: ["--model", "Qwen/Qwen3-8B"]' + (f"\n          {env}" if env else "")
+    path = tmp_path / "vllm.yaml"
+    path.write_text(deployment("vllm/vllm-openai:v0.10.1.1", command, pod=pod)
+                    + SERVICE.format(name=service, namespace=""), encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV702"]
+    assert bool(found) is refused, found
+    if refused:
+        assert found[0]["severity"] == "error" and found[0]["line"] == 10  # the container
+        assert "Service named 'vllm' (line 19 of this file)" in found[0]["message"]
+        assert "enableServiceLinks: false" in found[0]["message"]
+
+
+@pytest.mark.parametrize(("workload_ns", "service_ns", "refused"), [
+    ("", "", True), ("  namespace: llm\n", "  namespace: llm\n", True),
+    ("  namespace: llm\n", "  namespace: other\n", False), ("", "  namespace: llm\n", False),
+])
+def test_the_service_may_be_in_a_file_beside_it(tmp_path: Path, workload_ns: str,
+                                                service_ns: str, refused: bool) -> None:
+    """``kubectl apply -f k8s/`` applies the folder as one: a Service file beside the
+    Deployment counts, in the same namespace only."""
+    text = deployment("vllm/vllm-openai:v0.10.1.1", 'args: ["--model", "Qwen/Qwen3-8B"]')
+    text = text.replace("  name: server\n", "  name: server\n" + workload_ns, 1)
+    path = tmp_path / "deployment.yaml"
+    path.write_text(text, encoding="utf-8")
+    (tmp_path / "service.yml").write_text(SERVICE.format(name="vllm", namespace=service_ns),
+                                          encoding="utf-8")
+    (tmp_path / "notes.yaml").write_text("a: [unclosed\n", encoding="utf-8")  # not YAML
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV702"]
+    assert bool(found) is refused, found
+    if refused:
+        assert "Service named 'vllm' (service.yml)" in found[0]["message"]

@@ -105,9 +105,14 @@ class Referenced:
     manifest's results only while reading the file gives the same state."""
 
 
+MAX_LISTED = 10_000
+"""Names of a folder's YAML files a listing state covers."""
+
+
 def read_referenced(path: str, referrer: str) -> Referenced:
     """The file ``path`` named by the manifest ``referrer``, read as manifests are (inside
-    the referrer's tree, at most :data:`MAX_REFERENCED_BYTES`)."""
+    the referrer's tree, at most :data:`MAX_REFERENCED_BYTES`); for a folder (looked in for
+    files beside the manifest), no text and a state of its YAML files' names."""
     import hashlib
 
     def state(*parts: str) -> str:
@@ -115,6 +120,12 @@ def read_referenced(path: str, referrer: str) -> Referenced:
 
     if not inside(path, tree_root(referrer)):
         return Referenced(None, True, None, state("outside"))
+    if os.path.isdir(path):  # a folder looked in for files: its YAML files' names
+        try:
+            names = sorted(n for n in os.listdir(path) if n.endswith((".yaml", ".yml")))
+        except OSError as err:
+            return Referenced(None, False, _reason(err), state("unlistable", _reason(err)))
+        return Referenced(None, False, None, state("folder", *names[:MAX_LISTED]))
     try:
         text = read_text(path, MAX_REFERENCED_BYTES)
     except UnreadableFile as err:

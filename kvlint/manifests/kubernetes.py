@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from kvlint.manifests.accelerators import device_family, image_family, is_gpu_label
@@ -23,6 +24,7 @@ from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import NO_HARDWARE, Hardware, Origin, engine_refusals
 from kvlint.manifests.kubernetes_containers import Run, container_runs, follow_config
 from kvlint.manifests.node_memory import gpu_memory_of
+from kvlint.manifests.service_links import service_link_problem
 from kvlint.manifests.yaml_values import (
     TEMPLATE,
     doc_line,
@@ -333,8 +335,12 @@ def pod_models(origin: Origin, pod: Any, *, pods: int = 1, pods_what: str = "",
         if per_pod is None and not gpu_notes and _no_gpu_access(pod, run):
             gpus = Located(0, run.image.line if run.image else run.line, None, POD_NO_GPU)
         hardware = Hardware(gpus=gpus, gpu_type=gpu_type_of(pod), gpu_memory=gpu_memory_of(pod))
-        out.append(build(origin, run, args=args, hardware=hardware,
-                         notes=[*notes, *gpu_notes, *more], overrides=overrides))
+        served = build(origin, run, args=args, hardware=hardware,
+                       notes=[*notes, *gpu_notes, *more], overrides=overrides)
+        linked = service_link_problem(run.engine.value, pod, run.container, ctx,
+                                      run.line or served.line)
+        out.append(served if linked is None else
+                   replace(served, engine_problems=(*served.engine_problems, linked)))
     return out
 
 

@@ -86,7 +86,11 @@ class EngineOptionInvalidValue(_EngineRefusal):
     is not a number, a value-taking option given without its value, an SGLang `--node-rank`
     not below `--nnodes` (1 unless given: a multi-node launch that forgot it starts every rank
     on each node's own GPUs), or vLLM's `--device cpu` in its CUDA image
-    (`vllm/vllm-openai`) given no GPU (that build has no CPU platform). A choice no release
+    (`vllm/vllm-openai`) given no GPU (that build has no CPU platform), or the
+    `VLLM_PORT=tcp://IP:PORT` Kubernetes puts into a vLLM pod when a Service named `vllm`
+    shares its namespace (in the same file or a YAML file beside it) and the pod does not set
+    `enableServiceLinks: false` (vLLM reads `VLLM_PORT` as its own port number and exits:
+    `vllm/envs.py`). A choice no release
     kvlint read has, on a server that may be newer than them (a floating tag, a build from
     source) and not a near spelling of a known choice, is a warning. A value kvlint cannot
     expand (an unset variable) is not judged here; it stays unresolved.
