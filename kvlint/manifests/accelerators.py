@@ -141,7 +141,7 @@ _IMAGE_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"gaudi|(?:^|[:_-])hpu(?:$|[-_.])|habana"), "Intel Gaudi (HPU)"),
     (re.compile(r"ascend"), "Huawei Ascend (NPU)"),
     (re.compile(r"(?:^|[:_-])intel-cpu(?:$|[-_.])"), "CPU (Intel)"),
-    (re.compile(r"(?:^|[/_-])vllm-cpu(?:$|[-_./:])|(?:^|[:/_-])cpu(?:$|[-_.])"), "CPU"),
+    (re.compile(r"(?:^|[/_-])vllm-cpu(?:$|[-_./:])|(?:^|[:/_-])cpu(?:$|[-_.:/])"), "CPU"),
     (re.compile(r"(?:^|/)rocm/|(?:^|[/_:-])rocm(?:\d|$|[-_.:/])"), GENERIC_AMD),
 )
 

@@ -269,7 +269,8 @@ def container_env(container: Any, ctx: DocumentContext,
     values: dict[str, str | None] = dict(extra or {})
     values.update(_env_from(container, ctx))
     with contextlib.suppress(TypeError, ValueError):
-        values.update(env_from_k8s(get_list(container, "env") or []))
+        values.update(env_from_k8s(get_list(container, "env") or [],
+                                   lambda name, key: _config_value(ctx, name, key)))
     return values
 
 
@@ -397,6 +398,12 @@ def _joins_ray_cluster(commands: Sequence[Sequence[Word]]) -> str | None:
 # ============================================================================================
 # ConfigMaps and engine config files
 # ============================================================================================
+
+
+def _config_value(ctx: DocumentContext, name: str, key: str) -> str | None:
+    """``data[key]`` of the ConfigMap ``name`` in the same file, when it is text."""
+    value = (_configmap_data(ctx, name) or {}).get(key)
+    return value if isinstance(value, str) else None
 
 
 def _configmap_data(ctx: DocumentContext, name: str) -> dict[str, Any] | None:

@@ -393,11 +393,13 @@ def _env_value(value: object, line: int | None) -> str | None:
     return LStr(_text(value), line or 0)
 
 
-def env_from_k8s(items: Any) -> dict[str, str | None]:
+def env_from_k8s(items: Any, config_key: Callable[[str, str], str | None] | None = None
+                 ) -> dict[str, str | None]:
     """A Kubernetes container ``env:`` list as values: ``value`` (strings as written,
     numbers as text, ``$(VAR)`` of earlier entries expanded as Kubernetes does);
-    ``valueFrom`` and entries without a value are ``None`` (known, value not in the
-    manifest). Values keep their line."""
+    ``valueFrom.configMapKeyRef`` as ``config_key(name, key)`` gives it (a ConfigMap in the
+    same file); other ``valueFrom`` and entries without a value are ``None`` (known, value
+    not in the manifest). Values keep their line."""
     out: dict[str, str | None] = {}
     if not isinstance(items, list):
         return out
@@ -406,7 +408,11 @@ def env_from_k8s(items: Any) -> dict[str, str | None]:
             continue
         name = str(item["name"])
         if "valueFrom" in item and "value" not in item:
-            out[name] = None
+            ref = item.get("valueFrom")
+            ref = ref.get("configMapKeyRef") if isinstance(ref, dict) else None
+            found = config_key(str(ref.get("name")), str(ref.get("key"))) \
+                if config_key is not None and isinstance(ref, dict) else None
+            out[name] = found
             continue
         line = item.value_lines.get("value", (0, 0))[0] if isinstance(item, LDict) else None
         value = _env_value(item.get("value", ""), line)

@@ -368,6 +368,42 @@ def test_envfrom_configmap_and_amd_gpus_and_cronjob() -> None:
     assert value(model.gpu_type) == "MI300X"
 
 
+def test_env_value_from_a_configmap_key_in_the_same_file() -> None:
+    """``valueFrom.configMapKeyRef`` of a ConfigMap beside the workload is its data value;
+    one the file does not define (or a Secret) stays unknown."""
+    text = textwrap.dedent("""\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: vllm-config}
+        data:
+          MODEL_NAME: /models/Qwen2.5-72B-Instruct-AWQ
+          TP: "2"
+        ---
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: vllm}
+        spec:
+          template:
+            spec:
+              containers:
+              - name: vllm
+                image: vllm/vllm-openai:v0.10.1.1
+                env:
+                - name: MODEL_NAME
+                  valueFrom: {configMapKeyRef: {name: vllm-config, key: MODEL_NAME}}
+                - name: TP
+                  valueFrom: {configMapKeyRef: {name: vllm-config, key: TP}}
+                - name: LEN
+                  valueFrom: {configMapKeyRef: {name: other-config, key: LEN}}
+                args: [--model, $(MODEL_NAME), --tensor-parallel-size, $(TP),
+                       --max-model-len, $(LEN)]
+                resources: {limits: {nvidia.com/gpu: "2"}}
+        """)
+    (model,) = extract_text(text)
+    assert value(model.model) == "/models/Qwen2.5-72B-Instruct-AWQ" and value(model.tp) == 2
+    assert not isinstance(model.max_model_len, Located)
+
+
 def test_lws_leader_and_worker_gpus_differ() -> None:
     text = textwrap.dedent("""\
         apiVersion: leaderworkerset.x-k8s.io/v1
