@@ -22,6 +22,7 @@ from kvlint.manifests.engine_launch import Pin, pip_pins, settle_version
 from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
+from kvlint.model.engine_args import EngineArgProblem
 
 __all__ = ["dockerfile_models", "is_dockerfile"]
 
@@ -67,7 +68,9 @@ def _form(argument: str, line: int) -> tuple[bool, list[list[Word]]] | None:
             return None
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return None
-        return True, [[Word(item, line) for item in items]]
+        # no shell: "${VAR}" reaches the program as written (the Dockerfile reference, "Exec
+        # form": it "does not invoke a command shell" nor substitute variables)
+        return True, [[Word(item, line, literal=True) for item in items]]
     commands = [list(c) for c in split_script(argument, line=line - 1) if c]
     return (False, commands) if commands else None
 
@@ -148,7 +151,26 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
     found = command_models([*installs, *([*env, *c] for c in commands)], text, path,
                            kind="dockerfile")
     pins = [pin for words in installs for pin in pip_pins(words, Env({}, k8s=False))]
-    return [_from_base(served, image, pins) for served in found]
+    literal = {w.text for c in commands for w in c if w.literal and _VARIABLE.search(w.text)}
+    return [_unexpanded(_from_base(served, image, pins), literal) for served in found]
+
+
+_VARIABLE = re.compile(r"\$(?:\{\w+\}|[A-Za-z_]\w*)")
+
+
+def _unexpanded(served: ServedModel, literal: set[str]) -> ServedModel:
+    """A model an exec-form ``ENTRYPOINT``/``CMD`` names by a variable (``"${MODEL_NAME}"``):
+    no shell runs, so the engine is handed the text as written and finds no such model."""
+    model = served.model
+    if not isinstance(model, Located) or str(model.value) not in literal:
+        return served
+    problem = EngineArgProblem(
+        "value", "--model", f"the exec-form (JSON array) command hands {model.value!r} to the "
+        "engine as written: no shell runs to expand it (the Dockerfile reference, exec form), "
+        "so no model of that name loads; use the shell form, or wrap the command in "
+        '["sh", "-c", "..."]', model.line, model.column,
+        {"reason": "exec-form-variable", "value": str(model.value)})
+    return replace(served, engine_problems=(*served.engine_problems, problem))
 
 
 def _from_base(served: ServedModel, base: tuple[str, int], pins: list[Pin]) -> ServedModel:

@@ -61,6 +61,31 @@ def test_entrypoint_with_cmd_arguments_and_env() -> None:
     assert (v(m.model), v(m.engine), v(m.tp)) == ("mistralai/Mistral-7B-v0.1", "tgi", 2)
 
 
+@pytest.mark.parametrize(("form", "model", "refused"), [
+    # exec form: no shell, the program gets "${MODEL_NAME}" as written
+    ('CMD ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "${MODEL_NAME}"]',
+     "${MODEL_NAME}", True),
+    # shell form, and a shell the exec form starts: the variable is expanded
+    ("CMD python3 -m vllm.entrypoints.openai.api_server --model ${MODEL_NAME}",
+     "Qwen/Qwen3-8B", False),
+    ('ENTRYPOINT ["/bin/sh", "-c", "vllm serve $MODEL_NAME --max-model-len 4096"]',
+     "Qwen/Qwen3-8B", False),
+])
+def test_exec_form_does_not_expand_variables(form: str, model: str, refused: bool) -> None:
+    (m,) = served(f"""\
+        FROM python:3.11-slim
+        RUN pip install vllm==0.10.1.1
+        ENV MODEL_NAME=Qwen/Qwen3-8B
+        {form}
+        """)
+    assert v(m.model) == model
+    problems = [p for p in m.engine_problems if p.data.get("reason") == "exec-form-variable"]
+    assert bool(problems) is refused
+    if refused:
+        assert problems[0].kind == "value" and problems[0].line == 4
+        assert "no shell runs to expand it" in problems[0].message
+
+
 def test_shell_form_cmd_runs_each_command() -> None:
     """``CMD a & b`` runs under ``/bin/sh -c``: the engine is the first command only."""
     (m,) = served("""\
