@@ -22,7 +22,7 @@ import re
 
 from kvlint.manifests.base import COMMENT_SOURCE, Located
 
-__all__ = ["comment_gpu", "comment_lines"]
+__all__ = ["comment_gpu", "comment_lines", "gpu_in_name"]
 
 _COMMENT = re.compile(r"(?:^|\s)#(?![!#])(?!SBATCH|PBS|\$)(.*)$|^\s*(?:@?rem\s|::)(.*)$",
                       re.IGNORECASE)
@@ -94,3 +94,17 @@ def comment_gpu(text: str) -> Located[str] | None:
         return Located(name, line, None, COMMENT_SOURCE)
     line, said, _ = max(mentions, key=lambda m: len(m[1]))
     return Located(said, line, None, COMMENT_SOURCE)
+
+
+_NAME_PARTS = re.compile(r"[\s_.,:+-]+")
+
+
+def gpu_in_name(name: str) -> str | None:
+    """The one GPU model a resource's name is named for (a Slurm partition ``h200_short``,
+    ``rtx4060``, ``gpu-a100``): one of its ``_``/``-``/``.``-separated parts is a GPU model
+    (the table's name when it has one); ``None`` when no part is, or parts name two."""
+    found: set[str] = set()
+    for part in _NAME_PARTS.split(name[:200]):
+        if part and _GPU.fullmatch(part):
+            found.add(_table_name(part) or part.upper())
+    return found.pop() if len(found) == 1 else None

@@ -9,7 +9,7 @@ given). What sbatch reads stops at the first line that is not a comment or blank
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["SlurmGpus", "slurm_gpus"]
 
@@ -78,4 +78,28 @@ def slurm_gpus(text: str) -> SlurmGpus | None:
                                   f"#SBATCH {option}={value}")
     if found is None and whole is not None and nodes == 1:
         found = whole
+    if found is not None and found.kind is None:
+        named = _named_resource(text)
+        if named is not None:
+            found = replace(found, kind=named[0], source=f"{found.source}; {named[1]}")
     return found
+
+
+def _named_resource(text: str) -> tuple[str, str] | None:
+    """``(GPU, why)`` when the job's partition or node constraint is named for one GPU model
+    (``--partition=h200_short``, ``-C a100``): clusters name them after the GPUs they hold.
+    The last directive of each option wins, as sbatch reads them."""
+    from kvlint.manifests.comment_gpus import gpu_in_name
+
+    chosen: dict[str, tuple[str, str]] = {}
+    for option, value, _ in _options(text):
+        key = {"-p": "--partition", "-C": "--constraint"}.get(option, option)
+        if key in ("--partition", "--constraint") and value:
+            chosen[key] = (value, option)
+    for key in ("--constraint", "--partition"):
+        if key in chosen:
+            value, option = chosen[key]
+            gpu = gpu_in_name(value)
+            if gpu is not None:
+                return gpu, f"#SBATCH {option} {value} (named for its GPU)"
+    return None

@@ -18,6 +18,14 @@ from kvlint.manifests.slurm import slurm_gpus
     ("#SBATCH --nodes=2\n#SBATCH --gpus=8", None),  # job-wide over two nodes: not per node
     ("#SBATCH --mem=64G", None),
     ("echo hi\n#SBATCH --gres=gpu:2", None),  # after the first command: not read
+    # a partition or constraint named for one GPU model gives the type the gres lacks
+    ("#SBATCH --partition=h200_short\n#SBATCH --gres=gpu:1", (1, "H200")),
+    ("#SBATCH -p rtx4060\n#SBATCH --gres=gpu:2", (2, "RTX4060")),
+    ("#SBATCH -p gpu-a100\n#SBATCH -C h100\n#SBATCH --gres=gpu:1", (1, "H100-80GB")),
+    ("#SBATCH -p a100,h100\n#SBATCH --gres=gpu:1", (1, None)),     # two models: none
+    ("#SBATCH -p gpu\n#SBATCH --gres=gpu:1", (1, None)),
+    ("#SBATCH -p h200\n#SBATCH --gres=gpu:a100:1", (1, "a100")),   # the gres type wins
+    ("#SBATCH -p h200\n#SBATCH --mem=64G", None),                   # no GPU asked for
 ])
 def test_directives(header: str, expected: tuple[int, str | None] | None) -> None:
     found = slurm_gpus("#!/bin/bash\n# job\n" + header + "\n")
