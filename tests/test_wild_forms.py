@@ -438,3 +438,58 @@ def test_the_service_may_be_in_a_file_beside_it(tmp_path: Path, workload_ns: str
     assert bool(found) is refused, found
     if refused:
         assert "Service named 'vllm' (service.yml)" in found[0]["message"]
+
+
+COMPOSE = """\
+services:
+  llm:
+    image: {image}
+{entrypoint}    command: {command}
+    deploy:
+      resources:
+        reservations:
+          devices: [{{driver: nvidia, count: 1, capabilities: [gpu]}}]
+"""
+
+
+@pytest.mark.parametrize(("image", "entrypoint", "command", "refused"), [
+    ("vllm/vllm-openai:v0.10.1.1", "", "vllm serve Qwen/Qwen3-8B", True),
+    ("vllm/vllm-openai:latest", "", '["/bin/sh", "-c", "vllm serve Qwen/Qwen3-8B"]', True),
+    ("vllm/vllm-openai:v0.10.1.1", "", "python3 -m vllm.entrypoints.openai.api_server "
+     "--model Qwen/Qwen3-8B", True),
+    ("vllm/vllm-openai:v0.10.1.1", "    entrypoint: []\n", "vllm serve Qwen/Qwen3-8B", False),
+    ("vllm/vllm-openai:v0.10.1.1", "    entrypoint: [vllm]\n", "serve Qwen/Qwen3-8B", False),
+    ("vllm/vllm-openai:v0.10.1.1", "", "--model Qwen/Qwen3-8B", False),
+    ("vllm/vllm-openai:v0.10.1.1", "", "Qwen/Qwen3-8B --max-model-len 4096", False),
+    ("lmsysorg/sglang:v0.4.6.post1", "", "python3 -m sglang.launch_server --model-path "
+     "Qwen/Qwen3-8B", False),                              # no server entrypoint
+    ("myorg/vllm-openai-custom:1", "", "vllm serve Qwen/Qwen3-8B", False),  # not vLLM's own
+])
+def test_a_program_given_to_an_engine_images_own_entrypoint(
+        tmp_path: Path, image: str, entrypoint: str, command: str, refused: bool) -> None:
+    """Compose's ``command:`` replaces CMD, not ENTRYPOINT: on vLLM's image the server takes
+    ``vllm serve ...`` (or ``/bin/sh -c ...``) as its arguments and exits."""
+    path = tmp_path / "compose.yaml"
+    path.write_text(COMPOSE.format(image=image, entrypoint=entrypoint, command=command),
+                    encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV701"
+             and f["data"].get("reason") == "entrypoint-receives-program"]
+    assert bool(found) is refused, result["findings"]
+    if refused:
+        assert found[0]["severity"] == "error" and found[0]["line"] == 4
+        assert "the service sets no entrypoint:" in found[0]["message"]
+
+
+def test_docker_run_hands_a_program_to_the_images_entrypoint(tmp_path: Path) -> None:
+    path = tmp_path / "serve.sh"
+    path.write_text(
+        "#!/bin/bash\n"
+        "docker run --gpus 1 vllm/vllm-openai:v0.10.1.1 vllm serve Qwen/Qwen3-8B\n"
+        "docker run --gpus 1 vllm/vllm-openai:v0.10.1.1 --model Qwen/Qwen3-8B\n"
+        "docker run --gpus 1 --entrypoint vllm vllm/vllm-openai:v0.10.1.1 serve Qwen/Qwen3-8B\n",
+        encoding="utf-8")
+    results = lint(path)
+    flagged = [r["target"]["line"] for r in results for f in r["findings"]
+               if f["data"].get("reason") == "entrypoint-receives-program"]
+    assert flagged == [2] and len(results) == 3

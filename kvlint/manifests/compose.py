@@ -36,6 +36,7 @@ from kvlint.manifests.engine_launch import (
     Origin,
     engine_args,
     engine_gpus,
+    entrypoint_problem,
     first_launch,
     launch_in_argv,
     served_model,
@@ -483,10 +484,15 @@ class ComposeParser(ManifestParser):
         gpu_type = Located(family[0], key_line(service, "runtime" if "runtime" in family[1]
                                                else "devices"), None, family[1]) \
             if family else None
-        return served_model(Origin(ctx, "compose", name=name, line=engine.line), engine=engine,
-                            args=args, image=image, version=version,
-                            hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
-                            **model_over)
+        served = served_model(Origin(ctx, "compose", name=name, line=engine.line),
+                              engine=engine, args=args, image=image, version=version,
+                              hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
+                              **model_over)
+        problem = entrypoint_problem(image, command, "the service sets no entrypoint:") \
+            if "entrypoint" not in service and launch is not None else None
+        if served is None or problem is None:
+            return served
+        return replace(served, engine_problems=(*served.engine_problems, problem))
 
     @staticmethod
     def _image(service: dict[str, Any]) -> Located[str] | None:

@@ -28,7 +28,12 @@ from kvlint.manifests.engine_command import (
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_options import engine_problems
 from kvlint.manifests.engine_programs import find_engine
-from kvlint.manifests.images import engine_from_image, engine_from_pip, official_vllm
+from kvlint.manifests.images import (
+    engine_from_image,
+    engine_from_pip,
+    entrypoint_clash,
+    official_vllm,
+)
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word, split_env_prefix
 from kvlint.manifests.yaml_marks import LStr
@@ -300,6 +305,24 @@ def engine_refusals(engine: Located[str], version: Located[str] | Unresolved | N
     cpu = _cpu_on_cuda_image(engine, image, args) \
         if isinstance(gpus, Located) and gpus.value == 0 else None
     return (*problems, cpu) if cpu is not None else problems
+
+
+def entrypoint_problem(image: Located[str] | None, words: Sequence[Word], kept: str
+                       ) -> EngineArgProblem | None:
+    """An engine image's own ENTRYPOINT (its server) handed ``words`` that start with a
+    program (:func:`~kvlint.manifests.images.entrypoint_clash`); ``kept`` says why the
+    entrypoint stays (no ``entrypoint:`` key, no ``--entrypoint``)."""
+    clash = entrypoint_clash(image.value, [w.text for w in words]) \
+        if image is not None and words else None
+    if clash is None or image is None:
+        return None
+    program = words[0]
+    return EngineArgProblem(
+        "option", program.text, f"{kept}, so the image's ENTRYPOINT ({clash[1]}) takes the "
+        f"command as its arguments, {program.text!r} first: it exits at start (unrecognized "
+        "arguments); make the program the entrypoint, or give the image only the server's "
+        "options", program.line, program.column,
+        {"reason": "entrypoint-receives-program", "image": image.value, "engine": clash[0]})
 
 
 def _cpu_on_cuda_image(engine: Located[str] | None, image: Located[str] | None,

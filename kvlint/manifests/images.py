@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+from pathlib import PurePosixPath
 
 from kvlint.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM, Release
 
@@ -23,6 +24,7 @@ __all__ = [
     "ENTRYPOINT_IMAGES",
     "engine_from_image",
     "engine_from_pip",
+    "entrypoint_clash",
     "entrypoint_engine",
     "split_image",
     "tools_server",
@@ -400,6 +402,37 @@ def pinned_official_vllm(image: str) -> bool:
         return False
     version = engine_from_image(image)[1]
     return version is not None and version not in ("latest", "nightly")
+
+
+_PROGRAMS = frozenset({"vllm", "python", "python3", "sh", "bash", "dash", "env",
+                       "text-generation-launcher", "llama-server", "sglang"})
+"""Programs a command names first: given to an image whose entrypoint is an engine's server,
+they become that server's arguments."""
+_SERVERS = (("vllm", official_vllm, "the vLLM OpenAI server"),
+            ("tgi", lambda i: re.search(r"(^|/)huggingface/text-generation-inference(:|@|$)", i)
+             is not None, "text-generation-launcher"),
+            ("llamacpp", lambda i: re.search(r"(^|/)(ggml-org|ggerganov)/llama\.cpp:server", i)
+             is not None, "llama-server"))
+
+
+def entrypoint_clash(image: str, words: Sequence[str]) -> tuple[str, str] | None:
+    """``(engine, its server)`` when ``words``, the arguments a container gives an engine's
+    own image without replacing its entrypoint (compose ``command:``, ``docker run IMAGE
+    ...``), start with a program (``vllm serve ...``, ``/bin/sh -c ...``): the image's
+    ENTRYPOINT, that engine's server (vllm-project/vllm docker/Dockerfile: the OpenAI
+    api_server, later ``vllm serve``; TGI's Dockerfile ``text-generation-launcher``;
+    llama.cpp's ``.devops`` server images ``/app/llama-server``), receives them as its
+    arguments and exits at start on the first one it does not take."""
+    if not words:
+        return None
+    first = PurePosixPath(words[0]).name
+    if words[0].startswith("-") or not (first in _PROGRAMS or re.fullmatch(
+            r"python3?(\.\d+)?", first)):
+        return None
+    for engine, official, server in _SERVERS:
+        if official(image):
+            return engine, server
+    return None
 
 
 def tools_server(image: str | None, words: Sequence[str]) -> bool:

@@ -38,6 +38,7 @@ from kvlint.manifests.engine_launch import (
     Hardware,
     Origin,
     engine_gpus,
+    entrypoint_problem,
     pip_pins,
     served_model,
     settle_version,
@@ -98,6 +99,8 @@ def is_script(path: str, text: str) -> bool:
 class _Container:
     image: Located[str]
     gpus: Located[int] | Unresolved | None
+    problem: EngineArgProblem | None = None
+    """The image's own entrypoint handed a program (:func:`.engine_launch.entrypoint_problem`)."""
 
 
 def _gpus(value: Word) -> Located[int] | Unresolved | None:
@@ -179,7 +182,9 @@ def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
             engine = engine_of_options([w.text for w in command])
         if engine is not None and (options_only or not _names_program(command)):
             program = [Word(word, image.line) for word in SERVER_PROGRAMS.get(engine, ())]
-    return [*env, *program, *command], _Container(image, gpus)
+    problem = entrypoint_problem(image, command, "docker run gives no --entrypoint") \
+        if entrypoint is None else None
+    return [*env, *program, *command], _Container(image, gpus, problem)
 
 
 HPC_RUNNERS = frozenset({"apptainer", "singularity"})
@@ -386,8 +391,9 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
             hardware=Hardware(gpus=(ran.gpus if ran else None) or _bare_gpus(
                 invocation.args, invocation.env, invocation.line, one_node)), notes=notes)
         detached = detached_options(rewritten, invocation.position, invocation.engine)
-        out.append(replace(served, engine_problems=(*served.engine_problems, detached))
-                   if detached is not None else served)
+        more = tuple(p for p in (detached, ran.problem if ran else None) if p is not None)
+        out.append(replace(served, engine_problems=(*served.engine_problems, *more))
+                   if more else served)
     return out
 
 

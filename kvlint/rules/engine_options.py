@@ -43,7 +43,10 @@ class EngineOptionUnknown(_EngineRefusal):
     known option, `--disable-X` beside `--enable-X`, which a newer release adds). So is an
     option an older release kvlint knows accepts but the newest removed, on a rolling tag
     (`latest`, `nightly`, `dev`, a commit build): the build a node pulled may predate the
-    removal; the next pull fails.
+    removal; the next pull fails. Also a program (`vllm serve ...`, `/bin/sh -c ...`,
+    `python3 -m ...`) given as the arguments of an engine's own image whose ENTRYPOINT is
+    its server (vLLM's `vllm/vllm-openai`, TGI's, llama.cpp's `server` images): compose
+    `command:` without `entrypoint:`, `docker run IMAGE PROGRAM ...` without `--entrypoint`.
 
     ## Why is this bad?
     The server exits at start ("unrecognized arguments", "No such option", "unexpected
