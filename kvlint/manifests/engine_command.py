@@ -455,6 +455,19 @@ _MAX_DIGITS = 4300
 engine whose parser is Python's refuses such a value at start."""
 
 
+def command_arguments(engine: str, words: Sequence[Word], program: int, index: int
+                      ) -> list[Word]:
+    """The arguments of the engine command ``words`` (program at ``program``, arguments from
+    ``index``), as the engine's parser reads them: ``sglang serve MODEL ...`` takes its first
+    argument as ``--model-path`` when it is not an option (sglang/cli/serve.py
+    ``_normalize_positional_model_path``, first in the 0.5.16 wheel; absent in 0.5.15)."""
+    rest = list(words[index:])
+    if engine == "sglang" and index - program == 2 and words[program + 1].text == "serve" \
+            and rest and not rest[0].text.startswith("-"):
+        return [Word("--model-path", rest[0].line, column=rest[0].column), *rest]
+    return rest
+
+
 def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArgs:
     """The arguments of an ``engine`` command line (``words`` after the program, as
     :func:`find_engine` indexes them), read with that engine's parser rules:

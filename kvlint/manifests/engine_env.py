@@ -17,6 +17,7 @@ from kvlint.engines import load_engines
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.engine_command import (
     EngineArgs,
+    command_arguments,
     judge_known_options_only,
     parse_engine_args,
 )
@@ -120,7 +121,8 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
             continue
         engine, program, index = hit
         local = env.assign(prefix) if prefix else env
-        args = with_env(parse_engine_args(engine, rest[index:], local), local)
+        args = with_env(parse_engine_args(
+            engine, command_arguments(engine, rest, program, index), local), local)
         if any(w.text.removeprefix("-m") in WRAPPER_MODULES for w in rest[program:index]):
             # python -m dynamo.X adds its own options to the engine's: not judged
             args = judge_known_options_only(args)

@@ -21,13 +21,14 @@ from kvlint.manifests.base import (
 )
 from kvlint.manifests.engine_command import (
     EngineArgs,
+    command_arguments,
     env_args_llamacpp,
     env_args_tgi,
     parse_engine_args,
 )
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_options import engine_problems
-from kvlint.manifests.engine_programs import find_engine
+from kvlint.manifests.engine_programs import find_program
 from kvlint.manifests.images import (
     engine_from_image,
     engine_from_pip,
@@ -200,14 +201,13 @@ def launch_in_argv(words: Sequence[Word], env: Env, *, expand: Env | None = None
         return found
     prefix, rest = split_env_prefix(list(words))
     process = env.assign(prefix) if prefix else env
-    hit = find_engine([w.text for w in rest])
+    hit = find_program([w.text for w in rest])
     if hit is not None:
-        engine, index = hit
+        engine, at, index = hit
         word_env = expand if expand is not None else process
         program = rest[index - 1] if index else rest[0]
-        found.launches.append(Launch(engine, program.line,
-                                     engine_args(engine, rest[index:], word_env, process),
-                                     process))
+        found.launches.append(Launch(engine, program.line, engine_args(
+            engine, command_arguments(engine, rest, at, index), word_env, process), process))
         return found
     script = _shell_script(rest)
     if script is not None:

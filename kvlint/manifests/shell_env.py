@@ -74,6 +74,11 @@ def _text(value: object) -> str:
     return str(value)
 
 
+_LOOKUP = re.compile(r"(?:command\s+-v|which|type\s+-[Pp])\s+([A-Za-z][\w.+-]{0,63})")
+"""``$(command -v NAME)``, ``$(which NAME)``, ``$(type -P NAME)``: the path of the program
+NAME on PATH, which runs NAME (its directory is not needed to tell the program)."""
+
+
 class Env:
     """The environment a command runs in, as far as the manifest says.
 
@@ -205,7 +210,11 @@ class Env:
                 i = end + 2
             elif nxt == "(":
                 end = _matching(text, i + 2, "(", ")")
-                raise _Unset(f"command substitution {text[i:end + 1]} is not evaluated")
+                found = _LOOKUP.fullmatch(text[i + 2:end].strip())
+                if found is None:
+                    raise _Unset(f"command substitution {text[i:end + 1]} is not evaluated")
+                out.append(found.group(1))  # the program on PATH: its name is what it runs
+                i = end + 1
             elif nxt == "{":
                 end = _matching(text, i + 2, "{", "}")
                 piece = self._parameter(text[i + 2:end], depth)

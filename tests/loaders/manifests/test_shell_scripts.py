@@ -448,3 +448,19 @@ def test_many_guarded_appends_are_judged_once_a_variable() -> None:
     assert inline_arrays(text).rstrip().endswith("vllm serve org/m")
     (found,) = served(text)
     assert found["model"] == "org/m"
+
+
+@pytest.mark.parametrize("script", [
+    "sglang serve Qwen/Qwen3-0.6B --port 30000",           # positional model (0.5.16 on)
+    "sglang serve --model-path Qwen/Qwen3-0.6B",
+    'SGLANG_BIN="$(command -v sglang)"\n"$SGLANG_BIN" serve "Qwen/Qwen3-0.6B"',
+    'BIN=$(which sglang)\n$BIN serve Qwen/Qwen3-0.6B',
+])
+def test_sglang_serve_and_the_program_command_v_finds(script: str) -> None:
+    (m,) = served("#!/bin/bash\n" + script + "\n")
+    assert (m["engine"], m["model"]) == ("sglang", "Qwen/Qwen3-0.6B")
+
+
+def test_python_m_launch_server_takes_no_positional_model() -> None:
+    (m,) = served("#!/bin/bash\npython -m sglang.launch_server Qwen/Qwen3-0.6B\n")
+    assert m["model"] is None
