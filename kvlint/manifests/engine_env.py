@@ -142,7 +142,9 @@ def _program(text: str, env: Env) -> str:
     if not _REFERENCE.fullmatch(text):
         return text
     value = env.expand(text, k8s=False)
-    return value if isinstance(value, str) and value.strip() else text
+    if isinstance(value, str) and value.strip():
+        return value
+    return env.programs.get(text.strip("${}"), text)  # BIN=$VENV/bin/sglang: sglang
 
 
 def _assignments(words: list[Word]) -> dict[str, str] | None:
@@ -172,7 +174,13 @@ def _apply(env: Env, assigned: Mapping[str, str], *, conditional: bool) -> Env:
         return new
     values: dict[str, str | None] = {}
     reasons: dict[str, str] = {}
+    programs: dict[str, str] = {}
     for name in assigned:
+        # the program a path names, when every branch so far names the same one
+        # (BIN="$VENV/bin/sglang" in one, BIN="$(command -v sglang)" in another)
+        named = {p for p in (_program_of(env, name), _program_of(new, name)) if p}
+        if len(named) == 1 and (name not in env.values or _program_of(env, name)):
+            programs[name] = named.pop()
         try:
             before = env.lookup(name)
         except _Unset:  # set earlier to a value kvlint cannot read: this branch may not run
@@ -194,4 +202,14 @@ def _apply(env: Env, assigned: Mapping[str, str], *, conditional: bool) -> Env:
             values[name] = after
             if after is None and name in new.reasons:
                 reasons[name] = new.reasons[name]
-    return env.with_values(values, reasons)
+    return env.with_values(values, reasons, programs)
+
+
+def _program_of(env: Env, name: str) -> str | None:
+    """The program ``name`` holds the path of: its value's last component, or the one an
+    unresolved path ends in."""
+    if name in env.programs:
+        return env.programs[name]
+    value = env.values.get(name)
+    return value.rsplit("/", 1)[-1] or None if isinstance(value, str) and value.strip() \
+        else None

@@ -79,6 +79,10 @@ _LOOKUP = re.compile(r"(?:command\s+-v|which|type\s+-[Pp])\s+([A-Za-z][\w.+-]{0,
 NAME on PATH, which runs NAME (its directory is not needed to tell the program)."""
 
 
+_PROGRAM_TAIL = re.compile(r"/([A-Za-z][\w.+-]{0,63})$")
+"""The literal last component of a path (``$VENV_DIR/bin/sglang``: ``sglang``)."""
+
+
 class Env:
     """The environment a command runs in, as far as the manifest says.
 
@@ -94,22 +98,29 @@ class Env:
 
     def __init__(self, values: Mapping[str, str | None],
                  platform: Mapping[str, str] | None = None, *, k8s: bool = True,
-                 reasons: Mapping[str, str] | None = None) -> None:
+                 reasons: Mapping[str, str] | None = None,
+                 programs: Mapping[str, str] | None = None) -> None:
         self.values: dict[str, str | None] = dict(values)
         self.platform: dict[str, str] = dict(platform or {})
         self.k8s = k8s
         self.reasons: dict[str, str] = dict(reasons or {})
+        self.programs: dict[str, str] = dict(programs or {})
+        """Variables without a value whose assigned path ends in a literal name
+        (``BIN=$VENV/bin/sglang``): the program they name, wherever its directory is."""
 
     def __repr__(self) -> str:
         return f"Env({self.values!r}, platform={self.platform!r}, k8s={self.k8s})"
 
     def with_values(self, values: Mapping[str, str | None],
-                    reasons: Mapping[str, str] | None = None) -> Env:
+                    reasons: Mapping[str, str] | None = None,
+                    programs: Mapping[str, str] | None = None) -> Env:
         """A copy with ``values`` set on top (already expanded: no expansion here)."""
         merged = {**self.values, **values}
         why = {k: v for k, v in self.reasons.items() if k not in values}
         why.update(reasons or {})
-        return Env(merged, self.platform, k8s=self.k8s, reasons=why)
+        named = {k: v for k, v in self.programs.items() if k not in values}
+        named.update(programs or {})
+        return Env(merged, self.platform, k8s=self.k8s, reasons=why, programs=named)
 
     def assign(self, values: Mapping[str, str], *, k8s: bool | None = None) -> Env:
         """A copy with shell assignments applied: each value is expanded in this
@@ -117,15 +128,19 @@ class Env:
         variable without a value, with the reason kept."""
         out: dict[str, str | None] = {}
         reasons: dict[str, str] = {}
+        programs: dict[str, str] = {}
         for name, raw in values.items():
             value = self.expand(raw, k8s=k8s)
             if isinstance(value, Unresolved):
                 out[name] = None
                 reasons[name] = value.reason
+                tail = _PROGRAM_TAIL.search(str(raw))
+                if tail is not None:
+                    programs[name] = tail.group(1)
             else:
                 line = getattr(raw, "line", 0)
                 out[name] = LStr(value, line) if line else value
-        return self.with_values(out, reasons)
+        return self.with_values(out, reasons, programs)
 
     def lookup(self, name: str) -> str | None:
         """The value of ``name``; ``None`` when it is unset. Raises for a variable that is

@@ -464,3 +464,22 @@ def test_sglang_serve_and_the_program_command_v_finds(script: str) -> None:
 def test_python_m_launch_server_takes_no_positional_model() -> None:
     (m,) = served("#!/bin/bash\npython -m sglang.launch_server Qwen/Qwen3-0.6B\n")
     assert m["model"] is None
+
+
+@pytest.mark.parametrize("script", [
+    # a path whose directory kvlint cannot expand still names its program
+    'SGLANG_BIN="$VENV_DIR/bin/sglang"\nnohup "$SGLANG_BIN" serve Qwen/Qwen3-0.6B > log 2>&1 &',
+    # each branch finds the same program its own way
+    'if [ -x "$VENV_DIR/bin/sglang" ]; then\n  SGLANG_BIN="$VENV_DIR/bin/sglang"\n'
+    'elif command -v sglang >/dev/null 2>&1; then\n  SGLANG_BIN="$(command -v sglang)"\n'
+    'else\n  exit 1\nfi\n"$SGLANG_BIN" serve "Qwen/Qwen3-0.6B" --port 30000',
+])
+def test_a_program_variable_whose_directory_is_unknown(script: str) -> None:
+    (m,) = served("#!/bin/bash\n" + script + "\n")
+    assert (m["engine"], m["model"]) == ("sglang", "Qwen/Qwen3-0.6B")
+
+
+def test_branches_naming_two_programs_name_none() -> None:
+    script = ('if [ -n "$A" ]; then\n  BIN="$X/bin/sglang"\nelse\n  BIN="$X/bin/vllm"\nfi\n'
+              '"$BIN" serve Qwen/Qwen3-0.6B\n')
+    assert served("#!/bin/bash\n" + script) == []
