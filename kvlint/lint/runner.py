@@ -371,6 +371,9 @@ def lint_served(served: ServedModel, resolver: ModelResolver, base: ServingPlan,
     gpus = served.gpus.value if isinstance(served.gpus, Located) and \
         isinstance(served.gpus.value, int) and served.gpus.value >= 0 and \
         not served.gpus.source.startswith(DERIVED_GPUS) else None
+    if gpus == 0 and isinstance(served.gpu_type, Located) and \
+            str(served.gpu_type.value).startswith("CPU"):
+        gpus = None  # a CPU build's image: no GPU to request
     where = served.gpus.source if gpus is not None and isinstance(served.gpus, Located) \
         else None
     refused = served.engine_problems

@@ -143,6 +143,10 @@ _IMAGE_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?:^|[:_-])intel-cpu(?:$|[-_.])"), "CPU (Intel)"),
     (re.compile(r"(?:^|[/_-])vllm-cpu(?:$|[-_./:])|(?:^|[:/_-])cpu(?:$|[-_.:/])"), "CPU"),
     (re.compile(r"(?:^|/)rocm/|(?:^|[/_:-])rocm(?:\d|$|[-_.:/])"), GENERIC_AMD),
+    # llama.cpp's own images without a backend suffix are its CPU builds (docs/docker.md:
+    # full, light and server; -cuda, -rocm, -intel, -vulkan, -musa name the GPU builds)
+    (re.compile(r"(?:^|/)(?:ggml-org|ggerganov)/llama\.cpp:(?:full|light|server)(?:-b\d+)?$"),
+     "CPU"),
 )
 
 

@@ -353,8 +353,8 @@ def _no_gpu_access(service: dict[str, Any], env: dict[str, Any],
                    image: Located[str] | None) -> bool:
     """Whether the service's container gets no GPU from Docker: no GPU reservation, no
     ``gpus``, no ``runtime``, no ``devices``, no ``NVIDIA_VISIBLE_DEVICES`` (which asks a
-    daemon whose default runtime is nvidia for GPUs), and an image not built for a CPU or
-    another accelerator (those are told apart by :func:`image_family`)."""
+    daemon whose default runtime is nvidia for GPUs), and an image not built for another
+    accelerator (told apart by :func:`image_family`; a CPU build is given none either)."""
     if any(key in service for key in ("runtime", "devices", "gpus", "privileged")):
         return False
     if "NVIDIA_VISIBLE_DEVICES" in env:
@@ -362,7 +362,8 @@ def _no_gpu_access(service: dict[str, Any], env: dict[str, Any],
     reservations = get_map(get_map(get_map(service, "deploy"), "resources"), "reservations")
     if reservations is not None and "devices" in reservations:
         return False
-    return image is not None and image_family(image) is None
+    family = image_family(image)
+    return image is not None and (family is None or family.value.startswith("CPU"))
 
 
 def _dotenv_beside(ctx: DocumentContext) -> dict[str, str]:

@@ -144,8 +144,11 @@ def _no_gpu_access(pod: Any, run: Run) -> bool:
     """Whether the engine's container is given no GPU: no device in its resources (any
     extended resource, ``vendor/device``, may be an accelerator), no ``runtimeClassName``,
     not privileged, no ``NVIDIA_VISIBLE_DEVICES`` (which a node whose default runtime is
-    nvidia honours), and an image not built for a CPU or another accelerator."""
-    if get_str(pod, "runtimeClassName") or run.image is None or image_family(run.image):
+    nvidia honours), and an image not built for another accelerator (a CPU build is given
+    none either)."""
+    family = image_family(run.image)
+    if get_str(pod, "runtimeClassName") or run.image is None or \
+            (family is not None and not family.value.startswith("CPU")):
         return False
     container = run.container
     if (get_map(container, "securityContext") or {}).get("privileged") is True:

@@ -206,7 +206,8 @@ NO_GPU = """services:
     ("vllm/vllm-openai:v0.9.2", "    runtime: nvidia\n", 1),  # every GPU: the engine's 1
     ("vllm/vllm-openai:v0.9.2", "    environment:\n      - NVIDIA_VISIBLE_DEVICES=all\n", None),
     ("vllm/vllm-openai:v0.9.2", "    devices:\n      - /dev/kfd\n      - /dev/dri\n", 1),
-    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9.2", "", None),  # a CPU build
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9.2", "", 0),  # a CPU build: none
+    ("ghcr.io/huggingface/text-generation-inference:3.3.4-gaudi", "", None),  # another device
 ])
 def test_a_service_that_reserves_no_gpu(image: str, more: str, gpus: int | None) -> None:
     (m,) = extract_text(NO_GPU.format(image=image, more=more))
@@ -234,6 +235,8 @@ def test_kv206_warns_of_a_service_with_no_gpu_but_not_of_llama_cpp(tmp_path: Pat
     llama = ("services:\n  llama:\n    image: ghcr.io/ggml-org/llama.cpp:server\n"
              "    command: -m /models/m.gguf -c 4096\n")
     assert codes(llama) == []
+    cpu = NO_GPU.format(image="public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9.2", more="")
+    assert codes(cpu) == []  # vLLM's CPU build needs no GPU
 
 
 def test_every_gpu_with_fewer_visible_devices_than_the_engine_needs() -> None:
