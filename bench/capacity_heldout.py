@@ -56,15 +56,21 @@ def _facts(logs: Path) -> dict[str, dict[str, Any]]:
     return {e["file"][:3]: e for e in entries}
 
 
-def _log_version(logs: Path, entry: dict[str, Any]) -> str | None:
-    """The oldest vLLM release whose wording the log's lines all have (VllmLog.version_range),
-    as ``probe --vllm-log`` models an unversioned log: what ``--infer-version`` passes when
-    the poster states none."""
+def _log_version(logs: Path, entry: dict[str, Any], config: str | None = None) -> str | None:
+    """The vLLM release ``probe --vllm-log`` models an unversioned log at
+    (:func:`kvlint.probe.log_common.log_version`: the oldest release whose wording the log's
+    lines all have, from the first that serves the model's architecture): what
+    ``--infer-version`` passes when the poster states none."""
     from kvlint.loaders.vllm_log import parse_text
+    from kvlint.probe.log_common import log_version
 
     text = (logs / "files" / entry["file"]).read_text(encoding="utf-8", errors="replace")
     found = getattr(parse_text(text), "version_range", None)
-    return str(found[0]) if found else None
+    if not found:
+        return None
+    model = json.loads((CONFIGS / f"{config}.json").read_text(encoding="utf-8")) \
+        if config else None
+    return log_version("vllm", None, None, [], (str(found[0]), str(found[1])), None, model)
 
 
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:\.post\d+)?")
@@ -120,7 +126,7 @@ def predict(logs: Path, infer_version: bool = False, infer_sampler: bool = False
                 "--format", "json", "--no-plugins", "--isolated", "--offline"]
         stated = _VERSION.match(str(e.get("vllm_version") or ""))
         version = stated.group(0) if stated else (
-            _log_version(logs, e) if infer_version else None)
+            _log_version(logs, e, case.get("config")) if infer_version else None)
         if version:
             args += ["--engine-version", version]
         for name in ("max_model_len", "gpu_memory_utilization", "max_num_seqs",
