@@ -493,3 +493,47 @@ def test_docker_run_hands_a_program_to_the_images_entrypoint(tmp_path: Path) -> 
     flagged = [r["target"]["line"] for r in results for f in r["findings"]
                if f["data"].get("reason") == "entrypoint-receives-program"]
     assert flagged == [2] and len(results) == 3
+
+
+PORTS = """\
+services:
+  llm:
+    image: {image}
+    command: {command}
+{environment}    ports: {ports}
+    deploy:
+      resources:
+        reservations:
+          devices: [{{driver: nvidia, count: 1, capabilities: [gpu]}}]
+"""
+
+
+@pytest.mark.parametrize(("image", "command", "environment", "ports", "listens"), [
+    ("vllm/vllm-openai:v0.10.1.1", "--model Qwen/Qwen3-8B --port 8001", "", '["9998:8000"]',
+     8001),
+    ("vllm/vllm-openai:v0.10.1.1", "--model Qwen/Qwen3-8B", "", '["8080:8080"]', 8000),
+    ("ghcr.io/huggingface/text-generation-inference:3.3.4", "--model-id Qwen/Qwen3-8B", "",
+     '["8080:8080"]', 80),                                   # the image's PORT=80
+    ("vllm/vllm-openai:v0.10.1.1", "--model Qwen/Qwen3-8B", "", '["127.0.0.1:9000:8000"]',
+     None),
+    ("vllm/vllm-openai:v0.10.1.1", "--model Qwen/Qwen3-8B --port 8001", "",
+     '["8000-8010:8000-8010"]', None),                       # a range holds it
+    ("ghcr.io/huggingface/text-generation-inference:3.3.4", "--model-id Qwen/Qwen3-8B",
+     "    environment: [PORT=8080]\n", '["8080:8080"]', None),
+    ("vllm/vllm-openai:v0.10.1.1", "--model Qwen/Qwen3-8B --port $${PORT}", "",
+     '["8000:8000"]', None),                                 # the engine's port is unknown
+    ("vllm/vllm-openai:v0.10.1.1", "--model Qwen/Qwen3-8B", "",
+     '[{target: 8000, published: 80}]', None),               # the long syntax
+])
+def test_a_published_port_nothing_listens_on(tmp_path: Path, image: str, command: str,
+                                             environment: str, ports: str,
+                                             listens: int | None) -> None:
+    path = tmp_path / "compose.yaml"
+    path.write_text(PORTS.format(image=image, command=command, environment=environment,
+                                 ports=ports), encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV705"]
+    assert bool(found) is (listens is not None), result["findings"]
+    if listens is not None:
+        assert found[0]["severity"] == "error" and found[0]["line"] == 5
+        assert found[0]["data"]["listens"] == listens

@@ -43,6 +43,7 @@ from kvlint.manifests.engine_launch import (
     settle_version,
     visible_devices,
 )
+from kvlint.manifests.engine_ports import unpublished_port
 from kvlint.manifests.images import (
     engine_from_image,
     entrypoint_engine,
@@ -491,9 +492,11 @@ class ComposeParser(ManifestParser):
                               **model_over)
         problem = entrypoint_problem(image, command, "the service sets no entrypoint:") \
             if "entrypoint" not in service and launch is not None else None
-        if served is None or problem is None:
+        port = unpublished_port(engine, args, service, env, key_line(service, "ports"))
+        found = tuple(p for p in (problem, port) if p is not None)
+        if served is None or not found:
             return served
-        return replace(served, engine_problems=(*served.engine_problems, problem))
+        return replace(served, engine_problems=(*served.engine_problems, *found))
 
     @staticmethod
     def _image(service: dict[str, Any]) -> Located[str] | None:

@@ -163,6 +163,37 @@ class EngineOptionsDetached(_EngineRefusal):
     kind = "detached"
 
 
+class EnginePortNotPublished(_EngineRefusal):
+    """## What it does
+    Flags a compose service that publishes container ports none of which is the one its
+    engine's server listens on: the engine's `--port` (`--server-port` for LMDeploy, the
+    `PORT` / `LLAMA_ARG_PORT` environment of TGI and llama.cpp), else its default (vLLM and
+    TensorRT-LLM 8000, SGLang 30000, LMDeploy 23333, TGI's image 80, llama.cpp 8080).
+
+    ## Why is this bad?
+    The deployment starts and reports healthy inside the container, but the published port
+    forwards to nothing: every client request from the host fails to connect.
+
+    ## Example
+    ```yaml
+    command: ["--model", "Qwen/Qwen3-8B", "--port", "8001"]
+    ports: ["9998:8000"]
+    ```
+
+    ## Use instead
+    ```yaml
+    command: ["--model", "Qwen/Qwen3-8B", "--port", "8001"]
+    ports: ["9998:8001"]
+    ```
+    """
+
+    code = "KV705"
+    name = "engine-port-not-published"
+    severity = Severity.ERROR
+    kind = "port"
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
-    return [EngineOptionUnknown, EngineOptionInvalidValue, EngineOptionsDetached]
+    return [EngineOptionUnknown, EngineOptionInvalidValue, EngineOptionsDetached,
+            EnginePortNotPublished]

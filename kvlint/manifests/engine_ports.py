@@ -1,0 +1,110 @@
+"""The port an engine's HTTP server listens on, against the container ports a compose service
+publishes.
+
+A service that publishes container ports (``ports: ["9998:8000"]``) none of which is the one
+its engine listens on is unreachable from the host: the published port forwards to nothing.
+The engine's port is its option when the command gives one, else its default, read in each
+engine's own source:
+
+* vLLM ``--port`` 8000 (``FrontendArgs.port``, vllm/entrypoints/openai/cli_args.py@v0.20.0);
+* SGLang ``--port`` 30000 (``ServerArgs.port``, sglang/srt/server_args.py@0.5.5.post3;
+  sglang/srt/arg_groups/fields/serving.py@0.5.23);
+* LMDeploy ``--server-port`` 23333 (lmdeploy/cli/serve.py@0.18.0: "Effective default is 23333
+  when unset");
+* TGI ``--port`` (env ``PORT``), whose image sets ``PORT=80`` (Dockerfile@00873331, ``ENV ...
+  PORT=80``; the launcher's own default, 3000, applies outside the image);
+* llama.cpp ``--port`` (env ``LLAMA_ARG_PORT``) 8080 (tools/server/README.md: "port to listen
+  (default: 8080)");
+* TensorRT-LLM ``trtllm-serve --port`` 8000 (its CLI reference, ``--port`` default 8000).
+
+Only judged when every published entry reads as a port or a range, the engine's port is
+known (an unexpanded variable leaves it unknown) and the service does not share the host's
+network (``network_mode: host`` publishes nothing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from kvlint.manifests.base import Located
+from kvlint.manifests.engine_command import EngineArgs
+from kvlint.model.engine_args import EngineArgProblem
+
+__all__ = ["unpublished_port"]
+
+DEFAULT_PORTS: Mapping[str, int] = {"vllm": 8000, "sglang": 30000, "lmdeploy": 23333,
+                                    "tgi": 80, "llamacpp": 8080, "trtllm": 8000}
+"""Each engine's port as its own image or CLI starts it (the module's sources)."""
+PORT_OPTIONS: Mapping[str, tuple[str, ...]] = {
+    "vllm": ("--port",), "sglang": ("--port",), "lmdeploy": ("--server-port",),
+    "tgi": ("--port", "-p"), "llamacpp": ("--port",), "trtllm": ("--port",)}
+PORT_ENV: Mapping[str, str] = {"tgi": "PORT", "llamacpp": "LLAMA_ARG_PORT"}
+
+_SHORT = re.compile(r"^(?:\[?[\w.:]*\]?:)?(?:(\d{1,5})(?:-(\d{1,5}))?:)?(\d{1,5})(?:-(\d{1,5}))?"
+                    r"(?:/(?:tcp|udp))?$")
+"""Compose's short ``ports`` syntax: ``[HOST_IP:][HOST[-HOST]:]CONTAINER[-CONTAINER][/PROTO]``."""
+
+
+def _published(entries: list[Any]) -> list[tuple[int, int]] | None:
+    """The container port ranges ``entries`` publish; ``None`` when one does not read."""
+    out: list[tuple[int, int]] = []
+    for entry in entries[:256]:
+        if isinstance(entry, Mapping):
+            target = entry.get("target")
+            if isinstance(target, int) and not isinstance(target, bool):
+                out.append((target, target))
+                continue
+            if isinstance(target, str) and target.isdigit():
+                out.append((int(target), int(target)))
+                continue
+            return None
+        text = str(entry).strip().strip("'\"")
+        found = _SHORT.match(text) if "$" not in text else None
+        if found is None:
+            return None
+        low = int(found.group(3))
+        out.append((low, int(found.group(4)) if found.group(4) else low))
+    return out
+
+
+def _listening(engine: str, args: EngineArgs, env: Mapping[str, str | None]
+               ) -> tuple[int, str] | None:
+    """The port the engine listens on and what says so; ``None`` when kvlint cannot tell."""
+    for use in reversed(args.uses):
+        if use.canonical in PORT_OPTIONS.get(engine, ()) or use.name in PORT_OPTIONS.get(
+                engine, ()):
+            value = (use.values[-1] if use.values else "") or ""
+            return (int(value), f"{use.name} {value}") if value.isdigit() else None
+    name = PORT_ENV.get(engine)
+    if name is not None and name in env:
+        given = env[name]
+        return (int(given), f"{name}={given}") if given and given.isdigit() else None
+    port = DEFAULT_PORTS.get(engine)
+    return (port, f"{engine}'s default port") if port is not None else None
+
+
+def unpublished_port(engine: Located[str] | None, args: EngineArgs | None,
+                     service: Mapping[str, Any], env: Mapping[str, str | None],
+                     line: int | None) -> EngineArgProblem | None:
+    """The compose service publishes container ports, none of them the one its engine
+    listens on (placed on ``line``, the ``ports`` key's)."""
+    ports = service.get("ports")
+    if engine is None or args is None or not isinstance(ports, list) or not ports or \
+            service.get("network_mode") == "host":
+        return None
+    published = _published(ports)
+    listening = _listening(engine.value, args, env)
+    if published is None or listening is None:
+        return None
+    port, why = listening
+    if any(low <= port <= high for low, high in published):
+        return None
+    shown = ", ".join(str(low) if low == high else f"{low}-{high}" for low, high in published)
+    return EngineArgProblem(
+        "port", "ports", f"the service publishes container port{'s' if len(published) > 1 else ''}"
+        f" {shown}, but the engine listens on {port} ({why}): nothing answers on the published "
+        f"port{'s' if len(published) > 1 else ''}; publish {port} (\"HOST:{port}\") or make "
+        "the engine listen on the published port", line, None,
+        {"engine": engine.value, "listens": port, "published": shown})
