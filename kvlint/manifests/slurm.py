@@ -19,7 +19,8 @@ _GPU_SPEC = re.compile(r"^(?:([A-Za-z][\w.-]{0,40}):)?(\d{1,4})$")
 
 @dataclass(frozen=True)
 class SlurmGpus:
-    """GPUs per node (``None``: not read) and their type as the directive names it."""
+    """GPUs per node (``None``: not read, or not asked for) and their type as the directive
+    (or a partition named for it) names it."""
 
     count: int | None
     kind: str | None
@@ -50,7 +51,8 @@ def _options(text: str) -> list[tuple[str, str, int]]:
 
 def slurm_gpus(text: str) -> SlurmGpus | None:
     """The GPUs per node a batch script's directives ask for, or ``None`` when it asks for
-    none (or for several nodes with a job-wide ``--gpus``, which does not say per node)."""
+    none (or for several nodes with a job-wide ``--gpus``, which does not say per node) and
+    its partition names no GPU (then the count is ``None`` and the type the partition's)."""
     nodes = 1
     found: SlurmGpus | None = None
     whole: SlurmGpus | None = None
@@ -78,28 +80,30 @@ def slurm_gpus(text: str) -> SlurmGpus | None:
                                   f"#SBATCH {option}={value}")
     if found is None and whole is not None and nodes == 1:
         found = whole
-    if found is not None and found.kind is None:
+    if found is None or found.kind is None:
         named = _named_resource(text)
-        if named is not None:
+        if named is not None and found is not None:
             found = replace(found, kind=named[0], source=f"{found.source}; {named[1]}")
+        elif named is not None:  # no GPU count asked for: the partition still names the type
+            found = SlurmGpus(None, named[0], named[2], named[1])
     return found
 
 
-def _named_resource(text: str) -> tuple[str, str] | None:
+def _named_resource(text: str) -> tuple[str, str, int] | None:
     """``(GPU, why)`` when the job's partition or node constraint is named for one GPU model
     (``--partition=h200_short``, ``-C a100``): clusters name them after the GPUs they hold.
     The last directive of each option wins, as sbatch reads them."""
     from kvlint.manifests.comment_gpus import gpu_in_name
 
-    chosen: dict[str, tuple[str, str]] = {}
-    for option, value, _ in _options(text):
+    chosen: dict[str, tuple[str, str, int]] = {}
+    for option, value, line in _options(text):
         key = {"-p": "--partition", "-C": "--constraint"}.get(option, option)
         if key in ("--partition", "--constraint") and value:
-            chosen[key] = (value, option)
+            chosen[key] = (value, option, line)
     for key in ("--constraint", "--partition"):
         if key in chosen:
-            value, option = chosen[key]
+            value, option, line = chosen[key]
             gpu = gpu_in_name(value)
             if gpu is not None:
-                return gpu, f"#SBATCH {option} {value} (named for its GPU)"
+                return gpu, f"#SBATCH {option} {value} (named for its GPU)", line
     return None

@@ -25,7 +25,8 @@ from kvlint.manifests.slurm import slurm_gpus
     ("#SBATCH -p a100,h100\n#SBATCH --gres=gpu:1", (1, None)),     # two models: none
     ("#SBATCH -p gpu\n#SBATCH --gres=gpu:1", (1, None)),
     ("#SBATCH -p h200\n#SBATCH --gres=gpu:a100:1", (1, "a100")),   # the gres type wins
-    ("#SBATCH -p h200\n#SBATCH --mem=64G", None),                   # no GPU asked for
+    ("#SBATCH -p h200\n#SBATCH --mem=64G", (None, "H200")),  # no count; the type still
+    ("#SBATCH -p gpu\n#SBATCH --mem=64G", None),
 ])
 def test_directives(header: str, expected: tuple[int, str | None] | None) -> None:
     found = slurm_gpus("#!/bin/bash\n# job\n" + header + "\n")
