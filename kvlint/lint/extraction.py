@@ -196,8 +196,14 @@ def _variable_families(models: Extracted, text: str) -> None:
 def _comment_gpus(models: Extracted, text: str) -> None:
     """The one GPU model the file's comments name
     (:func:`~kvlint.manifests.comment_gpus.comment_gpu`), said to come from a comment."""
-    from kvlint.manifests.comment_gpus import comment_gpu
+    from kvlint.manifests.comment_gpus import comment_gpu, gpus_by_line
 
+    if any(served.gpu_type is None for served in models) and "#" in text:
+        by_line = gpus_by_line(text)
+        for i, served in enumerate(models):  # the comment beside a model's own GPU count
+            line = served.gpus.line if isinstance(served.gpus, Located) else None
+            if served.gpu_type is None and line in by_line:
+                models[i] = replace(served, gpu_type=by_line[line])
     _file_gpu_type(models, text, comment_gpu)
 
 

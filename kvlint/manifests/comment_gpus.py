@@ -22,7 +22,7 @@ import re
 
 from kvlint.manifests.base import COMMENT_SOURCE, Located
 
-__all__ = ["comment_gpu", "comment_lines", "gpu_in_name"]
+__all__ = ["comment_gpu", "comment_lines", "gpu_in_name", "gpus_by_line"]
 
 _COMMENT = re.compile(r"(?:^|\s)#(?![!#])(?!SBATCH|PBS|\$)(.*)$|^\s*(?:@?rem\s|::)(.*)$",
                       re.IGNORECASE)
@@ -108,3 +108,16 @@ def gpu_in_name(name: str) -> str | None:
         if part and _GPU.fullmatch(part):
             found.add(_table_name(part) or part.upper())
     return found.pop() if len(found) == 1 else None
+
+
+def gpus_by_line(text: str) -> dict[int, Located[str]]:
+    """The GPU model each comment names, by line, where a comment names exactly one
+    (``device_ids: ['0']  # RTX 4090``): what a count written on that line is of."""
+    out: dict[int, Located[str]] = {}
+    for number, comment in comment_lines(text):
+        found = {" ".join(m.group(1).split()) for m in _GPU.finditer(comment)}
+        if len(found) == 1:
+            (said,) = found
+            out[number] = Located(_table_name(said) or said, number, None,
+                                  COMMENT_SOURCE)
+    return out

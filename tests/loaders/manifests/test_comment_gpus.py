@@ -119,3 +119,15 @@ def test_a_runtimes_device_variable_names_the_family(text: str, family: str | No
 
     found = variable_family(text)
     assert (found.value if found else None) == family
+
+
+def test_the_comment_beside_a_services_gpu_count(tmp_path: Path) -> None:
+    """The file's comments name two GPUs, so no file-wide one; the comment on the service's
+    own device line names the one it runs on."""
+    text = ("# vLLM on GPU 0 (RTX 4090); OmniParser on GPU 1 (RTX 4080)\nservices:\n"
+            "  vllm:\n    image: vllm/vllm-openai:v0.10.1.1\n"
+            "    command: --model Qwen/Qwen2.5-7B\n    deploy:\n      resources:\n"
+            "        reservations:\n          devices:\n            - driver: nvidia\n"
+            "              device_ids: ['0']  # RTX 4090\n              capabilities: [gpu]\n")
+    assert comment_gpu(text) is None
+    assert _lint(tmp_path, text)["gpu"] == "RTX-4090"
