@@ -366,6 +366,8 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
             containers[len(rewritten)] = container
             rewritten.append(inner)
     ctx = DocumentContext(path, 0, Documents((text,)))
+    comments = frozenset(n for n, row in enumerate(text.splitlines()[:100_000], 1)
+                         if row.lstrip().startswith("#"))
     pins = [pin for command in rewritten
             for pin in pip_pins(split_env_prefix(list(command))[1], Env({}, k8s=False))]
     out: list[ServedModel] = []
@@ -390,29 +392,36 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
             args=invocation.args, image=image, version=version,
             hardware=Hardware(gpus=(ran.gpus if ran else None) or _bare_gpus(
                 invocation.args, invocation.env, invocation.line, one_node)), notes=notes)
-        detached = detached_options(rewritten, invocation.position, invocation.engine)
+        detached = detached_options(rewritten, invocation.position, invocation.engine,
+                                    comments)
         more = tuple(p for p in (detached, ran.problem if ran else None) if p is not None)
         out.append(replace(served, engine_problems=(*served.engine_problems, *more))
                    if more else served)
     return out
 
 
-def detached_options(commands: Sequence[list[Word]], index: int,
-                     engine: str) -> EngineArgProblem | None:
+def detached_options(commands: Sequence[list[Word]], index: int, engine: str,
+                     comments: frozenset[int] = frozenset()) -> EngineArgProblem | None:
     """The options meant for the engine command ``commands[index]`` that a missing ``\\``
-    cut off: the commands right after it (each starting on the line after the one before)
-    whose first word is an option. The shell runs each as a command of its own, which fails
-    (``--port: command not found``), and the engine starts without them."""
+    cut off: the commands right after it (each starting on the line after the one before,
+    or after comment-only lines, ``comments``: a comment ends the command, its own trailing
+    ``\\`` included) whose first word is an option. The shell runs each as a command of its
+    own, which fails (``--port: command not found``), and the engine starts without them."""
     from kvlint.manifests.engine_options import engine_display, known_options
 
     words = commands[index]
     last = words[-1].line
     cut: list[Word] = []
+    commented: int | None = None
     for command in commands[index + 1:]:
         first = command[0]
-        if last is None or first.line != last + 1 or not first.text.startswith("-") or \
-                first.text in ("-", "--"):
+        between = range(last + 1, first.line) if last is not None and first.line else range(0)
+        if last is None or first.line is None or first.line <= last or \
+                any(n not in comments for n in between) or \
+                not first.text.startswith("-") or first.text in ("-", "--"):
             break
+        if between and commented is None:
+            commented = between[0]
         cut.extend(command)
         last = command[-1].line
     options = [w.text.split("=", 1)[0] for w in cut if w.text.startswith("-")]
@@ -423,12 +432,18 @@ def detached_options(commands: Sequence[list[Word]], index: int,
     shown = ", ".join(options[:6]) + (f" and {len(options) - 6} more" if len(options) > 6
                                       else "")
     line = cut[0].line
+    if commented is not None:
+        why = (f"line {commented} is a comment, which ends the {name} command (the shell "
+               "reads its trailing \\ as part of the comment)")
+        fix = f"Delete line {commented} or move it out of the command."
+    else:
+        why = f"line {words[-1].line} ends the {name} command without a trailing \\"
+        fix = f"End line {words[-1].line} with ' \\'."
     return EngineArgProblem(
         "detached", options[0],
-        f"line {words[-1].line} ends the {name} command without a trailing \\, so line "
-        f"{line} on is not part of it: the shell runs '{cut[0].text} ...' as a command of "
-        f"its own ('{cut[0].text}: command not found') and {name} starts without {shown}. "
-        f"End line {words[-1].line} with ' \\'.",
+        f"{why}, so line {line} on is not part of it: the shell runs '{cut[0].text} ...' as a "
+        f"command of its own ('{cut[0].text}: command not found') and {name} starts without "
+        f"{shown}. {fix}",
         line, None, {"options": options, "known_options": known})
 
 

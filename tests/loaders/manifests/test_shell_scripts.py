@@ -153,8 +153,21 @@ def test_options_a_missing_backslash_cuts_off_are_kv704() -> None:
     assert "line 3 ends the vLLM command without a trailing \\" in problem.message
 
 
+def test_a_comment_line_inside_a_continued_command_cuts_it() -> None:
+    """The comment's own trailing ``\\`` is part of the comment: the command ends there."""
+    script = ("vllm serve m \\\n  --tensor-parallel-size 2 \\\n  # --enforce-eager \\\n"
+              "  # --max-num-seqs 8 \\\n  --max-model-len 4096 \\\n  --port 8001\n")
+    (served_,) = script_models(script, "serve.sh")
+    assert served_.max_model_len is None and isinstance(served_.tp, Located)
+    (problem,) = served_.engine_problems
+    assert (problem.option, problem.line) == ("--max-model-len", 5)
+    assert problem.data["options"] == ["--max-model-len", "--port"]
+    assert problem.message.startswith("line 3 is a comment, which ends the vLLM command")
+
+
 @pytest.mark.parametrize("script", [
     "vllm serve m \\\n    --port 8000\n",  # every line continued
+    "vllm serve m --port 8000\n# a note\necho done\n",  # a command after the comment
     "vllm serve m --port 8000\necho done\n",
     "vllm serve m --port 8000\n\n--x 1\n",  # a blank line between: not a cut continuation
     "vllm serve m --port 8000; --x 1\n",  # the same line
