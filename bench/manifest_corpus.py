@@ -104,8 +104,23 @@ def _field_ok(key: str, want: Any, got: Any) -> bool:
         return (got in (None, "?")) if want == "unknown" else str(got) == str(want)
     if key == "gpu_type":
         first = _norm(re.split(r"[\s(]", str(want).strip())[0])
-        return got is not None and (first in _norm(got) or _norm(got) in _norm(want))
+        return got is not None and (first in _norm(got) or _norm(got) in _norm(want)
+                                    or _same_gpu(str(want), str(got)))
     return _engine_default(key, got) == want
+
+
+def _same_gpu(want: str, got: str) -> bool:
+    """Both name the same GPU of kvlint's table (a node label ``nvidia-2080ti`` and the
+    expert's ``RTX 2080 Ti 11GB``)."""
+    from kvlint.model.hardware import find_gpu
+
+    names = []
+    for text in (want, got):
+        try:
+            names.append(find_gpu(re.split(r"\s*[(,]", text.strip())[0]).name)
+        except (KeyError, ValueError):
+            return False
+    return names[0] == names[1]
 
 
 KEYS = ("model", "engine", "engine_version", "tp", "pp", "dp", "gpus", "gpu_type")

@@ -20,10 +20,11 @@ from tests.helpers import CONFIGS
     ("x: 1\n# vLLM on ThunderCompute A100 80GB\n", "A100-80GB", 2),
     ("#!/bin/bash\n# 用途 \uff1a在 RTX PRO 6000 Blackwell(SM120) 单卡\n", "RTX-PRO-6000", 2),
     ("image: x  # runs on one H100\n", "H100-80GB", 1),
-    ("# RTX 5070 Ti (SM120) needs --attention-backend flashinfer\n", "RTX 5070 Ti", 1),
+    ("# RTX 5070 Ti (SM120) needs --attention-backend flashinfer\n", "RTX-5070-Ti", 1),
     ("# NVIDIA GB10 Grace Blackwell (ARM64, 128GB)\n", "GB10", 1),
     ("# Tesla V100 SXM2 16GB (Volta)\n", "V100-16GB", 1),
-    ("# one GeForce RTX 3080 Ti\n", "GeForce RTX 3080 Ti", 1),  # not in the table: named
+    ("# one GeForce RTX 3080 Ti\n", "RTX-3080-Ti", 1),
+    ("# one GeForce RTX 3080\n", "GeForce RTX 3080", 1),  # 10 or 12 GB: named, not sized
     ("REM needs a Quadro RTX 5000\r\n", "Quadro RTX 5000", 1),
     ("# A100 40GB for tests\n# A100 80GB in production\n", "A100", 1),  # the model only
     ("# on L40S\n# the L40S node pool\n", "L40S", 1),

@@ -20,7 +20,7 @@ from kvlint.manifests.slurm import slurm_gpus
     ("echo hi\n#SBATCH --gres=gpu:2", None),  # after the first command: not read
     # a partition or constraint named for one GPU model gives the type the gres lacks
     ("#SBATCH --partition=h200_short\n#SBATCH --gres=gpu:1", (1, "H200")),
-    ("#SBATCH -p rtx4060\n#SBATCH --gres=gpu:2", (2, "RTX4060")),
+    ("#SBATCH -p rtx4060\n#SBATCH --gres=gpu:2", (2, "RTX-4060")),
     ("#SBATCH -p gpu-a100\n#SBATCH -C h100\n#SBATCH --gres=gpu:1", (1, "H100-80GB")),
     ("#SBATCH -p a100,h100\n#SBATCH --gres=gpu:1", (1, None)),     # two models: none
     ("#SBATCH -p gpu\n#SBATCH --gres=gpu:1", (1, None)),
