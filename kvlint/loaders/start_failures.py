@@ -23,7 +23,10 @@ Three programs word it, and each wording is read here from its own source:
   ``[TM][FATAL][time][file:line] CUDA error: out of memory`` (the logger's prefix,
   ``src/turbomind/core/logger.cc``@v0.14.0).
 * **TensorRT-LLM's C++ runtime**, ``cpp/include/tensorrt_llm/common/cudaUtils.h`` ``check()``
-  @05316d33: ``[TensorRT-LLM][ERROR] CUDA runtime error in FUNC: out of memory``.
+  @05316d33: ``[TensorRT-LLM][ERROR] CUDA runtime error in FUNC: out of memory``; its PyTorch
+  backend's executor (1.0 on) reports ``Executor creation failed due to insufficient GPU
+  memory.`` and then ``Total GPU memory (GiB): X`` (``_ExecutorMemoryMonitor``,
+  ``tensorrt_llm/_torch/pyexecutor/py_executor_creator.py``).
 
 Only the out-of-memory wordings are read (a CUDA error of another kind is not a memory
 verdict). Every pattern is linear and searched inside a line, so prefixes (ranks, pids,
@@ -76,7 +79,14 @@ WORDINGS: tuple[Wording, ...] = (
     Wording("tensorrt_llm", "trtllm", re.compile(
         r"\[TensorRT-LLM\]\[ERROR\] CUDA runtime error in [^\n]{1,200}?: out of memory"),
         "cpp/include/tensorrt_llm/common/cudaUtils.h@05316d33 check()"),
+    Wording("tensorrt_llm.executor", "trtllm", re.compile(
+        r"Executor creation failed due to insufficient GPU memory"),
+        "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py "
+        "_ExecutorMemoryMonitor._maybe_explain_if_oom (1.0-1.2, read through the code search)"),
 )
+_TRT_TOTAL = re.compile(r"Total GPU memory \(GiB\): (\d{1,6}(?:\.\d{1,4})?)")
+"""The same report's next lines (``Total GPU memory (GiB): {:.2f}``, the executor's
+``torch.cuda.mem_get_info()[1]``)."""
 
 
 @dataclass(frozen=True)
@@ -129,8 +139,12 @@ def find_out_of_memory(lines: Iterable[str]) -> OutOfMemory | None:
     prints that; ``None`` when no line reports one."""
     engine_own: OutOfMemory | None = None
     torch: OutOfMemory | None = None
+    total: float | None = None
     for line in lines:
-        if "out of memory" not in line:
+        if total is None and "Total GPU memory (GiB)" in line:
+            found_total = _TRT_TOTAL.search(line)
+            total = float(found_total.group(1)) if found_total else None
+        if "out of memory" not in line and "insufficient GPU memory" not in line:
             continue
         for wording in WORDINGS:
             found = _read(line, wording)
@@ -148,4 +162,6 @@ def find_out_of_memory(lines: Iterable[str]) -> OutOfMemory | None:
     if torch is not None and torch.total_gib is not None:
         return replace(engine_own, total_gib=torch.total_gib, free_gib=torch.free_gib,
                        tried_gib=torch.tried_gib)
+    if total is not None and engine_own.wording == "tensorrt_llm.executor":
+        return replace(engine_own, total_gib=total)
     return engine_own

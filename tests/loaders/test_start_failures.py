@@ -44,6 +44,18 @@ def test_each_wording(line: str, wording: str, engine: str | None, tried: float 
     assert found.line.startswith(("CUDA", "[TM]", "[TensorRT-LLM]"))
 
 
+def test_tensorrt_llms_executor_report_gives_its_total() -> None:
+    found = find_out_of_memory([
+        "[07/08/2025-19:47:15] [TRT-LLM] [RANK 1] [E] Failed to initialize executor on rank 1: "
+        "Executor creation failed due to insufficient GPU memory.", "",
+        "The following component could not be created: Sampler",
+        "Total GPU memory (GiB): 140.06",
+        "Free GPU memory before component creation attempt (GiB): 108.86"])
+    assert found is not None
+    assert (found.wording, found.engine, found.total_gib) == (
+        "tensorrt_llm.executor", "trtllm", 140.06)
+
+
 def test_the_engines_wording_wins_and_keeps_pytorchs_sizes() -> None:
     found = find_out_of_memory([TORCH_21, "Traceback (most recent call last):", TURBOMIND])
     assert found is not None
