@@ -108,6 +108,8 @@ def probe_sglang_log(path: str, ref: str, rules: Sequence[type[Rule]],
 
     log = read_log(Path(path))
     notes: list[str] = []
+    options = replace(options, gpu_memory_gib=_failed_start(
+        "sglang", log.oom, options.gpu_memory_gib, notes))
     layout = staging.layout(log, options.tp, options.pp, path)
     loaded, geometry = loaded_config(ref, revision, offline)
     version = log_version("sglang", options.engine_version, None, notes, log.version_range,
@@ -128,7 +130,8 @@ def probe_sglang_log(path: str, ref: str, rules: Sequence[type[Rule]],
                           start_context_bytes(layout.tp, layout.pp))
     report = staging.report(measured, path=path, layers=geometry.num_layers,
                             capacity_terms=terms, decided=decided)
-    report = replace(report, notes=report.notes + tuple(notes))
+    report = replace(report, notes=report.notes + tuple(notes),
+                     out_of_memory=log.oom.line if log.oom else None)
     return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                 geometry=geometry, probe=report, offline=offline),),
                    fail_on, tuple(rules))
@@ -165,19 +168,18 @@ class _LogProbe:
     oom: OutOfMemory | None = None
 
 
-def _failed_start(engine: str, oom: OutOfMemory | None, options: EngineLogOptions,
-                  notes: list[str]) -> EngineLogOptions:
-    """A start that ran out of memory, in the notes; the GPU's total from PyTorch's message
-    when the command line gives none."""
+def _failed_start(engine: str, oom: OutOfMemory | None, gpu_memory_gib: float | None,
+                  notes: list[str]) -> float | None:
+    """A start that ran out of memory, in the notes; the GPU memory to size with: the
+    command line's, else the total the error printed."""
     if oom is None:
-        return options
+        return gpu_memory_gib
     notes.append(f"{DISPLAY[engine]} ran out of GPU memory at start: {oom.said()} "
                  f"(the wording of {oom.source})")
-    if options.gpu_memory_gib is None and oom.total_gib is not None:
-        notes.append(f"GPU memory: {oom.total_gib:.2f} GiB, the total PyTorch's error "
-                     "printed")
-        return replace(options, gpu_memory_gib=oom.total_gib)
-    return options
+    if gpu_memory_gib is None and oom.total_gib is not None:
+        notes.append(f"GPU memory: {oom.total_gib:.2f} GiB, the total the error printed")
+        return oom.total_gib
+    return gpu_memory_gib
 
 
 def _run(job: _LogProbe, rules: Sequence[type[Rule]], plan: ServingPlan,
@@ -210,7 +212,8 @@ def probe_trtllm_log(path: str, ref: str, rules: Sequence[type[Rule]],
 
     log = read_log(Path(path))
     notes: list[str] = []
-    options = _failed_start("trtllm", log.oom, options, notes)
+    options = replace(options, gpu_memory_gib=_failed_start(
+        "trtllm", log.oom, options.gpu_memory_gib, notes))
     layout = staging.layout(options.tp, options.pp, path)
     version = log_version("trtllm", options.engine_version, log.version, notes,
                           log.version_range)
@@ -248,7 +251,8 @@ def probe_lmdeploy_log(path: str, ref: str, rules: Sequence[type[Rule]],
 
     log = read_log(Path(path))
     notes: list[str] = []
-    options = _failed_start("lmdeploy", log.oom, options, notes)
+    options = replace(options, gpu_memory_gib=_failed_start(
+        "lmdeploy", log.oom, options.gpu_memory_gib, notes))
     layout = staging.layout(log, options.tp, path)
     version = log_version("lmdeploy", options.engine_version, None, notes, log.version_range,
                           log.dated)

@@ -255,7 +255,7 @@ def test_pytorchs_oom_needs_the_engine_and_gives_the_gpu_total(tmp_path: Path) -
     assert "no line names the engine" in unnamed.output
     data = as_json(LLAMA31_70B, "--lmdeploy-log", log, code=1)
     notes = " ".join(data["results"][0]["probe"]["notes"])
-    assert "GPU memory: 23.57 GiB, the total PyTorch's error printed" in notes
+    assert "GPU memory: 23.57 GiB, the total the error printed" in notes
     assert kv602(data)["data"]["predicted"] == "fails"
 
 
@@ -264,3 +264,12 @@ def test_no_gpu_memory_says_so(tmp_path: Path) -> None:
     finding = kv602(data)
     assert finding["data"]["predicted"] == "unknown"
     assert "give --gpu or --gpu-memory" in finding["message"]
+
+
+def test_an_sglang_start_that_ran_out_of_memory(tmp_path: Path) -> None:
+    """An SGLang log (recognised by its own lines) that ends in PyTorch's error: KV602."""
+    log = write(tmp_path, SGLANG_LOG + "\n" + TORCH_OOM + "\n")
+    assert detect(Path(log))[0] == "sglang"
+    data = as_json(LLAMA31, "--engine-log", log, code=1)
+    assert data["results"][0]["probe"]["out_of_memory"].startswith("CUDA out of memory.")
+    assert kv602(data)["data"]["predicted"] in ("starts", "fails")
