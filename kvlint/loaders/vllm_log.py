@@ -55,6 +55,7 @@ from kvlint.loaders.log_formats import (
     read_table,
     word_count,
 )
+from kvlint.loaders.start_failures import OutOfMemory, find_out_of_memory
 
 _RANK = re.compile(r"\(([A-Za-z][\w-]{0,40}(?: rank=\d{1,6})?) pid=\d{1,10}"
                    r"(?:, ip=[\w.:-]{1,64})?\)")
@@ -335,6 +336,9 @@ class VllmLog:
     notes: tuple[str, ...] = ()
     raw: dict[str, str] = field(default_factory=dict, compare=False)
     """The matched text of each field, as printed (for the report)."""
+    oom: OutOfMemory | None = None
+    """The out-of-memory error a failed start ended with
+    (:func:`kvlint.loaders.start_failures.find_out_of_memory`)."""
 
     @property
     def capacity_tokens(self) -> int | None:
@@ -444,7 +448,8 @@ def parse_text(text: str) -> VllmLog:
         _parse_line(lines, index, _with_continuation(lines, index), rank, fields, versions,
                     own=len(line.rstrip()))
     truncated = len(lines) >= MAX_LINES
-    log = _build(fields, tuple(ranks), len(lines), versions)
+    log = replace(_build(fields, tuple(ranks), len(lines), versions),
+                  oom=find_out_of_memory(lines))
     if truncated:
         log = replace(log, truncated=True,
                       notes=(*log.notes, f"only the first {MAX_LINES:,} lines were read"))

@@ -108,7 +108,7 @@ def probe_sglang_log(path: str, ref: str, rules: Sequence[type[Rule]],
 
     log = read_log(Path(path))
     notes: list[str] = []
-    options = replace(options, gpu_memory_gib=_failed_start(
+    options = replace(options, gpu_memory_gib=failed_start(
         "sglang", log.oom, options.gpu_memory_gib, notes))
     layout = staging.layout(log, options.tp, options.pp, path)
     loaded, geometry = loaded_config(ref, revision, offline)
@@ -168,7 +168,7 @@ class _LogProbe:
     oom: OutOfMemory | None = None
 
 
-def _failed_start(engine: str, oom: OutOfMemory | None, gpu_memory_gib: float | None,
+def failed_start(engine: str, oom: OutOfMemory | None, gpu_memory_gib: float | None,
                   notes: list[str]) -> float | None:
     """A start that ran out of memory, in the notes; the GPU memory to size with: the
     command line's, else the total the error printed."""
@@ -212,7 +212,7 @@ def probe_trtllm_log(path: str, ref: str, rules: Sequence[type[Rule]],
 
     log = read_log(Path(path))
     notes: list[str] = []
-    options = replace(options, gpu_memory_gib=_failed_start(
+    options = replace(options, gpu_memory_gib=failed_start(
         "trtllm", log.oom, options.gpu_memory_gib, notes))
     layout = staging.layout(options.tp, options.pp, path)
     version = log_version("trtllm", options.engine_version, log.version, notes,
@@ -251,7 +251,7 @@ def probe_lmdeploy_log(path: str, ref: str, rules: Sequence[type[Rule]],
 
     log = read_log(Path(path))
     notes: list[str] = []
-    options = replace(options, gpu_memory_gib=_failed_start(
+    options = replace(options, gpu_memory_gib=failed_start(
         "lmdeploy", log.oom, options.gpu_memory_gib, notes))
     layout = staging.layout(log, options.tp, path)
     version = log_version("lmdeploy", options.engine_version, None, notes, log.version_range,

@@ -428,6 +428,11 @@ def probe_log(path: str, ref: str, rules: Sequence[type[Rule]], options: LogPlan
                                     revision=revision, offline=offline, fail_on=fail_on)
         notes.append(decided)
     log = read_log(Path(path))
+    if log.oom is not None:
+        from kvlint.probe.engine_log import failed_start
+
+        options = replace(options, gpu_memory_gib=failed_start(
+            "vllm", log.oom, options.gpu_memory_gib, notes))
     plan = _log_plan(log, options, path, notes)
     loaded, geometry = loaded_config(ref, revision, offline)
     target = target_of(loaded)
@@ -446,7 +451,8 @@ def probe_log(path: str, ref: str, rules: Sequence[type[Rule]], options: LogPlan
                                         engine_version=plan.engine_version)
     report = replace(log_staging.report(measured, path=path, layers=geometry.num_layers),
                      terms=log_terms(log, sized.capacity, grouped))
-    report = replace(report, notes=report.notes + tuple(notes))
+    report = replace(report, notes=report.notes + tuple(notes),
+                     out_of_memory=log.oom.line if log.oom else None)
     return LintRun((lint_config(target, loaded.config, plan, rules, source=loaded.source,
                                 geometry=geometry, probe=report, offline=offline),),
                    fail_on, tuple(rules))

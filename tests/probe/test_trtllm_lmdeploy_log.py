@@ -273,3 +273,13 @@ def test_an_sglang_start_that_ran_out_of_memory(tmp_path: Path) -> None:
     data = as_json(LLAMA31, "--engine-log", log, code=1)
     assert data["results"][0]["probe"]["out_of_memory"].startswith("CUDA out of memory.")
     assert kv602(data)["data"]["predicted"] in ("starts", "fails")
+
+
+def test_a_vllm_start_that_ran_out_of_memory(tmp_path: Path) -> None:
+    text = ("INFO 10-03 16:22:17 [gpu_worker.py:298] Available KV cache memory: 3.00 GiB\n"
+            + TORCH_OOM + "\n")
+    data = as_json(LLAMA31, "--vllm-log", write(tmp_path, text), code=1)
+    assert data["results"][0]["probe"]["out_of_memory"].startswith("CUDA out of memory.")
+    notes = " ".join(data["results"][0]["probe"]["notes"])
+    assert "vLLM ran out of GPU memory at start" in notes and "23.57 GiB" in notes
+    assert kv602(data)["severity"] == "error"
