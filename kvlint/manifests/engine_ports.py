@@ -13,9 +13,10 @@ engine's own source:
   when unset");
 * TGI ``--port`` (env ``PORT``), whose image sets ``PORT=80`` (Dockerfile@00873331, ``ENV ...
   PORT=80``; the launcher's own default, 3000, applies outside the image);
-* llama.cpp ``--port`` (env ``LLAMA_ARG_PORT``) 8080 (tools/server/README.md: "port to listen
-  (default: 8080)");
-* TensorRT-LLM ``trtllm-serve --port`` 8000 (its CLI reference, ``--port`` default 8000).
+* llama.cpp ``--port`` (env ``LLAMA_ARG_PORT``) 8080 (the server images' own
+  ``HEALTHCHECK ... http://localhost:8080/health``, .devops/llama-server-*.Dockerfile);
+* TensorRT-LLM ``trtllm-serve --port`` 8000 (its CLI reference,
+  nvidia.github.io/TensorRT-LLM commands/trtllm-serve: ``--port`` default 8000).
 
 Only judged when every published entry reads as a port or a range, the engine's port is
 known (an unexpanded variable leaves it unknown) and the service does not share the host's
