@@ -75,7 +75,9 @@ def _siblings(ctx: DocumentContext) -> Iterator[tuple[str, tuple[str | None, ...
             stat = path.stat()
         except OSError:
             continue
-        state, spaces = _linked_namespaces(str(path), ctx.path, stat.st_mtime_ns, stat.st_size)
+        # keyed by the folder, not the manifest: every manifest beside it reads it once
+        state, spaces = _linked_namespaces(str(path), str(here.parent), stat.st_mtime_ns,
+                                           stat.st_size)
         if isinstance(ctx.documents, Documents):
             ctx.documents.note_read(str(path), state)
         if spaces:
@@ -83,15 +85,15 @@ def _siblings(ctx: DocumentContext) -> Iterator[tuple[str, tuple[str | None, ...
 
 
 @lru_cache(maxsize=4096)
-def _linked_namespaces(path: str, referrer: str, mtime: int, size: int
+def _linked_namespaces(path: str, folder: str, mtime: int, size: int
                        ) -> tuple[str, tuple[str | None, ...]]:
-    """The read state of the YAML file ``path`` and the namespaces of the Services named
-    ``vllm`` in it, read once per run for every manifest beside it (``mtime`` and ``size``
-    key a changed file)."""
+    """The read state of the YAML file ``path`` (in ``folder``, whose tree it must stay in)
+    and the namespaces of the Services named ``vllm`` in it, read once per run for every
+    manifest beside it (``mtime`` and ``size`` key a changed file)."""
     from kvlint.loaders.files import read_referenced
     from kvlint.manifests.yaml_marks import load_documents
 
-    read = read_referenced(path, referrer)
+    read = read_referenced(path, folder)
     if read.text is None or "Service" not in read.text or LINKED not in read.text:
         return read.state, ()
     docs = load_documents(read.text, path)
