@@ -246,7 +246,8 @@ def _manifest(case: Case) -> str:
     command = [*PROGRAMS[case.engine], *case.args]
     if case.compose:
         return yaml.safe_dump({"services": {"llm": {
-            "image": image, "command": " ".join(command),
+            # the command names its program: the image's own server entrypoint is cleared
+            "image": image, "entrypoint": [], "command": " ".join(command),
             "environment": {"TP_SIZE": "${TP_SIZE}"}}}}, sort_keys=False)
     container: dict[str, Any] = {
         "name": "engine", "image": image, "command": command[:1], "args": command[1:],

@@ -537,3 +537,23 @@ def test_a_published_port_nothing_listens_on(tmp_path: Path, image: str, command
     if listens is not None:
         assert found[0]["severity"] == "error" and found[0]["line"] == 5
         assert found[0]["data"]["listens"] == listens
+
+
+@pytest.mark.parametrize(("image", "limits", "refused"), [
+    ("vllm/vllm-openai:v0.10.1.1", "amd.com/gpu: 1", True),     # CUDA build, AMD device
+    ("vllm/vllm-openai:v0.10.1.1", "habana.ai/gaudi: 1", True),
+    ("vllm/vllm-openai-rocm:v0.10.1.1", "amd.com/gpu: 1", False),
+    ("rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521", "amd.com/gpu: 1", False),
+    ("vllm/vllm-openai:v0.10.1.1", "nvidia.com/gpu: 1", False),
+])
+def test_vllms_cuda_image_on_another_vendors_accelerator(tmp_path: Path, image: str,
+                                                        limits: str, refused: bool) -> None:
+    path = tmp_path / "amd.yaml"
+    path.write_text(deployment(image, 'args: ["--model", "Qwen/Qwen3-8B"]', limits=limits),
+                    encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV702"
+             and f["data"].get("reason") == "cuda-image-on-other-accelerator"]
+    assert bool(found) is refused, result["findings"]
+    if refused:
+        assert found[0]["severity"] == "error" and "vLLM's CUDA build" in found[0]["message"]

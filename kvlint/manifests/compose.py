@@ -38,6 +38,7 @@ from kvlint.manifests.engine_launch import (
     engine_gpus,
     entrypoint_problem,
     first_launch,
+    foreign_device_problem,
     launch_in_argv,
     served_model,
     settle_version,
@@ -493,7 +494,8 @@ class ComposeParser(ManifestParser):
         problem = entrypoint_problem(image, command, "the service sets no entrypoint:") \
             if "entrypoint" not in service and launch is not None else None
         port = unpublished_port(engine, args, service, env, key_line(service, "ports"))
-        found = tuple(p for p in (problem, port) if p is not None)
+        foreign = foreign_device_problem(engine, image, gpu_type)
+        found = tuple(p for p in (problem, port, foreign) if p is not None)
         if served is None or not found:
             return served
         return replace(served, engine_problems=(*served.engine_problems, *found))

@@ -325,6 +325,31 @@ def entrypoint_problem(image: Located[str] | None, words: Sequence[Word], kept: 
         {"reason": "entrypoint-receives-program", "image": image.value, "engine": clash[0]})
 
 
+_NOT_CUDA = ("AMD", "Intel Gaudi", "AWS Neuron", "Intel GPU", "Huawei Ascend")
+"""Accelerator families (:mod:`.accelerators`) a CUDA build of vLLM cannot drive."""
+
+
+def foreign_device_problem(engine: Located[str] | None, image: Located[str] | None,
+                           gpu_type: Located[str] | None) -> EngineArgProblem | None:
+    """vLLM's own CUDA image (``vllm/vllm-openai``) given another vendor's accelerator (an
+    ``amd.com/gpu`` resource, ``/dev/kfd``, a Gaudi or Neuron device): its CUDA platform finds
+    no NVIDIA device (vllm/platforms/__init__.py: the CUDA platform needs NVML to see a GPU;
+    ROCm, HPU, Neuron and XPU are other builds), so the server exits at start."""
+    from kvlint.manifests.accelerators import image_family
+
+    if engine is None or engine.value != "vllm" or image is None or gpu_type is None or \
+            not official_vllm(image.value) or image_family(image) is not None or \
+            not str(gpu_type.value).startswith(_NOT_CUDA):
+        return None
+    return EngineArgProblem(
+        "value", "image", f"{image.value} is vLLM's CUDA build, but the container is given "
+        f"{gpu_type.value} ({gpu_type.source}): the CUDA platform finds no NVIDIA GPU and the "
+        "server exits at start; use vLLM's build for that accelerator (for AMD: "
+        "vllm/vllm-openai-rocm or rocm/vllm)", image.line, image.column,
+        {"engine": "vllm", "reason": "cuda-image-on-other-accelerator", "image": image.value,
+         "accelerator": str(gpu_type.value)})
+
+
 def _cpu_on_cuda_image(engine: Located[str] | None, image: Located[str] | None,
                        args: EngineArgs | None) -> EngineArgProblem | None:
     """vLLM told ``--device cpu`` in its own CUDA image (``vllm/vllm-openai``), in a container

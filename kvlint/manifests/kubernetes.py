@@ -21,7 +21,13 @@ from typing import Any
 from kvlint.manifests.accelerators import device_family, image_family, is_gpu_label
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
-from kvlint.manifests.engine_launch import NO_HARDWARE, Hardware, Origin, engine_refusals
+from kvlint.manifests.engine_launch import (
+    NO_HARDWARE,
+    Hardware,
+    Origin,
+    engine_refusals,
+    foreign_device_problem,
+)
 from kvlint.manifests.kubernetes_containers import Run, container_runs, follow_config
 from kvlint.manifests.node_memory import gpu_memory_of
 from kvlint.manifests.service_links import service_link_problem
@@ -340,10 +346,12 @@ def pod_models(origin: Origin, pod: Any, *, pods: int = 1, pods_what: str = "",
         hardware = Hardware(gpus=gpus, gpu_type=gpu_type_of(pod), gpu_memory=gpu_memory_of(pod))
         served = build(origin, run, args=args, hardware=hardware,
                        notes=[*notes, *gpu_notes, *more], overrides=overrides)
-        linked = service_link_problem(run.engine.value, pod, run.container, ctx,
-                                      run.line or served.line)
-        out.append(served if linked is None else
-                   replace(served, engine_problems=(*served.engine_problems, linked)))
+        found = tuple(p for p in (
+            service_link_problem(run.engine.value, pod, run.container, ctx,
+                                 run.line or served.line),
+            foreign_device_problem(run.engine, run.image, hardware.gpu_type)) if p is not None)
+        out.append(served if not found else
+                   replace(served, engine_problems=(*served.engine_problems, *found)))
     return out
 
 

@@ -93,7 +93,8 @@ class EngineOptionInvalidValue(_EngineRefusal):
     `VLLM_PORT=tcp://IP:PORT` Kubernetes puts into a vLLM pod when a Service named `vllm`
     shares its namespace (in the same file or a YAML file beside it) and the pod does not set
     `enableServiceLinks: false` (vLLM reads `VLLM_PORT` as its own port number and exits:
-    `vllm/envs.py`). A choice no release
+    `vllm/envs.py`), or vLLM's CUDA image given another vendor's accelerator (`amd.com/gpu`,
+    a Gaudi or Neuron device, `/dev/kfd`). A choice no release
     kvlint read has, on a server that may be newer than them (a floating tag, a build from
     source) and not a near spelling of a known choice, is a warning. A value kvlint cannot
     expand (an unset variable) is not judged here; it stays unresolved.
