@@ -200,9 +200,15 @@ class ProductionStackValuesParser(ManifestParser):
             notes.extend(replicas_note(item, "replicaCount"))
         version, more = settle_version("vllm", image)
         assert args is not None
+        # the chart renders modelSpec.nodeSelectorTerms as the pod's required node affinity
+        # (helm/templates/deployment-vllm-multi.yaml@010004ee; a nodeName wins over it)
+        terms = item.get("nodeSelectorTerms") if not item.get("nodeName") else None
+        gpu_type = gpu_type_of({"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}) \
+            if isinstance(terms, list) else None
         return served_model(Origin(ctx, "helm-production-stack", name=name, line=node_line(item)),
                             engine=engine, args=args, image=image, version=version,
-                            hardware=Hardware(gpus=gpus), notes=notes + more)
+                            hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes + more)
 
     @staticmethod
     def _gpus(item: dict[str, Any], ray: dict[str, Any] | None,

@@ -39,6 +39,38 @@ def test_production_stack_tp4_v100() -> None:
     assert m.gpu_type is None  # V100 appears only in comments
 
 
+def test_production_stack_node_selector_terms_name_the_gpu() -> None:
+    """The chart renders ``modelSpec[].nodeSelectorTerms`` as the pod's required node
+    affinity; a ``nodeName`` replaces it."""
+    text = """\
+servingEngineSpec:
+  modelSpec:
+  - name: qwen
+    repository: vllm/vllm-openai
+    tag: v0.10.1.1
+    modelURL: Qwen/Qwen3-8B
+    requestGPU: 1
+    nodeSelectorTerms:
+    - matchExpressions:
+      - key: cloud.google.com/gke-accelerator
+        operator: In
+        values: [nvidia-l4]
+  - name: pinned
+    repository: vllm/vllm-openai
+    tag: v0.10.1.1
+    modelURL: Qwen/Qwen3-8B
+    nodeName: node-a
+    nodeSelectorTerms:
+    - matchExpressions:
+      - key: cloud.google.com/gke-accelerator
+        operator: In
+        values: [nvidia-l4]
+"""
+    first, second = extract_text(text)
+    assert v(first.gpu_type) == "nvidia-l4" and line(first.gpu_type) == 12  # "values:"
+    assert second.gpu_type is None
+
+
 def test_production_stack_ray_pp2_two_models() -> None:
     ray, plain = extract("production-stack/helm-values-ray-pp2-multi-modelspec.yaml")
     assert v(ray.model) == "distilbert/distilgpt2"
