@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from kvlint.lock.files import ModelLock
     from kvlint.model.advice import LayoutSizer
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
-from kvlint.model.serving import KvAnalysis, ServingPlan, analyze
+from kvlint.model.serving import KvAnalysis, ServingPlan, analyze, with_pool_share
 from kvlint.model.sglang_dsa import with_dsa_start
 from kvlint.model.sglang_dsv4 import with_dsv4_start
 from kvlint.rules.base import Rule, RuleContext
@@ -207,9 +207,10 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
             try:
                 plan = replace(
                     plan,
-                    behaviour=engine_behaviour(plan.engine, plan.engine_version,
-                                               geometry.model_type, is_mla=geometry.is_mla,
-                                               architecture=geometry.architecture),
+                    behaviour=with_pool_share(engine_behaviour(
+                        plan.engine, plan.engine_version, geometry.model_type,
+                        is_mla=geometry.is_mla, architecture=geometry.architecture),
+                        plan.engine_start),
                     max_model_len=plan.max_model_len or (
                         max_context_length(config) if plan.sizes_gpu else None))
                 plan, started = with_dsa_start(plan, geometry.architecture, config)

@@ -60,7 +60,7 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
           max_model_len: int | None, max_num_seqs: int | None,
           max_num_batched_tokens: int | None, chunked_prefill_size: int | None,
           cuda_graph_max_bs: int | None, disable_cuda_graph: bool,
-          page_size: int | None,
+          page_size: int | None, swa_full_tokens_ratio: float | None,
           max_total_tokens: int | None, kv_cache_memory_bytes: int | None,
           quantization: str | None,
           revision: str | None,
@@ -93,7 +93,8 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
         kv_cache_memory_bytes=kv_cache_memory_bytes,
         quantization=quantization, chunked_prefill_size=chunked_prefill_size,
         cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
-        max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph))
+        max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph,
+        swa_full_tokens_ratio=swa_full_tokens_ratio))
     plan = replace(plan, env=process_env(), gpu_source=gpu_source(gpu, d.gpu),
                    **gpu_memory_plan(gpu_memory_gib, d.gpu_memory))
     lock = session.model_lock([Path(m) for m in models if exists(Path(m))], lock_file, locked)

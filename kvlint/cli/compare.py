@@ -55,7 +55,7 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
             max_model_len: int | None, max_num_seqs: int | None,
             max_num_batched_tokens: int | None, chunked_prefill_size: int | None,
             cuda_graph_max_bs: int | None, disable_cuda_graph: bool,
-            page_size: int | None,
+            page_size: int | None, swa_full_tokens_ratio: float | None,
             max_total_tokens: int | None, kv_cache_memory_bytes: int | None,
             quantization: str | None,
             revision: str | None,
@@ -81,7 +81,8 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
         kv_cache_memory_bytes=kv_cache_memory_bytes,
         quantization=quantization, chunked_prefill_size=chunked_prefill_size,
         cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
-        max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph))
+        max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph,
+        swa_full_tokens_ratio=swa_full_tokens_ratio))
     plan = replace(plan, **gpu_memory_plan(gpu_memory_gib, None))
     lock = _compare_lock(models, lock_file, locked)
     lock.require(models, revision)

@@ -124,6 +124,10 @@ def plan_options(func: F) -> F:
                           "table (KV504)."),
         click.option("--page-size", type=COUNT, default=None,
                      help="SGLang: tokens per KV page (the pool is whole pages)."),
+        click.option("--swa-full-tokens-ratio", type=click.FloatRange(0, 1, min_open=True),
+                     default=None,
+                     help="SGLang: the sliding-window pool's tokens as a share of the full "
+                          "pool's (default: the release's, 0.8)."),
         click.option("--max-total-tokens", type=COUNT, default=None,
                      help="SGLang: a cap on the KV pool's tokens (TensorRT-LLM: "
                           "kv_cache_config.max_tokens / max_tokens_in_paged_kv_cache)."),
@@ -272,6 +276,7 @@ class PlanFlags:
     page_size: int | None = None
     max_total_tokens: int | None = None
     disable_cuda_graph: bool = False
+    swa_full_tokens_ratio: float | None = None
 
 
 def serving_plan(flags: PlanFlags) -> ServingPlan:
@@ -298,9 +303,10 @@ def serving_plan(flags: PlanFlags) -> ServingPlan:
             engine_start=EngineStart(chunked_prefill_size=f.chunked_prefill_size,
                                      cuda_graph_max_bs=f.cuda_graph_max_bs,
                                      cuda_graph_off=f.disable_cuda_graph,
-                                     page_size=f.page_size)
-            if (f.chunked_prefill_size, f.cuda_graph_max_bs, f.page_size) != (None,) * 3
-            or f.disable_cuda_graph else None,
+                                     page_size=f.page_size,
+                                     swa_full_tokens_ratio=f.swa_full_tokens_ratio)
+            if (f.chunked_prefill_size, f.cuda_graph_max_bs, f.page_size,
+                f.swa_full_tokens_ratio) != (None,) * 4 or f.disable_cuda_graph else None,
             kv_tokens_cap=f.max_total_tokens,
             kv_tokens_cap_source="--max-total-tokens" if f.max_total_tokens else None)
     except ValueError as err:

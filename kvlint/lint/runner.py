@@ -103,7 +103,10 @@ def _engine_start(served: ServedModel) -> EngineStart | None:
         speculative_algorithm=speculative.value.upper()
         if isinstance(speculative, Located) and isinstance(speculative.value, str) else None,
         backend=served.backend.value.lower() if isinstance(served.backend, Located)
-        and isinstance(served.backend.value, str) else None)
+        and isinstance(served.backend.value, str) else None,
+        swa_full_tokens_ratio=float(served.swa_ratio.value)
+        if isinstance(served.swa_ratio, Located) and isinstance(served.swa_ratio.value, float)
+        and 0 < served.swa_ratio.value <= 1 else None)
     return start if start != EngineStart() else None
 
 

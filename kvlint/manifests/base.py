@@ -103,6 +103,8 @@ class ServedModel:
     """SGLang ``--cuda-graph-max-bs``: feeds its default ``mem_fraction_static``."""
     graph_off: Located[bool] | Unresolved | None = None
     """SGLang ``--disable-cuda-graph``: no CUDA-graph state at start (KV504)."""
+    swa_ratio: Located[float] | Unresolved | None = None
+    """SGLang ``--swa-full-tokens-ratio``: the sliding-window pool's share of the full one."""
     page_size: Located[int] | Unresolved | None = None
     """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
     speculative: Located[str] | Unresolved | None = None

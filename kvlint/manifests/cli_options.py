@@ -657,6 +657,7 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "node_rank": ("--node-rank",), "prefill_chunk": ("--chunked-prefill-size",),
         "graph_batch": ("--cuda-graph-max-bs",), "page_size": ("--page-size",),
         "speculative": ("--speculative-algorithm",), "graph_off": ("--disable-cuda-graph",),
+        "swa_ratio": ("--swa-full-tokens-ratio",),
     },
     "trtllm": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),

@@ -87,6 +87,8 @@ class EngineArgs:
     graph_batch: Located[int] | Unresolved | None = None
     graph_off: Located[bool] | Unresolved | None = None
     """SGLang ``--disable-cuda-graph``."""
+    swa_ratio: Located[float] | Unresolved | None = None
+    """SGLang ``--swa-full-tokens-ratio``."""
     page_size: Located[int] | Unresolved | None = None
     speculative: Located[str] | Unresolved | None = None
     backend: Located[str] | Unresolved | None = None
@@ -385,7 +387,7 @@ def _convert(engine: str, key: str, spelling: str, canonical: str, values: list[
         if number < 0 and key == "max_model_len":
             return None  # -1 / auto: the engine derives it
         return Located(number, line, source=source)
-    if key == "gpu_memory_utilization":
+    if key in ("gpu_memory_utilization", "swa_ratio"):
         try:
             return Located(float(text), line, source=source)
         except ValueError:
@@ -585,7 +587,8 @@ _ENGINE_ARG_FIELDS = frozenset({
     "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "config_file",
     "expert_parallel",
     "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank",
-    "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend"})
+    "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend",
+    "swa_ratio"})
 
 
 def _value_line(line: int | None, values: list[Token]) -> int | None:

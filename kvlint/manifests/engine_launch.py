@@ -45,7 +45,7 @@ FIELDS = ("model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_ca
           "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
           "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "dtype",
           "quantization", "config_overrides", "node_rank", "prefill_chunk", "graph_batch",
-          "graph_off", "page_size", "speculative", "backend")
+          "graph_off", "page_size", "speculative", "backend", "swa_ratio")
 """EngineArgs fields that are ServedModel fields too."""
 MERGED = (*FIELDS, "config_file", "expert_parallel", "dp_local", "nnodes")
 

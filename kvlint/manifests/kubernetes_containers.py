@@ -529,7 +529,8 @@ def follow_config(run: Run, pod: Any, ctx: DocumentContext
         "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
         "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "expert_parallel",
         "dp_local", "nnodes", "quantization", "config_overrides", "node_rank",
-        "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend")
+        "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend",
+        "swa_ratio")
         if getattr(args, name) is None}
     return replace(args, config_file=None, **{k: v for k, v in merged.items()
                                               if v is not None}), {}, notes

@@ -95,6 +95,9 @@ class EngineStart:
     speculative_algorithm: str | None = None
     backend: str | None = None
     """LMDeploy ``--backend`` (``None``: the one ``lmdeploy serve`` picks)."""
+    swa_full_tokens_ratio: float | None = None
+    """SGLang ``--swa-full-tokens-ratio``: the sliding-window pool's share of the full
+    pool's tokens (``None``: the release's default, ``windowed_pool_share``)."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,16 @@ def release_of(plan: ServingPlan) -> Version | None:
         return Version(plan.behaviour.version) if plan.behaviour.version else None
     except InvalidVersion:
         return None
+
+
+def with_pool_share(behaviour: EngineBehaviour, start: EngineStart | None) -> EngineBehaviour:
+    """``behaviour`` with the operator's SGLang ``--swa-full-tokens-ratio`` as the windowed
+    pool's share, where the engine keeps such a pool (server_args.py@0.5.23: the option
+    sets ``swa_full_tokens_ratio``, which sizes the SWA pool against the full one)."""
+    ratio = start.swa_full_tokens_ratio if start is not None else None
+    if ratio is None or behaviour.windowed_pool_share is None:
+        return behaviour
+    return replace(behaviour, windowed_pool_share=Fraction(str(ratio)))
 
 
 def sequence_bytes_per_gpu(cached: AttentionGeometry, dtype: kv.KvDtype, plan: ServingPlan,

@@ -33,7 +33,7 @@ from kvlint.loaders.sglang_log import KvPool, SglangLog
 from kvlint.model.capacity import Capacity
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
-from kvlint.model.serving import EngineStart, ServingPlan, analyze
+from kvlint.model.serving import EngineStart, ServingPlan, analyze, with_pool_share
 from kvlint.probe.result import ImplMeasurement, LogTerm, ProbeReport
 
 GIB = 2**30
@@ -145,6 +145,9 @@ def compare(log: SglangLog, geometry: AttentionGeometry, layout_: ParallelLayout
         notes.append(f"SGLang {version} is not a version kvlint knows; used the newest")
         version = None
         behaviour = engine_behaviour("sglang", None, geometry.model_type, is_mla=geometry.is_mla)
+    # the run's own SWA pool share, as its ServerArgs line prints it
+    behaviour = with_pool_share(behaviour, EngineStart(
+        swa_full_tokens_ratio=log.arg_float("swa_full_tokens_ratio")))
     try:
         analysis = analyze(geometry, ServingPlan(
             layout=layout_, kv_cache_dtype=kv_cache_dtype_, engine="sglang",
@@ -231,7 +234,8 @@ def plan(log: SglangLog, layout_: ParallelLayout, *, kv_cache_dtype_: str,
                         cuda_graph_max_bs=log.arg_int("cuda_graph_max_bs"),
                         cuda_graph_off=log.server_args.get("disable_cuda_graph") == "True",
                         page_size=log.arg_int("page_size"),
-                        speculative_algorithm=log.server_args.get("speculative_algorithm"))
+                        speculative_algorithm=log.server_args.get("speculative_algorithm"),
+                        swa_full_tokens_ratio=log.arg_float("swa_full_tokens_ratio"))
     cap = log.arg_int("max_total_tokens")
     try:
         return ServingPlan(layout=layout_, kv_cache_dtype=kv_cache_dtype_, engine="sglang",

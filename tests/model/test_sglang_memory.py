@@ -157,3 +157,34 @@ def test_the_state_pool_takes_its_share_first() -> None:
     assert state_split(budget, state, Version("0.5.2")) == (budget - 512 * state, 512)
     assert state_split(budget, 0, None) == (budget, 0)
     assert state_split(-1, state, None) == (-1, 0)
+
+
+@pytest.mark.parametrize(("ratio", "per_token"), [
+    # gpt-oss-20b at 0.5.23 (SWA pool on): 12 full and 12 windowed layers of 2,048 B a token
+    (None, 12 * 2048 + 0.8 * 12 * 2048),   # 44,236.8: the release's default share
+    (0.5, 12 * 2048 + 0.5 * 12 * 2048),    # 36,864: the operator's --swa-full-tokens-ratio
+])
+def test_the_operators_swa_full_tokens_ratio(ratio: float | None, per_token: float) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+    from tests.helpers import CONFIGS
+
+    extra = ["--swa-full-tokens-ratio", str(ratio)] if ratio is not None else []
+    out = CliRunner().invoke(main, [
+        "check", str(CONFIGS / "openai--gpt-oss-20b.json"), "--engine", "sglang",
+        "--engine-version", "0.5.23", "--format", "json", "--no-plugins", *extra])
+    assert out.exit_code in (0, 1), out.output
+    kv_ = json.loads(out.stdout)["results"][0]["kv"]
+    assert kv_["bytes_per_token_per_gpu"] == pytest.approx(per_token, abs=1e-9)
+
+
+def test_a_manifests_swa_full_tokens_ratio_is_read() -> None:
+    from tests.loaders.manifests.support import extract_text, v
+
+    (m,) = extract_text(
+        "services:\n  s:\n    image: lmsysorg/sglang:v0.5.23\n    command: python3 -m "
+        "sglang.launch_server --model-path openai/gpt-oss-20b --swa-full-tokens-ratio 0.5\n")
+    assert v(m.swa_ratio) == 0.5
