@@ -12,7 +12,7 @@ sized), and the model numbers of other accelerators people deploy on (``RTX 5070
 ``Quadro RTX 5000``, ``V100 16GB``, ``MI250``, ``Arc Pro B60``, ``Gaudi 2``...), which are
 reported but not sized (the table does not know their memory). Comments are ``#`` at the start
 of a line or after a blank (YAML, shell, Python, Dockerfiles, Makefiles; not ``#!``, ``#SBATCH``
-or ``#PBS``), and ``REM``/``::`` lines of batch files.
+or ``#PBS``), ``REM``/``::`` lines of batch files, and a systemd unit's ``Description=``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from kvlint.manifests.base import COMMENT_SOURCE, Located
 
 __all__ = ["comment_gpu", "comment_lines", "gpu_in_name", "gpus_by_line"]
 
-_COMMENT = re.compile(r"(?:^|\s)#(?![!#])(?!SBATCH|PBS|\$)(.*)$|^\s*(?:@?rem\s|::)(.*)$",
-                      re.IGNORECASE)
+_COMMENT = re.compile(r"(?:^|\s)#(?![!#])(?!SBATCH|PBS|\$)(.*)$|^\s*(?:@?rem\s|::)(.*)$"
+                      r"|^\s*Description=(.*)$", re.IGNORECASE)
 _SEP = r"[\s_-]{0,3}"
 _MEMORY = rf"(?:{_SEP}(?:SXM\d?|PCIe|NVL|HBM\d?e?))*(?:{_SEP}\d{{2,3}}{_SEP}G(?:i?B)?)?"
 _MODELS = (
@@ -60,12 +60,12 @@ def comment_lines(text: str) -> list[tuple[int, str]]:
     2,000 characters of each)."""
     out: list[tuple[int, str]] = []
     for number, row in enumerate(text.splitlines()[:20_000], start=1):
-        if "#" not in row and "::" not in row and "rem" not in row[:8].lower():
+        if "#" not in row and "::" not in row and "rem" not in row[:8].lower() and \
+                not row.lstrip().startswith("Description="):
             continue
         found = _COMMENT.search(row[:2_000])
         if found is not None:
-            out.append((number, found.group(1) if found.group(1) is not None
-                        else found.group(2) or ""))
+            out.append((number, next((g for g in found.groups() if g is not None), "")))
     return out
 
 
@@ -96,7 +96,8 @@ def comment_gpu(text: str) -> Located[str] | None:
     return Located(said, line, None, COMMENT_SOURCE)
 
 
-_NAME_PARTS = re.compile(r"[\s_.,:+-]+")
+_NAME_PARTS = re.compile(r"[\s_.,:+-]+|(?<=\d)x(?=\d)")
+"""Where a resource name splits: separators, and ``x`` between digits (``a100x4``)."""
 
 
 def gpu_in_name(name: str) -> str | None:

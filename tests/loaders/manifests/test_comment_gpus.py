@@ -28,6 +28,7 @@ from tests.helpers import CONFIGS
     ("REM needs a Quadro RTX 5000\r\n", "Quadro RTX 5000", 1),
     ("# A100 40GB for tests\n# A100 80GB in production\n", "A100", 1),  # the model only
     ("# on L40S\n# the L40S node pool\n", "L40S", 1),
+    ("[Unit]\nDescription=vLLM server (Qwen2.5-32B-AWQ, dual RTX 3090)\n", "RTX-3090", 2),
 ])
 def test_one_gpu_model_named_in_comments(text: str, name: str, line: int) -> None:
     found = comment_gpu(text)

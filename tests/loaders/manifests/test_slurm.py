@@ -24,6 +24,7 @@ from kvlint.manifests.slurm import slurm_gpus
     ("#SBATCH -p gpu-a100\n#SBATCH -C h100\n#SBATCH --gres=gpu:1", (1, "H100-80GB")),
     ("#SBATCH -p a100,h100\n#SBATCH --gres=gpu:1", (1, None)),     # two models: none
     ("#SBATCH -p gpu\n#SBATCH --gres=gpu:1", (1, None)),
+    ("#SBATCH -p a100x4\n#SBATCH --gres=gpu:1", (1, "A100")),      # count x model
     ("#SBATCH -p h200\n#SBATCH --gres=gpu:a100:1", (1, "a100")),   # the gres type wins
     ("#SBATCH -p h200\n#SBATCH --mem=64G", (None, "H200")),  # no count; the type still
     ("#SBATCH -p gpu\n#SBATCH --mem=64G", None),
