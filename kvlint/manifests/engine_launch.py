@@ -450,9 +450,21 @@ def served_model(
     return ServedModel(
         path=origin.path or ctx.path, line=first, format=origin.fmt, document=ctx.index,
         name=origin.name, role=origin.role, served_name=served_name, engine=engine,
-        engine_version=version, image=image, gpus=hardware.gpus, gpu_type=hardware.gpu_type,
+        engine_version=version, image=image, gpus=hardware.gpus,
+        gpu_type=hardware.gpu_type or told_device(args),
         gpu_memory=hardware.gpu_memory, notes=tuple(unique),
         env=dict(args.env) if args is not None else {}, engine_problems=problems, **values)
+
+
+def told_device(args: EngineArgs | None) -> Located[str] | None:
+    """The device vLLM is told to run on (``--device cpu``: "CPU"), where the manifest names
+    no GPU type; ``None`` otherwise."""
+    use = next((u for u in reversed(args.uses) if u.canonical == "--device" and u.values),
+               None) if args is not None else None
+    value = (use.values[-1] or "").strip().lower() if use is not None else ""
+    if use is None or value != "cpu":
+        return None
+    return Located("CPU", use.line, use.column, f"{use.name} {value}")
 
 
 def first_launch(script: Script) -> tuple[Launch | None, list[str]]:

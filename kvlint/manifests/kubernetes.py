@@ -27,6 +27,7 @@ from kvlint.manifests.engine_launch import (
     Origin,
     engine_refusals,
     foreign_device_problem,
+    told_device,
 )
 from kvlint.manifests.kubernetes_containers import Run, container_runs, follow_config
 from kvlint.manifests.node_memory import gpu_memory_of
@@ -307,7 +308,8 @@ def build(origin: Origin, run: Run, *, args: EngineArgs | None = None,
                        document=ctx.index, name=origin.name, role=origin.role,
                        served_name=served_name, engine=run.engine,
                        engine_version=run.version, image=run.image, gpus=gpus,
-                       gpu_type=hardware.gpu_type, gpu_memory=hardware.gpu_memory,
+                       gpu_type=hardware.gpu_type or told_device(args),
+                       gpu_memory=hardware.gpu_memory,
                        notes=tuple(unique),
                        env=dict(args.env),
                        engine_problems=engine_refusals(run.engine, run.version, run.image,

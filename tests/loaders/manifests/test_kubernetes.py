@@ -706,3 +706,21 @@ def test_a_llama_cpp_full_image_container_given_dash_s_runs_the_server() -> None
     assert isinstance(model.engine, Located) and model.engine.value == "llamacpp"
     assert isinstance(model.model, Located) and model.model.value == "/models/m.gguf"
     assert isinstance(model.max_model_len, Located) and model.max_model_len.value == 4096
+
+
+def test_device_cpu_names_the_cpu_as_the_device() -> None:
+    text = textwrap.dedent("""\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: cpu}
+        spec:
+          template:
+            spec:
+              containers:
+              - name: vllm
+                image: registry.example.com/serving:1.2
+                args: [--model, Qwen/Qwen3-0.6B, --device, cpu]
+        """)
+    (model,) = extract_text(text)
+    assert isinstance(model.gpu_type, Located) and model.gpu_type.value == "CPU"
+    assert model.gpu_type.source == "--device cpu"
