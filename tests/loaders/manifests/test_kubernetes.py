@@ -718,8 +718,9 @@ def test_device_cpu_names_the_cpu_as_the_device() -> None:
             spec:
               containers:
               - name: vllm
-                image: registry.example.com/serving:1.2
+                image: vllm/vllm-openai:v0.8.5
                 args: [--model, Qwen/Qwen3-0.6B, --device, cpu]
+                resources: {limits: {nvidia.com/gpu: 1}}
         """)
     (model,) = extract_text(text)
     assert isinstance(model.gpu_type, Located) and model.gpu_type.value == "CPU"
