@@ -329,17 +329,26 @@ _NOT_CUDA = ("AMD", "Intel Gaudi", "AWS Neuron", "Intel GPU", "Huawei Ascend")
 """Accelerator families (:mod:`.accelerators`) a CUDA build of vLLM cannot drive."""
 
 
+def vllm_cuda_image(engine: Located[str] | None, image: Located[str] | None
+                    ) -> Located[str] | None:
+    """``image`` when it is vLLM's own CUDA build (``vllm/vllm-openai``, not a ROCm, CPU or
+    other accelerator's variant) running vLLM; else ``None``."""
+    from kvlint.manifests.accelerators import image_family
+
+    if engine is None or engine.value != "vllm" or image is None or \
+            not official_vllm(image.value) or image_family(image) is not None:
+        return None
+    return image
+
+
 def foreign_device_problem(engine: Located[str] | None, image: Located[str] | None,
                            gpu_type: Located[str] | None) -> EngineArgProblem | None:
     """vLLM's own CUDA image (``vllm/vllm-openai``) given another vendor's accelerator (an
     ``amd.com/gpu`` resource, ``/dev/kfd``, a Gaudi or Neuron device): its CUDA platform finds
     no NVIDIA device (vllm/platforms/__init__.py: the CUDA platform needs NVML to see a GPU;
     ROCm, HPU, Neuron and XPU are other builds), so the server exits at start."""
-    from kvlint.manifests.accelerators import image_family
-
-    if engine is None or engine.value != "vllm" or image is None or gpu_type is None or \
-            not official_vllm(image.value) or image_family(image) is not None or \
-            not str(gpu_type.value).startswith(_NOT_CUDA):
+    image = vllm_cuda_image(engine, image)
+    if image is None or gpu_type is None or not str(gpu_type.value).startswith(_NOT_CUDA):
         return None
     return EngineArgProblem(
         "value", "image", f"{image.value} is vLLM's CUDA build, but the container is given "
@@ -356,8 +365,8 @@ def _cpu_on_cuda_image(engine: Located[str] | None, image: Located[str] | None,
     given no GPU: that build has no CPU platform (vllm/platforms/__init__.py: the CPU
     platform is the one a ``+cpu`` build reports; the CUDA one needs NVML to see a GPU), so
     the server exits at start; CPU serving is vLLM's separate CPU build."""
-    if engine is None or engine.value != "vllm" or image is None or args is None or \
-            not official_vllm(image.value) or "cpu" in image.value.lower():
+    image = vllm_cuda_image(engine, image)
+    if image is None or args is None:
         return None
     use = next((u for u in args.uses if u.canonical == "--device" and u.values
                 and (u.values[-1] or "").strip().lower() == "cpu"), None)
