@@ -557,3 +557,27 @@ def test_vllms_cuda_image_on_another_vendors_accelerator(tmp_path: Path, image: 
     assert bool(found) is refused, result["findings"]
     if refused:
         assert found[0]["severity"] == "error" and "vLLM's CUDA build" in found[0]["message"]
+
+
+@pytest.mark.parametrize(("image", "command", "environment", "host"), [
+    ("lmsysorg/sglang:v0.5.23", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B",
+     "", "127.0.0.1"),                                       # SGLang's default --host
+    ("lmsysorg/sglang:v0.5.23", "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B "
+     "--host 0.0.0.0 --port 30000", "", None),
+    ("vllm/vllm-openai:v0.10.1.1", "--model Qwen/Qwen3-8B", "", None),  # every interface
+    ("ghcr.io/ggml-org/llama.cpp:server", "-m /models/m.gguf", "", None),  # the image's ENV
+    ("ghcr.io/ggml-org/llama.cpp:server", "-m /models/m.gguf",
+     "    environment: [LLAMA_ARG_HOST=127.0.0.1]\n", "127.0.0.1"),
+])
+def test_an_engine_bound_to_the_containers_loopback(tmp_path: Path, image: str, command: str,
+                                                    environment: str, host: str | None) -> None:
+    ports = {"lmsysorg": '["30000:30000"]', "vllm/vll": '["8000:8000"]'}.get(
+        image[:8], '["8080:8080"]')
+    path = tmp_path / "compose.yaml"
+    path.write_text(PORTS.format(image=image, command=command, environment=environment,
+                                 ports=ports), encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV705"]
+    assert bool(found) is (host is not None), result["findings"]
+    if host is not None:
+        assert found[0]["data"]["host"] == host and "--host 0.0.0.0" in found[0]["message"]

@@ -86,16 +86,54 @@ def _listening(engine: str, args: EngineArgs, env: Mapping[str, str | None]
     return (port, f"{engine}'s default port") if port is not None else None
 
 
+LOOPBACK_DEFAULTS: Mapping[str, str] = {"sglang": "127.0.0.1", "trtllm": "localhost",
+                                         "llamacpp": "127.0.0.1"}
+"""The engines whose server binds the loopback address unless told otherwise: SGLang
+``--host`` 127.0.0.1 (server_args.py@0.5.5.post3 line 244; arg_groups/fields/serving.py@0.5.23
+line 65), ``trtllm-serve --host`` localhost (its CLI reference), llama.cpp ``--host``
+127.0.0.1, whose own server images set ``LLAMA_ARG_HOST=0.0.0.0`` (.devops/llama-server-*.
+Dockerfile ``ENV LLAMA_ARG_HOST=0.0.0.0``: so only a loopback the manifest sets is judged for
+it). vLLM, TGI and LMDeploy listen on every interface by default."""
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+def _host(engine: str, args: EngineArgs, env: Mapping[str, str | None]
+          ) -> tuple[str, str] | None:
+    """The address the engine's server binds and what says so; ``None`` when unknown or
+    not one kvlint judges."""
+    default = LOOPBACK_DEFAULTS.get(engine)
+    if default is None:
+        return None
+    for use in reversed(args.uses):
+        if use.canonical == "--host" or use.name == "--host":
+            value = (use.values[-1] if use.values else "") or ""
+            return (value.strip(), f"{use.name} {value}") if value.strip() else None
+    if engine == "llamacpp":
+        # only as the manifest sets it: the server images set LLAMA_ARG_HOST=0.0.0.0, and a
+        # custom image is mostly built on them
+        given = env.get("LLAMA_ARG_HOST")
+        return (given.strip(), f"LLAMA_ARG_HOST={given}") if given and given.strip() else None
+    return default, f"{engine}'s default --host"
+
+
 def unpublished_port(engine: Located[str] | None, args: EngineArgs | None,
                      service: Mapping[str, Any], env: Mapping[str, str | None],
                      line: int | None) -> EngineArgProblem | None:
     """The compose service publishes container ports, none of them the one its engine
-    listens on (placed on ``line``, the ``ports`` key's)."""
+    listens on, or the engine binds only the container's loopback address (placed on
+    ``line``, the ``ports`` key's)."""
     ports = service.get("ports")
     if engine is None or args is None or not isinstance(ports, list) or not ports or \
             service.get("network_mode") == "host":
         return None
     published = _published(ports)
+    host = _host(engine.value, args, env)
+    if published is not None and host is not None and host[0].lower() in _LOOPBACK:
+        return EngineArgProblem(
+            "port", "ports", f"the service publishes container ports, but the engine binds "
+            f"{host[0]} ({host[1]}), the container's own loopback: Docker forwards a published "
+            "port to the container's network address, so nothing answers; pass --host "
+            "0.0.0.0", line, None, {"engine": engine.value, "host": host[0]})
     listening = _listening(engine.value, args, env)
     if published is None or listening is None:
         return None

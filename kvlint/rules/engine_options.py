@@ -169,7 +169,9 @@ class EnginePortNotPublished(_EngineRefusal):
     Flags a compose service that publishes container ports none of which is the one its
     engine's server listens on: the engine's `--port` (`--server-port` for LMDeploy, the
     `PORT` / `LLAMA_ARG_PORT` environment of TGI and llama.cpp), else its default (vLLM and
-    TensorRT-LLM 8000, SGLang 30000, LMDeploy 23333, TGI's image 80, llama.cpp 8080).
+    TensorRT-LLM 8000, SGLang 30000, LMDeploy 23333, TGI's image 80, llama.cpp 8080); or whose
+    engine binds only the container's loopback address (SGLang's default `--host 127.0.0.1`,
+    `trtllm-serve`'s `localhost`, or a loopback the manifest sets).
 
     ## Why is this bad?
     The deployment starts and reports healthy inside the container, but the published port
