@@ -589,7 +589,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "config_overrides": Located('{"max_position_embeddings":8192}'),
         "prefill_chunk": Located(-1), "graph_batch": Located(64), "page_size": Located(64),
         "speculative": Located("eagle"), "backend": Located("pytorch"),
-        "graph_off": Located(True),
+        "graph_off": Located(True), "swa_ratio": Located(0.5),
     }
     settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
     assert settings == set(samples), "a new ServedModel field: make it reach the plan"
