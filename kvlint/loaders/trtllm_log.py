@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvlint.loaders.log_formats import (
+    MAX_JOINED_LINES,
+    MAX_LINE_CHARS,
     EngineLog,
     TableReader,
     TableState,
@@ -46,6 +48,19 @@ FORMATS_FILE = Path(__file__).parent / "trtllm_log_formats.json"
 :mod:`kvlint.generators.trtllm_log_table`)."""
 
 MAX_ALLOCATIONS = 256
+
+
+def _unwrapped(lines: list[str], index: int) -> str:
+    """``lines[index]`` with the indented lines after it, as a terminal or a blog wraps one
+    record (each joined with one space; at most :data:`MAX_JOINED_LINES` of them)."""
+    parts = [lines[index]]
+    for follow in lines[index + 1:index + 1 + MAX_JOINED_LINES]:
+        if follow[:1] not in (" ", "\t") or not follow.strip():
+            break
+        parts.append(follow.strip())
+    return " ".join(parts)[:MAX_LINE_CHARS] if len(parts) > 1 else lines[index]
+
+
 _VERSION = re.compile(r"TensorRT-LLM version: (\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:rc|a|b|\.post|"
                       r"\.dev)\d{1,12})?)")
 
@@ -167,8 +182,8 @@ def parse_text(text: str) -> TrtllmLog:
     """The figures of the TensorRT-LLM log ``text`` (pure; never raises on odd input)."""
     lines = list(log_lines(text))
     state = _State()
-    for line in lines:
-        _parse_line(line, state)
+    for index in range(len(lines)):
+        _parse_line(_unwrapped(lines, index), state)
     notes = state.conflict_notes("TensorRT-LLM")
     sizes = {(a.raw, a.tokens) for a in state.allocations if a.after_profile} or \
         {(a.raw, a.tokens) for a in state.allocations[-1:]}

@@ -101,6 +101,19 @@ def test_the_pool_after_the_profile_and_the_version() -> None:
     assert before.pool is not None and before.pool.tokens == 1500  # the last, no profile
 
 
+def test_a_record_wrapped_onto_indented_lines_is_read_whole() -> None:
+    """A terminal or a blog that wraps one record onto indented lines (as the trtllm-23 log
+    of held-out batch 3 was): the record is read as one line, joined with single spaces."""
+    log = parse_text(CPP_PREFIX + "[MemUsageChange] Allocated 41.11 GiB for max tokens in paged\n"
+                     "    KV cache (1256352).\n")
+    assert log.pool is not None and (log.pool.raw, log.pool.tokens) == ("41.11", 1_256_352)
+    unindented = parse_text(CPP_PREFIX + "[MemUsageChange] Allocated 41.11 GiB for max tokens "
+                            "in paged\nKV cache (1256352).\n")
+    assert unindented.pool is None  # a new record, not a continuation
+    many = parse_text(CPP_PREFIX + "x\n" + "  y\n" * 100_000)
+    assert many.pool is None
+
+
 def test_quoted_lines_and_junk_are_not_read(tmp_path: Path) -> None:
     quoted = parse_text('{"prompt": "[MemUsageChange] Allocated 1.00 GiB for max tokens in '
                         'paged KV cache (10)."}')
