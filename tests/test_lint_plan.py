@@ -611,7 +611,8 @@ def test_engine_dtype_reaches_an_auto_kv_cache(tmp_path: Path, dtype: str, kv_dt
     token, 4 bytes each in float32, 2 in half or the config's bfloat16."""
     manifest = tmp_path / "compose.yaml"
     manifest.write_text("services:\n  vllm:\n    image: vllm/vllm-openai:v0.8.5\n"
-                        f'    command: ["--model", "org/llama", "--dtype", "{dtype}"]\n')
+                        f'    command: ["--model", "org/llama", "--dtype", "{dtype}"]\n'
+                        "    gpus: all\n")
     config = CONFIGS / "meta-llama--Meta-Llama-3.1-8B.json"
     result = run("lint", str(manifest), "--isolated", "--format", "json",
                  "--model-map", f"org/llama={config}")

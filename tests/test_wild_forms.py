@@ -287,28 +287,33 @@ def test_sglang_node_rank_must_be_below_the_nodes(tmp_path: Path, extra: str,
         assert "--node-rank" in found[0]["message"] and "--nnodes" in found[0]["message"]
 
 
-@pytest.mark.parametrize(("image", "extra", "resources", "warned"), [
-    ("vllm/vllm-openai:v0.10.1.1", "", "cpu: 4", True),
-    ("vllm/vllm-openai:v0.10.1.1", "", None, True),                  # no resources at all
-    ("vllm/vllm-openai:v0.10.1.1", "runtimeClassName: nvidia", "cpu: 4", False),
-    ("vllm/vllm-openai:v0.10.1.1", "", "habana.ai/gaudi: 1", False),  # another accelerator
-    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1", "", "cpu: 4", False),
-    ("ghcr.io/ggml-org/llama.cpp:server", "", "cpu: 4", False),      # serves on the CPU
+@pytest.mark.parametrize(("image", "extra", "resources", "severity"), [
+    ("vllm/vllm-openai:v0.10.1.1", "", "cpu: 4", "error"),
+    ("vllm/vllm-openai:v0.10.1.1", "", None, "error"),                 # no resources at all
+    ("lmsysorg/sglang:v0.5.3-cu126", "", "cpu: 4", "error"),
+    ("registry.example.com/team/vllm:2025-06", "", "cpu: 4", "warning"),  # a custom build
+    ("vllm/vllm-openai:v0.10.1.1", "runtimeClassName: nvidia", "cpu: 4", None),
+    ("vllm/vllm-openai:v0.10.1.1", "", "habana.ai/gaudi: 1", None),   # another accelerator
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.1", "", "cpu: 4", None),
+    ("ghcr.io/ggml-org/llama.cpp:server", "", "cpu: 4", None),       # serves on the CPU
 ])
 def test_a_pod_that_requests_no_gpu(tmp_path: Path, image: str, extra: str,
-                                    resources: str | None, warned: bool) -> None:
+                                    resources: str | None, severity: str | None) -> None:
     """A GPU engine's container with no GPU in its resources: the device plugin gives it
-    none (KV206, a warning: a node whose default runtime is nvidia exposes its GPUs)."""
+    none (KV206). An error for the engine's own CUDA image, which exits at start; a warning
+    for a custom image, which may be a CPU build."""
     command = ('command: ["llama-server", "-m", "/models/qwen3-8b-q4_k_m.gguf"]'
-               if "llama" in image else 'command: ["vllm", "serve", "Qwen/Qwen3-8B"]')
+               if "llama" in image else
+               'command: ["python3", "-m", "sglang.launch_server", "--model-path", '
+               '"Qwen/Qwen3-8B"]' if "sglang" in image else
+               'command: ["vllm", "serve", "Qwen/Qwen3-8B"]')
     path = tmp_path / "pod.yaml"
     path.write_text(deployment(image, command, limits=resources or "", pod=extra),
                     encoding="utf-8")
     (result,) = lint(path)
     found = [f for f in result["findings"] if f["code"] == "KV206"]
-    assert bool(found) is warned, found
-    if warned:
-        assert found[0]["severity"] == "warning"
+    assert [f["severity"] for f in found] == ([severity] if severity else []), found
+    if severity:
         assert "requests no GPU" in found[0]["message"]
 
 

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kvlint.manifests.base import Located
+from kvlint.model.engine_args import GPU_BUILD
 
 __all__ = ["GENERIC_AMD", "device_family", "image_family", "is_gpu_label", "runtime_family",
            "variable_family"]
@@ -162,3 +163,34 @@ def image_family(image: Located[str] | None) -> Located[str] | None:
             return Located(family, image.line, image.column,
                            f"image {image.value} is built for it")
     return None
+
+
+_ENGINE_GPU_IMAGES: Mapping[str, re.Pattern[str]] = {
+    "vllm": re.compile(r"(?:^|/)(?:vllm/vllm-openai|nvidia/vllm)(?::|@|$)"),
+    "sglang": re.compile(r"(?:^|/)lmsysorg/sglang(?::|@|$)"),
+    "lmdeploy": re.compile(r"(?:^|/)openmmlab/lmdeploy(?::|@|$)"),
+    "trtllm": re.compile(r"(?:^|/)nvidia/(?:tensorrt-llm/release|tritonserver)(?::|@|$)"),
+}
+"""The engines' own GPU (CUDA) images: vLLM's ``vllm/vllm-openai`` and NVIDIA's NGC vLLM,
+SGLang's ``lmsysorg/sglang``, LMDeploy's ``openmmlab/lmdeploy``, NVIDIA's TensorRT-LLM and
+Triton images. A tag naming another build (``-rocm``, ``-cpu``) is told apart by
+:func:`image_family`."""
+
+
+def engine_gpu_build(engine: str, image: Located[str] | None) -> bool:
+    """Whether ``image`` is ``engine``'s own CUDA image, which cannot start without a GPU
+    (a custom image may hold a CPU or another accelerator's build)."""
+    pattern = _ENGINE_GPU_IMAGES.get(engine)
+    if pattern is None or image is None or not isinstance(image.value, str):
+        return False
+    return pattern.search(image.value.strip().lower()) is not None and \
+        image_family(image) is None
+
+
+def no_gpu_source(source: str, engine: str, image: Located[str] | None) -> str:
+    """``source`` (why a container is given no GPU), naming the image when it is the
+    engine's own GPU build."""
+    if engine_gpu_build(engine, image) and image is not None:
+        return f"{source}; image {image.value} is {GPU_BUILD}"
+    return source
+

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from kvlint.loaders.files import read_referenced
-from kvlint.manifests.accelerators import image_family, runtime_family
+from kvlint.manifests.accelerators import image_family, no_gpu_source, runtime_family
 from kvlint.manifests.base import (
     DocumentContext,
     Documents,
@@ -474,7 +474,8 @@ class ComposeParser(ManifestParser):
                 notes.append(f"{word.text} in the command is {out.reason}")
         gpus = _service_gpus(_gpus(service), args, env)
         if gpus is None and _no_gpu_access(service, env, image):
-            gpus = Located(0, key_line(service, "image") or engine.line, None, NO_GPU)
+            gpus = Located(0, key_line(service, "image") or engine.line, None,
+                           no_gpu_source(NO_GPU, engine.value, image))
         version, more = settle_version(engine.value, image)
         notes.extend(more)
         deploy = get_map(service, "deploy")

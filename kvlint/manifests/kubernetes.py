@@ -18,7 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kvlint.manifests.accelerators import device_family, image_family, is_gpu_label
+from kvlint.manifests.accelerators import (
+    device_family,
+    image_family,
+    is_gpu_label,
+    no_gpu_source,
+)
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
@@ -344,7 +349,8 @@ def pod_models(origin: Origin, pod: Any, *, pods: int = 1, pods_what: str = "",
             more.append(f"--nnodes is not resolved ({nnodes.reason}): GPUs are per pod")
         gpus = group_gpus(per_pod, count, what)
         if per_pod is None and not gpu_notes and _no_gpu_access(pod, run):
-            gpus = Located(0, run.image.line if run.image else run.line, None, POD_NO_GPU)
+            gpus = Located(0, run.image.line if run.image else run.line, None,
+                           no_gpu_source(POD_NO_GPU, run.engine.value, run.image))
         hardware = Hardware(gpus=gpus, gpu_type=gpu_type_of(pod), gpu_memory=gpu_memory_of(pod))
         served = build(origin, run, args=args, hardware=hardware,
                        notes=[*notes, *gpu_notes, *more], overrides=overrides)

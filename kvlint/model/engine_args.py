@@ -7,6 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+GPU_BUILD = "the engine's own GPU build"
+"""How a manifest loader ends the source of a GPU count of 0 (a container given no GPU) whose
+image is the engine's own CUDA image, which cannot start without one (KV206 makes it an
+error)."""
+
 
 @dataclass(frozen=True)
 class EngineArgProblem:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
+from kvlint.model.engine_args import GPU_BUILD
 from kvlint.rules.base import Rule, RuleContext
 
 CPU_CAPABLE = frozenset({"llamacpp", "transformers"})
@@ -24,11 +25,15 @@ class GpuCountMismatch(Rule):
     Too few GPUs and the engine fails to start (or waits forever for Ray placement): an
     error. Too many and the extra GPUs sit idle but are billed: a warning. A compose service
     that reserves no GPU at all (no `deploy.resources.reservations.devices`, `gpus`,
-    `runtime` or `devices`, and an image not built for a CPU) is a warning: its container
-    sees no GPU unless the Docker daemon's default runtime is nvidia (llama.cpp, which then
-    serves on the CPU, is not flagged). So is a Kubernetes container of a GPU engine image
-    that requests no GPU (no device in its resources, no `runtimeClassName`, not
-    privileged): the device plugin gives it none.
+    `runtime` or `devices`, and an image not built for a CPU) sees no GPU unless the Docker
+    daemon's default runtime is nvidia (llama.cpp, which then serves on the CPU, is not
+    flagged). So does a Kubernetes container of a GPU engine image that requests no GPU (no
+    device in its resources, no `runtimeClassName`, not privileged): the device plugin gives
+    it none. Either is an error when the image is the engine's own CUDA image (vLLM's
+    `vllm/vllm-openai` or NVIDIA's vLLM, `lmsysorg/sglang`, `openmmlab/lmdeploy`, NVIDIA's
+    TensorRT-LLM and Triton images), which exits at start without a GPU; a warning for
+    another image (a custom build may be a CPU one; TGI's falls back to the CPU for a model
+    without flash kernels).
 
     ## Example
     ```yaml
@@ -51,30 +56,40 @@ class GpuCountMismatch(Rule):
         requested = ctx.gpus_requested
         if requested is None:
             return
-        layout = ctx.plan.layout
-        needed = layout.gpus
+        needed = ctx.plan.layout.gpus
         if requested == needed:
             return
         if requested == 0:  # a container given no GPU (compose: nothing reserved)
-            if (ctx.plan.engine or ctx.plan.behaviour.engine) in CPU_CAPABLE:
+            engine = ctx.plan.engine or ctx.plan.behaviour.engine
+            if engine in CPU_CAPABLE:
                 return  # it runs on the CPU instead
-            if (ctx.gpus_source or "").startswith("no GPU requested"):  # a Kubernetes pod
-                yield self.finding(
-                    "The container requests no GPU (no nvidia.com/gpu in its resources, no "
-                    f"runtimeClassName), but the engine needs {needed}: the device plugin "
-                    "gives it none and the engine exits at start, unless the node's default "
-                    "container runtime is nvidia, which exposes the node's GPUs to it outside "
-                    "the scheduler's count. Request them (resources.limits nvidia.com/gpu: "
-                    f"{needed}).", requested=0, needed=needed)
-                return
-            yield self.finding(
-                f"The service reserves no GPU (no deploy.resources.reservations.devices, "
-                f"gpus or runtime: nvidia), but the engine needs {needed}: its container sees "
-                "none and the engine exits at start, unless the Docker daemon's default "
-                "runtime is nvidia. Reserve the GPUs (deploy.resources.reservations.devices "
-                f"with count: {needed}).",
-                requested=0, needed=needed)
+            for finding in self._no_gpu(ctx, needed):  # the engine's CUDA image cannot start
+                yield replace(finding, severity=Severity.ERROR) \
+                    if (ctx.gpus_source or "").endswith(GPU_BUILD) else finding
             return
+        yield from self._too_many_or_few(ctx, requested, needed)
+
+    def _no_gpu(self, ctx: RuleContext, needed: int) -> Iterator[Finding]:
+        if (ctx.gpus_source or "").startswith("no GPU requested"):  # a Kubernetes pod
+            yield self.finding(
+                "The container requests no GPU (no nvidia.com/gpu in its resources, no "
+                f"runtimeClassName), but the engine needs {needed}: the device plugin "
+                "gives it none and the engine exits at start, unless the node's default "
+                "container runtime is nvidia, which exposes the node's GPUs to it outside "
+                "the scheduler's count. Request them (resources.limits nvidia.com/gpu: "
+                f"{needed}).", requested=0, needed=needed)
+            return
+        yield self.finding(
+            f"The service reserves no GPU (no deploy.resources.reservations.devices, "
+            f"gpus or runtime: nvidia), but the engine needs {needed}: its container sees "
+            "none and the engine exits at start, unless the Docker daemon's default "
+            "runtime is nvidia. Reserve the GPUs (deploy.resources.reservations.devices "
+            f"with count: {needed}).",
+            requested=0, needed=needed)
+
+    def _too_many_or_few(self, ctx: RuleContext, requested: int, needed: int
+                         ) -> Iterator[Finding]:
+        layout = ctx.plan.layout
         how = f"tp={layout.tp}" + (f" x pp={layout.pp}" if layout.pp > 1 else "")
         if layout.dp > 1:
             how += (f" (dp={layout.dp} with DP attention runs inside the TP group)"

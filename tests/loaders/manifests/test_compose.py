@@ -214,7 +214,7 @@ def test_a_service_that_reserves_no_gpu(image: str, more: str, gpus: int | None)
     assert v(m.gpus) == gpus
 
 
-def test_kv206_warns_of_a_service_with_no_gpu_but_not_of_llama_cpp(tmp_path: Path) -> None:
+def test_kv206_flags_a_service_with_no_gpu_but_not_llama_cpp(tmp_path: Path) -> None:
     import json
 
     from click.testing import CliRunner
@@ -231,7 +231,9 @@ def test_kv206_warns_of_a_service_with_no_gpu_but_not_of_llama_cpp(tmp_path: Pat
                 for f in r["findings"]]
 
     assert codes(NO_GPU.format(image="vllm/vllm-openai:v0.9.2", more="")) == \
-        [("KV206", "warning")]
+        [("KV206", "error")]  # vLLM's own CUDA image exits at start without a GPU
+    assert codes(NO_GPU.format(image="example.org/team/vllm-server:1.4", more="")) == \
+        [("KV206", "warning")]  # a custom image may hold a CPU build
     llama = ("services:\n  llama:\n    image: ghcr.io/ggml-org/llama.cpp:server\n"
              "    command: -m /models/m.gguf -c 4096\n")
     assert codes(llama) == []
