@@ -421,29 +421,36 @@ def test_an_option_no_known_release_has_on_a_floating_tag(tmp_path: Path, option
 
 
 @pytest.mark.parametrize(("tag", "option", "severity"), [
-    ("latest", "--disable-log-requests", "warning"),  # 0.8.5/0.11.0 have it: maybe pulled then
-    ("nightly", "--swap-space", "warning"),
+    ("latest", "--disable-log-requests", "error"),  # a pull now gets the newest: refused
+    ("nightly", "--swap-space", "error"),
+    ("nightly-da4455609d9e29abebc15f6c598dfd772c2b6513", "--swap-space", "warning"),  # one build
+    ("latest@sha256:" + "ab" * 32, "--swap-space", "warning"),  # a digest: one fixed build
     ("v0.34.0", "--disable-log-requests", "error"),  # pinned past the removal: refused
     ("latest", "--tp", "error"),  # no release has it: a misspelling of -tp
 ])
 def test_an_option_an_older_release_has_on_a_rolling_tag(tmp_path: Path, tag: str,
                                                           option: str, severity: str) -> None:
-    """A rolling tag runs whichever build the node pulled: an option the newest release
-    removed but an older one kvlint knows accepts is a warning there (the next pull fails),
-    and an error on a tag pinned past the removal (vllm/vllm-openai, 0.8.5..0.34.0 tables)."""
+    """An option the newest release removed but an older one kvlint knows accepts: an error on
+    a rolling tag (a pull now gets the newest build; Kubernetes pulls latest at every start)
+    and on a tag pinned past the removal; a warning on one fixed build of no stated release (a
+    commit nightly, a digest), which may predate the removal (vllm/vllm-openai, 0.8.5..0.34.0
+    tables). The message names the last release that accepts it."""
     compose = tmp_path / "compose.yaml"
     value = ' "4"' if option in ("--swap-space", "--tp") else ""
+    separator = "" if tag.startswith("latest@") else ":"
+    image = f"vllm/vllm-openai{separator}{tag}".replace("latest@", ":latest@")
     compose.write_text(
-        f"services:\n  vllm:\n    image: vllm/vllm-openai:{tag}\n"
-        f"    command: [\"--model\", \"org/m\", \"{option}\"{',' + value if value else ''}]\n",
-        encoding="utf-8")
+        f"services:\n  vllm:\n    image: {image}\n"
+        f"    command: [\"--model\", \"org/m\", \"{option}\"{',' + value if value else ''}]\n"
+        "    gpus: all\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["lint", str(compose), "--isolated", "--no-plugins",
                                        "--offline", "--format", "json"])
     found = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
              if f["code"] == "KV701"]
     assert [f["severity"] for f in found] == [severity], [f["message"] for f in found]
-    if severity == "warning":
-        assert "no release is pinned (a rolling tag)" in found[0]["message"]
+    if option != "--tp" and not tag.startswith("v"):
+        assert "vLLM 0.11.0 is the last release" in found[0]["message"] or \
+            "vLLM 0.11.0 accepts it" in found[0]["message"]
 
 
 def test_an_options_on_off_twin_is_not_a_misspelling() -> None:

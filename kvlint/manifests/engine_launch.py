@@ -30,9 +30,11 @@ from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_options import engine_problems
 from kvlint.manifests.engine_programs import find_program
 from kvlint.manifests.images import (
+    FIXED_BUILD,
     engine_from_image,
     engine_from_pip,
     entrypoint_clash,
+    fixed_build,
     official_vllm,
 )
 from kvlint.manifests.shell_env import Env
@@ -282,7 +284,9 @@ def settle_version(engine: str | None, image: Located[str] | None,
         if img_engine == engine and img_version:
             if note:
                 notes.append(note)
-            return Located(img_version, image.line, image.column, "image tag"), notes
+            fixed = img_version == "latest" and fixed_build(image.value)
+            return Located(img_version, image.line, image.column,
+                           FIXED_BUILD if fixed else "image tag"), notes
         if img_engine is not None and img_engine != engine:
             notes.append(f"image {image.value} is a {img_engine} image, but the engine is "
                          f"{engine}: the image says nothing about the {engine} version")

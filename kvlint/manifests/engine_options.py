@@ -28,6 +28,7 @@ from packaging.version import InvalidVersion, Version
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.cli_options import OPTION_TABLES
 from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_value
+from kvlint.manifests.images import FIXED_BUILD
 from kvlint.manifests.option_versions import ABSENT, CASELESS, CHOICES, POSITIVE, VERSIONS
 from kvlint.model.engine_args import EngineArgProblem
 
@@ -176,10 +177,11 @@ def _past_the_newest(engine: str, version: Located[str] | Unresolved | None) -> 
 def _rolling(engine: str, name: str, version: Located[str] | Unresolved | None,
              problem: EngineArgProblem) -> EngineArgProblem:
     """A refusal by the newest version of an option an older known version accepts, on a
-    rolling tag (``latest``, ``nightly``, ``dev``, a commit build: a version that is not a
-    release number): said so (KV701 then warns instead of failing the run). Which build such
-    a tag runs depends on when the node pulled it; a build older than the option's removal
-    starts, the next pull of a newer one does not."""
+    rolling tag (``latest``, ``nightly``, ``dev``, a commit build, an unpinned install: a
+    version that is not a release number): said so, naming the last release that accepts it.
+    Still a refusal (KV701 fails the run): a rolling tag pulls the newest build, and
+    Kubernetes pulls ``latest`` at every start; only a node still holding an older pull
+    starts, until its next pull."""
     if not isinstance(version, Located) or not isinstance(version.value, str) or \
             _parse(version.value) is not None or problem.kind != "option" or \
             problem.data.get("reason") not in ("unknown", "ambiguous"):
@@ -188,10 +190,19 @@ def _rolling(engine: str, name: str, version: Located[str] | Unresolved | None,
              if _status(engine, name, _options_at(engine, v))[0] == "ok"]
     if not older:
         return problem
+    last = f"{engine_display(engine)} {older[-1]}"
+    if version.source == FIXED_BUILD:  # one build of no stated date: it may predate removal
+        return replace(problem, message=f"{problem.message}; the image is one fixed build of no "
+                       f"stated release: a build from before the removal ({last} accepts it) "
+                       "starts, a newer one does not: pin a release",
+                       data={**problem.data, "older_release_accepts": older[-1],
+                             "fixed_build": True})
     return replace(problem, message=f"{problem.message}; no release is pinned (a rolling "
-                   f"tag): a build from before the removal ({engine_display(engine)} {older[-1]} "
-                   "accepts it) still starts, the next pull of a newer build does not: pin a "
-                   "version", data={**problem.data, "older_release_accepts": older[-1]})
+                   "tag or an unpinned install): a pull or install now gets the newest build, "
+                   f"which refuses it; {last} is the last release kvlint knows that accepts it "
+                   "(a node still holding an older build starts until its next pull): pin that "
+                   "release or drop the option",
+                   data={**problem.data, "older_release_accepts": older[-1]})
 
 
 def _misspelt(name: str, suggestion: object) -> bool:

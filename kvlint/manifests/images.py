@@ -76,6 +76,23 @@ def _is_sha(tag: str) -> bool:
                                           or any(c in "abcdef" for c in tag.lower()))
 
 
+FIXED_BUILD = "image tag (one fixed build, not a release)"
+"""The source of a ``latest`` version read from a :func:`fixed_build` image."""
+_COMMIT_SUFFIX = re.compile(r"[a-z]+-[0-9a-f]{7,40}", re.IGNORECASE)
+
+
+def fixed_build(image: str) -> bool:
+    """Whether ``image`` names one fixed build although its tag names no release: a digest
+    (``@sha256:...``), a commit tag (``sha-1a2b3c4``, a bare sha) or a nightly of one commit
+    (``nightly-<sha>``). Unlike ``latest`` or ``nightly``, a later pull gets the same build."""
+    _, tag, digest = split_image(image.strip())
+    if digest:
+        return True
+    return tag is not None and (_is_sha(tag) or (
+        _COMMIT_SUFFIX.fullmatch(tag) is not None and
+        any(c in "abcdef" for c in tag.rsplit("-", 1)[-1].lower())))
+
+
 def _tag_version(tag: str | None, what: str) -> tuple[str | None, str]:
     """A version (or "latest") from a tag, with a note when it names none. A tag that names
     no version it can read gives ``None``, never "latest"."""

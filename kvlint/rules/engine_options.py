@@ -40,10 +40,13 @@ class EngineOptionUnknown(_EngineRefusal):
     image whose tag names no version (`latest`, `server-cuda`) or a newer one, is a warning:
     a release newer than kvlint's tables may have added it (unless it reads as a misspelling
     of a known option: cut short, or nearly the same spelling, but not the on/off twin of a
-    known option, `--disable-X` beside `--enable-X`, which a newer release adds). So is an
-    option an older release kvlint knows accepts but the newest removed, on a rolling tag
-    (`latest`, `nightly`, `dev`, a commit build): the build a node pulled may predate the
-    removal; the next pull fails. Also a program (`vllm serve ...`, `/bin/sh -c ...`,
+    known option, `--disable-X` beside `--enable-X`, which a newer release adds). An option
+    an older release kvlint knows accepts but the newest removed, on a rolling tag (`latest`,
+    `nightly`, `dev`, a commit build) or an unpinned install, stays an error: a pull or an
+    install now gets the newest build (Kubernetes pulls `latest` at every start); the message
+    names the last release that accepts it. On one fixed build of no stated release (a
+    digest, a commit tag, `nightly-<sha>`) it is a warning: that build may predate the
+    removal. Also a program (`vllm serve ...`, `/bin/sh -c ...`,
     `python3 -m ...`) given as the arguments of an engine's own image whose ENTRYPOINT is
     its server (vLLM's `vllm/vllm-openai`, TGI's, llama.cpp's `server` images): compose
     `command:` without `entrypoint:`, `docker run IMAGE PROGRAM ...` without `--entrypoint`.
@@ -74,10 +77,11 @@ class EngineOptionUnknown(_EngineRefusal):
         for finding in super().check(ctx):
             # an option no release kvlint read has, on an image that may run a newer one
             # (a floating tag): a warning, since a newer release may accept it; one an older
-            # release accepts, on a rolling tag: a warning, since the build pulled may be older
+            # release accepts, on one fixed build of no stated date: a warning, since that
+            # build may predate the removal
             yield replace(finding, severity=Severity.WARNING) \
                 if finding.data.get("newer_may_accept") or \
-                finding.data.get("older_release_accepts") else finding
+                finding.data.get("fixed_build") else finding
 
 
 class EngineOptionInvalidValue(_EngineRefusal):

@@ -215,3 +215,17 @@ def test_a_range_that_leaves_the_newest_release_out(spec: str,
     from kvlint.manifests.images import engine_from_pip
 
     assert engine_from_pip(spec) == expected
+
+
+@pytest.mark.parametrize(("image", "fixed"), [
+    ("vllm/vllm-openai:latest", False), ("vllm/vllm-openai:nightly", False),
+    ("vllm/vllm-openai", False), ("lmcache/vllm-openai:latest-nightly", False),
+    ("vllm/vllm-openai:v0.11.0", False),
+    ("vllm/vllm-openai:nightly-da4455609d9e29abebc15f6c598dfd772c2b6513", True),
+    ("ghcr.io/org/vllm:sha-1a2b3c4", True), ("vllm/vllm-openai@sha256:" + "0f" * 32, True),
+    ("vllm/vllm-openai:nightly-20250101", False),  # a date: no hex letter, not a commit
+])
+def test_one_fixed_build_is_told_from_a_rolling_tag(image: str, fixed: bool) -> None:
+    from kvlint.manifests.images import fixed_build
+
+    assert fixed_build(image) is fixed
