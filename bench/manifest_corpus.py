@@ -88,7 +88,8 @@ def _engine_default(key: str, value: Any) -> Any:
 
 STRIP_NOTES = False
 """``--strip-notes``: an expected model or engine written with a note in parentheses
-(``/model (${MODEL_PATH}; served as X)``) is compared without it (a scoring rule for
+(``/model (${MODEL_PATH}; served as X)``) is compared without it, and an expected engine
+version written as its tag's ``v0.17.0`` as the release ``0.17.0`` (a scoring rule for
 expectations that broke the one-value convention; reported apart)."""
 _NOTE = re.compile(r"\s+\([^()]*(?:\([^()]*\)[^()]*)*\)\s*$")
 
@@ -101,6 +102,8 @@ def _field_ok(key: str, want: Any, got: Any) -> bool:
     if key == "model":
         return got is not None and _norm(want).rstrip("/") == _norm(got).rstrip("/")
     if key == "engine_version":
+        if STRIP_NOTES and isinstance(want, str) and re.fullmatch(r"v\d+(\.\d+)+\S*", want):
+            want = want[1:]
         return (got in (None, "?")) if want == "unknown" else str(got) == str(want)
     if key == "gpu_type":
         first = _norm(re.split(r"[\s(]", str(want).strip())[0])
@@ -185,7 +188,7 @@ def main() -> int:
                              "apart from the held-out ones)")
     parser.add_argument("--strip-notes", action="store_true",
                         help="compare expected models and engines without a trailing note in "
-                             "parentheses")
+                             "parentheses, and a v-prefixed expected version as the release")
     args = parser.parse_args()
     global STRIP_NOTES
     STRIP_NOTES = args.strip_notes

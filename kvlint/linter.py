@@ -431,7 +431,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                token_cap=_token_cap(plan, engine_sized)),
     )
     if sized is not None and memory is not None and plan.layout.pp == 1:
-        sized = _vllm_grouped(sized, analysis, memory.block_size)
+        sized = _vllm_grouped(sized, analysis, memory.block_size, memory.profiled_tokens)
     if sized is not None and lmdeploy is not None and lmdeploy[1] is not None:
         # LMDeploy holds a hybrid's linear state in a pool it sets aside first (overhead):
         # its blocks are the tokens, and a sequence needs only its KV from them
@@ -467,15 +467,17 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     return sized, sizer
 
 
-def _vllm_grouped(sized: Capacity, analysis: KvAnalysis, block: int) -> Capacity:
+def _vllm_grouped(sized: Capacity, analysis: KvAnalysis, block: int,
+                  batched_tokens: int) -> Capacity:
     """vLLM's "GPU KV cache size" for a model whose layers it groups by cache spec (full
     and sliding-window attention, attention and state: kvlint/model/vllm_groups.py), in the
-    releases that print it as whole blocks per group."""
+    releases that print it as whole blocks per group or as concurrency x length
+    (``batched_tokens``: max_num_batched_tokens, a window group's share of a request)."""
     from kvlint.model.vllm_groups import kv_groups
 
     plan = analysis.plan
     groups = kv_groups(analysis.cached, analysis.dtype, plan.layout.attention_tp,
-                       plan.behaviour.version, plan.behaviour.kv_sharding)
+                       plan.behaviour.version, plan.behaviour.kv_sharding, batched_tokens)
     if groups is None:
         return sized
     block = groups.block_size(block)

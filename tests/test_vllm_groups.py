@@ -17,9 +17,11 @@ from tests.helpers import CONFIGS, geometry
 GIB = 2**30
 
 
-def groups_of(name: str, tp: int, version: str | None = "0.11.0"):  # type: ignore[no-untyped-def]
+def groups_of(name: str, tp: int, version: str | None = "0.11.0",  # type: ignore[no-untyped-def]
+              batched: int | None = None):
     g = geometry(name)
-    return kv_groups(g, kv.resolve_kv_dtype("auto", g), tp, version)
+    return kv_groups(g, kv.resolve_kv_dtype("auto", g), tp, version,
+                     batched_tokens=batched)
 
 
 def test_qwen3_next_groups_state_and_attention_layers() -> None:
@@ -70,7 +72,7 @@ def test_check_prints_the_grouped_kv_cache_size() -> None:
 
 
 def test_from_0_21_the_report_is_concurrency_times_the_request_length() -> None:
-    """vLLM 0.21-0.29 print ``int(max_concurrency x max_model_len)``, a state group taking
+    """vLLM 0.20.1-0.29 print ``int(max_concurrency x max_model_len)``, a state group taking
     two pages per request (``mamba_cache_mode="align"``, prefix caching on). A held-out
     vLLM 0.29.0 log of a Qwen3.5-27B-class model on an RTX PRO 6000 (logs29f 107: 31.24 GiB
     of KV memory, block 784, 652 blocks, "GPU KV cache size: 314,187 tokens", concurrency
@@ -88,6 +90,7 @@ def test_from_0_21_the_report_is_concurrency_times_the_request_length() -> None:
     assert groups.printed_tokens(memory, block, 8192) == int(652 / 17 * 8192) == 314_187
     assert groups.bytes_per_printed_token_at(block, 8192) == 17 * 16 * block * 4096 / 8192
     # the same model under 0.19 prints whole blocks per group
+    assert groups_of("Qwen--Qwen3.5-27B", 1, "0.20.1") == groups  # the 0.20.1 wheel: the same
     old = groups_of("Qwen--Qwen3.5-27B", 1, "0.19.0")
     assert old is not None and old.printed_tokens(memory, block) == 652 // 4 * 784
 
@@ -96,8 +99,34 @@ def test_from_0_21_the_report_is_concurrency_times_the_request_length() -> None:
     ("Qwen--Qwen3.5-27B", "0.20.0"),  # the platform aligns the block: not read
     ("Qwen--Qwen3.5-27B", "0.30.0"),  # not read
     ("nvidia--Nemotron-H-56B-Base-8K", "0.25.0"),  # Mamba prefix caching "all": not modelled
-    ("google--gemma-3-1b-it", "0.25.0"),  # windowed groups: not modelled from 0.21
+    ("google--gemma-3-1b-it", "0.25.0"),  # windowed groups without max_num_batched_tokens
 ])
 def test_releases_and_layouts_the_concurrency_report_does_not_model(name: str,
                                                                      version: str) -> None:
     assert groups_of(name, 1, version) is None
+
+
+def test_a_window_groups_share_of_a_request_in_the_concurrency_report() -> None:
+    """From 0.21 a sliding group holds ``cdiv(min(window - 1 + max_num_batched_tokens, L),
+    block) + 1`` blocks of a request (``SlidingWindowSpec.max_admission_blocks_per_request``,
+    kv_interface@v0.21.0 = @v0.25.0). gpt-oss-20b: 12 full and 12 sliding layers (window
+    128), 2,048 B per layer and token, one group of each. A held-out log (logs29h 305, RTX
+    5090, vLLM's 2,048 batched tokens for a GPU under 70 GiB) printed 13.27 GiB of KV memory,
+    "GPU KV cache size: 560,887 tokens" and 8.56x for 65,536 tokens: 4,096 full blocks plus
+    cdiv(127 + 2,048, 16) + 1 = 137 sliding ones per request."""
+    groups = groups_of("openai--gpt-oss-20b", 1, "0.25.0", batched=2048)
+    assert groups is not None and groups.report == "concurrency"
+    assert (groups.group_size, groups.num_groups, groups.layer_bytes_per_token) == (12, 2, 2048)
+    assert groups.blocks_per_request(65_536, 16) == 4096 + 137
+    memory = int(13.27 * GIB)
+    blocks = groups.blocks(memory, 16)
+    assert blocks == memory // (16 * 2048) // 12 == 36_235
+    assert groups.concurrency(blocks, 65_536, 16) == pytest.approx(36_235 / 4233)
+    printed = groups.printed_tokens(memory, 16, 65_536)
+    assert printed == int(36_235 / 4233 * 65_536) == 560_996
+    assert abs(printed - 560_887) / 560_887 < 0.001  # 13.27 is the log's rounded GiB
+    # a window that covers the request: min(..., L) caps it at the full group's blocks + 1
+    assert groups.blocks_per_request(1024, 16) == 64 + 65
+    # Llama-4's chunked local attention: cdiv(min(chunk + batched, L), block), no extra block
+    assert groups.window_blocks("chunk", 8192, 65_536, 16) == (8192 + 2048) // 16
+

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -56,6 +57,7 @@ from kvlint.loaders.log_formats import (
     word_count,
 )
 from kvlint.loaders.start_failures import OutOfMemory, find_out_of_memory
+from kvlint.model.vllm_groups import CONCURRENCY_REPORT_SINCE
 
 _RANK = re.compile(r"\(([A-Za-z][\w-]{0,40}(?: rank=\d{1,6})?) pid=\d{1,10}"
                    r"(?:, ip=[\w.:-]{1,64})?\)")
@@ -579,6 +581,11 @@ def _build(fields: _Fields, ranks: tuple[str, ...], count: int, versions: _Versi
         notes.append(f"lines from {len(workers)} processes ({', '.join(workers[:8])}): "
                      "figures are per GPU, taken from the first that printed each (KV memory: the "
                      "smallest; activation peak and non-torch memory: the largest)")
+    if _partial_block_report(values) and versions.range.high is not None and \
+            versions.range.narrow_to(CONCURRENCY_REPORT_SINCE, versions.range.high):
+        notes.append(f"its GPU KV cache size ({values['kv_tokens']:,} tokens) is not "
+                     "whole blocks: vLLM prints it as max_concurrency x max_model_len from "
+                     f"{CONCURRENCY_REPORT_SINCE} on")
     printed = fields.values.get("version")
     version_range: tuple[str, str] | None = None
     if printed is not None and parse_version(printed) is not None:
@@ -591,6 +598,19 @@ def _build(fields: _Fields, ranks: tuple[str, ...], count: int, versions: _Versi
     return VllmLog(**values, ranks=ranks, lines=count,  # type: ignore[arg-type]
                    version_range=version_range, formats=tuple(versions.ids),
                    notes=tuple(notes), raw=dict(fields.values))
+
+
+def _partial_block_report(values: Mapping[str, object]) -> bool:
+    """Whether the printed "GPU KV cache size" is not a whole number of blocks (the printed
+    block size, else 16, the smallest default), which only the concurrency report prints
+    (``int(max_concurrency x max_model_len)`` from :data:`CONCURRENCY_REPORT_SINCE`; through
+    0.20.0 ``num_blocks // groups x block``, kv_cache_utils.py@v0.20.0, and V1 before the
+    hybrid manager ``num_blocks x block``, @v0.8.5: whole blocks either way)."""
+    tokens, block = values.get("kv_tokens"), values.get("block_size")
+    if not isinstance(tokens, int) or tokens <= 0:
+        return False
+    return tokens % 16 != 0 and not (isinstance(block, int) and block > 0 and
+                                     tokens % block == 0)
 
 
 def read_log(path: Path) -> VllmLog:

@@ -36,18 +36,21 @@ from math import floor
 
 from packaging.version import InvalidVersion, Version
 
-from kvlint.model.geometry import AttentionGeometry
+from kvlint.model.geometry import AttentionGeometry, LayerKind
 from kvlint.model.kv import KvDtype, layer_bytes_per_token_per_gpu
 from kvlint.model.state import state_bytes_per_gpu
 
 HYBRID_MANAGER_SINCE = Version("0.9.1")
 GROUPED_REPORT_READ_UNTIL = Version("0.20.0")
 """The grouped report is read in releases up to 0.19.0; from here kvlint does not apply it."""
-CONCURRENCY_REPORT_SINCE = Version("0.21.0")
-"""From 0.21.0 vLLM prints "GPU KV cache size" as ``int(max_concurrency x max_model_len)``
-(``_report_kv_cache_config``, kv_cache_utils.py@v0.21.0 lines 1696-1708: "the total tokens
-of context the pool can hold at peak utilization"); 0.20.0 prints the grouped report but
-aligns a hybrid's block size in the platform (not read: not modelled)."""
+CONCURRENCY_REPORT_SINCE = Version("0.20.1")
+"""From 0.20.1 vLLM prints "GPU KV cache size" as ``int(max_concurrency x max_model_len)``
+(``_report_kv_cache_config``, kv_cache_utils.py@v0.20.1 lines 1684-1708 = @v0.21.0 lines
+1696-1708: "the total tokens of context the pool can hold at peak utilization"); the
+grouping, ``get_num_blocks``, ``get_max_concurrency_for_kv_cache_config``, the specs'
+``max_memory_usage_bytes`` and ``_align_hybrid_block_size`` read in the 0.20.1 wheel are
+0.21.0's but for NVFP4 and TurboQuant KV caches, which kvlint does not size. 0.20.0 prints the
+grouped report but aligns a hybrid's block size in the platform (not read: not modelled)."""
 CONCURRENCY_REPORT_READ_UNTIL = Version("0.30.0")
 """Read in the 0.21.0-0.25.0 and 0.29.0 wheels: the grouping
 (``_get_kv_cache_groups_uniform_page_size``), ``get_num_blocks`` and
@@ -57,12 +60,15 @@ groups) and lets layers whose specs merge share a group, which gives the same fi
 full attention with state layers. The hybrid block size is ``_align_hybrid_block_size``
 (platforms/interface.py@v0.21.0 = @v0.25.0): 16 x cdiv(state, 16 x attention page of one
 token) without Mamba prefix caching in "all" mode."""
+WINDOW_KINDS = ("window", "chunk")
+"""Spec kinds whose cache a window bounds: sliding-window and chunked local attention."""
 ALIGN_STATE_PAGES = 2
 """A state group's pages per request in ``mamba_cache_mode="align"`` (``MambaSpec.
 max_memory_usage_bytes``, kv_cache_interface.py@v0.21.0: 2 + speculative blocks), the mode
-vLLM picks from 0.21.0 when prefix caching is on (its V1 default) for a hybrid whose class
-does not support Mamba prefix caching (models/config.py@v0.21.0 lines 351-371; the vLLM 0.29
-log of Qwen3.5 prints ``mamba_cache_mode="align"``)."""
+vLLM picks from 0.20.1 (models/config.py@v0.20.1 = @v0.21.0) when prefix caching is on (its
+V1 default) for a hybrid whose class does not support Mamba prefix caching
+(models/config.py@v0.21.0 lines 351-371; the vLLM 0.29 log of Qwen3.5 prints
+``mamba_cache_mode="align"``)."""
 MAMBA_ALL_ARCHITECTURES = frozenset({
     "BambaForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM",
     "JambaForCausalLM", "MambaForCausalLM", "Mamba2ForCausalLM", "NemotronHForCausalLM",
@@ -85,7 +91,8 @@ class KvGroups:
 
     group_size: int
     specs: tuple[tuple[str, int, int | None], ...]
-    """``(kind, layers, window)`` per spec: ``full``, ``window`` or ``state``."""
+    """``(kind, layers, window)`` per spec: ``full``, ``window`` (sliding), ``chunk``
+    (chunked local) or ``state``."""
     layer_bytes_per_token: Fraction
     """One attention layer's bytes per token on the GPU (the page unit, per token)."""
     state_page_bytes: int = 0
@@ -93,7 +100,10 @@ class KvGroups:
     report: str = "blocks"
     """How vLLM prints its "GPU KV cache size": ``blocks`` (``num_blocks // groups x
     block``, to 0.19) or ``concurrency`` (``int(max_concurrency x max_model_len)``, from
-    0.21: :data:`CONCURRENCY_REPORT_SINCE`)."""
+    0.20.1: :data:`CONCURRENCY_REPORT_SINCE`)."""
+    batched_tokens: int | None = None
+    """``max_num_batched_tokens``: a window group's blocks per request in the concurrency
+    report (:meth:`window_blocks`)."""
 
     @property
     def num_groups(self) -> int:
@@ -116,23 +126,43 @@ class KvGroups:
         """"Maximum concurrency for L tokens per request": the blocks over one request's
         blocks, a full group ``cdiv(L, block)`` and a state group one
         (``get_max_concurrency_for_kv_cache_config``, kv_cache_utils.py@v0.11.0 lines
-        780-795); ``None`` with windowed groups (their share depends on the batch)."""
+        780-795); ``None`` where a window group's share is not known
+        (:meth:`blocks_per_request`)."""
         per_request = self.blocks_per_request(max_model_len, block)
         return num_blocks / per_request if per_request else None
 
     def blocks_per_request(self, max_model_len: int, block: int) -> int | None:
         """The blocks one request of ``max_model_len`` tokens takes: a full group
         ``cdiv(L, block)``, a state group one (:data:`ALIGN_STATE_PAGES` in the
-        concurrency report's releases); ``None`` with windowed groups."""
+        concurrency report's releases), a window group :meth:`window_blocks` (``None``
+        without :attr:`batched_tokens`, and in the blocks report)."""
         state_pages = ALIGN_STATE_PAGES if self.report == "concurrency" else 1
         per_request = 0
-        for kind, count, _ in self.specs:
+        for kind, count, window in self.specs:
             groups = -(-count // self.group_size)
-            if kind == "window":
-                return None
+            if kind in WINDOW_KINDS:
+                blocks = self.window_blocks(kind, window, max_model_len, block)
+                if blocks is None:
+                    return None
+                per_request += groups * blocks
+                continue
             per_request += groups * (-(-max_model_len // block) if kind == "full"
                                      else state_pages)
         return per_request or None
+
+    def window_blocks(self, kind: str, window: int | None, max_model_len: int,
+                      block: int) -> int | None:
+        """A window group's blocks per request, as its spec admits one in the concurrency
+        report's releases (``max_admission_blocks_per_request``,
+        vllm/v1/kv_cache_interface.py@v0.20.1 = @v0.21.0 = @v0.25.0): sliding
+        ``cdiv(min(window - 1 + max_num_batched_tokens, L), block) + 1`` (the window need not
+        start on a block),
+        chunked local ``cdiv(min(chunk + max_num_batched_tokens, L), block)``."""
+        if self.report != "concurrency" or self.batched_tokens is None or window is None:
+            return None
+        if kind == "chunk":
+            return -(-min(window + self.batched_tokens, max_model_len) // block)
+        return -(-min(window - 1 + self.batched_tokens, max_model_len) // block) + 1
 
     @property
     def padded_layers(self) -> int:
@@ -167,10 +197,13 @@ class KvGroups:
 
 
 def kv_groups(geometry: AttentionGeometry, dtype: KvDtype, tp: int, version: str | None,
-              sharding: str = "replicate") -> KvGroups | None:
+              sharding: str = "replicate", batched_tokens: int | None = None
+              ) -> KvGroups | None:
     """The groups of a model with more than one cache spec under the vLLM ``version`` that
     prints the grouped report (``None``: one spec, another release, or a layout the module
-    does not model)."""
+    does not model). ``batched_tokens``: the engine's ``max_num_batched_tokens``, which a
+    window group's share of a request depends on in the concurrency report (without it such
+    a model gets ``None`` there)."""
     try:
         v = Version(version) if version else None
     except InvalidVersion:
@@ -195,16 +228,19 @@ def kv_groups(geometry: AttentionGeometry, dtype: KvDtype, tp: int, version: str
             if per_token is None:
                 return None
             attention.add(per_token)
-            key = ("window", layer.window) if layer.is_windowed else ("full", None)
+            key = (("chunk" if layer.kind is LayerKind.CHUNKED else "window"), layer.window) \
+                if layer.is_windowed else ("full", None)
         else:
             continue
         counts[key] = counts.get(key, 0) + 1
     if len(counts) < 2 or len(attention) != 1:
         return None
-    if concurrency and any(kind == "window" for kind, _ in counts):
-        return None  # a window group's share of a request: not modelled from 0.21
+    if concurrency and batched_tokens is None and \
+            any(kind in WINDOW_KINDS for kind, _ in counts):
+        return None  # a window group's share of a request depends on the batch
     return KvGroups(group_size=min(counts.values()),
                     specs=tuple((kind, count, window)
                                 for (kind, window), count in counts.items()),
                     layer_bytes_per_token=attention.pop(), state_page_bytes=state_page,
-                    report="concurrency" if concurrency else "blocks")
+                    report="concurrency" if concurrency else "blocks",
+                    batched_tokens=batched_tokens if concurrency else None)

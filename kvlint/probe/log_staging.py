@@ -29,6 +29,7 @@ from kvlint.loaders.vllm_log import VllmLog
 from kvlint.model.capacity import Capacity
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.kv import ParallelLayout
+from kvlint.model.memory import default_batch_limits
 from kvlint.model.serving import EngineBehaviour, KvAnalysis, ServingPlan, analyze
 from kvlint.model.vllm_groups import KvGroups, kv_groups
 from kvlint.probe.result import ImplMeasurement, ProbeReport
@@ -102,11 +103,13 @@ def _served(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
 
 
 def _grouped(analysis: KvAnalysis, behaviour: EngineBehaviour, version: str | None,
-             tp: int, pp: int, block: int, printed_block: bool) -> tuple[KvGroups, int] | None:
+             tp: int, pp: int, block: int, printed_block: bool,
+             batched_tokens: int | None = None) -> tuple[KvGroups, int] | None:
     """vLLM's KV cache groups for the served model and the block they use (``None``: one
-    spec, a release without the grouped report, or pipeline stages)."""
+    spec, a release without the grouped report, or pipeline stages; ``batched_tokens``:
+    max_num_batched_tokens, which a window group's share of a request needs)."""
     groups = kv_groups(analysis.cached, analysis.dtype, tp, version,
-                       behaviour.kv_sharding) if pp == 1 else None
+                       behaviour.kv_sharding, batched_tokens) if pp == 1 else None
     if groups is None:
         return None
     return groups, block if printed_block else groups.block_size(block)
@@ -122,8 +125,11 @@ def grouped_terms(log: VllmLog, geometry: AttentionGeometry, capacity: Capacity 
     analysis, behaviour, version, _ = _served(
         log, geometry, tp=tp, pp=pp, kv_cache_dtype=kv_cache_dtype,
         engine_version=engine_version, source="the log")
+    batched = log.max_num_batched_tokens or default_batch_limits(
+        version, capacity.gpu.memory_bytes, capacity.gpu.name,
+        log.max_model_len or capacity.context)[0]
     found = _grouped(analysis, behaviour, version, tp, pp, log.block_size or DEFAULT_BLOCK,
-                     log.block_size is not None)
+                     log.block_size is not None, batched)
     if found is None:
         return None
     groups, block = found
@@ -152,7 +158,8 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
     block = log.block_size or DEFAULT_BLOCK
     # a model with several cache specs: vLLM prints num_blocks // groups x block tokens, one
     # printed token standing for a token in every (padded) layer of every group
-    found = _grouped(analysis, behaviour, version, tp, pp, block, log.block_size is not None)
+    found = _grouped(analysis, behaviour, version, tp, pp, block, log.block_size is not None,
+                     log.max_num_batched_tokens)
     groups = found[0] if found else None
     block = found[1] if found else block
     per_token: Fraction = exact

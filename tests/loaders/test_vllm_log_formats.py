@@ -160,6 +160,19 @@ def test_lines_narrow_the_range() -> None:
     assert set(both.formats) == {"kv_available.1", "kv_available.2", "weights.2", "weights.4"}
 
 
+def test_a_kv_cache_size_of_no_whole_blocks_is_the_concurrency_report() -> None:
+    """From 0.20.1 vLLM prints ``int(max_concurrency x max_model_len)`` (kv_cache_utils.py
+    @v0.20.1); before, whole blocks of at least 16 tokens. A size that is not a multiple of
+    16 (nor of a printed block size) therefore narrows the range to 0.20.1 on."""
+    lines = PREFIX + "Available KV cache memory: 13.27 GiB\n" + PREFIX + \
+        "GPU KV cache size: {} tokens\n"
+    assert parse_text(lines.format("560,887")).version_range == ("0.20.1", "0.34.0")
+    assert parse_text(lines.format("560,880")).version_range == ("0.9.2", "0.34.0")
+    # a printed block of 784 tokens (a Qwen3.5 hybrid): 784 x 652 blocks is whole
+    hybrid = parse_text(lines.format(f"{784 * 652:,}") + PREFIX + "block_size=784\n")
+    assert hybrid.version_range is not None and hybrid.version_range[0] != "0.20.1"
+
+
 def test_a_printed_version_is_used() -> None:
     log = parse_text("INFO 01-01 00:00:00 core.py:58] Initializing a V1 LLM engine (v0.8.3) "
                      "with config: model='m'\n" + PREFIX + "Available KV cache memory: 6.51 GiB\n")
