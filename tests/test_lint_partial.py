@@ -127,6 +127,10 @@ def test_every_document_unreadable_is_one_problem(tmp_path: Path) -> None:
     ("services:\n  llm:\n    build:\n      args:\n        - BASE_IMAGE=vllm/vllm-openai:latest\n"
      "    command: [/serve.sh]\n", 5),
     ("kind: Job\nspec:\n  script: python3 -m llama_cpp.server --model m.gguf\n", 3),
+    # a custom image's own start script, configured by the variables it passes on
+    ("kind: Pod\nspec:\n  containers:\n  - image: registry.example.com/team/llm:1\n"
+     "    command: [/entrypoint.sh]\n    env:\n    - name: VLLM_MAX_MODEL_LEN\n"
+     "      value: \"2048\"\n", 7),
 ])
 def test_an_engine_in_an_unread_format_is_kv904(tmp_path: Path, text: str, line: int) -> None:
     path = tmp_path / "custom.yaml"
@@ -141,6 +145,7 @@ def test_an_engine_in_an_unread_format_is_kv904(tmp_path: Path, text: str, line:
     "kind: Job\nspec:\n  script: uv pip install vllm serve\n",  # an install, not a launch
     "kind: Job\nspec:\n  image: vllm/vllm-openai:v0.9.2\n  command: [python, bench.py]\n",
     "kind: ConfigMap\ndata:\n  notes: the team runs sglang on another cluster\n",
+    "kind: ConfigMap\ndata:\n  notes: max_model_len is set elsewhere\n",  # not a variable
 ])
 def test_no_kv904_without_an_engine_launch(tmp_path: Path, text: str) -> None:
     path = tmp_path / "other.yaml"

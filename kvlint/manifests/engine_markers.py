@@ -13,7 +13,8 @@ that is no router, proxy, gateway, scheduler, sidecar, operator, controller or b
 under a ``name`` key, a reference with a registry path) in a text that replaces no command
 (the image's own entrypoint then starts the engine). Failing both, a line that sets an
 engine's own option (``--max-model-len``, ``--enforce-eager``; a values key such as
-``maxModelLen`` or ``gpu_memory_utilization``) configures one.
+``maxModelLen`` or ``gpu_memory_utilization``; an environment variable such as
+``VLLM_MAX_MODEL_LEN`` that a start script passes on) configures one.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ _SETTING = re.compile(
     r"[\"']?\s*:", re.IGNORECASE)
 """An engine's own option, as a flag or as a values-file key (``maxModelLen``,
 ``gpu_memory_utilization``): a file that sets one configures an engine."""
+_ENV_SETTING = re.compile(
+    r"(?<![A-Za-z0-9])[A-Z0-9_]*(?:GPU_MEMORY_UTILIZATION|MAX_MODEL_LEN|TENSOR_PARALLEL_SIZE|"
+    r"MEM_FRACTION_STATIC)(?![A-Za-z0-9])")
+"""The same options as environment variables a start script passes on
+(``VLLM_MAX_MODEL_LEN``, ``GPU_MEMORY_UTILIZATION``): upper case, as variables are written."""
 _COMMAND_KEY = re.compile(r"^\s*-?\s*[\"']?(?:command|entrypoint)[\"']?\s*:", re.MULTILINE)
 _ENTRYPOINT_KEY = re.compile(r"^\s*-?\s*[\"']?entrypoint[\"']?\s*:", re.MULTILINE)
 _COMPOSE = re.compile(r"^services\s*:", re.MULTILINE)
@@ -71,6 +77,7 @@ def first_engine_line(text: str) -> tuple[int, str] | None:
         if found is not None:
             return number, found.group(0).strip()
     for number, line in enumerate(text.splitlines(), 1):  # no command, no image: a setting
-        if not line.lstrip().startswith("#") and (found := _SETTING.search(line)):
+        if not line.lstrip().startswith("#") and \
+                (found := _SETTING.search(line) or _ENV_SETTING.search(line)):
             return number, found.group(0).strip().rstrip(":").strip("\"'")
     return None

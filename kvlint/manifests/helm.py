@@ -31,7 +31,6 @@ from kvlint.manifests.engine_launch import (
 )
 from kvlint.manifests.images import entrypoint_engine
 from kvlint.manifests.kubernetes import gpu_type_of
-from kvlint.manifests.located_str import LStr
 from kvlint.manifests.shell_env import Env, env_from_k8s
 from kvlint.manifests.shell_words import split_script
 from kvlint.manifests.yaml_values import (
@@ -49,6 +48,7 @@ from kvlint.manifests.yaml_values import (
     plain_map,
     to_int,
     value_line,
+    values_tpl,
     words_of,
     words_of_list,
 )
@@ -243,31 +243,6 @@ ROLES = ("prefill", "decode")
 ROLE_DEFAULT_REPLICAS = {"decode": 1, "prefill": 0}
 
 
-_VALUES_REF = re.compile(r"\"?\{\{-?\s*\.Values\.([A-Za-z0-9_.]+)\s*-?\}\}\"?")
-
-
-def values_tpl(value: Any, doc: dict[str, Any]) -> Any:
-    """``value`` (a string, or a list of them) with each ``{{ .Values.a.b }}`` replaced by
-    the scalar the values file holds at ``a.b``, as the llm-d chart renders its container
-    fields through Helm's ``tpl``; a reference to anything else is left as written."""
-    if isinstance(value, list):
-        return [values_tpl(item, doc) for item in value]
-    if not isinstance(value, str) or "{{" not in value:
-        return value
-
-    def scalar(match: re.Match[str]) -> str:
-        node: Any = doc
-        for key in match.group(1).split("."):
-            node = node.get(key) if isinstance(node, dict) else None
-        return str(node) if isinstance(node, str | int | float) and \
-            not isinstance(node, bool) else match.group(0)
-
-    text = _VALUES_REF.sub(scalar, value)
-    if isinstance(value, LStr):
-        return LStr(text, value.line, value.column, value.style, value.end_line)
-    return text
-
-
 class LlmdModelServiceValuesParser(ManifestParser):
     """llm-d ``llm-d-modelservice`` chart: ``modelArtifacts`` names the model, ``decode`` and
     ``prefill`` each render pods whose ``--tensor-parallel-size``/``--data-parallel-size``
@@ -456,6 +431,13 @@ class ImageChartValuesParser(ManifestParser):
         image = image_of(spec, "image")
         if image is None or entrypoint_engine(image.value) is None:
             return False
+        if not any(k in document for k in ("args", "command", "env", "extraArgs")):
+            # only resources at the top: a map of the engine's own (vllm: {model, args})
+            # is the generic keys parser's to read
+            from kvlint.manifests.helm_keys import nested_engine_map
+
+            if nested_engine_map(document):
+                return False
         return any(k in document for k in ("args", "command", "env", "resources", "extraArgs"))
 
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:

@@ -54,6 +54,7 @@ from kvlint.manifests.yaml_values import (
     node_line,
     plain_map,
     value_line,
+    values_tpl,
     words_of,
 )
 
@@ -296,6 +297,14 @@ def _tp_words(engine: str, scope: dict[str, Any], words: list[Word]) -> list[Wor
     return []
 
 
+def nested_engine_map(document: object) -> bool:
+    """Whether a map below the top of ``document`` names the model and holds the engine's
+    arguments (``vllm: {model: ..., args: [...]}``)."""
+    found = _find(document)
+    return found is not None and found.holder is not document and \
+        any(key in found.holder for key in ARG_KEYS)
+
+
 class GenericValuesParser(ManifestParser):
     """Helm values of a chart kvlint has no parser for (:mod:`.helm_keys`)."""
 
@@ -338,7 +347,10 @@ class GenericValuesParser(ManifestParser):
                 words += [Word(option, line), Word(str(value).strip(), line)]
         for _, node in _maps(scope, 2):
             for key in ARG_KEYS:
-                raw = node.get(key)
+                # a chart that renders its args through Helm's tpl: {{ .Values.a.b }} is the
+                # scalar the same values hold at a.b
+                raw = values_tpl(node.get(key), document) if isinstance(document, dict) \
+                    else node.get(key)
                 if isinstance(raw, list):
                     spaced = [str(i) for i in raw if isinstance(i, str) and " " in i.strip()]
                     if spaced:

@@ -111,10 +111,10 @@ def _gpus(value: Word) -> Located[int] | Unresolved | None:
     count = re.fullmatch(r"(?:count=)?(\d{1,4})", text)
     if count:
         return Located(int(count.group(1)), value.line, None, f"--gpus {text}")
-    devices = re.search(r"device=([\w,-]+)", text)
+    devices = re.search(r"device=([\w, -]+)", text)  # Docker's CSV: "device=6, 7" is two
     if devices:
-        return Located(len([d for d in devices.group(1).split(",") if d]), value.line, None,
-                       f"--gpus {text}")
+        return Located(len([d for d in devices.group(1).split(",") if d.strip()]), value.line,
+                       None, f"--gpus {text}")
     return Unresolved(reason=f"--gpus {text!r} is not a GPU count kvlint reads",
                       line=value.line, text=text)
 

@@ -235,3 +235,29 @@ def names(text: str) -> frozenset[str]:
 def doc_line(document: object) -> int:
     """The line of a document (1 when unknown)."""
     return node_line(document) or 1
+
+
+_VALUES_REF = re.compile(r"\"?\{\{-?\s*\.Values\.([A-Za-z0-9_.]+)\s*-?\}\}\"?")
+
+
+def values_tpl(value: Any, doc: dict[str, Any]) -> Any:
+    """``value`` (a string, or a list of them) with each ``{{ .Values.a.b }}`` replaced by
+    the scalar the values file holds at ``a.b``, as charts that render their container
+    fields through Helm's ``tpl`` do (llm-d's, a generic chart's ``args``); a reference to
+    anything else is left as written."""
+    if isinstance(value, list):
+        return [values_tpl(item, doc) for item in value]
+    if not isinstance(value, str) or "{{" not in value:
+        return value
+
+    def scalar(match: re.Match[str]) -> str:
+        node: Any = doc
+        for key in match.group(1).split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        return str(node) if isinstance(node, str | int | float) and \
+            not isinstance(node, bool) else match.group(0)
+
+    text = _VALUES_REF.sub(scalar, value)
+    if isinstance(value, LStr):
+        return LStr(text, value.line, value.column, value.style, value.end_line)
+    return text

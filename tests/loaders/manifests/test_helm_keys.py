@@ -280,3 +280,27 @@ def test_a_charts_own_gpu_count_key() -> None:
         '''))
     assert (v(model.engine), v(model.gpus)) == ("vllm", 4)
     assert isinstance(model.gpus, Located) and "amdGpus" in model.gpus.source
+
+
+def test_args_rendered_through_tpl_read_the_values_they_name() -> None:
+    """A chart whose deployment renders ``vllm.args`` through Helm's ``tpl``: ``{{
+    .Values.vllm.model }}`` in an argument is the scalar at that key; the engine's own map
+    is this parser's even when the top level has only resources beside the image."""
+    (m,) = served("""\
+        image:
+          repository: docker.io/vllm/vllm-openai
+          tag: "v0.11.0"
+        vllm:
+          model: "Qwen/Qwen2.5-7B"
+          port: 8000
+          args:
+            - --model={{ .Values.vllm.model }}
+            - --port={{ .Values.vllm.port }}
+            - --max-model-len=4096
+            - --served-model-name={{ .Values.other.name }}
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+        """)
+    assert (v(m.engine), v(m.model), v(m.engine_version)) == ("vllm", "Qwen/Qwen2.5-7B", "0.11.0")
+    assert v(m.max_model_len) == 4096 and v(m.gpus) == 1

@@ -38,6 +38,14 @@ def test_tgi_reads_its_settings_from_the_container_environment() -> None:
         == ("tgi", "org/model", 2, 2, "3.0.1")
 
 
+def test_a_device_list_with_a_space_after_the_comma_is_two_gpus() -> None:
+    """Docker reads ``--gpus`` as CSV: ``'"device=6, 7"'`` gives devices 6 and 7."""
+    text = ("docker run --gpus '\"device=6, 7\"' lmsysorg/sglang:latest bash -c \"python3 -m "
+            "sglang.launch_server --model-path Qwen/Qwen2.5-VL-32B-Instruct --tp-size 2\"\n")
+    (found,) = served(text)
+    assert (found["engine"], found["tp"], found["gpus"]) == ("sglang", 2, 2)
+
+
 def test_the_image_tag_from_a_script_variable() -> None:
     text = ("tgi_version=2.1.1\nnum_shard=\"4\"\n"
             "docker run --gpus all ghcr.io/huggingface/text-generation-inference:$tgi_version "
