@@ -129,4 +129,9 @@ def test_a_window_groups_share_of_a_request_in_the_concurrency_report() -> None:
     assert groups.blocks_per_request(1024, 16) == 64 + 65
     # Llama-4's chunked local attention: cdiv(min(chunk + batched, L), block), no extra block
     assert groups.window_blocks("chunk", 8192, 65_536, 16) == (8192 + 2048) // 16
+    # from 0.26 the window admits the tokens in flight: two batches with async scheduling
+    # (config/vllm.py@v0.26.0 max_concurrent_batches at pp 1)
+    later = groups_of("openai--gpt-oss-20b", 1, "0.29.0", batched=2048)
+    assert later is not None and later.in_flight_tokens == 4096
+    assert later.blocks_per_request(65_536, 16) == 4096 + -(-(127 + 4096) // 16) + 1
 

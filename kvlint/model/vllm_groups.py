@@ -60,6 +60,13 @@ groups) and lets layers whose specs merge share a group, which gives the same fi
 full attention with state layers. The hybrid block size is ``_align_hybrid_block_size``
 (platforms/interface.py@v0.21.0 = @v0.25.0): 16 x cdiv(state, 16 x attention page of one
 token) without Mamba prefix caching in "all" mode."""
+IN_FLIGHT_SINCE = Version("0.26.0")
+"""From 0.26 a window group admits ``max_in_flight_tokens`` beyond its window (0.25:
+``max_num_batched_tokens``): ``max_concurrent_batches x max_num_batched_tokens``, 2 batches at
+pp 1 with async scheduling (config/vllm.py@v0.26.0 = @v0.29.0 = @v0.30.0), which vLLM turns on
+by default for a generation model (unless a speculative method or executor it does not support
+turns it off: not modelled; kv_cache_interface.py@v0.26.0, @v0.29.0)."""
+ASYNC_BATCHES = 2
 WINDOW_KINDS = ("window", "chunk")
 """Spec kinds whose cache a window bounds: sliding-window and chunked local attention."""
 ALIGN_STATE_PAGES = 2
@@ -101,9 +108,10 @@ class KvGroups:
     """How vLLM prints its "GPU KV cache size": ``blocks`` (``num_blocks // groups x
     block``, to 0.19) or ``concurrency`` (``int(max_concurrency x max_model_len)``, from
     0.20.1: :data:`CONCURRENCY_REPORT_SINCE`)."""
-    batched_tokens: int | None = None
-    """``max_num_batched_tokens``: a window group's blocks per request in the concurrency
-    report (:meth:`window_blocks`)."""
+    in_flight_tokens: int | None = None
+    """The tokens a window group admits beyond its window in the concurrency report
+    (:meth:`window_blocks`): ``max_num_batched_tokens``, twice it from 0.26
+    (:data:`IN_FLIGHT_SINCE`)."""
 
     @property
     def num_groups(self) -> int:
@@ -135,7 +143,7 @@ class KvGroups:
         """The blocks one request of ``max_model_len`` tokens takes: a full group
         ``cdiv(L, block)``, a state group one (:data:`ALIGN_STATE_PAGES` in the
         concurrency report's releases), a window group :meth:`window_blocks` (``None``
-        without :attr:`batched_tokens`, and in the blocks report)."""
+        without :attr:`in_flight_tokens`, and in the blocks report)."""
         state_pages = ALIGN_STATE_PAGES if self.report == "concurrency" else 1
         per_request = 0
         for kind, count, window in self.specs:
@@ -157,12 +165,13 @@ class KvGroups:
         vllm/v1/kv_cache_interface.py@v0.20.1 = @v0.21.0 = @v0.25.0): sliding
         ``cdiv(min(window - 1 + max_num_batched_tokens, L), block) + 1`` (the window need not
         start on a block),
-        chunked local ``cdiv(min(chunk + max_num_batched_tokens, L), block)``."""
-        if self.report != "concurrency" or self.batched_tokens is None or window is None:
+        chunked local ``cdiv(min(chunk + max_num_batched_tokens, L), block)``; from 0.26 the
+        tokens in flight replace ``max_num_batched_tokens`` (:data:`IN_FLIGHT_SINCE`)."""
+        if self.report != "concurrency" or self.in_flight_tokens is None or window is None:
             return None
         if kind == "chunk":
-            return -(-min(window + self.batched_tokens, max_model_len) // block)
-        return -(-min(window - 1 + self.batched_tokens, max_model_len) // block) + 1
+            return -(-min(window + self.in_flight_tokens, max_model_len) // block)
+        return -(-min(window - 1 + self.in_flight_tokens, max_model_len) // block) + 1
 
     @property
     def padded_layers(self) -> int:
@@ -243,4 +252,5 @@ def kv_groups(geometry: AttentionGeometry, dtype: KvDtype, tp: int, version: str
                                 for (kind, window), count in counts.items()),
                     layer_bytes_per_token=attention.pop(), state_page_bytes=state_page,
                     report="concurrency" if concurrency else "blocks",
-                    batched_tokens=batched_tokens if concurrency else None)
+                    in_flight_tokens=None if not concurrency or batched_tokens is None else
+                    batched_tokens * (ASYNC_BATCHES if v >= IN_FLIGHT_SINCE else 1))
