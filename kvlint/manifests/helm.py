@@ -467,7 +467,15 @@ class ImageChartValuesParser(ManifestParser):
         if parsed is not None and parsed.model is None:
             from kvlint.manifests.helm_keys import values_model
 
-            _, named = values_model(document, "")
+            # the top level's model keys, else those of a map just below it (config:
+            # {modelID: ...}); the image's map names no model
+            named = None
+            for where, scope in [("", document)] + [
+                    (str(k), v) for k, v in document.items() if isinstance(v, dict)
+                    and k != "image"]:
+                found, named = values_model(scope, where)
+                if found:
+                    break
             if named is not None:
                 model["model"] = named
                 where = named.source if isinstance(named, Located) else "of the model"
@@ -478,7 +486,13 @@ class ImageChartValuesParser(ManifestParser):
                              "read)")
         gpus = gpus_from_resources(document.get("resources"), "resources")
         notes.extend(replicas_note(document, "replicaCount"))
-        version, more = settle_version(engine.value if engine else None, image)
+        tag = (get_map(document, "image") or {}).get("tag")
+        if tag is not None and not str(tag).strip():
+            version: Located[str] | Unresolved | None = None
+            more = [f"image {image.value} has no tag in the values: the chart's default (its "
+                    "appVersion) decides the version"]
+        else:
+            version, more = settle_version(engine.value if engine else None, image)
         fmt = "helm-tgi" if engine and engine.value == "tgi" else "helm-values"
         return [served_model(Origin(ctx, fmt, line=image.line), engine=engine, args=parsed,
                              image=image, version=version,

@@ -15,12 +15,14 @@ from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.shell_words import Word, split_script
 from kvlint.manifests.yaml_marks import LStr
 
-K8S_MARKERS = ("apiVersion", "kind")
-
 
 def plain_map(obj: object) -> bool:
-    """A mapping that is not a Kubernetes object (no ``apiVersion``/``kind``)."""
-    return isinstance(obj, dict) and not any(k in obj for k in K8S_MARKERS)
+    """A mapping that is not a Kubernetes object: no ``apiVersion``, and no ``kind`` beside
+    an object's ``metadata`` or ``spec`` (a chart's values may choose its workload with a
+    top-level ``kind: Deployment``)."""
+    if not isinstance(obj, dict) or "apiVersion" in obj:
+        return False
+    return "kind" not in obj or not any(k in obj for k in ("metadata", "spec"))
 
 
 def is_object(document: object, api_prefixes: Sequence[str], kinds: Sequence[str]) -> bool:

@@ -304,3 +304,21 @@ def test_args_rendered_through_tpl_read_the_values_they_name() -> None:
         """)
     assert (v(m.engine), v(m.model), v(m.engine_version)) == ("vllm", "Qwen/Qwen2.5-7B", "0.11.0")
     assert v(m.max_model_len) == 4096 and v(m.gpus) == 1
+
+
+def test_a_chart_that_picks_its_workload_kind_is_still_values() -> None:
+    """A values file with a top-level ``kind: Deployment`` (the chart's choice of workload)
+    and no ``metadata``/``spec`` is no Kubernetes object; its model is under ``config``, and
+    an empty image tag leaves the version to the chart's appVersion (unknown here)."""
+    (m,) = served("""\
+        replicaCount: 1
+        kind: Deployment
+        image:
+          repository: ghcr.io/huggingface/text-generation-inference
+          tag: ""
+        command: ["text-generation-launcher"]
+        config:
+          modelID: "bigscience/bloom-560m"
+        resources: {}
+        """)
+    assert (v(m.engine), v(m.model), m.engine_version) == ("tgi", "bigscience/bloom-560m", None)
