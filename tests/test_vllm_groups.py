@@ -135,3 +135,24 @@ def test_a_window_groups_share_of_a_request_in_the_concurrency_report() -> None:
     assert later is not None and later.in_flight_tokens == 4096
     assert later.blocks_per_request(65_536, 16) == 4096 + -(-(127 + 4096) // 16) + 1
 
+
+
+@pytest.mark.parametrize(("version", "group_size", "groups"), [
+    ("0.17.0", 11, 3),  # the fewest: 11 sliding, 13 full split into 11 + 2 (padded)
+    ("0.18.0", 13, 2),  # from 0.18 13 < 1.5 x 11: both padded to groups of 13
+])
+def test_nearly_equal_spec_counts_pad_the_smaller_from_0_18(version: str, group_size: int,
+                                                             groups: int) -> None:
+    """``_get_kv_cache_groups_uniform_page_size``@v0.18.0: when the largest spec's layer
+    count is under 1.5 x the smallest's, it is the group size (gpt-oss-20b with one sliding
+    layer made full: 11 sliding + 13 full)."""
+    from kvlint.loaders.hf_config import resolve_geometry
+    from kvlint.loaders.config_defaults import TableDefaults
+    from tests.helpers import fixture_config
+
+    config = fixture_config("openai--gpt-oss-20b")
+    config["layer_types"] = ["full_attention"] + config["layer_types"][1:]
+    g = resolve_geometry(config, defaults=TableDefaults())
+    found = kv_groups(g, kv.resolve_kv_dtype("auto", g), 1, version)
+    assert found is not None
+    assert (found.group_size, found.num_groups) == (group_size, groups)

@@ -6,7 +6,8 @@ From v0.9.1 (the hybrid KV cache manager; absent @v0.9.0) vLLM groups such layer
 (``_get_kv_cache_groups_uniform_page_size``, vllm/v1/core/kv_cache_utils.py@v0.11.0 lines
 894-1002)::
 
-    group_size = the fewest layers of any one spec
+    group_size = the fewest layers of any one spec (from 0.18: the most, when under 1.5 x
+                 the fewest: :data:`NEAR_COUNTS_SINCE`)
     groups     = sum over specs of ceil(layers of the spec / group_size)
                  (the last group of a spec is padded: "Add N padding layers")
 
@@ -60,6 +61,10 @@ groups) and lets layers whose specs merge share a group, which gives the same fi
 full attention with state layers. The hybrid block size is ``_align_hybrid_block_size``
 (platforms/interface.py@v0.21.0 = @v0.25.0): 16 x cdiv(state, 16 x attention page of one
 token) without Mamba prefix caching in "all" mode."""
+NEAR_COUNTS_SINCE = Version("0.18.0")
+"""From 0.18 the group size is the largest spec's layer count when it is under 1.5 x the
+smallest's (``_get_kv_cache_groups_uniform_page_size``, kv_cache_utils.py@v0.18.0 = @v0.21.0
+= @v0.25.0; absent @v0.17.0), else the smallest's."""
 IN_FLIGHT_SINCE = Version("0.26.0")
 """From 0.26 a window group admits ``max_in_flight_tokens`` beyond its window (0.25:
 ``max_num_batched_tokens``): ``max_concurrent_batches x max_num_batched_tokens``, 2 batches at
@@ -247,7 +252,11 @@ def kv_groups(geometry: AttentionGeometry, dtype: KvDtype, tp: int, version: str
     if concurrency and batched_tokens is None and \
             any(kind in WINDOW_KINDS for kind, _ in counts):
         return None  # a window group's share of a request depends on the batch
-    return KvGroups(group_size=min(counts.values()),
+    fewest, most = min(counts.values()), max(counts.values())
+    # from 0.18: specs of nearly equal counts pad the smaller up instead of splitting the
+    # larger (gpt-oss-20b + an EAGLE layer: 12 sliding + 13 full is two groups of 13)
+    near = v >= NEAR_COUNTS_SINCE and most < fewest * 1.5
+    return KvGroups(group_size=most if near else fewest,
                     specs=tuple((kind, count, window)
                                 for (kind, window), count in counts.items()),
                     layer_bytes_per_token=attention.pop(), state_page_bytes=state_page,
