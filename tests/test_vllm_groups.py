@@ -97,7 +97,7 @@ def test_from_0_21_the_report_is_concurrency_times_the_request_length() -> None:
 
 @pytest.mark.parametrize(("name", "version"), [
     ("Qwen--Qwen3.5-27B", "0.20.0"),  # the platform aligns the block: not read
-    ("Qwen--Qwen3.5-27B", "0.30.0"),  # not read
+    ("Qwen--Qwen3.5-27B", "0.30.0"),  # state layers' alignment from 0.30: not re-read
     ("nvidia--Nemotron-H-56B-Base-8K", "0.25.0"),  # Mamba prefix caching "all": not modelled
     ("google--gemma-3-1b-it", "0.25.0"),  # windowed groups without max_num_batched_tokens
 ])
@@ -134,6 +134,11 @@ def test_a_window_groups_share_of_a_request_in_the_concurrency_report() -> None:
     later = groups_of("openai--gpt-oss-20b", 1, "0.29.0", batched=2048)
     assert later is not None and later.in_flight_tokens == 4096
     assert later.blocks_per_request(65_536, 16) == 4096 + -(-(127 + 4096) // 16) + 1
+    # 0.34 (the 0.30.0, 0.33.0 and 0.34.0 wheels read): the same report and admission, with
+    # 0.34's 64-token blocks and an H100's 8,192 batched tokens
+    newest = groups_of("openai--gpt-oss-20b", 1, "0.34.0", batched=8192)
+    assert newest is not None and newest.report == "concurrency"
+    assert newest.blocks_per_request(65_536, 64) == 1024 + -(-(127 + 2 * 8192) // 64) + 1
 
 
 

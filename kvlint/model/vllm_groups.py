@@ -52,15 +52,23 @@ grouping, ``get_num_blocks``, ``get_max_concurrency_for_kv_cache_config``, the s
 ``max_memory_usage_bytes`` and ``_align_hybrid_block_size`` read in the 0.20.1 wheel are
 0.21.0's but for NVFP4 and TurboQuant KV caches, which kvlint does not size. 0.20.0 prints the
 grouped report but aligns a hybrid's block size in the platform (not read: not modelled)."""
-CONCURRENCY_REPORT_READ_UNTIL = Version("0.30.0")
+CONCURRENCY_REPORT_READ_UNTIL = Version("0.35.0")
 """Read in the 0.21.0-0.25.0 and 0.29.0 wheels: the grouping
 (``_get_kv_cache_groups_uniform_page_size``), ``get_num_blocks`` and
-``get_max_concurrency_for_kv_cache_config`` are the same text in 0.21.0-0.25.0; 0.29.0
-rewrites the last two (blocks = memory // bytes per block; a request's blocks summed over
-groups) and lets layers whose specs merge share a group, which gives the same figures for
-full attention with state layers. The hybrid block size is ``_align_hybrid_block_size``
-(platforms/interface.py@v0.21.0 = @v0.25.0): 16 x cdiv(state, 16 x attention page of one
-token) without Mamba prefix caching in "all" mode."""
+``get_max_concurrency_for_kv_cache_config`` are the same text in 0.21.0-0.25.0; 0.29.0 rewrites
+the last two (blocks = memory // bytes per block; a request's blocks summed over groups) and
+lets layers whose specs merge share a group, which gives the same figures for full attention
+with state layers. The hybrid block size is ``_align_hybrid_block_size``
+(platforms/interface.py@v0.21.0 = @v0.25.0): 16 x cdiv(state, 16 x attention page of one token)
+without Mamba prefix caching in "all" mode. The report,
+``get_max_concurrency_for_kv_cache_config`` (host groups aside), the grouping and a sliding
+window's admission of the tokens in flight read the same in the 0.30.0, 0.33.0 and 0.34.0 wheels
+(kv_cache_utils.py / kv_cache_planning.py, kv_cache_interface.py; bytes per block rounded to the
+pages' stride alignment, 1 for these specs); there the state layers' block alignment was not
+re-read, so a model with state layers is grouped only before :data:`STATE_READ_UNTIL`."""
+STATE_READ_UNTIL = Version("0.30.0")
+"""The last release (exclusive) whose hybrid block alignment and Mamba cache modes kvlint
+read: from here only attention hybrids (full, sliding, chunked) are grouped."""
 NEAR_COUNTS_SINCE = Version("0.18.0")
 """From 0.18 the group size is the largest spec's layer count when it is under 1.5 x the
 smallest's (``_get_kv_cache_groups_uniform_page_size``, kv_cache_utils.py@v0.18.0 = @v0.21.0
@@ -226,6 +234,8 @@ def kv_groups(geometry: AttentionGeometry, dtype: KvDtype, tp: int, version: str
     if v is None or not (HYBRID_MANAGER_SINCE <= v < GROUPED_REPORT_READ_UNTIL or concurrency):
         return None
     if concurrency and geometry.architecture in MAMBA_ALL_ARCHITECTURES:
+        return None
+    if v >= STATE_READ_UNTIL and any(layer.state is not None for layer in geometry.layers):
         return None
     counts: dict[tuple[str, int | None], int] = {}
     attention: set[Fraction] = set()
