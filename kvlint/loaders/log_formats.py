@@ -377,12 +377,20 @@ def parse_version(text: str) -> Version | None:
 
 
 class VersionRange:
-    """The releases every line read is printed by (from the entries' ``first``/``last``)."""
+    """The releases every line read is printed by (from the entries' ``first``/``last``).
+
+    Where lines disagree (several logs joined, a line a poster condensed into another
+    release's wording), the range is the one the most lines agree on: each line's range is
+    a vote, and the releases inside the most votes win (ties: the earliest lines' range)."""
+
+    MAX_VOTES = 4096
+    """Distinct line ranges kept (a log's lines match a few dozen table entries)."""
 
     def __init__(self) -> None:
         self.low: Version | None = None
         self.high: Version | None = None
         self.conflict = False
+        self.votes: dict[tuple[Version, Version], int] = {}
 
     def narrow(self, first: str, last: str) -> None:
         low, high = parse_version(first), parse_version(last)
@@ -392,6 +400,8 @@ class VersionRange:
     def narrow_to(self, low: Version, high: Version) -> bool:
         """Narrow to ``[low, high]``; ``False`` (a conflict, the range kept) where it does not
         meet the range so far."""
+        if (low, high) in self.votes or len(self.votes) < self.MAX_VOTES:
+            self.votes[(low, high)] = self.votes.get((low, high), 0) + 1
         new_low = low if self.low is None else max(low, self.low)
         new_high = high if self.high is None else min(high, self.high)
         if new_low > new_high:
@@ -408,10 +418,27 @@ class VersionRange:
         self.narrow(min((e.first for e in entries), key=lambda v: parse_version(v) or zero),
                     max((e.last for e in entries), key=lambda v: parse_version(v) or zero))
 
+    def _majority(self) -> tuple[Version, Version] | None:
+        """The range inside the most votes, where lines conflict (``None``: no majority
+        beyond the range the earliest lines agree on)."""
+        if not self.conflict or self.low is None or self.high is None:
+            return None
+        kept = sum(n for (lo, hi), n in self.votes.items() if lo <= self.low and self.high <= hi)
+        best: tuple[int, Version, Version] | None = None
+        for point in sorted({lo for lo, _ in self.votes}):
+            inside = [(lo, hi, n) for (lo, hi), n in self.votes.items() if lo <= point <= hi]
+            count = sum(n for _, _, n in inside)
+            if best is None or count > best[0]:
+                best = (count, max(lo for lo, _, _ in inside), min(hi for _, hi, _ in inside))
+        if best is None or best[0] <= kept:
+            return None
+        return best[1], best[2]
+
     def as_tuple(self) -> tuple[str, str] | None:
         if self.low is None or self.high is None:
             return None
-        return str(self.low), str(self.high)
+        low, high = self._majority() or (self.low, self.high)
+        return str(low), str(high)
 
 
 _DATED = (
@@ -472,7 +499,7 @@ class TableState:
         if not self.range.conflict:
             return []
         return [f"lines worded as different {engine} releases print them (several logs "
-                "joined?); the release range is from the lines that agree"]
+                "joined?); the release range is the one most lines agree on"]
 
     def result(self, count: int, notes: list[str]) -> dict[str, Any]:
         """The :class:`EngineLog` fields of what was read from ``count`` lines, with ``notes``

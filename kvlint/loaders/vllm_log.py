@@ -37,6 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from packaging.version import Version
+
 from kvlint.loaders.log_formats import MAX_BYTES as MAX_BYTES  # read_log's bound
 from kvlint.loaders.log_formats import (
     MAX_LINE_CHARS,
@@ -581,8 +583,10 @@ def _build(fields: _Fields, ranks: tuple[str, ...], count: int, versions: _Versi
         notes.append(f"lines from {len(workers)} processes ({', '.join(workers[:8])}): "
                      "figures are per GPU, taken from the first that printed each (KV memory: the "
                      "smallest; activation peak and non-torch memory: the largest)")
-    if _partial_block_report(values) and versions.range.high is not None and \
-            versions.range.narrow_to(CONCURRENCY_REPORT_SINCE, versions.range.high):
+    current = versions.range.as_tuple()
+    if _partial_block_report(values) and current is not None and \
+            Version(current[1]) >= CONCURRENCY_REPORT_SINCE:
+        versions.range.narrow_to(CONCURRENCY_REPORT_SINCE, Version(current[1]))
         notes.append(f"its GPU KV cache size ({values['kv_tokens']:,} tokens) is not "
                      "whole blocks: vLLM prints it as max_concurrency x max_model_len from "
                      f"{CONCURRENCY_REPORT_SINCE} on")
@@ -594,7 +598,7 @@ def _build(fields: _Fields, ranks: tuple[str, ...], count: int, versions: _Versi
         version_range = versions.range.as_tuple()
     if versions.range.conflict:
         notes.append("lines worded as different vLLM versions print them (several logs "
-                     "joined?); the version range is from the lines that agree")
+                     "joined?); the version range is the one most lines agree on")
     return VllmLog(**values, ranks=ranks, lines=count,  # type: ignore[arg-type]
                    version_range=version_range, formats=tuple(versions.ids),
                    notes=tuple(notes), raw=dict(fields.values))

@@ -173,6 +173,25 @@ def test_a_kv_cache_size_of_no_whole_blocks_is_the_concurrency_report() -> None:
     assert hybrid.version_range is not None and hybrid.version_range[0] != "0.20.1"
 
 
+def test_conflicting_lines_take_the_range_most_lines_agree_on() -> None:
+    """Lines of disagreeing releases (a poster's condensed line, logs joined): each line's
+    range is a vote and the releases inside the most votes win, not the first line's."""
+    from packaging.version import Version
+
+    from kvlint.loaders.log_formats import VersionRange
+
+    votes = VersionRange()
+    votes.narrow("0.6.4", "0.6.4")  # one line worded as 0.6.4 only
+    for _ in range(3):
+        votes.narrow("0.9.2", "0.34.0")
+    assert votes.conflict and (votes.low, votes.high) == (Version("0.6.4"), Version("0.6.4"))
+    assert votes.as_tuple() == ("0.9.2", "0.34.0")
+    tie = VersionRange()
+    tie.narrow("0.6.4", "0.6.4")
+    tie.narrow("0.9.2", "0.34.0")
+    assert tie.as_tuple() == ("0.6.4", "0.6.4")  # no majority: the earliest lines' range
+
+
 def test_a_printed_version_is_used() -> None:
     log = parse_text("INFO 01-01 00:00:00 core.py:58] Initializing a V1 LLM engine (v0.8.3) "
                      "with config: model='m'\n" + PREFIX + "Available KV cache memory: 6.51 GiB\n")
