@@ -151,12 +151,12 @@ def test_nearly_equal_spec_counts_pad_the_smaller_from_0_18(version: str, group_
     """``_get_kv_cache_groups_uniform_page_size``@v0.18.0: when the largest spec's layer
     count is under 1.5 x the smallest's, it is the group size (gpt-oss-20b with one sliding
     layer made full: 11 sliding + 13 full)."""
-    from kvlint.loaders.hf_config import resolve_geometry
     from kvlint.loaders.config_defaults import TableDefaults
+    from kvlint.loaders.hf_config import resolve_geometry
     from tests.helpers import fixture_config
 
     config = fixture_config("openai--gpt-oss-20b")
-    config["layer_types"] = ["full_attention"] + config["layer_types"][1:]
+    config["layer_types"] = ["full_attention", *config["layer_types"][1:]]
     g = resolve_geometry(config, defaults=TableDefaults())
     found = kv_groups(g, kv.resolve_kv_dtype("auto", g), 1, version)
     assert found is not None
