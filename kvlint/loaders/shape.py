@@ -47,6 +47,7 @@ from kvlint.model.weights import (
     ModelShape,
     WeightFormat,
     weight_format,
+    with_fp4_experts,
 )
 
 __all__ = ["resolve_shape", "resolve_weight_format"]
@@ -194,6 +195,7 @@ def resolve_weight_format(config: Any) -> WeightFormat:
         fmt = weight_format(dtype, quant, mlx_quantization=mlx)
     except FormatError as err:
         raise ConfigError(str(err), field=err.field) from None
+    fmt = with_fp4_experts(fmt, config.get("expert_dtype", text.get("expert_dtype")))
     if not fmt.quantized_parts or quant is None:
         return fmt
     layers = text.get("num_hidden_layers", config.get("num_hidden_layers"))

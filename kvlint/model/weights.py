@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Final
 
@@ -461,12 +461,16 @@ class WeightFormat:
     kept: tuple[tuple[Part, float], ...] = ()
     """The share of a quantized part the checkpoint keeps in 16-bit (its quantization
     config's excluded modules: :mod:`kvlint.model.weight_exclusions`)."""
+    part_bytes: tuple[tuple[Part, float], ...] = ()
+    """Quantized parts stored in another format than :attr:`quantized_bytes` (DeepSeek-V4's
+    MXFP4 experts beside FP8 projections: :func:`with_fp4_experts`)."""
 
     def bytes_per_param(self, part: Part) -> float:
         if part not in self.quantized_parts:
             return self.base_bytes
         kept = next((share for p, share in self.kept if p == part), 0.0)
-        return kept * self.base_bytes + (1 - kept) * self.quantized_bytes
+        quantized = next((b for p, b in self.part_bytes if p == part), self.quantized_bytes)
+        return kept * self.base_bytes + (1 - kept) * quantized
 
 
 @dataclass(frozen=True)
@@ -617,6 +621,21 @@ def weight_format(
                           "modelled: weights counted at 16-bit (an upper bound)"),
         exact=False,
     )
+
+
+def with_fp4_experts(fmt: WeightFormat, expert_dtype: object) -> WeightFormat:
+    """``fmt`` with its routed experts in MXFP4 where the config says ``expert_dtype: fp4``
+    beside FP8 block projections: DeepSeek-V4's checkpoints (``DeepseekV4FP8Config``,
+    vllm/models/deepseek_v41/quant_config.py@v0.34.0: "``expert_dtype="fp4"`` (e.g.
+    DeepSeek-V4-Flash): MXFP4 experts with ue8m0 scales"; ``"fp8"`` (Flash-Base): FP8 block
+    experts). Any other format or value is returned as it is."""
+    if expert_dtype != "fp4" or not fmt.name.startswith("fp8") or \
+            Part.EXPERTS not in fmt.quantized_parts:
+        return fmt
+    return replace(fmt, name=f"{fmt.name}, mxfp4 experts",
+                   part_bytes=((Part.EXPERTS, MXFP4_BYTES),),
+                   notes=(*fmt.notes, "expert_dtype fp4: routed experts MXFP4, 4.25 bits per "
+                          "parameter with one ue8m0 scale per 32 (approximate)"))
 
 
 def _integer_format(method: str, q: Mapping[str, Any]) -> tuple[str, float] | None:

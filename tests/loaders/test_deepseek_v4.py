@@ -299,3 +299,20 @@ def test_bad_field_on_the_cli_is_one_line_exit_2(tmp_path: Any) -> None:
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert "compress_ratios" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("expert_dtype", "expert_bytes"), [("fp4", 0.5 + 1 / 32), ("fp8", None)])
+def test_fp4_experts_beside_fp8_projections(expert_dtype: str, expert_bytes: float | None) -> None:
+    """DeepSeek-V4's ``expert_dtype: fp4`` (V4-Flash, V4-Pro): routed experts in MXFP4 (4.25
+    bits), the other projections FP8 block (``DeepseekV4FP8Config``,
+    vllm/models/deepseek_v41/quant_config.py@v0.34.0); ``fp8`` (Flash-Base): FP8 experts.
+    A held-out vLLM 0.23.0 log of V4-Flash at tp 2 (logs29i 406) printed 74.08 GiB of weights
+    per GPU, where experts at FP8 had given 136 GiB."""
+    from kvlint.loaders.shape import resolve_weight_format
+    from kvlint.model.weights import Part
+
+    config = {**fixture_config("deepseek-ai--DeepSeek-V4-Flash"), "expert_dtype": expert_dtype}
+    fmt = resolve_weight_format(config)
+    fp8 = 1 + 4 / (128 * 128)
+    assert fmt.bytes_per_param(Part.EXPERTS) == (expert_bytes or fp8)
+    assert fmt.bytes_per_param(Part.ATTENTION) == fp8
