@@ -586,3 +586,32 @@ def test_an_engine_bound_to_the_containers_loopback(tmp_path: Path, image: str, 
     assert bool(found) is (host is not None), result["findings"]
     if host is not None:
         assert found[0]["data"]["host"] == host and "--host 0.0.0.0" in found[0]["message"]
+
+
+@pytest.mark.parametrize(("image", "tag"), [
+    ("vllm/vllm-openai:0.10.1.1", "0.10.1.1"),                  # the release is v0.10.1.1
+    ("docker.io/vllm/vllm-openai:0.9.2", "0.9.2"),
+    ("vllm/vllm-openai:REPLACE_WITH_TESTED_VERSION", "REPLACE_WITH_TESTED_VERSION"),
+    ("lmsysorg/sglang:0.5.4-cu129", "0.5.4-cu129"),
+    ("vllm/vllm-openai:v0.10.1.1", None),
+    ("vllm/vllm-openai:latest", None),
+    ("vllm/vllm-openai:nightly-0123456789abcdef0123456789abcdef01234567", None),
+    ("vllm/vllm-openai:0.10.1.1@sha256:" + "a" * 64, None),    # pulled by its digest
+    ("ghcr.io/someone/vllm-openai:0.10.1.1", None),              # a mirror's own tags
+    ("lmsysorg/sglang:v0.5.4-cu129", None),
+])
+def test_engine_image_tag_its_repository_never_publishes(tmp_path: Path, image: str,
+                                                        tag: str | None) -> None:
+    engine = "sglang" if "sglang" in image else "vllm"
+    command = ('command: ["python3", "-m", "sglang.launch_server", "--model-path", '
+               '"Qwen/Qwen3-8B"]' if engine == "sglang" else 'args: ["--model", "Qwen/Qwen3-8B"]')
+    path = tmp_path / "tag.yaml"
+    path.write_text(deployment(image, command), encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV706"]
+    assert bool(found) is (tag is not None), result["findings"]
+    if tag is not None:
+        assert found[0]["severity"] == "error" and found[0]["data"]["tag"] == tag
+        assert "ErrImagePull" in found[0]["message"]
+        if tag[0].isdigit():
+            assert f":v{tag}" in found[0]["message"]

@@ -29,6 +29,7 @@ from kvlint.manifests.engine_command import (
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_options import engine_problems
 from kvlint.manifests.engine_programs import find_program
+from kvlint.manifests.image_tags import unpublished_tag
 from kvlint.manifests.images import (
     FIXED_BUILD,
     engine_from_image,
@@ -304,11 +305,25 @@ def engine_refusals(engine: Located[str], version: Located[str] | Unresolved | N
                     gpus: Located[int] | Unresolved | None = None
                     ) -> tuple[EngineArgProblem, ...]:
     """What the engine refuses of its command (:func:`~.engine_options.engine_problems`),
-    and of the command in the image it runs without a GPU (:func:`_cpu_on_cuda_image`)."""
+    of the command in the image it runs without a GPU (:func:`_cpu_on_cuda_image`), and an
+    engine image tag its repository never publishes (:func:`_unpublished_image`)."""
     problems = engine_problems(engine.value, version, args.uses)
     cpu = _cpu_on_cuda_image(engine, image, args) \
         if isinstance(gpus, Located) and gpus.value == 0 else None
-    return (*problems, cpu) if cpu is not None else problems
+    pull = _unpublished_image(image)
+    return (*problems, *(p for p in (cpu, pull) if p is not None))
+
+
+def _unpublished_image(image: Located[str] | None) -> EngineArgProblem | None:
+    """KV706: the engine's own image named with a tag its release job never pushes
+    (:mod:`~kvlint.manifests.image_tags`)."""
+    found = unpublished_tag(image.value) if image is not None else None
+    if found is None or image is None:
+        return None
+    tag, why = found
+    return EngineArgProblem("image", "image", why, image.line, image.column,
+                            {"reason": "image-tag-unpublished", "image": image.value,
+                             "tag": tag})
 
 
 def entrypoint_problem(image: Located[str] | None, words: Sequence[Word], kept: str

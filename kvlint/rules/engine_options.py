@@ -1,5 +1,5 @@
 """Rules about engine command lines the engine itself refuses (KV701, KV702) or never receives
-(KV704)."""
+(KV704, KV705), and engine images that cannot be pulled (KV706)."""
 
 from __future__ import annotations
 
@@ -200,7 +200,39 @@ class EnginePortNotPublished(_EngineRefusal):
     kind = "port"
 
 
+class EngineImageTagUnpublished(_EngineRefusal):
+    """## What it does
+    Flags an engine's own image named with a tag its repository never publishes, read from
+    the release job that pushes the tags (vLLM's `vllm/vllm-openai`, SGLang's
+    `lmsysorg/sglang` on Docker Hub): a release number without its `v`
+    (`vllm/vllm-openai:0.10.1.1`; the release is `v0.10.1.1`), or a tag with an upper-case
+    letter (`REPLACE_WITH_TESTED_VERSION`), a placeholder left in the file, since every tag
+    those jobs write is lower case. An image pinned by digest is pulled by its digest and is
+    not judged; neither is a mirror in another registry.
+
+    ## Why is this bad?
+    The pull fails (`manifest unknown`; Kubernetes shows `ErrImagePull`, then
+    `ImagePullBackOff`) and the engine never starts. kvlint still reads the version the tag
+    meant, so its other findings are about the release the file intends.
+
+    ## Example
+    ```yaml
+    image: vllm/vllm-openai:0.10.1.1
+    ```
+
+    ## Use instead
+    ```yaml
+    image: vllm/vllm-openai:v0.10.1.1
+    ```
+    """
+
+    code = "KV706"
+    name = "engine-image-tag-unpublished"
+    severity = Severity.ERROR
+    kind = "image"
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
     return [EngineOptionUnknown, EngineOptionInvalidValue, EngineOptionsDetached,
-            EnginePortNotPublished]
+            EnginePortNotPublished, EngineImageTagUnpublished]
