@@ -343,3 +343,36 @@ def test_tensorrt_llm_fp8_sizes_the_checkpoint_quantized_beforehand(tmp_path: Pa
         return value
 
     assert weights("trtllm") == weights("vllm")
+
+
+def _check(*extra: str) -> Any:
+    return CliRunner().invoke(main, ["check", str(CONFIGS / "Qwen--Qwen3-8B.json"),
+                                     "--engine", "vllm", "--engine-version", "0.11.0",
+                                     "--max-model-len", "131072", "--no-plugins",
+                                     "--isolated", "--format", "json", *extra])
+
+
+def test_check_applies_hf_overrides_before_the_length_check() -> None:
+    """``kvlint check --hf-overrides`` sizes the config the engine builds, as a manifest's
+    ``--hf-overrides`` does: YaRN x4 over 32,768 positions admits 131,072 tokens."""
+    refused = _check()
+    assert refused.exit_code == 1
+    assert [f["code"] for r in json.loads(refused.stdout)["results"]
+            for f in r["findings"]] == ["KV703"]
+    result = _check("--hf-overrides", json.dumps({"rope_scaling": YARN}))
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads(result.stdout)["results"]
+    assert entry["findings"] == []
+    assert "config as the engine builds it: --hf-overrides (overrides rope_scaling)" in \
+        json.dumps(entry)
+    # SGLang's spelling is the same option
+    same = _check("--json-model-override-args", json.dumps({"rope_scaling": YARN}))
+    assert same.exit_code == 0, same.output
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("{bad", "is not JSON"), ("[1, 2]", "got list"), ('"yarn"', "got str")])
+def test_check_hf_overrides_must_be_a_json_object(text: str, says: str) -> None:
+    result = _check("--hf-overrides", text)
+    assert result.exit_code == 2
+    assert says in result.output and "Traceback" not in result.output

@@ -62,7 +62,7 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
           cuda_graph_max_bs: int | None, disable_cuda_graph: bool,
           page_size: int | None, swa_full_tokens_ratio: float | None,
           max_total_tokens: int | None, kv_cache_memory_bytes: int | None,
-          quantization: str | None,
+          quantization: str | None, hf_overrides: str | None,
           revision: str | None,
           offline: bool, lock_file: str | None, locked: bool, formats: tuple[str, ...],
           outputs: tuple[str, ...], select: tuple[str, ...], extend_select: tuple[str, ...],
@@ -94,7 +94,7 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
         quantization=quantization, chunked_prefill_size=chunked_prefill_size,
         cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
         max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph,
-        swa_full_tokens_ratio=swa_full_tokens_ratio))
+        swa_full_tokens_ratio=swa_full_tokens_ratio, hf_overrides=hf_overrides))
     plan = replace(plan, env=process_env(), gpu_source=gpu_source(gpu, d.gpu),
                    **gpu_memory_plan(gpu_memory_gib, d.gpu_memory))
     lock = session.model_lock([Path(m) for m in models if exists(Path(m))], lock_file, locked)

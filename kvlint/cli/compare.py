@@ -57,7 +57,7 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
             cuda_graph_max_bs: int | None, disable_cuda_graph: bool,
             page_size: int | None, swa_full_tokens_ratio: float | None,
             max_total_tokens: int | None, kv_cache_memory_bytes: int | None,
-            quantization: str | None,
+            quantization: str | None, hf_overrides: str | None,
             revision: str | None,
             offline: bool, lock_file: str | None, locked: bool, fmt: str,
             output: str | None) -> None:
@@ -82,7 +82,7 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
         quantization=quantization, chunked_prefill_size=chunked_prefill_size,
         cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
         max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph,
-        swa_full_tokens_ratio=swa_full_tokens_ratio))
+        swa_full_tokens_ratio=swa_full_tokens_ratio, hf_overrides=hf_overrides))
     plan = replace(plan, **gpu_memory_plan(gpu_memory_gib, None))
     lock = _compare_lock(models, lock_file, locked)
     lock.require(models, revision)

@@ -3,6 +3,7 @@ serving plan (the command line wins over the settings file, which wins over defa
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from kvlint.loaders.paths import exists
 from kvlint.model.gpu_memory import MAX_GPU_MEMORY_GIB, gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
+from kvlint.model.overrides import canonical_overrides
 from kvlint.model.serving import EngineStart, ServingPlan
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -131,6 +133,14 @@ def plan_options(func: F) -> F:
         click.option("--max-total-tokens", type=COUNT, default=None,
                      help="SGLang: a cap on the KV pool's tokens (TensorRT-LLM: "
                           "kv_cache_config.max_tokens / max_tokens_in_paged_kv_cache)."),
+        click.option("--hf-overrides", "--json-model-override-args", "hf_overrides",
+                     default=None, metavar="JSON",
+                     help="Changes to the model's config.json as the engine loads it (vLLM "
+                          "--hf-overrides, SGLang --json-model-override-args): a JSON "
+                          "object, e.g. '{\"rope_scaling\": {\"rope_type\": \"yarn\", "
+                          "\"factor\": 4.0, \"original_max_position_embeddings\": 32768}, "
+                          "\"max_position_embeddings\": 131072}'; the context limit, "
+                          "geometry and weights follow the changed config."),
         click.option("--kv-cache-memory-bytes", type=KV_BYTES, default=None, metavar="BYTES",
                      help="vLLM >= 0.10.2: the KV cache's bytes per GPU, set by hand (as vLLM "
                           "reads it: 20G = 20 GiB, 20g = 20e9); it replaces the memory profile "
@@ -277,6 +287,30 @@ class PlanFlags:
     max_total_tokens: int | None = None
     disable_cuda_graph: bool = False
     swa_full_tokens_ratio: float | None = None
+    hf_overrides: str | None = None
+
+
+def _overrides(text: str | None) -> str | None:
+    """``--hf-overrides``' JSON object in canonical form (UsageError on anything else)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise UsageError(f"--hf-overrides: {text[:60]!r} is not JSON ({err}); expected a "
+                         "JSON object of config.json fields") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"--hf-overrides: expected a JSON object of config.json fields, "
+                         f"got {type(value).__name__}")
+    return canonical_overrides(value)
+
+
+def _overrides_source(text: str | None) -> str | None:
+    """Where the plan's overrides come from, with the fields they set."""
+    if text is None:
+        return None
+    keys = ", ".join(sorted(json.loads(text))) or "nothing"
+    return f"--hf-overrides (overrides {keys})"
 
 
 def serving_plan(flags: PlanFlags) -> ServingPlan:
@@ -308,7 +342,9 @@ def serving_plan(flags: PlanFlags) -> ServingPlan:
             if (f.chunked_prefill_size, f.cuda_graph_max_bs, f.page_size,
                 f.swa_full_tokens_ratio) != (None,) * 4 or f.disable_cuda_graph else None,
             kv_tokens_cap=f.max_total_tokens,
-            kv_tokens_cap_source="--max-total-tokens" if f.max_total_tokens else None)
+            kv_tokens_cap_source="--max-total-tokens" if f.max_total_tokens else None,
+            config_overrides=_overrides(f.hf_overrides),
+            config_overrides_source=_overrides_source(f.hf_overrides))
     except ValueError as err:
         raise UsageError(str(err)) from None
 
