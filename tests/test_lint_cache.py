@@ -565,3 +565,22 @@ def test_a_service_file_beside_a_vllm_deployment_is_a_dependency(
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: vllm\n", encoding="utf-8")
     fourth = lint("--format", "json")  # the same file now names the Service vllm
     assert "deploy/app.yaml" in extracted[-1] and "KV702" in codes(fourth)
+
+
+def test_a_configmap_file_beside_a_deployment_is_a_dependency(
+        repo: Path, extracted: list[list[str]]) -> None:
+    """The tp a Deployment takes from a ConfigMap in a file beside it follows that file: a
+    changed ConfigMap is read again, not answered from the cache."""
+    (repo / "deploy" / "app.yaml").write_text(
+        MANIFEST.format(tp=3).replace("--tensor-parallel-size=3", "--tensor-parallel-size=$(TP)")
+        .replace("          resources:", "          envFrom: [{configMapRef: {name: tp}}]\n"
+                                         "          resources:"),
+        encoding="utf-8")
+    config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: tp\ndata:\n  TP: '{}'\n"
+    (repo / "deploy" / "tp.yaml").write_text(config_map.format(3), encoding="utf-8")
+    first = lint("--format", "json")
+    assert "KV202" in codes(first)                   # tp 3 over 8 KV heads
+    assert lint("--format", "json").stdout == first.stdout and extracted[-1] == []
+    (repo / "deploy" / "tp.yaml").write_text(config_map.format(4), encoding="utf-8")
+    second = lint("--format", "json")
+    assert "deploy/app.yaml" in extracted[-1] and "KV202" not in codes(second)

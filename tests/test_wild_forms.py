@@ -615,3 +615,44 @@ def test_engine_image_tag_its_repository_never_publishes(tmp_path: Path, image: 
         assert "ErrImagePull" in found[0]["message"]
         if tag[0].isdigit():
             assert f":v{tag}" in found[0]["message"]
+
+
+CONFIGMAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: llm-config
+{namespace}data:
+  MODEL: Qwen/Qwen3-8B
+  TP: "2"
+"""
+
+
+@pytest.mark.parametrize(("env", "cm_ns", "resolved"), [
+    ("envFrom: [{configMapRef: {name: llm-config}}]", "", True),
+    ("env: [{name: MODEL, valueFrom: {configMapKeyRef: {name: llm-config, key: MODEL}}}, "
+     "{name: TP, valueFrom: {configMapKeyRef: {name: llm-config, key: TP}}}]", "", True),
+    ("envFrom: [{configMapRef: {name: llm-config}}]", "  namespace: llm\n", True),
+    ("envFrom: [{configMapRef: {name: llm-config}}]", "  namespace: other\n", False),
+    ("envFrom: [{configMapRef: {name: another}}]", "", False),
+])
+def test_the_configmap_may_be_in_a_file_beside_it(tmp_path: Path, env: str, cm_ns: str,
+                                                  resolved: bool) -> None:
+    """A kustomization or ``kubectl apply -f k8s/`` applies the folder as one: the
+    ConfigMap an ``envFrom``/``configMapKeyRef`` names may be in a file beside the
+    Deployment (same namespace), and the model and tp it holds are read from it."""
+    command = 'args: ["--model", "$(MODEL)", "-tp", "$(TP)"]\n          ' + env
+    text = deployment("vllm/vllm-openai:v0.10.1.1", command, gpus=2)
+    text = text.replace("  name: server\n", "  name: server\n  namespace: llm\n", 1)
+    path = tmp_path / "deployment.yaml"
+    path.write_text(text, encoding="utf-8")
+    (tmp_path / "configmap.yaml").write_text(CONFIGMAP.format(namespace=cm_ns),
+                                             encoding="utf-8")
+    (result,) = lint(path)
+    if resolved:
+        assert result["target"]["ref"] == "Qwen/Qwen3-8B", result
+        assert result["serving"]["tp"] == 2
+        assert not [f for f in result["findings"] if f["code"] in ("KV902", "KV206")]
+    else:
+        assert result["target"]["ref"] == "$(MODEL)"
+        assert [f for f in result["findings"] if f["code"] == "KV902"]

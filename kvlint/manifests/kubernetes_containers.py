@@ -28,6 +28,7 @@ from kvlint.manifests.images import entrypoint_engine, tools_server
 from kvlint.manifests.shell_arrays import script_commands
 from kvlint.manifests.shell_env import Env, env_from_k8s
 from kvlint.manifests.shell_words import Word, split_env_prefix
+from kvlint.manifests.siblings import sibling_documents
 from kvlint.manifests.trtllm_configs import FREE_FRACTION_NOTE, trt_settings
 from kvlint.manifests.yaml_marks import LDict, LList, LStr, load_documents
 from kvlint.manifests.yaml_values import (
@@ -252,11 +253,13 @@ def flat_words(value: Any) -> list[Word]:
 
 
 def _env_from(container: Any, ctx: DocumentContext) -> dict[str, str | None]:
-    """``envFrom: [configMapRef: NAME]`` of a ConfigMap in the same file."""
+    """``envFrom: [configMapRef: NAME]`` of a ConfigMap in the same file or a YAML file
+    beside it (:func:`_configmap_data`)."""
     out: dict[str, str | None] = {}
     for item in get_list(container, "envFrom") or []:
         ref = get_map(item, "configMapRef")
-        data = _configmap_data(ctx, get_str(ref, "name") or "") if ref else None
+        data = _configmap_data(ctx, get_str(ref, "name") or "",
+                               beside=getattr(item, "line", 0)) if ref else None
         prefix = get_str(item, "prefix") or ""
         for key, value in (data or {}).items():
             if isinstance(value, str):
@@ -269,8 +272,10 @@ def container_env(container: Any, ctx: DocumentContext,
     values: dict[str, str | None] = dict(extra or {})
     values.update(_env_from(container, ctx))
     with contextlib.suppress(TypeError, ValueError):
-        values.update(env_from_k8s(get_list(container, "env") or [],
-                                   lambda name, key: _config_value(ctx, name, key)))
+        values.update(env_from_k8s(
+            get_list(container, "env") or [],
+            lambda name, key: _config_value(ctx, name, key,
+                                            beside=getattr(container, "line", 0))))
     return values
 
 
@@ -400,16 +405,35 @@ def _joins_ray_cluster(commands: Sequence[Sequence[Word]]) -> str | None:
 # ============================================================================================
 
 
-def _config_value(ctx: DocumentContext, name: str, key: str) -> str | None:
-    """``data[key]`` of the ConfigMap ``name`` in the same file, when it is text."""
-    value = (_configmap_data(ctx, name) or {}).get(key)
+def _config_value(ctx: DocumentContext, name: str, key: str, *, beside: int | None = None
+                  ) -> str | None:
+    """``data[key]`` of the ConfigMap ``name`` (:func:`_configmap_data`), when it is text."""
+    value = (_configmap_data(ctx, name, beside=beside) or {}).get(key)
     return value if isinstance(value, str) else None
 
 
-def _configmap_data(ctx: DocumentContext, name: str) -> dict[str, Any] | None:
+def _configmap_data(ctx: DocumentContext, name: str, *, beside: int | None = None
+                    ) -> dict[str, Any] | None:
+    """The ``data`` of the ConfigMap ``name`` of this file; with ``beside`` (the line of the
+    reference), else of a YAML file beside it in the workload's namespace (none named on
+    either side counts as the same: a kustomization sets one for all), its text values
+    placed on that line of this file and nothing else taken from it."""
     for doc in named(ctx.documents, name):
         if is_object(doc, ("v1",), ("ConfigMap",)) and object_name(doc) == name:
             return get_map(doc, "data") or {}
+    if beside is None or not name:
+        return None
+    workload = ctx.documents[ctx.index] if ctx.index < len(ctx.documents) else None
+    space = get_str(get_map(workload, "metadata") or {}, "namespace")
+    for _file, documents in sibling_documents(ctx):
+        for doc in documents:
+            if not (is_object(doc, ("v1",), ("ConfigMap",)) and object_name(doc) == name):
+                continue
+            theirs = get_str(get_map(doc, "metadata") or {}, "namespace")
+            if theirs is None or space is None or theirs == space:
+                data = get_map(doc, "data") or {}
+                return {str(k): LStr(str(v), beside) for k, v in data.items()
+                        if isinstance(v, str)}
     return None
 
 

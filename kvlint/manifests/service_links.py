@@ -26,11 +26,10 @@ and those files, which are recorded as read for the result cache.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from kvlint.manifests.base import DocumentContext, Documents
+from kvlint.manifests.base import DocumentContext
+from kvlint.manifests.siblings import sibling_documents
 from kvlint.manifests.yaml_values import get_list, get_map, get_str, key_line
 from kvlint.model.engine_args import EngineArgProblem
 
@@ -38,8 +37,6 @@ __all__ = ["service_link_problem"]
 
 LINKED = "vllm"
 """The Service name whose link variables include ``VLLM_PORT``."""
-MAX_SIBLINGS = 64
-"""YAML files read beside the manifest (a deployment folder holds a handful)."""
 
 
 def _services(documents: tuple[object, ...]) -> Iterator[tuple[object, str | None]]:
@@ -52,54 +49,11 @@ def _services(documents: tuple[object, ...]) -> Iterator[tuple[object, str | Non
 
 def _siblings(ctx: DocumentContext) -> Iterator[tuple[str, tuple[str | None, ...]]]:
     """The YAML files beside ``ctx.path`` that define a Service named ``vllm``, with the
-    namespaces they put it in. The folder's listing and every file read are recorded
-    (:meth:`Documents.note_read`): the result cache keeps the manifest's results while they
-    read the same."""
-    from kvlint.loaders.files import read_referenced
-
-    if not ctx.path or ctx.path in ("-", "<stdin>"):
-        return
-    here = Path(ctx.path)
-    folder = read_referenced(str(here.parent), ctx.path)
-    if isinstance(ctx.documents, Documents):
-        ctx.documents.note_read(str(here.parent), folder.state)
-    if folder.outside or folder.problem:
-        return
-    try:
-        names = sorted(p for p in here.parent.iterdir()
-                       if p.suffix in (".yaml", ".yml") and p.name != here.name)
-    except OSError:
-        return
-    for path in names[:MAX_SIBLINGS]:
-        try:
-            stat = path.stat()
-        except OSError:
-            continue
-        # keyed by the folder, not the manifest: every manifest beside it reads it once
-        state, spaces = _linked_namespaces(str(path), str(here.parent), stat.st_mtime_ns,
-                                           stat.st_size)
-        if isinstance(ctx.documents, Documents):
-            ctx.documents.note_read(str(path), state)
+    namespaces they put it in (:func:`~kvlint.manifests.siblings.sibling_documents`)."""
+    for name, documents in sibling_documents(ctx):
+        spaces = tuple(space for _, space in _services(documents))
         if spaces:
-            yield path.name, spaces
-
-
-@lru_cache(maxsize=4096)
-def _linked_namespaces(path: str, folder: str, mtime: int, size: int
-                       ) -> tuple[str, tuple[str | None, ...]]:
-    """The read state of the YAML file ``path`` (in ``folder``, whose tree it must stay in)
-    and the namespaces of the Services named ``vllm`` in it, read once per run for every
-    manifest beside it (``mtime`` and ``size`` key a changed file)."""
-    from kvlint.loaders.files import read_referenced
-    from kvlint.manifests.yaml_marks import load_documents
-
-    read = read_referenced(path, folder)
-    if read.text is None or "Service" not in read.text or LINKED not in read.text:
-        return read.state, ()
-    docs = load_documents(read.text, path)
-    if not isinstance(docs, list):
-        return read.state, ()
-    return read.state, tuple(space for _, space in _services(tuple(docs)))
+            yield name, spaces
 
 
 def service_link_problem(engine: str, pod: Any, container: Any, ctx: DocumentContext,
