@@ -656,3 +656,93 @@ def test_the_configmap_may_be_in_a_file_beside_it(tmp_path: Path, env: str, cm_n
     else:
         assert result["target"]["ref"] == "$(MODEL)"
         assert [f for f in result["findings"] if f["code"] == "KV902"]
+
+
+def test_an_envsubst_template_line_does_not_hide_the_deployment(tmp_path: Path) -> None:
+    """``$EXTRA_ARGS_YAML`` on a line of its own (envsubst renders it into list items before
+    the file is applied) is not YAML: the file is read without it, with an info saying what
+    is not checked, and its model is found."""
+    text = deployment("vllm/vllm-openai:v0.10.1.1",
+                      'args:\n            - "--model"\n            - "Qwen/Qwen3-8B"\n'
+                      "$EXTRA_ARGS_YAML")
+    path = tmp_path / "vllm.yaml"
+    path.write_text(text, encoding="utf-8")
+    results = lint(path)
+    assert "Qwen/Qwen3-8B" in [r["target"]["ref"] for r in results]
+    findings = [f for r in results for f in r["findings"]]
+    kv903 = [f for f in findings if f["code"] == "KV903"]
+    assert kv903 and kv903[0]["severity"] == "info" and "$EXTRA_ARGS_YAML" in \
+        kv903[0]["message"]
+    assert not [f for f in findings if f["severity"] == "error"]
+
+
+def test_a_dunder_placeholder_a_deploy_script_fills_in_is_unresolved(tmp_path: Path) -> None:
+    """``__MODEL__`` / ``__EXTRA_ARGS__`` values are filled in by a deploy script (sed): the
+    model is unresolved (KV902), and the extra arguments are not refused as written."""
+    command = ('command: ["/bin/sh", "-c"]\n          args: [\'exec vllm serve "$MODEL_NAME" '
+               '--max-model-len 2048 $EXTRA_ARGS\']\n          env: [{name: MODEL_NAME, value: '
+               '__MODEL__}, {name: EXTRA_ARGS, value: __EXTRA_ARGS__}]')
+    path = tmp_path / "vllm.yaml"
+    path.write_text(deployment("vllm/vllm-openai:v0.10.1.1", command), encoding="utf-8")
+    (result,) = lint(path)
+    assert [f["code"] for f in result["findings"] if f["severity"] != "info"] == ["KV902"]
+
+
+def served(path: Path) -> list[dict[str, Any]]:
+    """The served models kvlint reads from ``path``: model and GPU count."""
+    from kvlint.lint.extraction import extract
+    from kvlint.plugins import get_plugin_manager
+
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    found = extract(path, pm, parsers)
+    assert isinstance(found, list)
+    return [{"model": getattr(s.model, "value", None),
+             "gpus": getattr(s.gpus, "value", None)} for s in found]
+
+
+VALUES_GPU_MAP = """\
+image:
+  repository: vllm/vllm-openai
+  tag: v0.10.1.1
+args: ["--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "{tp}"]
+{key}:
+  enabled: {enabled}
+  count: {count}
+"""
+
+
+@pytest.mark.parametrize(("key", "enabled", "count", "gpus"), [
+    ("gpu", "true", 2, 2), ("accelerator", "true", 4, 4), ("gpu", "false", 2, 0)])
+def test_a_charts_gpu_map_is_its_gpu_request(tmp_path: Path, key: str, enabled: str,
+                                             count: int, gpus: int) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(VALUES_GPU_MAP.format(tp=2, key=key, enabled=enabled, count=count),
+                    encoding="utf-8")
+    (found,) = served(path)
+    assert found["gpus"] == gpus
+
+
+@pytest.mark.parametrize(("devices", "gpus"), [
+    ('["/dev/dri/renderD128"]', 1),
+    ('["/dev/kfd", "/dev/dri/renderD128", "/dev/dri/renderD129"]', 2),
+    ('["/dev/kfd", "/dev/dri"]', None),        # every GPU of the host: the engine's world
+])
+def test_compose_render_nodes_are_the_gpus_given(tmp_path: Path, devices: str,
+                                                 gpus: int | None) -> None:
+    path = tmp_path / "compose.yaml"
+    path.write_text("services:\n  llm:\n    image: ghcr.io/ggml-org/llama.cpp:server-intel\n"
+                    "    command: [\"-m\", \"/models/m.gguf\", \"-ngl\", \"99\"]\n"
+                    f"    devices: {devices}\n", encoding="utf-8")
+    (found,) = served(path)
+    assert found["gpus"] == (gpus if gpus is not None else 1)
+
+
+def test_gaudi_devices_are_counted_as_the_engines_gpus(tmp_path: Path) -> None:
+    path = tmp_path / "hpu.yaml"
+    path.write_text(deployment("vault.habana.ai/gaudi-docker/1.19.0/ubuntu22.04/habanalabs/"
+                               "vllm-fork:latest",
+                               'command: ["vllm", "serve", "Qwen/Qwen3-8B", "-tp", "2"]',
+                               limits="habana.ai/gaudi: 2"), encoding="utf-8")
+    (result,) = lint(path)
+    assert not [f for f in result["findings"] if f["code"] == "KV206"], result["findings"]

@@ -302,11 +302,21 @@ def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | _EveryGpu | No
     if isinstance(runtime, str) and runtime.strip().lower() == "nvidia":
         return _EveryGpu("runtime: nvidia", key_line(service, "runtime"))
     mounted = service.get("devices")
-    if isinstance(mounted, list) and any(
-            str(item).split(":", 1)[0].rstrip("/") in ("/dev/kfd", "/dev/dri")
-            for item in mounted if isinstance(item, str)):
+    paths = [str(item).split(":", 1)[0].rstrip("/") for item in mounted
+             if isinstance(item, str)] if isinstance(mounted, list) else []
+    render = sorted({p for p in paths if _RENDER_NODE.fullmatch(p)})
+    if render and "/dev/dri" not in paths:
+        # one render node per GPU (AMD with /dev/kfd, Intel alone): the GPUs it names
+        return Located(len(render), key_line(service, "devices"), None,
+                       f"devices {', '.join(render)} (one render node per GPU)")
+    if any(p in ("/dev/kfd", "/dev/dri") for p in paths):
         return _EveryGpu("devices /dev/kfd (every AMD GPU)", key_line(service, "devices"))
     return None
+
+
+_RENDER_NODE = re.compile(r"/dev/dri/renderD\d+")
+"""A GPU's render node (the DRM driver makes one per GPU, renderD128 upward): ROCm and Intel's
+GPU runtimes open a device through it."""
 
 
 def _service_gpus(found: Located[int] | Unresolved | _EveryGpu | None,

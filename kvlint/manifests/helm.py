@@ -485,6 +485,10 @@ class ImageChartValuesParser(ManifestParser):
                 notes.append("no model is set (args and env name none; comments are not "
                              "read)")
         gpus = gpus_from_resources(document.get("resources"), "resources")
+        if gpus is None:  # the chart's GPU map (gpu: {enabled: true, count: 1})
+            from kvlint.manifests.helm_keys import gpu_map_count
+
+            gpus = gpu_map_count(document, "")
         notes.extend(replicas_note(document, "replicaCount"))
         tag = (get_map(document, "image") or {}).get("tag")
         if tag is not None and not str(tag).strip():

@@ -58,7 +58,7 @@ from kvlint.manifests.yaml_values import (
     words_of,
 )
 
-__all__ = ["GenericValuesParser", "values_model"]
+__all__ = ["GenericValuesParser", "gpu_map_count", "values_model"]
 
 MODEL_KEYS = ("model", "modelName", "model_name", "modelId", "modelID", "model_id",
               "hfModelName", "hfModel", "hf_model", "modelRepo", "modelPath")
@@ -77,6 +77,10 @@ TP_KEYS = ("tensorParallelSize", "tensor_parallel_size", "tensorParallel", "tpSi
 GPU_COUNT_KEYS = ("gpus", "gpuCount", "gpu_count", "numGpus", "num_gpus", "gpuNum",
                   "amdGpus", "nvidiaGpus", "gpusPerReplica", "gpusPerPod")
 """Keys a chart names its GPU count with, where its values give no ``resources``."""
+GPU_MAPS = ("gpu", "gpus", "accelerator", "accelerators", "nvidia")
+"""Maps a chart names its GPU request with (``gpu: {enabled: true, count: 1}``,
+``accelerator: {resourceName: nvidia.com/gpu, count: 4}``): ``count`` GPUs, none when
+``enabled: false``."""
 DEVICE_KEYS = ("cudaVisibleDevices", "cuda_visible_devices", "CUDA_VISIBLE_DEVICES",
                "visibleDevices", "hipVisibleDevices", "HIP_VISIBLE_DEVICES")
 _PLAIN = re.compile(r"v?(\d+(?:\.\d+){1,3}(?:\.?post\d+)?)(?=$|[-_+])")
@@ -193,6 +197,20 @@ def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
             if option in mine and option not in _GENERIC and not any(
                     option in _options(other) for other in OPTION_TABLES if other != engine):
                 return engine, f"the key {key} (its {option} option)"
+    return None
+
+
+def gpu_map_count(node: dict[str, Any], path: str) -> Located[int] | Unresolved | None:
+    """The GPUs a chart's GPU map requests (:data:`GPU_MAPS`), or ``None``."""
+    for key in GPU_MAPS:
+        spec = node.get(key)
+        if not isinstance(spec, dict) or "count" not in spec:
+            continue
+        where = f"{path}.{key}" if path else key
+        if spec.get("enabled") is False:
+            return Located(0, value_line(spec, "enabled"), None,
+                           f"the values key {where}.enabled false")
+        return loc_int(spec, "count", f"the values key {where}.count")
     return None
 
 
@@ -392,6 +410,9 @@ class GenericValuesParser(ManifestParser):
                 if count is not None:
                     gpus = loc_int(node, count,
                                    f"the values key {f'{path}.{count}' if path else count}")
+                    break
+                gpus = gpu_map_count(node, path)
+                if gpus is not None:
                     break
         if gpus is None and visible is not None:
             gpus = engine_gpus(args, visible.line, f"the values key {visible.source}",

@@ -66,7 +66,11 @@ __all__ = [
     "replicas_notes",
 ]
 
-GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu")
+GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
+            "gpu.intel.com/xe")
+"""Device-plugin resources of accelerators an engine counts as its GPUs (tp x pp of them):
+NVIDIA, AMD (ROCm/k8s-device-plugin), Intel Gaudi (habana-k8s-device-plugin) and Intel GPUs
+(intel-device-plugins-for-kubernetes), as the Helm values reader counts them."""
 TPU_KEYS = ("google.com/tpu",)
 GPU_TYPE_KEYS = ("cloud.google.com/gke-accelerator", "nvidia.com/gpu.product",
                  "amd.com/gpu.product", "karpenter.k8s.aws/instance-gpu-name",
@@ -91,12 +95,14 @@ def int_at(obj: Any, key: str, source: str) -> Located[int] | Unresolved | None:
     return Located(number, line, column, source)
 
 
-PLACEHOLDER = re.compile(r"YOUR[-_]|REPLACE[-_]?ME|CHANGE[-_]?ME|<[^<>]*>")
+PLACEHOLDER = re.compile(r"YOUR[-_]|REPLACE[-_]?ME|CHANGE[-_]?ME|<[^<>]*>|"
+                         r"(?:^|/)__[A-Z][A-Z0-9_]*__$")
+"""A model that is a placeholder a deploy script fills in (``__MODEL__``, as ``sed`` does)."""
 
 
 def model_check(model: Located[str] | Unresolved | None) -> Located[str] | Unresolved | None:
     """A model that is a placeholder (``<model>``, ``{{ .Name }}``,
-    ``/models/YOUR-MODEL-PATH``) is unresolved."""
+    ``/models/YOUR-MODEL-PATH``, ``__MODEL__``) is unresolved."""
     if isinstance(model, Located) and (not model.value.strip()
                                        or TEMPLATE.search(model.value)
                                        or PLACEHOLDER.search(model.value)):

@@ -276,7 +276,12 @@ def container_env(container: Any, ctx: DocumentContext,
             get_list(container, "env") or [],
             lambda name, key: _config_value(ctx, name, key,
                                             beside=getattr(container, "line", 0))))
-    return values
+    # a value a deploy script fills in (``__EXTRA_ARGS__``, as ``sed`` does) is not known
+    return {k: None if v is not None and _FILLED_IN.fullmatch(v) else v
+            for k, v in values.items()}
+
+
+_FILLED_IN = re.compile(r"__[A-Z][A-Z0-9_]*__")
 
 
 def container_runs(pod: Any, ctx: DocumentContext, *,

@@ -548,12 +548,45 @@ def load_documents(text: str, path: str) -> list[Any] | ManifestProblem:
     bomb; a :class:`PartialDocuments` when only some documents of a stream cannot be read
     (those are ``None``, their problems attached), unless the file is a Helm template."""
     read = _parse_stream(text, path)
+    if isinstance(read, ManifestProblem) and read.kind == "invalid-yaml" and "$" in text:
+        rendered = _without_substituted_lines(text, path)
+        if rendered is not None:
+            return rendered
     if isinstance(read, ManifestProblem) and read.kind != "alias-bomb" and \
             not ("{{" in text and is_helm_template(text, path)):
         partial = _per_document(text, path)
         if partial is not None:
             return partial
     return read
+
+
+_SUBSTITUTED_LINE = re.compile(r"^[ \t]*(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)[ \t]*$", re.MULTILINE)
+"""A line that is one variable, which ``envsubst`` (or a deploy script) replaces with YAML
+lines of its own (``$EXTRA_ARGS_YAML`` rendered as list items, or nothing)."""
+
+
+def _without_substituted_lines(text: str, path: str) -> PartialDocuments | None:
+    """A template rendered by ``envsubst`` before it is applied: the documents read with its
+    whole-line variables blank, and an info on the first of them (what they add is not
+    known, so nothing is read from them); ``None`` when the file holds no such line or is
+    invalid YAML without them too."""
+    lines = [m for m in _SUBSTITUTED_LINE.finditer(text)]
+    if not lines:
+        return None
+    blank = _SUBSTITUTED_LINE.sub("", text)
+    read = _parse_stream(blank, path)
+    if isinstance(read, ManifestProblem):
+        return None
+    out = PartialDocuments(read)
+    first = lines[0]
+    names = ", ".join(dict.fromkeys(m.group(1) for m in lines))
+    out.problems = (ManifestProblem(
+        path=path, line=text.count("\n", 0, first.start()) + 1, kind="template-placeholder",
+        message=(f"this file is a template: {names} on a line of its own is replaced with "
+                 "YAML before it is applied (envsubst or a deploy script), which YAML cannot "
+                 "read as written; the file is read without that line, so whatever it adds "
+                 "(more engine options) is not checked")),)
+    return out
 
 
 def _parse_stream(text: str, path: str) -> list[Any] | ManifestProblem:
