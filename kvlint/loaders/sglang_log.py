@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvlint.loaders.log_formats import (
+    MAX_JOINED_LINES,
+    MAX_LINE_CHARS,
     EngineLog,
     FormatEntry,
     TableReader,
@@ -264,12 +266,28 @@ _SMALLEST = ("free_start_gib", "free_after_load_gib", "free_after_pool_gib")
 (``get_available_gpu_memory(..., distributed=True)`` takes the minimum)."""
 
 
+def _unwrapped(lines: list[str], index: int) -> str:
+    """``lines[index]`` with the lines that continue it when it ends in a comma: a record a
+    terminal or a post wrapped after one of its ``name=value,`` fields (no SGLang format ends
+    a line with a comma), up to a blank line or a line that starts a record of its own (a
+    ``[`` prefix); at most :data:`MAX_JOINED_LINES` of them, each joined with one space."""
+    parts = [lines[index]]
+    while parts[-1].rstrip().endswith(",") and len(parts) <= MAX_JOINED_LINES:
+        at = index + len(parts)
+        follow = lines[at] if at < len(lines) else ""
+        if not follow.strip() or follow.lstrip().startswith("["):
+            break
+        parts.append(follow.strip())
+    return " ".join(p.rstrip() for p in parts)[:MAX_LINE_CHARS] if len(parts) > 1 \
+        else lines[index]
+
+
 def parse_text(text: str) -> SglangLog:
     """The figures of the SGLang log ``text`` (pure; never raises on odd input)."""
     lines = list(log_lines(text))
     state = _State()
-    for index, line in enumerate(lines):
-        _parse_line(lines, index, line, state)
+    for index in range(len(lines)):
+        _parse_line(lines, index, _unwrapped(lines, index), state)
     values: dict[str, object] = {}
     for name, raw in state.values.items():
         try:

@@ -87,11 +87,11 @@ def _pool_total(log: SglangLog, notes: list[str]) -> tuple[str, Fraction, Fracti
     if log.post_capture_tokens and log.post_capture_kv_gib is not None:
         value, half = _exact(log.raw.get("post_capture_kv_gib", str(log.post_capture_kv_gib)))
         return "Post-capture KV size", value, half, log.post_capture_tokens
-    if not log.pools:
-        return None
-    rank = log.pools[0].rank
+    rank = log.pools[0].rank if log.pools else ""
     own = [p for p in log.pools if p.rank == rank]
     hybrid = log.swa_full_tokens is not None or any(p.label in ("Full", "SWA") for p in own)
+    if not hybrid and not own:
+        return None
     if not hybrid:
         pool = own[0]
         if len(own) > 1:

@@ -115,3 +115,20 @@ def test_quoted_lines_and_junk_are_not_read(tmp_path: Path) -> None:
     binary = tmp_path / "junk.bin"
     binary.write_bytes(bytes(range(256)) * 100)
     assert not read_log(binary).is_read()
+
+
+def test_a_record_wrapped_after_a_comma_is_joined() -> None:
+    """A post or a terminal that wraps a record after one of its ``name=value,`` fields (no
+    SGLang format ends a line with a comma): the next line continues it, unless it starts a
+    record of its own (a ``[`` prefix) or is blank."""
+    log = parse_text("[2025-11-06 12:10:37] KV Cache is allocated. #tokens: 2405039, \n"
+                     "K size: 36.70 GB, V size: 36.70 GB\n"
+                     "Load weight end. elapsed=2415.46 s, type=Gemma4ForConditionalGeneration,\n"
+                     "avail mem=97.30 GB, mem usage=15.56 GB.\n"
+                     "SWAKVPool mem usage: 79.94 GB, swa size: 798276, full size: 997846\n")
+    (pool,) = log.pools
+    assert (pool.tokens, pool.k_gib, pool.v_gib) == (2405039, 36.7, 36.7)
+    assert (log.free_after_load_gib, log.weights_gib) == (97.3, 15.56)
+    assert (log.swa_tokens, log.swa_full_tokens, log.swa_pool_gib) == (798276, 997846, 79.94)
+    cut = parse_text("KV Cache is allocated. #tokens: 5,\n[2025-11-06 12:10:37] K size: 1 GB\n")
+    assert [p.k_gib for p in cut.pools] == [None]

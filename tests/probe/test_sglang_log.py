@@ -152,3 +152,26 @@ def test_coarse_pool_is_not_compared(tmp_path: Path) -> None:
     result = probe(LLAMA31, "--sglang-log", write(tmp_path, log))
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2 and len(lines) == 1 and "too coarse" in lines[0], result.output
+
+
+GEMMA4_E4B = str(CONFIGS / "google--gemma-4-E4B-it.json")
+SWA_ONLY_LOG = """\
+Load weight end. elapsed=2415.46 s, type=Gemma4ForConditionalGeneration,
+avail mem=97.30 GB, mem usage=15.56 GB.
+SWAKVPool mem usage: 79.94 GB, swa size: 798276, full size: 997846
+"""
+
+
+def test_a_hybrid_pool_printed_only_as_its_swa_pool_line(tmp_path: Path) -> None:
+    """A log that prints the hybrid pool only as ``SWAKVPool mem usage`` (no per-pool
+    ``KV Cache is allocated`` lines) is still compared. Gemma-4-E4B: 42 layers, 7 full (2 KV
+    heads x 512 x 2 (K, V) x 2 B = 4,096 B) and 35 sliding (2 x 256 x 2 x 2 B = 2,048 B);
+    SGLang allocates every layer, its SWA pool holding 0.8 of the full pool's tokens: 7 x
+    4,096 + 0.8 x 35 x 2,048 = 86,016 B per full-pool token; printed 79.94 GiB / 997,846 =
+    86,020 B (the wrapped ``Load weight end`` record is read too)."""
+    data = as_json(GEMMA4_E4B, "--engine-log", write(tmp_path, SWA_ONLY_LOG))
+    m = measured(data)
+    assert m["theory_cache_bytes"] == 7 * 4_096 + 0.8 * 35 * 2_048 == 86_016
+    assert m["measured_cache_bytes"] == round(79.94 * GIB / 997_846) == 86_020
+    assert m["verdict"] == "ok"
+    assert terms(data)["model weights (Load weight end mem usage)"]["printed"] == 15.56
