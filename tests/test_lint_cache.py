@@ -584,3 +584,29 @@ def test_a_configmap_file_beside_a_deployment_is_a_dependency(
     (repo / "deploy" / "tp.yaml").write_text(config_map.format(4), encoding="utf-8")
     second = lint("--format", "json")
     assert "deploy/app.yaml" in extracted[-1] and "KV202" not in codes(second)
+
+
+def test_the_dockerfile_a_compose_service_builds_is_a_dependency(
+        repo: Path, extracted: list[list[str]]) -> None:
+    """A compose service that builds its image runs its Dockerfile's command: a changed
+    Dockerfile is read again, not answered from the cache."""
+    (repo / "deploy" / "app.yaml").unlink()
+    (repo / "deploy" / "compose.yaml").write_text(
+        "services:\n  llm:\n    build: .\n    deploy:\n      resources:\n        reservations:\n"
+        "          devices: [{driver: nvidia, count: 3, capabilities: [gpu]}]\n",
+        encoding="utf-8")
+    dockerfile = ('FROM vllm/vllm-openai:v0.8.5\nENTRYPOINT ["vllm", "serve", '
+                  '"../models/llama", "--tensor-parallel-size", "{}"]\n')
+    (repo / "deploy" / "Dockerfile").write_text(dockerfile.format(3), encoding="utf-8")
+    def compose_codes(result: Result) -> list[str]:
+        return sorted(f["code"] for r in json.loads(result.stdout)["results"]
+                      if str(r["target"]["path"]).endswith("compose.yaml")
+                      for f in r["findings"])
+
+    first = lint("--format", "json")
+    assert "KV202" in compose_codes(first)           # tp 3 over 8 KV heads
+    assert lint("--format", "json").stdout == first.stdout and extracted[-1] == []
+    (repo / "deploy" / "Dockerfile").write_text(dockerfile.format(1), encoding="utf-8")
+    second = lint("--format", "json")
+    assert "deploy/compose.yaml" in extracted[-1]
+    assert "KV202" not in compose_codes(second) and "KV206" in compose_codes(second)

@@ -746,3 +746,54 @@ def test_gaudi_devices_are_counted_as_the_engines_gpus(tmp_path: Path) -> None:
                                limits="habana.ai/gaudi: 2"), encoding="utf-8")
     (result,) = lint(path)
     assert not [f for f in result["findings"] if f["code"] == "KV206"], result["findings"]
+
+
+BUILT_COMPOSE = """\
+services:
+  api:
+    build: {build}
+    image: myorg/llm-api:1.0
+{extra}    environment:
+      - MODEL=Qwen/Qwen3-8B
+    deploy:
+      resources:
+        reservations:
+          devices: [{{driver: nvidia, count: 2, capabilities: [gpu]}}]
+"""
+BUILT_DOCKERFILE = """\
+FROM vllm/vllm-openai:v0.10.1.1
+ENV MODEL=facebook/opt-125m TP=4
+ENTRYPOINT ["/bin/sh", "-c", "vllm serve $MODEL --tensor-parallel-size $TP"]
+"""
+
+
+@pytest.mark.parametrize(("build", "extra", "tp"), [
+    (".", "", 4),                                    # the Dockerfile's command: tp 4 on 2
+    ("{context: docker, dockerfile: Dockerfile.vllm}", "", 4),
+    (".", "    command: []\n", 4),
+    (".", '    entrypoint: ["vllm", "serve", "Qwen/Qwen3-8B", "-tp", "2"]\n', 2),
+])
+def test_a_compose_service_runs_the_dockerfile_it_builds(tmp_path: Path, build: str,
+                                                         extra: str, tp: int) -> None:
+    """``build:`` makes the image the service runs: without its own entrypoint/command the
+    Dockerfile's ENTRYPOINT/CMD run, with the service's environment over the image's ENV
+    (MODEL) and the image's ENV for the rest (TP); its GPUs come from the compose file."""
+    folder = tmp_path / "docker" if "context" in build else tmp_path
+    folder.mkdir(exist_ok=True)
+    name = "Dockerfile.vllm" if "context" in build else "Dockerfile"
+    (folder / name).write_text(BUILT_DOCKERFILE, encoding="utf-8")
+    path = tmp_path / "compose.yaml"
+    path.write_text(BUILT_COMPOSE.format(build=build, extra=extra), encoding="utf-8")
+    (result,) = lint(path)
+    assert result["target"]["ref"] == "Qwen/Qwen3-8B"
+    assert result["serving"]["tp"] == tp and result["serving"]["engine_version"] == "0.10.1.1"
+    kv206 = [f for f in result["findings"] if f["code"] == "KV206"]
+    assert bool(kv206) is (tp != 2), result["findings"]
+    if kv206:
+        assert kv206[0]["line"] == 10 + extra.count("\n")   # the GPU request
+
+
+def test_a_build_outside_the_tree_or_missing_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "compose.yaml"
+    path.write_text(BUILT_COMPOSE.format(build="../elsewhere", extra=""), encoding="utf-8")
+    assert lint(path) == [] or all(r["target"]["ref"] != "Qwen/Qwen3-8B" for r in lint(path))

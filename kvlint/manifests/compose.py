@@ -29,6 +29,7 @@ from kvlint.manifests.base import (
     ServedModel,
     Unresolved,
 )
+from kvlint.manifests.compose_builds import built_stage, moved
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
     VISIBLE_DEVICE_VARIABLES,
@@ -436,6 +437,22 @@ class ComposeParser(ManifestParser):
             notes.append("env_file is not read: variables it sets are unknown")
         entry = words_of(service.get("entrypoint"), value_line(service, "entrypoint"))
         command = words_of(service.get("command"), value_line(service, "command"))
+        # the Compose Specification: a null (absent) entrypoint/command keeps the image's,
+        # an empty one ([] or "") drops it; a new entrypoint drops the image's CMD too
+        own_entry = service.get("entrypoint") is not None
+        own_command = service.get("command") is not None
+        stage = built_stage(service, ctx) if not (own_entry and own_command) and (
+            image is None or engine_from_image(image.value)[0] is None) else None
+        if stage is not None:  # the image the service builds runs its Dockerfile's command
+            built, at, said = stage
+            if not own_entry and built.entrypoint is not None:
+                entry = moved(built.entrypoint, at)
+            if not own_command and not own_entry and built.cmd is not None:
+                command = moved(built.cmd, at)
+            env = {**built.env, **env}
+            image = Located(built.base, at, None, f"FROM of {said}")
+            notes.append(f"the service builds its image from {said}: its ENTRYPOINT/CMD and "
+                         "ENV are read from there (the service's own keys win)")
         if not entry and image is not None and \
                 tools_server(image.value, [w.text for w in command]):
             command = [Word("llama-server", command[0].line), *command[1:]]

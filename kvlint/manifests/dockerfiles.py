@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from kvlint.manifests.base import Located, ServedModel
 from kvlint.manifests.engine_launch import Pin, pip_pins, settle_version
@@ -24,7 +25,7 @@ from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
 from kvlint.model.engine_args import EngineArgProblem
 
-__all__ = ["dockerfile_models", "is_dockerfile"]
+__all__ = ["Stage", "dockerfile_models", "is_dockerfile", "last_stage"]
 
 _INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s+(.*)$", re.DOTALL)
 _NAMES = ("Dockerfile", "dockerfile", "Containerfile")
@@ -96,6 +97,67 @@ def _pip_installs(argument: str, line: int) -> list[list[Word]]:
         w.text.rsplit("/", 1)[-1].startswith("pip") for w in c[:3])]
 
 
+@dataclass(frozen=True)
+class Stage:
+    """What the last stage of a Dockerfile runs: its base image, the words of its
+    ``ENTRYPOINT`` and ``CMD`` (one command each: exec form as written, shell form as
+    ``/bin/sh -c`` runs it) and its ``ENV`` (build-time substitutions done)."""
+
+    base: str
+    line: int
+    entrypoint: tuple[Word, ...] | None
+    cmd: tuple[Word, ...] | None
+    env: Mapping[str, str]
+
+
+def _shell(argument: str, line: int) -> tuple[Word, ...] | None:
+    """One instruction's words as the container runs them: exec form as written, shell
+    form as ``/bin/sh -c "..."``."""
+    if argument.startswith("["):
+        form = _form(argument, line)
+        return tuple(form[1][0]) if form is not None else None
+    return (Word("/bin/sh", line), Word("-c", line), Word(argument, line)) \
+        if argument.strip() else None
+
+
+def last_stage(text: str) -> Stage | None:
+    """The last stage of a Dockerfile (``None``: no ``FROM``)."""
+    base: tuple[str, int] | None = None
+    known: dict[str, str] = {}
+    env: dict[str, str] = {}
+    entrypoint: tuple[Word, ...] | None = None
+    cmd: tuple[Word, ...] | None = None
+    for instruction, argument, line in _instructions(text):
+        if instruction == "FROM":
+            words = [w for w in argument.split() if not w.startswith("--")]
+            base = (words[0], line) if words else None
+            env, entrypoint, cmd = {}, None, None
+        elif instruction == "ARG":
+            name, _, value = argument.partition("=")
+            if value and re.fullmatch(r"\w+", name.strip()):
+                known.setdefault(name.strip(), value.strip().strip("'\""))
+        elif instruction == "ENV":
+            for name, value in _env_pairs(argument):
+                value = _build_time(value.strip().strip("'\""), known)
+                known[name] = env[name] = value
+        elif instruction == "ENTRYPOINT":
+            entrypoint, cmd = _shell(argument, line), None
+        elif instruction == "CMD":
+            cmd = _shell(argument, line)
+    if base is None:
+        return None
+    return Stage(base[0], base[1], entrypoint, cmd, env)
+
+
+def _env_pairs(argument: str) -> list[tuple[str, str]]:
+    """``ENV NAME=value ...`` or the older ``ENV NAME value``."""
+    if "=" in argument.split(maxsplit=1)[0]:
+        return [(p.partition("=")[0], p.partition("=")[2]) for p in argument.split()
+                if "=" in p]
+    name, _, value = argument.partition(" ")
+    return [(name, value.strip())]
+
+
 def dockerfile_models(text: str, path: str) -> list[ServedModel]:
     """Every served model the last stage of a Dockerfile starts: ``ARG`` defaults and earlier
     ``ENV``s are put into ``ENV`` values as the build does, and the stage's ``RUN pip
@@ -118,13 +180,7 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
         elif instruction == "RUN":
             installs += _pip_installs(argument, line)
         elif instruction == "ENV":
-            if "=" in argument.split(maxsplit=1)[0]:
-                pairs = [pair for pair in argument.split() if "=" in pair]
-            else:
-                name, _, value = argument.partition(" ")
-                pairs = [f"{name}={value.strip()}"]
-            for pair in pairs:
-                name, _, value = pair.partition("=")
+            for name, value in _env_pairs(argument):
                 value = _build_time(value.strip().strip("'\""), known)
                 known[name] = value
                 env.append(Word(f"{name}={value}", line))
