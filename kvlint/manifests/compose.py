@@ -15,15 +15,12 @@ import re
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from kvlint.loaders.files import read_referenced
 from kvlint.manifests.accelerators import image_family, no_gpu_source, runtime_family
 from kvlint.manifests.base import (
     DocumentContext,
-    Documents,
     Located,
     ManifestParser,
     ServedModel,
@@ -55,6 +52,7 @@ from kvlint.manifests.images import (
 )
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
+from kvlint.manifests.siblings import read_named
 from kvlint.manifests.yaml_values import (
     get_list,
     get_map,
@@ -383,15 +381,8 @@ def _dotenv_beside(ctx: DocumentContext) -> dict[str, str]:
     """The variables of the ``.env`` file in the compose file's directory, read as manifests
     are (inside the linted tree, bounded) and recorded for the result cache; none for stdin
     or when there is no such file."""
-    if ctx.path in ("-", "<stdin>") or not ctx.path:
-        return {}
-    target = str(Path(ctx.path).parent / ".env")
-    if not Path(target).exists():
-        return {}
-    read = read_referenced(target, ctx.path)
-    if isinstance(ctx.documents, Documents):
-        ctx.documents.note_read(target, read.state)  # results depend on another file
-    return dotenv(read.text) if read.text is not None else {}
+    text = read_named(ctx, ".env")
+    return dotenv(text) if text is not None else {}
 
 
 class ComposeParser(ManifestParser):

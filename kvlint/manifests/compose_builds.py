@@ -14,12 +14,13 @@ read.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
-from kvlint.manifests.base import DocumentContext, Documents
+from kvlint.manifests.base import DocumentContext
 from kvlint.manifests.dockerfiles import Stage, last_stage
 from kvlint.manifests.shell_words import Word
+from kvlint.manifests.siblings import read_named
 from kvlint.manifests.yaml_values import key_line
 
 __all__ = ["built_stage", "moved"]
@@ -45,19 +46,10 @@ def built_stage(service: Mapping[str, Any], ctx: DocumentContext
                 ) -> tuple[Stage, int | None, str] | None:
     """``(last stage, the build: line, the Dockerfile's path as written)`` of the image the
     service builds, or ``None`` (no build, outside the tree, unreadable, no ``FROM``)."""
-    from kvlint.loaders.files import read_referenced
-
     relative = _dockerfile(service)
-    if relative is None or ctx.path in ("-", "<stdin>") or not ctx.path:
-        return None
-    host = Path(ctx.path).parent / relative
-    if not host.is_file():
-        return None
-    read = read_referenced(str(host), ctx.path)
-    if isinstance(ctx.documents, Documents):
-        ctx.documents.note_read(str(host), read.state)  # results depend on another file
-    stage = last_stage(read.text) if read.text is not None else None
-    if stage is None:
+    text = read_named(ctx, relative) if relative is not None else None
+    stage = last_stage(text) if text is not None and relative is not None else None
+    if stage is None or relative is None:
         return None
     return stage, key_line(service, "build"), relative
 

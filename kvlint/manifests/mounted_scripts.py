@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
-from kvlint.manifests.base import DocumentContext, Documents, Located, Unresolved
+from kvlint.manifests.base import DocumentContext, Located, Unresolved
 from kvlint.manifests.engine_command import EngineArgs, OptionUse
 from kvlint.manifests.engine_launch import SHELLS, Launch, first_launch, walk_script
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word, split_script
+from kvlint.manifests.siblings import read_named
 
 __all__ = ["mounted_launch"]
 
@@ -93,7 +94,6 @@ def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: Docum
     """The engine a service's mounted start script launches, and a note saying where it
     was read; ``None`` when the command runs no mounted script inside the tree, or the
     script starts no engine."""
-    from kvlint.loaders.files import read_referenced
     from kvlint.manifests.shell_arrays import inline_arrays
 
     target = _script_path(words)
@@ -102,16 +102,11 @@ def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: Docum
     source = _host_source(service, target)
     if source is None:
         return None
-    host = Path(ctx.path).parent / source
-    if not host.is_file():
-        return None
-    read = read_referenced(str(host), ctx.path)
-    if isinstance(ctx.documents, Documents):
-        ctx.documents.note_read(str(host), read.state)  # results depend on another file
-    if read.text is None:
+    text = read_named(ctx, source)
+    if text is None:
         return None
     # each word on its own 1-based line of the script, its arrays put in
-    commands = split_script(inline_arrays(read.text), line=0, style="|")
+    commands = split_script(inline_arrays(text), line=0, style="|")
     launch, _ = first_launch(walk_script(commands, Env(dict(env), k8s=False)))
     if launch is None:
         return None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kvlint.manifests.base import DocumentContext, Documents
 
-__all__ = ["MAX_SIBLINGS", "sibling_documents"]
+__all__ = ["MAX_SIBLINGS", "read_named", "sibling_documents"]
 
 MAX_SIBLINGS = 64
 """YAML files read beside the manifest (a deployment folder holds a handful)."""
@@ -71,3 +71,21 @@ def _documents(path: str, folder: str, mtime: int, size: int
         return read.state, ()
     docs = load_documents(read.text, path)
     return read.state, tuple(docs) if isinstance(docs, list) else ()
+
+
+def read_named(ctx: DocumentContext, relative: str) -> str | None:
+    """The text of the file ``relative`` (to the manifest's folder) a manifest names (a
+    mounted start script, a Dockerfile it builds, the ``.env`` Compose reads), read as
+    manifests are (inside the linted tree, bounded) and recorded for the result cache;
+    ``None`` for standard input or a file that is missing, outside the tree or unreadable."""
+    from kvlint.loaders.files import read_referenced
+
+    if not ctx.path or ctx.path in ("-", "<stdin>"):
+        return None
+    host = Path(ctx.path).parent / relative
+    if not host.is_file():
+        return None
+    read = read_referenced(str(host), ctx.path)
+    if isinstance(ctx.documents, Documents):
+        ctx.documents.note_read(str(host), read.state)  # results depend on another file
+    return read.text
