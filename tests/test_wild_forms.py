@@ -599,6 +599,7 @@ def test_an_engine_bound_to_the_containers_loopback(tmp_path: Path, image: str, 
     ("vllm/vllm-openai:0.10.1.1@sha256:" + "a" * 64, None),    # pulled by its digest
     ("ghcr.io/someone/vllm-openai:0.10.1.1", None),              # a mirror's own tags
     ("lmsysorg/sglang:v0.5.4-cu129", None),
+    ("lmsysorg/sglang:dev-Ling-3.0-flash", None),               # a model's dev tag
 ])
 def test_engine_image_tag_its_repository_never_publishes(tmp_path: Path, image: str,
                                                         tag: str | None) -> None:

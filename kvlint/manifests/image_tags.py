@@ -9,9 +9,10 @@ and only for two shapes no release job writes:
   vLLM's main branch, 2026); SGLang's tags ``lmsysorg/sglang:v${version}-${cuda_tag}`` and
   ``latest`` (``.github/workflows/release-docker.yml``@01d2a3d). No release tag of either
   repository on Docker Hub lacks the ``v``;
-* a tag with an upper-case letter (``REPLACE_WITH_TESTED_VERSION``, ``TAG``): every tag those
-  jobs write is lower case (versions, ``latest``, ``nightly``, hexadecimal commits, ``cu129``),
-  so such a tag is a placeholder left in the file.
+* a tag in upper case only (``REPLACE_WITH_TESTED_VERSION``, ``TAG``, ``VERSION``): no tag
+  those jobs write has no lower-case letter (versions, ``latest``, ``nightly``, hexadecimal
+  commits, ``cu129``), so such a tag is a placeholder left in the file. A tag that mixes cases
+  is not judged: SGLang also pushes model-specific development tags (``dev-Ling-3.0-flash``).
 
 An image pinned by digest (``name:tag@sha256:...``) is pulled by its digest, so its tag is not
 judged; neither is a mirror in another registry, whose tags are its owner's.
@@ -32,6 +33,7 @@ _OWN_TAGS: dict[str, str] = {
 """Repository (on Docker Hub) -> what its release job publishes."""
 
 _HUB = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
+_PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_.-]*")
 _BARE_RELEASE = re.compile(r"\d+\.\d+(?:\.\d+)*(?:\.?(?:post|rc|dev)\d*)*(?:-[a-z0-9_.]+)*")
 
 
@@ -48,10 +50,11 @@ def unpublished_tag(image: str) -> tuple[str, str] | None:
     publishes = _OWN_TAGS.get(name)
     if publishes is None:
         return None
-    if any(c.isupper() for c in tag):
-        return tag, (f"{name} publishes no tag {tag}: {publishes}, all in lower case, so "
-                     f"{tag} reads as a placeholder never replaced; the pull fails (manifest "
-                     "unknown, ErrImagePull) and the engine never starts. Name a release tag")
+    if _PLACEHOLDER.fullmatch(tag):
+        return tag, (f"{name} publishes no tag {tag}: {publishes}, none of them in upper case "
+                     f"only, so {tag} reads as a placeholder never replaced; the pull fails "
+                     "(manifest unknown, ErrImagePull) and the engine never starts. Name a "
+                     "release tag")
     if _BARE_RELEASE.fullmatch(tag):
         return tag, (f"{name} publishes no tag {tag}: {publishes}, so the release is "
                      f"v{tag}; the pull fails (manifest unknown, ErrImagePull) and the engine "

@@ -205,9 +205,10 @@ class EngineImageTagUnpublished(_EngineRefusal):
     Flags an engine's own image named with a tag its repository never publishes, read from
     the release job that pushes the tags (vLLM's `vllm/vllm-openai`, SGLang's
     `lmsysorg/sglang` on Docker Hub): a release number without its `v`
-    (`vllm/vllm-openai:0.10.1.1`; the release is `v0.10.1.1`), or a tag with an upper-case
-    letter (`REPLACE_WITH_TESTED_VERSION`), a placeholder left in the file, since every tag
-    those jobs write is lower case. An image pinned by digest is pulled by its digest and is
+    (`vllm/vllm-openai:0.10.1.1`; the release is `v0.10.1.1`), or a tag in upper case only
+    (`REPLACE_WITH_TESTED_VERSION`), a placeholder left in the file, since every tag those
+    jobs write has lower-case letters or none at all (a tag that mixes cases, such as
+    SGLang's `dev-Ling-3.0-flash`, is not judged). An image pinned by digest is pulled by its digest and is
     not judged; neither is a mirror in another registry.
 
     ## Why is this bad?
