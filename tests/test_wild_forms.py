@@ -483,7 +483,7 @@ def test_a_program_given_to_an_engine_images_own_entrypoint(
     assert bool(found) is refused, result["findings"]
     if refused:
         assert found[0]["severity"] == "error" and found[0]["line"] == 4
-        assert "the service sets no entrypoint:" in found[0]["message"]
+        assert "the service sets no entrypoint, so" in found[0]["message"]
 
 
 def test_docker_run_hands_a_program_to_the_images_entrypoint(tmp_path: Path) -> None:
@@ -798,3 +798,46 @@ def test_a_build_outside_the_tree_or_missing_is_not_read(tmp_path: Path) -> None
     path = tmp_path / "compose.yaml"
     path.write_text(BUILT_COMPOSE.format(build="../elsewhere", extra=""), encoding="utf-8")
     assert lint(path) == [] or all(r["target"]["ref"] != "Qwen/Qwen3-8B" for r in lint(path))
+
+
+@pytest.mark.parametrize(("command", "reason"), [
+    ('command: ["--model", "Qwen/Qwen3-8B", "--port", "8000"]', "command-is-options"),
+    ('args: ["vllm", "serve", "Qwen/Qwen3-8B"]', "entrypoint-receives-program"),
+    ('args: ["serve", "Qwen/Qwen3-8B"]', "entrypoint-receives-program"),
+    ('args: ["--model", "Qwen/Qwen3-8B"]', None),
+    ('command: ["vllm", "serve", "Qwen/Qwen3-8B"]', None),
+])
+def test_kubernetes_command_and_args_against_the_images_entrypoint(
+        tmp_path: Path, command: str, reason: str | None) -> None:
+    """``command`` replaces the image's ENTRYPOINT (the runtime then runs ``--model`` as a
+    program); ``args`` alone go to it (``vllm serve vllm serve MODEL``, ``vllm serve serve
+    MODEL``): each fails at start, and the served model is still read."""
+    path = tmp_path / "vllm.yaml"
+    path.write_text(deployment("vllm/vllm-openai:v0.10.1.1", command), encoding="utf-8")
+    (result,) = lint(path)
+    assert result["target"]["ref"] == "Qwen/Qwen3-8B"
+    found = [f for f in result["findings"] if f["code"] == "KV701"]
+    assert [f["data"]["reason"] for f in found] == ([reason] if reason else []), found
+    if found:
+        assert found[0]["severity"] == "error"
+
+
+def test_vllms_cpu_image_is_its_own() -> None:
+    """``vllm/vllm-openai-cpu`` is vLLM's (.buildkite/scripts/push-nightly-builds-cpu.sh):
+    its rolling tags are the newest release, its release tags the release."""
+    assert engine_from_image("vllm/vllm-openai-cpu:latest-x86_64")[:2] == ("vllm", "latest")
+    assert engine_from_image("vllm/vllm-openai-cpu:v0.19.0-x86_64")[:2] == ("vllm", "0.19.0")
+
+
+def test_compose_serve_word_given_to_vllms_entrypoint(tmp_path: Path) -> None:
+    """``command: ["serve", MODEL, ...]`` on vLLM's image runs ``vllm serve serve MODEL``:
+    one KV701 naming the word, and the model and options meant are read."""
+    path = tmp_path / "compose.yaml"
+    path.write_text(PORTS.format(image="vllm/vllm-openai:v0.10.1.1",
+                                 command='["serve", "Qwen/Qwen3-8B", "--tensor-parallel-size", '
+                                         '"1"]', environment="", ports='["8000:8000"]'),
+                    encoding="utf-8")
+    (result,) = lint(path)
+    assert result["target"]["ref"] == "Qwen/Qwen3-8B"
+    found = [f for f in result["findings"] if f["code"] == "KV701"]
+    assert len(found) == 1 and "'serve' first" in found[0]["message"], found

@@ -47,6 +47,7 @@ from kvlint.manifests.images import (
     engine_from_image,
     entrypoint_engine,
     model_then_options,
+    official_vllm,
     pinned_official_vllm,
     tools_server,
 )
@@ -460,6 +461,7 @@ class ComposeParser(ManifestParser):
             if mounted is not None:
                 launch, said = mounted
                 notes.append(said)
+        serve_word = False
         if launch is not None:
             engine = Located(launch.engine, launch.line, None,
                              "entrypoint + command" if entry else "command")
@@ -474,7 +476,11 @@ class ComposeParser(ManifestParser):
                 not pinned_official_vllm(image.value)
             fallback = entrypoint_engine(image.value, env,
                                          args_only=options_only or positional)
-            if fallback is not None and (not command or options_only or
+            serve_word = bool(command) and command[0].text == "serve" and \
+                official_vllm(image.value)
+            if serve_word:  # "vllm serve serve MODEL": the options meant follow the word
+                fallback, words = "vllm", words[1:]
+            if fallback is not None and (not command or options_only or serve_word or
                                          (positional and fallback == "vllm")):
                 engine = Located(fallback, key_line(service, "command") or image.line, None,
                                  f"entrypoint of image {image.value}")
@@ -510,8 +516,8 @@ class ComposeParser(ManifestParser):
                               engine=engine, args=args, image=image, version=version,
                               hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
                               **model_over)
-        problem = entrypoint_problem(image, command, "the service sets no entrypoint:") \
-            if "entrypoint" not in service and launch is not None else None
+        problem = entrypoint_problem(image, command, "the service sets no entrypoint") \
+            if "entrypoint" not in service and (launch is not None or serve_word) else None
         port = unpublished_port(engine, args, service, env, key_line(service, "ports"))
         foreign = foreign_device_problem(engine, image, gpu_type)
         found = tuple(p for p in (problem, port, foreign) if p is not None)

@@ -270,7 +270,9 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
         if digest and tag is None:
             return "vllm", None, "pinned by digest; the vLLM version is not in the reference"
         # vLLM's own images, or a mirror of them (a mirror keeps the repository's name)
-        official = last in ("vllm-openai", "vllm-tpu")
+        # vLLM's CPU image is its own too (.buildkite/scripts/push-nightly-builds-cpu.sh:
+        # vllm/vllm-openai-cpu:nightly, nightly-<commit>, beside the CPU release images)
+        official = last in ("vllm-openai", "vllm-tpu", "vllm-openai-cpu")
         if not official and version not in (None, "latest") and \
                 not str(version).startswith("0."):
             # every vLLM release is 0.x: a vendor build's tag (opea/vllm-gaudi:1.22.0, the
@@ -443,6 +445,10 @@ def entrypoint_clash(image: str, words: Sequence[str]) -> tuple[str, str] | None
     if not words:
         return None
     first = PurePosixPath(words[0]).name
+    if words[0] == "serve" and official_vllm(image):
+        # vllm serve's own subcommand word: "vllm serve serve MODEL" takes "serve" for the
+        # model and refuses MODEL; the older api_server entrypoint takes no positional at all
+        return "vllm", "the vLLM OpenAI server"
     if words[0].startswith("-") or not (first in _PROGRAMS or re.fullmatch(
             r"python3?(\.\d+)?", first)):
         return None

@@ -323,8 +323,9 @@ def build(origin: Origin, run: Run, *, args: EngineArgs | None = None,
                        gpu_memory=hardware.gpu_memory,
                        notes=tuple(unique),
                        env=dict(args.env),
-                       engine_problems=engine_refusals(run.engine, run.version, run.image,
-                                                       args, gpus), **values)
+                       engine_problems=(*run.problems,
+                                        *engine_refusals(run.engine, run.version, run.image,
+                                                         args, gpus)), **values)
 
 
 def replicas_notes(obj: Any, key: str = "replicas", what: str = "replicas") -> list[str]:

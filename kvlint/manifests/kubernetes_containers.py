@@ -22,7 +22,13 @@ from kvlint.manifests.base import DocumentContext, Located, ManifestProblem, Unr
 from kvlint.manifests.cli_options import engine_of_options
 from kvlint.manifests.engine_command import EngineArgs, judge_known_options_only, parse_engine_args
 from kvlint.manifests.engine_env import engine_invocations, with_env
-from kvlint.manifests.engine_launch import Pin, image_engine, pip_pins, settle_version
+from kvlint.manifests.engine_launch import (
+    Pin,
+    entrypoint_problem,
+    image_engine,
+    pip_pins,
+    settle_version,
+)
 from kvlint.manifests.flat_configs import config_args
 from kvlint.manifests.images import entrypoint_engine, tools_server
 from kvlint.manifests.shell_arrays import script_commands
@@ -41,6 +47,7 @@ from kvlint.manifests.yaml_values import (
     node_line,
     object_name,
 )
+from kvlint.model.engine_args import EngineArgProblem
 
 __all__ = [
     "HF_SERVER_FLAGS",
@@ -85,6 +92,9 @@ class Run:
     notes: list[str] = field(default_factory=list)
     overrides: dict[str, Any] = field(default_factory=dict)
     """ServedModel fields set by what the launcher is (a Triton model repository...)."""
+    problems: tuple[EngineArgProblem, ...] = ()
+    """What the container runtime refuses before the engine reads its options (a program
+    handed to the engine image's ENTRYPOINT, options given as the command)."""
 
 
 def image_of(container: Any) -> Located[str] | None:
@@ -314,6 +324,28 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
             tools_server(image.value, [w.text for w, _ in args]):  # llama.cpp full: -s
         args = [(Word("llama-server", args[0][0].line), "llama-server"), *args[1:]]
     notes: list[str] = []
+    problems: list[EngineArgProblem] = []
+    if command and image is not None and command[0][0].text.startswith("-") and \
+            entrypoint_engine(image.value, env.values, args_only=True) is not None:
+        # command replaces the image's ENTRYPOINT (the Kubernetes API: "command" is the
+        # entrypoint array): the runtime executes the first option as a program
+        program = command[0][0]
+        problems.append(EngineArgProblem(
+            "option", program.text, f"the container's command replaces the ENTRYPOINT of "
+            f"{image.value} (its server), so the runtime runs {program.text!r} as a program "
+            "and the container fails to start (executable file not found); give these words "
+            "as args, which the image's entrypoint receives", program.line, program.column,
+            {"reason": "command-is-options", "image": image.value}))
+        command, args = [], [*command, *args]
+    elif not command and args and image is not None:
+        clash = entrypoint_problem(image, [w for w, _ in args],
+                                   "the container sets no command")
+        if clash is not None:  # reported once; the command meant is read, as compose does
+            problems.append(clash)
+            if args[0][0].text == "serve":  # vllm serve's own word: the options after it
+                args = args[1:]
+            else:
+                command, args = args, []
     options_only = bool(args) and args[0][0].text.startswith("-")
     entry = entrypoint_engine(image.value, env.values, args_only=options_only) \
         if image and not command else None
@@ -334,7 +366,7 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
         engine = Located(entry, image.line, image.column, why)
         version, more = settle_version(entry, image)
         return Run(engine, parsed, image.line, container, image, version,
-                   notes + more + list(parsed.notes))
+                   notes + more + list(parsed.notes), problems=tuple(problems))
     argv = command + args
     if not argv:
         return None
@@ -393,7 +425,7 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
             "ranks run on that cluster's GPUs, which this pod's request alone does not show",
             first.line, None, joined)
     return Run(engine, judged, first.line, container, image, version,
-               notes + list(first.args.notes), overrides)
+               notes + list(first.args.notes), overrides, tuple(problems))
 
 
 def _joins_ray_cluster(commands: Sequence[Sequence[Word]]) -> str | None:

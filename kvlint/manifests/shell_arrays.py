@@ -198,10 +198,42 @@ def inline_arrays(text: str) -> str:
         return text
 
     def use(found: re.Match[str]) -> str:
+        if _quoted_at(result, found.start()):
+            # part of a longer double-quoted word ("> vllm serve ${ARGS[*]}"): one string,
+            # whose text does not matter here; its own quote stays where it was
+            return found.group(0)
         return arrays.get(found.group(1), found.group(0))
 
     pattern = re.compile(r'"?\$\{(' + "|".join(map(re.escape, arrays)) + r')\[[@*]\]\}"?')
     return pattern.sub(use, result)
+
+
+def _quoted_at(text: str, at: int) -> bool:
+    """Whether ``at`` lies inside a quoted string that began earlier on its line: a use that
+    is not a whole word of its own (``"${ARGS[@]}"`` and ``${ARGS[@]}`` are, also inside a
+    command substitution ``"$( ... )"``, whose words are quoted anew)."""
+    quote = ""
+    outer: list[str] = []  # the quotes around each open $( ... )
+    i = text.rfind("\n", 0, at) + 1
+    while i < at:
+        c = text[i]
+        if quote == "'":
+            if c == "'":
+                quote = ""
+        elif c == "\\":
+            i += 1
+        elif c == "$" and text.startswith("$(", i):
+            outer.append(quote)
+            quote = ""
+            i += 1
+        elif c == ")" and not quote and outer:
+            quote = outer.pop()
+        elif c == '"':
+            quote = "" if quote == '"' else '"'
+        elif c == "'" and not quote:
+            quote = "'"
+        i += 1
+    return bool(quote)
 
 
 def script_commands(script: str, line: int | None = None) -> list[list[Word]]:

@@ -47,9 +47,12 @@ class EngineOptionUnknown(_EngineRefusal):
     names the last release that accepts it. On one fixed build of no stated release (a
     digest, a commit tag, `nightly-<sha>`) it is a warning: that build may predate the
     removal. Also a program (`vllm serve ...`, `/bin/sh -c ...`,
-    `python3 -m ...`) given as the arguments of an engine's own image whose ENTRYPOINT is
-    its server (vLLM's `vllm/vllm-openai`, TGI's, llama.cpp's `server` images): compose
-    `command:` without `entrypoint:`, `docker run IMAGE PROGRAM ...` without `--entrypoint`.
+    `python3 -m ...`, or vLLM's own `serve` word) given as the arguments of an engine's own
+    image whose ENTRYPOINT is its server (vLLM's `vllm/vllm-openai`, TGI's, llama.cpp's
+    `server` images): compose `command:` without `entrypoint:`, Kubernetes `args:` without
+    `command:`, `docker run IMAGE PROGRAM ...` without `--entrypoint`; and the server's
+    options given as a Kubernetes `command:`, which replaces that ENTRYPOINT, so the runtime
+    runs `--model` as a program.
 
     ## Why is this bad?
     The server exits at start ("unrecognized arguments", "No such option", "unexpected
@@ -208,8 +211,8 @@ class EngineImageTagUnpublished(_EngineRefusal):
     (`vllm/vllm-openai:0.10.1.1`; the release is `v0.10.1.1`), or a tag in upper case only
     (`REPLACE_WITH_TESTED_VERSION`), a placeholder left in the file, since every tag those
     jobs write has lower-case letters or none at all (a tag that mixes cases, such as
-    SGLang's `dev-Ling-3.0-flash`, is not judged). An image pinned by digest is pulled by its digest and is
-    not judged; neither is a mirror in another registry.
+    SGLang's `dev-Ling-3.0-flash`, is not judged). An image pinned by digest is pulled by
+    its digest and is not judged; neither is a mirror in another registry.
 
     ## Why is this bad?
     The pull fails (`manifest unknown`; Kubernetes shows `ErrImagePull`, then

@@ -352,6 +352,20 @@ def test_an_array_kvlint_cannot_read_stays_unresolved(text: str) -> None:
     assert found["engine"] == "vllm" and found["tp"] is None
 
 
+def test_an_array_echoed_inside_a_string_is_not_put_in_there() -> None:
+    """``echo "> vllm serve ${ARGS[*]}"`` is one quoted word: the array's quoted items put
+    into it would close its quotes and swallow the real command on the next line."""
+    text = ('#!/bin/bash\n'
+            'ARGS=(\n'
+            '  "org/model" "--tensor-parallel-size" "2"\n'
+            '  "--speculative-config" \'{"method":"mtp","num_speculative_tokens":2}\'\n'
+            ')\n'
+            'echo "> vllm serve ${ARGS[*]}"\n'
+            'vllm serve "${ARGS[@]}"\n')
+    (found,) = served(text)
+    assert (found["model"], found["tp"], found["line"]) == ("org/model", 2, 7)
+
+
 def test_array_words_are_bounded() -> None:
     from kvlint.manifests.shell_arrays import MAX_ARRAY_CHARS, inline_arrays
 
