@@ -841,3 +841,19 @@ def test_compose_serve_word_given_to_vllms_entrypoint(tmp_path: Path) -> None:
     assert result["target"]["ref"] == "Qwen/Qwen3-8B"
     found = [f for f in result["findings"] if f["code"] == "KV701"]
     assert len(found) == 1 and "'serve' first" in found[0]["message"], found
+
+
+@pytest.mark.parametrize("build", ['{context: ., dockerfile: /etc/passwd}',
+                                   '{context: "..", dockerfile: Dockerfile}',
+                                   '"https://github.com/org/repo.git#main"'])
+def test_a_build_kvlint_must_not_read_is_not_read(tmp_path: Path, build: str) -> None:
+    """A Dockerfile outside the linted tree (an absolute path, a context above it) or a
+    remote context is never read: the service stays as its own keys say."""
+    (tmp_path.parent / "Dockerfile").write_text(BUILT_DOCKERFILE, encoding="utf-8")
+    path = tmp_path / "compose.yaml"
+    path.write_text(BUILT_COMPOSE.format(build=build, extra=""), encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(path), "--no-plugins", "--isolated",
+                                       "--no-cache", "--format", "json", *MAP])
+    assert result.exit_code in (0, 1), result.output
+    assert all(r["target"]["ref"] != "Qwen/Qwen3-8B"
+               for r in json.loads(result.stdout)["results"])

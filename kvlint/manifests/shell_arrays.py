@@ -197,8 +197,10 @@ def inline_arrays(text: str) -> str:
     if not arrays:
         return text
 
+    scanner = _QuoteScanner(result)
+
     def use(found: re.Match[str]) -> str:
-        if _quoted_at(result, found.start()):
+        if scanner.quoted_at(found.start()):
             # part of a longer double-quoted word ("> vllm serve ${ARGS[*]}"): one string,
             # whose text does not matter here; its own quote stays where it was
             return found.group(0)
@@ -208,32 +210,44 @@ def inline_arrays(text: str) -> str:
     return pattern.sub(use, result)
 
 
-def _quoted_at(text: str, at: int) -> bool:
-    """Whether ``at`` lies inside a quoted string that began earlier on its line: a use that
-    is not a whole word of its own (``"${ARGS[@]}"`` and ``${ARGS[@]}`` are, also inside a
-    command substitution ``"$( ... )"``, whose words are quoted anew)."""
-    quote = ""
-    outer: list[str] = []  # the quotes around each open $( ... )
-    i = text.rfind("\n", 0, at) + 1
-    while i < at:
-        c = text[i]
-        if quote == "'":
-            if c == "'":
+class _QuoteScanner:
+    """Whether a position of ``text`` lies inside a quoted string that began earlier on its
+    line: a use that is not a whole word of its own (``"${ARGS[@]}"`` and ``${ARGS[@]}``
+    are, also inside a command substitution ``"$( ... )"``, whose words are quoted anew).
+    Asked in increasing positions, it reads the text once (a hostile one-line script with
+    many uses costs one pass, not one per use)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.quote = ""
+        self.outer: list[str] = []  # the quotes around each open $( ... )
+
+    def quoted_at(self, at: int) -> bool:
+        text, i = self.text, self.pos
+        quote, outer = self.quote, self.outer
+        while i < at:
+            c = text[i]
+            if c == "\n":
+                quote, outer = "", []
+            elif quote == "'":
+                if c == "'":
+                    quote = ""
+            elif c == "\\":
+                i += 1
+            elif c == "$" and text.startswith("$(", i):
+                outer.append(quote)
                 quote = ""
-        elif c == "\\":
+                i += 1
+            elif c == ")" and not quote and outer:
+                quote = outer.pop()
+            elif c == '"':
+                quote = "" if quote == '"' else '"'
+            elif c == "'" and not quote:
+                quote = "'"
             i += 1
-        elif c == "$" and text.startswith("$(", i):
-            outer.append(quote)
-            quote = ""
-            i += 1
-        elif c == ")" and not quote and outer:
-            quote = outer.pop()
-        elif c == '"':
-            quote = "" if quote == '"' else '"'
-        elif c == "'" and not quote:
-            quote = "'"
-        i += 1
-    return bool(quote)
+        self.pos, self.quote, self.outer = max(i, at), quote, outer
+        return bool(quote)
 
 
 def script_commands(script: str, line: int | None = None) -> list[list[Word]]:
