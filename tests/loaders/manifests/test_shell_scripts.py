@@ -518,3 +518,51 @@ def test_branches_naming_two_programs_name_none() -> None:
     script = ('if [ -n "$A" ]; then\n  BIN="$X/bin/sglang"\nelse\n  BIN="$X/bin/vllm"\nfi\n'
               '"$BIN" serve Qwen/Qwen3-0.6B\n')
     assert served("#!/bin/bash\n" + script) == []
+
+
+CASE_SCRIPT = """\
+#!/bin/bash
+MODE={mode}
+case "$MODE" in
+  fp16)
+    MODEL="Qwen/Qwen2.5-7B-Instruct"
+    TP=2
+    ;;
+  awq|int4) MODEL="Qwen/Qwen2.5-7B-Instruct-AWQ"; TP=1 ;;
+  *)
+    echo "unknown mode"; exit 1
+    ;;
+esac
+vllm serve "$MODEL" --tensor-parallel-size "$TP"
+"""
+
+
+@pytest.mark.parametrize(("mode", "model", "tp"), [
+    ('${1:-"awq"}', "Qwen/Qwen2.5-7B-Instruct-AWQ", 1),
+    ("${MODE:-fp16}", "Qwen/Qwen2.5-7B-Instruct", 2),
+    ("int4", "Qwen/Qwen2.5-7B-Instruct-AWQ", 1),
+    ("$(cat mode.txt)", None, None),             # not known: the branches disagree
+    ("${OTHER:-awq}", None, None),               # another variable: the environment decides
+])
+def test_a_case_on_the_scripts_own_mode_takes_the_plain_runs_branch(
+        mode: str, model: str | None, tp: int | None) -> None:
+    """``MODE=${1:-awq}`` then ``case "$MODE" in``: run as written, the script takes the
+    branch its default matches (bash patterns, ``a|b``), and the engine line keeps its own
+    line number."""
+    (found,) = served(CASE_SCRIPT.format(mode=mode))
+    assert (found["model"] if isinstance(found["model"], str) and
+            "$" not in found["model"] else None) == model
+    assert (found["tp"] if isinstance(found["tp"], int) else None) == tp
+    assert found["line"] == 13
+
+
+def test_a_case_kvlint_cannot_decide_stays_as_written() -> None:
+    from kvlint.manifests.shell_cases import plain_run_cases
+
+    for text in ("M=a\ncase \"$M\" in\n  a) X=1 ;&\n  b) X=2 ;;\nesac\n",      # fall-through
+                 "M=a\ncase \"$M\" in\n  $Y) X=1 ;;\nesac\n",                  # dynamic pattern
+                 "if true; then\n  M=a\nfi\ncase \"$M\" in\n  a) X=1 ;;\nesac\n",  # in a branch
+                 "M=a\nM=b\ncase \"$M\" in\n  a) X=1 ;;\nesac\n"):             # set twice
+        assert plain_run_cases(text) == text
+    many = "M=a\n" + "case \"$M\" in\n  a) X=1 ;;\nesac\n" * 100
+    assert plain_run_cases(many).count("esac") == 100 - 64  # bounded
