@@ -857,3 +857,24 @@ def test_a_build_kvlint_must_not_read_is_not_read(tmp_path: Path, build: str) ->
     assert result.exit_code in (0, 1), result.output
     assert all(r["target"]["ref"] != "Qwen/Qwen3-8B"
                for r in json.loads(result.stdout)["results"])
+
+
+@pytest.mark.parametrize(("tag", "words", "severity"), [
+    ("v0.6.3", '"--enable-chunked-prefill", "False"', "warning"),   # 0.6.3's StoreBoolean
+    ("v0.8.5", '"--enable-chunked-prefill", "False"', "error"),     # a flag from 0.8.5
+    ("v0.6.3", '"--tensor-paralel-size", "1"', "error"),            # a misspelling anywhere
+])
+def test_a_release_older_than_every_table_is_judged_with_care(tmp_path: Path, tag: str,
+                                                              words: str,
+                                                              severity: str) -> None:
+    """A release older than the oldest option table kvlint read (vLLM 0.8.5) is judged by
+    that table, whose parser may refuse what the older one took (0.6.3's
+    ``--enable-chunked-prefill [True|False]``): a warning that says so, not a failed run; a
+    misspelling of a known option stays an error."""
+    path = tmp_path / "compose.yaml"
+    path.write_text(PORTS.format(image=f"vllm/vllm-openai:{tag}",
+                                 command=f'["--model", "Qwen/Qwen3-8B", {words}]',
+                                 environment="", ports='["8000:8000"]'), encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV701"]
+    assert [f["severity"] for f in found] == [severity], found

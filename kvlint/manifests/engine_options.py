@@ -249,6 +249,32 @@ def _maybe_newer(problem: EngineArgProblem, newest: str | None,
                    data={**problem.data, "newer_may_accept": True})
 
 
+def _before_the_oldest(engine: str, version: Located[str] | Unresolved | None) -> bool:
+    """Whether ``version`` is a release older than every option table kvlint read for
+    ``engine`` (judged by the oldest table, which that release's parser may not match)."""
+    known = VERSIONS.get(engine)
+    parsed = _parse(version.value) if isinstance(version, Located) and \
+        isinstance(version.value, str) and version.value else None
+    return known is not None and len(known) > 0 and parsed is not None and \
+        parsed < Version(known[0])
+
+
+def _maybe_older(problem: EngineArgProblem, oldest: str | None,
+                 known: frozenset[str] = frozenset()) -> EngineArgProblem:
+    """A refusal judged by a newer release's parser than the one that runs: said so (KV701
+    and KV702 then warn instead of failing the run). A near spelling of a known option stays
+    an error (a misspelling)."""
+    if problem.data.get("reason") == "too-many" or (
+            problem.kind == "option" and problem.data.get("reason") == "unknown" and
+            _misspelt(problem.option, problem.data.get("suggestion")) and
+            not _counterpart(problem.option, known)):
+        return problem
+    return replace(problem, message=f"{problem.message}; the release that runs is older than "
+                   f"{oldest or 'every release'} kvlint read, whose parser judged it: an older "
+                   "parser may take it, so check that release's options",
+                   data={**problem.data, "older_may_accept": True})
+
+
 def _normalise(engine: str, name: str) -> str:
     """The spelling the engine's parser looks up: vLLM turns ``_`` into ``-`` before the first
     ``.`` (``--json-arg.field``) and looks up a one-dash dotted word by its head
@@ -497,6 +523,13 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
         # read: an option no known release has may be one a newer release added
         known = _options_at(engine, versions[-1]) if versions else frozenset()
         problems = [_maybe_newer(p, versions[-1], known) for p in problems]
+    if _before_the_oldest(engine, version):
+        # a release older than every table kvlint read: its own parser was not read, and an
+        # older one took forms a later one refuses (vLLM 0.6.3's --enable-chunked-prefill
+        # False: StoreBoolean, nargs="?", vllm/engine/arg_utils.py@v0.6.3 line 623)
+        known = _options_at(engine, versions[0]) if versions else frozenset()
+        problems = [_maybe_older(p, versions[0] if versions else None, known)
+                    for p in problems]
     if basis:
         problems = [replace(p, message=f"{p.message} ({basis})",
                             data={**p.data, "judged_by": basis}) for p in problems]

@@ -95,7 +95,7 @@ def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: Docum
     was read; ``None`` when the command runs no mounted script inside the tree, or the
     script starts no engine."""
     from kvlint.manifests.shell_arrays import inline_arrays
-    from kvlint.manifests.shell_cases import plain_run_cases
+    from kvlint.manifests.shell_plain_run import plain_run
 
     target = _script_path(words)
     if target is None or ctx.path in ("-", "<stdin>") or not ctx.path:
@@ -107,7 +107,7 @@ def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: Docum
     if text is None:
         return None
     # each word on its own 1-based line of the script, its arrays put in
-    commands = split_script(inline_arrays(plain_run_cases(text)), line=0, style="|")
+    commands = split_script(inline_arrays(plain_run(text)), line=0, style="|")
     launch, _ = first_launch(walk_script(commands, Env(dict(env), k8s=False)))
     if launch is None:
         return None

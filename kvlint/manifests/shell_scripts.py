@@ -1,7 +1,7 @@
 """Shell scripts that start an engine (``*.sh``, or a file whose first line is a shell's
 ``#!``): directly (``vllm serve ...``, ``python3 -m sglang.launch_server ...``) or in a
-container (``docker run [OPTIONS] IMAGE [COMMAND]``, also ``podman`` and ``nvidia-docker``,
-after ``sudo``).
+container (``docker run [OPTIONS] IMAGE [COMMAND]``, or ``docker create`` of the same
+container started later; also ``podman`` and ``nvidia-docker``, after ``sudo``).
 
 A container run is read as Docker reads it: its options (``docker run --help``: the ones that
 take a value are skipped with it), the image, then the command. A command that names an
@@ -134,7 +134,9 @@ def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
     i = 1
     if rest[i].text == "container":
         i += 1
-    if i >= len(rest) or rest[i].text != "run":
+    # ``docker create`` takes run's options and makes the same container, started later
+    # (``docker start``): Docker CLI reference, docker container create
+    if i >= len(rest) or rest[i].text not in ("run", "create"):
         return None
     i += 1
     env: list[Word] = []
@@ -327,11 +329,11 @@ def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
 def script_models(text: str, path: str) -> list[ServedModel]:
     """Every served model a shell script starts."""
     from kvlint.manifests.shell_arrays import inline_arrays
-    from kvlint.manifests.shell_cases import plain_run_cases
+    from kvlint.manifests.shell_plain_run import plain_run
 
     # each word on its own 1-based line; a literal array's uses are its words; a case on
     # a mode the script sets itself is the branch its plain run takes
-    commands = split_script(inline_arrays(plain_run_cases(text)), line=0, style="|")
+    commands = split_script(inline_arrays(plain_run(text)), line=0, style="|")
     found = command_models([list(c) for c in commands], text, path)
     slurm = slurm_gpus(text) if "#SBATCH" in text else None
     if slurm is None:

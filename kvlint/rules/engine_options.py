@@ -83,8 +83,8 @@ class EngineOptionUnknown(_EngineRefusal):
             # release accepts, on one fixed build of no stated date: a warning, since that
             # build may predate the removal
             yield replace(finding, severity=Severity.WARNING) \
-                if finding.data.get("newer_may_accept") or \
-                finding.data.get("fixed_build") else finding
+                if finding.data.get("newer_may_accept") or finding.data.get("fixed_build") \
+                or finding.data.get("older_may_accept") else finding
 
 
 class EngineOptionInvalidValue(_EngineRefusal):
@@ -132,7 +132,8 @@ class EngineOptionInvalidValue(_EngineRefusal):
             # a choice no release kvlint read has, on a server that may be newer (a floating
             # tag, a build from source): a warning, since a newer release or a fork may add it
             yield replace(finding, severity=Severity.WARNING) \
-                if finding.data.get("newer_may_accept") else finding
+                if finding.data.get("newer_may_accept") or \
+                finding.data.get("older_may_accept") else finding
 
 
 class EngineOptionsDetached(_EngineRefusal):

@@ -557,7 +557,7 @@ def test_a_case_on_the_scripts_own_mode_takes_the_plain_runs_branch(
 
 
 def test_a_case_kvlint_cannot_decide_stays_as_written() -> None:
-    from kvlint.manifests.shell_cases import plain_run_cases
+    from kvlint.manifests.shell_plain_run import plain_run_cases
 
     for text in ("M=a\ncase \"$M\" in\n  a) X=1 ;&\n  b) X=2 ;;\nesac\n",      # fall-through
                  "M=a\ncase \"$M\" in\n  $Y) X=1 ;;\nesac\n",                  # dynamic pattern
@@ -566,3 +566,45 @@ def test_a_case_kvlint_cannot_decide_stays_as_written() -> None:
         assert plain_run_cases(text) == text
     many = "M=a\n" + "case \"$M\" in\n  a) X=1 ;;\nesac\n" * 100
     assert plain_run_cases(many).count("esac") == 100 - 64  # bounded
+
+
+def test_docker_create_makes_the_container_docker_start_runs() -> None:
+    """``docker create`` takes ``docker run``'s options and makes the same container (started
+    later by ``docker start``): read as that run."""
+    (found,) = served("docker create --name llm --gpus all vllm/vllm-openai:v0.10.1.1 "
+                      "--model org/m --tensor-parallel-size 2\ndocker start -a llm\n")
+    assert (found["engine"], found["model"], found["tp"], found["version"]) == (
+        "vllm", "org/m", 2, "0.10.1.1")
+
+
+@pytest.mark.parametrize(("use", "found_model"), [
+    ("exec $CMD", True), ("$CMD", True), ('eval "$CMD"', True), ('sudo ${CMD}', True),
+    ('"$CMD"', False),                         # one quoted word: no such program
+])
+def test_a_command_held_in_a_variable_is_read_where_it_runs(use: str, found_model: bool) -> None:
+    """``CMD="docker run ... IMAGE ..."`` then ``exec $CMD``: the container is read as the
+    command the variable holds, on the line that runs it."""
+    text = ('#!/bin/bash\n'
+            'PORT=8000\n'
+            'CMD="docker run --gpus all -d -p ${PORT}:8000 \\\n'
+            '  vllm/vllm-openai:v0.10.1.1 \\\n'
+            '  --model org/m --tensor-parallel-size 2"\n'
+            'echo "$CMD"\n'
+            f'{use}\n')
+    found = served(text)
+    if not found_model:
+        assert found == []
+        return
+    (model,) = found
+    assert (model["model"], model["tp"], model["version"], model["line"]) == (
+        "org/m", 2, "0.10.1.1", 7)
+
+
+def test_a_command_variable_kvlint_cannot_read_stays_as_written() -> None:
+    from kvlint.manifests.shell_plain_run import plain_run_commands
+
+    for text in ('CMD="vllm serve \'org/m\'"\nexec $CMD\n',        # quotes kept literal
+                 'CMD="$(cat cmd.txt)"\nexec $CMD\n',               # a substitution
+                 'CMD="vllm serve a"\nCMD="vllm serve b"\n$CMD\n',  # set twice
+                 'if x; then\n  CMD="vllm serve a"\nfi\n$CMD\n'):    # set in a branch
+        assert plain_run_commands(text) == text

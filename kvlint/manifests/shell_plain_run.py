@@ -1,4 +1,4 @@
-"""A ``case`` on a variable the script sets itself: the branch its plain run takes.
+"""A script as its plain run reads it: the ``case`` branch it takes, the command a variable holds.
 
 Serve scripts often pick a mode with ``MODE=${1:-awq}`` and ``case "$MODE" in fp16) ...;;
 awq) ...;; esac``. Read as written, each branch's ``MODEL=...`` is a value of its own and the
@@ -11,6 +11,13 @@ match that value (bash's pattern matching: ``*``, ``?``, ``[...]``, ``a|b``); it
 become blank, so lines keep their numbers. Any other ``case`` stays as written: a subject set
 any other way, a pattern with a variable, a fall-through (``;&``, ``;;&``), a ``case`` inside
 a branch. Bounded: at most :data:`MAX_CASES` blocks per script.
+
+Scripts also build a whole command in a variable and run it: ``CMD="docker run ... IMAGE
+..."`` then ``exec $CMD`` (word splitting) or ``eval "$CMD"``. A command that is only that
+variable, set exactly once before it at the start of a line to a quoted string, is read as
+the command it holds, put on the line that runs it (continuations and line breaks become
+spaces). A value with quotes is read so only under ``eval``, which parses them; word
+splitting keeps them literal. A value with a command substitution stays as written.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
-__all__ = ["plain_run_cases"]
+__all__ = ["plain_run", "plain_run_cases", "plain_run_commands"]
 
 MAX_CASES = 64
 """``case`` blocks read per script (a real one has a few)."""
@@ -111,3 +118,62 @@ def plain_run_cases(text: str) -> str:
         last = esac.end()
     out.append(text[last:])
     return "".join(out)
+
+
+_COMMAND_USE = re.compile(r'^([ \t]*)((?:sudo[ \t]+|exec[ \t]+)*)'
+                          r'(eval[ \t]+"\$\{?([A-Za-z_]\w{0,63})\}?"'
+                          r'|\$\{?([A-Za-z_]\w{0,63})\}?)[ \t]*(?:#.*)?$', re.MULTILINE)
+"""A command that is one variable: ``$CMD``, ``exec $CMD``, ``eval "$CMD"``."""
+
+
+def _command_value(text: str, name: str, before: int, evaluated: bool) -> str | None:
+    """The one-line command a variable holds at ``before`` on a plain run: set once, at a
+    line's start, to a quoted string (its line continuations and line breaks become
+    spaces, as word splitting or ``eval`` reads them); ``None`` otherwise."""
+    assignment = re.compile(rf"^{re.escape(name)}=([\"'])", re.MULTILINE)
+    found = [m for m in assignment.finditer(text, 0, before)]
+    others = re.findall(rf"(?:^|[\s;])(?:export[ \t]+)?{re.escape(name)}\+?=", text[:before],
+                        re.MULTILINE)
+    if len(found) != 1 or len(others) != 1:
+        return None
+    quote = found[0].group(1)
+    end = text.find(quote, found[0].end())
+    while quote == '"' and end > 0 and text[end - 1] == "\\":
+        end = text.find(quote, end + 1)
+    if end < 0 or end > before or \
+            text[end + 1:end + 2] not in ("", "\n", " ", "\t", ";", "#"):
+        return None
+    value = text[found[0].end():end]
+    if not evaluated and any(c in value for c in "'\"`"):
+        return None  # word splitting keeps quotes literal: not what the author meant
+    if "$(" in value or "`" in value:
+        return None
+    return " ".join(value.replace("\\\n", " ").split())
+
+
+def plain_run_commands(text: str) -> str:
+    """``text`` with each command that is one variable holding a whole command
+    (``CMD="docker run ... IMAGE ..."`` then ``exec $CMD`` or ``eval "$CMD"``) replaced by
+    that command on its line, so the container or engine it starts is read; the text as it
+    was otherwise. Bounded: at most :data:`MAX_CASES` such uses."""
+    if "$" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for count, use in enumerate(_COMMAND_USE.finditer(text)):
+        if count >= MAX_CASES:
+            break
+        name = use.group(4) or use.group(5)
+        value = _command_value(text, name, use.start(), evaluated=use.group(4) is not None)
+        if not value:
+            continue
+        out += [text[last:use.start()], use.group(1), use.group(2), value]
+        last = use.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
+def plain_run(text: str) -> str:
+    """The script's text as its plain run reads it: its ``case`` blocks on its own mode cut
+    to the branch taken, its commands held in variables put where they run."""
+    return plain_run_commands(plain_run_cases(text))
