@@ -878,3 +878,20 @@ def test_a_release_older_than_every_table_is_judged_with_care(tmp_path: Path, ta
     (result,) = lint(path)
     found = [f for f in result["findings"] if f["code"] == "KV701"]
     assert [f["severity"] for f in found] == [severity], found
+
+
+@pytest.mark.parametrize(("image", "severity"), [
+    ("myorg/vllm-build:2024", "warning"),           # a build of unknown release
+    ("vllm/vllm-openai:v0.10.1.1", "error"),        # a flag there
+])
+def test_a_boolean_value_older_releases_took_on_an_unknown_build(tmp_path: Path, image: str,
+                                                                 severity: str) -> None:
+    """vLLM 0.5.5-0.7.3 took ``--enable-chunked-prefill False`` (StoreBoolean, nargs="?"):
+    on a build whose release nothing names, the refusal of ``False`` is a warning."""
+    path = tmp_path / "compose.yaml"
+    path.write_text(PORTS.format(image=image, command='["--model", "Qwen/Qwen3-8B", '
+                                 '"--enable-chunked-prefill", "False"]', environment="",
+                                 ports='["8000:8000"]'), encoding="utf-8")
+    (result,) = lint(path)
+    found = [f for f in result["findings"] if f["code"] == "KV701"]
+    assert [f["severity"] for f in found] == [severity], found

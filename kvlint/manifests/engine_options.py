@@ -249,6 +249,31 @@ def _maybe_newer(problem: EngineArgProblem, newest: str | None,
                    data={**problem.data, "newer_may_accept": True})
 
 
+OLD_BOOLEAN_VALUES = frozenset({"--enable-chunked-prefill", "--multi-step-stream-outputs",
+                                "--disable-logprobs-during-spec-decoding"})
+"""vLLM options that took an optional ``True``/``False`` before 0.8.5 (``StoreBoolean``,
+``nargs="?"``, ``const="True"``: vllm/engine/arg_utils.py@v0.5.5, @v0.6.3, @v0.6.6, @v0.7.3;
+flags from 0.8.5, whose dataclass-built parser gives them ``BooleanOptionalAction``)."""
+
+
+def _word_before(uses: Sequence[OptionUse], use: OptionUse) -> OptionUse | None:
+    """The option written just before ``use`` (by line and column; the parser lists
+    positional words after the options), or ``None`` when positions are not known."""
+    if use.line is None or use.column is None:
+        return None
+    at = (use.line, use.column)
+    earlier = [u for u in uses if u is not use and u.line is not None and
+               u.column is not None and (u.line, u.column) < at]
+    return max(earlier, key=lambda u: (u.line or 0, u.column or 0)) if earlier else None
+
+
+def _old_boolean_value(engine: str, option: str, word: str) -> bool:
+    """Whether ``word`` is the ``True``/``False`` value a vLLM release before 0.8.5 took
+    after ``option``."""
+    return engine == "vllm" and word.lower() in ("true", "false") and \
+        _normalise(engine, option.partition("=")[0]) in OLD_BOOLEAN_VALUES
+
+
 def _before_the_oldest(engine: str, version: Located[str] | Unresolved | None) -> bool:
     """Whether ``version`` is a release older than every option table kvlint read for
     ``engine`` (judged by the oldest table, which that release's parser may not match)."""
@@ -485,10 +510,18 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
             break
         if use.reason == "positional":
             refusal = texts["positional"].format(name=use.name)
-            problems.append(EngineArgProblem(
+            problem = EngineArgProblem(
                 "option", use.name, f"{label} has no place for the argument {use.name!r}: "
                 f"the server exits at start ({refusal})", use.line, use.column,
-                {"engine": engine, "reason": "positional"}))
+                {"engine": engine, "reason": "positional"})
+            before = _word_before(uses, use)
+            if not isinstance(version, Located) and before is not None and \
+                    _old_boolean_value(engine, before.name, use.name):
+                problem = replace(problem, message=f"{problem.message}; vLLM 0.5.5 to 0.7.3 "
+                                  f"took {use.name!r} as the value of {before.name}, and the "
+                                  "version that runs is not known",
+                                  data={**problem.data, "older_may_accept": True})
+            problems.append(problem)
             continue
         name = _normalise(engine, use.name)
         statuses = [("unknown", []) if _dotted_refused(engine, use.name, v)
