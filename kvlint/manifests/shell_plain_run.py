@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
-__all__ = ["plain_run", "plain_run_cases", "plain_run_commands"]
+__all__ = ["literal_value", "plain_run", "plain_run_cases", "plain_run_commands"]
 
 MAX_CASES = 64
 """``case`` blocks read per script (a real one has a few)."""
@@ -177,3 +177,17 @@ def plain_run(text: str) -> str:
     """The script's text as its plain run reads it: its ``case`` blocks on its own mode cut
     to the branch taken, its commands held in variables put where they run."""
     return plain_run_commands(plain_run_cases(text))
+
+
+_REFERENCE = re.compile(r"\$\{?([A-Za-z_]\w{0,63})\}?")
+
+
+def literal_value(text: str, word: str, before: int | None = None) -> str | None:
+    """The value a word that is one variable (``$IMAGE``, ``${IMAGE}``) has on the script's
+    plain run, when the script sets it once, at a line's start, to a literal or a default
+    (``IMAGE=${IMAGE:-vllm/vllm-openai:v0.10.1.1}``) before ``before`` (default: anywhere);
+    ``None`` otherwise."""
+    match = _REFERENCE.fullmatch(word.strip())
+    if match is None:
+        return None
+    return _subject(text, match.group(1), len(text) if before is None else before)

@@ -119,7 +119,30 @@ def _gpus(value: Word) -> Located[int] | Unresolved | None:
                       line=value.line, text=text)
 
 
-def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
+class _PlainValues:
+    """The plain-run values of the variables a script's ``docker run`` names its image with
+    (:func:`~kvlint.manifests.shell_plain_run.literal_value`), each looked up once, at most
+    :data:`MAX_IMAGE_VARIABLES` of them (a hostile script of many stays linear)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.found: dict[str, str | None] = {}
+
+    def value(self, word: str) -> str | None:
+        if word not in self.found:
+            if len(self.found) >= MAX_IMAGE_VARIABLES or not self.text:
+                return None
+            from kvlint.manifests.shell_plain_run import literal_value
+
+            self.found[word] = literal_value(self.text, word)
+        return self.found[word]
+
+
+MAX_IMAGE_VARIABLES = 64
+
+
+def _container_run(words: list[Word], values: _PlainValues | None = None
+                   ) -> tuple[list[Word], _Container] | None:
     """A ``docker run`` command rewritten as the command the container runs (its ``-e``
     settings as an environment prefix, an entrypoint engine's program first), and what the
     container is given; ``None`` for any other command."""
@@ -166,6 +189,10 @@ def _container_run(words: list[Word]) -> tuple[list[Word], _Container] | None:
     if i >= len(rest):
         return None
     image = Located(rest[i].text, rest[i].line, None, "docker run image")
+    named = values.value(image.value) if values is not None and "$" in image.value else None
+    if named is not None:  # IMAGE=${IMAGE:-vllm/vllm-openai:v0.10.1.1} ... docker run $IMAGE
+        image = Located(named, image.line, None,
+                        f"docker run image ({image.value} is {named} on a plain run)")
     command = rest[i + 1:]
     if entrypoint is None and tools_server(image.value, [w.text for w in command]):
         command = [Word("llama-server", command[0].line), *command[1:]]
@@ -360,8 +387,9 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     runs it (kvlint/manifests/dockerfiles.py)."""
     containers: dict[int, _Container] = {}
     rewritten: list[list[Word]] = []
+    values = _PlainValues(text if kind == "shell-script" else "")
     for command in _inline_scripts(commands):
-        run = _container_run(list(command))
+        run = _container_run(list(command), values)
         if run is None:
             rewritten.append(list(command))
             continue

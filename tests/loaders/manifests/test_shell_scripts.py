@@ -608,3 +608,20 @@ def test_a_command_variable_kvlint_cannot_read_stays_as_written() -> None:
                  'CMD="vllm serve a"\nCMD="vllm serve b"\n$CMD\n',  # set twice
                  'if x; then\n  CMD="vllm serve a"\nfi\n$CMD\n'):    # set in a branch
         assert plain_run_commands(text) == text
+
+
+@pytest.mark.parametrize(("assign", "version"), [
+    ("IMAGE=${IMAGE:-vllm/vllm-openai:v0.10.1.1}", "0.10.1.1"),
+    ('IMAGE="vllm/vllm-openai:v0.10.1.1"', "0.10.1.1"),
+    ("IMAGE=$(cat image.txt)", None),          # not known: the container stays unread
+])
+def test_a_docker_run_image_held_in_a_variable(assign: str, version: str | None) -> None:
+    """``docker run ... $IMAGE ...`` with the image set once at the top: the engine image a
+    plain run starts, so its entrypoint takes the options."""
+    found = served(f"#!/bin/bash\n{assign}\n"
+                   "docker run --gpus all -d $IMAGE --model org/m --tensor-parallel-size 2\n")
+    if version is None:
+        assert all(f["version"] != "0.10.1.1" for f in found)
+        return
+    (model,) = found
+    assert (model["model"], model["tp"], model["version"]) == ("org/m", 2, version)
