@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -220,11 +219,10 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
                 plan, priced = with_dsv4_start(plan, config)
                 if priced:
                     geometry = replace(geometry, notes=(*geometry.notes, priced))
-                if plan.config_overrides:
-                    changed = ", ".join(sorted(json.loads(plan.config_overrides)))
+                if plan.config_overrides:  # the source names the fields they set
                     geometry = replace(geometry, notes=(
                         *geometry.notes, "config as the engine builds it: "
-                        f"{plan.config_overrides_source or f'overrides {changed}'}"))
+                        f"{plan.config_overrides_source or 'overrides'}"))
                 analysis = _analyze(geometry, plan)
             except ValueError as err:
                 raise UsageError(f"{target.ref}: {err}") from None

@@ -290,10 +290,11 @@ class PlanFlags:
     hf_overrides: str | None = None
 
 
-def _overrides(text: str | None) -> str | None:
-    """``--hf-overrides``' JSON object in canonical form (UsageError on anything else)."""
+def _overrides(text: str | None) -> tuple[str | None, str | None]:
+    """``--hf-overrides``' JSON object in canonical form and its source naming the fields it
+    sets (``(None, None)`` without the option; UsageError on anything but a JSON object)."""
     if text is None:
-        return None
+        return None, None
     try:
         value = json.loads(text)
     except ValueError as err:
@@ -302,15 +303,8 @@ def _overrides(text: str | None) -> str | None:
     if not isinstance(value, dict):
         raise UsageError(f"--hf-overrides: expected a JSON object of config.json fields, "
                          f"got {type(value).__name__}")
-    return canonical_overrides(value)
-
-
-def _overrides_source(text: str | None) -> str | None:
-    """Where the plan's overrides come from, with the fields they set."""
-    if text is None:
-        return None
-    keys = ", ".join(sorted(json.loads(text))) or "nothing"
-    return f"--hf-overrides (overrides {keys})"
+    keys = ", ".join(sorted(value)) or "nothing"
+    return canonical_overrides(value), f"--hf-overrides (overrides {keys})"
 
 
 def serving_plan(flags: PlanFlags) -> ServingPlan:
@@ -318,6 +312,7 @@ def serving_plan(flags: PlanFlags) -> ServingPlan:
     from kvlint.engines import load_engines, parse_version
 
     f = flags
+    overrides, overrides_source = _overrides(f.hf_overrides)
     try:
         if f.engine_version is not None:
             parse_version(load_engines()[(f.engine or "vllm").lower()], f.engine_version)
@@ -343,8 +338,7 @@ def serving_plan(flags: PlanFlags) -> ServingPlan:
                 f.swa_full_tokens_ratio) != (None,) * 4 or f.disable_cuda_graph else None,
             kv_tokens_cap=f.max_total_tokens,
             kv_tokens_cap_source="--max-total-tokens" if f.max_total_tokens else None,
-            config_overrides=_overrides(f.hf_overrides),
-            config_overrides_source=_overrides_source(f.hf_overrides))
+            config_overrides=overrides, config_overrides_source=overrides_source)
     except ValueError as err:
         raise UsageError(str(err)) from None
 

@@ -437,11 +437,12 @@ class ComposeParser(ManifestParser):
             image is None or engine_from_image(image.value)[0] is None) else None
         if stage is not None:  # the image the service builds runs its Dockerfile's command
             built, at, said = stage
-            if not own_entry and built.entrypoint is not None:
-                entry = moved(built.entrypoint, at)
-            if not own_command and not own_entry and built.cmd is not None:
-                command = moved(built.cmd, at)
-            env = {**built.env, **env}
+            built_entry, built_cmd = built.entrypoint_words, built.cmd_words
+            if not own_entry and built_entry is not None:
+                entry = moved(built_entry, at)
+            if not own_command and not own_entry and built_cmd is not None:
+                command = moved(built_cmd, at)
+            env = {**built.variables, **env}
             image = Located(built.base, at, None, f"FROM of {said}")
             notes.append(f"the service builds its image from {said}: its ENTRYPOINT/CMD and "
                          "ENV are read from there (the service's own keys win)")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from kvlint.manifests.base import Located, ServedModel
@@ -99,20 +98,38 @@ def _pip_installs(argument: str, line: int) -> list[list[Word]]:
 
 @dataclass(frozen=True)
 class Stage:
-    """What the last stage of a Dockerfile runs: its base image, the words of its
-    ``ENTRYPOINT`` and ``CMD`` (one command each: exec form as written, shell form as
-    ``/bin/sh -c`` runs it) and its ``ENV`` (build-time substitutions done)."""
+    """The last stage of a Dockerfile: its base image, its ``ENV`` settings (``NAME=value``
+    words on their lines, ``ARG`` defaults and earlier ``ENV``s put in as the build does), its
+    ``RUN pip install`` commands, and its last ``ENTRYPOINT`` and ``CMD`` as written (with
+    their lines; a new ``ENTRYPOINT`` resets ``CMD``, the Dockerfile reference)."""
 
     base: str
     line: int
-    entrypoint: tuple[Word, ...] | None
-    cmd: tuple[Word, ...] | None
-    env: Mapping[str, str]
+    env: tuple[Word, ...]
+    installs: tuple[list[Word], ...]
+    entrypoint: tuple[str, int] | None
+    cmd: tuple[str, int] | None
+
+    @property
+    def variables(self) -> dict[str, str]:
+        """The ``ENV`` settings by name (the last one wins)."""
+        return {w.text.partition("=")[0]: w.text.partition("=")[2] for w in self.env}
+
+    @property
+    def entrypoint_words(self) -> tuple[Word, ...] | None:
+        return _run_words(self.entrypoint)
+
+    @property
+    def cmd_words(self) -> tuple[Word, ...] | None:
+        return _run_words(self.cmd)
 
 
-def _shell(argument: str, line: int) -> tuple[Word, ...] | None:
+def _run_words(written: tuple[str, int] | None) -> tuple[Word, ...] | None:
     """One instruction's words as the container runs them: exec form as written, shell
     form as ``/bin/sh -c "..."``."""
+    if written is None:
+        return None
+    argument, line = written
     if argument.startswith("["):
         form = _form(argument, line)
         return tuple(form[1][0]) if form is not None else None
@@ -124,55 +141,15 @@ def last_stage(text: str) -> Stage | None:
     """The last stage of a Dockerfile (``None``: no ``FROM``)."""
     base: tuple[str, int] | None = None
     known: dict[str, str] = {}
-    env: dict[str, str] = {}
-    entrypoint: tuple[Word, ...] | None = None
-    cmd: tuple[Word, ...] | None = None
+    env: list[Word] = []
+    installs: list[list[Word]] = []
+    entrypoint: tuple[str, int] | None = None
+    cmd: tuple[str, int] | None = None
     for instruction, argument, line in _instructions(text):
         if instruction == "FROM":
             words = [w for w in argument.split() if not w.startswith("--")]
             base = (words[0], line) if words else None
-            env, entrypoint, cmd = {}, None, None
-        elif instruction == "ARG":
-            name, _, value = argument.partition("=")
-            if value and re.fullmatch(r"\w+", name.strip()):
-                known.setdefault(name.strip(), value.strip().strip("'\""))
-        elif instruction == "ENV":
-            for name, value in _env_pairs(argument):
-                value = _build_time(value.strip().strip("'\""), known)
-                known[name] = env[name] = value
-        elif instruction == "ENTRYPOINT":
-            entrypoint, cmd = _shell(argument, line), None
-        elif instruction == "CMD":
-            cmd = _shell(argument, line)
-    if base is None:
-        return None
-    return Stage(base[0], base[1], entrypoint, cmd, env)
-
-
-def _env_pairs(argument: str) -> list[tuple[str, str]]:
-    """``ENV NAME=value ...`` or the older ``ENV NAME value``."""
-    if "=" in argument.split(maxsplit=1)[0]:
-        return [(p.partition("=")[0], p.partition("=")[2]) for p in argument.split()
-                if "=" in p]
-    name, _, value = argument.partition(" ")
-    return [(name, value.strip())]
-
-
-def dockerfile_models(text: str, path: str) -> list[ServedModel]:
-    """Every served model the last stage of a Dockerfile starts: ``ARG`` defaults and earlier
-    ``ENV``s are put into ``ENV`` values as the build does, and the stage's ``RUN pip
-    install`` pins say which engine release the image holds."""
-    image: tuple[str, int] | None = None
-    env: list[Word] = []
-    known: dict[str, str] = {}
-    installs: list[list[Word]] = []
-    entrypoint: tuple[bool, list[list[Word]]] | None = None
-    cmd: tuple[bool, list[list[Word]]] | None = None
-    for instruction, argument, line in _instructions(text):
-        if instruction == "FROM":
-            words = [w for w in argument.split() if not w.startswith("--")]
-            image = (words[0], line) if words else None
-            env, entrypoint, cmd, installs = [], None, None, []
+            env, installs, entrypoint, cmd = [], [], None, None
         elif instruction == "ARG":
             name, _, value = argument.partition("=")
             if value and re.fullmatch(r"\w+", name.strip()):
@@ -185,12 +162,34 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
                 known[name] = value
                 env.append(Word(f"{name}={value}", line))
         elif instruction == "ENTRYPOINT":
-            entrypoint = _form(argument, line)
-            cmd = None  # a new ENTRYPOINT resets CMD (the Dockerfile reference)
+            entrypoint, cmd = (argument, line), None
         elif instruction == "CMD":
-            cmd = _form(argument, line)
-    if image is None:
+            cmd = (argument, line)
+    if base is None:
+        return None
+    return Stage(base[0], base[1], tuple(env), tuple(installs), entrypoint, cmd)
+
+
+def _env_pairs(argument: str) -> list[tuple[str, str]]:
+    """``ENV NAME=value ...`` or the older ``ENV NAME value``."""
+    if "=" in argument.split(maxsplit=1)[0]:
+        return [(p.partition("=")[0], p.partition("=")[2]) for p in argument.split()
+                if "=" in p]
+    name, _, value = argument.partition(" ")
+    return [(name, value.strip())]
+
+
+def dockerfile_models(text: str, path: str) -> list[ServedModel]:
+    """Every served model the last stage of a Dockerfile starts (:func:`last_stage`): its
+    ``ENV`` is the process's environment, and the stage's ``RUN pip install`` pins say which
+    engine release the image holds."""
+    stage = last_stage(text)
+    if stage is None:
         return []
+    image = (stage.base, stage.line)
+    env = list(stage.env)
+    entrypoint = _form(*stage.entrypoint) if stage.entrypoint is not None else None
+    cmd = _form(*stage.cmd) if stage.cmd is not None else None
     if entrypoint is not None:
         exec_form, commands = entrypoint
         if exec_form and cmd is not None and cmd[0]:  # exec CMD: the entrypoint's arguments
@@ -204,6 +203,7 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
         env = []
     else:
         return []
+    installs = list(stage.installs)
     found = command_models([*installs, *([*env, *c] for c in commands)], text, path,
                            kind="dockerfile")
     pins = [pin for words in installs for pin in pip_pins(words, Env({}, k8s=False))]

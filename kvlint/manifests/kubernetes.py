@@ -34,7 +34,7 @@ from kvlint.manifests.engine_launch import (
     foreign_device_problem,
     told_device,
 )
-from kvlint.manifests.kubernetes_containers import Run, container_runs, follow_config
+from kvlint.manifests.kubernetes_containers import FILLED_IN, Run, container_runs, follow_config
 from kvlint.manifests.node_memory import gpu_memory_of
 from kvlint.manifests.service_links import service_link_problem
 from kvlint.manifests.yaml_values import (
@@ -96,8 +96,8 @@ def int_at(obj: Any, key: str, source: str) -> Located[int] | Unresolved | None:
 
 
 PLACEHOLDER = re.compile(r"YOUR[-_]|REPLACE[-_]?ME|CHANGE[-_]?ME|<[^<>]*>|"
-                         r"(?:^|/)__[A-Z][A-Z0-9_]*__$")
-"""A model that is a placeholder a deploy script fills in (``__MODEL__``, as ``sed`` does)."""
+                         rf"(?:^|/){FILLED_IN.pattern}$")
+"""A model that is a placeholder (``__MODEL__``: :data:`.kubernetes_containers.FILLED_IN`)."""
 
 
 def model_check(model: Located[str] | Unresolved | None) -> Located[str] | Unresolved | None:

@@ -50,6 +50,7 @@ from kvlint.manifests.yaml_values import (
 from kvlint.model.engine_args import EngineArgProblem
 
 __all__ = [
+    "FILLED_IN",
     "HF_SERVER_FLAGS",
     "Run",
     "container_env",
@@ -269,7 +270,7 @@ def _env_from(container: Any, ctx: DocumentContext) -> dict[str, str | None]:
     for item in get_list(container, "envFrom") or []:
         ref = get_map(item, "configMapRef")
         data = _configmap_data(ctx, get_str(ref, "name") or "",
-                               beside=getattr(item, "line", 0)) if ref else None
+                               ref_line=getattr(item, "line", 0)) if ref else None
         prefix = get_str(item, "prefix") or ""
         for key, value in (data or {}).items():
             if isinstance(value, str):
@@ -285,13 +286,14 @@ def container_env(container: Any, ctx: DocumentContext,
         values.update(env_from_k8s(
             get_list(container, "env") or [],
             lambda name, key: _config_value(ctx, name, key,
-                                            beside=getattr(container, "line", 0))))
+                                            ref_line=getattr(container, "line", 0))))
     # a value a deploy script fills in (``__EXTRA_ARGS__``, as ``sed`` does) is not known
-    return {k: None if v is not None and _FILLED_IN.fullmatch(v) else v
+    return {k: None if v is not None and FILLED_IN.fullmatch(v) else v
             for k, v in values.items()}
 
 
-_FILLED_IN = re.compile(r"__[A-Z][A-Z0-9_]*__")
+FILLED_IN = re.compile(r"__[A-Z][A-Z0-9_]*__")
+"""A placeholder a deploy script fills in before the file is applied (``__MODEL__``)."""
 
 
 def container_runs(pod: Any, ctx: DocumentContext, *,
@@ -442,23 +444,23 @@ def _joins_ray_cluster(commands: Sequence[Sequence[Word]]) -> str | None:
 # ============================================================================================
 
 
-def _config_value(ctx: DocumentContext, name: str, key: str, *, beside: int | None = None
-                  ) -> str | None:
+def _config_value(ctx: DocumentContext, name: str, key: str, *,
+                  ref_line: int | None = None) -> str | None:
     """``data[key]`` of the ConfigMap ``name`` (:func:`_configmap_data`), when it is text."""
-    value = (_configmap_data(ctx, name, beside=beside) or {}).get(key)
+    value = (_configmap_data(ctx, name, ref_line=ref_line) or {}).get(key)
     return value if isinstance(value, str) else None
 
 
-def _configmap_data(ctx: DocumentContext, name: str, *, beside: int | None = None
+def _configmap_data(ctx: DocumentContext, name: str, *, ref_line: int | None = None
                     ) -> dict[str, Any] | None:
-    """The ``data`` of the ConfigMap ``name`` of this file; with ``beside`` (the line of the
-    reference), else of a YAML file beside it in the workload's namespace (none named on
+    """The ``data`` of the ConfigMap ``name`` of this file; with ``ref_line`` (the line of
+    the reference), else of a YAML file beside it in the workload's namespace (none named on
     either side counts as the same: a kustomization sets one for all), its text values
     placed on that line of this file and nothing else taken from it."""
     for doc in named(ctx.documents, name):
         if is_object(doc, ("v1",), ("ConfigMap",)) and object_name(doc) == name:
             return get_map(doc, "data") or {}
-    if beside is None or not name:
+    if ref_line is None or not name:
         return None
     workload = ctx.documents[ctx.index] if ctx.index < len(ctx.documents) else None
     space = get_str(get_map(workload, "metadata") or {}, "namespace")
@@ -469,7 +471,7 @@ def _configmap_data(ctx: DocumentContext, name: str, *, beside: int | None = Non
             theirs = get_str(get_map(doc, "metadata") or {}, "namespace")
             if theirs is None or space is None or theirs == space:
                 data = get_map(doc, "data") or {}
-                return {str(k): LStr(str(v), beside) for k, v in data.items()
+                return {str(k): LStr(str(v), ref_line) for k, v in data.items()
                         if isinstance(v, str)}
     return None
 

@@ -24,7 +24,7 @@ from kvlint.manifests.base import DocumentContext, Located, Unresolved
 from kvlint.manifests.engine_command import EngineArgs, OptionUse
 from kvlint.manifests.engine_launch import SHELLS, Launch, first_launch, walk_script
 from kvlint.manifests.shell_env import Env
-from kvlint.manifests.shell_words import Word, split_script
+from kvlint.manifests.shell_words import Word
 from kvlint.manifests.siblings import read_named
 
 __all__ = ["mounted_launch"]
@@ -94,8 +94,7 @@ def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: Docum
     """The engine a service's mounted start script launches, and a note saying where it
     was read; ``None`` when the command runs no mounted script inside the tree, or the
     script starts no engine."""
-    from kvlint.manifests.shell_arrays import inline_arrays
-    from kvlint.manifests.shell_plain_run import plain_run
+    from kvlint.manifests.shell_arrays import file_commands
 
     target = _script_path(words)
     if target is None or ctx.path in ("-", "<stdin>") or not ctx.path:
@@ -106,9 +105,7 @@ def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: Docum
     text = read_named(ctx, source)
     if text is None:
         return None
-    # each word on its own 1-based line of the script, its arrays put in
-    commands = split_script(inline_arrays(plain_run(text)), line=0, style="|")
-    launch, _ = first_launch(walk_script(commands, Env(dict(env), k8s=False)))
+    launch, _ = first_launch(walk_script(file_commands(text), Env(dict(env), k8s=False)))
     if launch is None:
         return None
     line = next((w.line for w in words if w.text.strip().startswith(target)), None)

@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 
 from kvlint.manifests.located_str import LStr
+from kvlint.manifests.shell_plain_run import plain_run
 from kvlint.manifests.shell_words import Word, split_script
 
-__all__ = ["inline_arrays", "script_commands"]
+__all__ = ["file_commands", "inline_arrays", "script_commands"]
 
 MAX_ARRAY_CHARS = 65_536
 """Characters of array words put into one script (a real one puts in a few hundred)."""
@@ -251,13 +252,21 @@ class _QuoteScanner:
 
 
 def script_commands(script: str, line: int | None = None) -> list[list[Word]]:
-    """The commands of an inline script (``sh -c SCRIPT``) with its arrays and ``set --``
-    lists put in: a YAML scalar (:class:`LStr`) keeps its own lines and style unless
+    """The commands of an inline script (``sh -c SCRIPT``) as its plain run reads them
+    (:func:`~kvlint.manifests.shell_plain_run.plain_run`), its arrays and ``set --`` lists
+    put in: a YAML scalar (:class:`LStr`) keeps its own lines and style unless
     ``line`` says it sits elsewhere."""
     own = isinstance(script, LStr) and (line is None or line == script.line)
-    inlined = inline_arrays(str(script))
+    inlined = inline_arrays(plain_run(str(script)))
     if inlined == str(script):
         return split_script(script) if own else split_script(str(script), line=line)
     if own and isinstance(script, LStr):
         return split_script(inlined, line=script.line, style=script.style)
     return split_script(inlined, line=line)
+
+
+def file_commands(text: str) -> list[list[Word]]:
+    """The commands of a script file as its plain run reads them (its ``case`` on its own
+    mode, its commands held in variables: :func:`~kvlint.manifests.shell_plain_run.plain_run`),
+    its arrays put in, each word on its own 1-based line of the file."""
+    return split_script(inline_arrays(plain_run(text)), line=0, style="|")

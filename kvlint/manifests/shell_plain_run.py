@@ -25,6 +25,9 @@ from __future__ import annotations
 import re
 from fnmatch import fnmatchcase
 
+from kvlint.manifests.shell_env import Env
+from kvlint.manifests.shell_words import split_script
+
 __all__ = ["literal_value", "plain_run", "plain_run_cases", "plain_run_commands"]
 
 MAX_CASES = 64
@@ -33,24 +36,26 @@ _CASE = re.compile(r'^[ \t]*case[ \t]+"?\$\{?([A-Za-z_]\w{0,63})\}?"?[ \t]+in[ \
                    re.MULTILINE)
 _ESAC = re.compile(r"^[ \t]*esac\b.*$", re.MULTILINE)
 _HEADER = re.compile(r"^[ \t]*\(?[ \t]*([^()\n]+?)[ \t]*\)(.*)$")
-_DEFAULT = re.compile(r"\$\{(?:[1-9]|(\w+)):?-(.*)\}")
+_OTHER_DEFAULT = re.compile(r"\$\{([A-Za-z_]\w*):?[-=]")
+"""A default of a named variable (``${MODE:-awq}``): the script's own, or another's."""
+_PLAIN = re.compile(r"[^\s$`\\\"'(){};&|<>]+")
+"""A value a ``case`` pattern or an image reference can be: one plain word."""
 
 
 def _value(raw: str, name: str) -> str | None:
-    """The value a plain run gives ``name`` from one assignment's right side, or ``None``."""
-    text = raw.split(" #", 1)[0].strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        text = text[1:-1]
-    default = _DEFAULT.fullmatch(text)
-    if default is not None:
-        if default.group(1) not in (None, name):
-            return None  # another variable's default: the environment decides
-        text = default.group(2).strip()
-        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-            text = text[1:-1]
-    if not text or any(c in text for c in "$`\\\"'(){};&|<> \t"):
+    """The value a plain run gives ``name`` from one assignment's right side (a literal, a
+    positional parameter's default ``${1:-awq}`` or its own default ``${MODE:-awq}``, as
+    :meth:`~kvlint.manifests.shell_env.Env.expand` reads them with nothing exported), or
+    ``None``: another variable's default (the environment decides), anything else."""
+    commands = split_script(raw)
+    if len(commands) != 1 or len(commands[0]) != 1:
         return None
-    return text
+    word = commands[0][0]
+    other = _OTHER_DEFAULT.match(word.text)
+    if other is not None and other.group(1) != name:
+        return None
+    value = word.text if word.literal else Env({}, k8s=False).expand(word.text, k8s=False)
+    return value if isinstance(value, str) and _PLAIN.fullmatch(value) else None
 
 
 def _subject(text: str, name: str, before: int) -> str | None:

@@ -355,13 +355,9 @@ def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
 
 def script_models(text: str, path: str) -> list[ServedModel]:
     """Every served model a shell script starts."""
-    from kvlint.manifests.shell_arrays import inline_arrays
-    from kvlint.manifests.shell_plain_run import plain_run
+    from kvlint.manifests.shell_arrays import file_commands
 
-    # each word on its own 1-based line; a literal array's uses are its words; a case on
-    # a mode the script sets itself is the branch its plain run takes
-    commands = split_script(inline_arrays(plain_run(text)), line=0, style="|")
-    found = command_models([list(c) for c in commands], text, path)
+    found = command_models([list(c) for c in file_commands(text)], text, path)
     slurm = slurm_gpus(text) if "#SBATCH" in text else None
     if slurm is None:
         return found

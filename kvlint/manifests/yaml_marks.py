@@ -570,7 +570,7 @@ def _without_substituted_lines(text: str, path: str) -> PartialDocuments | None:
     whole-line variables blank, and an info on the first of them (what they add is not
     known, so nothing is read from them); ``None`` when the file holds no such line or is
     invalid YAML without them too."""
-    lines = [m for m in _SUBSTITUTED_LINE.finditer(text)]
+    lines = list(_SUBSTITUTED_LINE.finditer(text))
     if not lines:
         return None
     blank = _SUBSTITUTED_LINE.sub("", text)

@@ -46,7 +46,11 @@ class EngineOptionUnknown(_EngineRefusal):
     install now gets the newest build (Kubernetes pulls `latest` at every start); the message
     names the last release that accepts it. On one fixed build of no stated release (a
     digest, a commit tag, `nightly-<sha>`) it is a warning: that build may predate the
-    removal. Also a program (`vllm serve ...`, `/bin/sh -c ...`,
+    removal. A release older than every option table kvlint read (vLLM before 0.8.5) is
+    judged by the oldest, and what that parser refuses is a warning (an older parser may
+    take it), except a misspelling of a known option; so is, on a build of no stated
+    release, a `True`/`False` after an option vLLM 0.5.5-0.7.3 gave an optional value
+    (`--enable-chunked-prefill False`). Also a program (`vllm serve ...`, `/bin/sh -c ...`,
     `python3 -m ...`, or vLLM's own `serve` word) given as the arguments of an engine's own
     image whose ENTRYPOINT is its server (vLLM's `vllm/vllm-openai`, TGI's, llama.cpp's
     `server` images): compose `command:` without `entrypoint:`, Kubernetes `args:` without
@@ -103,7 +107,8 @@ class EngineOptionInvalidValue(_EngineRefusal):
     `vllm/envs.py`), or vLLM's CUDA image given another vendor's accelerator (`amd.com/gpu`,
     a Gaudi or Neuron device, `/dev/kfd`). A choice no release
     kvlint read has, on a server that may be newer than them (a floating tag, a build from
-    source) and not a near spelling of a known choice, is a warning. A value kvlint cannot
+    source) and not a near spelling of a known choice, is a warning; so is a value refused by
+    the oldest option table on a release older than it (vLLM before 0.8.5). A value kvlint cannot
     expand (an unset variable) is not judged here; it stays unresolved.
 
     ## Why is this bad?
