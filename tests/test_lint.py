@@ -208,3 +208,17 @@ def test_referenced_ray_serve_config_is_reported_once() -> None:
     _, data = lint_json(str(CORPUS / "ray-serve" / "serve-by-reference"), *MAP)
     refs = [(Path(r["target"]["path"]).name, r["target"]["line"]) for r in data["results"]]
     assert refs == [("llama_3dot1_8b_tp2.yaml", 2)]
+
+
+def test_a_gguf_repository_is_named_not_fetched(tmp_path: Path) -> None:
+    # llama.cpp's -hf takes <user>/<model>[:quant]: a GGUF repository has no config.json to
+    # read, so kvlint says so (and how to map it) instead of asking the Hub for one
+    script = tmp_path / "serve.sh"
+    script.write_text("#!/bin/bash\nexec llama-server -hf bartowski/X-GGUF:Q5_K_M "
+                      "--port 8080\n", encoding="utf-8")
+    result = lint(str(script), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    [found] = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]]
+    assert (found["code"], found["severity"]) == ("KV902", "warning")
+    assert "GGUF repository" in found["message"] and \
+        "--model-map bartowski/X-GGUF=ORG/NAME" in found["message"]

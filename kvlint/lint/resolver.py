@@ -147,6 +147,18 @@ class ModelResolver:
         mapped = self.model_map.get(name)
         if mapped:
             return mapped, None
+        if served.engine is not None and served.engine.value == "llamacpp" and \
+                "hf" in (model.source or "").lower() and not _looks_local(name) and \
+                name.count("/") == 1:
+            # llama.cpp's -hf takes <user>/<model>[:quant] (tools/server/README.md): a GGUF
+            # repository, whose geometry is in the GGUF header kvlint does not read
+            repo = name.split(":", 1)[0]
+            mapped = self.model_map.get(repo)
+            if mapped:
+                return mapped, None
+            return None, (f"model {name} is a GGUF repository (llama.cpp -hf): kvlint reads "
+                          f"config.json, not GGUF headers; map it to the original model with "
+                          f"--model-map {repo}=ORG/NAME")
         if _looks_local(name):
             local = (Path(served.path).parent / name) if not Path(name).is_absolute() \
                 else Path(name)

@@ -1,8 +1,11 @@
 """Which engine a command starts, from its words alone: :func:`find_engine` (``vllm serve``,
 ``python -m sglang.launch_server``, ``text-generation-launcher``...), for
 :mod:`.engine_command` and every reader of scripts. A program that only mentions an engine
-(``echo``, ``pip install``, ``pkill -f llama-server``) starts none; bash's ``command`` runs
-the program after it, so it is not one of those."""
+(``echo``, ``pip install``, ``pkill -f llama-server``, ``command -v llama-server``, ``hash
+vllm``) starts none; bash's ``command`` runs the program after it, except with ``-v``/``-V``
+(which only say where it is: bash(1), SHELL BUILTIN COMMANDS), so it is not one of those. The
+reserved words a condition or loop begins with (``if ! command -v vllm``) are not programs.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +34,12 @@ the router's, TRL's): options the engine does not know are theirs, not reported.
 vLLM's with underscores (trl/scripts/vllm_serve.py@1.16.0 ``ScriptArguments``)."""
 _NOT_COMMANDS = frozenset({"echo", "printf", "pip", "pip3", "uv", "apt-get", "apt", "conda",
                            "grep", "which", "test", "[", "[[", "cat", "ls", "pkill", "pgrep",
-                           "killall", "kill", "ps", "pidof", "type", "tail"})
+                           "killall", "kill", "ps", "pidof", "type", "tail", "hash",
+                           "whereis", "realpath", "readlink", "chmod", "ln", "cp", "mv", "rm",
+                           "curl", "wget", "head", "sed", "awk", "wc", "touch", "stat", "file"})
+_RESERVED = frozenset({"if", "elif", "then", "else", "while", "until", "do", "!", "{", "(",
+                       "time"})
+"""Words that begin a command's condition or body rather than name its program."""
 _TRTLLM_OTHER = frozenset({"disaggregated", "disaggregated_mpi_worker", "mm_embedding_serve",
                            "grpc", "--help", "-h"})
 
@@ -59,6 +67,14 @@ def find_engine(words: Sequence[str]) -> tuple[str, int] | None:
 
 def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:
     """``(engine, index of the program word, index of the first argument)``."""
+    start = 0
+    while start < len(words) and start < 16 and words[start] in _RESERVED:
+        start += 1
+    if start:
+        found = find_program(words[start:])
+        return None if found is None else (found[0], found[1] + start, found[2] + start)
+    if len(words) >= 2 and words[0] == "command" and words[1] in ("-v", "-V"):
+        return None
     if not words or (_base(words[0]) in _NOT_COMMANDS and list(words[:2]) != ["uv", "run"]):
         return None  # `uv pip install vllm` installs; `uv run vllm serve` runs it
     n = len(words)

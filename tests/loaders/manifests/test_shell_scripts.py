@@ -625,3 +625,20 @@ def test_a_docker_run_image_held_in_a_variable(assign: str, version: str | None)
         return
     (model,) = found
     assert (model["model"], model["tp"], model["version"]) == ("org/m", 2, version)
+
+
+def test_a_check_that_the_server_is_installed_starts_nothing() -> None:
+    # `command -v` / `-V`, `hash` and `which` only say where a program is (bash(1)); the
+    # reserved words a condition begins with are not the program
+    text = ("#!/bin/bash\nif ! command -v llama-server &> /dev/null; then\n  exit 1\nfi\n"
+            "command -V vllm\nhash llama-server 2>/dev/null || exit 1\n"
+            "while ! curl -s localhost:8080/health; do sleep 1; done &\n"
+            "exec llama-server -hf bartowski/X-GGUF:Q5_K_M --port 8080\n")
+    assert [(m["engine"], m["model"], m["line"]) for m in served(text)] == [
+        ("llamacpp", "bartowski/X-GGUF:Q5_K_M", 8)]
+
+
+def test_a_server_started_inside_a_condition_is_read() -> None:
+    text = "if vllm serve org/model --tensor-parallel-size 2; then echo done; fi\n"
+    assert [(m["engine"], m["model"], m["tp"]) for m in served(text)] == [
+        ("vllm", "org/model", 2)]
