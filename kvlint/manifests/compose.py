@@ -487,6 +487,14 @@ class ComposeParser(ManifestParser):
                                  f"entrypoint of image {image.value}")
                 args = engine_args(fallback, words, Env({}, k8s=False), Env(env, k8s=False))
         model_over: dict[str, Any] = {}
+        if args is not None and engine is not None and isinstance(args.config_file, Located):
+            from kvlint.manifests.config_files import compose_volumes, follow_file_config
+
+            volumes = [(src, dst) for src, dst in (
+                (interpolate(a), interpolate(b)) for a, b in compose_volumes(service))
+                if isinstance(src, str) and isinstance(dst, str)]
+            args, model_over, more = follow_file_config(engine.value, args, ctx, volumes)
+            notes.extend(more)
         if engine is None:
             triton = _triton(words, image)
             if triton is None:

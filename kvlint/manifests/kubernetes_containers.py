@@ -20,6 +20,7 @@ from typing import Any
 from kvlint.manifests.accelerators import image_family
 from kvlint.manifests.base import DocumentContext, Located, ManifestProblem, Unresolved, named
 from kvlint.manifests.cli_options import engine_of_options
+from kvlint.manifests.config_files import apply_config
 from kvlint.manifests.engine_command import EngineArgs, judge_known_options_only, parse_engine_args
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_launch import (
@@ -29,13 +30,12 @@ from kvlint.manifests.engine_launch import (
     pip_pins,
     settle_version,
 )
-from kvlint.manifests.flat_configs import config_args
 from kvlint.manifests.images import entrypoint_engine, tools_server
 from kvlint.manifests.shell_arrays import script_commands
 from kvlint.manifests.shell_env import Env, env_from_k8s
 from kvlint.manifests.shell_words import Word, split_env_prefix
 from kvlint.manifests.siblings import sibling_documents
-from kvlint.manifests.trtllm_configs import FREE_FRACTION_NOTE, trt_settings
+from kvlint.manifests.trtllm_configs import FREE_FRACTION_NOTE
 from kvlint.manifests.yaml_marks import LDict, LList, LStr, load_documents
 from kvlint.manifests.yaml_values import (
     get_list,
@@ -579,21 +579,8 @@ def follow_config(run: Run, pod: Any, ctx: DocumentContext
             f"engine config file {path} from {where} is not read: {problem}"]
     notes = [f"engine config {path} read from {where} (line {node_line(text)}), mounted "
              f"into the container"]
-    if run.engine.value == "trtllm":
-        settings = {k: no_column(v) for k, v in trt_settings(conf, where=f"{where}: ").items()}
-        if "gpu_memory_utilization" in settings:
-            notes.append(FREE_FRACTION_NOTE)
-        if args.model is not None:
-            settings.pop("model", None)
-        return replace(args, config_file=None), settings, notes
-    from_file = config_args(run.engine.value, conf, f"{where}: ")
-    merged = {name: getattr(from_file, name) for name in (
-        "model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
-        "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
-        "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "expert_parallel",
-        "dp_local", "nnodes", "quantization", "config_overrides", "node_rank",
-        "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend",
-        "swa_ratio")
-        if getattr(args, name) is None}
-    return replace(args, config_file=None, **{k: v for k, v in merged.items()
-                                              if v is not None}), {}, notes
+    applied, settings = apply_config(run.engine.value, args, conf, where)
+    settings = {k: no_column(v) for k, v in settings.items()}
+    if "gpu_memory_utilization" in settings:
+        notes.append(FREE_FRACTION_NOTE)
+    return applied, settings, notes

@@ -16,22 +16,18 @@ relative source resolved against the compose file's directory; long syntax ``sou
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from kvlint.manifests.base import DocumentContext, Located, Unresolved
-from kvlint.manifests.engine_command import EngineArgs, OptionUse
+from kvlint.manifests.base import DocumentContext
+from kvlint.manifests.config_files import compose_volumes, host_file, relocated
 from kvlint.manifests.engine_launch import SHELLS, Launch, first_launch, walk_script
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
 from kvlint.manifests.siblings import read_named
 
 __all__ = ["mounted_launch"]
-
-MAX_VOLUMES = 256
-"""Volume entries read per service (a real one has a few)."""
-
 
 def _script_path(words: Sequence[Word]) -> str | None:
     """The container path of the script the command runs: the first ``.sh`` word, directly
@@ -46,49 +42,6 @@ def _script_path(words: Sequence[Word]) -> str | None:
     return None
 
 
-def _host_source(service: Mapping[str, Any], target: str) -> str | None:
-    """The host path bind-mounted at ``target`` (or at a directory above it)."""
-    volumes = service.get("volumes")
-    if not isinstance(volumes, list):
-        return None
-    for entry in volumes[:MAX_VOLUMES]:
-        source = mount = None
-        if isinstance(entry, str):
-            parts = entry.split(":")
-            if len(parts) >= 2:
-                source, mount = parts[0], parts[1]
-        elif isinstance(entry, dict) and entry.get("type", "bind") == "bind":
-            source, mount = entry.get("source"), entry.get("target")
-        if not isinstance(source, str) or not isinstance(mount, str) or \
-                not source.startswith((".", "/")):
-            continue  # a named volume: nothing in the tree
-        mount = mount.rstrip("/") or "/"
-        if target == mount:
-            return source
-        if target.startswith(mount + "/"):
-            return str(PurePosixPath(source) / target[len(mount) + 1:])
-    return None
-
-
-def _relocated(args: EngineArgs, line: int | None, where: str) -> EngineArgs:
-    """``args`` read from another file, placed on ``line`` of this one, sources saying
-    where they were written."""
-    changes: dict[str, Any] = {}
-    for f in fields(args):
-        value = getattr(args, f.name)
-        if isinstance(value, Located):
-            at = f"{where} line {value.line}" if value.line else where
-            changes[f.name] = replace(value, line=line, column=None,
-                                      source=f"{at}: {value.source}")
-        elif isinstance(value, Unresolved):
-            changes[f.name] = replace(value, line=line, column=None)
-        elif isinstance(value, tuple) and value and all(isinstance(u, OptionUse)
-                                                       for u in value):
-            changes[f.name] = tuple(replace(u, line=line, column=None, value_line=None)
-                                    for u in value)
-    return replace(args, **changes)
-
-
 def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: DocumentContext,
                    env: Mapping[str, str | None]) -> tuple[Launch, str] | None:
     """The engine a service's mounted start script launches, and a note saying where it
@@ -99,7 +52,7 @@ def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: Docum
     target = _script_path(words)
     if target is None or ctx.path in ("-", "<stdin>") or not ctx.path:
         return None
-    source = _host_source(service, target)
+    source = host_file(target, compose_volumes(service))
     if source is None:
         return None
     text = read_named(ctx, source)
@@ -110,6 +63,6 @@ def mounted_launch(words: Sequence[Word], service: Mapping[str, Any], ctx: Docum
         return None
     line = next((w.line for w in words if w.text.strip().startswith(target)), None)
     line = line if line is not None else (words[0].line if words else None)
-    return (replace(launch, line=line, args=_relocated(launch.args, line, source)),
+    return (replace(launch, line=line, args=relocated(launch.args, line, source)),
             f"the engine command is in {source}, mounted at {target}, which the service "
             "runs: read from there")

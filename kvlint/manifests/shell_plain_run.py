@@ -22,13 +22,14 @@ splitting keeps them literal. A value with a command substitution stays as writt
 
 from __future__ import annotations
 
+import itertools
 import re
 from fnmatch import fnmatchcase
 
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import split_script
 
-__all__ = ["literal_value", "plain_run", "plain_run_cases", "plain_run_commands"]
+__all__ = ["here_path", "literal_value", "plain_run", "plain_run_cases", "plain_run_commands"]
 
 MAX_CASES = 64
 """``case`` blocks read per script (a real one has a few)."""
@@ -196,3 +197,29 @@ def literal_value(text: str, word: str, before: int | None = None) -> str | None
     if match is None:
         return None
     return _subject(text, match.group(1), len(text) if before is None else before)
+
+
+_HERE = re.compile(r"""["']?(?:\$\(\s*pwd\s*\)|`pwd`|\$\{PWD\}|\$PWD)/"""
+                   r"""([\w.@+-][\w./@+-]{0,255})["']?""")
+"""``$(pwd)/NAME`` (or ``$PWD/NAME``, quoted or not): a path in the folder the script runs in."""
+
+
+def here_path(text: str, word: str) -> str | None:
+    """The path (``./NAME``) a word that is one variable names when the script sets that
+    variable once, at a line's start, to ``$(pwd)/NAME``: the file beside the script, for a
+    script run in its own folder (as one that checks ``[[ -f $(pwd)/config.yaml ]]`` is);
+    ``None`` otherwise. ``word`` may also be such a path itself."""
+    own = _HERE.fullmatch(word.strip())
+    if own is not None:
+        return "./" + own.group(1)
+    match = _REFERENCE.fullmatch(word.strip())
+    if match is None:
+        return None
+    assignment = re.compile(rf"^(?:(?:export|local|readonly|declare)[ \t]+)?"
+                            rf"{re.escape(match.group(1))}=(.*)$", re.MULTILINE)
+    found = list(itertools.islice(assignment.finditer(text), 2))
+    if len(found) != 1:
+        return None
+    value = _HERE.fullmatch(found[0].group(1).strip())
+    return "./" + value.group(1) if value is not None else None
+

@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePath
+from typing import Any
 
 from kvlint.manifests.accelerators import image_family
 from kvlint.manifests.base import (
@@ -31,8 +32,9 @@ from kvlint.manifests.base import (
     Unresolved,
 )
 from kvlint.manifests.cli_options import engine_of_options
+from kvlint.manifests.config_files import docker_volume, follow_file_config
 from kvlint.manifests.engine_command import EngineArgs
-from kvlint.manifests.engine_env import engine_invocations
+from kvlint.manifests.engine_env import EngineInvocation, engine_invocations
 from kvlint.manifests.engine_launch import (
     SHELLS,
     Hardware,
@@ -47,6 +49,7 @@ from kvlint.manifests.engine_launch import (
 from kvlint.manifests.engine_programs import find_engine
 from kvlint.manifests.images import engine_from_image, entrypoint_engine, tools_server
 from kvlint.manifests.shell_env import Env, bounded_sub
+from kvlint.manifests.shell_plain_run import here_path
 from kvlint.manifests.shell_words import (
     Word,
     split_env_prefix,
@@ -101,6 +104,8 @@ class _Container:
     gpus: Located[int] | Unresolved | None
     problem: EngineArgProblem | None = None
     """The image's own entrypoint handed a program (:func:`.engine_launch.entrypoint_problem`)."""
+    volumes: tuple[tuple[str, Word], ...] = ()
+    """``(option, value)`` of each ``-v``/``--volume``/``--mount``, as written."""
 
 
 def _gpus(value: Word) -> Located[int] | Unresolved | None:
@@ -165,6 +170,7 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
     env: list[Word] = []
     gpus: Located[int] | Unresolved | None = None
     entrypoint: str | None = None
+    volumes: list[tuple[str, Word]] = []
     while i < len(rest) and rest[i].text.startswith("-") and rest[i].text != "--":
         option, eq, inline = rest[i].text.partition("=")
         takes = option in VALUE_OPTIONS
@@ -184,6 +190,8 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
             gpus = _gpus(value)
         elif option == "--entrypoint":
             entrypoint = value.text
+        elif option in ("-v", "--volume", "--mount") and len(volumes) < MAX_VOLUME_LOOKUPS:
+            volumes.append((option, value))
     if i < len(rest) and rest[i].text == "--":
         i += 1
     if i >= len(rest):
@@ -213,7 +221,7 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
             program = [Word(word, image.line) for word in SERVER_PROGRAMS.get(engine, ())]
     problem = entrypoint_problem(image, command, "docker run gives no --entrypoint") \
         if entrypoint is None else None
-    return [*env, *program, *command], _Container(image, gpus, problem)
+    return [*env, *program, *command], _Container(image, gpus, problem, tuple(volumes))
 
 
 HPC_RUNNERS = frozenset({"apptainer", "singularity"})
@@ -414,18 +422,58 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         image = _expanded(ran.image, invocation.env) if ran else None
         version, notes = settle_version(invocation.engine, image, pins if not image else ())
         source = f"docker run {image.value}" if image else "script"
+        args, settings, read = _config_file(invocation, ran, ctx, text)
         served = served_model(
             Origin(ctx, kind, line=invocation.line),
             engine=Located(invocation.engine, invocation.line, None, source),
-            args=invocation.args, image=image, version=version,
+            args=args, image=image, version=version,
             hardware=Hardware(gpus=(ran.gpus if ran else None) or _bare_gpus(
-                invocation.args, invocation.env, invocation.line, one_node)), notes=notes)
+                args, invocation.env, invocation.line, one_node)), notes=[*notes, *read],
+            **settings)
         detached = detached_options(rewritten, invocation.position, invocation.engine,
                                     comments)
         more = tuple(p for p in (detached, ran.problem if ran else None) if p is not None)
         out.append(replace(served, engine_problems=(*served.engine_problems, *more))
                    if more else served)
     return out
+
+
+MAX_VOLUME_LOOKUPS = 16
+"""Volumes of one container whose variables are looked up in the script's text."""
+
+
+def _config_file(invocation: EngineInvocation, ran: _Container | None, ctx: DocumentContext,
+                 text: str) -> tuple[EngineArgs, dict[str, Any], list[str]]:
+    """The engine's config file read from the tree (:mod:`.config_files`): through the
+    container's bind mounts, or the path itself for a command the script runs on the host
+    (``$(pwd)/config.yaml``: beside the script)."""
+    args = invocation.args
+    ref = args.config_file
+    if isinstance(ref, Unresolved) and ran is None and text:
+        here = here_path(text, ref.text)
+        if here is None:
+            return args, {}, []
+        ref = Located(here, ref.line, None, f"{ref.text} (the script's folder)")
+        args = replace(args, config_file=ref)
+    if not isinstance(ref, Located):
+        return args, {}, []
+    volumes: list[tuple[str, str]] | None = None
+    if ran is not None:
+        volumes = []
+        for option, word in ran.volumes[:MAX_VOLUME_LOOKUPS]:
+            raw = _REFERENCE_OR_HERE.sub(
+                lambda m: here_path(text, m.group(0)) or m.group(0), word.text)
+            value = invocation.env.expand(raw, k8s=False)
+            pair = docker_volume(option, value.strip("'\"")) if isinstance(value, str) \
+                else None
+            if pair is not None:
+                volumes.append(pair)
+    return follow_file_config(invocation.engine, args, ctx, volumes)
+
+
+_REFERENCE_OR_HERE = re.compile(r"""(?:\$\(\s*pwd\s*\)|`pwd`|\$\{PWD\}|\$PWD)/[\w.@+-][\w./@+-]*"""
+                                r"|\$\{?[A-Za-z_]\w{0,63}\}?")
+"""A variable, or a path under the folder the script runs in, in a volume's text."""
 
 
 def detached_options(commands: Sequence[list[Word]], index: int, engine: str,
