@@ -50,6 +50,7 @@ from kvlint.manifests.yaml_values import (
     object_name,
     to_int,
 )
+from kvlint.model.hardware import gpu_family
 
 __all__ = [
     "KubernetesWorkloadParser",
@@ -218,10 +219,19 @@ def lead_and_workers_gpus(lead: Located[int] | Unresolved | None,
                    f"{lead_name} {lead.value} + {workers} workers x {work.value} GPUs ({what})")
 
 
+def _gpu_word(key: str) -> bool:
+    """Whether a node label's name speaks of GPUs or accelerators (``gpu``,
+    ``mlops.local/gpu``, ``accelerator-model``)."""
+    low = key.lower()
+    return "gpu" in low or "accelerator" in low
+
+
 def gpu_type_of(pod: Any) -> Located[str] | None:
     """The GPU (or machine) type a pod is scheduled on, as written: a nodeSelector label, or
     a required node-affinity term on such a label (:func:`.accelerators.is_gpu_label`); else
-    the accelerator family of the device its containers request (``habana.ai/gaudi``)."""
+    the accelerator family of the device its containers request (``habana.ai/gaudi``). A
+    label of another name that speaks of GPUs counts when its value names a GPU kvlint knows
+    (:func:`~kvlint.model.hardware.gpu_family`: ``gpu: rtx3090``), never ``gpu: "true"``."""
     selector = get_map(pod, "nodeSelector") or {}
     keys = [*GPU_TYPE_KEYS, *(k for k in map(str, selector) if k not in GPU_TYPE_KEYS and
                               is_gpu_label(k))]
@@ -233,6 +243,12 @@ def gpu_type_of(pod: Any) -> Located[str] | None:
             if "tpu" in key and topology:
                 source += f" (topology {topology})"
             return Located(str(value), key_line(selector, key), key_col(selector, key), source)
+    for key in map(str, selector):  # a custom label (gpu: rtx3090, mlops.local/gpu: rtx-3080)
+        value = selector.get(key)
+        if key not in keys and _gpu_word(key) and isinstance(value, str) and \
+                gpu_family(value):
+            return Located(value, key_line(selector, key), key_col(selector, key),
+                           f"nodeSelector {key} (a GPU's name)")
     affinity = get_map(get_map(pod, "affinity"), "nodeAffinity")
     required = get_map(affinity, "requiredDuringSchedulingIgnoredDuringExecution")
     for term in get_list(required, "nodeSelectorTerms") or []:

@@ -28,6 +28,7 @@ __all__ = [
     "MemoryBasis",
     "UnknownGpu",
     "find_gpu",
+    "gpu_family",
     "gpu_names",
     "load_gpus",
     "normalize_gpu_name",
@@ -324,6 +325,26 @@ def find_gpu(name: str) -> Gpu:
     if gpu is not None:
         return gpu
     raise UnknownGpu(name, _suggestions(key), gpu_names())
+
+
+def gpu_family(name: str) -> tuple[str, ...]:
+    """The GPUs ``name`` names: the one it is (canonical name or alias), or every variant of
+    a family it is the start of (``rtx-3080`` -> the 10 GB, 12 GB and Ti cards; ``a100`` ->
+    every A100); ``()`` for anything else (``true``, ``large-models``, a name without a
+    model number). No spelling guesses."""
+    key = normalize_gpu_name(name)
+    index = _index()
+    if not key:
+        return ()
+    if key in index:
+        return (index[key].name,)
+    if len(key) < 2 or not any(c.isdigit() for c in key):
+        return ()
+    names: list[str] = []
+    for k, gpu in index.items():
+        if k.startswith(key) and gpu.name not in names:
+            names.append(gpu.name)
+    return tuple(names)
 
 
 def _suggestions(key: str, limit: int = 5) -> tuple[str, ...]:

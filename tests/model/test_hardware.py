@@ -283,3 +283,14 @@ def test_parse_rejects_redundant_alias() -> None:
 def test_parse_rejects_bad_files(text: str) -> None:
     with pytest.raises(GpuTableError):
         parse_gpus(text)
+
+
+def test_gpu_family_names_a_card_or_its_variants_never_a_guess() -> None:
+    from kvlint.model.hardware import gpu_family
+
+    assert gpu_family("rtx3090") == ("RTX-3090",)
+    assert gpu_family("nvidia-tesla-t4") == ("T4",)
+    assert set(gpu_family("rtx-3080")) == {"RTX-3080-10GB", "RTX-3080-12GB", "RTX-3080-Ti"}
+    assert "A100-80GB" in gpu_family("a100")
+    for word in ("true", "gpu-llm", "large-models", "8", "", "h1OO"):
+        assert gpu_family(word) == ()

@@ -725,3 +725,31 @@ def test_device_cpu_names_the_cpu_as_the_device() -> None:
     (model,) = extract_text(text)
     assert isinstance(model.gpu_type, Located) and model.gpu_type.value == "CPU"
     assert model.gpu_type.source == "--device cpu"
+
+
+@pytest.mark.parametrize(("selector", "gpu_type"), [
+    ("gpu: rtx3090", "rtx3090"),
+    ("mlops.local/gpu: rtx-3080", "rtx-3080"),  # a family: the 10 GB, 12 GB or Ti card
+    ('gpu: "true"', None),
+    ("workload: gpu-llm", None),
+    ("nvidia.com/gpu.count: '8'", None),
+])
+def test_a_custom_node_label_naming_a_gpu_is_its_type(selector: str,
+                                                      gpu_type: str | None) -> None:
+    text = textwrap.dedent(f"""\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {{name: llm}}
+        spec:
+          template:
+            spec:
+              nodeSelector:
+                {selector}
+              containers:
+              - name: vllm
+                image: vllm/vllm-openai:v0.10.1
+                args: ["--model", "org/m"]
+                resources: {{limits: {{nvidia.com/gpu: 1}}}}
+        """)
+    (model,) = extract_text(text)
+    assert value(model.gpu_type) == gpu_type
