@@ -208,7 +208,43 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
                            kind="dockerfile")
     pins = [pin for words in installs for pin in pip_pins(words, Env({}, k8s=False))]
     literal = {w.text for c in commands for w in c if w.literal and _VARIABLE.search(w.text)}
-    return [_unexpanded(_from_base(served, image, pins), literal) for served in found]
+    cpu = _llamacpp_cpu_build(text, stage)
+    return [_unexpanded(_from_base(_on_cpu(served, cpu), image, pins), literal)
+            for served in found]
+
+
+_LLAMACPP_BUILD = re.compile(r"\bcmake\s+(?:--build|-B|-S|\.\.)|\bmake\s+(?:-j|llama|server|"
+                             r"LLAMA_|GGML_|GPU)")
+_GPU_BACKEND = re.compile(
+    r"(?:GGML|LLAMA)_(?:CUDA|CUBLAS|HIP|HIPBLAS|VULKAN|SYCL|METAL|MUSA|CANN|OPENCL|"
+    r"KOMPUTE|CLBLAST|RPC)\b")
+"""The build options that give llama.cpp a GPU backend (docs/build.md: ``-DGGML_CUDA=ON``,
+``-DGGML_HIP=ON``, ``-DGGML_VULKAN=ON``, ``-DGGML_SYCL=ON``...; the older ``LLAMA_CUBLAS``
+/ ``LLAMA_CUDA`` / ``LLAMA_HIPBLAS`` / ``LLAMA_VULKAN`` / ``LLAMA_CLBLAST`` spellings)."""
+_GPU_BASE = re.compile(r"cuda|rocm|nvidia|oneapi|intel|vulkan|musa|cann|ascend|gpu",
+                       re.IGNORECASE)
+
+
+def _llamacpp_cpu_build(text: str, stage: Stage) -> int | None:
+    """The line of the ``RUN`` that builds llama.cpp when the Dockerfile builds it with no
+    GPU backend and runs it on a base image of no GPU runtime (``FROM ubuntu:22.04``): a
+    CPU build, which uses no GPU whatever ``-ngl`` says; ``None`` otherwise."""
+    if _GPU_BASE.search(stage.base) or _GPU_BACKEND.search(text):
+        return None
+    for instruction, argument, line in _instructions(text):
+        if instruction == "RUN" and _LLAMACPP_BUILD.search(argument):
+            return line
+    return None
+
+
+def _on_cpu(served: ServedModel, line: int | None) -> ServedModel:
+    if line is None or served.engine is None or served.engine.value != "llamacpp":
+        return served
+    source = ("llama.cpp built in this Dockerfile with no GPU backend (no -DGGML_CUDA, "
+              "-DGGML_HIP, -DGGML_VULKAN...) on a base image without a GPU runtime: a CPU "
+              "build")
+    return replace(served, gpus=Located(0, line, None, source),
+                   gpu_type=Located("CPU", line, None, source))
 
 
 _VARIABLE = re.compile(r"\$(?:\{\w+\}|[A-Za-z_]\w*)")

@@ -162,3 +162,31 @@ def test_an_engine_image_tag_still_gives_the_version_without_a_pin() -> None:
         CMD ["--model", "${MODEL_ID}"]
         """)
     assert v(m.engine_version) == "0.10.1.1"
+
+
+LLAMACPP_BUILD = """\
+    FROM ubuntu:22.04 AS builder
+    RUN apt-get update && apt-get install -y build-essential cmake git
+    RUN git clone https://github.com/ggml-org/llama.cpp /src && cd /src && \\
+        cmake -B build {flags} && cmake --build build -j
+    FROM {base}
+    COPY --from=builder /src/build/bin/llama-server /usr/local/bin/
+    CMD ["llama-server", "-m", "/models/m.gguf", "-ngl", "99"]
+    """
+
+
+@pytest.mark.parametrize(("flags", "base", "gpus"), [
+    ("", "ubuntu:22.04", 0),  # no GPU backend: a CPU build, whatever -ngl says
+    ("-DGGML_CUDA=ON", "nvidia/cuda:12.4.1-runtime-ubuntu22.04", None),
+    ("-DGGML_VULKAN=ON", "ubuntu:22.04", None),
+    ("", "nvidia/cuda:12.4.1-runtime-ubuntu22.04", None),  # the build may come from the base
+])
+def test_a_llamacpp_built_without_a_gpu_backend_runs_on_the_cpu(flags: str, base: str,
+                                                              gpus: int | None) -> None:
+    (m,) = served(LLAMACPP_BUILD.format(flags=flags, base=base))
+    assert v(m.engine) == "llamacpp"
+    if gpus == 0:
+        assert (v(m.gpus), v(m.gpu_type)) == (0, "CPU")
+        assert isinstance(m.gpus, Located) and m.gpus.line == 3
+    else:
+        assert v(m.gpus) != 0 and v(m.gpu_type) != "CPU"
