@@ -544,8 +544,9 @@ def engine_gpus(args: EngineArgs, line: int | None, why: str,
                 visible: Located[int] | None) -> Located[int] | None:
     """The GPUs an engine given every device takes: its world (:func:`occupied_gpus`), or the
     ``visible`` devices when fewer (it then cannot place every rank); more visible devices
-    are not taken."""
+    are not taken. With the world not resolved (``--tensor-parallel-size $TP``), the visible
+    devices are the GPUs it is given."""
     occupied = occupied_gpus(args, line, why)
-    if visible is not None and occupied is not None and visible.value < occupied.value:
+    if visible is not None and (occupied is None or visible.value < occupied.value):
         return visible
     return occupied

@@ -642,3 +642,14 @@ def test_a_server_started_inside_a_condition_is_read() -> None:
     text = "if vllm serve org/model --tensor-parallel-size 2; then echo done; fi\n"
     assert [(m["engine"], m["model"], m["tp"]) for m in served(text)] == [
         ("vllm", "org/model", 2)]
+
+
+def test_the_visible_devices_are_the_gpus_when_the_world_is_not_resolved() -> None:
+    # NUM_GPUS=$(echo $CUDA_VISIBLE_DEVICES | awk ...) is not evaluated: tp stays unresolved,
+    # but the one device the command is given is all it can take
+    text = ('#!/bin/bash\nCUDA_VISIBLE_DEVICES="0"\n'
+            "NUM_GPUS=$(echo $CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')\n"
+            "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES vllm serve org/m "
+            "--tensor-parallel-size $NUM_GPUS\n")
+    (found,) = served(text)
+    assert found["gpus"] == 1 and not isinstance(found["tp"], int)
