@@ -486,9 +486,10 @@ class ImageChartValuesParser(ManifestParser):
                              "read)")
         gpus = gpus_from_resources(document.get("resources"), "resources")
         if gpus is None:  # the chart's GPU map (gpu: {enabled: true, count: 1})
-            from kvlint.manifests.helm_keys import gpu_map_count
+            from kvlint.manifests.helm_keys import gpu_map_count, image_gpu_build
 
-            gpus = gpu_map_count(document, "")
+            gpus = image_gpu_build(gpu_map_count(document, ""),
+                                   engine.value if engine else None, image)
         notes.extend(replicas_note(document, "replicaCount"))
         tag = (get_map(document, "image") or {}).get("tag")
         if tag is not None and not str(tag).strip():

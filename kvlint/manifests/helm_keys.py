@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kvlint.manifests.accelerators import no_gpu_source
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.cli_options import FIELD_OPTIONS, OPTION_TABLES, SHARED_OPTIONS
 from kvlint.manifests.engine_launch import (
@@ -58,7 +59,7 @@ from kvlint.manifests.yaml_values import (
     words_of,
 )
 
-__all__ = ["GenericValuesParser", "gpu_map_count", "values_model"]
+__all__ = ["GenericValuesParser", "gpu_map_count", "image_gpu_build", "values_model"]
 
 MODEL_KEYS = ("model", "modelName", "model_name", "modelId", "modelID", "model_id",
               "hfModelName", "hfModel", "hf_model", "modelRepo", "modelPath")
@@ -200,18 +201,41 @@ def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
     return None
 
 
+def image_gpu_build(gpus: Located[int] | Unresolved | None, engine: str | None,
+                    image: Located[str] | None) -> Located[int] | Unresolved | None:
+    """A count of no GPU (:func:`gpu_map_count`) whose source names the image when it is the
+    engine's own GPU build, which cannot start without one (KV206 then errs)."""
+    if isinstance(gpus, Located) and gpus.value == 0 and engine is not None:
+        return replace(gpus, source=no_gpu_source(gpus.source, engine, image))
+    return gpus
+
+
 def gpu_map_count(node: dict[str, Any], path: str) -> Located[int] | Unresolved | None:
-    """The GPUs a chart's GPU map requests (:data:`GPU_MAPS`), or ``None``."""
+    """The GPUs a chart's GPU map requests (:data:`GPU_MAPS`), or ``None``: its count (or
+    ``limit``), none when it is ``enabled: false`` or its vendor is ``none``/``cpu``
+    (``gpu: {vendor: none, limit: 1}``: the template renders no GPU resource then)."""
     for key in GPU_MAPS:
         spec = node.get(key)
-        if not isinstance(spec, dict) or "count" not in spec:
+        count = next((k for k in _COUNT_KEYS if isinstance(spec, dict) and k in spec), None)
+        if not isinstance(spec, dict) or (count is None and "enabled" not in spec):
             continue
         where = f"{path}.{key}" if path else key
         if spec.get("enabled") is False:
             return Located(0, value_line(spec, "enabled"), None,
-                           f"the values key {where}.enabled false")
-        return loc_int(spec, "count", f"the values key {where}.count")
+                           f"no GPU requested (the values key {where}.enabled false)")
+        vendor = next((k for k in _VENDOR_KEYS if isinstance(spec.get(k), str)), None)
+        if vendor is not None and str(spec[vendor]).strip().lower() in _NO_VENDOR:
+            return Located(0, value_line(spec, vendor), None,
+                           f"no GPU requested (the values key {where}.{vendor} "
+                           f"{spec[vendor]})")
+        if count is not None:
+            return loc_int(spec, count, f"the values key {where}.{count}")
     return None
+
+
+_COUNT_KEYS = ("count", "limit", "number", "quantity")
+_VENDOR_KEYS = ("vendor", "type", "kind", "provider")
+_NO_VENDOR = frozenset({"none", "cpu", "disabled"})
 
 
 def _gpus(resources: object) -> Located[int] | Unresolved | None:
@@ -413,6 +437,7 @@ class GenericValuesParser(ManifestParser):
                     break
                 gpus = gpu_map_count(node, path)
                 if gpus is not None:
+                    gpus = image_gpu_build(gpus, engine, image)
                     break
         if gpus is None and visible is not None:
             gpus = engine_gpus(args, visible.line, f"the values key {visible.source}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
@@ -70,14 +71,18 @@ class GpuCountMismatch(Rule):
         yield from self._too_many_or_few(ctx, requested, needed)
 
     def _no_gpu(self, ctx: RuleContext, needed: int) -> Iterator[Finding]:
-        if (ctx.gpus_source or "").startswith("no GPU requested"):  # a Kubernetes pod
+        source = ctx.gpus_source or ""
+        if source.startswith("no GPU requested"):  # a Kubernetes pod, or a chart's values
+            values = re.search(r"\(the values key ([^)]+)\)", source)
+            fix = (f"Set the chart's GPU values to request them (here {values.group(1)})."
+                   if values else
+                   f"Request them (resources.limits nvidia.com/gpu: {needed}).")
             yield self.finding(
                 "The container requests no GPU (no nvidia.com/gpu in its resources, no "
                 f"runtimeClassName), but the engine needs {needed}: the device plugin "
                 "gives it none and the engine exits at start, unless the node's default "
                 "container runtime is nvidia, which exposes the node's GPUs to it outside "
-                "the scheduler's count. Request them (resources.limits nvidia.com/gpu: "
-                f"{needed}).", requested=0, needed=needed)
+                f"the scheduler's count. {fix}", requested=0, needed=needed)
             return
         yield self.finding(
             f"The service reserves no GPU (no deploy.resources.reservations.devices, "

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kvlint.manifests.base import (
     DocumentContext,
+    Located,
     ManifestProblem,
 )
 from kvlint.manifests.yaml_marks import load_documents
@@ -340,3 +343,26 @@ vllm-stack:
     (m,) = found
     assert v(m.model) == "meta-llama/Llama-3.1-8B-Instruct"
     assert v(m.engine_version) == "0.10.1.1" and v(m.max_model_len) == 8192
+
+
+@pytest.mark.parametrize(("gpu_map", "gpus", "source"), [
+    ("gpu:\n  vendor: none\n  limit: 1\n", 0, "no GPU requested (the values key gpu.vendor"),
+    ("gpu:\n  enabled: false\n", 0, "no GPU requested (the values key gpu.enabled false)"),
+    ("gpu:\n  vendor: nvidia\n  limit: 2\n", 2, "the values key gpu.limit"),
+    ("gpu:\n  enabled: true\n  count: 1\n", 1, "the values key gpu.count"),
+])
+def test_a_charts_gpu_map(gpu_map: str, gpus: int, source: str, tmp_path: Path) -> None:
+    from kvlint.lint.extraction import extract as lint_extract
+    from kvlint.plugins import get_plugin_manager
+
+    values = tmp_path / "values.yaml"
+    values.write_text("image:\n  repository: vllm/vllm-openai\n  tag: latest\n"
+                      "model: org/m\n" + gpu_map, encoding="utf-8")
+    pm = get_plugin_manager(load_entry_points=False)
+    found = lint_extract(values, pm, [c() for b in pm.hook.kvlint_manifest_parsers() for c in b])
+    assert isinstance(found, list)
+    (m,) = found
+    assert isinstance(m.gpus, Located) and m.gpus.value == gpus
+    assert m.gpus.source.startswith(source)
+    if gpus == 0:  # the engine's own CUDA image: KV206 makes it an error
+        assert m.gpus.source.endswith("the engine's own GPU build")
