@@ -461,9 +461,14 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         if price is not None and price > 0 and page:  # DeepSeek-V4: the engine's own pools
             # (available - what it sets aside) / its price of a token, in whole pages
             free = max(sized.kv_budget_bytes_per_gpu - plan.behaviour.pool_fixed_bytes, 0)
-            tokens = int(free / price) // page * page
+            tokens = int(free / price)
+            cap = plan.kv_tokens_cap if plan.kv_tokens_cap and plan.kv_tokens_cap < tokens \
+                else None  # --max-total-tokens first, then whole pages, as for other pools
+            tokens = (cap or tokens) // page * page
             sized = replace(sized, max_tokens=tokens, max_sequences=tokens // max(
-                sized.context, 1) if sized.max_sequences is not None else None)
+                sized.context, 1) if sized.max_sequences is not None else None,
+                kv_tokens_capped_by=(plan.kv_tokens_cap_source or "--max-total-tokens")
+                if cap else None)
         elif page and page > 1 and not sized.state_bytes_per_sequence_per_gpu:
             # the pool is whole pages (model_runner.py@0.4.6.post1 L774-781: tokens //
             # page_size * page_size, after --max-total-tokens)

@@ -101,3 +101,14 @@ def test_check_sizes_sglangs_own_pool_and_a_million_tokens_fit() -> None:
     assert "KV501" not in codes
     notes = result["geometry"]["notes"]  # type: ignore[index]
     assert any("15,955.85 B" in n for n in notes)  # type: ignore[union-attr]
+
+
+def test_max_total_tokens_caps_the_pool_before_it_is_cut_to_pages() -> None:
+    # 3 x GB10 at --max-total-tokens 3000000 printed max_total_num_tokens=2999808: the cap,
+    # then whole 256-token pages (model_runner: min(tokens, max_total_tokens) // page * page)
+    cap = check("--engine-version", "0.5.20", "--max-total-tokens", "3000000")["capacity"]
+    assert isinstance(cap, dict)
+    assert cap["max_tokens"] == 2_999_808
+    assert cap["kv_tokens_capped_by"] == "--max-total-tokens"
+    uncapped = check("--engine-version", "0.5.20", "--max-total-tokens", "900000000")
+    assert uncapped["capacity"]["kv_tokens_capped_by"] is None  # type: ignore[index]
