@@ -23,6 +23,8 @@ prints it: the true bounds lie between these and the neighbouring versions read,
 ``fields`` (one per placeholder: the :class:`~kvlint.loaders.vllm_log.VllmLog` field it sets,
 ``, negative allowed`` where vLLM prints a difference that a failed start makes negative;
 ``device`` for a device name; ``- expr`` for a placeholder not read, with vLLM's expression).
+``lines`` maps ``file.py:first[-last]`` (the lines of the statement that prints it, the
+first of which a log record names) to the releases read that have it there.
 
 The table shipped was generated from vLLM 0.4.0 to 0.34.0 (the ``versions`` list in it), the
 wheels given in version order (an entry's ``source`` is the first release given that prints it).
@@ -38,6 +40,7 @@ import re
 from collections.abc import Iterator
 
 from kvlint.generators.log_tables import (
+    Candidate,
     TableSpec,
     brace_escape,
     build_formats,
@@ -152,10 +155,11 @@ def _text(node: ast.AST) -> tuple[str, bool] | None:
     return None
 
 
-def _candidates(tree: ast.AST) -> Iterator[tuple[str, str, str]]:
-    """(format, style, function) of every string expression logged, raised, assigned or
-    returned in ``tree``."""
-    def walk(node: ast.AST, where: str) -> Iterator[tuple[str, str, str]]:
+def _candidates(tree: ast.AST) -> Iterator[Candidate]:
+    """(format, style, function, lines) of every string expression logged, raised, assigned
+    or returned in ``tree``: the lines of the statement (a logger call's record prints its
+    first, the line CPython reports for a call that spans lines)."""
+    def walk(node: ast.AST, where: str) -> Iterator[Candidate]:
         for child in ast.iter_child_nodes(node):
             name = where
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -175,7 +179,9 @@ def _candidates(tree: ast.AST) -> Iterator[tuple[str, str, str]]:
             if found is not None:
                 text, is_brace = found
                 style = "brace" if is_brace else "printf" if printf else "plain"
-                yield text, style, where
+                span = (child.lineno, child.end_lineno or child.lineno) \
+                    if isinstance(child, ast.stmt | ast.expr) else (0, 0)
+                yield text, style, where, span
             yield from walk(child, name)
     yield from walk(tree, "")
 

@@ -134,13 +134,31 @@ class FormatEntry:
     last: str
     source: str
     fields: tuple[str, ...]
+    lines: tuple[tuple[str, int, int, tuple[str, ...]], ...] = ()
+    """``(file, first line, last line, releases)``: where the call printing it sits in each
+    release read (a record's ``[file.py:line]`` then names the releases it may come from)."""
+
+    def releases_at(self, file: str, line: int) -> tuple[str, ...]:
+        """The releases read whose call printing this format is at ``file:line``."""
+        return tuple(v for name, first, last, found in self.lines
+                     if name == file and first <= line <= last for v in found)
+
+
+def _lines(raw: Any) -> tuple[tuple[str, int, int, tuple[str, ...]], ...]:
+    out: list[tuple[str, int, int, tuple[str, ...]]] = []
+    for at, versions in (raw or {}).items():
+        name, _, span = str(at).rpartition(":")
+        first, _, last = span.partition("-")
+        out.append((name, int(first), int(last or first), tuple(map(str, versions))))
+    return tuple(out)
 
 
 def read_table(path: Path) -> tuple[dict[str, Any], tuple[FormatEntry, ...]]:
     """A generated table (its JSON) and its ``formats`` as entries."""
     data = json.loads(path.read_text(encoding="utf-8"))
     return data, tuple(FormatEntry(e["id"], e["format"], e["style"], e["first"], e["last"],
-                                   e["source"], tuple(e["fields"])) for e in data["formats"])
+                                   e["source"], tuple(e["fields"]), _lines(e.get("lines")))
+                       for e in data["formats"])
 
 
 def word_count(item: str | int) -> int:

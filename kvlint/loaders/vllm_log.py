@@ -17,7 +17,9 @@ What is read, and how:
   one linear regular expression: the placeholder and the format's literal text around it
   (extended over neighbouring placeholders until it names enough words), so a line wrapped
   or cut after the figure is still read. Each entry also says the first and last version that
-  prints it: the lines matched narrow :attr:`VllmLog.version_range`;
+  prints it, and where its call sits in each release read (``file.py:line``): the lines
+  matched, and the ``[file.py:line]`` their records print, narrow
+  :attr:`VllmLog.version_range`;
 * written here, not from the table (they are not format strings of figures): the engine
   config (``Initializing a V1 LLM engine (v0.8.3) with config: model='...', ...``), the
   ``non-default args: {...}`` dict, the banner's ``version X`` / ``model Y`` and V1's debug
@@ -424,7 +426,9 @@ class _Versions:
         self.range = VersionRange()
         self.ids: dict[str, None] = {}
 
-    def narrow(self, entries: set[int]) -> None:
+    def narrow(self, entries: set[int], at: tuple[str, int] | None = None) -> None:
+        """Narrow to the releases that print the line's formats; to those whose call sits
+        at the record's ``[file.py:line]`` (``at``) where a release read has it there."""
         table = format_table()[1]
         bounds = [(parse_version(table[i].first), parse_version(table[i].last)) for i in entries]
         lows = [lo for lo, _ in bounds if lo is not None]
@@ -434,6 +438,11 @@ class _Versions:
         for i in sorted(entries):
             if len(self.ids) < 64:
                 self.ids.setdefault(table[i].id, None)
+        placed = [v for v in (parse_version(r) for i in entries
+                              for r in table[i].releases_at(*at)) if v is not None] \
+            if at is not None else []
+        if placed:
+            self.range.narrow_to(min(placed), max(placed))
 
 
 def parse_text(text: str) -> VllmLog:
@@ -542,8 +551,13 @@ def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fie
             if name not in names:
                 names.add(name)
                 fields.put(name, hit.group(1), rank)
-    versions.narrow(matched)
+    place = _PLACE.search(line[:origin] if origin < 320 else line[:320])
+    versions.narrow(matched, (place.group(1), int(place.group(2))) if place else None)
 
+
+_PLACE = re.compile(r"(?:^|[\s\[])([\w.-]{1,80}\.py):(\d{1,6})\]")
+"""Where vLLM's record says it was logged: ``[kv_cache_utils.py:634]`` (``%(filename)s:
+%(lineno)d``; V0's ``llm_engine.py:87]`` without the opening bracket)."""
 
 _INTS = ("tp", "pp", "max_model_len", "block_size", "gpu_blocks", "cpu_blocks", "kv_tokens",
          "concurrency_tokens", "max_tokens_error", "needed_len", "estimated_max_len",

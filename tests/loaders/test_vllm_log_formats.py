@@ -19,7 +19,8 @@ from kvlint.loaders.vllm_log import (
     parse_text,
 )
 
-PREFIX = "INFO 10-03 16:22:17 [gpu_worker.py:298] "
+PREFIX = "INFO 10-03 16:22:17 [gpu_worker.py:1] "
+"""A record prefix at a line no release logs from (a real one narrows the release range)."""
 VERSIONS, ENTRIES = format_table()
 _INTS = {"gpu_blocks", "cpu_blocks", "kv_tokens", "concurrency_tokens", "max_tokens_error",
          "needed_len", "estimated_max_len", "max_num_batched_tokens", "max_model_len"}
@@ -119,7 +120,7 @@ def test_the_lines_the_reader_must_read() -> None:
     assert log.max_num_batched_tokens == 8192
     assert parse_text("# CUDA blocks: 7, # CPU blocks: 0").gpu_blocks == 7
     v1 = parse_text(
-        "(EngineCore_DP0 pid=1) DEBUG 10-03 16:22:17 [gpu_worker.py:380] Free memory on device "
+        "(EngineCore_DP0 pid=1) DEBUG 10-03 16:22:17 [gpu_worker.py:1] Free memory on device "
         "(78.68/79.19 GiB) on startup. Desired GPU memory utilization is (0.9, 71.27 GiB). "
         "Actual usage is 15.03 GiB for consumed memory (weights + non-torch), 1.59 GiB for "
         "peak activation, and 0.09 GiB for CUDAGraph memory. Replace gpu_memory_utilization "
@@ -142,11 +143,15 @@ def test_the_lines_the_reader_must_read() -> None:
 
 # ------------------------------------------------------------------------- version range
 def test_a_v0_wording_is_never_modelled_as_the_newest() -> None:
-    log = parse_text("INFO 01-01 00:00:00 gpu_executor.py:122] # GPU blocks: 1952, "
+    log = parse_text("INFO 01-01 00:00:00 gpu_executor.py:1] # GPU blocks: 1952, "
                      "# CPU blocks: 2048\n")
     assert log.version_range is not None
     low, high = (Version(v) for v in log.version_range)
     assert low == Version("0.4.0") and high < Version("0.12.0")
+    # the call's own line in vllm/executor/gpu_executor.py@0.5.5 and @0.6.3: those releases
+    placed = parse_text("INFO 01-01 00:00:00 gpu_executor.py:122] # GPU blocks: 1952, "
+                        "# CPU blocks: 2048\n")
+    assert placed.version_range == ("0.5.5", "0.6.3")  # the same line in both
 
 
 def test_lines_narrow_the_range() -> None:
@@ -278,3 +283,25 @@ def test_aligned_blanks_a_wrapped_message_and_a_quoted_error_are_read() -> None:
                         'increasing `gpu_memory_utilization`."\n')
     assert (quoted.needed_len, quoted.max_tokens_error) == (131072, 39024)
 
+
+
+@pytest.mark.parametrize(("record", "expected"), [
+    # vllm/v1/core/kv_cache_utils.py@0.8.5 line 634 (0.8.0: 537, 0.9.2: 716 and 873)
+    ("INFO 07-24 11:26:32 [kv_cache_utils.py:634] GPU KV cache size: 878,416 tokens",
+     ("0.8.5", "0.8.5")),
+    ("INFO 07-24 11:26:32 [kv_cache_utils.py:537] GPU KV cache size: 878,416 tokens",
+     ("0.8.0", "0.8.0")),
+    # a line no release read has the call at: the wording's range, not narrowed
+    ("INFO 04-14 06:02:04 [kv_cache_utils.py:578] GPU KV cache size: 426,448 tokens",
+     None),
+])
+def test_the_records_file_and_line_name_the_release(record: str,
+                                                    expected: tuple[str, str] | None) -> None:
+    wording = parse_text("GPU KV cache size: 878,416 tokens\n").version_range
+    log = parse_text(record + "\n")
+    assert log.kv_tokens is not None
+    assert log.version_range == (expected or wording)
+    if expected is not None:
+        entry = next(e for e in ENTRIES if e.id in log.formats)
+        assert expected[0] in entry.releases_at("kv_cache_utils.py", int(record.split(":")[3]
+                                                                         .split("]")[0]))
