@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kvlint.model.capacity import Capacity, GpuSpec
+from kvlint.model.kv import is_latent
 from kvlint.model.serving import KvAnalysis, ServingPlan
 
 if TYPE_CHECKING:
@@ -292,7 +293,7 @@ def sglang_sizing(plan: ServingPlan, spec: GpuSpec, config: dict[str, Any],
         chunked_prefill_size=start.chunked_prefill_size,
         cuda_graph_max_bs=start.cuda_graph_max_bs, speculative=start.speculative_algorithm,
         dp_attention=layout.dp_attention, dp_size=layout.dp,
-        mla=analysis.cached.is_mla and plan.behaviour.mla_cache == "latent",
+        mla=analysis.cached.is_mla and is_latent(plan.behaviour.mla_cache),
         vision=_vision_tower(config)))
     context = start_context_bytes(layout.tp, layout.pp)
     total = spec.memory_bytes

@@ -95,7 +95,9 @@ def test_default_is_newest_vllm_unnamed() -> None:
 
 
 @pytest.mark.parametrize(("engine", "version", "cache"), [
-    ("vllm", "0.6.3", "full-padded-v"), ("vllm", "0.7.1", "latent"), ("sglang", "0.4.6", "latent"),
+    ("vllm", "0.6.3", "full-padded-v"), ("vllm", "0.7.1", "latent"),
+    ("vllm", "0.7.3", "latent-aligned-256"), ("vllm", "0.8.0", "latent"),
+    ("sglang", "0.4.6", "latent"),
     ("tgi", "3.3.4", "full-padded-v"), ("transformers", "4.57.0", "full"),
     ("transformers", "5.0.0", "full"),
 ])
@@ -259,3 +261,15 @@ def test_vllm_0_34_is_known() -> None:
     assert "KV306" not in codes(result)
     _, result = check(LLAMA31, "--engine", "vllm", "--engine-version", "0.35.0")
     assert "newest is 0.34.0" in finding(result, "KV306")["message"]
+
+
+@pytest.mark.parametrize(("version", "per_token"), [
+    ("0.7.1", 61 * 576 * 2), ("0.7.2", 61 * 640 * 2), ("0.7.3", 61 * 640 * 2),
+    ("0.8.0", 61 * 576 * 2)])
+def test_v0_pads_the_mla_entry_to_256_bytes_in_0_7_2_and_0_7_3(version: str,
+                                                               per_token: int) -> None:
+    # vllm/worker/cache_engine.py@v0.7.2/@v0.7.3 align_to_256bytes: 576 -> 640 elements; a
+    # held-out 8 x H200 log printed 21.43 GiB for 18,418 blocks of 16 = 78,080 B/token
+    _, result = check(str(CONFIGS / "deepseek-ai--DeepSeek-R1.json"), "--engine", "vllm",
+                      "--engine-version", version, "--tp", "8", "--gpu", "H200")
+    assert result["kv"]["bytes_per_token_per_gpu"] == per_token

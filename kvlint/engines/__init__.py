@@ -25,7 +25,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from kvlint.engine_names import ENGINES
-from kvlint.model.kv import KV_SHARDINGS, MLA_CACHES
+from kvlint.model.kv import KV_SHARDINGS, MLA_CACHES, is_latent
 from kvlint.model.serving import EngineBehaviour
 
 UNPINNED = ("latest", "nightly", "main", "master", "head", "unknown")
@@ -386,7 +386,7 @@ def behaviour(engine_key: str | None, version: str | None, model_type: str,
         allocates_shared_kv_layers=engine.allocates_shared_kv_layers,
         mla_cache=mla_cache,
         mla_latent_versions=_spec_text(engine.display, engine.latent_versions(model_type)),
-        mla_alternatives=latent_engines(model_type) if mla_cache != "latent" else (),
+        mla_alternatives=latent_engines(model_type) if not is_latent(mla_cache) else (),
         fp8_mla=bool(fp8_supported) if isinstance(fp8_supported, bool) else None,
         fp8_mla_versions=_spec_text(engine.display, next(
             (f.versions for f in engine.fp8_mla if f.values.get("supported") is True), None)),

@@ -247,11 +247,22 @@ def layer_bytes_per_sequence_per_gpu(layer: LayerGeometry, dtype: KvDtype, tp: i
     return ceil(total)
 
 
-MLA_CACHES = ("latent", "full", "full-padded-v", "generic")
-"""What an engine caches for an MLA layer: the latent, or the up-projected per-head K/V
-(with V padded to the K head dim by engines that need equal dims), or (``generic``) per-head
-K and V of the width a generic builder reads from the config
-(:attr:`LayerGeometry.generic_head_dim`), when an engine release has no builder for the type."""
+MLA_CACHES = ("latent", "latent-aligned-256", "full", "full-padded-v", "generic")
+"""What an engine caches for an MLA layer: the latent (``latent-aligned-256``: each token's
+entry padded to a multiple of 256 bytes of the 16-bit model dtype, 128 elements, as vLLM
+0.7.2-0.7.3's V0 cache engine allocates it on CUDA), or the up-projected per-head K/V (with
+V padded to the K head dim by engines that need equal dims), or (``generic``) per-head K and
+V of the width a generic builder reads from the config (:attr:`LayerGeometry.generic_head_dim`),
+when an engine release has no builder for the type."""
+
+ALIGNED_ELEMENTS = 128
+"""``align_to_256bytes`` (vllm/utils.py@v0.7.3): 256 bytes of the model dtype; DeepSeek's
+MLA models are 16-bit, so 128 elements (576 -> 640)."""
+
+
+def is_latent(mla_cache: str) -> bool:
+    """Whether an engine's MLA cache layout (:data:`MLA_CACHES`) holds the latent."""
+    return mla_cache.startswith("latent")
 
 
 def as_cached(geometry: AttentionGeometry, mla_cache: str = "latent",
@@ -264,10 +275,21 @@ def as_cached(geometry: AttentionGeometry, mla_cache: str = "latent",
         geometry = replace(geometry, layers=tuple(
             replace(layer, kv_shared=False) if layer.kv_shared else layer
             for layer in geometry.layers))
-    if mla_cache == "latent" or not geometry.is_mla:
+    if mla_cache == "latent-aligned-256" and geometry.is_mla:
+        return replace(geometry, layers=tuple(
+            _aligned(layer) if layer.is_mla else layer for layer in geometry.layers))
+    if is_latent(mla_cache) or not geometry.is_mla:
         return geometry
     return replace(geometry, layers=tuple(
         _per_head(layer, mla_cache) if layer.is_mla else layer for layer in geometry.layers))
+
+
+def _aligned(layer: LayerGeometry) -> LayerGeometry:
+    """An MLA layer whose latent entry is padded to :data:`ALIGNED_ELEMENTS` (the padding
+    counted in the rank: the entry's bytes are what is allocated)."""
+    rank, rope = layer.kv_lora_rank or 0, layer.qk_rope_head_dim or 0
+    pad = -(rank + rope) % ALIGNED_ELEMENTS
+    return replace(layer, kv_lora_rank=rank + pad) if pad else layer
 
 
 def _per_head(layer: LayerGeometry, mla_cache: str) -> LayerGeometry:
