@@ -421,6 +421,8 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         ran = containers.get(invocation.position)
         image = _expanded(ran.image, invocation.env) if ran else None
         version, notes = settle_version(invocation.engine, image, pins if not image else ())
+        if version is None and image is None and kind in HOST_KINDS:
+            version = _project_version(ctx, invocation.engine, invocation.line)
         source = f"docker run {image.value}" if image else "script"
         args, settings, read = _config_file(invocation, ran, ctx, text)
         served = served_model(
@@ -436,6 +438,24 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         out.append(replace(served, engine_problems=(*served.engine_problems, *more))
                    if more else served)
     return out
+
+
+HOST_KINDS = frozenset({"shell-script", "systemd-unit", "batch-file", "makefile"})
+"""Files whose commands run on the host, from the project's environment (a Dockerfile's run in
+the image it builds)."""
+
+
+def _project_version(ctx: DocumentContext, engine: str, line: int | None
+                     ) -> Located[str] | None:
+    """The release the project's lock or requirements pin for a command run on the host
+    (:mod:`.project_pins`)."""
+    from kvlint.manifests.project_pins import project_pin
+
+    found = project_pin(ctx, engine)
+    if found is None:
+        return None
+    return Located(found[0], line, None,
+                   f"{found[1]}, the project's pin (a command run from its environment)")
 
 
 MAX_VOLUME_LOOKUPS = 16
