@@ -1,4 +1,5 @@
-"""A script as its plain run reads it: the ``case`` branch it takes, the command a variable holds.
+"""A script as its plain run reads it: the ``case`` branch it takes, the command a variable holds,
+its loops over its own arguments run zero times.
 
 Serve scripts often pick a mode with ``MODE=${1:-awq}`` and ``case "$MODE" in fp16) ...;;
 awq) ...;; esac``. Read as written, each branch's ``MODEL=...`` is a value of its own and the
@@ -11,6 +12,10 @@ match that value (bash's pattern matching: ``*``, ``?``, ``[...]``, ``a|b``); it
 become blank, so lines keep their numbers. Any other ``case`` stays as written: a subject set
 any other way, a pattern with a variable, a fall-through (``;&``, ``;;&``), a ``case`` inside
 a branch. Bounded: at most :data:`MAX_CASES` blocks per script.
+
+A plain run has no arguments, so a loop over them (``for a in "$@"``, ``while [[ $# -gt 0
+]]``, ``while getopts ...``) runs zero times: its lines become blank, and the defaults set
+before it stand (``--model) MODEL=$2`` inside it would otherwise make the model unresolved).
 
 Scripts also build a whole command in a variable and run it: ``CMD="docker run ... IMAGE
 ..."`` then ``exec $CMD`` (word splitting) or ``eval "$CMD"``. A command that is only that
@@ -29,7 +34,8 @@ from fnmatch import fnmatchcase
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import split_script
 
-__all__ = ["here_path", "literal_value", "plain_run", "plain_run_cases", "plain_run_commands"]
+__all__ = ["here_path", "literal_value", "plain_run", "plain_run_argument_loops",
+           "plain_run_cases", "plain_run_commands"]
 
 MAX_CASES = 64
 """``case`` blocks read per script (a real one has a few)."""
@@ -179,10 +185,59 @@ def plain_run_commands(text: str) -> str:
     return "".join(out)
 
 
+_ARGUMENT_LOOP = re.compile(
+    r"""^[ \t]*(?:for[ \t]+[A-Za-z_]\w*(?:[ \t]+in[ \t]+"?\$[@*]"?)?[ \t]*(?:;[ \t]*do\b.*)?"""
+    r"""|while[ \t]+(?:\[\[?[ \t]+"?\$#"?[ \t]+-(?:gt|ne)[ \t]+0[ \t]+\]\]?"""
+    r"""|\(\([ \t]*"?\$#"?[ \t]*(?:>[ \t]*0[ \t]*)?\)\)"""
+    r"""|\[\[?[ \t]+-n[ \t]+"?\$\{?1\}?"?[ \t]+\]\]?"""
+    r"""|getopts[ \t]+\S+[ \t]+[A-Za-z_]\w*)[ \t]*(?:;[ \t]*do\b.*)?)[ \t]*(?:\#.*)?$""",
+    re.MULTILINE)
+"""A loop over the script's own arguments: ``for a in "$@"`` (or ``for a``), ``while [[ $# -gt
+0 ]]``, ``while (( $# ))``, ``while [ -n "$1" ]``, ``while getopts ...``."""
+_DO = re.compile(r"(?:^|;)[ \t]*do\b")
+_DONE = re.compile(r"(?:^|;)[ \t]*done\b")
+_COMMENT = re.compile(r"(?:^|[ \t])#.*$")
+
+
+def plain_run_argument_loops(text: str) -> str:
+    """``text`` with each loop over the script's own arguments blanked (lines kept): a
+    plain run has none, so the loop runs zero times and its assignments (``--model)
+    MODEL=$2``) never happen. A loop whose ``done`` is not found stays as written. Bounded:
+    at most :data:`MAX_CASES` loops."""
+    if "$" not in text or ("while" not in text and "for" not in text):
+        return text
+    lines = text.split("\n")
+    out = list(lines)
+    count = 0
+    i = 0
+    while i < len(lines) and count < MAX_CASES:
+        if not _ARGUMENT_LOOP.match(lines[i]):
+            i += 1
+            continue
+        count += 1
+        depth, end, rest = 0, None, ""
+        for j in range(i, min(len(lines), i + 2000)):
+            code = _COMMENT.sub("", lines[j])
+            depth += len(_DO.findall(code))
+            closing = list(_DONE.finditer(code))
+            depth -= len(closing)
+            if depth <= 0 and closing:
+                end, rest = j, code[closing[-1].end():]
+                break
+        if end is None or rest.strip():  # `done < file`, `done; cmd`: left as written
+            i += 1
+            continue
+        for k in range(i, end + 1):
+            out[k] = ""
+        i = end + 1
+    return "\n".join(out)
+
+
 def plain_run(text: str) -> str:
-    """The script's text as its plain run reads it: its ``case`` blocks on its own mode cut
-    to the branch taken, its commands held in variables put where they run."""
-    return plain_run_commands(plain_run_cases(text))
+    """The script's text as its plain run reads it: its loops over its own arguments run
+    zero times, its ``case`` blocks on its own mode cut to the branch taken, its commands held
+    in variables put where they run."""
+    return plain_run_commands(plain_run_cases(plain_run_argument_loops(text)))
 
 
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_]\w{0,63})\}?")

@@ -653,3 +653,24 @@ def test_the_visible_devices_are_the_gpus_when_the_world_is_not_resolved() -> No
             "--tensor-parallel-size $NUM_GPUS\n")
     (found,) = served(text)
     assert found["gpus"] == 1 and not isinstance(found["tp"], int)
+
+
+@pytest.mark.parametrize("loop", [
+    'for arg in "$@"; do\n  case $arg in\n    --model=*) MODEL="${arg#*=}" ;;\n  esac\ndone\n',
+    "while [[ $# -gt 0 ]]\ndo\n  case $1 in\n    --model) MODEL=$2; shift 2;;\n"
+    "    *) shift;;\n  esac\ndone\n",
+    'while getopts "m:" opt; do\n  case $opt in m) MODEL=$OPTARG;; esac\ndone\n',
+    'for a; do case $a in --model=*) MODEL="${a#*=}";; esac; done  # options\n',
+])
+def test_a_loop_over_the_scripts_arguments_runs_zero_times_on_a_plain_run(loop: str) -> None:
+    text = 'MODEL="${MODEL:-Qwen/Qwen3-8B}"\n' + loop + 'vllm serve "$MODEL"\n'
+    (found,) = served(text)
+    assert found["model"] == "Qwen/Qwen3-8B"
+    assert found["line"] == text.count("\n")  # lines keep their numbers
+
+
+def test_a_loop_that_feeds_or_runs_more_is_left_as_written() -> None:
+    from kvlint.manifests.shell_plain_run import plain_run_argument_loops
+
+    text = 'while [[ $# -gt 0 ]]; do shift; done; vllm serve org/m\nfor i in 1 2; do :; done\n'
+    assert plain_run_argument_loops(text) == text
