@@ -35,7 +35,7 @@ from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import split_script
 
 __all__ = ["here_path", "literal_value", "plain_run", "plain_run_argument_loops",
-           "plain_run_cases", "plain_run_commands"]
+           "plain_run_cases", "plain_run_commands", "plain_run_ifs"]
 
 MAX_CASES = 64
 """``case`` blocks read per script (a real one has a few)."""
@@ -233,11 +233,83 @@ def plain_run_argument_loops(text: str) -> str:
     return "\n".join(out)
 
 
+_IF = re.compile(
+    r"""^[ \t]*if[ \t]+(?:(?P<test>\[\[?)[ \t]+"?\$\{?(?P<name>[A-Za-z_]\w{0,63})\}?"?[ \t]+"""
+    r"""(?P<op>==?|!=)[ \t]+["']?(?P<value>[\w.:/@+-]*)["']?[ \t]+\]\]?"""
+    r"""|"?\$\{?(?P<flag>[A-Za-z_]\w{0,63})\}?"?)[ \t]*;[ \t]*then[ \t]*(?:\#.*)?$""")
+"""``if [ "$MODE" = value ]; then`` (``==``, ``!=``, ``[[ ]]``), or ``if $FLAG; then`` with
+FLAG ``true``/``false``: a test of one variable against a literal, then on its own line."""
+_IF_START = re.compile(r"(?:^|;)[ \t]*if\b")
+_FI = re.compile(r"(?:^|;)[ \t]*fi\b")
+_ELSE = re.compile(r"^[ \t]*else[ \t]*(?:\#.*)?$")
+_ELIF = re.compile(r"^[ \t]*elif\b")
+
+
+def _branch(lines: list[str], start: int) -> tuple[int | None, int] | None:
+    """``(else line or None, fi line)`` of the ``if`` at ``start`` (nested ones skipped);
+    ``None`` for one with ``elif``, a ``fi`` not alone on its line, or no end within reach."""
+    depth, other = 1, None
+    for j in range(start + 1, min(len(lines), start + 2000)):
+        code = _COMMENT.sub("", lines[j])
+        opened, closed = len(_IF_START.findall(code)), len(_FI.findall(code))
+        if depth == 1 and not opened and _ELIF.match(code):
+            return None
+        if depth == 1 and not opened and _ELSE.match(code):
+            other = j
+            continue
+        depth += opened - closed
+        if depth <= 0:
+            return (other, j) if code.strip() == "fi" else None
+    return None
+
+
+def plain_run_ifs(text: str) -> str:
+    """``text`` with each ``if`` that tests one variable the script sets once, at a line's
+    start, to a literal (:func:`_subject`) cut to the branch a plain run takes (its other
+    lines blank, so lines keep their numbers); any other ``if`` as written. Bounded: at most
+    :data:`MAX_CASES` such tests."""
+    if "if" not in text or "fi" not in text:
+        return text
+    lines = text.split("\n")
+    count = 0
+    offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    i = 0
+    while i < len(lines) and count < MAX_CASES:
+        found = _IF.match(lines[i])
+        if found is None:
+            i += 1
+            continue
+        count += 1
+        name = found.group("name") or found.group("flag")
+        value = _subject(text, name, offsets[i])
+        shape = _branch(lines, i)
+        if value is None or shape is None:
+            i += 1
+            continue
+        if found.group("flag"):
+            if value not in ("true", "false"):
+                i += 1
+                continue
+            taken = value == "true"
+        else:
+            equal = fnmatchcase(value, found.group("value")) if found.group("test") == "[[" \
+                else value == found.group("value")
+            taken = equal if found.group("op") != "!=" else not equal
+        other, end = shape
+        keep = range(i + 1, other if other is not None else end) if taken else \
+            range(other + 1, end) if other is not None else range(0)
+        for k in range(i, end + 1):
+            if k not in keep:
+                lines[k] = ""
+        i += 1
+    return "\n".join(lines)
+
+
 def plain_run(text: str) -> str:
     """The script's text as its plain run reads it: its loops over its own arguments run
-    zero times, its ``case`` blocks on its own mode cut to the branch taken, its commands held
-    in variables put where they run."""
-    return plain_run_commands(plain_run_cases(plain_run_argument_loops(text)))
+    zero times, its ``if`` and ``case`` blocks on its own mode cut to the branch taken, its
+    commands held in variables put where they run."""
+    return plain_run_commands(plain_run_cases(plain_run_ifs(plain_run_argument_loops(text))))
 
 
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_]\w{0,63})\}?")

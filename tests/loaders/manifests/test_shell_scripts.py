@@ -674,3 +674,26 @@ def test_a_loop_that_feeds_or_runs_more_is_left_as_written() -> None:
 
     text = 'while [[ $# -gt 0 ]]; do shift; done; vllm serve org/m\nfor i in 1 2; do :; done\n'
     assert plain_run_argument_loops(text) == text
+
+
+@pytest.mark.parametrize(("setting", "model"), [
+    ("MULTI_MODE=false", "org/single"), ("MULTI_MODE=true", "org/multi"),
+    ('MULTI_MODE="${MULTI_MODE:-false}"', "org/single")])
+def test_an_if_on_the_scripts_own_mode_takes_its_plain_run_branch(setting: str,
+                                                                 model: str) -> None:
+    text = (f"{setting}\n"
+            'if [ "$MULTI_MODE" = true ]; then\n'
+            "  for i in 0 1; do\n    vllm serve org/multi --port 800$i &\n  done\n"
+            "else\n"
+            '  if [ -n "$X" ]; then echo x; fi\n'
+            "  vllm serve org/single --tensor-parallel-size 2\n"
+            "fi\n")
+    assert [m["model"] for m in served(text)] == [model]  # a loop is read once
+
+
+def test_an_if_kvlint_cannot_decide_is_read_as_written() -> None:
+    # a mode set twice, an elif, a test of anything else: every branch is read
+    text = ('MODE=a\nMODE=b\nif [ "$MODE" = a ]; then\n  vllm serve org/a\nelse\n'
+            "  vllm serve org/b\nfi\n"
+            'if [ "$OTHER" = a ]; then vllm serve org/c; fi\n')
+    assert [m["model"] for m in served(text)] == ["org/a", "org/b", "org/c"]
