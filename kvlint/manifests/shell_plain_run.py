@@ -17,6 +17,12 @@ A plain run has no arguments, so a loop over them (``for a in "$@"``, ``while [[
 ]]``, ``while getopts ...``) runs zero times: its lines become blank, and the defaults set
 before it stand (``--model) MODEL=$2`` inside it would otherwise make the model unresolved).
 
+An ``if`` that tests one variable the script sets once, at a line's start, to a literal
+(``MULTI_MODE=false`` then ``if [ "$MULTI_MODE" = true ]; then ... else ... fi``; ``==``,
+``!=``, ``[[ ]]`` with bash's pattern matching, or ``if $FLAG`` with ``true``/``false``) keeps
+only the branch the plain run takes, like a ``case``; one with ``elif``, or a ``fi`` that
+shares its line, stays as written.
+
 Scripts also build a whole command in a variable and run it: ``CMD="docker run ... IMAGE
 ..."`` then ``exec $CMD`` (word splitting) or ``eval "$CMD"``. A command that is only that
 variable, set exactly once before it at the start of a line to a quoted string, is read as
