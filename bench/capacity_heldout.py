@@ -124,7 +124,10 @@ def predict(logs: Path, infer_version: bool = False, infer_sampler: bool = False
                 "--tp", str(_setting(e, case, "tp") or 1),
                 "--pp", str(_setting(e, case, "pp") or 1),
                 "--format", "json", "--no-plugins", "--isolated", "--offline"]
-        stated = _VERSION.match(str(e.get("vllm_version") or ""))
+        # a case may say the stated version is not a release ("version": "infer": a dev
+        # build's 0.1.devN), so the log's wording places it as for an unversioned log
+        stated = _VERSION.match(str(e.get("vllm_version") or "")) \
+            if case.get("version") != "infer" else None
         version = stated.group(0) if stated else (
             _log_version(logs, e, case.get("config")) if infer_version else None)
         if version:
