@@ -95,7 +95,8 @@ def test_default_is_newest_vllm_unnamed() -> None:
 
 
 @pytest.mark.parametrize(("engine", "version", "cache"), [
-    ("vllm", "0.6.3", "full-padded-v"), ("vllm", "0.7.1", "latent"),
+    ("vllm", "0.6.3", "full-padded-256"), ("vllm", "0.7.0", "full-padded-v"),
+    ("vllm", "0.7.1", "latent"),
     ("vllm", "0.7.3", "latent-aligned-256"), ("vllm", "0.8.0", "latent"),
     ("sglang", "0.4.6", "latent"),
     ("tgi", "3.3.4", "full-padded-v"), ("transformers", "4.57.0", "full"),
@@ -188,11 +189,15 @@ def test_kv301_message_numbers_deepseek_v2() -> None:
     assert result["kv"]["bytes_per_token"] == 4_915_200
 
 
-def test_kv301_vllm_063_pads_v() -> None:
+def test_kv301_vllm_before_0_7_1_caches_per_head_kv() -> None:
+    # 0.6.x pads K and V to 256 per head (deepseek_v2.py@v0.6.6); 0.7.0 pads V to qk_head_dim
     _, result = check(DSV25, "--tp", "8", "--engine", "vllm", "--engine-version", "0.6.3")
     data = finding(result, "KV301")["data"]
-    assert data["cached_bytes_per_token"] == 60 * 128 * (192 + 192) * 2
+    assert data["cached_bytes_per_token"] == 60 * 128 * (256 + 256) * 2
     assert "needs vLLM ≥ 0.7.1" in finding(result, "KV301")["message"]
+    _, result = check(DSV25, "--tp", "8", "--engine", "vllm", "--engine-version", "0.7.0")
+    assert finding(result, "KV301")["data"]["cached_bytes_per_token"] == \
+        60 * 128 * (192 + 192) * 2
 
 
 def test_kv302_fp8_mla_on_vllm_085() -> None:
@@ -273,3 +278,14 @@ def test_v0_pads_the_mla_entry_to_256_bytes_in_0_7_2_and_0_7_3(version: str,
     _, result = check(str(CONFIGS / "deepseek-ai--DeepSeek-R1.json"), "--engine", "vllm",
                       "--engine-version", version, "--tp", "8", "--gpu", "H200")
     assert result["kv"]["bytes_per_token_per_gpu"] == per_token
+
+
+@pytest.mark.parametrize(("version", "per_token"), [
+    ("0.6.4", 27 * 16 * (256 + 256) * 2), ("0.7.0", 27 * 16 * (192 + 192) * 2)])
+def test_before_0_7_vllm_pads_deepseek_k_and_v_to_256(version: str, per_token: int) -> None:
+    # deepseek_v2.py@v0.6.6: Attention(num_local_heads, 256) with q, k, v padded to 256; a
+    # held-out H100 log of ~0.6.4 printed 35.42 GiB for 5,373 blocks of 16 (442,400 B/token)
+    _, result = check(str(CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.json"), "--engine", "vllm",
+                      "--engine-version", version)
+    assert result["kv"]["bytes_per_token_per_gpu"] == per_token
+    assert "padded to 256" in finding(result, "KV301")["message"] or version != "0.6.4"

@@ -247,13 +247,16 @@ def layer_bytes_per_sequence_per_gpu(layer: LayerGeometry, dtype: KvDtype, tp: i
     return ceil(total)
 
 
-MLA_CACHES = ("latent", "latent-aligned-256", "full", "full-padded-v", "generic")
+MLA_CACHES = ("latent", "latent-aligned-256", "full", "full-padded-v", "full-padded-256",
+              "generic")
 """What an engine caches for an MLA layer: the latent (``latent-aligned-256``: each token's
 entry padded to a multiple of 256 bytes of the 16-bit model dtype, 128 elements, as vLLM
 0.7.2-0.7.3's V0 cache engine allocates it on CUDA), or the up-projected per-head K/V (with
-V padded to the K head dim by engines that need equal dims), or (``generic``) per-head K and
-V of the width a generic builder reads from the config (:attr:`LayerGeometry.generic_head_dim`),
-when an engine release has no builder for the type."""
+V padded to the K head dim by engines that need equal dims, or K and V both padded to 256
+per head, ``full-padded-256``, as vLLM before 0.7.0 ran DeepSeek's attention), or
+(``generic``) per-head K and V of the width a generic builder reads from the config
+(:attr:`LayerGeometry.generic_head_dim`), when an engine release has no builder for the
+type."""
 
 ALIGNED_ELEMENTS = 128
 """``align_to_256bytes`` (vllm/utils.py@v0.7.3): 256 bytes of the model dtype; DeepSeek's
@@ -297,6 +300,8 @@ def _per_head(layer: LayerGeometry, mla_cache: str) -> LayerGeometry:
     k_dim, v_dim = layer.k_head_dim, layer.v_head_dim
     if mla_cache == "full-padded-v":
         v_dim = max(v_dim, k_dim)
+    elif mla_cache == "full-padded-256":
+        k_dim, v_dim = max(k_dim, 256), max(v_dim, 256)
     elif mla_cache == "generic" and layer.generic_head_dim is not None:
         k_dim = v_dim = layer.generic_head_dim
     return replace(layer, kv_lora_rank=None, qk_rope_head_dim=None,

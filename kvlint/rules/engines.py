@@ -82,7 +82,8 @@ class MlaWithoutLatentCache(Rule):
                    f"{' and '.join(b.mla_alternatives)} do")
         else:
             fix = f"{b.display} never caches this model's latent"
-        exact = pad or b.mla_cache == "generic"
+        pad256 = b.mla_cache == "full-padded-256"
+        exact = pad or pad256 or b.mla_cache == "generic"
         if b.mla_cache == "generic":
             ref = a.cached.reference_layer
             what = (f"per-head K and V {ref.k_head_dim} wide (its generic config builder: the "
@@ -90,7 +91,8 @@ class MlaWithoutLatentCache(Rule):
                     if ref is not None else "per-head K and V of its generic config builder")
         else:
             what = ("reconstructed per-head K/V"
-                    f"{' with V padded to the K head dim' if pad else ''}")
+                    + (" with V padded to the K head dim" if pad else
+                       " with K and V each padded to 256 per head" if pad256 else ""))
         yield self.finding(
             f"{b.label} caches {ctx.target}'s {what}: "
             f"{fmt_int(full)} B/token{where} instead of the {fmt_int(latent)} B latent, "
