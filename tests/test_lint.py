@@ -222,3 +222,22 @@ def test_a_gguf_repository_is_named_not_fetched(tmp_path: Path) -> None:
     assert (found["code"], found["severity"]) == ("KV902", "warning")
     assert "GGUF repository" in found["message"] and \
         "--model-map bartowski/X-GGUF=ORG/NAME" in found["message"]
+
+
+@pytest.mark.parametrize(("shards", "config", "severity"), [
+    ("2", "tiiuae--falcon-40b.json", "error"),  # sharded only with flash attention (CUDA)
+    ("1", "tiiuae--falcon-40b.json", "warning"),  # TGI may fall back to the CPU
+    ("2", "EleutherAI--pythia-1b.json", "warning"),  # GPTNeoxSharded needs no flash
+])
+def test_tgi_given_no_gpu_cannot_shard_a_flash_only_model(tmp_path: Path, shards: str,
+                                                          config: str, severity: str) -> None:
+    pod = tmp_path / "tgi.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: tgi}\nspec:\n  containers:\n"
+        "    - name: tgi\n      image: ghcr.io/huggingface/text-generation-inference:1.4.5\n"
+        f'      args: ["--model-id", "org/m", "--num-shard", "{shards}"]\n',
+        encoding="utf-8")
+    result = lint(str(pod), "--format", "json", "--model-map", f"org/m={CONFIGS / config}")
+    found = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
+             if f["code"] == "KV206"]
+    assert [f["severity"] for f in found] == [severity], result.stdout

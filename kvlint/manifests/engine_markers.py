@@ -47,15 +47,20 @@ _SETTING = re.compile(
 ``gpu_memory_utilization``): a file that sets one configures an engine."""
 _ENV_SETTING = re.compile(
     r"(?<![A-Za-z0-9])[A-Z0-9_]*(?:GPU_MEMORY_UTILIZATION|MAX_MODEL_LEN|TENSOR_PARALLEL_SIZE|"
-    r"MEM_FRACTION_STATIC)(?![A-Za-z0-9])")
+    r"MEM_FRACTION(?:_STATIC)?|MAX_TOTAL_TOKENS|MAX_INPUT_(?:LENGTH|TOKENS)|"
+    r"MAX_BATCH_PREFILL_TOKENS|CUDA_MEMORY_FRACTION)(?![A-Za-z0-9])")
 """The same options as environment variables a start script passes on
-(``VLLM_MAX_MODEL_LEN``, ``GPU_MEMORY_UTILIZATION``): upper case, as variables are written."""
+(``VLLM_MAX_MODEL_LEN``, ``GPU_MEMORY_UTILIZATION``), and the variables TGI's launcher reads
+its own options from (``MAX_TOTAL_TOKENS``, ``MAX_INPUT_LENGTH``, ``CUDA_MEMORY_FRACTION``:
+clap's ``env`` on each ``text-generation-launcher`` argument): upper case, as variables are
+written."""
 _COMMAND_KEY = re.compile(r"^\s*-?\s*[\"']?(?:command|entrypoint)[\"']?\s*:", re.MULTILINE)
 _ENTRYPOINT_KEY = re.compile(r"^\s*-?\s*[\"']?entrypoint[\"']?\s*:", re.MULTILINE)
 _COMPOSE = re.compile(r"^services\s*:", re.MULTILINE)
 _INSTALL = re.compile(r"\bpip3?\s+install\b|\buv\s+pip\b")
 _HINTS = ("vllm", "sglang", "text-generation", "lmdeploy", "trtllm", "tensorrt-llm", "llama-server",
-          "llama.cpp", "llama-cpp", "memory", "model", "parallel", "eager", "shard")
+          "llama.cpp", "llama-cpp", "memory", "model", "parallel", "eager", "shard", "max_total",
+          "max_input", "fraction")
 
 
 def first_engine_line(text: str) -> tuple[int, str] | None:

@@ -87,8 +87,18 @@ def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:
             return "sglang", i, i + 2
         if base in ("text-generation-launcher", "tgi-entrypoint.sh"):
             return "tgi", i, i + 1
-        if base == "llama-server":
+        if base == "llama-server" or (base == "server" and (
+                "llama" in word.lower() or any(w.lower().endswith(".gguf")
+                                               for w in words[i + 1:i + 16]))):
+            # llama.cpp's server binary was `server` until its executables took the llama-
+            # prefix in mid-2024 (examples/server, built as bin/server): a `server` under a
+            # llama.cpp path, or given a GGUF
             return "llamacpp", i, i + 1
+        if base in ("llama", "llama.exe") and nxt == "serve":
+            # the combined `llama` binary of llama.cpp's 2026 installers runs the server as
+            # `llama serve` (llama-server still ships; mostlygeek/llama-swap#1036,
+            # llamastash/llamastash#67, 2026-08)
+            return "llamacpp", i, i + 2
         if base == "trtllm-serve":
             if nxt == "serve":
                 return "trtllm", i, i + 2

@@ -16,6 +16,14 @@ CPU_CAPABLE = frozenset({"llamacpp", "transformers"})
 offloaded only to a GPU it finds)."""
 
 
+TGI_CPU_SHARDED = frozenset({"bloom", "opt", "t5", "mt5", "gpt_neox", "galactica"})
+"""Model types TGI shards without flash attention (BLOOMSharded, OPTSharded, T5Sharded,
+GPTNeoxSharded, GalacticaSharded: server/text_generation_server/models/__init__.py
+``get_model``); every other model it shards only with its Flash class, which needs CUDA, and
+``get_model`` raises otherwise (``NotImplementedError(FLASH_ATT_ERROR_MESSAGE...)``, and for
+the AutoModel fallback "sharded is not supported for AutoModel")."""
+
+
 class GpuCountMismatch(Rule):
     """## What it does
     Flags a manifest whose GPU request differs from what its parallelism needs: tp x pp,
@@ -30,7 +38,9 @@ class GpuCountMismatch(Rule):
     daemon's default runtime is nvidia (llama.cpp, which then serves on the CPU, is not
     flagged). So does a Kubernetes container of a GPU engine image that requests no GPU (no
     device in its resources, no `runtimeClassName`, not privileged): the device plugin gives
-    it none. Either is an error when the image is the engine's own CUDA image (vLLM's
+    it none. TGI asked for several shards with no GPU is an error too: it shards most models
+    only with flash attention, which needs CUDA. Either is an error when the image is the
+    engine's own CUDA image (vLLM's
     `vllm/vllm-openai` or NVIDIA's vLLM, `lmsysorg/sglang`, `openmmlab/lmdeploy`, NVIDIA's
     TensorRT-LLM and Triton images), which exits at start without a GPU; a warning for
     another image (a custom build may be a CPU one; TGI's falls back to the CPU for a model
@@ -64,9 +74,17 @@ class GpuCountMismatch(Rule):
             engine = ctx.plan.engine or ctx.plan.behaviour.engine
             if engine in CPU_CAPABLE:
                 return  # it runs on the CPU instead
+            unshardable = engine == "tgi" and needed > 1 and \
+                (ctx.config_model_type or "") not in TGI_CPU_SHARDED
             for finding in self._no_gpu(ctx, needed):  # the engine's CUDA image cannot start
+                if unshardable:
+                    finding = replace(finding, message=finding.message + (
+                        f" TGI cannot run {needed} shards without a GPU either: a model it "
+                        "shards only with flash attention (which needs CUDA) raises "
+                        "NotImplementedError, and its AutoModel fallback 'sharded is not "
+                        "supported'."))
                 yield replace(finding, severity=Severity.ERROR) \
-                    if (ctx.gpus_source or "").endswith(GPU_BUILD) else finding
+                    if (ctx.gpus_source or "").endswith(GPU_BUILD) or unshardable else finding
             return
         yield from self._too_many_or_few(ctx, requested, needed)
 

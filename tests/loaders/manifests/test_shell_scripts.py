@@ -697,3 +697,15 @@ def test_an_if_kvlint_cannot_decide_is_read_as_written() -> None:
             "  vllm serve org/b\nfi\n"
             'if [ "$OTHER" = a ]; then vllm serve org/c; fi\n')
     assert [m["model"] for m in served(text)] == ["org/a", "org/b", "org/c"]
+
+
+@pytest.mark.parametrize(("command", "engine"), [
+    ("%h/.local/bin/llama.cpp/server -m /m/x.Q4_K_M.gguf -ngl 40 --port 8090", "llamacpp"),
+    ("./server -m models/x.gguf -c 2048", "llamacpp"),
+    ("llama serve -m model.gguf --port 8080", "llamacpp"),
+    ("python -m http.server 8000", None),
+    ("./server --port 8080", None),
+])
+def test_llama_cpps_older_and_newer_server_binaries(command: str, engine: str | None) -> None:
+    found = served("#!/bin/bash\n" + command + "\n")
+    assert [m["engine"] for m in found] == ([engine] if engine else [])
