@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from math import ceil
 from typing import TYPE_CHECKING, Any, Literal
 
 from kvlint.diagnostics import Finding, Severity, fails
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from kvlint.loaders.weight_size import PlanWeights
     from kvlint.lock.files import ModelLock
     from kvlint.model.advice import LayoutSizer
+    from kvlint.model.memory import MemoryTerms, ModelDims
+    from kvlint.model.weights import WeightSplit
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
 from kvlint.model.serving import KvAnalysis, ServingPlan, analyze, with_pool_share
 from kvlint.model.sglang_dsa import with_dsa_start
@@ -436,6 +439,9 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     )
     if sized is not None and memory is not None and plan.layout.pp == 1:
         sized = _vllm_grouped(sized, analysis, memory.block_size, memory.profiled_tokens)
+    elif sized is not None and memory is not None and weights.split is not None and \
+            dims is not None:
+        sized = _vllm_stages(sized, analysis, memory, weights.split, dims)
     if sized is not None and lmdeploy is not None and lmdeploy[1] is not None:
         # LMDeploy holds a hybrid's linear state in a pool it sets aside first (overhead):
         # its blocks are the tokens, and a sequence needs only its KV from them
@@ -493,6 +499,44 @@ def _vllm_grouped(sized: Capacity, analysis: KvAnalysis, block: int,
     tokens = groups.printed_tokens(max(sized.kv_budget_bytes_per_gpu, 0), block,
                                    plan.max_model_len or sized.context)
     return replace(sized, max_tokens=tokens, block_size=block)
+
+
+def _vllm_stages(sized: Capacity, analysis: KvAnalysis, memory: MemoryTerms,
+                 split: WeightSplit, dims: ModelDims) -> Capacity:
+    """vLLM's KV cache under pipeline parallelism: each stage's worker profiles its own
+    memory (its layers' weights, the embeddings on the first stage and the LM head on the
+    last; the dummy forward pass on every stage, the sampler on the last only) and sizes
+    blocks for its own layers; the engine then gives every worker the fewest blocks any has
+    (V1 ``unify_kv_cache_configs``, v1/core/kv_cache_utils.py@v0.9.2; V0 the minimum of the
+    workers' ``determine_num_available_blocks``, executor/ray_distributed_executor.py).
+    The capacity is that stage's: its memory terms, its budget, its tokens."""
+    from kvlint.model.kv import stage_token_bytes
+    from kvlint.model.memory import block_tokens, forward_activation_bytes
+    from kvlint.model.weights import stage_weight_bytes
+
+    plan = analysis.plan
+    layout = plan.layout
+    per_token = stage_token_bytes(analysis.cached, analysis.dtype, layout,
+                                  plan.behaviour.kv_sharding)
+    if per_token is None or len(per_token) != layout.pp:
+        return sized
+    weights = stage_weight_bytes(split, layout.tp, layout.pp, layout.attention_tp)
+    forward = min(forward_activation_bytes(dims, memory.profiled_tokens, layout.attention_tp),
+                  memory.activation_peak_bytes)
+    best: tuple[int, MemoryTerms] | None = None
+    for stage, (weight, bytes_) in enumerate(zip(weights, per_token, strict=True)):
+        terms = replace(memory, weight_bytes=weight, activation_peak_bytes=(
+            memory.activation_peak_bytes if stage == layout.pp - 1 else forward))
+        tokens = block_tokens(terms.kv_memory_bytes, ceil(bytes_), memory.block_size)
+        if best is None or tokens < best[0]:
+            best = (tokens, terms)
+    assert best is not None
+    tokens, terms = best
+    return replace(sized, max_tokens=tokens, kv_budget_bytes_per_gpu=terms.kv_memory_bytes,
+                   weight_bytes_per_gpu=terms.weight_bytes,
+                   overhead_bytes=terms.overhead_bytes, memory=terms,
+                   max_sequences=None if sized.max_sequences is None
+                   else tokens // max(sized.context, 1))
 
 
 def _env_switch(plan: ServingPlan, name: str) -> bool | None:

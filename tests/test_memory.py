@@ -372,3 +372,21 @@ spec:
     assert served["serving"]["engine_version"] == version
     profile = served["capacity"]["memory_profile"]
     assert profile["activation_peak_bytes"] == 1024 * 128_256 * bytes_per_logit
+
+
+def test_pipeline_stages_are_sized_each_with_its_own_layers_and_memory() -> None:
+    """vLLM sizes each stage's blocks from its own profile (the sampler on the last stage
+    only) and gives every worker the fewest: a held-out 4 x L4 tp 2 x pp 2 DeepSeek-V2-Lite
+    log printed 12.13 GiB on stage 0 (14 layers) and 11.33 GiB on stage 1 (13 layers and
+    the sampler) and 807,792 tokens, stage 0's blocks."""
+    result = CliRunner().invoke(main, [
+        "check", str(CONFIGS / "deepseek-ai--DeepSeek-V2-Lite.json"), "--gpu", "L4",
+        "--tp", "2", "--pp", "2", "--engine-version", "0.9.2", "--max-model-len", "1024",
+        "--format", "json", "--offline", "--isolated", "--no-plugins"])
+    cap = json.loads(result.stdout)["results"][0]["capacity"]
+    profile = cap["memory_profile"]
+    stage0_bytes = 14 * 576 * 2  # the latent, replicated over tp, on stage 0's 14 layers
+    page = stage0_bytes * 16
+    assert cap["max_tokens"] == profile["kv_memory_bytes"] // page * 16
+    assert profile["activation_peak_bytes"] < 256 * 102_400 * 4  # no sampler on stage 0
+    assert abs(cap["max_tokens"] - 807_792) / 807_792 < 0.05

@@ -390,6 +390,25 @@ def _per_gpu_token_bytes(geometry: AttentionGeometry, dtype: KvDtype, tp: int,
     return sizes
 
 
+def stage_token_bytes(geometry: AttentionGeometry, dtype: KvDtype, layout: ParallelLayout,
+                      sharding: str = "replicate") -> tuple[Fraction, ...] | None:
+    """KV bytes per token on one GPU of each pipeline stage (the layers split as vLLM's
+    ``get_pp_indices`` does); ``None`` for a model whose stages do not hold plain per-token
+    KV (windowed or recurrent layers: sized by their groups) or a tp the engine refuses."""
+    if any(layer.is_windowed or layer.state is not None for layer in geometry.layers):
+        return None
+    tp, stages = _split(layout, sharding)
+    sizes = _per_gpu_token_bytes(geometry, dtype, tp, sharding)
+    if sizes is None or stages > len(sizes):
+        return None
+    out: list[Fraction] = []
+    start = 0
+    for size in pipeline_stages(len(sizes), stages):
+        out.append(sum(sizes[start:start + size], Fraction(0)))
+        start += size
+    return tuple(out)
+
+
 def _per_gpu_sequence_bytes(
     geometry: AttentionGeometry, dtype: KvDtype, tp: int, sharding: str, context: int,
     windowed: bool, with_state: bool,

@@ -367,13 +367,20 @@ def sampler_bytes_per_logit(version: str | None, rows: int,
     return SORTING_SAMPLER_BYTES_PER_LOGIT if sorts else SAMPLER_BYTES_PER_LOGIT
 
 
-def activation_peak_bytes(dims: ModelDims, tokens: int, sampler_rows: int, tp: int,
-                          sampler_bytes: int = SAMPLER_BYTES_PER_LOGIT) -> int:
-    """ESTIMATE of the torch peak above the weights during ``profile_run``."""
+def forward_activation_bytes(dims: ModelDims, tokens: int, tp: int) -> int:
+    """ESTIMATE of the dummy forward pass's part of the peak (every pipeline stage runs
+    one; the sampler runs on the last only)."""
     per_token = dims.dtype_bytes * (ACTIVATION_INTERMEDIATE_COPIES * dims.intermediate_size // tp
                                     + ACTIVATION_HIDDEN_COPIES * dims.hidden_size)
+    return tokens * per_token
+
+
+def activation_peak_bytes(dims: ModelDims, tokens: int, sampler_rows: int, tp: int,
+                          sampler_bytes: int = SAMPLER_BYTES_PER_LOGIT) -> int:
+    """ESTIMATE of the torch peak above the weights during ``profile_run`` (the last
+    pipeline stage's: the forward pass or the sampler after it)."""
     sampler = sampler_rows * dims.vocab_size * sampler_bytes
-    return max(tokens * per_token, sampler)
+    return max(forward_activation_bytes(dims, tokens, tp), sampler)
 
 
 def interconnect_of(gpu_name: str) -> str | None:

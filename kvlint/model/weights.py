@@ -730,6 +730,29 @@ class WeightSplit:
                           - self.attention_bytes / pp / tp)
 
 
+def stage_weight_bytes(split: WeightSplit, tp: int, pp: int,
+                       attention_tp: int | None = None) -> list[int]:
+    """Weight bytes on one GPU of each pipeline stage, as :func:`weight_bytes_per_gpu` shares
+    them (the embeddings on the first stage, the LM head on the last, the rest by layer),
+    with :meth:`WeightSplit.per_gpu`'s attention data-parallel share added to each."""
+    total, replicated = split.total_bytes, split.replicated_bytes
+    sharded = total - replicated
+    last = split.first_stage_bytes if split.tied else split.last_stage_bytes
+    edges = split.first_stage_bytes + (0 if split.tied else last)
+    extra = 0
+    if attention_tp is not None and 0 < attention_tp < tp:
+        extra = int(split.attention_bytes / pp / attention_tp - split.attention_bytes / pp / tp)
+    if pp == 1 or split.layers < pp or not 0 <= edges <= total or total == 0:
+        return [math.ceil(sharded / (tp * pp) + replicated / pp) + extra] * pp
+    per_layer = (total - edges) / split.layers
+    out = []
+    for i, n in enumerate(pipeline_stage_layers(split.layers, pp)):
+        share = (n * per_layer + (split.first_stage_bytes if i == 0 else 0)
+                 + (last if i == pp - 1 else 0)) / total
+        out.append(math.ceil(sharded * share / tp + replicated * share) + extra)
+    return out
+
+
 def pipeline_stage_layers(layers: int, pp: int) -> list[int]:
     """Decoder layers per pipeline stage as vLLM assigns them (``get_pp_indices``,
     vllm/distributed/utils.py: ``layers // pp`` each, the remainder one by one to the stages
