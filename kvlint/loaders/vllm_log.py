@@ -122,6 +122,18 @@ _PR_10511: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 """Not in the table: the two-column profile of vLLM PR #10511 (2024-12, between 0.6.4 and
 0.6.5; merged reworded as ``the current vLLM instance can use total_gpu_memory (...)``), one
 ``name  value`` record per line after the header ``Memory profiling results:``."""
+_PROFILE_PAIRS = re.compile(
+    r"\b(total_gpu_memory|peak_torch_memory|non_torch_memory|kv_cache_size|"
+    r"gpu_memory_utilization)=" + _NUM)
+_PROFILE_NAMES = {"total_gpu_memory": "total_gpu_gib", "peak_torch_memory": "peak_torch_gib",
+                  "non_torch_memory": "non_torch_gib", "kv_cache_size": "kv_cache_gib",
+                  "gpu_memory_utilization": "gpu_memory_utilization"}
+"""Not in the table either: a development build's one-line profile of the same time
+(``Memory profiling results: duration=1.09 seconds, total_gpu_memory=79.10GiB, ...,
+non_torch_memory=5.21GiB, kv_cache_size=35.42GiB, gpu_memory_utilization=0.90``, a main-branch
+log of 2024-12-06, between 0.6.4.post1 and 0.6.5): the same names as 0.6.4's
+``profile_results`` record (worker.py@v0.6.4.post1 lines 232-243), comma-separated, read by
+name."""
 _QUOTING = re.compile(r"[\"'{`]|request|prompt", re.IGNORECASE)
 """Before a match on its line: a request log or a JSON body quoting a start-up message."""
 _OPENING_QUOTE = re.compile(
@@ -522,6 +534,10 @@ def _parse_line(lines: list[str], index: int, line: str, rank: str, fields: _Fie
             fields.put("total_gpu_gib", found.group(1), rank)
         return
     message = line.rsplit("] ", 1)[-1]
+    if message.startswith("Memory profiling results: duration="):
+        for found in _PROFILE_PAIRS.finditer(message[:2048]):
+            fields.put(_PROFILE_NAMES[found.group(1)], found.group(2), rank)
+        return
     if "  " in message and message[:1] in "tganmPp":
         for name, pattern in _PR_10511:
             found = pattern.search(message)

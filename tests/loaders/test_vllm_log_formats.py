@@ -305,3 +305,14 @@ def test_the_records_file_and_line_name_the_release(record: str,
         entry = next(e for e in ENTRIES if e.id in log.formats)
         assert expected[0] in entry.releases_at("kv_cache_utils.py", int(record.split(":")[3]
                                                                          .split("]")[0]))
+
+
+def test_a_development_builds_one_line_profile_is_read_by_name() -> None:
+    log = parse_text(
+        "INFO 12-06 07:43:16 worker.py:235] Memory profiling results: duration=1.09 seconds, "
+        "total_gpu_memory=79.10GiB, initial_memory_usage=34.44GiB, peak_torch_memory=30.56GiB, "
+        "memory_usage_post_profile=34.81GiB, non_torch_memory=5.21GiB, kv_cache_size=35.42GiB, "
+        "gpu_memory_utilization=0.90\n"
+        "INFO 12-06 07:43:16 gpu_executor.py:76] # GPU blocks: 5373, # CPU blocks: 606\n")
+    assert (log.total_gpu_gib, log.non_torch_gib, log.kv_cache_gib,
+            log.gpu_memory_utilization, log.gpu_blocks) == (79.1, 5.21, 35.42, 0.9, 5373)
