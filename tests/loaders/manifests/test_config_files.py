@@ -30,14 +30,19 @@ def v(value: object) -> object:
     return value.value if isinstance(value, Located) else value
 
 
+def beside_config(tree: Path, name: str, text: str) -> ServedModel:
+    """The one served model of the manifest ``name`` (``text``), with ``config.yaml`` beside."""
+    (tree / "config.yaml").write_text(CONFIG, encoding="utf-8")
+    (tree / name).write_text(text, encoding="utf-8")
+    (m,) = served(tree / name)
+    return m
+
+
 def test_a_compose_service_reads_the_config_it_mounts(tmp_path: Path) -> None:
-    (tmp_path / "config.yaml").write_text(CONFIG, encoding="utf-8")
-    compose = tmp_path / "compose.yaml"
-    compose.write_text(
-        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n"
-        '    command: ["--config", "/app/config.yaml", "--max-num-seqs", "8"]\n'
-        "    volumes:\n      - ./config.yaml:/app/config.yaml:ro\n", encoding="utf-8")
-    (m,) = served(compose)
+    m = beside_config(tmp_path, "compose.yaml",
+                      "services:\n  vllm:\n    image: vllm/vllm-openai:v0.10.1\n"
+                      '    command: ["--config", "/app/config.yaml", "--max-num-seqs", "8"]\n'
+                      "    volumes:\n      - ./config.yaml:/app/config.yaml:ro\n")
     assert (v(m.model), v(m.tp), v(m.max_model_len), v(m.max_num_seqs)) == \
         ("org/served", 2, 16384, 8)  # the command line's --max-num-seqs wins
     assert isinstance(m.tp, Located) and m.tp.line == 4
@@ -48,14 +53,12 @@ def test_a_compose_service_reads_the_config_it_mounts(tmp_path: Path) -> None:
 
 def test_docker_run_reads_a_config_mounted_from_the_scripts_folder(tmp_path: Path) -> None:
     # CONFIG="$(pwd)/config.yaml": the script checks for the file where it runs
-    (tmp_path / "config.yaml").write_text(CONFIG, encoding="utf-8")
-    script = tmp_path / "run.sh"
-    script.write_text(
+    m = beside_config(
+        tmp_path, "run.sh",
         '#!/bin/bash\nCONFIG="$(pwd)/config.yaml"\nIMAGE="vllm/vllm-openai:v0.15.1"\n'
         '[[ -f "${CONFIG}" ]] || exit 1\n'
         'docker create --name x --gpus all -v "${CONFIG}:/workspace/config.yaml:ro" \\\n'
-        '  "${IMAGE}" \\\n  --config /workspace/config.yaml\n', encoding="utf-8")
-    (m,) = served(script)
+        '  "${IMAGE}" \\\n  --config /workspace/config.yaml\n')
     assert (v(m.engine), v(m.engine_version), v(m.model), v(m.tp)) == \
         ("vllm", "0.15.1", "org/served", 2)
 
