@@ -205,20 +205,33 @@ FLASHINFER_SAMPLER_BY_DEFAULT_FROM = Version("0.10.0")
 """The first release read in which V1 samples with FlashInfer whenever it is importable:
 topk_topp_sampler.py@v0.10.1.1 lines 34-48 (FlashInfer >= 0.2.3 required, then on unless
 ``VLLM_USE_FLASHINFER_SAMPLER=0``); @v0.8.5 lines 32-49 instead switch it off for FlashInfer
->= 0.2.3, which the image ships. 0.9.x was not read: 0.10.0 is the conservative bound."""
+>= 0.2.3 and use it below (:data:`IMAGE_FLASHINFER_BELOW_0_2_3`: the image of 0.8.x ships
+0.2.1.post2). 0.9.x was not read: 0.10.0 is the conservative bound."""
+
+
+IMAGE_FLASHINFER_BELOW_0_2_3 = (Version("0.8.0"), Version("0.9.0"))
+"""Releases whose own image ships a FlashInfer older than 0.2.3, which their sampler uses:
+topk_topp_sampler.py@v0.8.0 and @v0.8.5 (wheels) turn FlashInfer's top-k/top-p sampler off
+only for FlashInfer >= 0.2.3 and on otherwise (V1, ``VLLM_USE_FLASHINFER_SAMPLER`` unset);
+vLLM's Dockerfile of that time installs the x86-64 wheel of FlashInfer v0.2.1.post2 in the
+``vllm-base`` stage (the ``requirements/cuda.txt`` layout, before vllm-project/vllm#15777
+adapted the sampler to FlashInfer 0.2.3's API and asked for the Dockerfile's wheel to follow).
+V1 is the default from 0.8.0; 0.9.x's image was not read and stays unjudged."""
 
 
 def image_flashinfer_sampler(version: str | None, official_image: bool) -> bool | None:
     """``VLLM_USE_FLASHINFER_SAMPLER`` as the engine behaves without it in vLLM's own image,
     which installs FlashInfer on x86-64 (docker/Dockerfile@0000977e, the ``vllm-base`` stage:
     ``uv pip install ... ${FLASHINFER_WHEEL}`` unless ``linux/arm64``): on from
-    :data:`FLASHINFER_SAMPLER_BY_DEFAULT_FROM` to :data:`FLASHINFER_SAMPLER_OPT_IN_SINCE`
-    (``True``), else ``None`` (the release's default, :func:`sampler_bytes_per_logit`)."""
+    :data:`FLASHINFER_SAMPLER_BY_DEFAULT_FROM` to :data:`FLASHINFER_SAMPLER_OPT_IN_SINCE`,
+    and in :data:`IMAGE_FLASHINFER_BELOW_0_2_3` (``True``), else ``None`` (the release's
+    default, :func:`sampler_bytes_per_logit`)."""
     v = _version(version)
     if not official_image or v is None:
         return None
+    low, high = IMAGE_FLASHINFER_BELOW_0_2_3
     return True if FLASHINFER_SAMPLER_BY_DEFAULT_FROM <= v < FLASHINFER_SAMPLER_OPT_IN_SINCE \
-        else None
+        or low <= v < high else None
 
 
 @dataclass(frozen=True)
