@@ -357,6 +357,9 @@ class VllmLog:
     oom: OutOfMemory | None = None
     """The out-of-memory error a failed start ended with
     (:func:`kvlint.loaders.start_failures.find_out_of_memory`)."""
+    kv_cache_gib_by_rank: tuple[tuple[str, str], ...] = ()
+    """``(process label, value as printed)`` of each rank's "Available KV cache memory"
+    where ranks print different figures (pipeline stages: each its own)."""
 
     @property
     def capacity_tokens(self) -> int | None:
@@ -403,8 +406,12 @@ class _Fields:
         self.values: dict[str, str] = {}
         self.rank_of: dict[str, str] = {}
         self.differs: dict[str, set[str]] = {}
+        self.kv_by_rank: dict[str, str] = {}
 
     def put(self, name: str, value: str, rank: str) -> None:
+        if name == "kv_cache_gib" and rank and (rank in self.kv_by_rank or
+                                                 len(self.kv_by_rank) < 64):
+            self.kv_by_rank.setdefault(rank, value)
         old = self.values.get(name)
         if old is None:
             self.values[name] = value
@@ -629,9 +636,10 @@ def _build(fields: _Fields, ranks: tuple[str, ...], count: int, versions: _Versi
     if versions.range.conflict:
         notes.append("lines worded as different vLLM versions print them (several logs "
                      "joined?); the version range is the one most lines agree on")
+    by_rank = tuple(fields.kv_by_rank.items()) if "kv_cache_gib" in fields.differs else ()
     return VllmLog(**values, ranks=ranks, lines=count,  # type: ignore[arg-type]
                    version_range=version_range, formats=tuple(versions.ids),
-                   notes=tuple(notes), raw=dict(fields.values))
+                   notes=tuple(notes), raw=dict(fields.values), kv_cache_gib_by_rank=by_rank)
 
 
 def _partial_block_report(values: Mapping[str, object]) -> bool:

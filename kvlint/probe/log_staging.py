@@ -61,6 +61,45 @@ def _gib(raw: str | None, value: float) -> Fraction:
         return Fraction(value)
 
 
+def _stage_pairing(log: VllmLog, analysis: KvAnalysis, tp: int, pp: int, block: int
+                   ) -> tuple[int, str, Fraction, Fraction] | None:
+    """``(stage, its KV memory as printed and in GiB, its bytes per token)`` of the pipeline
+    stage with the
+    fewest blocks, where the log prints each rank's "Available KV cache memory" and every
+    rank's stage is known (``Worker_PP1_TP0``, or ``rank=N`` as vLLM numbers ranks: ``pp_rank
+    x tp + tp_rank``); ``None`` otherwise."""
+    import re
+
+    from kvlint.model.kv import stage_token_bytes
+
+    if pp <= 1 or not log.kv_cache_gib_by_rank:
+        return None
+    per_stage = stage_token_bytes(analysis.cached, analysis.dtype, analysis.plan.layout,
+                                  analysis.plan.behaviour.kv_sharding)
+    if per_stage is None or len(per_stage) != pp:
+        return None
+    memory: dict[int, Fraction] = {}
+    printed: dict[int, str] = {}
+    for label, raw in log.kv_cache_gib_by_rank:
+        named = re.search(r"\bPP(\d+)", label) or re.search(r"\brank=(\d+)", label)
+        if named is None:
+            return None
+        stage = int(named.group(1)) if named.group(0).startswith("PP") \
+            else int(named.group(1)) // max(tp, 1)
+        try:
+            value = Fraction(Decimal(raw.replace(",", "")))
+        except (InvalidOperation, ValueError):
+            return None
+        if not 0 <= stage < pp:
+            return None
+        if stage not in memory or value < memory[stage]:
+            memory[stage], printed[stage] = value, raw
+    if len(memory) != pp:
+        return None
+    stage = min(memory, key=lambda s: _tokens(memory[s] * GIB, per_stage[s], block))
+    return stage, printed[stage], memory[stage], per_stage[stage]
+
+
 def _tokens(memory: Fraction, per_token: Fraction, block: int) -> int:
     return floor(memory / (per_token * block)) * block
 
@@ -198,7 +237,29 @@ def compare(log: VllmLog, geometry: AttentionGeometry, *, tp: int, pp: int,
     measured: float | None = None
     memory_gib = log.kv_memory_gib
     tokens = log.capacity_tokens
-    if memory_gib is not None and tokens:
+    staged = _stage_pairing(log, analysis, tp, pp, block) if groups is None else None
+    if staged is not None and tokens:
+        # each rank's GiB with its own stage's layers; vLLM gives every worker the fewest
+        # blocks (unify_kv_cache_configs), so the stage with the fewest sets the tokens
+        stage, raw_text, memory, stage_bytes = staged
+        predicted = _tokens(memory * GIB, stage_bytes, block)
+        step = _half_step(raw_text)
+        low = _tokens((memory - step) * GIB, stage_bytes, block)
+        high = _tokens((memory + step) * GIB, stage_bytes, block)
+        error = (tokens - predicted) / predicted if predicted else None
+        measured = float(memory * GIB / tokens * exact / stage_bytes)
+        details["tokens"] = {"printed": tokens, "predicted": predicted, "low": low,
+                             "high": high, "within_rounding": low <= tokens <= high,
+                             "error": error, "stage": stage,
+                             "from": "GPU KV cache size" if log.kv_tokens is not None
+                             else f"# GPU blocks x {block}"}
+        shown = "" if error is None else f", {error:+.2%}"
+        notes.append(f"per pipeline stage: each rank's Available KV cache memory over its own "
+                     f"stage's layers; stage {stage} ({float(memory):g} GiB at "
+                     f"{float(stage_bytes):,.1f} B/token) has the fewest blocks, and vLLM gives "
+                     f"every worker that many: kvlint {predicted:,} tokens against "
+                     f"{tokens:,} printed ({low:,}..{high:,} within the GiB rounding{shown})")
+    elif memory_gib is not None and tokens:
         # the smaller of the two (pipeline stages: the last stage's pool sized the cache)
         raw = log.raw.get("kv_cache_gib" if log.kv_cache_gib == memory_gib else "kv_in_use_gib")
         memory = _gib(raw, memory_gib)

@@ -5,10 +5,12 @@ of an engine caching full K/V for an MLA model (built here) must raise KV601."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from click.testing import CliRunner, Result
 
 from kvlint.cli import main
@@ -263,3 +265,20 @@ def test_a_hybrid_models_grouped_kv_cache_size_is_not_kv601(tmp_path: Path) -> N
     assert (tokens["printed"], tokens["predicted"], tokens["within_rounding"]) == \
         (973_760, 973_760, True)
     assert m["details"]["concurrency"]["predicted"] == round(7162 / 485, 2) == 14.77
+
+
+def test_each_pipeline_stage_pairs_its_own_memory_with_its_own_layers(tmp_path: Path) -> None:
+    """DeepSeek-V2-Lite at tp 2 x pp 2: stage 0 holds 14 of its 27 layers (16,128 B a token),
+    stage 1 13 (14,976 B) and the sampler; each rank prints its own Available KV cache memory
+    and vLLM gives every worker the fewest blocks: 12.13 GiB over 16,128 B, stage 0's."""
+    lines = [f"(VllmWorker rank={rank} pid={rank}) INFO 07-09 09:47:45 [gpu_worker.py:1] "
+             f"Available KV cache memory: {gib} GiB"
+             for rank, gib in ((3, "11.33"), (2, "11.33"), (1, "12.13"), (0, "12.13"))]
+    lines.append("INFO 07-09 09:47:46 [kv_cache_utils.py:1] GPU KV cache size: 807,792 tokens")
+    path = tmp_path / "pp.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    m = impl(as_json(DSV2_LITE, "--vllm-log", str(path), "--tp", "2", "--pp", "2"))
+    tokens = m["details"]["tokens"]
+    assert tokens["stage"] == 0 and tokens["within_rounding"]
+    assert tokens["predicted"] == int(Fraction("12.13") * GIB) // (16_128 * 16) * 16
+    assert m["measured_cache_bytes"] == pytest.approx(16_128, rel=0.001)
