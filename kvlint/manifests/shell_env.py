@@ -6,7 +6,9 @@ Kubernetes ``$(VAR)`` references and shell parameters (``$VAR``, ``${VAR:-defaul
 compose/SkyPilot/dstack environment block.
 
 Nothing is executed: command substitutions (``$(cmd)``, backticks) are never run, they are
-reported as unresolved. Layered above :mod:`.shell_words` and below :mod:`.engine_command`.
+reported as unresolved, except two read from their text: a program's path on PATH
+(``$(which vllm)``) and a count of a variable's comma-separated fields (``$(echo
+$CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')``). Layered above :mod:`.shell_words` and below :mod:`.engine_command`.
 """
 
 from __future__ import annotations
@@ -74,6 +76,13 @@ def _text(value: object) -> str:
     return str(value)
 
 
+_FIELD_COUNT = re.compile(
+    r"""echo\s+(?:-n\s+)?"?\$\{?([A-Za-z_]\w{0,63})\}?"?\s*\|\s*"""
+    r"""(?:awk\s+-F\s*["']?,["']?\s+["']\{\s*print\s+NF\s*;?\s*\}["']"""
+    r"""|tr\s+["']?,["']?\s+["']\\n["']\s*\|\s*wc\s+-l)""")
+"""``$(echo $CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')`` (or ``| tr ',' '\\n' | wc
+-l``): the number of comma-separated fields of a variable, a script's count of the devices
+it lists (awk's NF; tr puts one field on each line, wc counts them)."""
 _LOOKUP = re.compile(r"(?:command\s+-v|which|type\s+-[Pp])\s+([A-Za-z][\w.+-]{0,63})")
 """``$(command -v NAME)``, ``$(which NAME)``, ``$(type -P NAME)``: the path of the program
 NAME on PATH, which runs NAME (its directory is not needed to tell the program)."""
@@ -225,7 +234,20 @@ class Env:
                 i = end + 2
             elif nxt == "(":
                 end = _matching(text, i + 2, "(", ")")
-                found = _LOOKUP.fullmatch(text[i + 2:end].strip())
+                inner = text[i + 2:end].strip()
+                found = _LOOKUP.fullmatch(inner)
+                counted = _FIELD_COUNT.fullmatch(inner) if found is None else None
+                if counted is not None:
+                    listed = self.lookup(counted.group(1))
+                    if listed is None or "$" in listed:
+                        raise _Unset(f"command substitution {text[i:end + 1]} counts a "
+                                     "variable the manifest does not set")
+                    # awk prints NF = 0 for an empty line; tr | wc -l counts the newline echo
+                    # adds, 1 (both as the shell runs them)
+                    out.append(str(len(listed.split(",")) if listed else
+                                   (1 if counted.group(0).rstrip().endswith("-l") else 0)))
+                    i = end + 1
+                    continue
                 if found is None:
                     raise _Unset(f"command substitution {text[i:end + 1]} is not evaluated")
                 out.append(found.group(1))  # the program on PATH: its name is what it runs

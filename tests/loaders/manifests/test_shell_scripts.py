@@ -645,10 +645,10 @@ def test_a_server_started_inside_a_condition_is_read() -> None:
 
 
 def test_the_visible_devices_are_the_gpus_when_the_world_is_not_resolved() -> None:
-    # NUM_GPUS=$(echo $CUDA_VISIBLE_DEVICES | awk ...) is not evaluated: tp stays unresolved,
-    # but the one device the command is given is all it can take
+    # NUM_GPUS=$(nvidia-smi -L | wc -l) is not evaluated: tp stays unresolved, but the one
+    # device the command is given is all it can take
     text = ('#!/bin/bash\nCUDA_VISIBLE_DEVICES="0"\n'
-            "NUM_GPUS=$(echo $CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')\n"
+            "NUM_GPUS=$(nvidia-smi -L | wc -l)\n"
             "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES vllm serve org/m "
             "--tensor-parallel-size $NUM_GPUS\n")
     (found,) = served(text)
@@ -709,3 +709,16 @@ def test_an_if_kvlint_cannot_decide_is_read_as_written() -> None:
 def test_llama_cpps_older_and_newer_server_binaries(command: str, engine: str | None) -> None:
     found = served("#!/bin/bash\n" + command + "\n")
     assert [m["engine"] for m in found] == ([engine] if engine else [])
+
+
+@pytest.mark.parametrize(("count", "tp"), [
+    ("$(echo $CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')", 3),
+    ('$(echo "$CUDA_VISIBLE_DEVICES" | awk -F, \'{print NF}\')', 3),
+    ("$(echo $CUDA_VISIBLE_DEVICES | tr ',' '\\n' | wc -l)", 3),
+])
+def test_a_count_of_the_listed_devices_is_evaluated(count: str, tp: int) -> None:
+    text = (f'#!/bin/bash\nCUDA_VISIBLE_DEVICES="0,1,2"\nNUM_GPUS={count}\n'
+            "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES vllm serve org/m "
+            "--tensor-parallel-size $NUM_GPUS\n")
+    (found,) = served(text)
+    assert (found["tp"], found["gpus"]) == (tp, tp)
