@@ -8,7 +8,8 @@ compose/SkyPilot/dstack environment block.
 Nothing is executed: command substitutions (``$(cmd)``, backticks) are never run, they are
 reported as unresolved, except two read from their text: a program's path on PATH
 (``$(which vllm)``) and a count of a variable's comma-separated fields (``$(echo
-$CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')``). Layered above :mod:`.shell_words` and below :mod:`.engine_command`.
+$CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')``). Layered above :mod:`.shell_words` and
+below :mod:`.engine_command`.
 """
 
 from __future__ import annotations

@@ -414,6 +414,7 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     # a Ray cluster the script starts spans nodes: the visible devices are one node's
     cluster = any([w.text for w in split_env_prefix(list(c))[1][:2]] == ["ray", "start"]
                   for c in rewritten)
+    project: dict[str, Located[str] | None] = {}
     for invocation in engine_invocations(rewritten, env):
         nodes = invocation.args.nnodes
         one_node = not cluster and (nodes is None or
@@ -422,7 +423,10 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         image = _expanded(ran.image, invocation.env) if ran else None
         version, notes = settle_version(invocation.engine, image, pins if not image else ())
         if version is None and image is None and kind in HOST_KINDS:
-            version = _project_version(ctx, invocation.engine, invocation.line)
+            if invocation.engine not in project:  # the project's files, read once per file
+                project[invocation.engine] = _project_version(ctx, invocation.engine, None)
+            pinned = project[invocation.engine]
+            version = replace(pinned, line=invocation.line) if pinned is not None else None
         source = f"docker run {image.value}" if image else "script"
         args, settings, read = _config_file(invocation, ran, ctx, text)
         served = served_model(
