@@ -241,3 +241,23 @@ def test_tgi_given_no_gpu_cannot_shard_a_flash_only_model(tmp_path: Path, shards
     found = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
              if f["code"] == "KV206"]
     assert [f["severity"] for f in found] == [severity], result.stdout
+
+
+def test_a_kaito_workspace_with_a_spec_is_refused_by_its_api(tmp_path: Path) -> None:
+    # the Workspace CRD's resource and inference are top-level (api/v1beta1/workspace_types.go)
+    body = ("  resource:\n    count: 1\n    instanceType: Standard_NC24ads_A100_v4\n"
+            "  inference:\n    preset:\n      name: phi-3-mini-4k-instruct\n")
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("apiVersion: kaito.sh/v1alpha1\nkind: Workspace\nmetadata: {name: w}\n"
+                      "spec:\n" + body, encoding="utf-8")
+    result = lint(str(nested), "--format", "json", "--offline")
+    found = [(f["code"], f["severity"], f["line"])
+             for r in json.loads(result.stdout)["results"] for f in r["findings"]]
+    assert found == [("KV903", "error", 4)]
+    flat = tmp_path / "flat.yaml"
+    flat.write_text("apiVersion: kaito.sh/v1alpha1\nkind: Workspace\nmetadata: {name: w}\n"
+                    + body.replace("\n  ", "\n")[2:], encoding="utf-8")
+    codes = {f["code"] for r in json.loads(lint(str(flat), "--format", "json",
+                                                  "--offline").stdout)["results"]
+             for f in r["findings"]}
+    assert "KV903" not in codes

@@ -117,8 +117,8 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     models.source = (str(path), text)
     _fold_node_ranks(models)
     _beyond_keys(models, text)
-    problems = list(getattr(documents, "problems", ()))
-    if not models and not any(p.kind == "invalid-yaml" for p in problems):
+    problems = [*getattr(documents, "problems", ()), *(every.problems or ())]
+    if not models and not any(p.kind in ("invalid-yaml", "invalid-object") for p in problems):
         unread = engine_not_understood(text, str(path))
         if unread is not None:
             problems.append(unread)

@@ -151,7 +151,9 @@ class ManifestProblem:
     out of the linted tree, not followed); for one document of a stream whose others are
     read, ``template-placeholder`` (a stray ``{{...}}``); ``engine-not-understood`` (a file
     that runs an engine, in which no served model was found: KV904); ``not-a-manifest``
-    (program source or prose named on the command line: an info)."""
+    (program source or prose named on the command line: an info); ``invalid-object`` (an
+    object its API refuses, so nothing it describes is deployed: a KAITO Workspace with a
+    ``spec``)."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,16 @@ class Documents(tuple[object, ...]):
     """Files a parser read for these documents (a Ray Serve config naming LLM config
     files), with the state it found (:attr:`~kvlint.loaders.files.Referenced.state`): the
     result cache keeps the file's results while they read the same."""
+
+    problems: list[ManifestProblem] | None = None
+    """Objects a parser found that their API refuses (reported as KV903, ``invalid-object``)."""
+
+    def report(self, problem: ManifestProblem) -> None:
+        """Record an object of these documents that its API refuses."""
+        if self.problems is None:
+            self.problems = []
+        if len(self.problems) < 64:
+            self.problems.append(problem)
 
     def note_read(self, path: str, state: str) -> None:
         """Record that a parser read (or tried to read) ``path`` and found ``state``."""

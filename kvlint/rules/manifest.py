@@ -177,7 +177,10 @@ class ManifestUnparsable(Rule):
     In a stream of several documents, one that cannot be read does not hide the others:
     they are linted, and the one that cannot is reported on its line; a document that holds
     a stray `{{...}}` placeholder another tool fills in (a Secret's `{{HF_TOKEN}}`) and runs
-    no engine is an info (`template-placeholder`).
+    no engine is an info (`template-placeholder`). An object its API refuses is an error too
+    (`invalid-object`: a KAITO Workspace whose `resource` and `inference` sit under a `spec`
+    the Workspace API does not have, which strict field validation refuses: nothing is
+    deployed).
 
     ## Why is this bad?
     Nothing in the file was checked; a CI gate that silently skips it gives false comfort.
