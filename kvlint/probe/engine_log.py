@@ -10,6 +10,7 @@ usage error (exit 2, one line)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,6 +69,10 @@ def detect(path: Path, forced: str | None = None) -> tuple[str, str]:
     scores = _scores(path)
     engine = max(ENGINES, key=lambda e: (scores[e][0], -ENGINES.index(e)))
     if not scores[engine][0]:
+        named = _lmdeploy_logger(path)
+        if named is not None:
+            return "lmdeploy", (f"recognised as an LMDeploy log by its logger's name "
+                                f"({named!r}), though none of its lines is a KV figure")
         from kvlint.loaders.trtllm_log import read_log
 
         oom = read_log(path).oom
@@ -83,6 +88,25 @@ def detect(path: Path, forced: str | None = None) -> tuple[str, str]:
     return engine, (f"recognised as {_ARTICLE[engine]} {DISPLAY[engine]} log "
                     f"({scores[engine][1]} {DISPLAY[engine]} wording(s) against {others}), "
                     f"from: {shown}")
+
+
+_LMDEPLOY_LOGGER = re.compile(
+    r"^[^\n]{0,40}? - (?:lmdeploy|turbomind) - (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - ",
+    re.MULTILINE)
+"""LMDeploy's own log records (``2024-08-05 05:40:52,191 - lmdeploy - WARNING - ...``,
+``01/19 15:19:51 - turbomind - WARNING - ...``): its loggers' names, whatever the message."""
+
+
+def _lmdeploy_logger(path: Path) -> str | None:
+    """The first record of LMDeploy's own loggers in the log's first 4 MiB, if any."""
+    from kvlint.loaders.files import UnreadableFile, read_text
+
+    try:
+        text = read_text(str(path), 4 * 2**20)
+    except (OSError, UnreadableFile):
+        return None
+    found = _LMDEPLOY_LOGGER.search(text)
+    return found.group(0).strip()[:80] if found else None
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
+from kvlint.errors import UsageError
 from kvlint.loaders import lmdeploy_log, trtllm_log
 from kvlint.loaders.log_formats import FormatEntry, Placeholder, format_tokens
 from kvlint.probe.engine_log import detect
@@ -283,3 +285,15 @@ def test_a_vllm_start_that_ran_out_of_memory(tmp_path: Path) -> None:
     notes = " ".join(data["results"][0]["probe"]["notes"])
     assert "vLLM ran out of GPU memory at start" in notes and "23.57 GiB" in notes
     assert kv602(data)["severity"] == "error"
+
+
+def test_an_lmdeploy_log_without_kv_lines_is_named_by_its_loggers(tmp_path: Path) -> None:
+    log = tmp_path / "lmdeploy.log"
+    log.write_text("2024-08-05 05:40:52,191 - lmdeploy - WARNING - model_source: hf_model\n"
+                   "model_config:\n\n[llama]\nhead_num = 56\n", encoding="utf-8")
+    engine, why = detect(log)
+    assert engine == "lmdeploy" and "logger's name" in why
+    other = tmp_path / "other.log"
+    other.write_text("2024-08-05 05:40:52,191 - myapp - WARNING - hello\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="was recognised"):
+        detect(other)
