@@ -261,3 +261,38 @@ def test_a_kaito_workspace_with_a_spec_is_refused_by_its_api(tmp_path: Path) -> 
                                                   "--offline").stdout)["results"]
              for f in r["findings"]}
     assert "KV903" not in codes
+
+
+def _two_servers(tmp_path: Path, first: str, second: str, tag: str = "v0.10.1") -> list[str]:
+    compose = tmp_path / "docker-compose.yml"
+    compose.write_text(
+        "services:\n"
+        f"  a:\n    image: vllm/vllm-openai:{tag}\n{first}"
+        '    command: ["--model", "org/a"]\n'
+        f"  b:\n    image: vllm/vllm-openai:{tag}\n{second}"
+        '    command: ["--model", "org/b", "--gpu-memory-utilization", "0.45"]\n',
+        encoding="utf-8")
+    result = lint(str(compose), "--format", "json", "--offline")
+    return [f"{f['severity']}:{f['data'].get('reason')}"
+            for r in json.loads(result.stdout)["results"] for f in r["findings"]
+            if f["code"] == "KV702"]
+
+
+@pytest.mark.parametrize(("first", "second", "tag", "found"), [
+    ("    gpus: all\n", "    gpus: all\n", "v0.10.1", ["error:shared-gpu"]),  # 0.9 + 0.45
+    ("    gpus: all\n", "    gpus: all\n", "latest", ["warning:shared-gpu"]),  # 0.34's 1.0
+    ("    deploy: {resources: {reservations: {devices: [{driver: nvidia, device_ids: ['0'], "
+     "capabilities: [gpu]}]}}}\n",
+     "    deploy: {resources: {reservations: {devices: [{driver: nvidia, device_ids: ['1'], "
+     "capabilities: [gpu]}]}}}\n", "v0.10.1", []),  # their own GPUs
+    ("    gpus: all\n    profiles: [chat]\n", "    gpus: all\n    profiles: [embed]\n",
+     "v0.10.1", []),  # never started together
+    ("    gpus: all\n    environment: [NVIDIA_VISIBLE_DEVICES=${A_DEVICES:-all}]\n",
+     "    gpus: all\n", "v0.10.1", []),  # a deployer picks the cards
+    ("    gpus: all\n    environment: {NVIDIA_VISIBLE_DEVICES: '0'}\n",
+     "    gpus: all\n    environment: {NVIDIA_VISIBLE_DEVICES: '1'}\n", "v0.10.1", []),
+])
+def test_two_vllm_services_on_one_gpu_must_fit_together(tmp_path: Path, first: str,
+                                                        second: str, tag: str,
+                                                        found: list[str]) -> None:
+    assert _two_servers(tmp_path, first, second, tag) == found

@@ -406,15 +406,19 @@ class ComposeParser(ManifestParser):
         token = _DOTENV.set(values)
         try:
             out = []
+            of: list[dict[str, Any]] = []
             for name, service in services.items():
                 if isinstance(service, dict):
                     found = self._service(str(name), service, ctx)
                     if found is not None:
+                        of.append(service)
                         out.append(found if not values else replace(found, notes=(
                             *found.notes, "variables from the .env file beside the compose "
                             "file (Compose reads it for interpolation): "
                             + ", ".join(sorted(values)[:12]))))
-            return out
+            from kvlint.manifests.compose_shared import shared_gpu_problems
+
+            return shared_gpu_problems(out, of)
         finally:
             _DOTENV.reset(token)
 

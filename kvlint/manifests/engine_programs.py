@@ -15,6 +15,7 @@ from collections.abc import Sequence
 __all__ = ["WRAPPER_MODULES", "find_engine", "find_program"]
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
+_VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w{0,63}\}?")
 _PYTHON_VALUE_OPTIONS = frozenset({"-W", "-X", "-c"})
 _MODULES = {
     "vllm.entrypoints.openai.api_server": "vllm",
@@ -109,7 +110,9 @@ def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:
             return "lmdeploy", i, i + 3
         if base == "trl" and nxt == "vllm-serve":  # TRL's launcher of a vLLM server
             return "vllm", i, i + 2
-        if _PYTHON.fullmatch(base):
+        if _PYTHON.fullmatch(base) or (i == 0 and _VARIABLE.fullmatch(word) and nxt == "-m"):
+            # `$PY -m vllm.entrypoints.openai.api_server`: an interpreter held in a variable
+            # the script sets elsewhere runs the module all the same
             module = _python_module(words, i + 1)
             if module is not None:
                 return module[0], i, module[1]

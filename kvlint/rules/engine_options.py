@@ -125,6 +125,12 @@ class EngineOptionInvalidValue(_EngineRefusal):
     ```yaml
     args: ["--model", "Qwen/Qwen3-8B", "--kv-cache-dtype", "fp8_e4m3"]
     ```
+
+    Also: two vLLM services of one compose file given the same GPU whose
+    `--gpu-memory-utilization` fractions (given, or the release's default) add up to more
+    than 1: the second to start finds less free memory than its fraction and exits (a
+    warning where a fraction is vLLM 0.34's default of 1.0, whose start-up check kvlint has
+    not read).
     """
 
     code = "KV702"

@@ -722,3 +722,9 @@ def test_a_count_of_the_listed_devices_is_evaluated(count: str, tp: int) -> None
             "--tensor-parallel-size $NUM_GPUS\n")
     (found,) = served(text)
     assert (found["tp"], found["gpus"]) == (tp, tp)
+
+
+def test_a_python_held_in_a_variable_runs_the_engine_module() -> None:
+    text = ("#!/bin/bash\nsource setenv.sh\n$PY -m vllm.entrypoints.openai.api_server "
+            "--model /models/Qwen3-32B --max-model-len 8192\n")
+    assert [(m["engine"], m["model"]) for m in served(text)] == [("vllm", "/models/Qwen3-32B")]
