@@ -512,7 +512,6 @@ def _vllm_stages(sized: Capacity, analysis: KvAnalysis, memory: MemoryTerms,
     The capacity is that stage's: its memory terms, its budget, its tokens."""
     from kvlint.model.kv import stage_token_bytes
     from kvlint.model.memory import block_tokens, forward_activation_bytes
-    from kvlint.model.weights import stage_weight_bytes
 
     plan = analysis.plan
     layout = plan.layout
@@ -520,7 +519,7 @@ def _vllm_stages(sized: Capacity, analysis: KvAnalysis, memory: MemoryTerms,
                                   plan.behaviour.kv_sharding)
     if per_token is None or len(per_token) != layout.pp:
         return sized
-    weights = stage_weight_bytes(split, layout.tp, layout.pp, layout.attention_tp)
+    weights = split.per_stage(layout.tp, layout.pp, layout.attention_tp)
     forward = min(forward_activation_bytes(dims, memory.profiled_tokens, layout.attention_tp),
                   memory.activation_peak_bytes)
     best: tuple[int, MemoryTerms] | None = None

@@ -71,16 +71,24 @@ def _value(raw: str, name: str) -> str | None:
     return value if isinstance(value, str) and _PLAIN.fullmatch(value) else None
 
 
-def _subject(text: str, name: str, before: int) -> str | None:
-    """The value ``name`` has at ``before`` on a plain run: set once, at a line's start."""
+def _assigned(text: str, name: str, before: int) -> str | None:
+    """The right side of the one assignment of ``name`` before ``before``, at a line's
+    start (not indented: not inside a branch or a loop), when nothing reads into it
+    (``read``, ``getopts``...); ``None`` otherwise."""
     assignment = re.compile(rf"^([ \t]*)(?:(?:export|local|readonly|declare)[ \t]+)?"
                             rf"{re.escape(name)}=(.*)$", re.MULTILINE)
-    found = list(assignment.finditer(text, 0, before))
+    found = list(itertools.islice(assignment.finditer(text, 0, before), 2))
     if len(found) != 1 or found[0].group(1) or \
             re.search(rf"\b(?:read|getopts|mapfile|readarray)\b[^\n]*\b{re.escape(name)}\b",
                       text[:before]):
         return None
-    return _value(found[0].group(2), name)
+    return found[0].group(2)
+
+
+def _subject(text: str, name: str, before: int) -> str | None:
+    """The value ``name`` has at ``before`` on a plain run: set once, at a line's start."""
+    raw = _assigned(text, name, before)
+    return _value(raw, name) if raw is not None else None
 
 
 def _clauses(lines: list[str]) -> list[tuple[list[str], list[tuple[int, str]]]] | None:
@@ -346,13 +354,7 @@ def here_path(text: str, word: str) -> str | None:
     if own is not None:
         return "./" + own.group(1)
     match = _REFERENCE.fullmatch(word.strip())
-    if match is None:
-        return None
-    assignment = re.compile(rf"^(?:(?:export|local|readonly|declare)[ \t]+)?"
-                            rf"{re.escape(match.group(1))}=(.*)$", re.MULTILINE)
-    found = list(itertools.islice(assignment.finditer(text), 2))
-    if len(found) != 1:
-        return None
-    value = _HERE.fullmatch(found[0].group(1).strip())
+    raw = _assigned(text, match.group(1), len(text)) if match is not None else None
+    value = _HERE.fullmatch(raw.strip()) if raw is not None else None
     return "./" + value.group(1) if value is not None else None
 

@@ -485,8 +485,8 @@ def _config_file(invocation: EngineInvocation, ran: _Container | None, ctx: Docu
     if ran is not None:
         volumes = []
         for option, word in ran.volumes[:MAX_VOLUME_LOOKUPS]:
-            raw = _REFERENCE_OR_HERE.sub(
-                lambda m: here_path(text, m.group(0)) or m.group(0), word.text)
+            raw = _REFERENCE_OR_HERE.sub(  # a few references per volume: bounded lookups
+                lambda m: here_path(text, m.group(0)) or m.group(0), word.text, count=4)
             value = invocation.env.expand(raw, k8s=False)
             pair = docker_volume(option, value.strip("'\"")) if isinstance(value, str) \
                 else None

@@ -212,11 +212,13 @@ topk_topp_sampler.py@v0.10.1.1 lines 34-48 (FlashInfer >= 0.2.3 required, then o
 IMAGE_FLASHINFER_BELOW_0_2_3 = (Version("0.8.0"), Version("0.9.0"))
 """Releases whose own image ships a FlashInfer older than 0.2.3, which their sampler uses:
 topk_topp_sampler.py@v0.8.0 and @v0.8.5 (wheels) turn FlashInfer's top-k/top-p sampler off
-only for FlashInfer >= 0.2.3 and on otherwise (V1, ``VLLM_USE_FLASHINFER_SAMPLER`` unset);
-vLLM's Dockerfile of that time installs the x86-64 wheel of FlashInfer v0.2.1.post2 in the
-``vllm-base`` stage (the ``requirements/cuda.txt`` layout, before vllm-project/vllm#15777
-adapted the sampler to FlashInfer 0.2.3's API and asked for the Dockerfile's wheel to follow).
-V1 is the default from 0.8.0; 0.9.x's image was not read and stays unjudged."""
+only for FlashInfer >= 0.2.3 and on otherwise (V1, ``VLLM_USE_FLASHINFER_SAMPLER`` unset).
+The image's FlashInfer: a revision of vLLM's docker/Dockerfile of that time (the
+``requirements/cuda.txt`` layout, torch 2.6), read through the code index rather than at the
+v0.8.x tags, installs the x86-64 wheel of FlashInfer v0.2.1.post2 in the ``vllm-base`` stage;
+vllm-project/vllm#15777, which adapted the sampler to FlashInfer 0.2.3's API and raised the
+Dockerfile's wheel, was merged after 0.8.5 (whose sampler still turns 0.2.3 off). V1 is the
+default from 0.8.0; 0.9.x's image was not read and stays unjudged."""
 
 
 def image_flashinfer_sampler(version: str | None, official_image: bool) -> bool | None:

@@ -718,39 +718,22 @@ class WeightSplit:
     under attention data parallelism they are split over the attention TP group only."""
 
     def per_gpu(self, tp: int, pp: int, attention_tp: int | None = None) -> int:
-        """Bytes on one GPU; ``attention_tp`` below ``tp``: attention data parallelism, each
-        GPU then holding ``tp / attention_tp`` times its share of the attention."""
-        base = weight_bytes_per_gpu(self.total_bytes, tp, pp,
-                                    replicated_bytes=self.replicated_bytes,
-                                    layers=self.layers, first_stage_bytes=self.first_stage_bytes,
-                                    last_stage_bytes=self.last_stage_bytes, tied=self.tied)
-        if attention_tp is None or not 0 < attention_tp < tp:
-            return base
-        return base + int(self.attention_bytes / pp / attention_tp
-                          - self.attention_bytes / pp / tp)
+        """Bytes on one GPU (the fullest pipeline stage's); ``attention_tp`` below ``tp``:
+        attention data parallelism, each GPU then holding ``tp / attention_tp`` times its
+        share of the attention."""
+        return max(self.per_stage(tp, pp, attention_tp))
 
-
-def stage_weight_bytes(split: WeightSplit, tp: int, pp: int,
-                       attention_tp: int | None = None) -> list[int]:
-    """Weight bytes on one GPU of each pipeline stage, as :func:`weight_bytes_per_gpu` shares
-    them (the embeddings on the first stage, the LM head on the last, the rest by layer),
-    with :meth:`WeightSplit.per_gpu`'s attention data-parallel share added to each."""
-    total, replicated = split.total_bytes, split.replicated_bytes
-    sharded = total - replicated
-    last = split.first_stage_bytes if split.tied else split.last_stage_bytes
-    edges = split.first_stage_bytes + (0 if split.tied else last)
-    extra = 0
-    if attention_tp is not None and 0 < attention_tp < tp:
-        extra = int(split.attention_bytes / pp / attention_tp - split.attention_bytes / pp / tp)
-    if pp == 1 or split.layers < pp or not 0 <= edges <= total or total == 0:
-        return [math.ceil(sharded / (tp * pp) + replicated / pp) + extra] * pp
-    per_layer = (total - edges) / split.layers
-    out = []
-    for i, n in enumerate(pipeline_stage_layers(split.layers, pp)):
-        share = (n * per_layer + (split.first_stage_bytes if i == 0 else 0)
-                 + (last if i == pp - 1 else 0)) / total
-        out.append(math.ceil(sharded * share / tp + replicated * share) + extra)
-    return out
+    def per_stage(self, tp: int, pp: int, attention_tp: int | None = None) -> list[int]:
+        """Bytes on one GPU of each pipeline stage (:func:`stages_bytes_per_gpu`), the
+        attention data-parallel share of :meth:`per_gpu` added to each."""
+        extra = 0
+        if attention_tp is not None and 0 < attention_tp < tp:
+            extra = int(self.attention_bytes / pp / attention_tp
+                        - self.attention_bytes / pp / tp)
+        return [b + extra for b in stages_bytes_per_gpu(
+            self.total_bytes, tp, pp, replicated_bytes=self.replicated_bytes,
+            layers=self.layers, first_stage_bytes=self.first_stage_bytes,
+            last_stage_bytes=self.last_stage_bytes, tied=self.tied)]
 
 
 def pipeline_stage_layers(layers: int, pp: int) -> list[int]:
@@ -797,14 +780,24 @@ def weight_bytes_per_gpu(
         raise ValueError(f"tp and pp must be >= 1, got tp={tp} pp={pp}")
     if not 0 <= replicated_bytes <= total_bytes:
         raise ValueError("replicated_bytes must be between 0 and total_bytes")
+    return max(stages_bytes_per_gpu(
+        total_bytes, tp, pp, replicated_bytes=replicated_bytes, layers=layers,
+        first_stage_bytes=first_stage_bytes, last_stage_bytes=last_stage_bytes, tied=tied))
+
+
+def stages_bytes_per_gpu(
+    total_bytes: int, tp: int, pp: int, *, replicated_bytes: int = 0, layers: int = 0,
+    first_stage_bytes: int = 0, last_stage_bytes: int = 0, tied: bool = False,
+) -> list[int]:
+    """Weight bytes on one GPU of each pipeline stage, shared as
+    :func:`weight_bytes_per_gpu` describes (the stages equal without ``layers``)."""
     sharded = total_bytes - replicated_bytes
     last = first_stage_bytes if tied else last_stage_bytes
     edges = first_stage_bytes + (0 if tied else last)
     if pp == 1 or layers < pp or not 0 <= edges <= total_bytes or total_bytes == 0:
-        return math.ceil(sharded / (tp * pp) + replicated_bytes / pp)
+        return [math.ceil(sharded / (tp * pp) + replicated_bytes / pp)] * pp
     per_layer = (total_bytes - edges) / layers
-    stages = pipeline_stage_layers(layers, pp)
-    fullest = max(n * per_layer + (first_stage_bytes if i == 0 else 0)
-                  + (last if i == pp - 1 else 0) for i, n in enumerate(stages))
-    share = fullest / total_bytes
-    return math.ceil(sharded * share / tp + replicated_bytes * share)
+    shares = [(n * per_layer + (first_stage_bytes if i == 0 else 0)
+               + (last if i == pp - 1 else 0)) / total_bytes
+              for i, n in enumerate(pipeline_stage_layers(layers, pp))]
+    return [math.ceil(sharded * share / tp + replicated_bytes * share) for share in shares]

@@ -19,9 +19,10 @@ offloaded only to a GPU it finds)."""
 TGI_CPU_SHARDED = frozenset({"bloom", "opt", "t5", "mt5", "gpt_neox", "galactica"})
 """Model types TGI shards without flash attention (BLOOMSharded, OPTSharded, T5Sharded,
 GPTNeoxSharded, GalacticaSharded: server/text_generation_server/models/__init__.py
-``get_model``); every other model it shards only with its Flash class, which needs CUDA, and
-``get_model`` raises otherwise (``NotImplementedError(FLASH_ATT_ERROR_MESSAGE...)``, and for
-the AutoModel fallback "sharded is not supported for AutoModel")."""
+``get_model``, read in copies of the 0.x-2.x era through the code index, not at one tag);
+every other model it shards only with its Flash class, which needs CUDA, and ``get_model``
+raises otherwise (``NotImplementedError(FLASH_ATT_ERROR_MESSAGE...)``, and for the AutoModel
+fallback "sharded is not supported for AutoModel")."""
 
 
 class GpuCountMismatch(Rule):
