@@ -53,7 +53,7 @@ MAX_LEN = {"039": 131072}
 
 def _facts(logs: Path) -> dict[str, dict[str, Any]]:
     entries = json.loads((logs / "expected.json").read_text(encoding="utf-8"))
-    return {e["file"][:3]: e for e in entries}
+    return {e["file"].split("-")[0]: e for e in entries}
 
 
 def _log_version(logs: Path, entry: dict[str, Any], config: str | None = None) -> str | None:

@@ -43,6 +43,7 @@ from packaging.version import Version
 
 from kvlint.loaders.log_formats import MAX_BYTES as MAX_BYTES  # read_log's bound
 from kvlint.loaders.log_formats import (
+    MAX_JOINED_LINES,
     MAX_LINE_CHARS,
     MAX_LINES,
     STRONG,
@@ -68,6 +69,9 @@ _RANK = re.compile(r"\(([A-Za-z][\w-]{0,40}(?: rank=\d{1,6})?) pid=\d{1,10}"
 _RECORD_START = re.compile(r"(?:\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:)|"
                            r"(?:\([A-Za-z][\w-]{0,40}(?: rank=\d{1,6})? pid=\d{1,10}\))")
 _NUM = r"(\d[\d,]{0,30}(?:\.\d{1,12})?)"
+_EXCEPTION_START = re.compile(
+    r"\s{0,16}(?:[A-Za-z_][\w.]{0,80}\.)?[A-Z]\w{0,60}(?:Error|Exception):")
+"""A line an exception's message starts (``ValueError: ...``, ``torch.OutOfMemoryError: ...``)."""
 
 _ENGINE = re.compile(r"Initializing an? (?:(V[01]) )?LLM engine \(v?([^)\s]{1,80})\) with config")
 _BANNER_VERSION = re.compile(r"\bversion\s+(\d[\w.+-]{0,80})")
@@ -477,8 +481,10 @@ def parse_text(text: str) -> VllmLog:
         rank = labels[-1] if labels else ""
         if rank and len(ranks) < 64:
             ranks.setdefault(rank, None)
+        # an exception's wrapped message is one message: its figures may sit on any line
+        own = None if _EXCEPTION_START.match(line[:256]) else len(line.rstrip())
         _parse_line(lines, index, _with_continuation(lines, index), rank, fields, versions,
-                    own=len(line.rstrip()))
+                    own=own)
     truncated = len(lines) >= MAX_LINES
     log = replace(_build(fields, tuple(ranks), len(lines), versions),
                   oom=find_out_of_memory(lines))
@@ -493,12 +499,21 @@ def _with_continuation(lines: list[str], index: int) -> str:
     start of its own: a message wrapped by a terminal or a poster, ``...reserved`` /
     ``for KV Cache is 21.43GiB``); the line alone otherwise."""
     line = lines[index]
-    if index + 1 >= len(lines) or not _RECORD_START.search(line[:256]):
+    if index + 1 >= len(lines):
         return line
-    follow = lines[index + 1]
-    if not follow.strip() or _RECORD_START.search(follow[:256]):
-        return line
-    return (line.rstrip() + " " + follow.strip())[:MAX_LINE_CHARS]
+    # an exception's message a poster wrapped over lines (``ValueError: To serve at least
+    # one request ... larger than the available`` / ``KV cache memory (0.53 GiB).``) is
+    # followed over a few of them; a log record over one
+    more = MAX_JOINED_LINES if _EXCEPTION_START.match(line[:256]) else \
+        1 if _RECORD_START.search(line[:256]) else 0
+    joined = line.rstrip()
+    for follow in lines[index + 1:index + 1 + more]:
+        if not follow.strip() or _RECORD_START.search(follow[:256]) or \
+                _EXCEPTION_START.match(follow[:256]) or follow.lstrip().startswith(
+                    ("File \"", "Traceback")):
+            break
+        joined += " " + follow.strip()
+    return joined[:MAX_LINE_CHARS]
 
 
 def _origin(line: str, start: int, head: str) -> int:

@@ -31,6 +31,7 @@ from kvlint.manifests.base import (
     ServedModel,
     Unresolved,
 )
+from kvlint.manifests.called_scripts import Calls, called_scripts
 from kvlint.manifests.cli_options import engine_of_options
 from kvlint.manifests.config_files import docker_volume, follow_file_config
 from kvlint.manifests.engine_command import EngineArgs
@@ -392,7 +393,9 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     containers: dict[int, _Container] = {}
     rewritten: list[list[Word]] = []
     values = _PlainValues(text if kind == "shell-script" else "")
-    for command in _inline_scripts(commands):
+    ctx = DocumentContext(path, 0, Documents((text,)))
+    calls = called_scripts(commands, ctx) if kind in HOST_KINDS else Calls(list(commands))
+    for command in _inline_scripts(calls.commands):
         run = _container_run(list(command), values)
         if run is None:
             rewritten.append(list(command))
@@ -401,7 +404,6 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         for inner in _inline_scripts([words]):  # docker run IMAGE bash -lc "..."
             containers[len(rewritten)] = container
             rewritten.append(inner)
-    ctx = DocumentContext(path, 0, Documents((text,)))
     comments = frozenset(n for n, row in enumerate(text.splitlines()[:100_000], 1)
                          if row.lstrip().startswith("#"))
     pins = [pin for command in rewritten
@@ -434,7 +436,8 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
             engine=Located(invocation.engine, invocation.line, None, source),
             args=args, image=image, version=version,
             hardware=Hardware(gpus=(ran.gpus if ran else None) or _bare_gpus(
-                args, invocation.env, invocation.line, one_node)), notes=[*notes, *read],
+                args, invocation.env, invocation.line, one_node)),
+            notes=[*notes, *read, *_called(calls, invocation.line)],
             **settings)
         detached = detached_options(rewritten, invocation.position, invocation.engine,
                                     comments)
@@ -442,6 +445,11 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         out.append(replace(served, engine_problems=(*served.engine_problems, *more))
                    if more else served)
     return out
+
+
+def _called(calls: Calls, line: int | None) -> list[str]:
+    note = calls.notes.get(line)
+    return [note] if note else []
 
 
 HOST_KINDS = frozenset({"shell-script", "systemd-unit", "batch-file", "makefile"})

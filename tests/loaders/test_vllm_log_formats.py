@@ -282,6 +282,17 @@ def test_aligned_blanks_a_wrapped_message_and_a_quoted_error_are_read() -> None:
                         "maximum number of tokens that can be stored in KV cache (39024). Try "
                         'increasing `gpu_memory_utilization`."\n')
     assert (quoted.needed_len, quoted.max_tokens_error) == (131072, 39024)
+    # an exception's message wrapped by its poster over three lines: one message, its
+    # figures on any of them (logs29o 1009)
+    error = parse_text("ValueError: To serve at least one request with the models's max seq "
+                       "len\n(32768), (5.0 GiB KV cache is needed, which is larger than the "
+                       "available\nKV cache memory (0.53 GiB).\n")
+    assert (error.needed_len, error.needed_gib, error.kv_cache_gib) == (32768, 5.0, 0.53)
+    assert error.version_range is not None and error.version_range[0] == "0.7.3"
+    # a traceback's next frame or a blank line ends it
+    ended = parse_text("RuntimeError: something failed\n  File \"x.py\", line 1\n"
+                       "GPU KV cache size: 1,000 tokens\n")
+    assert ended.kv_tokens == 1000
 
 
 
