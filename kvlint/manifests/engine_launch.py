@@ -142,6 +142,8 @@ def pip_pins(words: Sequence[Word], env: Env) -> list[Pin]:
             skip = word.text in PIP_VALUE_OPTIONS
             continue
         spec = _expand(env, word.text) or word.text
+        if "$" in spec and ".whl" in spec:  # a wheel by path: its file name is what counts
+            spec = _expand(env, spec.rsplit("/", 1)[-1]) or spec
         found = engine_from_pip(spec)
         if found is not None:
             pins.append(Pin(found[0], found[1], spec, word.line))

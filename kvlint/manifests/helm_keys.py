@@ -233,6 +233,31 @@ def gpu_map_count(node: dict[str, Any], path: str) -> Located[int] | Unresolved 
     return None
 
 
+GROUP_SIZE_KEYS = ("lwsGroupSize", "lws_group_size", "groupSize", "group_size",
+                   "leaderWorkerSetSize", "numNodes", "num_nodes", "nodeCount", "nnodes")
+"""Values keys a chart gives the pods of one multi-node replica (a LeaderWorkerSet's size,
+the nodes of one engine): each pod holds the GPU request, the replica all of them."""
+
+
+def _per_group(scope: dict[str, Any], gpus: Located[int] | Unresolved | None
+               ) -> Located[int] | Unresolved | None:
+    """A pod's GPUs times the pods of one replica where the chart's values say how many
+    (``lwsGroupSize: 2`` with ``nvidia.com/gpu: 8`` is 16 GPUs for one engine)."""
+    if not isinstance(gpus, Located):
+        return gpus
+    for path, node in _maps(scope, 2):
+        key = next((k for k in GROUP_SIZE_KEYS if k in node), None)
+        if key is None:
+            continue
+        size = loc_int(node, key, f"the values key {f'{path}.{key}' if path else key}")
+        if isinstance(size, Located) and size.value > 1:
+            return Located(gpus.value * size.value, gpus.line, gpus.column,
+                           f"{gpus.source} x {size.value} pods of one replica ({size.source}, "
+                           f"line {size.line})")
+        return gpus
+    return gpus
+
+
 _COUNT_KEYS = ("count", "limit", "number", "quantity")
 _VENDOR_KEYS = ("vendor", "type", "kind", "provider")
 _NO_VENDOR = frozenset({"none", "cpu", "disabled"})
@@ -442,6 +467,7 @@ class GenericValuesParser(ManifestParser):
         if gpus is None and visible is not None:
             gpus = engine_gpus(args, visible.line, f"the values key {visible.source}",
                                visible)
+        gpus = _per_group(scope, gpus)
         overrides: dict[str, Any] = {}
         if args.model is None:
             overrides["model"] = found.model

@@ -329,10 +329,29 @@ _PIP_ENGINES = {
     "tensorrt-llm": "trtllm",
     "mlc-llm": "mlc-llm",
     "mlc-llm-nightly": "mlc-llm",
+    # TGI's Python server, released with the launcher at the same version (server/pyproject.toml)
+    "text-generation-server": "tgi",
 }
 
 
 @lru_cache(maxsize=4096)  # a pure function of the text; parsing a requirement is slow
+def _wheel_pin(text: str) -> tuple[str, str] | None:
+    """``(engine, version)`` of a wheel file installed by path
+    (``$DIR/text_generation_server-1.4.4-py3-none-any.whl[bnb]``): the version its file name
+    carries (the wheel file-name convention); ``None`` for other text or a glob."""
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+    name = text.rsplit("/", 1)[-1].split("[", 1)[0]
+    if not name.endswith(".whl") or "*" in name:
+        return None
+    try:
+        project, version, _, _ = parse_wheel_filename(name)
+    except (InvalidWheelFilename, ValueError):
+        return None
+    engine = _PIP_ENGINES.get(canonicalize_name(project))
+    return (engine, _normalized(str(version))) if engine else None
+
+
 def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     """``(engine, pinned version or None)`` for a pip requirement that installs an engine
     (``vllm==0.6.1.post2`` → ``("vllm", "0.6.1.post2")``; ``vllm>=0.10.0`` and
@@ -348,6 +367,9 @@ def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
+    wheel = _wheel_pin(text)
+    if wheel is not None:
+        return wheel
     try:
         requirement = Requirement(text)
     except InvalidRequirement:
@@ -413,14 +435,29 @@ def official_vllm(image: str) -> bool:
     return re.search(r"(^|/)vllm/vllm-openai[\w.-]*(:|@|$)", image) is not None
 
 
+SERVE_ENTRYPOINT_SINCE = "0.12.0"
+"""The first vLLM release whose ``vllm-openai`` image runs ``vllm serve`` (docker/Dockerfile of
+the sdist, target ``vllm-openai``: ``ENTRYPOINT ["vllm", "serve"]`` @0.12.0, 0.13.0, 0.20.0,
+0.25.0; ``ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]`` @0.8.5 through
+0.11.0)."""
+
+
 def pinned_official_vllm(image: str) -> bool:
-    """Whether ``image`` is vLLM's own OpenAI image at a tag that names a release (not
-    ``latest`` or ``nightly``): the release whose image made ``vllm serve`` its entrypoint
-    was not found, so such a tag's entrypoint is not known."""
+    """Whether ``image`` is vLLM's own OpenAI image at a tag that names a release older than
+    :data:`SERVE_ENTRYPOINT_SINCE` (or one kvlint cannot order): its entrypoint is the OpenAI
+    api_server, which takes no model as a positional argument. ``latest``, ``nightly`` and
+    releases from 0.12.0 run ``vllm serve``."""
+    from packaging.version import InvalidVersion, Version
+
     if not official_vllm(image):
         return False
     version = engine_from_image(image)[1]
-    return version is not None and version not in ("latest", "nightly")
+    if version is None or version in ("latest", "nightly"):
+        return False
+    try:
+        return Version(version) < Version(SERVE_ENTRYPOINT_SINCE)
+    except InvalidVersion:
+        return True
 
 
 _PROGRAMS = frozenset({"vllm", "python", "python3", "sh", "bash", "dash", "env",

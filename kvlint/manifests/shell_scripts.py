@@ -407,7 +407,7 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     comments = frozenset(n for n, row in enumerate(text.splitlines()[:100_000], 1)
                          if row.lstrip().startswith("#"))
     pins = [pin for command in rewritten
-            for pin in pip_pins(split_env_prefix(list(command))[1], Env({}, k8s=False))]
+            for pin in pip_pins(split_env_prefix(list(command))[1], _pin_env(command, values))]
     out: list[ServedModel] = []
     # a script runs in a user's shell, where HOME is always set: it expands to itself
     # (the NUL marks a "$" that is not expanded again), so "$HOME/venv/bin/vllm" still names
@@ -445,6 +445,17 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         out.append(replace(served, engine_problems=(*served.engine_problems, *more))
                    if more else served)
     return out
+
+
+def _pin_env(command: Sequence[Word], values: _PlainValues) -> Env:
+    """The plain-run values of the variables a ``pip install`` names its packages with
+    (``text_generation_server-$TGI_VERSION-py3-none-any.whl``), for its pins."""
+    if not any(w.text == "install" for w in command[:8]):
+        return Env({}, k8s=False)
+    names = {m.group(1) or m.group(2) for w in command[:256] if "$" in w.text
+             for m in _VARIABLE.finditer(w.text)}
+    found = {n: values.value("$" + n) for n in sorted(names)[:MAX_IMAGE_VARIABLES]}
+    return Env({n: v for n, v in found.items() if v is not None}, k8s=False)
 
 
 def _called(calls: Calls, line: int | None) -> list[str]:

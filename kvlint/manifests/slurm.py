@@ -3,7 +3,9 @@ https://slurm.schedmd.com/sbatch.html): the GPUs a job asks for on each node.
 
 ``--gres=gpu[:TYPE]:N`` and ``--gpus-per-node=[TYPE:]N`` are per node; ``--gpus=[TYPE:]N``
 (``-G``) is for the whole job, per node when the job has one (``--nodes``/``-N`` 1 or not
-given). What sbatch reads stops at the first line that is not a comment or blank.
+given); ``--gpus-per-task=[TYPE:]N`` is per task, times the tasks of a node
+(``--ntasks-per-node``, or ``--ntasks``/``-n`` on one node, else one). What sbatch reads
+stops at the first line that is not a comment or blank.
 """
 
 from __future__ import annotations
@@ -56,9 +58,21 @@ def slurm_gpus(text: str) -> SlurmGpus | None:
     nodes = 1
     found: SlurmGpus | None = None
     whole: SlurmGpus | None = None
+    per_task: SlurmGpus | None = None
+    per_node_tasks: int | None = None
+    tasks_all: int | None = None
     for option, value, line in _options(text):
         if option in ("--nodes", "-N") and value.split("-")[0].isdigit():
             nodes = int(value.split("-")[0])
+        elif option in ("--ntasks", "-n") and value.isdigit():
+            tasks_all = int(value)
+        elif option == "--ntasks-per-node" and value.isdigit():
+            per_node_tasks = int(value)
+        elif option == "--gpus-per-task":
+            spec = _GPU_SPEC.match(value)
+            if spec is not None:
+                per_task = SlurmGpus(int(spec.group(2)), spec.group(1), line,
+                                     f"#SBATCH --gpus-per-task={value}")
         elif option == "--gres":
             for item in value.split(","):
                 name, _, rest = item.partition(":")
@@ -78,6 +92,14 @@ def slurm_gpus(text: str) -> SlurmGpus | None:
             if spec is not None:
                 whole = SlurmGpus(int(spec.group(2)), spec.group(1), line,
                                   f"#SBATCH {option}={value}")
+    if found is None and per_task is not None:
+        # --gpus-per-task times the tasks of one node: --ntasks-per-node, else --ntasks of a
+        # one-node job, else one task
+        tasks = per_node_tasks or (tasks_all if nodes == 1 else None) or \
+            (1 if nodes == 1 else None)
+        if tasks is not None and per_task.count is not None:
+            found = replace(per_task, count=per_task.count * tasks,
+                            source=per_task.source + (f" x {tasks} tasks" if tasks > 1 else ""))
     if found is None and whole is not None and nodes == 1:
         found = whole
     if found is None or found.kind is None:

@@ -77,15 +77,17 @@ def test_nested_interpolation_and_expansions_that_vanish() -> None:
 
 
 def test_a_model_then_options_goes_to_vllm_serve_when_the_entrypoint_is_known() -> None:
-    """``vllm serve`` (the entrypoint of vLLM's images now, and of builds named for vLLM)
-    takes the model positionally; a pinned official tag may be older, with the api_server
+    """``vllm serve`` (the entrypoint of vLLM's images from 0.12.0, and of builds named for
+    vLLM) takes the model positionally; an official tag before 0.12.0 has the api_server
     entrypoint that ignores it (vllm#32294): not read as the model."""
     service = ("services:\n  m:\n    image: {image}\n"
                "    command: Qwen/Qwen3-1.7B --max-model-len 16384\n")
-    for image in ("vllm-cpu-env:latest", "vllm/vllm-openai:latest"):
+    for image in ("vllm-cpu-env:latest", "vllm/vllm-openai:latest",
+                  "vllm/vllm-openai:v0.12.0", "vllm/vllm-openai:v0.25.1"):
         (m,) = extract_text(service.format(image=image))
         assert v(m.model) == "Qwen/Qwen3-1.7B" and v(m.max_model_len) == 16384, image
-    assert extract_text(service.format(image="vllm/vllm-openai:v0.8.5")) == []
+    for image in ("vllm/vllm-openai:v0.8.5", "vllm/vllm-openai:v0.11.0"):
+        assert extract_text(service.format(image=image)) == [], image
     assert extract_text(service.format(image="ghcr.io/acme/tgi-build:latest")) == []
 
 

@@ -282,6 +282,25 @@ def test_a_charts_own_gpu_count_key() -> None:
     assert isinstance(model.gpus, Located) and "amdGpus" in model.gpus.source
 
 
+def test_a_multi_node_group_size_multiplies_a_pods_gpus() -> None:
+    """``lwsGroupSize: 2`` beside a pod's ``nvidia.com/gpu: 8``: one replica of the chart's
+    LeaderWorkerSet holds 16 GPUs, which tp 16 fills (no KV206)."""
+    (model,) = served(textwrap.dedent('''\
+        model:
+          name: deepseek-ai/DeepSeek-V3-0324
+        server:
+          lwsGroupSize: 2
+          image: vllm/vllm-openai:v0.9.0.1
+          resources:
+            limits:
+              nvidia.com/gpu: 8
+          args:
+            tpSize: 16
+        '''))
+    assert (v(model.tp), v(model.gpus)) == (16, 16)
+    assert isinstance(model.gpus, Located) and "lwsGroupSize" in model.gpus.source
+
+
 def test_args_rendered_through_tpl_read_the_values_they_name() -> None:
     """A chart whose deployment renders ``vllm.args`` through Helm's ``tpl``: ``{{
     .Values.vllm.model }}`` in an argument is the scalar at that key; the engine's own map

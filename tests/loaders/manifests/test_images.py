@@ -197,6 +197,12 @@ def test_split_image() -> None:
     ("transformers==4.45.0", None),
     ("-r requirements.txt", None),
     ("not a requirement!!", None),
+    # a wheel installed by path: the version its file name carries
+    ("/rel/vllm-0.6.3-cp38-abi3-manylinux1_x86_64.whl", ("vllm", "0.6.3")),
+    ("text_generation_server-1.4.4-py3-none-any.whl[bnb]", ("tgi", "1.4.4")),
+    ("text-generation-server==2.0.1", ("tgi", "2.0.1")),
+    ("vllm-*.whl", None),
+    ("flash_attn-2.3.2-cp311-cp311-linux_x86_64.whl", None),
 ])
 def test_engine_from_pip(spec: str, expected: tuple[str, str | None] | None) -> None:
     assert engine_from_pip(spec) == expected

@@ -94,6 +94,17 @@ def test_a_direct_launch_with_a_pip_pin() -> None:
     assert (found["engine"], found["tp"], found["version"]) == ("vllm", 4, "0.11.0")
 
 
+def test_a_wheel_installed_by_path_pins_its_version() -> None:
+    """A release wheel installed from a folder: the version is in its file name, here through
+    a variable the script sets once (TGI's Python server carries the launcher's version)."""
+    text = ("TGI_VERSION='1.4.4'\nif [ -z \"$R\" ]; then R=$HOME/rel; fi\n"
+            "pip install --no-index $R/vllm-*.whl "
+            "\"$R/text_generation_server-$TGI_VERSION-py3-none-any.whl[bnb]\"\n"
+            "text-generation-launcher --model-id org/m --num-shard 1\n")
+    (found,) = served(text, "run.sh")
+    assert (found["engine"], found["version"]) == ("tgi", "1.4.4")
+
+
 @pytest.mark.parametrize(("path", "text", "script"), [
     ("a.sh", "", True), ("a.yaml", "#!/usr/bin/env bash\n", True),
     ("a", "#!/bin/sh -e\n", True), ("a.yaml", "key: value\n", False),

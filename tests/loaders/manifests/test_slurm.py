@@ -28,6 +28,10 @@ from kvlint.manifests.slurm import slurm_gpus
     ("#SBATCH -p h200\n#SBATCH --gres=gpu:a100:1", (1, "a100")),   # the gres type wins
     ("#SBATCH -p h200\n#SBATCH --mem=64G", (None, "H200")),  # no count; the type still
     ("#SBATCH -p gpu\n#SBATCH --mem=64G", None),
+    ("#SBATCH --gpus-per-task=1\n#SBATCH --ntasks=1", (1, None)),
+    ("#SBATCH --gpus-per-task=a100:2\n#SBATCH -n 2", (4, "a100")),
+    ("#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=1", (4, None)),
+    ("#SBATCH -N 2\n#SBATCH --ntasks=8\n#SBATCH --gpus-per-task=1", None),  # per node?
 ])
 def test_directives(header: str, expected: tuple[int, str | None] | None) -> None:
     found = slurm_gpus("#!/bin/bash\n# job\n" + header + "\n")
