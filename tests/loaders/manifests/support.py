@@ -49,6 +49,33 @@ def extract(rel: str) -> list[ServedModel]:
     return extract_text(path.read_text(encoding="utf-8"), str(path))
 
 
+def extract_path(path: Path) -> list[ServedModel]:
+    """Every served model kvlint's whole extraction (all built-in parsers) finds in the file
+    ``path``, as ``kvlint lint`` reads it."""
+    from kvlint.lint.extraction import extract as lint_extract
+    from kvlint.plugins import get_plugin_manager
+
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    found = lint_extract(path, pm, parsers)
+    assert isinstance(found, list)
+    return found
+
+
+def tree_with_a_link_out(tmp_path: Path, link: str) -> Path:
+    """A tree (``tmp_path/tree``) holding ``link``, a symlink to a script outside it that
+    serves ``org/secret``, and a folder named ``dir.sh``: hostile inputs that must not be
+    read."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.sh").write_text("vllm serve org/secret\n", encoding="utf-8")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / link).symlink_to(outside / "secret.sh")
+    (tree / "dir.sh").mkdir()
+    return tree
+
+
 def one(rel: str) -> ServedModel:
     found = extract(rel)
     assert len(found) == 1, found

@@ -9,6 +9,7 @@ import pytest
 from kvlint.manifests.base import Located, ServedModel, Unresolved
 from kvlint.manifests.called_scripts import _bind, _call, _candidates
 from kvlint.manifests.shell_words import Word, split_script
+from tests.loaders.manifests.support import extract_path, tree_with_a_link_out
 
 SERVICE = """#!/bin/bash
 MODEL_PATH=${1:-Qwen/Qwen2.5-7B-Instruct}
@@ -21,14 +22,7 @@ done
 
 
 def _served(path: Path) -> list[ServedModel]:
-    from kvlint.lint.extraction import extract
-    from kvlint.plugins import get_plugin_manager
-
-    pm = get_plugin_manager(load_entry_points=False)
-    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
-    found = extract(path, pm, parsers)
-    assert isinstance(found, list)
-    return found
+    return extract_path(path)
 
 
 def _value(v: object) -> object:
@@ -74,13 +68,7 @@ def test_an_argument_that_cannot_be_carried_is_unresolved_not_its_default(
 
 def test_a_script_outside_the_tree_a_folder_or_the_caller_itself_is_not_followed(
         tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.sh").write_text("vllm serve org/secret\n", encoding="utf-8")
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    (tree / "link.sh").symlink_to(outside / "secret.sh")
-    (tree / "dir.sh").mkdir()
+    tree = tree_with_a_link_out(tmp_path, "link.sh")
     job = tree / "job.sh"
     job.write_text("#!/bin/bash\nbash link.sh\nbash dir.sh\nbash job.sh\nsource ../outside/"
                    "secret.sh\n", encoding="utf-8")

@@ -14,6 +14,7 @@ from tests.loaders.manifests.support import (
     extract,
     extract_text,
     line,
+    tree_with_a_link_out,
     v,
 )
 
@@ -373,13 +374,7 @@ def test_a_mounted_script_outside_the_tree_or_not_a_file_is_not_read(tmp_path: P
     from kvlint.lint.extraction import extract_text as lint_extract
     from kvlint.plugins import get_plugin_manager
 
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.sh").write_text("vllm serve org/secret\n", encoding="utf-8")
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    (tree / "serve.sh").symlink_to(outside / "secret.sh")
-    (tree / "dir.sh").mkdir()
+    tree = tree_with_a_link_out(tmp_path, "serve.sh")
     pm = get_plugin_manager(load_entry_points=False)
     parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
     for source in ("./serve.sh", "./dir.sh", "models"):

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kvlint.lint.extraction import extract
 from kvlint.manifests.base import Located, ServedModel
-from kvlint.plugins import get_plugin_manager
+from tests.loaders.manifests.support import extract_path
 
 WORKFLOW = """\
 name: e2e
@@ -52,11 +51,7 @@ runs:
 def models(tmp_path: Path, text: str) -> list[ServedModel]:
     path = tmp_path / "workflow.yml"
     path.write_text(text, encoding="utf-8")
-    pm = get_plugin_manager(load_entry_points=False)
-    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
-    found = extract(path, pm, parsers)
-    assert isinstance(found, list)
-    return found
+    return extract_path(path)
 
 
 def value(found: object) -> object:
