@@ -85,10 +85,6 @@ def _expand(commands: Sequence[list[Word]], ctx: DocumentContext, here: Path, de
         line = command[0].line if command else None
         inner = [[replace(w, line=line) for w in c]
                  for c in file_commands(_bind(text, call[1]))]
-        if not any(find_program([w.text for w in split_env_prefix(c)[1]]) for c in inner) \
-                and depth + 1 >= MAX_CALL_DEPTH:
-            calls.commands.append(list(command))
-            continue
         calls.notes.setdefault(line, f"the engine command is in {shown}, which this line "
                                      "runs: read from there")
         _expand(inner, ctx, resolved, depth + 1, calls, seen | {str(resolved.resolve())})

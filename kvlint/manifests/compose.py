@@ -474,9 +474,9 @@ class ComposeParser(ManifestParser):
         elif "entrypoint" not in service and image is not None:
             options_only = bool(command) and command[0].text.startswith("-")
             # a model then options: vllm serve's own form, the entrypoint of vLLM's images
-            # now; a pinned official tag may be older, when the entrypoint was the OpenAI
-            # api_server, which ignores a positional model and serves its default one
-            # (vllm#32294): not read as the model then
+            # from 0.12.0; an official tag before it runs the OpenAI api_server, which
+            # ignores a positional model and serves its default one (vllm#32294): not read
+            # as the model then
             positional = model_then_options([w.text for w in command]) and \
                 not pinned_official_vllm(image.value)
             fallback = entrypoint_engine(image.value, env,

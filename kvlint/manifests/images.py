@@ -329,12 +329,12 @@ _PIP_ENGINES = {
     "tensorrt-llm": "trtllm",
     "mlc-llm": "mlc-llm",
     "mlc-llm-nightly": "mlc-llm",
-    # TGI's Python server, released with the launcher at the same version (server/pyproject.toml)
+    # TGI's Python server, versioned with the launcher's release (server/pyproject.toml
+    # @01b82b58, huggingface/text-generation-inference: version = "2.0.5-dev0", the repo's)
     "text-generation-server": "tgi",
 }
 
 
-@lru_cache(maxsize=4096)  # a pure function of the text; parsing a requirement is slow
 def _wheel_pin(text: str) -> tuple[str, str] | None:
     """``(engine, version)`` of a wheel file installed by path
     (``$DIR/text_generation_server-1.4.4-py3-none-any.whl[bnb]``): the version its file name
@@ -352,6 +352,7 @@ def _wheel_pin(text: str) -> tuple[str, str] | None:
     return (engine, _normalized(str(version))) if engine else None
 
 
+@lru_cache(maxsize=4096)  # a pure function of the text; parsing a requirement is slow
 def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     """``(engine, pinned version or None)`` for a pip requirement that installs an engine
     (``vllm==0.6.1.post2`` → ``("vllm", "0.6.1.post2")``; ``vllm>=0.10.0`` and
