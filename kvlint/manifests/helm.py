@@ -30,7 +30,7 @@ from kvlint.manifests.engine_launch import (
     walk_script,
 )
 from kvlint.manifests.images import entrypoint_engine
-from kvlint.manifests.kubernetes import gpu_type_of
+from kvlint.manifests.kubernetes import gpu_type_of, mig_resources
 from kvlint.manifests.shell_env import Env, env_from_k8s
 from kvlint.manifests.shell_words import split_script
 from kvlint.manifests.yaml_values import (
@@ -67,7 +67,7 @@ def gpus_from_resources(resources: Any, where: str,
         block = get_map(resources, part)
         if block is None:
             continue
-        for key in keys:
+        for key in keys + mig_resources(resources):  # a MIG slice is a GPU to the engine
             if block.get(key) is not None:
                 return loc_int(block, key, f"{where}.{part}.{key}")
     return None

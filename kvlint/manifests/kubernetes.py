@@ -128,7 +128,7 @@ def pod_gpus(pod: Any, containers: Sequence[Any] | None = None,
     for container in containers if containers is not None else (
             get_list(pod, "containers") or []):
         resources = get_map(container, "resources")
-        for key in GPU_KEYS + TPU_KEYS:
+        for key in GPU_KEYS + TPU_KEYS + mig_resources(resources):
             for part in ("limits", "requests"):
                 block = get_map(resources, part)
                 if block is None or block.get(key) is None:
@@ -151,6 +151,47 @@ def pod_gpus(pod: Any, containers: Sequence[Any] | None = None,
         return Located(total, first.line, first.column,
                        f"{where}resources {' + '.join(keys)} (all containers)"), notes
     return Located(total, first.line, first.column, first.source), notes
+
+
+MIG_RESOURCE = re.compile(r"nvidia\.com/(mig-\d+c?\.?\d*g\.\d+gb(?:\+\w+)*)$", re.IGNORECASE)
+"""The NVIDIA device plugin's resource for a MIG device under its ``mixed`` strategy
+(``nvidia.com/mig-3g.40gb``: NVIDIA/k8s-device-plugin README, "MIG support")."""
+
+
+def mig_resources(resources: Any) -> tuple[str, ...]:
+    """The MIG-device resources a container's ``limits`` or ``requests`` name."""
+    found: list[str] = []
+    for part in ("limits", "requests"):
+        for key in get_map(resources, part) or {}:
+            if MIG_RESOURCE.match(str(key)) and str(key) not in found:
+                found.append(str(key))
+    return tuple(found)
+
+
+GKE_PARTITION = "cloud.google.com/gke-gpu-partition-size"
+"""GKE's node label for MIG nodes: the pod asks for ``nvidia.com/gpu`` and selects the
+partition (GKE docs, "Running multi-instance GPUs")."""
+
+
+def pod_mig_profile(pod: Any) -> Located[str] | None:
+    """The MIG device (``mig-3g.40gb``) a pod's containers request, or GKE's partition label
+    selects, with its line."""
+    selector = get_map(pod, "nodeSelector") or {}
+    size = selector.get(GKE_PARTITION)
+    if isinstance(size, str) and re.fullmatch(r"\d+g\.\d+gb", size.strip(), re.IGNORECASE):
+        return Located(f"mig-{size.strip().lower()}", key_line(selector, GKE_PARTITION),
+                       key_col(selector, GKE_PARTITION), f"nodeSelector {GKE_PARTITION}")
+    for key in ("containers", "initContainers"):
+        for container in get_list(pod, key) or []:
+            resources = get_map(container, "resources")
+            for part in ("limits", "requests"):
+                block = get_map(resources, part) or {}
+                for name in block:
+                    found = MIG_RESOURCE.match(str(name))
+                    if found and str(block[name]).strip() not in ("0", ""):
+                        return Located(found.group(1), key_line(block, name),
+                                       key_col(block, name), f"resources.{part}.{name}")
+    return None
 
 
 POD_NO_GPU = ("no GPU requested (no nvidia.com/gpu or other device in the container's "
@@ -232,6 +273,19 @@ def gpu_type_of(pod: Any) -> Located[str] | None:
     the accelerator family of the device its containers request (``habana.ai/gaudi``). A
     label of another name that speaks of GPUs counts when its value names a GPU kvlint knows
     (:func:`~kvlint.model.hardware.gpu_family`: ``gpu: rtx3090``), never ``gpu: "true"``."""
+    named = _gpu_type_of(pod)
+    mig = pod_mig_profile(pod)
+    if mig is None:
+        return named
+    if named is None or named.source.startswith("resources "):  # no node label names a GPU
+        return Located(f"MIG {mig.value[4:]}", mig.line, mig.column, mig.source)
+    if re.search(r"mig[\s_-]*\S*g\.\d+gb", named.value, re.IGNORECASE):
+        return named  # the label names the MIG device already (single strategy)
+    return Located(f"{named.value} MIG {mig.value[4:]}", named.line, named.column,
+                   f"{named.source} with {mig.source}")
+
+
+def _gpu_type_of(pod: Any) -> Located[str] | None:
     selector = get_map(pod, "nodeSelector") or {}
     keys = [*GPU_TYPE_KEYS, *(k for k in map(str, selector) if k not in GPU_TYPE_KEYS and
                               is_gpu_label(k))]

@@ -31,6 +31,7 @@ __all__ = [
     "gpu_family",
     "gpu_names",
     "load_gpus",
+    "mig_device",
     "normalize_gpu_name",
     "parse_gpus",
 ]
@@ -324,7 +325,53 @@ def find_gpu(name: str) -> Gpu:
     gpu = _index().get(key) if key else None
     if gpu is not None:
         return gpu
+    mig = mig_device(name)
+    if mig is not None:
+        return mig
     raise UnknownGpu(name, _suggestions(key), gpu_names())
+
+
+_MIG = re.compile(r"(?:^|[\s_\-])(?:mig[\s_\-]*)?((?:\d+c\.)?(\d+)g\.(\d+)gb)(?:\+\w+)*$",
+                  re.IGNORECASE)
+"""A MIG device's name: ``[<parent> ][MIG ][<c>c.]<g>g.<mem>gb[+me]`` (NVIDIA MIG User
+Guide, "MIG Device Names": GPU-instance compute slices, then the instance's memory in GB);
+GPU Feature Discovery's single-strategy product label ``A100-SXM4-80GB-MIG-3g.40gb`` and
+the device plugin's mixed-strategy resource ``nvidia.com/mig-3g.40gb`` end the same way."""
+
+
+def mig_device(name: str) -> Gpu | None:
+    """The MIG device ``name`` names (``MIG 3g.40gb``, ``A100-SXM4-80GB-MIG-1g.10gb``,
+    ``mig-2g.20gb``), as a GPU of its own; ``None`` for any other name.
+
+    Its memory is the one its name states, nominal: a share of the parent's table memory
+    (``mem`` of the parent's marketed GB) when the name's start is a GPU of the table, else
+    (no parent, or one the table lacks) ``mem`` GiB (a vendor "80GB" HBM part is 80 GiB
+    to the driver, within a few percent). The driver reserves a little of each instance,
+    so the real figure is somewhat lower; give ``--gpu-memory`` for the exact one. The
+    bandwidth is the parent's same share (memory slices bring their memory controllers),
+    unknown (0) without a parent."""
+    found = _MIG.search(name.strip())
+    if found is None:
+        return None
+    profile, memory_gb = found.group(1).lower(), int(found.group(3))
+    if memory_gb <= 0 or int(found.group(2)) <= 0:
+        return None
+    head = name.strip()[:found.start()].strip(" _-")
+    parent = _index().get(normalize_gpu_name(head)) if head else None
+    if parent is not None and parent.vendor == "nvidia" and \
+            0 < memory_gb <= parent.marketed_memory_gb:
+        share = memory_gb / parent.marketed_memory_gb
+        return Gpu(name=f"{parent.name} MIG {profile}", vendor="nvidia",
+                   memory_bytes=int(parent.memory_bytes * share),
+                   bandwidth_bytes_per_s=int(parent.bandwidth_bytes_per_s * share),
+                   source=parent.source, memory_type=parent.memory_type,
+                   marketed_memory_gb=float(memory_gb), interconnect=None,
+                   note=f"a MIG instance of {parent.name}: {memory_gb} of its "
+                        f"{parent.marketed_memory_gb:g} GB, nominal")
+    # no parent, or one kvlint does not know: the name's memory alone
+    return Gpu(name=f"MIG {profile}", vendor="nvidia", memory_bytes=memory_gb * 2**30,
+               bandwidth_bytes_per_s=0, marketed_memory_gb=float(memory_gb),
+               note=f"a MIG instance of {memory_gb} GB (parent GPU not named), nominal")
 
 
 def gpu_family(name: str) -> tuple[str, ...]:

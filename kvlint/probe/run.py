@@ -343,9 +343,13 @@ def _gpu_bandwidth(name: str | None) -> float:
     from kvlint.model.hardware import find_gpu
 
     try:
-        return float(find_gpu(name).bandwidth_bytes_per_s)
+        bandwidth = float(find_gpu(name).bandwidth_bytes_per_s)
     except ValueError as err:
         raise UsageError(str(err).strip("'\"")) from None
+    if bandwidth <= 0:  # a MIG device whose parent GPU is not named
+        raise UsageError(f"the bandwidth of {name} is not known: name its GPU "
+                         "(A100-80GB MIG 3g.40gb) or give --bandwidth GB/s")
+    return bandwidth
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,13 @@ def valid_tps(ctx: RuleContext) -> tuple[int, ...]:
                  and kv.state_fits(g, tp // dp if sharding != "layers" else 1))
 
 
+def on_mig(ctx: RuleContext) -> bool:
+    """Whether the plan's GPU is a MIG device (:func:`kvlint.model.hardware.mig_device`)."""
+    from kvlint.model.hardware import mig_device
+
+    return bool(ctx.plan.gpu) and mig_device(ctx.plan.gpu or "") is not None
+
+
 def weights_fit(ctx: RuleContext, layout: Layout) -> bool:
     return ctx.sizer is None or ctx.sizer.weights_fit(layout.tp, layout.pp)
 
@@ -74,6 +81,10 @@ def _layouts(ctx: RuleContext) -> Iterator[Layout]:
     layers = ctx.analysis.geometry.num_layers
     # an engine without pipeline parallelism (TGI, LMDeploy) can only be given more tp
     stages = min(layers, MAX_STAGES) if ctx.plan.behaviour.pipeline_parallel else 1
+    if on_mig(ctx):  # a CUDA process sees one MIG device: no layout spans several
+        if 1 in valid_tps(ctx):
+            yield Layout(1, 1)
+        return
     for tp in valid_tps(ctx):
         for pp in range(1, stages + 1):
             if tp * pp <= MAX_PARALLEL:

@@ -8,7 +8,7 @@ from dataclasses import replace
 from kvlint.diagnostics import Finding, Severity, Suggestion
 from kvlint.hookspecs import hookimpl
 from kvlint.model.capacity import Capacity, longest_fitting_context, sequence_bytes_per_gpu
-from kvlint.rules.advice import sequence_fits, suggest_layout
+from kvlint.rules.advice import on_mig, sequence_fits, suggest_layout
 from kvlint.rules.base import Rule, RuleContext
 from kvlint.units import fmt_bytes, fmt_int
 
@@ -228,6 +228,9 @@ class WeightsExceedGpuMemory(Rule):
         need = (f"; tp={fits.tp}" + (f" x pp={fits.pp}" if fits.pp > 1 else "") +
                 f" ({fits.gpus} such GPUs, the fewest with a tp valid for the model{room}) "
                 "holds them" if fits else "")
+        if fits is None and on_mig(ctx):
+            need = ("; a CUDA process uses one MIG device, so more of them do not help: "
+                    "serve on a larger MIG profile or on whole GPUs")
         where = f"tp={layout.tp}" + (f" pp={layout.pp}" if layout.pp > 1 else "")
         smaller = _smaller_quantization(ctx)
         offers = f"{fmt_bytes(cap.usable_bytes)}" + (

@@ -25,6 +25,16 @@ raises otherwise (``NotImplementedError(FLASH_ATT_ERROR_MESSAGE...)``, and for t
 fallback "sharded is not supported for AutoModel")."""
 
 
+def _mig_device(gpu: str | None) -> str | None:
+    """The MIG device a plan's GPU is (its name), else ``None``."""
+    if not gpu:
+        return None
+    from kvlint.model.hardware import mig_device
+
+    found = mig_device(gpu)  # no table GPU's name ends in a MIG profile (``3g.40gb``)
+    return found.name if found is not None else None
+
+
 class GpuCountMismatch(Rule):
     """## What it does
     Flags a manifest whose GPU request differs from what its parallelism needs: tp x pp,
@@ -47,6 +57,11 @@ class GpuCountMismatch(Rule):
     another image (a custom build may be a CPU one; TGI's falls back to the CPU for a model
     without flash kernels).
 
+    Ranks never span MIG devices (`nvidia.com/mig-3g.40gb: 2`, a GPU named `... MIG
+    3g.40gb`): a CUDA process enumerates only one MIG device and MIG instances have no
+    peer-to-peer path (NVIDIA MIG User Guide), so tp x pp > 1 on them is an error whatever
+    the count.
+
     ## Example
     ```yaml
     args: ["--tensor-parallel-size", "8"]
@@ -66,6 +81,10 @@ class GpuCountMismatch(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         requested = ctx.gpus_requested
+        mig = _mig_device(ctx.plan.gpu)
+        if mig is not None and ctx.plan.layout.tp * ctx.plan.layout.pp > 1:
+            yield self._across_mig(ctx, mig)
+            return
         if requested is None:
             return
         needed = ctx.plan.layout.gpus
@@ -88,6 +107,19 @@ class GpuCountMismatch(Rule):
                     if (ctx.gpus_source or "").endswith(GPU_BUILD) or unshardable else finding
             return
         yield from self._too_many_or_few(ctx, requested, needed)
+
+    def _across_mig(self, ctx: RuleContext, mig: str) -> Finding:
+        layout = ctx.plan.layout
+        how = f"tp={layout.tp}" + (f" x pp={layout.pp}" if layout.pp > 1 else "")
+        source = f", from {ctx.plan.gpu_source}" if ctx.plan.gpu_source else ""
+        finding = self.finding(
+            f"{how} spans {layout.tp * layout.pp} GPUs, but the GPUs are MIG devices "
+            f"({mig}{source}): a CUDA process enumerates only one MIG device, and MIG "
+            "instances have no peer-to-peer path between them, so the ranks cannot share "
+            "one process group and the engine fails to start. Serve on one MIG device large "
+            "enough for the model (a bigger profile), or on whole GPUs.",
+            requested=ctx.gpus_requested or 0, needed=layout.gpus, mig_device=mig)
+        return replace(finding, severity=Severity.ERROR)
 
     def _no_gpu(self, ctx: RuleContext, needed: int) -> Iterator[Finding]:
         source = ctx.gpus_source or ""
