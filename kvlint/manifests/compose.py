@@ -334,6 +334,27 @@ def _service_gpus(found: Located[int] | Unresolved | _EveryGpu | None,
     return taken if taken is not None else Unresolved(why, found.line, None, found.what)
 
 
+def _engine_of_options(service: Mapping[str, Any], words: list[Word], env: dict[str, Any],
+                       image: Located[str] | None, notes: list[str]
+                       ) -> tuple[Located[str] | None, EngineArgs | None]:
+    """The engine of an options-only command given to an image whose ENTRYPOINT kvlint
+    cannot read (one the service builds from a Dockerfile not in the tree, or a custom
+    image): the one engine whose options they all are (:func:`.engine_options.options_engine`)."""
+    from kvlint.manifests.engine_options import engine_display, options_engine
+
+    texts = [w.text for w in words]
+    found = options_engine(texts)
+    if found is None:
+        return None, None
+    what = f"image {image.value}" if image is not None else "the image the service builds"
+    notes.append(f"the ENTRYPOINT of {what} is not in the tree: its command's options are "
+                 f"all {engine_display(found)}'s (and no other engine's), so it is read as "
+                 f"{engine_display(found)}'s server")
+    line = key_line(service, "command")
+    return (Located(found, line, None, "the command's options"),
+            engine_args(found, words, Env({}, k8s=False), Env(env, k8s=False)))
+
+
 def _triton(words: list[Word], image: Located[str] | None
             ) -> tuple[Located[str], dict[str, Any]] | None:
     """A service that runs ``tritonserver`` in a TensorRT-LLM Triton image: it serves the
@@ -499,6 +520,9 @@ class ComposeParser(ManifestParser):
                 if isinstance(src, str) and isinstance(dst, str)]
             args, model_over, more = follow_file_config(engine.value, args, ctx, volumes)
             notes.extend(more)
+        if engine is None and not entry and command and command[0].text.startswith("-") and \
+                (image is None or engine_from_image(image.value)[0] is None):
+            engine, args = _engine_of_options(service, words, env, image, notes)
         if engine is None:
             triton = _triton(words, image)
             if triton is None:

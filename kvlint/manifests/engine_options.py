@@ -85,6 +85,25 @@ def known_options(engine: str) -> frozenset[str]:
     return frozenset(_names(engine, ()))
 
 
+MIN_TELLING_OPTIONS = 3
+"""Options a command must give before :func:`options_engine` names its engine from them."""
+
+
+def options_engine(words: Sequence[str]) -> str | None:
+    """The one engine whose server accepts every ``--option`` of ``words`` (an options-only
+    command, as an image of unknown ENTRYPOINT is given one), by the option tables of every
+    release kvlint read; ``None`` when fewer than :data:`MIN_TELLING_OPTIONS` options are
+    given, or when no engine, or more than one, accepts them all. vLLM's ``--max-model-len``
+    or ``--gpu-memory-utilization`` are no other engine's, so a command that uses them is
+    vLLM's; SGLang's aliases (``--model``, ``--tensor-parallel-size``) alone tell nothing."""
+    names = {w.split("=", 1)[0] for w in words if w.startswith("--") and len(w) > 2}
+    if not words or not words[0].startswith("-") or len(names) < MIN_TELLING_OPTIONS:
+        return None
+    fits = [engine for engine in OPTION_TABLES
+            if all(_normalise(engine, n) in known_options(engine) for n in names)]
+    return fits[0] if len(fits) == 1 else None
+
+
 def _names(engine: str, absent: Iterable[str]) -> set[str]:
     gone = set(absent)
     out: set[str] = set()

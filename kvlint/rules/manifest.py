@@ -59,8 +59,9 @@ class GpuCountMismatch(Rule):
 
     Ranks never span MIG devices (`nvidia.com/mig-3g.40gb: 2`, a GPU named `... MIG
     3g.40gb`): a CUDA process enumerates only one MIG device and MIG instances have no
-    peer-to-peer path (NVIDIA MIG User Guide), so tp x pp > 1 on them is an error whatever
-    the count.
+    peer-to-peer path (NVIDIA MIG User Guide, "CUDA Device Enumeration": "a single CUDA
+    process can only enumerate a single MIG device", quoted in pytorch/pytorch#130181), so
+    tp x pp > 1 on them is an error whatever the count.
 
     ## Example
     ```yaml

@@ -6,9 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.manifests.base import (
-    Unresolved,
-)
+from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.compose import interpolate
 from tests.loaders.manifests.support import (
     extract,
@@ -383,3 +381,28 @@ def test_a_mounted_script_outside_the_tree_or_not_a_file_is_not_read(tmp_path: P
                 '    entrypoint: ["/bin/bash", "-c"]\n    command: ["/serve.sh"]\n')
         found = lint_extract(text, tree / "docker-compose.yml", pm, parsers)
         assert found == [], source
+
+
+@pytest.mark.parametrize(("command", "engine"), [
+    # vLLM's own options (--max-model-len, --gpu-memory-utilization are no other engine's)
+    ("--model /models/m --tensor-parallel-size 2 --max-model-len 8192 "
+     "--gpu-memory-utilization 0.6", "vllm"),
+    # SGLang's (--mem-fraction-static, --tp-size)
+    ("--model-path org/m --tp-size 2 --mem-fraction-static 0.8", "sglang"),
+    # too few to tell, or options both engines take: not read
+    ("--model org/m --tensor-parallel-size 2", None),
+    ("--model org/m --port 8000 --host 0.0.0.0 --tensor-parallel-size 2", None),
+])
+def test_a_built_image_of_no_dockerfile_is_read_by_its_options(command: str,
+                                                               engine: str | None) -> None:
+    text = (f"services:\n  llm:\n    build: {{context: ., dockerfile: llm.Dockerfile}}\n"
+            f"    command: {command}\n")
+    models = extract_text(text, "docker-compose.yml")
+    if engine is None:
+        assert models == []
+        return
+    (model,) = models
+    assert model.engine is not None and model.engine.value == engine
+    assert model.engine.source == "the command's options" and model.engine.line == 4
+    assert isinstance(model.tp, Located) and model.tp.value == 2
+    assert any("is not in the tree" in note for note in model.notes)
