@@ -114,7 +114,8 @@ def plan_options(func: F) -> F:
                           "bitsandbytes-nf4...): sizes the weights; a checkpoint that is "
                           "already quantized keeps its own format. awq, gptq, mxfp4 on a "
                           "config that names no quantization: sized as that "
-                          "checkpoint's usual form (4-bit AWQ/GPTQ in groups of 128...)."),
+                          "checkpoint's usual form (4-bit AWQ/GPTQ in groups of 128...). "
+                          "gguf:TYPE (gguf:Q4_K_M): a GGUF file of that llama.cpp type."),
         click.option("--chunked-prefill-size", type=click.IntRange(-1, 2**31), default=None,
                      help="SGLang: tokens per prefill chunk (-1: none); feeds its default "
                           "mem_fraction_static (default: the release's, by GPU memory)."),

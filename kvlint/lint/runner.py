@@ -137,6 +137,9 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         else None
     quantization = served.quantization if isinstance(served.quantization, Located) and \
         isinstance(served.quantization.value, str) else None
+    gguf = _gguf_quantization(served, quantization)
+    if gguf is not None:
+        quantization = gguf
     stated = served.gpu_memory
     if stated is not None:  # a memory the manifest states wins over the table's and defaults
         memory, memory_source = gpu_memory_bytes(stated.value), _where(stated, "the manifest")
@@ -178,6 +181,24 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         quantization_source=_where(quantization, "the manifest") if quantization
         else base.quantization_source,
     )
+
+
+def _gguf_quantization(served: ServedModel, given: Located[str] | None
+                       ) -> Located[str] | None:
+    """``gguf:<type>`` for a model that is a GGUF file whose name gives its type
+    (``...-Q4_K_M.gguf``, ``-hf repo:Q5_K_M``), unless another method is given: its weights
+    are sized at llama.cpp's bits per weight for the type (:mod:`kvlint.model.gguf`)."""
+    from kvlint.model.gguf import gguf_type
+
+    model = served.model
+    if not isinstance(model, Located) or not isinstance(model.value, str) or (
+            given is not None and given.value.strip().lower() != "gguf"):
+        return None
+    kind = gguf_type(model.value)
+    if kind is None:
+        return None
+    return Located(f"gguf:{kind}", model.line, model.column,
+                   f"the GGUF file's name ({model.value.rsplit('/', 1)[-1]})")
 
 
 def _fraction(value: Located[float] | Unresolved | None) -> float | None:

@@ -232,4 +232,12 @@ def on_the_fly_quantization(engine: str | None, method: str | None,
             isinstance(text, Mapping) and text.get("quantization_config")):
         return None
     key = method.strip().lower()
+    if key.startswith("gguf:"):  # a GGUF file of that type (kvlint.model.gguf)
+        from kvlint.model.gguf import gguf_bits
+
+        kind = key[5:].upper()
+        if gguf_bits(kind) is None:
+            return None
+        return OnTheFly({"quant_method": "gguf", "gguf_type": kind},
+                        f"a GGUF file of type {kind} (llama.cpp's bits per weight for it)")
     return ON_THE_FLY.get(engine, {}).get(key) or PREQUANTIZED.get(key.replace("-", "_"))
