@@ -50,7 +50,7 @@ from kvlint.manifests.yaml_values import (
     object_name,
     to_int,
 )
-from kvlint.model.hardware import gpu_family
+from kvlint.model.hardware import gpu_family, mig_device
 
 __all__ = [
     "KubernetesWorkloadParser",
@@ -153,9 +153,16 @@ def pod_gpus(pod: Any, containers: Sequence[Any] | None = None,
     return Located(total, first.line, first.column, first.source), notes
 
 
-MIG_RESOURCE = re.compile(r"nvidia\.com/(mig-\d+c?\.?\d*g\.\d+gb(?:\+\w+)*)$", re.IGNORECASE)
+MIG_RESOURCE = re.compile(r"nvidia\.com/(mig-\S+)$", re.IGNORECASE)
 """The NVIDIA device plugin's resource for a MIG device under its ``mixed`` strategy
-(``nvidia.com/mig-3g.40gb``: NVIDIA/k8s-device-plugin README, "MIG support")."""
+(``nvidia.com/mig-3g.20gb``: NVIDIA/k8s-device-plugin v0.7.0 release notes), its name a MIG
+device's (:func:`kvlint.model.hardware.mig_device`)."""
+
+
+def _mig_name(key: object) -> str | None:
+    """``mig-3g.40gb`` for a MIG-device resource name, else ``None``."""
+    found = MIG_RESOURCE.match(str(key))
+    return found.group(1) if found and mig_device(found.group(1)) is not None else None
 
 
 def mig_resources(resources: Any) -> tuple[str, ...]:
@@ -163,14 +170,14 @@ def mig_resources(resources: Any) -> tuple[str, ...]:
     found: list[str] = []
     for part in ("limits", "requests"):
         for key in get_map(resources, part) or {}:
-            if MIG_RESOURCE.match(str(key)) and str(key) not in found:
+            if _mig_name(key) and str(key) not in found:
                 found.append(str(key))
     return tuple(found)
 
 
 GKE_PARTITION = "cloud.google.com/gke-gpu-partition-size"
-"""GKE's node label for MIG nodes: the pod asks for ``nvidia.com/gpu`` and selects the
-partition (GKE docs, "Running multi-instance GPUs")."""
+"""GKE's node label of a MIG node pool (its ``gpuPartitionSize``): the pod asks for
+``nvidia.com/gpu`` and selects the partition by this label."""
 
 
 def pod_mig_profile(pod: Any) -> Located[str] | None:
@@ -178,19 +185,18 @@ def pod_mig_profile(pod: Any) -> Located[str] | None:
     selects, with its line."""
     selector = get_map(pod, "nodeSelector") or {}
     size = selector.get(GKE_PARTITION)
-    if isinstance(size, str) and re.fullmatch(r"\d+g\.\d+gb", size.strip(), re.IGNORECASE):
+    if isinstance(size, str) and mig_device(size) is not None:
         return Located(f"mig-{size.strip().lower()}", key_line(selector, GKE_PARTITION),
                        key_col(selector, GKE_PARTITION), f"nodeSelector {GKE_PARTITION}")
     for key in ("containers", "initContainers"):
         for container in get_list(pod, key) or []:
-            resources = get_map(container, "resources")
             for part in ("limits", "requests"):
-                block = get_map(resources, part) or {}
+                block = get_map(get_map(container, "resources"), part) or {}
                 for name in block:
-                    found = MIG_RESOURCE.match(str(name))
-                    if found and str(block[name]).strip() not in ("0", ""):
-                        return Located(found.group(1), key_line(block, name),
-                                       key_col(block, name), f"resources.{part}.{name}")
+                    profile = _mig_name(name)
+                    if profile and str(block[name]).strip() not in ("0", ""):
+                        return Located(profile, key_line(block, name), key_col(block, name),
+                                       f"resources.{part}.{name}")
     return None
 
 
@@ -279,7 +285,7 @@ def gpu_type_of(pod: Any) -> Located[str] | None:
         return named
     if named is None or named.source.startswith("resources "):  # no node label names a GPU
         return Located(f"MIG {mig.value[4:]}", mig.line, mig.column, mig.source)
-    if re.search(r"mig[\s_-]*\S*g\.\d+gb", named.value, re.IGNORECASE):
+    if mig_device(named.value) is not None:
         return named  # the label names the MIG device already (single strategy)
     return Located(f"{named.value} MIG {mig.value[4:]}", named.line, named.column,
                    f"{named.source} with {mig.source}")

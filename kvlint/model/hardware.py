@@ -365,7 +365,7 @@ def mig_device(name: str) -> Gpu | None:
                    memory_bytes=int(parent.memory_bytes * share),
                    bandwidth_bytes_per_s=int(parent.bandwidth_bytes_per_s * share),
                    source=parent.source, memory_type=parent.memory_type,
-                   marketed_memory_gb=float(memory_gb), interconnect=None,
+                   marketed_memory_gb=float(memory_gb),
                    note=f"a MIG instance of {parent.name}: {memory_gb} of its "
                         f"{parent.marketed_memory_gb:g} GB, nominal")
     # no parent, or one kvlint does not know: the name's memory alone

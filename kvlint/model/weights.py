@@ -608,17 +608,13 @@ def weight_format(
             "nvfp4", 2.0, NVFP4_BYTES, LINEAR_PARTS, False,
             (*notes, "NVFP4: projections 4.5 bits per parameter (approximate)"),
         )
-    if method == "gguf":
-        from kvlint.model.gguf import gguf_bits
+    kind = str(quantization_config.get("gguf_type") or "").upper()
+    from kvlint.model.gguf import gguf_bits  # weights.py imports no kvlint module at load
 
-        kind = str(quantization_config.get("gguf_type") or "")
-        gguf_per = gguf_bits(kind)
-        if gguf_per is not None:
-            return WeightFormat(
-                f"gguf {kind.upper()}", 2.0, gguf_per / 8,
-                LINEAR_PARTS | {Part.EMBEDDINGS, Part.LM_HEAD}, False,
-                (*notes, f"GGUF {kind.upper()}: {gguf_per:.3g} bits per weight, embeddings and "
-                 "output included (llama.cpp's figure for the file type; approximate)"))
+    if method == "gguf" and (gguf_per := gguf_bits(kind)) is not None:
+        return WeightFormat(f"gguf {kind}", 2.0, gguf_per / 8, LINEAR_PARTS | {
+            Part.EMBEDDINGS, Part.LM_HEAD}, False, (*notes, f"GGUF {kind}: {gguf_per:.3g} "
+            "bits per weight, embeddings and output included (llama.cpp's; approximate)"))
     int_format = _integer_format(method, quantization_config)
     if int_format is not None:
         name, per = int_format

@@ -54,11 +54,18 @@ def valid_tps(ctx: RuleContext) -> tuple[int, ...]:
                  and kv.state_fits(g, tp // dp if sharding != "layers" else 1))
 
 
-def on_mig(ctx: RuleContext) -> bool:
-    """Whether the plan's GPU is a MIG device (:func:`kvlint.model.hardware.mig_device`)."""
+def plan_mig_device(ctx: RuleContext) -> str | None:
+    """The MIG device the plan's GPU is (:func:`kvlint.model.hardware.mig_device`: no table
+    GPU's name ends in a MIG profile), by its name; ``None`` for a whole GPU or none."""
     from kvlint.model.hardware import mig_device
 
-    return bool(ctx.plan.gpu) and mig_device(ctx.plan.gpu or "") is not None
+    found = mig_device(ctx.plan.gpu) if ctx.plan.gpu else None
+    return found.name if found is not None else None
+
+
+def on_mig(ctx: RuleContext) -> bool:
+    """Whether the plan's GPU is a MIG device."""
+    return plan_mig_device(ctx) is not None
 
 
 def weights_fit(ctx: RuleContext, layout: Layout) -> bool:

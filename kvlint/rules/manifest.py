@@ -9,6 +9,7 @@ from dataclasses import replace
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
 from kvlint.model.engine_args import GPU_BUILD
+from kvlint.rules.advice import plan_mig_device
 from kvlint.rules.base import Rule, RuleContext
 
 CPU_CAPABLE = frozenset({"llamacpp", "transformers"})
@@ -23,16 +24,6 @@ GPTNeoxSharded, GalacticaSharded: server/text_generation_server/models/__init__.
 every other model it shards only with its Flash class, which needs CUDA, and ``get_model``
 raises otherwise (``NotImplementedError(FLASH_ATT_ERROR_MESSAGE...)``, and for the AutoModel
 fallback "sharded is not supported for AutoModel")."""
-
-
-def _mig_device(gpu: str | None) -> str | None:
-    """The MIG device a plan's GPU is (its name), else ``None``."""
-    if not gpu:
-        return None
-    from kvlint.model.hardware import mig_device
-
-    found = mig_device(gpu)  # no table GPU's name ends in a MIG profile (``3g.40gb``)
-    return found.name if found is not None else None
 
 
 class GpuCountMismatch(Rule):
@@ -82,7 +73,7 @@ class GpuCountMismatch(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         requested = ctx.gpus_requested
-        mig = _mig_device(ctx.plan.gpu)
+        mig = plan_mig_device(ctx)
         if mig is not None and ctx.plan.layout.tp * ctx.plan.layout.pp > 1:
             yield self._across_mig(ctx, mig)
             return

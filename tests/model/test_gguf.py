@@ -53,6 +53,8 @@ def test_a_gguf_type_sizes_every_weight_at_its_bits() -> None:
     q4 = _weights(["--quantization", "gguf:Q4_K_M"])
     # embeddings and output are in the file's type too: all but the norms scale
     assert q4 == pytest.approx(sixteen * gguf_bits("Q4_K_M") / 16, rel=0.001)
+    # Qwen2.5-7B at 4.9 bits: 4.66 GB (the published Q4_K_M file is 4.68 GB)
+    assert (sixteen, q4) == (15_230_974_976, 4_664_013_287)
 
 
 def test_a_gguf_file_in_a_manifest_is_not_sized_at_16_bits(tmp_path: Path) -> None:
