@@ -59,7 +59,8 @@ def test_a_mig_device_is_sized_by_its_profile(name: str, canonical: str, memory_
     assert gpu.runtime_memory_bytes == memory_bytes
 
 
-@pytest.mark.parametrize("name", ["A100-80GB", "H100", "RTX 4090", "3g", "40gb", "mig"])
+@pytest.mark.parametrize("name", ["A100-80GB", "H100", "RTX 4090", "3g", "40gb", "mig",
+                                  "mig-1g." + "9" * 5000 + "gb"])  # no int of 5,000 digits
 def test_whole_gpus_are_not_mig_devices(name: str) -> None:
     assert mig_device(name) is None
 
@@ -105,3 +106,12 @@ def test_weights_larger_than_a_slice_are_not_told_to_add_slices(tmp_path: Path) 
     (kv503,) = [f for f in found if f["code"] == "KV503"]
     assert "serve on a larger MIG profile or on whole GPUs" in str(kv503["message"])
     assert kv503.get("suggestion") is None
+
+
+def test_a_hostile_mig_resource_name_is_no_traceback(tmp_path: Path) -> None:
+    # a 5,000-digit profile would overflow int() of a string: no MIG device and no crash;
+    # an unknown device resource is not taken for "no GPU" either
+    key = "nvidia.com/mig-1g." + "9" * 5000 + "gb"
+    path = deployment(tmp_path, resource=f"? {key}\n              :")
+    found = _lint(path, "meta-llama--Meta-Llama-3.1-8B.json")
+    assert found == []

@@ -331,8 +331,8 @@ def find_gpu(name: str) -> Gpu:
     raise UnknownGpu(name, _suggestions(key), gpu_names())
 
 
-_MIG = re.compile(r"(?:^|[\s_\-])(?:mig[\s_\-]*)?((?:\d+c\.)?(\d+)g\.(\d+)gb)(?:\+\w+)*$",
-                  re.IGNORECASE)
+_MIG = re.compile(r"(?:^|[\s_\-])(?:mig[\s_\-]*)?((?:\d{1,2}c\.)?(\d{1,2})g\.(\d{1,4})gb)"
+                  r"(?:\+\w+)*$", re.IGNORECASE)
 """A MIG device's name: ``[<parent> ][MIG ][<c>c.]<g>g.<mem>gb[+me]`` (NVIDIA MIG User
 Guide, "MIG Device Names": GPU-instance compute slices, then the instance's memory in GB);
 GPU Feature Discovery's single-strategy product label ``A100-SXM4-80GB-MIG-3g.40gb`` and
