@@ -137,6 +137,11 @@ def predict(logs: Path, infer_version: bool = False, infer_sampler: bool = False
             value = _setting(e, case, name)
             if value:
                 args += [f"--{name.replace('_', '-')}", str(value)]
+        if case.get("args", {}).get("enable_lora"):  # vLLM's LoRA slots (kvlint.model.lora)
+            args += ["--enable-lora"]
+            for name in ("max_loras", "max_lora_rank"):
+                if case["args"].get(name):
+                    args += [f"--{name.replace('_', '-')}", str(case["args"][name])]
         dtype = _setting(e, case, "kv_cache_dtype")
         if dtype and dtype != "auto":
             args += ["--kv-cache-dtype", str(dtype)]

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from kvlint.loaders.weight_size import PlanWeights
     from kvlint.lock.files import ModelLock
     from kvlint.model.advice import LayoutSizer
+    from kvlint.model.lora import LoraBytes
     from kvlint.model.memory import MemoryTerms, ModelDims
     from kvlint.model.weights import WeightSplit
     from kvlint.probe.result import ProbeReport  # its dataclasses cost ~8 ms to import
@@ -383,6 +384,15 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     memory = None
     dims = model_dims(config)
     given = None
+    # vLLM's LoRA buffers, allocated with the weights ("Model loading took"), per stage
+    lora = _lora_stages(plan, config, defaults, dims.dtype_bytes if dims else 2)
+    lora_bytes = max(lora.per_stage) if lora is not None else 0
+    weights = weights if lora is None else replace(
+        weights, per_gpu_bytes=weights.per_gpu_bytes + lora_bytes,
+        source=f"{weights.source}; + {lora_bytes / 2**30:.2f} GiB of LoRA buffers "
+               f"({plan.lora_source}: {plan.lora.max_loras if plan.lora else 0} adapter(s) "
+               f"of rank {plan.lora.max_lora_rank if plan.lora else 0}"
+               + "".join(f"; {n}" for n in lora.notes) + ")")
     if plan.kv_cache_memory_bytes is not None and plan.behaviour.engine == "vllm" and \
             kv_cache_memory_bytes_option(plan.behaviour.version):
         # vLLM reserves exactly that, without its memory profile (KV_CACHE_MEMORY_BYTES_SINCE)
@@ -406,6 +416,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                                 max_num_seqs=plan.max_num_seqs,
                                 extensible=plan.extensible_kv_cache,
                                 flashinfer_sampler=_sampler_switch(plan)))
+        memory = replace(memory, lora_bytes=lora_bytes)
     from kvlint.model.advice import LayoutSizer
 
     of_free = engine.memory_fraction_semantics == "free-after-weights"
@@ -441,7 +452,8 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
         sized = _vllm_grouped(sized, analysis, memory.block_size, memory.profiled_tokens)
     elif sized is not None and memory is not None and weights.split is not None and \
             dims is not None:
-        sized = _vllm_stages(sized, analysis, memory, weights.split, dims)
+        sized = _vllm_stages(sized, analysis, memory, weights.split, dims,
+                             lora.per_stage if lora is not None else None)
     if sized is not None and lmdeploy is not None and lmdeploy[1] is not None:
         # LMDeploy holds a hybrid's linear state in a pool it sets aside first (overhead):
         # its blocks are the tokens, and a sequence needs only its KV from them
@@ -501,8 +513,29 @@ def _vllm_grouped(sized: Capacity, analysis: KvAnalysis, block: int,
     return replace(sized, max_tokens=tokens, block_size=block)
 
 
+def _lora_stages(plan: ServingPlan, config: dict[str, Any], defaults: ConfigDefaults,
+                 dtype_bytes: int) -> LoraBytes | None:
+    """The LoRA buffers of each pipeline stage's GPU (vLLM with ``--enable-lora`` only;
+    kvlint.model.lora); ``None`` when LoRA is off or the config cannot be shaped."""
+    if plan.lora is None or plan.behaviour.engine != "vllm":
+        return None
+    from kvlint.loaders.shape import resolve_shape
+    from kvlint.model.lora import lora_bytes
+
+    try:
+        shape = resolve_shape(config, defaults=defaults)
+    except ConfigError:
+        return None
+    names = config.get("architectures")
+    architecture = names[0] if isinstance(names, list) and names and \
+        isinstance(names[0], str) else None
+    return lora_bytes(shape, architecture, plan.lora, tp=plan.layout.tp, pp=plan.layout.pp,
+                      version=plan.behaviour.version, model_dtype_bytes=dtype_bytes)
+
+
 def _vllm_stages(sized: Capacity, analysis: KvAnalysis, memory: MemoryTerms,
-                 split: WeightSplit, dims: ModelDims) -> Capacity:
+                 split: WeightSplit, dims: ModelDims,
+                 lora: tuple[int, ...] | None = None) -> Capacity:
     """vLLM's KV cache under pipeline parallelism: each stage's worker profiles its own
     memory (its layers' weights, the embeddings on the first stage and the LM head on the
     last; the dummy forward pass on every stage, the sampler on the last only) and sizes
@@ -524,7 +557,9 @@ def _vllm_stages(sized: Capacity, analysis: KvAnalysis, memory: MemoryTerms,
                   memory.activation_peak_bytes)
     best: tuple[int, MemoryTerms] | None = None
     for stage, (weight, bytes_) in enumerate(zip(weights, per_token, strict=True)):
-        terms = replace(memory, weight_bytes=weight, activation_peak_bytes=(
+        adapters = lora[stage] if lora is not None and len(lora) == len(weights) else 0
+        terms = replace(memory, weight_bytes=weight + adapters, lora_bytes=adapters,
+                        activation_peak_bytes=(
             memory.activation_peak_bytes if stage == layout.pp - 1 else forward))
         tokens = block_tokens(terms.kv_memory_bytes, ceil(bytes_), memory.block_size)
         if best is None or tokens < best[0]:

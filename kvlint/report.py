@@ -198,6 +198,9 @@ class MemoryProfileOut(_Strict):
     engine_version: str
     requested_bytes: int = Field(description="GPU memory x gpu_memory_utilization.")
     weight_bytes: int = Field(description="'Model loading took'.")
+    lora_bytes: int = Field(
+        default=0, description="Of weight_bytes: the LoRA adapters' buffers (vLLM "
+                               "--enable-lora: max_loras x max_lora_rank slots per layer).")
     activation_peak_bytes: int = Field(
         description="Estimate of the profile run's torch peak ('peak activation').")
     non_torch_bytes: int = Field(description="Estimate of the non-torch memory.")

@@ -102,7 +102,7 @@ def test_llama31_8b_on_one_l4() -> None:
         "max_concurrency": pytest.approx(budget // (64 * 131_072) * 64 / 8192),
         "memory_profile": {
             "engine_version": "0.34.0", "requested_bytes": l4.runtime_memory_bytes,
-            "weight_bytes": weights, "activation_peak_bytes": activation,
+            "weight_bytes": weights, "lora_bytes": 0, "activation_peak_bytes": activation,
             "non_torch_bytes": 300 * MIB, "cuda_graph_bytes": 512 * MIB,
             "kv_memory_bytes": budget, "profiled_tokens": 2048, "sampler_rows": 256,
             "kv_margin_bytes": margin, "block_size": 64,

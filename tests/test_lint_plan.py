@@ -567,6 +567,8 @@ NOT_PLAN_FIELDS = {
     "ep",  # expert parallelism is not modelled: weights per GPU follow tp x pp
     "engine_problems",  # lint_served passes them to the rules (KV701/KV702)
     "node_rank",  # which node of a multi-node server: the extraction folds ranks above 0
+    # LoRA's slots qualify --enable-lora (vLLM ignores them without it): tested with it below
+    "max_loras", "max_lora_rank", "lora_sharded",
 }
 
 
@@ -589,7 +591,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "config_overrides": Located('{"max_position_embeddings":8192}'),
         "prefill_chunk": Located(-1), "graph_batch": Located(64), "page_size": Located(64),
         "speculative": Located("eagle"), "backend": Located("pytorch"),
-        "graph_off": Located(True), "swa_ratio": Located(0.5),
+        "graph_off": Located(True), "swa_ratio": Located(0.5), "lora": Located(True),
     }
     settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
     assert settings == set(samples), "a new ServedModel field: make it reach the plan"
@@ -599,6 +601,11 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
     for name, value in samples.items():
         served = ServedModel("m.yaml", 1, "k8s", **{**common, name: value})
         assert plan_for(served, base) != plain, name
+    lora = plan_for(ServedModel("m.yaml", 1, "k8s", **common, lora=Located(True)), base)
+    for name, value in (("max_loras", Located(4)), ("max_lora_rank", Located(64)),
+                        ("lora_sharded", Located(True))):
+        served = ServedModel("m.yaml", 1, "k8s", **common, lora=Located(True), **{name: value})
+        assert plan_for(served, base) != lora, name
 
 
 @pytest.mark.parametrize(("dtype", "kv_dtype", "per_token"), [

@@ -15,6 +15,7 @@ from kvlint.cli.options import (
     gpu_memory_plan,
     gpu_source,
     lock_options,
+    lora_slots,
     pick,
     plan_options,
     serving_plan,
@@ -94,7 +95,8 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
         quantization=quantization, chunked_prefill_size=chunked_prefill_size,
         cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
         max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph,
-        swa_full_tokens_ratio=swa_full_tokens_ratio, hf_overrides=hf_overrides))
+        swa_full_tokens_ratio=swa_full_tokens_ratio, hf_overrides=hf_overrides,
+        lora=lora_slots()))
     plan = replace(plan, env=process_env(), gpu_source=gpu_source(gpu, d.gpu),
                    **gpu_memory_plan(gpu_memory_gib, d.gpu_memory))
     lock = session.model_lock([Path(m) for m in models if exists(Path(m))], lock_file, locked)

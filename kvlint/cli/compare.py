@@ -16,6 +16,7 @@ from kvlint.cli.options import (
     PlanFlags,
     gpu_memory_plan,
     lock_options,
+    lora_slots,
     plan_options,
     serving_plan,
 )
@@ -82,7 +83,8 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
         quantization=quantization, chunked_prefill_size=chunked_prefill_size,
         cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
         max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph,
-        swa_full_tokens_ratio=swa_full_tokens_ratio, hf_overrides=hf_overrides))
+        swa_full_tokens_ratio=swa_full_tokens_ratio, hf_overrides=hf_overrides,
+        lora=lora_slots()))
     plan = replace(plan, **gpu_memory_plan(gpu_memory_gib, None))
     lock = _compare_lock(models, lock_file, locked)
     lock.require(models, revision)

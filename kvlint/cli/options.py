@@ -19,6 +19,7 @@ from kvlint.loaders.paths import exists
 from kvlint.model.gpu_memory import MAX_GPU_MEMORY_GIB, gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
+from kvlint.model.lora import LoraSlots
 from kvlint.model.overrides import canonical_overrides
 from kvlint.model.serving import EngineStart, ServingPlan
 
@@ -146,10 +147,49 @@ def plan_options(func: F) -> F:
                      help="vLLM >= 0.10.2: the KV cache's bytes per GPU, set by hand (as vLLM "
                           "reads it: 20G = 20 GiB, 20g = 20e9); it replaces the memory profile "
                           "and gpu_memory_utilization."),
+        # vLLM's LoRA options, spelt as vLLM spells them; kept on the click context (read
+        # by lora_slots) rather than as four more parameters of every command
+        click.option("--enable-lora", is_flag=True, default=False, expose_value=False,
+                     callback=_keep_lora,
+                     help="vLLM: LoRA adapters on; their buffers (max_loras adapters of "
+                          "max_lora_rank) are allocated with the weights."),
+        click.option("--max-loras", type=click.IntRange(1, MAX_LORAS), default=None,
+                     expose_value=False, callback=_keep_lora,
+                     help="vLLM: adapters in one batch [default: 1]."),
+        click.option("--max-lora-rank", type=click.IntRange(1, MAX_LORA_RANK), default=None,
+                     expose_value=False, callback=_keep_lora,
+                     help="vLLM: the largest adapter rank [default: 16]."),
+        click.option("--fully-sharded-loras", is_flag=True, default=False, expose_value=False,
+                     callback=_keep_lora, help="vLLM: shard the LoRA computation fully."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
     return func
+
+
+MAX_LORAS = 4096
+MAX_LORA_RANK = 4096
+"""Bounds on the LoRA options (vLLM's own ranks stop at 512: vllm/config/lora.py@v0.34.0)."""
+_LORA_KEY = "kvlint.lora"
+
+
+def _keep_lora(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if param.name is not None:
+        ctx.meta.setdefault(_LORA_KEY, {})[param.name] = value
+    return value
+
+
+def lora_slots() -> LoraSlots | None:
+    """The LoRA options of the current command (``None`` without ``--enable-lora``; vLLM
+    ignores ``--max-loras`` and the rest then)."""
+    ctx = click.get_current_context(silent=True)
+    given = ctx.meta.get(_LORA_KEY, {}) if ctx is not None else {}
+    if not given.get("enable_lora"):
+        return None
+    defaults = LoraSlots()
+    return LoraSlots(max_loras=given.get("max_loras") or defaults.max_loras,
+                     max_lora_rank=given.get("max_lora_rank") or defaults.max_lora_rank,
+                     fully_sharded=bool(given.get("fully_sharded_loras")))
 
 
 def manifest_options(func: F) -> F:
@@ -289,6 +329,7 @@ class PlanFlags:
     disable_cuda_graph: bool = False
     swa_full_tokens_ratio: float | None = None
     hf_overrides: str | None = None
+    lora: LoraSlots | None = None
 
 
 def _overrides(text: str | None) -> tuple[str | None, str | None]:
@@ -339,7 +380,8 @@ def serving_plan(flags: PlanFlags) -> ServingPlan:
                 f.swa_full_tokens_ratio) != (None,) * 4 or f.disable_cuda_graph else None,
             kv_tokens_cap=f.max_total_tokens,
             kv_tokens_cap_source="--max-total-tokens" if f.max_total_tokens else None,
-            config_overrides=overrides, config_overrides_source=overrides_source)
+            config_overrides=overrides, config_overrides_source=overrides_source,
+            lora=f.lora, lora_source="--enable-lora" if f.lora else None)
     except ValueError as err:
         raise UsageError(str(err)) from None
 

@@ -53,6 +53,7 @@ from kvlint.manifests.images import official_vllm
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.limits import MAX_SIZE
+from kvlint.model.lora import LoraSlots
 from kvlint.model.serving import EngineStart, ServingPlan
 from kvlint.rules.base import Rule
 from kvlint.suppress import MARKERS as SUPPRESSION_MARKERS
@@ -180,7 +181,23 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         quantization=quantization.value if quantization else base.quantization,
         quantization_source=_where(quantization, "the manifest") if quantization
         else base.quantization_source,
+        **_lora(served, base),
     )
+
+
+def _lora(served: ServedModel, base: ServingPlan) -> dict[str, Any]:
+    """vLLM's LoRA slots as the command sets them (``--enable-lora`` turns them on; without
+    it vLLM ignores ``--max-loras`` and the rest); the plan's own otherwise."""
+    on = served.lora
+    if not (isinstance(on, Located) and on.value is True):
+        return {"lora": base.lora, "lora_source": base.lora_source}
+    defaults = LoraSlots()
+    sharded = served.lora_sharded
+    return {"lora": LoraSlots(
+        max_loras=_int(served.max_loras, 0) or defaults.max_loras,
+        max_lora_rank=_int(served.max_lora_rank, 0) or defaults.max_lora_rank,
+        fully_sharded=isinstance(sharded, Located) and sharded.value is True),
+        "lora_source": _where(on, "the manifest")}
 
 
 def _gguf_quantization(served: ServedModel, given: Located[str] | None

@@ -109,6 +109,12 @@ class ServedModel:
     """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
     speculative: Located[str] | Unresolved | None = None
     """SGLang ``--speculative-algorithm``: feeds its default ``mem_fraction_static``."""
+    lora: Located[bool] | Unresolved | None = None
+    """vLLM ``--enable-lora``: LoRA adapters' buffers are allocated at start (kvlint.model.lora)."""
+    max_loras: Located[int] | Unresolved | None = None
+    max_lora_rank: Located[int] | Unresolved | None = None
+    lora_sharded: Located[bool] | Unresolved | None = None
+    """vLLM ``--fully-sharded-loras``."""
     backend: Located[str] | Unresolved | None = None
     """LMDeploy ``--backend`` (``turbomind`` | ``pytorch``)."""
     dtype: Located[str] | Unresolved | None = None

@@ -639,6 +639,8 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "extensible_kv_cache": ("--enable-extensible-kv-cache",),
         "gpu_memory_utilization": ("--gpu-memory-utilization",), "config_file": ("--config",),
         "dtype": ("--dtype",), "quantization": ("--quantization", "-q"),
+        "lora": ("--enable-lora",), "max_loras": ("--max-loras",),
+        "max_lora_rank": ("--max-lora-rank",), "lora_sharded": ("--fully-sharded-loras",),
     },
     "sglang": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -701,9 +703,9 @@ wins); :mod:`.engine_command` adds the spellings of ``engines.toml``."""
 INT_FIELDS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs", "max_model_len",
                         "max_num_batched_tokens", "kv_cache_memory_bytes", "kv_tokens_cap",
                         "nnodes", "attn_dp", "node_rank", "prefill_chunk", "graph_batch",
-                        "page_size"})
+                        "page_size", "max_loras", "max_lora_rank"})
 BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel", "extensible_kv_cache",
-                         "graph_off"})
+                         "graph_off", "lora", "lora_sharded"})
 LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
                          "8": "int8", "int8": "int8", "16": "fp8", "fp8": "fp8",
                          "17": "fp8_e5m2", "fp8_e5m2": "fp8_e5m2", "42": "turbo_quant",

@@ -88,6 +88,12 @@ class EngineArgs:
     graph_off: Located[bool] | Unresolved | None = None
     """SGLang ``--disable-cuda-graph``."""
     swa_ratio: Located[float] | Unresolved | None = None
+    lora: Located[bool] | Unresolved | None = None
+    """vLLM ``--enable-lora``: LoRA adapters' buffers are allocated at start (kvlint.model.lora)."""
+    max_loras: Located[int] | Unresolved | None = None
+    max_lora_rank: Located[int] | Unresolved | None = None
+    lora_sharded: Located[bool] | Unresolved | None = None
+    """vLLM ``--fully-sharded-loras``."""
     """SGLang ``--swa-full-tokens-ratio``."""
     page_size: Located[int] | Unresolved | None = None
     speculative: Located[str] | Unresolved | None = None
@@ -588,7 +594,7 @@ _ENGINE_ARG_FIELDS = frozenset({
     "expert_parallel",
     "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank",
     "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend",
-    "swa_ratio"})
+    "swa_ratio", "lora", "max_loras", "max_lora_rank", "lora_sharded"})
 
 
 def _value_line(line: int | None, values: list[Token]) -> int | None:

@@ -48,7 +48,8 @@ FIELDS = ("model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_ca
           "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
           "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "dtype",
           "quantization", "config_overrides", "node_rank", "prefill_chunk", "graph_batch",
-          "graph_off", "page_size", "speculative", "backend", "swa_ratio")
+          "graph_off", "page_size", "speculative", "backend", "swa_ratio", "lora", "max_loras",
+          "max_lora_rank", "lora_sharded")
 """EngineArgs fields that are ServedModel fields too."""
 MERGED = (*FIELDS, "config_file", "expert_parallel", "dp_local", "nnodes")
 

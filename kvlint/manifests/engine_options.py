@@ -747,5 +747,6 @@ def _clipped(text: str, most: int = 60) -> str:
 
 _INTEGER_KEYS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs",
                            "max_num_batched_tokens", "kv_cache_memory_bytes", "kv_tokens_cap",
-                           "max_model_len", "nnodes", "attn_dp"})
+                           "max_model_len", "nnodes", "attn_dp", "max_loras",
+                           "max_lora_rank"})
 _NUMBER_KEYS = frozenset({"gpu_memory_utilization"})

@@ -363,7 +363,8 @@ ARG_FIELDS = ("model", "tp", "pp", "dp", "dp_attention", "kv_cache_dtype", "max_
               "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
               "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "dtype",
               "quantization", "config_overrides", "node_rank", "prefill_chunk",
-              "graph_batch", "graph_off", "page_size", "speculative", "backend", "swa_ratio")
+              "graph_batch", "graph_off", "page_size", "speculative", "backend", "swa_ratio",
+              "lora", "max_loras", "max_lora_rank", "lora_sharded")
 
 
 def build(origin: Origin, run: Run, *, args: EngineArgs | None = None,

@@ -270,6 +270,9 @@ class MemoryTerms:
     ``gpu_memory_utilization`` already leaves free (0 before, and when it leaves enough)."""
     block_size: int = BLOCK_SIZE
     """The default KV block size in tokens (16 through v0.33.0, 64 from v0.34.0)."""
+    lora_bytes: int = 0
+    """Of :attr:`weight_bytes`: the LoRA adapters' buffers, allocated with the weights
+    (``--enable-lora``; kvlint.model.lora)."""
 
     @property
     def overhead_bytes(self) -> int:

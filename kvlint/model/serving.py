@@ -12,6 +12,7 @@ from kvlint.model import kv
 from kvlint.model.geometry import AttentionGeometry
 from kvlint.model.gpu_memory import MAX_GPU_MEMORY_GIB
 from kvlint.model.limits import MAX_SIZE
+from kvlint.model.lora import LoraSlots
 
 DEFAULT_CONTEXT = 8192
 """Sequence length for per-sequence figures when none is given."""
@@ -169,6 +170,12 @@ class ServingPlan:
     the weight bytes (kvlint.model.overrides.on_the_fly_quantization)."""
     quantization_source: str | None = None
     """Where :attr:`quantization` comes from (the manifest's option and line)."""
+    lora: LoraSlots | None = None
+    """vLLM ``--enable-lora`` and its slots (``--max-loras``, ``--max-lora-rank``,
+    ``--fully-sharded-loras``): the adapters' buffers are allocated with the weights
+    (kvlint.model.lora). ``None``: LoRA off."""
+    lora_source: str | None = None
+    """Where :attr:`lora` comes from (the manifest's option and line)."""
 
     @property
     def sizes_gpu(self) -> bool:

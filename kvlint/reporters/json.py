@@ -121,7 +121,8 @@ def _memory(m: MemoryTerms | None) -> dict[str, Any] | None:
         return None
     return {
         "engine_version": m.engine_version, "requested_bytes": m.requested_bytes,
-        "weight_bytes": m.weight_bytes, "activation_peak_bytes": m.activation_peak_bytes,
+        "weight_bytes": m.weight_bytes, "lora_bytes": m.lora_bytes,
+        "activation_peak_bytes": m.activation_peak_bytes,
         "non_torch_bytes": m.non_torch_bytes, "cuda_graph_bytes": m.cuda_graph_bytes,
         "kv_memory_bytes": m.kv_memory_bytes, "profiled_tokens": m.profiled_tokens,
         "sampler_rows": m.sampler_rows, "kv_margin_bytes": m.kv_margin_bytes,

@@ -165,7 +165,9 @@ def _capacity_rows(c: Capacity, source: str | None = None,
     m = c.memory
     if m is not None:  # vLLM's start-up profile in its own words; ~ marks kvlint's estimates
         rows.append(["vLLM profile",
-                     f"{fmt_bytes(m.requested_bytes)} requested · model weights {weights} · "
+                     f"{fmt_bytes(m.requested_bytes)} requested · model weights {weights}"
+                     + (f" (LoRA buffers {fmt_bytes(m.lora_bytes)})" if m.lora_bytes else "")
+                     + " · "
                      f"peak activation ~{fmt_bytes(m.activation_peak_bytes)} "
                      f"({fmt_int(m.profiled_tokens)} tokens) · non-torch memory "
                      f"~{fmt_bytes(m.non_torch_bytes)} · CUDA graph memory "
