@@ -325,11 +325,43 @@ def _ssh_script(rest: Sequence[Word], known: dict[str, str]) -> Word | None:
     return Word(text, words[0].line)
 
 
+PM2_VALUE_OPTIONS = frozenset({
+    "--name", "-n", "--interpreter", "--interpreter-args", "--node-args", "--cwd", "-o",
+    "--output", "-e", "--error", "-l", "--log", "--log-date-format", "-i", "--instances",
+    "--max-memory-restart", "--namespace", "--env", "--cron", "--cron-restart",
+    "--restart-delay", "--exp-backoff-restart-delay", "--max-restarts", "--kill-timeout",
+    "--listen-timeout", "-p", "--pid", "--uid", "--gid", "--ignore-watch", "--log-type"})
+"""``pm2 start`` options that take a value (pm2's bin/pm2 ``commander`` definitions); the
+others are flags."""
+
+
+def _pm2_command(rest: Sequence[Word]) -> Word | list[Word] | None:
+    """What ``pm2 start [options] SCRIPT [options] [-- ARGS]`` runs: a SCRIPT with a space in
+    it is a command line pm2 hands to ``/bin/bash -c`` (lib/Common.js of pm2), returned as
+    one script word; any other SCRIPT is a program, run with the words after ``--``."""
+    i, script = 2, None
+    while i < len(rest):
+        text = rest[i].text
+        if text == "--":
+            break
+        if text.startswith("-") and len(text) > 1:
+            i += 2 if text in PM2_VALUE_OPTIONS else 1
+            continue
+        if script is None:
+            script = rest[i]
+        i += 1
+    if script is None:
+        return None
+    if any(c.isspace() for c in script.text):
+        return script
+    return [script, *rest[i + 1:]] if i < len(rest) else [script]
+
+
 def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
                     known: dict[str, str] | None = None) -> list[list[Word]]:
     """The commands with each ``sh -c SCRIPT`` (``bash -lc``, after ``nohup``, ``exec`` or
-    assignments) and ``ssh HOST COMMAND`` replaced by the commands of SCRIPT, which that
-    shell runs; the assignments before it apply to them. A script in a double-quoted word
+    assignments), ``ssh HOST COMMAND`` and ``pm2 start`` replaced by the commands of SCRIPT,
+    which that shell runs; the assignments before it apply to them. A script in a double-quoted word
     still holds its ``$VAR``s: the outer shell would expand them, and so does the
     environment here."""
     out: list[list[Word]] = []
@@ -352,6 +384,14 @@ def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
             script = rest[2]
         elif depth < MAX_INLINE_DEPTH and len(rest) >= 3 and rest[0].text == "ssh":
             script = _ssh_script(rest, known)
+        elif len(rest) >= 3 and rest[0].text.rsplit("/", 1)[-1] == "pm2" and \
+                rest[1].text == "start":
+            started = _pm2_command(rest)
+            if isinstance(started, list):  # pm2 start BINARY [options] -- ARGS
+                out.append([*(Word(f"{k}={v}", command[0].line) for k, v in prefix.items()),
+                            *started])
+                continue
+            script = started if depth < MAX_INLINE_DEPTH else None
         if script is not None:
             assigned = [Word(f"{k}={v}", command[0].line) for k, v in prefix.items()]
             inner = [[*assigned, *c] for c in split_script(script.text, line=script.line)

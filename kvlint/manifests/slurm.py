@@ -16,7 +16,10 @@ from dataclasses import dataclass, replace
 __all__ = ["SlurmGpus", "slurm_gpus"]
 
 _DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
-_GPU_SPEC = re.compile(r"^(?:([A-Za-z][\w.-]{0,40}):)?(\d{1,4})$")
+_GPU_SPEC = re.compile(r"^(?:([A-Za-z][\w.-]{0,40}|\d{1,2}g\.\d{1,4}gb):)?(\d{1,4})$")
+"""``[TYPE:]N``; TYPE a name, or a bare MIG profile: sites that schedule MIG instances as
+GPU gres name their type after the profile (``3g.20gb``, or ``a100_3g.20gb`` after the GPU),
+which kvlint.model.hardware.mig_device reads as a MIG device (KV206 for tp x pp > 1)."""
 
 
 @dataclass(frozen=True)

@@ -302,6 +302,18 @@ def test_ssh_without_a_command_starts_nothing() -> None:
     assert served("ssh -i key.pem -l ubuntu host\n") == []
 
 
+def test_pm2_runs_a_command_string_and_a_program_with_its_arguments() -> None:
+    """``pm2 start "CMD"``: a script with a space is run by ``/bin/bash -c`` (pm2's
+    lib/Common.js); ``pm2 start PROGRAM [options] -- ARGS`` runs PROGRAM with ARGS."""
+    text = ('pm2 start --name "mistral" "vllm serve org/a --gpu-memory-utilization 0.35"\n'
+            'pm2 start vllm --name qwen -i 1 -- serve org/b --tensor-parallel-size 2\n'
+            'pm2 start app.js --name web\n'
+            'pm2 start --name nothing\n')
+    found = served(text)
+    assert [(f["engine"], f["model"], f["tp"]) for f in found] == [
+        ("vllm", "org/a", None), ("vllm", "org/b", 2)]
+
+
 def test_a_program_named_by_a_variable_is_found() -> None:
     """``VLLM="${HOME}/venv/bin/vllm"`` then ``"${VLLM}" serve``: HOME is set in any user's
     shell, so the program is vLLM's, whatever the home directory."""

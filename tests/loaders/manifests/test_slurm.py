@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from kvlint.manifests.base import Located
@@ -32,6 +35,10 @@ from kvlint.manifests.slurm import slurm_gpus
     ("#SBATCH --gpus-per-task=a100:2\n#SBATCH -n 2", (4, "a100")),
     ("#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=1", (4, None)),
     ("#SBATCH -N 2\n#SBATCH --ntasks=8\n#SBATCH --gpus-per-task=1", None),  # per node?
+    # MIG instances scheduled as gres types named for their profile
+    ("#SBATCH --gres=gpu:3g.20gb:1", (1, "3g.20gb")),
+    ("#SBATCH --gres=gpu:a100_3g.40gb:2", (2, "a100_3g.40gb")),
+    ("#SBATCH --gres=gpu:3g:1", None),  # not a profile, not a name
 ])
 def test_directives(header: str, expected: tuple[int, str | None] | None) -> None:
     found = slurm_gpus("#!/bin/bash\n# job\n" + header + "\n")
@@ -47,3 +54,23 @@ def test_a_batch_script_serves_on_the_gpus_it_asks_for() -> None:
     assert isinstance(bare.gpus, Located) and (bare.gpus.value, bare.gpus.line) == (2, 3)
     assert isinstance(bare.gpu_type, Located) and bare.gpu_type.value == "A6000"
     assert isinstance(container.gpus, Located) and container.gpus.value == 1  # its own count
+
+
+def test_tp_over_slurm_mig_gres_is_kv206(tmp_path: Path) -> None:
+    """Two MIG instances from a gres type named for the profile are MIG devices: tp 2 over
+    them cannot start (KV206), whatever their count."""
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+    from tests.helpers import CONFIGS
+
+    job = tmp_path / "job.sbatch"
+    job.write_text("#!/bin/bash\n#SBATCH --gres=gpu:3g.40gb:2\n"
+                   "vllm serve org/qwen --tensor-parallel-size 2 --max-model-len 8192\n",
+                   encoding="utf-8")
+    out = CliRunner().invoke(main, [
+        "lint", str(job), "--model-map", f"org/qwen={CONFIGS / 'Qwen--Qwen2.5-7B.json'}",
+        "--format", "json", "--no-plugins", "--isolated"])
+    result = json.loads(out.stdout)["results"][0]
+    assert result["serving"]["gpu"] == "3g.40gb"  # as the job names it: a MIG device
+    assert [f["code"] for f in result["findings"] if f["severity"] == "error"] == ["KV206"]
