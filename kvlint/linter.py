@@ -529,8 +529,12 @@ def _lora_stages(plan: ServingPlan, config: dict[str, Any], defaults: ConfigDefa
     names = config.get("architectures")
     architecture = names[0] if isinstance(names, list) and names and \
         isinstance(names[0], str) else None
-    return lora_bytes(shape, architecture, plan.lora, tp=plan.layout.tp, pp=plan.layout.pp,
-                      version=plan.behaviour.version, model_dtype_bytes=dtype_bytes)
+    try:
+        return lora_bytes(shape, architecture, plan.lora, tp=plan.layout.tp,
+                          pp=plan.layout.pp, version=plan.behaviour.version,
+                          model_dtype_bytes=dtype_bytes)
+    except ValueError:  # more stages than layers: KV205 says so, and nothing is sized
+        return None
 
 
 def _vllm_stages(sized: Capacity, analysis: KvAnalysis, memory: MemoryTerms,

@@ -296,3 +296,16 @@ def test_two_vllm_services_on_one_gpu_must_fit_together(tmp_path: Path, first: s
                                                         second: str, tag: str,
                                                         found: list[str]) -> None:
     assert _two_servers(tmp_path, first, second, tag) == found
+
+
+@pytest.mark.parametrize(("path", "hub"), [
+    ("/map-vepfs/models/jiajun/Qwen/Qwen2.5-72B-Instruct", "Qwen/Qwen2.5-72B-Instruct"),
+    ("models/meta-llama/Llama-3.1-8B-Instruct/", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("/mnt/models/Meta-Llama-3.1-8B-Instruct", None),  # no organisation folder above it
+    ("/data/qwen2/Qwen2-7B-Instruct", None),  # "qwen2" is no Hub organisation
+    ("/models/Qwen/..", None),
+])
+def test_kv902_names_the_hub_id_a_local_path_ends_in(path: str, hub: str | None) -> None:
+    from kvlint.lint.resolver import _hub_id_in_path
+
+    assert _hub_id_in_path(path) == hub

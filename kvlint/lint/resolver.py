@@ -23,6 +23,33 @@ if TYPE_CHECKING:
     from kvlint.lock.files import ModelLock
 
 
+
+HUB_ORGS = frozenset(o.lower() for o in (
+    "meta-llama", "Qwen", "mistralai", "deepseek-ai", "google", "microsoft", "openai",
+    "nvidia", "THUDM", "zai-org", "moonshotai", "01-ai", "tiiuae", "bigcode", "allenai",
+    "ibm-granite", "CohereForAI", "CohereLabs", "internlm", "baichuan-inc", "stabilityai",
+    "EleutherAI", "facebook", "NousResearch", "lmsys", "mosaicml", "Salesforce",
+    "HuggingFaceH4", "TheBloke", "unsloth", "RedHatAI", "neuralmagic", "openbmb", "xai-org",
+    "MiniMaxAI", "XiaomiMiMo", "llava-hf", "BAAI", "Orion-zhen", "upstage", "Snowflake"))
+"""Hub organisations whose name, as the folder above a model's folder, says a local path is
+a download of that organisation's model (``huggingface-cli download --local-dir
+models/Qwen/Qwen2.5-7B-Instruct``): KV902 then names the Hub id to map it to."""
+
+
+def _hub_id_in_path(path: str) -> str | None:
+    """``ORG/NAME`` when ``path`` ends in a folder of a known Hub organisation and a model
+    folder under it; ``None`` otherwise (kvlint only suggests it: the folder may hold
+    anything)."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    if len(parts) < 2 or parts[-2].lower() not in HUB_ORGS:
+        return None
+    name = parts[-1]
+    if not name or name.startswith(".") or len(name) > 96 or \
+            not all(c.isalnum() or c in "-_." for c in name):
+        return None
+    return f"{parts[-2]}/{name}"
+
+
 @dataclass
 class ModelResolver:
     """Manifest model names -> configs, cached for the run."""
@@ -168,6 +195,11 @@ class ModelResolver:
                               f"{name}=ORG/NAME")
             if is_file(local / "config.json") or (is_file(local) and local.suffix == ".json"):
                 return str(local), None
+            hub = _hub_id_in_path(name)
+            if hub is not None:
+                return None, (f"model {name} is a local path; its last two folders name the "
+                              f"Hub's {hub}: map it with --model-map {name}={hub} (or to "
+                              "another Hub id or a config)")
             return None, (f"model {name} is a local path; map it to a Hub id or a config "
                           f"with --model-map {name}=ORG/NAME")
         return name, None
