@@ -72,7 +72,8 @@ VOCAB_PADDING = 256
 
 EMBEDDING_LORA: dict[str, Version] = {
     # vllm/model_executor/models/*.py: classes whose ``embedding_modules`` name embed_tokens
-    # and lm_head (read in the v0.7.3 and v0.34.0 wheels; Phi-3 inherits Llama's)
+    # and lm_head (read in the v0.7.3 and v0.34.0 wheels; Phi-3 inherits Llama's). Versions
+    # before 0.7.3 were not read: 0.4.0, the oldest kvlint models, is an ASSUMPTION
     "LlamaForCausalLM": Version("0.4.0"), "MistralForCausalLM": Version("0.4.0"),
     "Phi3ForCausalLM": Version("0.4.0"), "MixtralForCausalLM": Version("0.4.0"),
     "GraniteForCausalLM": Version("0.4.0"), "GraniteMoeForCausalLM": Version("0.4.0"),
