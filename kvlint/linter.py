@@ -387,12 +387,12 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     # vLLM's LoRA buffers, allocated with the weights ("Model loading took"), per stage
     lora = _lora_stages(plan, config, defaults, dims.dtype_bytes if dims else 2)
     lora_bytes = max(lora.per_stage) if lora is not None else 0
-    weights = weights if lora is None else replace(
-        weights, per_gpu_bytes=weights.per_gpu_bytes + lora_bytes,
-        source=f"{weights.source}; + {lora_bytes / 2**30:.2f} GiB of LoRA buffers "
-               f"({plan.lora_source}: {plan.lora.max_loras if plan.lora else 0} adapter(s) "
-               f"of rank {plan.lora.max_lora_rank if plan.lora else 0}"
-               + "".join(f"; {n}" for n in lora.notes) + ")")
+    if lora is not None and plan.lora is not None:
+        weights = replace(
+            weights, per_gpu_bytes=weights.per_gpu_bytes + lora_bytes,
+            source=f"{weights.source}; + {lora_bytes / 2**30:.2f} GiB of LoRA buffers "
+                   f"({plan.lora_source}: {plan.lora.max_loras} adapter(s) of rank "
+                   f"{plan.lora.max_lora_rank}" + "".join(f"; {n}" for n in lora.notes) + ")")
     if plan.kv_cache_memory_bytes is not None and plan.behaviour.engine == "vllm" and \
             kv_cache_memory_bytes_option(plan.behaviour.version):
         # vLLM reserves exactly that, without its memory profile (KV_CACHE_MEMORY_BYTES_SINCE)

@@ -186,10 +186,8 @@ def lora_slots() -> LoraSlots | None:
     given = ctx.meta.get(_LORA_KEY, {}) if ctx is not None else {}
     if not given.get("enable_lora"):
         return None
-    defaults = LoraSlots()
-    return LoraSlots(max_loras=given.get("max_loras") or defaults.max_loras,
-                     max_lora_rank=given.get("max_lora_rank") or defaults.max_lora_rank,
-                     fully_sharded=bool(given.get("fully_sharded_loras")))
+    return LoraSlots.given(given.get("max_loras"), given.get("max_lora_rank"),
+                           bool(given.get("fully_sharded_loras")))
 
 
 def manifest_options(func: F) -> F:

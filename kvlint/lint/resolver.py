@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from kvlint.lock.files import ModelLock
 
 
-
 HUB_ORGS = frozenset(o.lower() for o in (
     "meta-llama", "Qwen", "mistralai", "deepseek-ai", "google", "microsoft", "openai",
     "nvidia", "THUDM", "zai-org", "moonshotai", "01-ai", "tiiuae", "bigcode", "allenai",

@@ -191,13 +191,10 @@ def _lora(served: ServedModel, base: ServingPlan) -> dict[str, Any]:
     on = served.lora
     if not (isinstance(on, Located) and on.value is True):
         return {"lora": base.lora, "lora_source": base.lora_source}
-    defaults = LoraSlots()
     sharded = served.lora_sharded
-    return {"lora": LoraSlots(
-        max_loras=_int(served.max_loras, 0) or defaults.max_loras,
-        max_lora_rank=_int(served.max_lora_rank, 0) or defaults.max_lora_rank,
-        fully_sharded=isinstance(sharded, Located) and sharded.value is True),
-        "lora_source": _where(on, "the manifest")}
+    return {"lora": LoraSlots.given(_int(served.max_loras, 0), _int(served.max_lora_rank, 0),
+                                    isinstance(sharded, Located) and sharded.value is True),
+            "lora_source": _where(on, "the manifest")}
 
 
 def _gguf_quantization(served: ServedModel, given: Located[str] | None

@@ -88,13 +88,13 @@ class EngineArgs:
     graph_off: Located[bool] | Unresolved | None = None
     """SGLang ``--disable-cuda-graph``."""
     swa_ratio: Located[float] | Unresolved | None = None
+    """SGLang ``--swa-full-tokens-ratio``."""
     lora: Located[bool] | Unresolved | None = None
     """vLLM ``--enable-lora``: LoRA adapters' buffers are allocated at start (kvlint.model.lora)."""
     max_loras: Located[int] | Unresolved | None = None
     max_lora_rank: Located[int] | Unresolved | None = None
     lora_sharded: Located[bool] | Unresolved | None = None
     """vLLM ``--fully-sharded-loras``."""
-    """SGLang ``--swa-full-tokens-ratio``."""
     page_size: Located[int] | Unresolved | None = None
     speculative: Located[str] | Unresolved | None = None
     backend: Located[str] | Unresolved | None = None

@@ -55,10 +55,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from kvlint.model.weights import Mixer, Mlp, ModelShape, pipeline_stage_layers
+if TYPE_CHECKING:  # the plan holds LoraSlots at start-up; the arithmetic only when sizing
+    from kvlint.model.weights import ModelShape
 
 MOE_LORA_SINCE = Version("0.12.0")
 """Routed experts get LoRA buffers from v0.12.0 (``FusedMoEWithLoRA``: present in the
@@ -98,8 +100,15 @@ class LoraSlots:
     max_loras: int = 1
     max_lora_rank: int = 16
     fully_sharded: bool = False
-    dtype_bytes: int | None = None
-    """``--lora-dtype`` (``None``: "auto", the model's dtype)."""
+
+    @classmethod
+    def given(cls, max_loras: int | None, max_lora_rank: int | None,
+              fully_sharded: bool) -> LoraSlots:
+        """The slots a command sets, vLLM's defaults for what it leaves out (``--lora-dtype``
+        is not read: the buffers take the model's dtype, vLLM's "auto")."""
+        return cls(max_loras=max_loras or cls.max_loras,
+                   max_lora_rank=max_lora_rank or cls.max_lora_rank,
+                   fully_sharded=fully_sharded)
 
 
 @dataclass(frozen=True)
@@ -107,13 +116,6 @@ class LoraBytes:
     per_stage: tuple[int, ...]
     """Bytes per GPU of each pipeline stage."""
     notes: tuple[str, ...] = ()
-
-
-def _version(version: str | None) -> Version | None:
-    try:
-        return Version(version) if version else None
-    except InvalidVersion:
-        return None
 
 
 def _column(m: int, r: int, r_a: int, h: int, outs: Sequence[int], slices: int) -> int:
@@ -162,16 +164,13 @@ def _dense_mlp(shape: ModelShape, width: int, slots: LoraSlots, tp: int) -> int:
     return up + _row(m, r, width // tp, o_out)
 
 
-def _moe(shape: ModelShape, slots: LoraSlots, tp: int, experts_wrapped: bool,
-         expert_parallel: bool) -> int:
+def _moe(shape: ModelShape, slots: LoraSlots, tp: int, experts_wrapped: bool) -> int:
     m, r, h = slots.max_loras, slots.max_lora_rank, shape.hidden_size
     total = m * r * h + m * r * shape.num_experts  # the router (replicated)
     if shape.shared_expert_intermediate_size:
         total += _dense_mlp(shape, shape.shared_expert_intermediate_size, slots, tp)
-    if experts_wrapped:
-        local = -(-shape.num_experts // tp) if expert_parallel else shape.num_experts
-        width = shape.expert_intermediate_size if expert_parallel else \
-            shape.expert_intermediate_size // tp
+    if experts_wrapped:  # every expert on every rank, split over tp (no expert parallelism)
+        local, width = shape.num_experts, shape.expert_intermediate_size // tp
         r_a = r // tp if slots.fully_sharded else r
         h_out = h // tp if slots.fully_sharded else h
         total += 2 * m * local * r_a * h + 2 * m * local * width * r  # w13
@@ -180,11 +179,13 @@ def _moe(shape: ModelShape, slots: LoraSlots, tp: int, experts_wrapped: bool,
 
 
 def lora_bytes(shape: ModelShape, architecture: str | None, slots: LoraSlots, *, tp: int,
-               pp: int, version: str | None, model_dtype_bytes: int,
-               expert_parallel: bool = False) -> LoraBytes:
+               pp: int, version: str | None, model_dtype_bytes: int) -> LoraBytes:
     """The LoRA buffers of each pipeline stage's GPU, in bytes (see the module doc)."""
-    v = _version(version)
-    b = slots.dtype_bytes or model_dtype_bytes
+    from kvlint.model.memory import release_version
+    from kvlint.model.weights import Mixer, Mlp, pipeline_stage_layers
+
+    v = release_version(version)
+    b = model_dtype_bytes
     notes: list[str] = []
     experts_wrapped = v is None or v >= MOE_LORA_SINCE
     per_layer: list[int] = []
@@ -202,7 +203,7 @@ def lora_bytes(shape: ModelShape, architecture: str | None, slots: LoraSlots, *,
             elements += _dense_mlp(shape, layer.intermediate_size or shape.intermediate_size,
                                    slots, tp)
         elif layer.mlp is Mlp.MOE:
-            elements += _moe(shape, slots, tp, experts_wrapped, expert_parallel)
+            elements += _moe(shape, slots, tp, experts_wrapped)
         per_layer.append(elements * b)
     extra = EXTRA_VOCAB if v is not None and v < EXTRA_VOCAB_UNTIL else 0
     since = EMBEDDING_LORA.get(architecture or "")

@@ -228,7 +228,7 @@ def image_flashinfer_sampler(version: str | None, official_image: bool) -> bool 
     :data:`FLASHINFER_SAMPLER_BY_DEFAULT_FROM` to :data:`FLASHINFER_SAMPLER_OPT_IN_SINCE`,
     and in :data:`IMAGE_FLASHINFER_BELOW_0_2_3` (``True``), else ``None`` (the release's
     default, :func:`sampler_bytes_per_logit`)."""
-    v = _version(version)
+    v = release_version(version)
     if not official_image or v is None:
         return None
     low, high = IMAGE_FLASHINFER_BELOW_0_2_3
@@ -286,7 +286,8 @@ class MemoryTerms:
         return self.requested_bytes - self.weight_bytes - self.overhead_bytes
 
 
-def _version(version: str | None) -> Version | None:
+def release_version(version: str | None) -> Version | None:
+    """``version`` as a release (``None``: not given, or not a version string)."""
     try:
         return Version(version) if version else None
     except InvalidVersion:
@@ -297,7 +298,7 @@ def extensible_kv_cache(version: str | None, switch: bool | None = None) -> bool
     """Whether the version sizes its KV cache as an extensible one (the newest known when
     ``None``): by default from v0.34.0, unless ``switch`` (``--[no-]enable-extensible-kv-cache``,
     an option of those versions only) turns it off."""
-    v = _version(version)
+    v = release_version(version)
     return (v is None or v >= EXTENSIBLE_KV_CACHE_SINCE) and switch is not False
 
 
@@ -312,14 +313,14 @@ def default_utilization(version: str | None, switch: bool | None = None) -> floa
 def kv_cache_memory_bytes_option(version: str | None) -> bool:
     """Whether the version reads ``--kv-cache-memory-bytes`` (the newest known when
     ``None``)."""
-    v = _version(version)
+    v = release_version(version)
     return v is None or v >= KV_CACHE_MEMORY_BYTES_SINCE
 
 
 def default_block_size(version: str | None) -> int:
     """vLLM's default KV block size in tokens for ``version`` (the newest known when
     ``None``)."""
-    v = _version(version)
+    v = release_version(version)
     return BLOCK_SIZE_0_34 if v is None or v >= BLOCK_SIZE_64_SINCE else BLOCK_SIZE
 
 
@@ -346,7 +347,7 @@ def runs_v0(version: str | None, gpu_name: str = "") -> bool:
     """Whether ``vllm serve`` runs the V0 engine: every release before 0.8.0, and pre-Ampere
     GPUs until 0.10.2 (:data:`V0_FALLBACK_BEFORE`). A GPU known only by its memory is taken
     as Ampere or later."""
-    v = _version(version)
+    v = release_version(version)
     if v is None:
         return False
     return v < V1_SINCE or (v < V0_FALLBACK_BEFORE
@@ -356,7 +357,7 @@ def runs_v0(version: str | None, gpu_name: str = "") -> bool:
 def default_batch_limits(version: str | None, gpu_memory_bytes: int, gpu_name: str,
                          max_model_len: int) -> tuple[int, int]:
     """vLLM's default ``(max_num_batched_tokens, max_num_seqs)`` for ``vllm serve``."""
-    v = _version(version)
+    v = release_version(version)
     if v is not None and runs_v0(version, gpu_name):
         if max_model_len > 32768 and v >= V0_LONG_CONTEXT_CHUNKED_SINCE:
             # chunked prefill turns itself on for long contexts (V0)
@@ -377,7 +378,7 @@ def sampler_bytes_per_logit(version: str | None, rows: int,
     before 0.17.0 without FlashInfer's sampler; fewer than 8 rows from 0.17.0), else
     :data:`SAMPLER_BYTES_PER_LOGIT`. ``flashinfer_sampler``: ``VLLM_USE_FLASHINFER_SAMPLER``
     as the plan's environment sets it (``None``: unset)."""
-    v = _version(version)
+    v = release_version(version)
     if v is None or v >= TRITON_TOP_K_TOP_P_SINCE:
         sorts = rows < 8 and not flashinfer_sampler
     else:  # V0 and V1 to 0.16.x sort unless FlashInfer's sampler is on (and installed)
@@ -440,7 +441,7 @@ def non_torch_bytes(tp: int, interconnect: str | None = None,
     kvlint cannot read takes the larger figure (fewer tokens, never more)."""
     if tp <= 1 or interconnect == "pcie":
         return NON_TORCH_BYTES
-    v = _version(version)
+    v = release_version(version)
     if v is not None and V1_SINCE <= v < V1_SMALL_TP_UNTIL:
         return NON_TORCH_BYTES
     return NON_TORCH_BYTES + NON_TORCH_TP_BYTES
@@ -448,7 +449,7 @@ def non_torch_bytes(tp: int, interconnect: str | None = None,
 
 def cuda_graph_bytes(version: str | None) -> int:
     """ESTIMATE of the CUDA-graph memory the version deducts before sizing the KV cache."""
-    v = _version(version)
+    v = release_version(version)
     return CUDA_GRAPH_BYTES if v is None or v >= CUDA_GRAPH_DEDUCTED_SINCE else 0
 
 
