@@ -177,7 +177,9 @@ class ModelUnresolved(Rule):
 
     ## Use instead
     Map the name to a Hub id or a local config: `--model-map /models/qwen3=Qwen/Qwen3-8B`
-    (or `[tool.kvlint.models]`), or correct the Hub id.
+    (or `[tool.kvlint.models]`), or correct the Hub id. A local path that ends in a known Hub
+    organisation's folder and a model folder (`/models/Qwen/Qwen3-8B`) gets that exact
+    `--model-map` in the message: a suggestion, since the folder may hold anything.
     """
 
     code = "KV902"
