@@ -326,33 +326,43 @@ def _ssh_script(rest: Sequence[Word], known: dict[str, str]) -> Word | None:
 
 
 PM2_VALUE_OPTIONS = frozenset({
-    "--name", "-n", "--interpreter", "--interpreter-args", "--node-args", "--cwd", "-o",
-    "--output", "-e", "--error", "-l", "--log", "--log-date-format", "-i", "--instances",
-    "--max-memory-restart", "--namespace", "--env", "--cron", "--cron-restart",
-    "--restart-delay", "--exp-backoff-restart-delay", "--max-restarts", "--kill-timeout",
-    "--listen-timeout", "-p", "--pid", "--uid", "--gid", "--ignore-watch", "--log-type"})
-"""``pm2 start`` options that take a value (pm2's bin/pm2 ``commander`` definitions); the
-others are flags."""
+    "-n", "--name", "--ext", "--interpreter", "--interpreter-args", "--node-args", "-o",
+    "--output", "-e", "--error", "--log-type", "--log-date-format", "--env", "-i",
+    "--instances", "--parallel", "-p", "--pid", "-k", "--kill-timeout", "--listen-timeout",
+    "--max-memory-restart", "--restart-delay", "--exp-backoff-restart-delay", "-u", "--user",
+    "--uid", "--gid", "--namespace", "--cwd", "--hp", "--service-name", "-c", "--cron",
+    "--cron-restart", "--only", "--ignore-watch", "--watch-delay", "--stop-exit-codes",
+    "--sort"})
+"""pm2 options that take a value (``<value>`` in lib/binaries/CLI.js of Unitech/pm2@0060e9fe,
+the code index's copy)."""
+PM2_OPTIONAL_VALUE = frozenset({"-l", "--log", "--filter-env", "--max-restarts",
+                                "--image-name", "--node-version"})
+"""pm2 options whose value is optional (``[value]``): commander takes the next word as the
+value unless it starts with ``-``. ``start``'s own ``--watch`` takes none."""
 
 
 def _pm2_command(rest: Sequence[Word]) -> Word | list[Word] | None:
     """What ``pm2 start [options] SCRIPT [options] [-- ARGS]`` runs: a SCRIPT with a space in
-    it is a command line pm2 hands to ``/bin/bash -c`` (lib/Common.js of pm2), returned as
-    one script word; any other SCRIPT is a program, run with the words after ``--``."""
+    it is a command line pm2 runs as ``bash -c SCRIPT`` (``Common.verifyConfs``, lib/Common.js
+    of Unitech/pm2@02c1fff4), returned as one script word; any other SCRIPT is a program, run
+    with the words after ``--``."""
     i, script = 2, None
     while i < len(rest):
         text = rest[i].text
         if text == "--":
             break
         if text.startswith("-") and len(text) > 1:
-            i += 2 if text in PM2_VALUE_OPTIONS else 1
+            takes = text in PM2_VALUE_OPTIONS or (
+                text in PM2_OPTIONAL_VALUE and i + 1 < len(rest)
+                and not rest[i + 1].text.startswith("-"))
+            i += 2 if takes else 1
             continue
         if script is None:
             script = rest[i]
         i += 1
     if script is None:
         return None
-    if any(c.isspace() for c in script.text):
+    if " " in script.text:
         return script
     return [script, *rest[i + 1:]] if i < len(rest) else [script]
 

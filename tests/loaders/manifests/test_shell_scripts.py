@@ -307,11 +307,13 @@ def test_pm2_runs_a_command_string_and_a_program_with_its_arguments() -> None:
     lib/Common.js); ``pm2 start PROGRAM [options] -- ARGS`` runs PROGRAM with ARGS."""
     text = ('pm2 start --name "mistral" "vllm serve org/a --gpu-memory-utilization 0.35"\n'
             'pm2 start vllm --name qwen -i 1 -- serve org/b --tensor-parallel-size 2\n'
+            'pm2 start --max-restarts 3 -k 5000 "vllm serve org/c" --watch\n'
+            'pm2 start --log "vllm serve org/d"\n'  # an optional value: the log's path
             'pm2 start app.js --name web\n'
             'pm2 start --name nothing\n')
     found = served(text)
     assert [(f["engine"], f["model"], f["tp"]) for f in found] == [
-        ("vllm", "org/a", None), ("vllm", "org/b", 2)]
+        ("vllm", "org/a", None), ("vllm", "org/b", 2), ("vllm", "org/c", None)]
 
 
 def test_a_program_named_by_a_variable_is_found() -> None:
