@@ -438,7 +438,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
     trtllm = engine_sized if plan.behaviour.engine == "trtllm" else None
     sizer = None if weights.split is None else LayoutSizer(
         weights.split, spec, utilization, of_free,
-        memory.overhead_bytes if memory is not None else overhead)
+        memory.overhead_bytes if memory is not None else overhead, adapter_bytes=lora_bytes)
     sized = capacity(
         analysis,
         spec,

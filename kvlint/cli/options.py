@@ -19,7 +19,7 @@ from kvlint.loaders.paths import exists
 from kvlint.model.gpu_memory import MAX_GPU_MEMORY_GIB, gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
 from kvlint.model.limits import MAX_GIB, MAX_PARALLEL, MAX_SIZE
-from kvlint.model.lora import LoraSlots
+from kvlint.model.lora import MAX_LORA_RANK, MAX_LORAS, LoraSlots
 from kvlint.model.overrides import canonical_overrides
 from kvlint.model.serving import EngineStart, ServingPlan
 
@@ -167,9 +167,6 @@ def plan_options(func: F) -> F:
     return func
 
 
-MAX_LORAS = 4096
-MAX_LORA_RANK = 4096
-"""Bounds on the LoRA options (vLLM's own ranks stop at 512: vllm/config/lora.py@v0.34.0)."""
 _LORA_KEY = "kvlint.lora"
 
 

@@ -38,15 +38,21 @@ class LayoutSizer:
     gpu_memory_utilization: float
     fraction_of_free_memory: bool
     overhead_bytes: int
+    adapter_bytes: int = 0
+    """Bytes loaded with the weights on every GPU besides them (vLLM's LoRA buffers, sized at
+    the plan's own layout: an upper bound for layouts over more GPUs, which split them)."""
 
     @property
     def usable_bytes(self) -> int:
         return usable_bytes(self.gpu, self.gpu_memory_utilization,
                             self.fraction_of_free_memory)
 
+    def _loaded(self, tp: int, pp: int) -> int:
+        return self.weights.per_gpu(tp, pp) + self.adapter_bytes
+
     def weights_fit(self, tp: int, pp: int) -> bool:
-        return self.weights.per_gpu(tp, pp) <= self.usable_bytes
+        return self._loaded(tp, pp) <= self.usable_bytes
 
     def kv_budget(self, tp: int, pp: int) -> int:
-        return kv_budget(self.gpu, self.gpu_memory_utilization, self.weights.per_gpu(tp, pp),
+        return kv_budget(self.gpu, self.gpu_memory_utilization, self._loaded(tp, pp),
                          self.overhead_bytes, self.fraction_of_free_memory)

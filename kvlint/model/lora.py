@@ -93,6 +93,12 @@ PACKED_ONE_SLICE = frozenset({"phi3", "falcon", "gpt_neox", "gpt2", "gpt_bigcode
 the LoRA layer has one slice, not three (``packed_modules_mapping``: phi3.py@v0.7.3)."""
 
 
+MAX_LORAS = 4096
+MAX_LORA_RANK = 4096
+"""Bounds kvlint puts on the LoRA options (vLLM's own ranks stop at 512:
+vllm/config/lora.py@v0.34.0 ``MaxLoRARanks``)."""
+
+
 @dataclass(frozen=True)
 class LoraSlots:
     """vLLM's LoRA options (defaults: vllm/config/lora.py@v0.34.0, the same @v0.5.0)."""
@@ -100,6 +106,13 @@ class LoraSlots:
     max_loras: int = 1
     max_lora_rank: int = 16
     fully_sharded: bool = False
+
+    def __post_init__(self) -> None:
+        for name, most in (("max_loras", MAX_LORAS), ("max_lora_rank", MAX_LORA_RANK)):
+            value = getattr(self, name)
+            if not 1 <= value <= most:
+                raise ValueError(f"{name} must be in 1..{most:,}, got "
+                                 f"{'a larger number' if value > 10**30 else value}")
 
     @classmethod
     def given(cls, max_loras: int | None, max_lora_rank: int | None,

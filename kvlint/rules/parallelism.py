@@ -295,7 +295,8 @@ class MlaLatentReplicated(Rule):
         # attention DP holds the attention projections whole on every rank: a fix only where
         # the weights still fit then
         sizer, full = ctx.sizer, layout.tp
-        grown = sizer.weights.per_gpu(full, layout.pp, 1) if sizer is not None else None
+        grown = sizer.weights.per_gpu(full, layout.pp, 1) + sizer.adapter_bytes \
+            if sizer is not None else None
         fits = sizer is None or grown is None or grown <= sizer.usable_bytes
         advice = ("Use data-parallel attention (SGLang --enable-dp-attention; vLLM "
                   "--data-parallel-size with --enable-expert-parallel) so each rank caches "

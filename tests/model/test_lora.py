@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kvlint.loaders.shape import resolve_shape
 from kvlint.model.lora import LoraSlots, lora_bytes
 from kvlint.model.weights import ModelShape
@@ -163,3 +165,31 @@ def test_a_manifest_with_enable_lora_counts_the_buffers(tmp_path: Path) -> None:
     assert lora["memory_profile"]["lora_bytes"] == expected
     assert lora["weight_bytes_per_gpu"] == plain["weight_bytes_per_gpu"] + expected
     assert lint("--max-loras=4")["memory_profile"]["lora_bytes"] == 0
+
+
+def test_slots_are_bounded() -> None:
+    with pytest.raises(ValueError, match=r"max_loras must be in 1\.\.4,096"):
+        LoraSlots(max_loras=10**24)
+    with pytest.raises(ValueError, match=r"max_lora_rank must be in 1\.\.4,096, got 0"):
+        LoraSlots(max_lora_rank=0)
+
+
+def test_kv503_advises_no_layout_the_lora_buffers_would_not_fit() -> None:
+    """4,096 adapters of rank 4,096 on Llama-3.1-8B take terabytes per GPU at any layout the
+    advice weighs (it keeps the plan's own LoRA buffers on every GPU): no "tp=N holds them";
+    without LoRA the same GPU is advised a layout."""
+    base = ("--gpu", "L4", "--format", "json")
+
+    def kv503(*extra: str) -> str:
+        run = subprocess.run(
+            [sys.executable, "-m", "kvlint", "check", str(CONFIGS / f"{LLAMA}.json"),
+             "--engine-version", "0.8.2", "--offline", "--isolated", "--no-plugins",
+             "--max-model-len", "8192", "--gpu-memory-utilization", "0.5", *base, *extra],
+            capture_output=True, text=True, timeout=120, check=False)
+        result = json.loads(run.stdout)["results"][0]
+        (message,) = [f["message"] for f in result["findings"] if f["code"] == "KV503"]
+        return str(message)
+
+    assert "holds them" in kv503()
+    assert "holds them" not in kv503("--enable-lora", "--max-loras", "4096",
+                                     "--max-lora-rank", "4096")
