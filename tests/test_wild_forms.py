@@ -423,6 +423,19 @@ def test_a_service_named_vllm_sets_the_pods_vllm_port(tmp_path: Path, service: s
         assert "enableServiceLinks: false" in found[0]["message"]
 
 
+@pytest.mark.parametrize(("tag", "refused"), [
+    ("v0.4.2", False),  # reads no VLLM_PORT (vllm/utils.py@v0.4.2 get_open_port)
+    ("v0.4.3", True),   # vllm/envs.py@v0.4.3: int(os.getenv('VLLM_PORT', '0'))
+])
+def test_vllm_reads_vllm_port_from_0_4_3(tmp_path: Path, tag: str, refused: bool) -> None:
+    path = tmp_path / "vllm.yaml"
+    path.write_text(deployment(f"vllm/vllm-openai:{tag}", 'args: ["--model", "Qwen/Qwen3-8B"]')
+                    + SERVICE.format(name="vllm", namespace=""), encoding="utf-8")
+    (result,) = lint(path)
+    assert any(f["data"].get("reason") == "service-link-vllm-port"
+               for f in result["findings"]) is refused
+
+
 @pytest.mark.parametrize(("workload_ns", "service_ns", "refused"), [
     ("", "", True), ("  namespace: llm\n", "  namespace: llm\n", True),
     ("  namespace: llm\n", "  namespace: other\n", False), ("", "  namespace: llm\n", False),

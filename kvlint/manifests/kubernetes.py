@@ -440,7 +440,7 @@ def pod_models(origin: Origin, pod: Any, *, pods: int = 1, pods_what: str = "",
                        notes=[*notes, *gpu_notes, *more], overrides=overrides)
         found = tuple(p for p in (
             service_link_problem(run.engine.value, pod, run.container, ctx,
-                                 run.line or served.line),
+                                 run.line or served.line, served.engine_version),
             foreign_device_problem(run.engine, run.image, hardware.gpu_type)) if p is not None)
         out.append(served if not found else
                    replace(served, engine_problems=(*served.engine_problems, *found)))

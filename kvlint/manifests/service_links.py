@@ -10,7 +10,9 @@ container, and vLLM reads ``VLLM_PORT`` as its own integer port:
 * ``vllm/envs.py``@v0.10.1.1..v0.34.0 ``get_vllm_port``: ``ValueError: VLLM_PORT
   'tcp://...' appears to be a URI. This may be caused by a Kubernetes service discovery
   issue``;
-* ``vllm/envs.py``@v0.8.5: ``int(os.getenv('VLLM_PORT', '0'))``, a ``ValueError``;
+* ``vllm/envs.py``@v0.4.3..v0.8.5: ``int(os.getenv('VLLM_PORT', '0'))``, a ``ValueError``;
+* before v0.4.3 vLLM reads no ``VLLM_PORT`` (no ``vllm/envs.py``, and ``get_open_port`` in
+  ``vllm/utils.py``@v0.4.1 and @v0.4.2 binds a free port): a release that old is not judged;
 
 and every start reads it: the executor's ``get_open_port()`` (``vllm/utils.py``@v0.8.5,
 ``vllm/utils/network_utils.py``@v0.20.0) sizes the distributed init address even at tp 1
@@ -28,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kvlint.manifests.base import DocumentContext
+from kvlint.manifests.base import DocumentContext, Located, Unresolved
 from kvlint.manifests.siblings import sibling_documents
 from kvlint.manifests.yaml_values import get_list, get_map, get_str, key_line
 from kvlint.model.engine_args import EngineArgProblem
@@ -37,6 +39,18 @@ __all__ = ["service_link_problem"]
 
 LINKED = "vllm"
 """The Service name whose link variables include ``VLLM_PORT``."""
+
+READ_SINCE = "0.4.3"
+"""The first vLLM release that reads ``VLLM_PORT`` (vllm/envs.py@v0.4.3 line 103)."""
+
+
+def _before(version: str, since: str) -> bool:
+    from packaging.version import Version
+
+    from kvlint.model.memory import release_version
+
+    parsed = release_version(version)
+    return parsed is not None and parsed < Version(since)
 
 
 def _services(documents: tuple[object, ...]) -> Iterator[tuple[object, str | None]]:
@@ -57,11 +71,16 @@ def _siblings(ctx: DocumentContext) -> Iterator[tuple[str, tuple[str | None, ...
 
 
 def service_link_problem(engine: str, pod: Any, container: Any, ctx: DocumentContext,
-                         line: int | None) -> EngineArgProblem | None:
+                         line: int | None,
+                         version: Located[str] | Unresolved | None = None
+                         ) -> EngineArgProblem | None:
     """The ``VLLM_PORT`` a Service named ``vllm`` injects into this vLLM ``container`` of
     ``pod`` (the workload ``ctx.documents[ctx.index]``), placed on ``line``; ``None`` when
-    no such Service shares its namespace, or the pod or container keeps it out."""
+    no such Service shares its namespace, the pod or container keeps it out, or the release
+    (``version``) reads no ``VLLM_PORT``."""
     if engine != "vllm" or not isinstance(pod, dict) or pod.get("enableServiceLinks") is False:
+        return None
+    if isinstance(version, Located) and _before(str(version.value), READ_SINCE):
         return None
     if any(isinstance(e, dict) and e.get("name") == "VLLM_PORT"
            for e in get_list(container, "env") or []):
