@@ -236,6 +236,8 @@ def read(logs: Path) -> int:
             got = getattr(log, attr, None)
             if printed == "kv_cache_tokens" and got is None:  # a refusal's token count
                 got = getattr(log, "max_tokens_error", None)
+            if printed == "total_gpu_memory_gib" and got is None and log.oom is not None:
+                got = log.oom.total_gib  # the total an allocator's error prints
             if want is None:
                 continue
             if got is None or abs(float(got) - float(want)) > max(0.011, abs(want) * 0.001):

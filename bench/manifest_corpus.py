@@ -213,12 +213,14 @@ def main() -> int:
     named = Path(tempfile.mkdtemp(prefix="kvlint-corpus-files-"))
     for index, entry in enumerate(expected):
         path = args.corpus / "files" / entry["file"]
+        # each file alone in a folder of its own, under the name its repository gives it:
+        # formats are told apart by name (Dockerfile.tgi), and the files of other
+        # repositories must not be read as its siblings (a Service named vllm beside it)
         original = str(entry.get("path") or "").replace("\\", "/").rsplit("/", 1)[-1]
-        if original and original != path.name:  # the name its repository gives it: formats
-            (named / str(index)).mkdir()        # are told apart by name (Dockerfile.tgi)
-            copy = named / str(index) / original
-            copy.write_bytes(path.read_bytes())
-            path = copy
+        (named / str(index)).mkdir()
+        copy = named / str(index) / (original or path.name)
+        copy.write_bytes(path.read_bytes())
+        path = copy
         got = served(path)
         models_ok, problems = match_models(entry["models"], got)
         errors, warnings = verdict(path, entry["models"])

@@ -15,6 +15,8 @@ Three programs word it, and each wording is read here from its own source:
     F is free.`` (sic: ``capacty``);
   - 2.2 on: the same with ``capacity``.
 
+  PyTorch's ROCm builds say ``HIP out of memory`` in the same words (hipify renames the
+  CUDA allocator's strings; seen in a ROCm 7.2 log of vLLM 0.14, not read in a ROCm wheel).
   Sizes are ``format_size``'s: ``N bytes``, or two decimals of ``KiB``/``MiB``/``GiB``.
 * **TurboMind** (LMDeploy's C++ engine), ``src/turbomind/utils/cuda_utils.h``
   ``check()``: ``[TM][ERROR] CUDA runtime error: out of memory FILE:LINE`` (a thrown
@@ -58,15 +60,15 @@ class Wording:
 
 WORDINGS: tuple[Wording, ...] = (
     Wording("torch.2.1", None, re.compile(
-        rf"CUDA out of memory\. Tried to allocate {_SIZE}\. GPU (\d{{1,4}}) has a total "
-        rf"capac(?:i)?ty of {_SIZE} of which {_SIZE} is free"),
+        rf"(?:CUDA|HIP) out of memory\. Tried to allocate {_SIZE}\. GPU (\d{{1,4}}) has a "
+        rf"total capac(?:i)?ty of {_SIZE} of which {_SIZE} is free"),
         "c10/cuda/CUDACachingAllocator.cpp (libc10_cuda.so of torch 2.1.0 'capacty', 2.2.0 "
         "and pytorch/pytorch@eb42ad6e 'capacity')"),
     Wording("torch.2.0", None, re.compile(
-        rf"CUDA out of memory\. Tried to allocate {_SIZE} \(GPU (\d{{1,4}}); {_SIZE} total "
+        rf"(?:CUDA|HIP) out of memory\. Tried to allocate {_SIZE} \(GPU (\d{{1,4}}); {_SIZE} total "
         rf"capacity; {_SIZE} already allocated; {_SIZE} free"),
         "c10/cuda/CUDACachingAllocator.cpp (libc10_cuda.so of torch 2.0.1)"),
-    Wording("torch", None, re.compile(r"CUDA out of memory\."),
+    Wording("torch", None, re.compile(r"(?:CUDA|HIP) out of memory\."),
             "c10/cuda/CUDACachingAllocator.cpp (the message's first words, every release "
             "read)"),
     Wording("turbomind", "lmdeploy", re.compile(

@@ -18,6 +18,9 @@ TORCH_22 = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 
 TORCH_20 = ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 23.69 GiB "
             "total capacity; 22.10 GiB already allocated; 10.56 MiB free; 22.40 GiB reserved "
             "in total by PyTorch)")
+# PyTorch's ROCm build: the same message, hipified
+HIP = ("torch._inductor.exc.InductorError: OutOfMemoryError: HIP out of memory. Tried to "
+       "allocate 80.00 MiB. GPU 0 has a total capacity of 15.92 GiB of which 0 bytes is free.")
 TURBOMIND = ("RuntimeError: [TM][ERROR] CUDA runtime error: out of memory "
              "/lmdeploy/src/turbomind/utils/memory_utils.cu:32")
 TURBOMIND_14 = "[TM][FATAL][1206.22:10:01.000001][allocator.cc:88] CUDA error: out of memory"
@@ -29,6 +32,7 @@ TRT = ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): out of
     (TORCH_21, "torch.2.1", None, 172 / 1024, 15.57, 127.38 / 1024),
     (TORCH_22, "torch.2.1", None, 2.0, 79.25, 512 / 2**30),
     (TORCH_20, "torch.2.0", None, 20 / 1024, 23.69, 10.56 / 1024),
+    (HIP, "torch.2.1", None, 80 / 1024, 15.92, 0.0),
     ("torch.OutOfMemoryError: CUDA out of memory.", "torch", None, None, None, None),
     (TURBOMIND, "turbomind", "lmdeploy", None, None, None),
     (TURBOMIND_14, "turbomind.fatal", "lmdeploy", None, None, None),
@@ -41,7 +45,7 @@ def test_each_wording(line: str, wording: str, engine: str | None, tried: float 
     assert (found.wording, found.engine) == (wording, engine)
     assert (found.tried_gib, found.total_gib, found.free_gib) == (
         pytest.approx(tried), pytest.approx(total), pytest.approx(free))
-    assert found.line.startswith(("CUDA", "[TM]", "[TensorRT-LLM]"))
+    assert found.line.startswith(("CUDA", "HIP", "[TM]", "[TensorRT-LLM]"))
 
 
 def test_tensorrt_llms_executor_report_gives_its_total() -> None:
