@@ -267,8 +267,9 @@ def _located_of(served: ServedModel, name: str) -> Located[Any] | Unresolved | N
 def _anchor(finding: Finding, served: ServedModel) -> Finding:
     """``finding`` on the line of the value it is about (else the model's line), at the
     column of its flag or key, spanning to the value's line when that is another line."""
-    about = next((v for name in ANCHORS.get(finding.code, ())
-                  if (v := _located_of(served, name)) is not None), None)
+    names = ANCHORS.get(finding.code, ()) or (
+        (finding.data["about"],) if isinstance(finding.data.get("about"), str) else ())
+    about = next((v for name in names if (v := _located_of(served, name)) is not None), None)
     if about is None:
         if finding.line is not None:  # placed by its rule (e.g. on an option's word)
             column = finding.column

@@ -1,32 +1,24 @@
-"""vLLM services of one compose file that share a GPU and ask for more than all of it.
+"""vLLM services of one compose file that share a GPU (:mod:`.shared_gpus` judges them).
 
-vLLM sizes its KV cache as a fraction of the whole GPU (``--gpu-memory-utilization``) and, at
-start, refuses when less than that fraction is free (V1's worker: "Free memory on device ...
-on startup ... is less than desired GPU memory utilization", v1/worker/gpu_worker.py@v0.10.1.1
-``init_device``; V0 sizes no cache at all: "No available memory for the cache blocks"). Two
-such servers given the same GPU (``gpus: all`` or ``count: all`` on both, or overlapping
-``device_ids``), whose fractions add up to more than 1, cannot both start: whichever comes
-second fails. Compose starts every service without a profile (and those of a profile asked
-for together), so a pair is judged only when neither has profiles or they share one.
-
-The fraction is the one the command gives, else the release's default (kvlint's engine table:
-0.9, 0.92 from 0.20); vLLM 0.34's default of 1.0 comes with its extensible KV cache, whose
-start-up check was not read: a pair that relies on it is a warning, not an error.
+Compose starts every service without a profile (and those of a profile asked for together),
+so a pair is judged only when neither has profiles or they share one. A service is given
+every GPU (``gpus: all``, ``count: all``), the ones its ``device_ids`` or visible-devices
+variable name, or the host's first N for ``count: N`` (Docker's ``countToDevices``, moby
+daemon/nvidia_linux.go), and its ranks take the first tp x pp (x dp) of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
-from kvlint.manifests.base import Located, ServedModel
+from kvlint.manifests.base import Located, ServedModel, Unresolved
+from kvlint.manifests.shared_gpus import EVERY_GPU, Tenant, used_devices
+from kvlint.manifests.shared_gpus import shared_gpu_problems as judge
 from kvlint.manifests.yaml_values import get_list, get_map, key_line
-from kvlint.model.engine_args import EngineArgProblem
 
 __all__ = ["shared_gpu_problems"]
 
-EXTENSIBLE_DEFAULT_FROM = "0.34.0"
 MAX_SERVICES = 64
 
 
@@ -57,7 +49,7 @@ def _devices(service: Mapping[str, Any]) -> frozenset[str] | None:
         if text and text.lower() != "all":
             return frozenset(p.strip() for p in text.split(",") if p.strip())
     if str(service.get("gpus", "")).strip().lower() == "all":
-        return frozenset({"*"})
+        return frozenset({EVERY_GPU})
     reservations = get_map(get_map(get_map(service, "deploy"), "resources"), "reservations")
     ids: set[str] = set()
     for device in get_list(reservations, "devices") or []:
@@ -66,16 +58,18 @@ def _devices(service: Mapping[str, Any]) -> frozenset[str] | None:
         caps = device.get("capabilities")
         if isinstance(caps, list) and "gpu" not in [str(c) for c in caps]:
             continue
-        if str(device.get("count", "")).strip().lower() == "all":
-            return frozenset({"*"})
+        count = str(device.get("count", "")).strip().lower()
+        if count == "all":
+            return frozenset({EVERY_GPU})
+        if count.isdigit() and 0 < int(count) <= 64 and not device.get("device_ids"):
+            # Docker gives a count the host's first N GPUs (moby daemon/nvidia_linux.go
+            # countToDevices): two services of count 1 both get GPU 0
+            ids.update(str(d) for d in range(int(count)))
+            continue
         named = device.get("device_ids")
         if isinstance(named, list) and all(isinstance(d, str | int) for d in named):
             ids.update(str(d).strip() for d in named)
     return frozenset(ids) if ids and not any("$" in i for i in ids) else None
-
-
-def _overlap(a: frozenset[str], b: frozenset[str]) -> bool:
-    return "*" in a or "*" in b or bool(a & b)
 
 
 def _profiles(service: Mapping[str, Any]) -> frozenset[str]:
@@ -83,66 +77,40 @@ def _profiles(service: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(str(p) for p in raw) if isinstance(raw, list) else frozenset()
 
 
-def _fraction(served: ServedModel) -> tuple[float, bool] | None:
-    """``(gpu_memory_utilization, whether it is certain)`` of a vLLM service."""
-    from packaging.version import InvalidVersion, Version
-
-    from kvlint.engines import load_engines
-
-    given = served.gpu_memory_utilization
-    if isinstance(given, Located) and isinstance(given.value, int | float):
-        return float(given.value), True
-    version = served.engine_version.value if isinstance(served.engine_version, Located) \
-        else None
-    default = load_engines()["vllm"].gpu_memory_utilization_at(
-        None if version in (None, "latest") else str(version))
-    if default is None:
-        return None
-    try:
-        newest = version in (None, "latest") or \
-            Version(str(version)) >= Version(EXTENSIBLE_DEFAULT_FROM)
-    except InvalidVersion:
-        newest = True
-    return default, not newest
+def _world(served: ServedModel) -> int | None:
+    """The GPUs a server's ranks take: tp x pp, times dp unless DP attention reuses the TP
+    group (``None``: a degree is unresolved)."""
+    attention = isinstance(served.dp_attention, Located) and served.dp_attention.value
+    world = 1
+    for value in (served.tp, served.pp, None if attention else served.dp):
+        if isinstance(value, Unresolved):
+            return None
+        if isinstance(value, Located) and isinstance(value.value, int):
+            world *= value.value
+    return world
 
 
 def shared_gpu_problems(models: list[ServedModel], services: Sequence[Mapping[str, Any]]
                         ) -> list[ServedModel]:
-    """``models`` (one per service in ``services``), each later vLLM service that shares a
-    GPU with an earlier one, whose fractions add up to more than 1, given a KV702 problem."""
+    """``models`` (one per service in ``services``), each later vLLM service that cannot
+    start beside the earlier ones on a GPU they share given a KV702 problem
+    (:func:`.shared_gpus.shared_gpu_problems`)."""
     if len(models) != len(services) or len(models) < 2:
         return models
-    out = list(models)
-    seen: list[tuple[int, frozenset[str], float, bool]] = []
+    tenants: list[Tenant] = []
     for i, (served, service) in enumerate(zip(models[:MAX_SERVICES],
                                               services[:MAX_SERVICES], strict=True)):
-        if served.engine is None or served.engine.value != "vllm":
+        given, world = _devices(service), _world(served)
+        if given is None or world is None:
             continue
-        devices, fraction = _devices(service), _fraction(served)
-        if devices is None or fraction is None:
-            continue
-        for j, other, theirs, certain in seen:
-            mine, his = _profiles(service), _profiles(services[j])
-            if (mine or his) and not mine & his:
-                continue
-            if not _overlap(devices, other) or fraction[0] + theirs <= 1.0:
-                continue
-            first = models[j].name or "another service"
-            sure = fraction[1] and certain
-            problem = EngineArgProblem(
-                "value", "--gpu-memory-utilization",
-                f"this vLLM service and {first} are given the same GPU and ask for "
-                f"{fraction[0]:g} and {theirs:g} of it ({fraction[0] + theirs:g} in all): "
-                "whichever starts second finds less free memory than its fraction and exits "
-                "(vLLM: 'Free memory on device ... is less than desired GPU memory "
-                "utilization'); give each its own GPU (device_ids) or fractions that add up "
-                "to 1 or less"
-                + ("" if sure else " (vLLM 0.34's default of 1.0 comes with its extensible "
-                   "KV cache, whose start-up check kvlint has not read: a warning)"),
-                key_line(service, "gpus") or served.line, None,
-                {"reason": "shared-gpu", "with": first, "sum": fraction[0] + theirs,
-                 **({} if sure else {"newer_may_accept": True})})
-            out[i] = replace(out[i], engine_problems=(*out[i].engine_problems, problem))
-            break
-        seen.append((i, devices, fraction[0], fraction[1]))
-    return out
+        visible = None if EVERY_GPU in given else sorted(given, key=lambda d: (len(d), d))
+        devices = used_devices(visible, world)
+        if devices is not None:
+            tenants.append(Tenant(i, devices, key_line(service, "gpus") or served.line,
+                                  f"the service {served.name or i + 1}"))
+
+    def together(one: Tenant, other: Tenant) -> bool:
+        mine, his = _profiles(services[one.index]), _profiles(services[other.index])
+        return not (mine or his) or bool(mine & his)
+
+    return judge(models, tenants, together)

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Literal
 
 from kvlint.manifests.accelerators import image_family
 from kvlint.manifests.base import (
@@ -38,10 +38,12 @@ from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_env import EngineInvocation, engine_invocations
 from kvlint.manifests.engine_launch import (
     SHELLS,
+    VISIBLE_DEVICE_VARIABLES,
     Hardware,
     Origin,
     engine_gpus,
     entrypoint_problem,
+    occupied_gpus,
     pip_pins,
     served_model,
     settle_version,
@@ -107,6 +109,24 @@ class _Container:
     """The image's own entrypoint handed a program (:func:`.engine_launch.entrypoint_problem`)."""
     volumes: tuple[tuple[str, Word], ...] = ()
     """``(option, value)`` of each ``-v``/``--volume``/``--mount``, as written."""
+    devices: tuple[str, ...] | Literal[False] | None = None
+    """The host's GPUs ``--gpus`` gives it (``None``: every one, or none said; ``False``: a
+    value kvlint does not read)."""
+    detached: bool = False
+    """``-d``/``--detach``: the script goes on while it runs."""
+
+
+def _gpu_devices(value: Word) -> tuple[str, ...] | Literal[False] | None:
+    """The host's GPUs ``--gpus`` names: ``device=0,1``, or the first N for ``N`` (Docker's
+    ``countToDevices``, moby daemon/nvidia_linux.go); ``None`` for ``all``."""
+    text = value.text.strip().strip("'\"")
+    count = re.fullmatch(r"(?:count=)?(\d{1,2})", text)
+    if count:
+        return tuple(str(d) for d in range(int(count.group(1))))
+    devices = re.search(r"device=([\w, -]+)", text)
+    if devices:
+        return tuple(d.strip() for d in devices.group(1).split(",") if d.strip())
+    return None if text == "all" else False
 
 
 def _gpus(value: Word) -> Located[int] | Unresolved | None:
@@ -170,10 +190,14 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
     i += 1
     env: list[Word] = []
     gpus: Located[int] | Unresolved | None = None
+    devices: tuple[str, ...] | Literal[False] | None = None
+    detached = False
     entrypoint: str | None = None
     volumes: list[tuple[str, Word]] = []
     while i < len(rest) and rest[i].text.startswith("-") and rest[i].text != "--":
         option, eq, inline = rest[i].text.partition("=")
+        detached = detached or option == "--detach" or \
+            bool(re.fullmatch(r"-[a-zA-Z]*d[a-zA-Z]*", option))
         takes = option in VALUE_OPTIONS
         value: Word | None = None
         if takes and eq:
@@ -188,7 +212,7 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
             name, has, _ = value.text.partition("=")
             env.append(value if has else Word(f"{name}=${{{name}}}", value.line))
         elif option == "--gpus":
-            gpus = _gpus(value)
+            gpus, devices = _gpus(value), _gpu_devices(value)
         elif option == "--entrypoint":
             entrypoint = value.text
         elif option in ("-v", "--volume", "--mount") and len(volumes) < MAX_VOLUME_LOOKUPS:
@@ -222,7 +246,8 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
             program = [Word(word, image.line) for word in SERVER_PROGRAMS.get(engine, ())]
     problem = entrypoint_problem(image, command, "docker run gives no --entrypoint") \
         if entrypoint is None else None
-    return [*env, *program, *command], _Container(image, gpus, problem, tuple(volumes))
+    return [*env, *program, *command], _Container(image, gpus, problem, tuple(volumes),
+                                                  devices, detached)
 
 
 HPC_RUNNERS = frozenset({"apptainer", "singularity"})
@@ -467,6 +492,7 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     cluster = any([w.text for w in split_env_prefix(list(c))[1][:2]] == ["ray", "start"]
                   for c in rewritten)
     project: dict[str, Located[str] | None] = {}
+    running: list[tuple[EngineInvocation, _Container | None]] = []
     for invocation in engine_invocations(rewritten, env):
         nodes = invocation.args.nnodes
         one_node = not cluster and (nodes is None or
@@ -494,7 +520,69 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         more = tuple(p for p in (detached, ran.problem if ran else None) if p is not None)
         out.append(replace(served, engine_problems=(*served.engine_problems, *more))
                    if more else served)
+        one_host = one_node and not _called(calls, invocation.line)
+        running.append((invocation if one_host else replace(invocation, line=None), ran))
+    if kind == "shell-script" and len(out) > 1:
+        return _side_by_side(out, running, text)
     return out
+
+
+def _visible_list(env: Env) -> list[str] | Literal[False] | None:
+    """The devices a visible-devices variable lists (``None``: unset; ``False``: a value
+    kvlint does not read)."""
+    for name in VISIBLE_DEVICE_VARIABLES:
+        value = env.get(name)
+        if value is None:
+            continue
+        text = str(value).strip()
+        if re.fullmatch(r"\d{1,3}(?:,\d{1,3}){0,63}", text):
+            return text.split(",")
+        return False
+    return None
+
+
+def _side_by_side(out: list[ServedModel],
+                  running: Sequence[tuple[EngineInvocation, _Container | None]],
+                  text: str) -> list[ServedModel]:
+    """``out`` with the vLLM servers the script runs side by side on a GPU judged
+    (:mod:`.shared_gpus`, :mod:`.shell_jobs`)."""
+    from kvlint.manifests.shared_gpus import Tenant, shared_gpu_problems, used_devices
+    from kvlint.manifests.shell_jobs import ScriptLines
+
+    lines = ScriptLines(text)
+    tenants: list[Tenant] = []
+    spans: dict[int, tuple[int, int, bool]] = {}
+    for index, (invocation, ran) in enumerate(running):
+        if invocation.line is None or index >= len(out):
+            continue
+        host = ran.devices if ran is not None else None
+        inner = _visible_list(invocation.env)
+        if host is False or inner is False:
+            continue
+        visible: list[str] | None
+        if inner is None:
+            visible = list(host) if host is not None else None
+        elif host is None:
+            visible = inner
+        else:  # the container's own variable picks among the GPUs Docker gave it
+            visible = [host[int(d)] for d in inner if int(d) < len(host)]
+        world = occupied_gpus(invocation.args, None, "")
+        devices = used_devices(visible, world.value) if world is not None else None
+        if devices is None or lines.in_function(invocation.line):
+            continue
+        first, last = lines.span([w.line for w in invocation.words if w.line] +
+                                 ([ran.image.line] if ran and ran.image.line else []))
+        spans[index] = (first, last, (ran is not None and ran.detached) or
+                        lines.detached(first, last))
+        tenants.append(Tenant(index, devices, invocation.line,
+                              f"the server on line {invocation.line}"))
+
+    def together(earlier: Tenant, later: Tenant) -> bool:
+        _, last, detached = spans[earlier.index]
+        return detached and spans[later.index][0] > last and \
+            not lines.stops_between(last, spans[later.index][0])
+
+    return shared_gpu_problems(out, tenants, together)
 
 
 def _pin_env(command: Sequence[Word], values: _PlainValues) -> Env:

@@ -126,11 +126,25 @@ class EngineOptionInvalidValue(_EngineRefusal):
     args: ["--model", "Qwen/Qwen3-8B", "--kv-cache-dtype", "fp8_e4m3"]
     ```
 
-    Also: two vLLM services of one compose file given the same GPU whose
-    `--gpu-memory-utilization` fractions (given, or the release's default) add up to more
-    than 1: the second to start finds less free memory than its fraction and exits (a
-    warning where a fraction is vLLM 0.34's default of 1.0, whose start-up check kvlint has
-    not read).
+    Also: vLLM servers of one host that share a GPU and whose `--gpu-memory-utilization`
+    fractions (given, or the release's default) do not fit on it together: the services of
+    a compose file given the same GPU (`gpus: all`, overlapping `device_ids`, `count: 1` on
+    both, since Docker gives a count the host's first GPUs), or the servers a script leaves
+    running side by side (`&`, `pm2 start`, `docker run -d`) on the same
+    `CUDA_VISIBLE_DEVICES`. Each vLLM server takes its fraction of the whole GPU, so the one
+    that starts second fails when the fractions add up to 1 or more: vLLM before 0.8 runs
+    out of memory allocating its KV cache, 0.9.1 to 0.33 exit at start ("Free memory on
+    device ... is less than desired GPU memory utilization"); 0.8.0 to 0.9.0 count the
+    other server's memory as their own and fail only when the second's fraction is no
+    larger than the first's; from 0.34 the extensible KV cache starts it with what is left.
+    A server of no stated release that only some releases fail is a warning. Servers that a
+    script stops, waits for or starts as alternatives (`kill`, `wait`, `case`, a function)
+    are not judged.
+
+    Also: `--dtype half` (or `float16`) for a model type vLLM refuses to run in float16
+    (`gemma2`, `gemma3`, `glm4` from 0.9.1, `gemma3_text` from 0.11.0, `plamo2` from 0.9.1
+    to at least 0.20, not 0.28): it exits at start ("The model type 'gemma3' does not
+    support float16"), where `auto` would pick bfloat16.
     """
 
     code = "KV702"
@@ -139,12 +153,40 @@ class EngineOptionInvalidValue(_EngineRefusal):
     kind = "value"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        for finding in super().check(ctx):
+        refused = self._float16(ctx)
+        for finding in (*super().check(ctx), *([refused] if refused else [])):
             # a choice no release kvlint read has, on a server that may be newer (a floating
             # tag, a build from source): a warning, since a newer release or a fork may add it
             yield replace(finding, severity=Severity.WARNING) \
                 if finding.data.get("newer_may_accept") or \
                 finding.data.get("older_may_accept") else finding
+
+    def _float16(self, ctx: RuleContext) -> Finding | None:
+        """vLLM's refusal of float16 for the config's model type
+        (kvlint/engines/dtype_refusals.py)."""
+        from kvlint.engines import UNKNOWN_VERSION
+        from kvlint.engines.dtype_refusals import FLOAT16_NAMES, REASON, float16_refusal
+
+        b, dtype = ctx.plan.behaviour, (ctx.plan.dtype or "").strip().lower()
+        if b.engine != "vllm" or dtype not in FLOAT16_NAMES:
+            return None
+        every = (ctx.plan.engine_version or "").strip().lower() == UNKNOWN_VERSION
+        refusal = float16_refusal(ctx.config_model_type, b.version, every)
+        if refusal is None:
+            return None
+        releases = f"vLLM {refusal.since}" + (f" to {refusal.until}" if refusal.until
+                                               else " on")
+        message = (f"--dtype {dtype}: vLLM refuses float16 for the model type "
+                   f"'{refusal.model_type}' and exits at start ('The model type "
+                   f"'{refusal.model_type}' does not support float16. Reason: {REASON}', "
+                   f"{releases}); use --dtype bfloat16 (or auto, which picks it), or float32 "
+                   "on a GPU without bfloat16")
+        if not refusal.certain:
+            message += (f" (not every release: {releases} refuses it, and "
+                        f"{b.display} {b.version or 'of no stated release'} may not)")
+        return self.finding(message, option="--dtype", about="dtype",
+                            model_type=refusal.model_type, reason="float16-refused",
+                            **({} if refusal.certain else {"older_may_accept": True}))
 
 
 class EngineOptionsDetached(_EngineRefusal):

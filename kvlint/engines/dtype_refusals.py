@@ -1,0 +1,79 @@
+"""Model types vLLM refuses to run in float16 (pure data, read from vLLM's wheels).
+
+``_check_valid_dtype`` raises ``ValueError("The model type 'gemma3' does not support float16.
+Reason: Numerical instability. Please use bfloat16 or float32 instead.")`` when ``--dtype``
+names float16 (``half``, ``float16``) for a model whose config's top-level ``model_type`` is
+in ``_FLOAT16_NOT_SUPPORTED_MODELS``; ``auto`` picks bfloat16 for them instead
+(``_get_and_verify_dtype``, called with ``hf_config``). Read in the wheels
+(``pip download --no-deps vllm==X``): absent in vllm/config.py@v0.9.0; gemma2, gemma3,
+plamo2 and glm4 in vllm/config.py@v0.9.1 (line 3121), @v0.9.2 and
+vllm/config/__init__.py@v0.10.1.1 (line 2669); gemma3_text added by
+vllm/config/model.py@v0.11.0 (line 1584; 0.10.2 not read, so not judged there); plamo2 still
+in @v0.14.0 and @v0.20.0 and gone in vllm/config/model.py@v0.28.0 and @v0.34.0 (line 2442;
+the releases between 0.20 and 0.28 not read: judged there only as "some releases").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+__all__ = ["FLOAT16_NAMES", "Float16Refusal", "float16_refusal"]
+
+FLOAT16_NAMES = frozenset({"half", "float16"})
+"""``--dtype`` spellings vLLM maps to ``torch.float16`` (``_STR_DTYPE_TO_TORCH_DTYPE``)."""
+
+
+@dataclass(frozen=True)
+class _Span:
+    model_type: str
+    first: str
+    last: str | None
+    """The last release read that refuses it (``None``: every release read from ``first``)."""
+    after_last: str | None = None
+    """The first release read that no longer does."""
+
+
+_REFUSED = (
+    _Span("gemma2", "0.9.1", None),
+    _Span("gemma3", "0.9.1", None),
+    _Span("glm4", "0.9.1", None),
+    _Span("gemma3_text", "0.11.0", None),
+    _Span("plamo2", "0.9.1", "0.20.0", "0.28.0"),
+)
+
+REASON = "Numerical instability. Please use bfloat16 or float32 instead."
+
+
+@dataclass(frozen=True)
+class Float16Refusal:
+    """Whether vLLM refuses float16 for a model type: ``certain`` at the version judged, or
+    only at some releases (``since``/``until`` name them)."""
+
+    model_type: str
+    certain: bool
+    since: str
+    until: str | None
+
+
+def float16_refusal(model_type: str | None, version: str | None,
+                    every: bool = False) -> Float16Refusal | None:
+    """vLLM's refusal of float16 for ``model_type`` at ``version`` (a release; ``every``:
+    no release is known, so each is judged), or ``None``."""
+    span = next((s for s in _REFUSED if s.model_type == model_type), None)
+    if span is None:
+        return None
+    if every or version is None:
+        return Float16Refusal(span.model_type, False, span.first, span.last)
+    try:
+        v = Version(version)
+    except ValueError:
+        return None
+    if v < Version(span.first):
+        return None
+    if span.last is not None and v > Version(span.last):
+        if span.after_last is not None and v >= Version(span.after_last):
+            return None
+        return Float16Refusal(span.model_type, False, span.first, span.last)
+    return Float16Refusal(span.model_type, True, span.first, span.last)

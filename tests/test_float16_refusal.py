@@ -1,0 +1,56 @@
+"""vLLM refuses float16 for some model types (kvlint/engines/dtype_refusals.py, read from
+the wheels 0.9.0-0.34.0): KV702 on the --dtype of a manifest, by release."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.engines.dtype_refusals import float16_refusal
+
+CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "configs"
+
+
+@pytest.mark.parametrize(("model_type", "version", "certain"), [
+    ("gemma2", "0.9.0", None),  # not in vllm/config.py@v0.9.0
+    ("gemma2", "0.9.1", True),
+    ("gemma3", "0.34.0", True),
+    ("gemma3_text", "0.10.1.1", None),  # added in 0.11.0
+    ("gemma3_text", "0.11.0", True),
+    ("plamo2", "0.14.0", True),
+    ("plamo2", "0.20.0", True),
+    ("plamo2", "0.23.0", False),  # dropped by 0.28.0, in a release between not read
+    ("plamo2", "0.28.0", None),
+    ("llama", "0.11.0", None),
+])
+def test_float16_refusal_by_release(model_type: str, version: str,
+                                    certain: bool | None) -> None:
+    found = float16_refusal(model_type, version)
+    assert (found.certain if found else None) == certain
+
+
+@pytest.mark.parametrize(("pin", "dtype", "found"), [
+    ("vllm==0.11.0", "half", [("error", 4)]),
+    ("vllm==0.11.0", "bfloat16", []),
+    ("vllm==0.10.1.1", "float16", []),  # gemma3_text is refused from 0.11.0
+    # no release named: judged by every release kvlint knows (KV304), and those before
+    # 0.11.0 take it, so no finding
+    ("", "half", []),
+])
+def test_a_manifest_running_gemma3_in_half(tmp_path: Path, pin: str, dtype: str,
+                                           found: list[tuple[str, int]]) -> None:
+    script = tmp_path / "serve.sh"
+    script.write_text(f"#!/bin/bash\n{'pip install ' + pin if pin else 'true'}\n"
+                      f"vllm serve google/gemma-3-1b-it \\\n  --dtype={dtype}\n",
+                      encoding="utf-8")
+    result = CliRunner().invoke(main, [
+        "lint", str(script), "--no-plugins", "--offline", "--isolated", "--no-cache",
+        "--format", "json", "--model-map",
+        f"google/gemma-3-1b-it={CONFIGS / 'google--gemma-3-1b-it.json'}"])
+    got = [(f["severity"], f["line"]) for r in json.loads(result.stdout)["results"]
+           for f in r["findings"] if f["data"].get("reason") == "float16-refused"]
+    assert got == found
