@@ -79,6 +79,12 @@ def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:
     if not words or (_base(words[0]) in _NOT_COMMANDS and list(words[:2]) != ["uv", "run"]):
         return None  # `uv pip install vllm` installs; `uv run vllm serve` runs it
     n = len(words)
+    if list(words[:2]) == ["uv", "run"]:
+        # `uv run [options] -m MODULE` runs the module as `python -m` does (astral-sh/uv#7754,
+        # 2024-09); options before it may take values, so the first -m/--module is taken
+        at = next((k for k in range(2, min(n, 24)) if words[k] in ("-m", "--module")), None)
+        if at is not None and at + 1 < n and words[at + 1] in _MODULES:
+            return _MODULES[words[at + 1]], at, at + 2
     for i, word in enumerate(words):
         base = _base(word)
         nxt = words[i + 1] if i + 1 < n else None

@@ -230,6 +230,9 @@ def test_env_from_mapping_or_list() -> None:
 
 
 @pytest.mark.parametrize(("command", "expected"), [
+    ("uv run -m sglang.launch_server --model-path m --tp 8", ("sglang", 4)),  # uv#7754
+    ("uv run --with vllm --module vllm.entrypoints.openai.api_server --model m", ("vllm", 6)),
+    ("uv run -m http.server 8000", None),
     ("vllm serve m", ("vllm", 2)),
     ("command vllm serve m", ("vllm", 3)),   # bash's command runs the program after it
     ("pkill -f llama-server", None),
