@@ -57,14 +57,14 @@ class Float16Refusal:
     until: str | None
 
 
-def float16_refusal(model_type: str | None, version: str | None,
-                    every: bool = False) -> Float16Refusal | None:
-    """vLLM's refusal of float16 for ``model_type`` at ``version`` (a release; ``every``:
-    no release is known, so each is judged), or ``None``."""
+def float16_refusal(model_type: str | None, version: str | None) -> Float16Refusal | None:
+    """vLLM's refusal of float16 for ``model_type`` at ``version`` (a release; ``None``: some
+    release refuses it), or ``None``. An unknown version is the linter's to judge: it runs
+    the rule at every release it knows (``kvlint.linter.lint_config``)."""
     span = next((s for s in _REFUSED if s.model_type == model_type), None)
     if span is None:
         return None
-    if every or version is None:
+    if version is None:
         return Float16Refusal(span.model_type, False, span.first, span.last)
     try:
         v = Version(version)

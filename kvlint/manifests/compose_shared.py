@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kvlint.manifests.base import Located, ServedModel, Unresolved
+from kvlint.manifests.base import ServedModel
+from kvlint.manifests.engine_launch import occupied_gpus
 from kvlint.manifests.shared_gpus import EVERY_GPU, Tenant, used_devices
 from kvlint.manifests.shared_gpus import shared_gpu_problems as judge
 from kvlint.manifests.yaml_values import get_list, get_map, key_line
@@ -77,19 +78,6 @@ def _profiles(service: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(str(p) for p in raw) if isinstance(raw, list) else frozenset()
 
 
-def _world(served: ServedModel) -> int | None:
-    """The GPUs a server's ranks take: tp x pp, times dp unless DP attention reuses the TP
-    group (``None``: a degree is unresolved)."""
-    attention = isinstance(served.dp_attention, Located) and served.dp_attention.value
-    world = 1
-    for value in (served.tp, served.pp, None if attention else served.dp):
-        if isinstance(value, Unresolved):
-            return None
-        if isinstance(value, Located) and isinstance(value.value, int):
-            world *= value.value
-    return world
-
-
 def shared_gpu_problems(models: list[ServedModel], services: Sequence[Mapping[str, Any]]
                         ) -> list[ServedModel]:
     """``models`` (one per service in ``services``), each later vLLM service that cannot
@@ -100,11 +88,11 @@ def shared_gpu_problems(models: list[ServedModel], services: Sequence[Mapping[st
     tenants: list[Tenant] = []
     for i, (served, service) in enumerate(zip(models[:MAX_SERVICES],
                                               services[:MAX_SERVICES], strict=True)):
-        given, world = _devices(service), _world(served)
+        given, world = _devices(service), occupied_gpus(served, None, "")
         if given is None or world is None:
             continue
         visible = None if EVERY_GPU in given else sorted(given, key=lambda d: (len(d), d))
-        devices = used_devices(visible, world)
+        devices = used_devices(visible, world.value)
         if devices is not None:
             tenants.append(Tenant(i, devices, key_line(service, "gpus") or served.line,
                                   f"the service {served.name or i + 1}"))

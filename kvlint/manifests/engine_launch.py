@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from kvlint.manifests.base import (
     DERIVED_GPUS,
@@ -508,7 +508,20 @@ def first_launch(script: Script) -> tuple[Launch | None, list[str]]:
     return script.launches[0], notes
 
 
-def occupied_gpus(args: EngineArgs, line: int | None, why: str) -> Located[int] | None:
+class Degrees(Protocol):
+    """What a world's size is read from: an engine command's arguments or a served model."""
+
+    @property
+    def tp(self) -> Located[int] | Unresolved | None: ...
+    @property
+    def pp(self) -> Located[int] | Unresolved | None: ...
+    @property
+    def dp(self) -> Located[int] | Unresolved | None: ...
+    @property
+    def dp_attention(self) -> Located[bool] | None: ...
+
+
+def occupied_gpus(args: Degrees, line: int | None, why: str) -> Located[int] | None:
     """The GPUs the engine takes where the manifest requests no count (a bare command,
     ``docker run --gpus all``, a compose reservation of every GPU): tp x pp, times dp unless
     DP attention reuses the TP group, as the engine starts one worker per GPU of that world;
@@ -527,6 +540,20 @@ VISIBLE_DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                             "ROCR_VISIBLE_DEVICES")
 """The variables that make a list of devices visible to CUDA or ROCm."""
 _DEVICE_LIST = re.compile(r"\d{1,3}(?:,\d{1,3}){0,63}")
+
+
+def visible_device_list(get: Callable[[str], object],
+                        names: Sequence[str] = VISIBLE_DEVICE_VARIABLES
+                        ) -> list[str] | Literal[False] | None:
+    """The devices the first of ``names`` that is set lists (``None``: none is set;
+    ``False``: one is set to a value that is not a list of device numbers, ``$GPU``)."""
+    for name in names:
+        value = get(name)
+        if value is None:
+            continue
+        text = value.strip() if isinstance(value, str) else ""
+        return text.split(",") if _DEVICE_LIST.fullmatch(text) else False
+    return None
 
 
 def visible_devices(get: Callable[[str], object], line: int | None,

@@ -47,15 +47,15 @@ MAX_TENANTS = 64
 EVERY_GPU = "*"
 """A visible-device list that narrows nothing: the host's every GPU."""
 
+_REFUSES_AT_START = ("exits at start ('Free memory on device ... on startup is less than "
+                     "desired GPU memory utilization')")
 _ERAS = (
     ("0.7.3", "runs out of memory allocating its KV cache (V0 sizes it as its fraction of the "
               "whole GPU)"),
     ("0.8.0", "finds no memory for its KV cache ('No available memory for the cache blocks': "
               "V1 before 0.9.1 counts the other server's memory as its own)"),
-    ("0.9.1", "exits at start ('Free memory on device ... on startup is less than desired GPU "
-              "memory utilization')"),
-    ("0.20.0", "exits at start ('Free memory on device ... on startup is less than desired GPU "
-               "memory utilization')"),
+    ("0.9.1", _REFUSES_AT_START),
+    ("0.20.0", _REFUSES_AT_START),
     ("0.34.0", ""),
 )
 """A release of each way vLLM sizes a server beside another (the module's docs), for a server
@@ -129,7 +129,7 @@ def _fails(served: ServedModel, release: str, mine: float, theirs: float) -> boo
         served.extensible_kv_cache, Located) else None
     if isinstance(served.kv_cache_memory_bytes, Located):
         switch = False  # --kv-cache-memory-bytes turns the extensible cache off
-    if extensible_kv_cache(release, switch if isinstance(switch, bool) else None):
+    if extensible_kv_cache(release, switch):
         return False
     if Version("0.8.0") <= v < Version("0.9.1"):
         return mine <= theirs

@@ -35,6 +35,8 @@ class ScriptLines:
     def __init__(self, text: str) -> None:
         self.lines = text.splitlines()[:MAX_LINES]
         self._functions: list[tuple[int, int]] | None = None
+        self._stops: list[int] | None = None
+        """How many lines up to each line may stop a server (``_stops[n]``: lines 1..n)."""
 
     def _logical(self, line: int) -> tuple[int, int]:
         """The first and last line of the logical line (``\\`` continuations) of ``line``."""
@@ -66,8 +68,14 @@ class ScriptLines:
 
     def stops_between(self, after: int, before: int) -> bool:
         """Whether a line strictly between ``after`` and ``before`` may end a server started
-        before it or makes what follows an alternative."""
-        return any(_STOPS.search(self._code(n, n)) for n in range(after + 1, before))
+        before it or makes what follows an alternative (each line read once per script, so
+        many servers in a long script stay linear)."""
+        if self._stops is None:
+            self._stops = [0]
+            for n in range(1, len(self.lines) + 1):
+                self._stops.append(self._stops[-1] + bool(_STOPS.search(self._code(n, n))))
+        low, high = max(after, 0), min(before - 1, len(self.lines))
+        return high > low and self._stops[high] - self._stops[low] > 0
 
     def in_function(self, line: int) -> bool:
         """Whether ``line`` is inside a shell function's body."""

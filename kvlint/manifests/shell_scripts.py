@@ -38,7 +38,6 @@ from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_env import EngineInvocation, engine_invocations
 from kvlint.manifests.engine_launch import (
     SHELLS,
-    VISIBLE_DEVICE_VARIABLES,
     Hardware,
     Origin,
     engine_gpus,
@@ -47,6 +46,7 @@ from kvlint.manifests.engine_launch import (
     pip_pins,
     served_model,
     settle_version,
+    visible_device_list,
     visible_devices,
 )
 from kvlint.manifests.engine_programs import find_engine
@@ -117,10 +117,11 @@ class _Container:
 
 
 def _gpu_devices(value: Word) -> tuple[str, ...] | Literal[False] | None:
-    """The host's GPUs ``--gpus`` names: ``device=0,1``, or the first N for ``N`` (Docker's
+    """The host's GPUs ``--gpus`` names as Docker reads it (quotes stripped): ``device=0,1``
+    (Docker's CSV: "device=6, 7" is two), or the first N for ``N`` / ``count=N`` (Docker's
     ``countToDevices``, moby daemon/nvidia_linux.go); ``None`` for ``all``."""
     text = value.text.strip().strip("'\"")
-    count = re.fullmatch(r"(?:count=)?(\d{1,2})", text)
+    count = re.fullmatch(r"(?:count=)?(\d{1,4})", text)
     if count:
         return tuple(str(d) for d in range(int(count.group(1))))
     devices = re.search(r"device=([\w, -]+)", text)
@@ -130,19 +131,14 @@ def _gpu_devices(value: Word) -> tuple[str, ...] | Literal[False] | None:
 
 
 def _gpus(value: Word) -> Located[int] | Unresolved | None:
-    """``--gpus`` as Docker reads it: ``N``, ``all``, ``device=0,1`` (quotes stripped)."""
-    text = value.text.strip().strip("'\"")
-    if text == "all":
+    """``--gpus`` as a count (:func:`_gpu_devices`; ``None`` for ``all``)."""
+    devices, text = _gpu_devices(value), value.text.strip().strip("'\"")
+    if devices is None:
         return None  # the host's GPUs: the script does not say how many
-    count = re.fullmatch(r"(?:count=)?(\d{1,4})", text)
-    if count:
-        return Located(int(count.group(1)), value.line, None, f"--gpus {text}")
-    devices = re.search(r"device=([\w, -]+)", text)  # Docker's CSV: "device=6, 7" is two
-    if devices:
-        return Located(len([d for d in devices.group(1).split(",") if d.strip()]), value.line,
-                       None, f"--gpus {text}")
-    return Unresolved(reason=f"--gpus {text!r} is not a GPU count kvlint reads",
-                      line=value.line, text=text)
+    if devices is False:
+        return Unresolved(reason=f"--gpus {text!r} is not a GPU count kvlint reads",
+                          line=value.line, text=text)
+    return Located(len(devices), value.line, None, f"--gpus {text}")
 
 
 class _PlainValues:
@@ -492,7 +488,7 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     cluster = any([w.text for w in split_env_prefix(list(c))[1][:2]] == ["ray", "start"]
                   for c in rewritten)
     project: dict[str, Located[str] | None] = {}
-    running: list[tuple[EngineInvocation, _Container | None]] = []
+    running: list[tuple[EngineInvocation, _Container | None] | None] = []
     for invocation in engine_invocations(rewritten, env):
         nodes = invocation.args.nnodes
         one_node = not cluster and (nodes is None or
@@ -520,29 +516,16 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         more = tuple(p for p in (detached, ran.problem if ran else None) if p is not None)
         out.append(replace(served, engine_problems=(*served.engine_problems, *more))
                    if more else served)
+        # a server on other nodes or from a called script: not judged beside the others
         one_host = one_node and not _called(calls, invocation.line)
-        running.append((invocation if one_host else replace(invocation, line=None), ran))
+        running.append((invocation, ran) if one_host else None)
     if kind == "shell-script" and len(out) > 1:
         return _side_by_side(out, running, text)
     return out
 
 
-def _visible_list(env: Env) -> list[str] | Literal[False] | None:
-    """The devices a visible-devices variable lists (``None``: unset; ``False``: a value
-    kvlint does not read)."""
-    for name in VISIBLE_DEVICE_VARIABLES:
-        value = env.get(name)
-        if value is None:
-            continue
-        text = str(value).strip()
-        if re.fullmatch(r"\d{1,3}(?:,\d{1,3}){0,63}", text):
-            return text.split(",")
-        return False
-    return None
-
-
 def _side_by_side(out: list[ServedModel],
-                  running: Sequence[tuple[EngineInvocation, _Container | None]],
+                  running: Sequence[tuple[EngineInvocation, _Container | None] | None],
                   text: str) -> list[ServedModel]:
     """``out`` with the vLLM servers the script runs side by side on a GPU judged
     (:mod:`.shared_gpus`, :mod:`.shell_jobs`)."""
@@ -552,11 +535,14 @@ def _side_by_side(out: list[ServedModel],
     lines = ScriptLines(text)
     tenants: list[Tenant] = []
     spans: dict[int, tuple[int, int, bool]] = {}
-    for index, (invocation, ran) in enumerate(running):
-        if invocation.line is None or index >= len(out):
+    for index, entry in enumerate(running):
+        if entry is None:
+            continue
+        invocation, ran = entry
+        if invocation.line is None:
             continue
         host = ran.devices if ran is not None else None
-        inner = _visible_list(invocation.env)
+        inner = visible_device_list(invocation.env.get)
         if host is False or inner is False:
             continue
         visible: list[str] | None

@@ -164,14 +164,12 @@ class EngineOptionInvalidValue(_EngineRefusal):
     def _float16(self, ctx: RuleContext) -> Finding | None:
         """vLLM's refusal of float16 for the config's model type
         (kvlint/engines/dtype_refusals.py)."""
-        from kvlint.engines import UNKNOWN_VERSION
         from kvlint.engines.dtype_refusals import FLOAT16_NAMES, REASON, float16_refusal
 
         b, dtype = ctx.plan.behaviour, (ctx.plan.dtype or "").strip().lower()
         if b.engine != "vllm" or dtype not in FLOAT16_NAMES:
             return None
-        every = (ctx.plan.engine_version or "").strip().lower() == UNKNOWN_VERSION
-        refusal = float16_refusal(ctx.config_model_type, b.version, every)
+        refusal = float16_refusal(ctx.config_model_type, b.version)
         if refusal is None:
             return None
         releases = f"vLLM {refusal.since}" + (f" to {refusal.until}" if refusal.until

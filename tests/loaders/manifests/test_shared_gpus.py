@@ -140,7 +140,11 @@ def test_lint_reports_the_second_server(tmp_path: Path) -> None:
                       encoding="utf-8")
     result = CliRunner().invoke(main, ["lint", str(script), "--no-plugins", "--offline",
                                        "--isolated", "--no-cache", "--format", "json"])
-    found = [(f["code"], f["severity"], f["line"])
-             for r in json.loads(result.stdout)["results"] for f in r["findings"]
-             if f["data"].get("reason") == "shared-gpu"]
-    assert found == [("KV702", "error", 4)]
+    shared = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
+              if f["data"].get("reason") == "shared-gpu"]
+    assert [(f["code"], f["severity"], f["line"]) for f in shared] == [("KV702", "error", 4)]
+    # the fractions as written, and their sum: 0.5 + 0.6 on GPU 0 (no CUDA_VISIBLE_DEVICES)
+    assert "shares GPU 0 with the server on line 3, which holds 0.5 of it, and asks for " \
+        "0.6 (1.1 in all)" in shared[0]["message"]
+    assert "exits at start" in shared[0]["message"]  # 0.10.1.1: the start-up check
+    assert shared[0]["data"]["sum"] == pytest.approx(1.1)
