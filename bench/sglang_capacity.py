@@ -63,7 +63,7 @@ TUNED = frozenset({"01", "04"})
 
 
 def _facts(logs: Path) -> dict[str, dict[str, Any]]:
-    return {e["id"]: e for e in json.loads((logs / "expected.json").read_text("utf-8"))}
+    return {str(e["id"]): e for e in json.loads((logs / "expected.json").read_text("utf-8"))}
 
 
 def _cases(logs: Path) -> dict[str, tuple[str, list[str]]]:

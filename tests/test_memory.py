@@ -108,6 +108,21 @@ def test_non_torch_and_cuda_graph_terms() -> None:
     assert cuda_graph_bytes("not-a-version") == 512 * MIB
 
 
+def test_non_torch_memory_of_a_v1_worker_before_graph_profiling() -> None:
+    """A tp=1 V1 worker before 0.18.0 measures no CUDA-graph profile in its non-torch window
+    (gpu_worker.py@v0.18.0 moved ``profile_cudagraph_memory`` inside it): 100 MiB, not 300."""
+    assert non_torch_bytes(1, None, "0.8.0") == non_torch_bytes(1, None, "0.17.1") \
+        == 100 * MIB
+    assert non_torch_bytes(1, None, "0.18.0") == non_torch_bytes(1, None, "0.19.0") \
+        == 300 * MIB
+    # V0 (before 0.8, and pre-Ampere GPUs until 0.10.2) and an unread version keep 300 MiB
+    assert non_torch_bytes(1, None, "0.7.3") == non_torch_bytes(1, None, None) == 300 * MIB
+    assert non_torch_bytes(1, "pcie", "0.9.2", "T4") == 300 * MIB
+    assert non_torch_bytes(1, "pcie", "0.9.2", "L4") == 100 * MIB
+    # tp > 1 is unchanged: V1 before 0.11 the tp=1 base of the profile kvlint has logs for
+    assert non_torch_bytes(2, "nvlink", "0.10.1.1") == 300 * MIB
+
+
 def test_memory_terms_add_up() -> None:
     t = memory_terms(gpu_memory_bytes=80 * GIB, gpu_name="H100", utilization=0.9,
                      weight_bytes=15 * GIB, dims=LLAMA_DIMS, tp=1, version="0.33.0",

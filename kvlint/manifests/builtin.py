@@ -38,6 +38,8 @@ PARSERS: tuple[tuple[str, str], ...] = (
     ("skypilot", "kvlint.manifests.launchers:SkyPilotParser"),
     ("dstack", "kvlint.manifests.launchers:DstackParser"),
     ("azureml", "kvlint.manifests.launchers:AzureMLDeploymentParser"),
+    ("ecs", "kvlint.manifests.container_tasks:EcsTaskDefinitionParser"),
+    ("nosana", "kvlint.manifests.container_tasks:NosanaJobParser"),
     ("vllm-config", "kvlint.manifests.flat_configs:VllmConfigParser"),
     ("sglang-config", "kvlint.manifests.flat_configs:SglangConfigParser"),
     ("trtllm-config", "kvlint.manifests.trtllm_configs:TrtllmConfigParser"),

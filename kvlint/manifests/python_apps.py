@@ -45,7 +45,9 @@ _VLLM_CALLS = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
 _SERVERS = {"vllm": ["vllm", "serve"], "sglang": ["python3", "-m", "sglang.launch_server"]}
 _MODEL_OPTION = {"vllm": "--model", "sglang": "--model-path"}
 _PIN = re.compile(r"(?:vllm|sglang(?:\[[\w,-]+\])?|lmdeploy|tensorrt[-_]llm)==[\w.+-]+")
-_MODAL_GPU = re.compile(r"([A-Za-z][\w-]*?)(?::(\d+))?\+?")
+_MODAL_GPU = re.compile(r"([A-Za-z][\w-]*?)[!+]?(?::(\d+))?[!+]?")
+"""Modal's GPU string: ``TYPE[:COUNT]``; ``H100!`` is an H100 never upgraded to an H200 and
+``B200+`` a B200 or better (modal.com/docs/guide/gpu): both are read as the named GPU."""
 _COMMAND_HINT = re.compile(r"vllm|sglang|text-generation-launcher|lmdeploy|trtllm|llama-server")
 
 
@@ -396,6 +398,13 @@ def _modal_gpus(tree: ast.AST, names: _Names) -> list[tuple[int, int, str, int, 
 
 
 def _gpu_of(value: ast.expr, names: _Names) -> tuple[str, int] | None:
+    if isinstance(value, (ast.List, ast.Tuple)):
+        # fallbacks in order of preference (modal.com/docs/examples/gpu_fallbacks): the
+        # function must hold on each, so the one with the least GPU memory is judged
+        options = [_gpu_of(v, names) for v in value.elts]
+        if not options or any(o is None for o in options):
+            return None
+        return min((o for o in options if o is not None), key=_fallback_memory)
     if isinstance(value, ast.Call) and _dotted(value.func).startswith(("modal.gpu.", "gpu.")):
         count = next((k.value for k in value.keywords if k.arg == "count"), None)
         number = names.text(count) if count is not None else "1"
@@ -405,6 +414,17 @@ def _gpu_of(value: ast.expr, names: _Names) -> tuple[str, int] | None:
     if match is None:
         return None
     return match.group(1), int(match.group(2) or 1)
+
+
+def _fallback_memory(option: tuple[str, int]) -> tuple[int, int]:
+    """GPU memory of one Modal fallback (per GPU, then in all); unknown GPUs sort last."""
+    from kvlint.model.hardware import find_gpu
+
+    try:
+        per_gpu = find_gpu(option[0]).memory_bytes
+    except (KeyError, ValueError):
+        return (2**62, 2**62)
+    return (per_gpu, per_gpu * option[1])
 
 
 def _on_modal_gpus(found: list[ServedModel], gpus: list[tuple[int, int, str, int, int]]

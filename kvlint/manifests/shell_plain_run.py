@@ -91,6 +91,33 @@ def _subject(text: str, name: str, before: int) -> str | None:
     return _value(raw, name) if raw is not None else None
 
 
+def _overridable(text: str, name: str, before: int) -> bool:
+    """Whether the plain run's value of ``name`` is a default the caller can override (a
+    positional parameter's, ``${1:-unified}``, or its own, ``${MODE:-unified}``) rather
+    than a literal the script fixes."""
+    raw = _assigned(text, name, before)
+    return raw is not None and "${" in raw
+
+
+def _assigns(body: list[tuple[int, str]]) -> bool:
+    """Whether a ``case`` branch sets a variable: a command of assignments only, or a
+    ``read``/``export``/``local`` that may. Such a branch configures the run the script
+    makes after the ``case``, so only the branch a plain run takes is read."""
+    commands = split_script("\n".join(line for _, line in body))
+    for words in commands:
+        if not words:
+            continue
+        if words[0].text in ("export", "local", "readonly", "declare", "read", "unset",
+                             "shift", "set", "source", "."):
+            return True
+        if all(_ASSIGNMENT.match(w.text) for w in words):
+            return True
+    return False
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
+
+
 def _clauses(lines: list[str]) -> list[tuple[list[str], list[tuple[int, str]]]] | None:
     """``(patterns, [(line index, body text)])`` of each clause of a ``case`` body, or
     ``None`` when the body is not one kvlint reads."""
@@ -139,6 +166,12 @@ def plain_run_cases(text: str) -> str:
         taken = next((body for patterns, body in clauses
                       if any(fnmatchcase(value, p) for p in patterns)), [])
         kept = dict(taken)
+        if _overridable(text, case.group(1), case.start()):
+            # a mode the caller picks (``${1:-unified}``): a branch that only runs commands
+            # with the script's shared settings is a run of its own, kept as written
+            for _, body in clauses:
+                if body is not taken and not _assigns(body):
+                    kept.update(body)
         chosen = "\n".join(kept.get(i, "") for i in range(len(lines)))
         out += [text[last:case.start()], "\n", chosen]
         last = esac.end()

@@ -69,7 +69,9 @@ VALUE_OPTIONS = frozenset({
     "-a", "--attach", "--add-host", "--annotation", "--blkio-weight",
     "--blkio-weight-device", "--cap-add", "--cap-drop", "--cgroup-parent", "--cgroupns",
     "--cidfile", "--cpu-period", "--cpu-quota", "--cpu-rt-period", "--cpu-rt-runtime", "-c",
-    "--cpu-shares", "--cpus", "--cpuset-cpus", "--cpuset-mems", "--device",
+    "--cpu-shares", "--cpus", "--cpuset-cpus", "--cpuset-mems", "--device", "--cpu-count",
+    "--cpu-percent", "--detach-keys", "--dns-opt", "--io-maxbandwidth", "--io-maxiops",
+    "--net-alias",
     "--device-cgroup-rule", "--device-read-bps", "--device-read-iops", "--device-write-bps",
     "--device-write-iops", "--dns", "--dns-option", "--dns-search", "--domainname",
     "--entrypoint", "-e", "--env", "--env-file", "--expose", "--gpus", "--group-add",
@@ -84,8 +86,19 @@ VALUE_OPTIONS = frozenset({
     "--ulimit", "-u", "--user", "--userns", "--uts", "-v", "--volume", "--volume-driver",
     "--volumes-from", "-w", "--workdir",
 })
-"""``docker run`` options that take a value (those ``docker run --help`` lists with a type;
-podman's are the same names). Every other option is a switch (``--rm``, ``-d``, ``-it``...)."""
+"""``docker run`` options that take a value (those ``docker run --help`` lists with a type,
+and the hidden ``--dns-opt``/``--net-alias``: docker/cli cli/command/container/opts.go
+``addFlags`` and run.go; podman's are the same names). Every other option is a switch
+(``--rm``, ``-d``, ``-it``...)."""
+DOCKER_SWITCHES = frozenset({
+    "--detach", "--disable-content-trust", "--help", "--init", "--interactive",
+    "--no-healthcheck", "--oom-kill-disable", "--privileged", "--publish-all", "--quiet",
+    "--read-only", "--rm", "--sig-proxy", "--tty", "--use-api-socket",
+})
+"""``docker run``'s long switches (docker/cli opts.go ``addFlags`` and run.go). With
+:data:`VALUE_OPTIONS` they are every long option Docker's run accepts: any other stops the
+command (``unknown flag: --model-id``). podman has more options of its own, so only Docker's
+runs are judged so."""
 SERVER_PROGRAMS = {"vllm": ("vllm", "serve"), "tgi": ("text-generation-launcher",),
                    "llamacpp": ("llama-server",), "trtllm": ("trtllm-serve",),
                    "lmdeploy": ("lmdeploy", "serve", "api_server"),
@@ -190,11 +203,22 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
     detached = False
     entrypoint: str | None = None
     volumes: list[tuple[str, Word]] = []
+    unknown: Word | None = None
+    # an engine's own image further on: an unknown option before it may take a value
+    engine_image = next((j for j in range(i, len(rest))
+                         if engine_from_image(rest[j].text)[0] is not None), None)
     while i < len(rest) and rest[i].text.startswith("-") and rest[i].text != "--":
         option, eq, inline = rest[i].text.partition("=")
+        foreign = option.startswith("--") and option not in VALUE_OPTIONS and \
+            option not in DOCKER_SWITCHES and "$" not in option
+        if unknown is None and foreign and \
+                rest[0].text.rsplit("/", 1)[-1] in ("docker", "nvidia-docker"):
+            unknown = rest[i]
         detached = detached or option == "--detach" or \
             bool(re.fullmatch(r"-[a-zA-Z]*d[a-zA-Z]*", option))
-        takes = option in VALUE_OPTIONS
+        takes = option in VALUE_OPTIONS or (
+            foreign and engine_image is not None and i + 1 < engine_image and
+            not rest[i + 1].text.startswith("-"))
         value: Word | None = None
         if takes and eq:
             value = Word(inline, rest[i].line)
@@ -242,8 +266,23 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
             program = [Word(word, image.line) for word in SERVER_PROGRAMS.get(engine, ())]
     problem = entrypoint_problem(image, command, "docker run gives no --entrypoint") \
         if entrypoint is None else None
+    if unknown is not None:
+        problem = _unknown_docker_option(unknown)
     return [*env, *program, *command], _Container(image, gpus, problem, tuple(volumes),
                                                   devices, detached)
+
+
+def _unknown_docker_option(word: Word) -> EngineArgProblem:
+    """KV701: a ``docker run`` option Docker does not have, before the image: the docker CLI
+    stops there, so no container starts (an engine's option put before the image, or an image
+    left out)."""
+    option = word.text.partition("=")[0]
+    return EngineArgProblem(
+        "option", option,
+        f"docker run has no option {option}: Docker exits before any container starts "
+        f"('unknown flag: {option}'); an engine's options go after the image name (is the "
+        "image missing, or written after them?)",
+        word.line, None, {"reason": "docker-option-unknown", "runner": "docker"})
 
 
 HPC_RUNNERS = frozenset({"apptainer", "singularity"})

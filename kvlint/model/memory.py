@@ -91,6 +91,20 @@ NON_TORCH_BYTES = 300 * MIB
 Logged values: 0.35 GiB (RTX 3090, vLLM 0.6.4, vllm-project/vllm#10517), 0.25 GiB per rank
 (2 x RTX 4090, tp=2, vllm-project/vllm#13061)."""
 
+NON_TORCH_V1_BYTES = 100 * MIB
+"""ESTIMATE. Non-torch memory of one tp=1 worker on V1 before 0.18.0, whose profile window
+holds only the forward pass and the sampler (lazily loaded kernels and library workspaces
+grow it a little). Printed by the engine ("non_torch_memory takes"): 0.09 GiB (A100-80GB,
+0.8.2), 0.08 and 0.02 GiB (RTX 4090, RTX 4070 Laptop); the held-out start-ups of 0.9.2-0.17.1
+(A100-40/80GB, L4, RTX 3090, H200; bench/vllm_logs_heldout.md) leave 0.0-0.12 GiB once
+weights, KV and the sampler are taken from the budget. From 0.18.0 the CUDA-graph memory
+profile runs inside the same window (``profile_cudagraph_memory`` within ``memory_profiling``,
+vllm/v1/worker/gpu_worker.py@v0.18.0 lines 384-399; absent @v0.17.1), and the printed figure
+is 0.24-0.27 GiB (0.19.0 on H100, fixtures/vllm_logs/llmd-*.log): :data:`NON_TORCH_BYTES`."""
+
+NON_TORCH_GRAPH_PROFILE_SINCE = Version("0.18.0")
+"""The first release that profiles CUDA-graph memory inside the non-torch window (above)."""
+
 NON_TORCH_TP_BYTES = 1843 * MIB
 """ESTIMATE (1.8 GiB). Extra non-torch memory per worker at tp > 1: NCCL communicators and the
 all-reduce buffers (custom all-reduce IPC buffers, vllm/distributed/device_communicators/
@@ -419,7 +433,7 @@ V1_SMALL_TP_UNTIL = Version("0.11.0")
 
 
 def non_torch_bytes(tp: int, interconnect: str | None = None,
-                    version: str | None = None) -> int:
+                    version: str | None = None, gpu_name: str = "") -> int:
     """ESTIMATE of the non-torch memory of one worker: :data:`NON_TORCH_BYTES`, plus
     :data:`NON_TORCH_TP_BYTES` at tp > 1 where vLLM's memory profile takes large tp-only
     buffers in (release by release, from the wheels and the logs):
@@ -438,10 +452,15 @@ def non_torch_bytes(tp: int, interconnect: str | None = None,
     PCIe cards (``interconnect`` ``"pcie"``) never take it: vLLM's custom all-reduce stays off
     beyond two PCIe-only GPUs (device_communicators/custom_all_reduce.py@v0.11.0 lines 141-147)
     and 2 x RTX 4090 measured 0.25 GiB per rank at tp 2 (vllm-project/vllm#13061). A version
-    kvlint cannot read takes the larger figure (fewer tokens, never more)."""
+    kvlint cannot read takes the larger figure (fewer tokens, never more). A tp=1 worker of
+    V1 before 0.18.0 takes :data:`NON_TORCH_V1_BYTES` instead (its profile does not capture
+    CUDA graphs); with ``--enforce-eager`` from 0.18.0 kvlint keeps the larger figure."""
+    v = release_version(version)
+    if tp <= 1 and v is not None and v < NON_TORCH_GRAPH_PROFILE_SINCE \
+            and not runs_v0(version, gpu_name):
+        return NON_TORCH_V1_BYTES
     if tp <= 1 or interconnect == "pcie":
         return NON_TORCH_BYTES
-    v = release_version(version)
     if v is not None and V1_SINCE <= v < V1_SMALL_TP_UNTIL:
         return NON_TORCH_BYTES
     return NON_TORCH_BYTES + NON_TORCH_TP_BYTES
@@ -483,7 +502,7 @@ def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
         requested_bytes=requested,
         weight_bytes=weight_bytes,
         activation_peak_bytes=peak,
-        non_torch_bytes=non_torch_bytes(tp, interconnect_of(gpu_name), version),
+        non_torch_bytes=non_torch_bytes(tp, interconnect_of(gpu_name), version, gpu_name),
         cuda_graph_bytes=cuda_graph_bytes(version),
         profiled_tokens=tokens,
         sampler_rows=rows,

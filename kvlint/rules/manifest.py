@@ -40,11 +40,12 @@ class GpuCountMismatch(Rule):
     daemon's default runtime is nvidia (llama.cpp, which then serves on the CPU, is not
     flagged). So does a Kubernetes container of a GPU engine image that requests no GPU (no
     device in its resources, no `runtimeClassName`, not privileged): the device plugin gives
-    it none. TGI asked for several shards with no GPU is an error too: it shards most models
-    only with flash attention, which needs CUDA. Either is an error when the image is the
-    engine's own CUDA image (vLLM's
-    `vllm/vllm-openai` or NVIDIA's vLLM, `lmsysorg/sglang`, `openmmlab/lmdeploy`, NVIDIA's
-    TensorRT-LLM and Triton images), which exits at start without a GPU; a warning for
+    it none; and an ECS container without a `resourceRequirements` GPU entry or a Nosana
+    operation without `gpu: true`. TGI asked for several shards with no GPU is an error too:
+    it shards most models only with flash attention, which needs CUDA. Either is an error
+    when the image is the engine's own CUDA image (vLLM's `vllm/vllm-openai` or NVIDIA's
+    vLLM, `lmsysorg/sglang`, `openmmlab/lmdeploy`, NVIDIA's TensorRT-LLM and Triton
+    images), which exits at start without a GPU; a warning for
     another image (a custom build may be a CPU one; TGI's falls back to the CPU for a model
     without flash kernels).
 
@@ -126,6 +127,13 @@ class GpuCountMismatch(Rule):
                 "gives it none and the engine exits at start, unless the node's default "
                 "container runtime is nvidia, which exposes the node's GPUs to it outside "
                 f"the scheduler's count. {fix}", requested=0, needed=needed)
+            return
+        reserved = re.match(r"no GPU reserved \(([^)]*)\)", source)
+        if reserved:  # a container task (ECS, Nosana): its own reservation is missing
+            yield self.finding(
+                f"The container reserves no GPU ({reserved.group(1)}), but the engine needs "
+                f"{needed}: it sees none and the engine exits at start. Reserve {needed} "
+                "for it.", requested=0, needed=needed)
             return
         yield self.finding(
             f"The service reserves no GPU (no deploy.resources.reservations.devices, "

@@ -10,7 +10,8 @@ from kvlint.manifests.builtin import LAZY_PARSERS, PARSERS, LazyParser
 MODULES = ("kvlint.manifests.kubernetes", "kvlint.manifests.kubernetes_crds",
            "kvlint.manifests.operators", "kvlint.manifests.platforms",
            "kvlint.manifests.helm", "kvlint.manifests.compose",
-           "kvlint.manifests.launchers", "kvlint.manifests.flat_configs",
+           "kvlint.manifests.launchers", "kvlint.manifests.container_tasks",
+           "kvlint.manifests.flat_configs",
            "kvlint.manifests.trtllm_configs", "kvlint.manifests.ray_serve",
            "kvlint.manifests.github_actions", "kvlint.manifests.helm_keys")
 

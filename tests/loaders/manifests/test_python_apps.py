@@ -48,6 +48,18 @@ def test_a_modal_app_with_pins_gpus_and_a_command_list() -> None:
     assert value(second.max_model_len) == 8192 and second.line == 16
 
 
+def test_modal_gpu_strings_and_fallback_lists() -> None:
+    """``H100!`` is an H100 kept from Modal's upgrade to H200, ``B200+`` a B200 or better;
+    a list is fallbacks in order of preference (modal.com/docs/examples/gpu_fallbacks): the
+    one with the least memory is judged, as the app must run on each."""
+    for gpu, want in (('"H100!"', ("H100", 1)), ('["H100!"]', ("H100", 1)),
+                      ('"B200+:2"', ("B200", 2)),
+                      ('["H100:2", "A100-40GB:2", "L40S:2"]', ("A100-40GB", 2))):
+        text = MODAL.replace('gpu=f"H100:{N_GPU}"', f"gpu={gpu}")
+        first, _ = python_models(text, "app.py")
+        assert (value(first.gpu_type), value(first.gpus)) == want, gpu
+
+
 def test_a_shell_string_and_the_environment() -> None:
     text = ('import os, subprocess\nTP = os.environ.get("TP", "4")\n'
             'subprocess.run(f"python -m sglang.launch_server --model-path org/m --tp {TP}",'

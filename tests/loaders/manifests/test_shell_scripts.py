@@ -581,6 +581,37 @@ def test_a_case_on_the_scripts_own_mode_takes_the_plain_runs_branch(
     assert found["line"] == 13
 
 
+MODES_SCRIPT = """\
+#!/bin/bash
+MODE="${{1:-unified}}"
+MODEL="Qwen/Qwen3-30B-A3B"
+case "$MODE" in
+unified)
+    sglang serve --model-path "$MODEL" --tp 4
+    ;;
+prefill)
+    CUDA_VISIBLE_DEVICES=0,1,2,3 \\
+    sglang serve --model-path "$MODEL" --tp 4 --disaggregation-mode prefill
+    ;;
+decode)
+    sglang serve --model-path "$MODEL" --tp 2 --disaggregation-mode decode
+    ;;
+{extra}esac
+"""
+
+
+def test_a_mode_the_caller_picks_keeps_every_branch_that_only_runs_a_server() -> None:
+    """``MODE=${1:-unified}``: the caller picks the mode, so a branch that only runs a
+    command with the script's shared settings is a run of its own: each is linted."""
+    found = served(MODES_SCRIPT.format(extra=""))
+    assert [(f["tp"], f["line"]) for f in found] == [(4, 6), (4, 10), (2, 13)]
+    assert {f["model"] for f in found} == {"Qwen/Qwen3-30B-A3B"}
+    # a fixed mode (a literal) runs its branch only; a branch that sets a variable
+    # configures the run instead, so only the default's is read
+    assert len(served(MODES_SCRIPT.format(extra="").replace('"${1:-unified}"', "unified"))) == 1
+    assert len(served(MODES_SCRIPT.format(extra="small) MODEL=Qwen/Qwen3-0.6B ;;\n"))) == 3
+
+
 def test_a_case_kvlint_cannot_decide_stays_as_written() -> None:
     from kvlint.manifests.shell_plain_run import plain_run_cases
 
@@ -753,3 +784,27 @@ def test_a_python_held_in_a_variable_runs_the_engine_module() -> None:
     text = ("#!/bin/bash\nsource setenv.sh\n$PY -m vllm.entrypoints.openai.api_server "
             "--model /models/Qwen3-32B --max-model-len 8192\n")
     assert [(m["engine"], m["model"]) for m in served(text)] == [("vllm", "/models/Qwen3-32B")]
+
+
+@pytest.mark.parametrize(("run", "refused"), [
+    # the image left out: docker reads the engine's options as its own
+    ("docker run --gpus all -p 8081:80 --model-id $MODEL --num-shard 1", "--model-id"),
+    # a misspelt docker option before the image
+    ("docker run --gpu all ghcr.io/huggingface/text-generation-inference:2.4.1 "
+     "--model-id $MODEL", "--gpu"),
+    ("docker run --gpus=all --shm-size 1g --detach-keys ctrl-x --init "
+     "ghcr.io/huggingface/text-generation-inference:2.4.1 --model-id $MODEL", None),
+    # podman has options of its own: not judged by Docker's table
+    ("podman run --replace --gpus all ghcr.io/huggingface/text-generation-inference:2.4.1 "
+     "--model-id $MODEL", None),
+])
+def test_a_docker_run_option_docker_does_not_have(run: str, refused: str | None) -> None:
+    """docker/cli's run flags (opts.go ``addFlags``, run.go): any other long option before
+    the image stops the docker CLI ('unknown flag'), so no container starts: KV701."""
+    (found,) = script_models(f"#!/bin/bash\nMODEL=org/m\n{run}\n", "serve.sh")
+    problems = [p for p in found.engine_problems
+                if p.data.get("reason") == "docker-option-unknown"]
+    assert [p.option for p in problems] == ([refused] if refused else [])
+    if refused:
+        assert problems[0].kind == "option" and problems[0].line == 3
+        assert f"unknown flag: {refused}" in problems[0].message
