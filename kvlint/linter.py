@@ -236,6 +236,9 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
             if plan.sizes_gpu:
                 cap, sizer = _capacity(o.weights_of or target, config, analysis, defaults,
                                        offline, lock)
+                if cap is not None and cap.memory is not None and _vision_tower(config):
+                    analysis = replace(analysis, geometry=replace(
+                        analysis.geometry, notes=(*analysis.geometry.notes, VISION_PROFILE)))
         except ConfigError as err:
             err.source = err.source or source
             problem, problem_field = str(err), err.field
@@ -253,6 +256,19 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
         for finding in rule().check(ctx)
     )
     return ModelResult(target, plan, analysis, findings, problem, cap, probe=o.probe)
+
+
+VISION_PROFILE = (
+    "vLLM's start-up profile also runs the vision encoder on the largest dummy image or video "
+    "its processor allows (profile_run, v1/worker/gpu_model_runner.py@v0.11.0); kvlint does "
+    "not size that peak, so the KV budget may be smaller than shown (by 1 to 4 GiB in "
+    "held-out Qwen3-VL start-ups)")
+"""The note of a multimodal model's vLLM capacity: an estimated term kvlint leaves out."""
+
+
+def _vision_tower(config: dict[str, Any]) -> bool:
+    """Whether the config describes a vision encoder vLLM profiles at start-up."""
+    return any(isinstance(config.get(key), dict) for key in ("vision_config", "img_processor"))
 
 
 def _architecture(config: dict[str, Any] | None) -> dict[str, Any]:

@@ -120,6 +120,35 @@ def test_llama31_8b_on_one_l4() -> None:
     assert "One 131,072-token sequence needs 16.0 GiB of KV cache per GPU" in kv501["message"]
 
 
+@pytest.mark.parametrize(("engine", "args", "said"), [
+    # the weights fit the GPU but not the share the engine may use: loaded, then refused
+    ("vllm", ["--gpu-memory-utilization", "0.5", "--engine-version", "0.11.0"],
+     'at gpu_memory_utilization 0.50: vLLM loads them, then stops at start-up with "No '
+     'available memory for the cache blocks"'),
+    ("sglang", ["--gpu-memory-utilization", "0.5"],
+     'at mem_fraction_static 0.50: SGLang loads them, then stops with "Not enough memory. '
+     'Please try to increase --mem-fraction-static."'),
+    # past the GPU's own memory the load itself runs out
+    ("vllm", ["--tp", "1"], "loading the checkpoint runs out of GPU memory"),
+])
+def test_weights_over_the_share_name_the_engines_own_refusal(
+        engine: str, args: list[str], said: str) -> None:
+    qwen72 = str(CONFIGS / "Qwen--Qwen2.5-72B.json")
+    result = check(qwen72, "--gpu", "H100-80GB", "--tp", "2", "--engine", engine, *args)
+    (kv503,) = [f for f in result["findings"] if f["code"] == "KV503"]
+    assert said in kv503["message"]
+
+
+def test_an_empty_sglang_pool_is_its_refusal_to_start() -> None:
+    """SGLang raises "Not enough memory" when its pool comes out empty
+    (model_runner.py@0.4.10.post1): an error, not the warning of a short pool."""
+    result = check(str(CONFIGS / "Qwen--Qwen2.5-72B.json"), "--gpu", "H100-80GB", "--tp", "2",
+                   "--engine", "sglang", "--gpu-memory-utilization", "0.86")
+    (kv501,) = [f for f in result["findings"] if f["code"] == "KV501"]
+    assert kv501["severity"] == "error"
+    assert kv501["message"].startswith('SGLang will stop at start-up with "Not enough memory.')
+
+
 def test_default_max_model_len_is_the_models_own() -> None:
     # Llama-3.1's config says 131,072: on one L4 that does not fit.
     assert "KV501" in codes(check(LLAMA31_8B, "--gpu", "L4"))
@@ -297,3 +326,15 @@ def test_check_quantization_sizes_as_a_checkpoint_in_that_format(tmp_path: Path)
     flight = check(LLAMA31_8B, "--gpu", "L4", "--quantization", "bitsandbytes")["capacity"]
     assert flight["weight_bytes_per_gpu"] == \
         check(str(stored), "--gpu", "L4")["capacity"]["weight_bytes_per_gpu"]
+
+
+def test_a_vision_models_vllm_capacity_says_the_encoder_profile_is_not_sized() -> None:
+    """vLLM profiles the vision encoder on its largest dummy input at start-up; kvlint does
+    not size that peak and says so in the model's notes (never a silent budget)."""
+    vl = str(CONFIGS / "Qwen--Qwen3-VL-8B-Instruct.json")
+    notes = check(vl, "--gpu", "H100-80GB", "--max-model-len", "8192")["geometry"]["notes"]
+    assert any("vision encoder" in n for n in notes)
+    for args in ([LLAMA31_8B, "--gpu", "H100-80GB"], [vl, "--gpu", "H100-80GB", "--engine",
+                                                       "sglang"], [vl]):
+        notes = check(*args)["geometry"]["notes"]
+        assert not any("vision encoder" in n for n in notes), args

@@ -30,6 +30,16 @@ Three programs word it, and each wording is read here from its own source:
   memory.`` and then ``Total GPU memory (GiB): X`` (``_ExecutorMemoryMonitor``,
   ``tensorrt_llm/_torch/pyexecutor/py_executor_creator.py``).
 
+* **The engines' own refusals** when their start-up sizing leaves no KV cache: vLLM's
+  ``No available memory for the cache blocks.`` (V0 ``raise_if_cache_size_invalid``,
+  vllm/worker/worker.py@0.4.1 and @0.7.3; V1 ``check_enough_kv_cache_memory``,
+  vllm/v1/core/kv_cache_utils.py@0.7.3 and @0.11.0; vllm/v1/core/kv_cache_planning.py@0.34.0)
+  and SGLang's ``Not enough memory. Please try to increase --mem-fraction-static.``
+  (``init_memory_pool``, sglang/srt/model_executor/model_runner.py@0.2.15, @0.3.6,
+  @0.4.3.post2, @0.4.10.post1 and @0.5.5.post3, which adds ``Current value:
+  self.server_args.mem_fraction_static=F``; ``pool_configurator.py``@0.5.23, ``Current value:
+  mem_fraction_static=F``).
+
 Only the out-of-memory wordings are read (a CUDA error of another kind is not a memory
 verdict). Every pattern is linear and searched inside a line, so prefixes (ranks, pids,
 ``torch.OutOfMemoryError:``) are tolerated."""
@@ -85,7 +95,19 @@ WORDINGS: tuple[Wording, ...] = (
         r"Executor creation failed due to insufficient GPU memory"),
         "tensorrt_llm/_torch/pyexecutor/py_executor_creator.py "
         "_ExecutorMemoryMonitor._maybe_explain_if_oom (1.0-1.2, read through the code search)"),
+    Wording("vllm.no_cache_memory", "vllm", re.compile(
+        r"No available memory for the cache blocks"),
+        "vllm/worker/worker.py@0.4.1..0.7.3 raise_if_cache_size_invalid, "
+        "vllm/v1/core/kv_cache_utils.py@0.7.3..0.11.0 check_enough_kv_cache_memory, "
+        "vllm/v1/core/kv_cache_planning.py@0.34.0"),
+    Wording("sglang.pool", "sglang", re.compile(
+        r"Not enough memory\. Please try to increase --mem-fraction-static"),
+        "sglang/srt/model_executor/model_runner.py@0.2.15..0.5.5.post3 init_memory_pool, "
+        "pool_configurator.py@0.5.23"),
 )
+_MARKS = ("out of memory", "insufficient GPU memory", "No available memory",
+          "Not enough memory")
+"""Words every wording above contains: a line without any is not read further."""
 _TRT_TOTAL = re.compile(r"Total GPU memory \(GiB\): (\d{1,6}(?:\.\d{1,4})?)")
 """The same report's next lines (``Total GPU memory (GiB): {:.2f}``, the executor's
 ``torch.cuda.mem_get_info()[1]``)."""
@@ -146,7 +168,7 @@ def find_out_of_memory(lines: Iterable[str]) -> OutOfMemory | None:
         if total is None and "Total GPU memory (GiB)" in line:
             found_total = _TRT_TOTAL.search(line)
             total = float(found_total.group(1)) if found_total else None
-        if "out of memory" not in line and "insufficient GPU memory" not in line:
+        if not any(mark in line for mark in _MARKS):
             continue
         for wording in WORDINGS:
             found = _read(line, wording)

@@ -13,12 +13,15 @@ Generated once from the engines' own sources and pasted here as data (no engine 
   argparse sees them, and argparse accepts unique prefixes (no ``allow_abbrev=False``
   anywhere in the 0.8.5, 0.11.0 or 0.33.0 wheel); a repeated option only logs "Found
   duplicate keys" (0.33.0) and the last value wins.
-- SGLang: the union of the sglang 0.5.23, 0.5.5.post3 and 0.4.6.post1 wheels: ``A[type,
-  Arg(...)]`` fields of ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``,
+- SGLang: the union of the sglang 0.4.6.post1, 0.5.5.post3 and 0.5.6-0.5.23 wheels (the
+  releases of ``kvlint/engines/sglang_options.json``): ``A[type, Arg(...)]`` fields of
+  ``ServerArgs`` and of ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``,
   ``List`` → ``nargs="+"``, ``cli_name``/``aliases``) and the ``add_argument`` calls of
-  ``sglang/srt/server_args.py`` (their ``action``/``nargs``). A custom action is read by its
-  ``nargs``: ``--disable-cuda-graph`` is a flag in every release (``store_true`` to 0.5.5.post3,
-  ``DeprecatedStoreTrueAction``, ``nargs=0``, at 0.5.23: server_args.py@0.5.23 line 410 and
+  ``sglang/srt/server_args.py`` (their ``action``/``nargs``; a deprecated flag's custom
+  action, ``DeprecatedStoreTrueAction`` or ``DeprecatedStoreConstAction``, takes no value).
+  A custom action is read by its ``nargs``: ``--disable-cuda-graph`` is a flag in every
+  release (``store_true`` to 0.5.5.post3, ``DeprecatedStoreTrueAction``, ``nargs=0``, at
+  0.5.23: server_args.py@0.5.23 line 410 and
   sglang/srt/arg_groups/argparse_actions.py@0.5.23), not an option that takes a value.
   ``prepare_server_args`` uses a plain ``argparse.ArgumentParser``: unique prefixes are accepted
   (``--tp`` → ``--tp-size``), underscores are NOT turned into dashes.
@@ -198,6 +201,13 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
     },
     "sglang": {
         "flag": """
+            --disable-hicache-numa-detect --disable-piecewise-cuda-graph
+            --disaggregation-decode-enable-fake-auto --elastic-ep-rejoin
+            --enable-breakable-cuda-graph --enable-deepep-waterfill
+            --enable-dsa-prefill-context-parallel --enable-flashinfer-autotune
+            --enable-gdn-replayssm-spec --enable-nsa-prefill-context-parallel
+            --enable-prefill-context-parallel --enforce-piecewise-cuda-graph
+            --speculative-skip-dp-mlp-sync
             --disable-cuda-graph
             --collect-tokens-histogram --enable-expert-distribution-metrics
             --enable-piecewise-cuda-graph --keep-mm-feature-on-device
@@ -277,6 +287,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --weight-loader-prefetch-checkpoints
         """,
         "negatable": """
+            --record-nolora-graph
             --dcp-replicate-q-proj --dllm-fdfo --enable-decoder-swa-bounded-replay
             --enable-dsa-fused-indexer --enable-fused-qk-norm-rope --enable-tf32-matmul
             --enable-tp-lm-head-all-to-all --experts-shared-outer-loras
@@ -300,6 +311,10 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --uvicorn-access-log-exclude-prefixes
         """,
         "value": """
+            --cuda-graph-tc-compiler --custom-sigquit-handler --dllm-block-size
+            --dsa-prefill-cp-mode --mamba-scheduler-strategy --nsa-prefill-cp-mode
+            --optimistic-prefill-retries --prefill-cp-mode
+            --speculative-dflash-draft-window-size
             --disaggregation-decode-dp --disaggregation-decode-tp
             --disaggregation-prefill-pp --load-watch-interval --mm-max-concurrent-calls
             --mm-per-request-timeout --multi-item-scoring-delimiter --nsa-decode-backend

@@ -153,7 +153,7 @@ def _bracket(engine: str, version: Located[str] | Unresolved | None
         # unexpanded variable): whatever any known version accepts may be what runs
         return list(known), name, (
             f"the {name} version is unknown: judged by every version kvlint knows, "
-            f"{', '.join(known)}")
+            f"{_listed(known)}")
     text = version.value
     parsed = _parse(text) if text else None
     if parsed is None:
@@ -172,6 +172,14 @@ def _bracket(engine: str, version: Located[str] | Unresolved | None
     upper = min((raw for v, raw in ordered if v > parsed), key=Version)
     lower = max((raw for v, raw in ordered if v < parsed), key=Version)
     return [lower, upper], f"{name} {text}", ""
+
+
+def _listed(versions: Sequence[str]) -> str:
+    """``0.8.5, 0.11.0, 0.33.0`` for a few versions; ``0.4.6.post1 to 0.5.23 (20 releases)``
+    for many."""
+    if len(versions) <= 4:
+        return ", ".join(versions)
+    return f"{versions[0]} to {versions[-1]} ({len(versions)} releases)"
 
 
 def _past_the_newest(engine: str, version: Located[str] | Unresolved | None) -> bool:

@@ -20,11 +20,14 @@ exactly:
   ``Field(default=1, ge=1)`` in 0.33.0 and 0.34.0 ``vllm/config/parallel.py`` (a plain
   ``int = 1`` in 0.11.0: not judged there). 0.34.0 adds seven options to 0.33.0's and
   removes none (the same ``ast`` read of both wheels, which gives 0.33.0's set exactly).
-- SGLang 0.4.6.post1, 0.5.5.post3 and 0.5.23: ``add_argument`` calls of
-  ``sglang/srt/server_args.py`` (0.4.6.post1, 0.5.5.post3); ``A[type, Arg(...)]`` and
-  ``A[type, "help"]`` fields of ``sglang/srt/arg_groups/fields/*.py`` (``cli_name``,
-  ``aliases``, ``no_cli``) plus ``server_args.py`` (0.5.23). Choices: the ``choices`` of
-  ``--kv-cache-dtype`` and ``--dtype``.
+- SGLang 0.4.6.post1, 0.5.5.post3 and every release from 0.5.6 to 0.5.23: generated data,
+  ``kvlint/engines/sglang_options.json`` (:mod:`kvlint.generators.sglang_options`: the
+  ``add_argument`` calls of ``sglang/srt/server_args.py``, and the ``A[type, Arg(...)]``
+  fields of ``ServerArgs`` (0.5.14-0.5.19) and of ``sglang/srt/arg_groups/fields/*.py``
+  (0.5.20 on), each with the runs of releases that declare it). Options that only releases
+  between two read ones had (``--disable-piecewise-cuda-graph``, 0.5.10-0.5.19) are known
+  for that reason. Choices: the ``choices`` of ``--kv-cache-dtype`` release by release, and
+  of ``--dtype`` (the same in every release read).
 - LMDeploy 0.7.3 and 0.18.0: ``add_parser_api_server`` of ``lmdeploy/cli/serve.py`` and the
   ``ArgumentHelper`` methods it calls (``lmdeploy/cli/utils.py``). ``--dtype`` choices from
   ``ArgumentHelper.dtype``; ``--quant-policy`` is ``type=int, choices=[0, 4, 8]`` in 0.7.3.
@@ -36,14 +39,44 @@ exactly:
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _sglang_table() -> dict[str, Any]:
+    """``kvlint/engines/sglang_options.json`` (:mod:`kvlint.generators.sglang_options`)."""
+    path = Path(__file__).resolve().parent.parent / "engines" / SGLANG_OPTIONS_FILE
+    table: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return table
+
+
+SGLANG_OPTIONS_FILE = "sglang_options.json"
+_SGLANG = _sglang_table()
+_SGLANG_VERSIONS: tuple[str, ...] = tuple(_SGLANG["versions"])
+
+
+def _sglang_absent() -> dict[str, str]:
+    """Release → the options of the table that release does not declare."""
+    index = {v: i for i, v in enumerate(_SGLANG_VERSIONS)}
+    present: dict[str, set[str]] = {v: set() for v in _SGLANG_VERSIONS}
+    for option, runs in _SGLANG["options"].items():
+        for first, last in runs:
+            for version in _SGLANG_VERSIONS[index[first]:index[last] + 1]:
+                present[version].add(option)
+    every = set(_SGLANG["options"])
+    return {v: " ".join(sorted(every - present[v])) for v in _SGLANG_VERSIONS}
+
+
 VERSIONS: dict[str, tuple[str, ...]] = {
     "vllm": ("0.8.5", "0.11.0", "0.33.0", "0.34.0"),
-    "sglang": ("0.4.6.post1", "0.5.5.post3", "0.5.23"),
+    "sglang": _SGLANG_VERSIONS,
     "lmdeploy": ("0.7.3", "0.18.0"),
 }
 """Engine → the versions ``OPTION_TABLES`` was read from, oldest first."""
 
 ABSENT: dict[str, dict[str, str]] = {
+    "sglang": _sglang_absent(),
     "vllm": {
         "0.8.5": """
             --cache-aware-admission-threshold --cache-aware-admission-window
@@ -244,357 +277,6 @@ ABSENT: dict[str, dict[str, str]] = {
             --tokenizer-pool-size --tokenizer-pool-type --use-v2-block-manager -O
         """,
     },
-    "sglang": {
-        "0.4.6.post1": """
-            --abort-on-priority-when-disabled --admin-api-key --allowed-media-domains
-            --asr-max-buffer-seconds --asr-max-concurrent-sessions
-            --attention-context-parallel-size --attention-data-parallel-size
-            --attn-cp-size --attn-dp-size --batch-notify-size --bf16-gemm-backend
-            --boundary-reduction --bucket-e2e-request-latency
-            --bucket-inter-token-latency --bucket-time-to-first-token --c128-page-size
-            --checkpoint-engine-wait-weights-before-ready --collect-tokens-histogram
-            --config --constrained-json-disable-any-whitespace
-            --constrained-json-max-whitespace-cnt --context-bucket --cp-strategy
-            --crash-dump-folder --cuda-graph-backend-decode --cuda-graph-backend-prefill
-            --cuda-graph-bs-decode --cuda-graph-bs-prefill --cuda-graph-config
-            --cuda-graph-max-bs-decode --cuda-graph-max-bs-prefill
-            --cuda-graph-max-seq-len-prefill --cuda-graph-prefill-max-context
-            --custom-weight-loader --dcp-comm-backend --dcp-replicate-q-proj --dcp-size
-            --debug-cuda-graph --debug-tensor-dump-layers --decode-attention-backend
-            --decode-context-parallel-size --decoupled-spec-bind-endpoint
-            --decoupled-spec-connect-endpoints --decoupled-spec-rank
-            --decoupled-spec-role --decrypted-config-file --decrypted-draft-config-file
-            --deepep-config --deepep-dispatcher-output-dtype --deepep-v2-mode
-            --default-chat-template-kwargs --default-priority-value
-            --detokenizer-worker-num --disable-aiter-allreduce-fusion-in-decode
-            --disable-aiter-allreduce-fusion-in-prefill --disable-attn-tp-gather
-            --disable-decode-cuda-graph --disable-flashinfer-autotune
-            --disable-flashinfer-cutlass-moe-fp4-allgather --disable-hybrid-swa-memory
-            --disable-prefill-cuda-graph --disable-priority-preemption
-            --disable-shared-experts-fusion --disable-tokenizer-batch-decode
-            --disaggregation-decode-allocation-policy --disaggregation-decode-dp
-            --disaggregation-decode-enable-offload-kvcache
-            --disaggregation-decode-enable-radix-cache
-            --disaggregation-decode-extra-slots
-            --disaggregation-decode-host-receive-threshold
-            --disaggregation-decode-polling-interval
-            --disaggregation-decode-retraction-backup --disaggregation-decode-tp
-            --disaggregation-enable-kv-checksum --disaggregation-prefill-pp
-            --dllm-algorithm --dllm-algorithm-config --dllm-fdfo --dsa-decode-backend
-            --dsa-paged-mqa-logits-backend --dsa-prefill-backend --dsa-topk-backend
-            --dsa-triton-union --dsv4-attn-backend --dsv4-prefill-backend --dwdp-size
-            --dynamic-batch-tokenizer-batch-size --dynamic-batch-tokenizer-batch-timeout
-            --elastic-ep-backend --elastic-ep-initial-size --elastic-ep-join-mode
-            --elastic-ep-join-rank-offset --elastic-ep-scale-timeout
-            --enable-adaptive-dispatch-to-encoder --enable-aiter-allreduce-fusion
-            --enable-amd-monokernel --enable-attn-tp-input-scattered
-            --enable-broadcast-mm-inputs-process --enable-cp-decode-attn-tp
-            --enable-cudagraph-gc --enable-decoder-swa-bounded-replay
-            --enable-deepseek-v4-fp4-indexer --enable-dense-mlp-attn-tp
-            --enable-deterministic-inference
-            --enable-dp-attention-local-control-broadcast --enable-dp-lm-head
-            --enable-draft-weights-cpu-backup --enable-dsa-cache-layer-split
-            --enable-dsa-fused-indexer --enable-dynamic-batch-tokenizer
-            --enable-dynamic-chunking --enable-elastic-expert-backup
-            --enable-encoder-swa-bounded-replay --enable-eplb
-            --enable-expert-distribution-metrics --enable-flashinfer-allreduce-fusion
-            --enable-flexkv --enable-forward-pass-metrics --enable-fp32-lm-head
-            --enable-fused-moe-sum-all-reduce --enable-fused-qk-norm-rope
-            --enable-hicache --enable-hisparse --enable-http-worker-reuseport
-            --enable-http2 --enable-int8-mamba-checkpoint --enable-kv-cache-sharding
-            --enable-layernorm-sp --enable-layerwise-nvtx-marker --enable-lean-attention
-            --enable-linear-replayssm --enable-linear-replayssm-spec
-            --enable-linker-mla-dedup --enable-lmcache --enable-lora
-            --enable-lora-overlap-loading --enable-mamba-cache-stochastic-rounding
-            --enable-megamoe-for-layernorm-sp --enable-metrics-for-all-schedulers
-            --enable-mfu-metrics --enable-mis --enable-mm-global-cache --enable-mscclpp
-            --enable-multi-layer-eagle --enable-nvidia-megakernel
-            --enable-page-major-kv-layout --enable-paged-experts --enable-pd-role-switch
-            --enable-pdmux --enable-piecewise-cuda-graph
-            --enable-precise-embedding-interpolation --enable-prefill-cp
-            --enable-prefill-delayer --enable-prefix-mm-cache
-            --enable-priority-scheduling --enable-profile-cuda-graph
-            --enable-quant-communications --enable-request-time-stats-logging
-            --enable-response-store --enable-return-aux-hidden-states
-            --enable-return-hidden-states --enable-return-indexer-topk
-            --enable-return-routed-experts --enable-scattered-sconv
-            --enable-session-radix-cache --enable-shared-experts-attn-tp
-            --enable-single-batch-overlap --enable-ssl-refresh
-            --enable-streaming-session --enable-strict-thinking --enable-symm-mem
-            --enable-tf32-matmul --enable-torch-compile-debug-mode
-            --enable-torch-symm-mem --enable-tp-lm-head-all-to-all --enable-trace
-            --enable-two-batch-overlap --enable-unified-cache-external-linker
-            --enable-unified-memory --enable-w4a4-mxfp4-megamoe --enable-waterfill
-            --enable-watermark --enable-weights-cpu-backup --encoder-bootstrap-port
-            --encoder-only --encoder-register-urls --encoder-transfer-backend
-            --encoder-urls --enforce-disable-flashinfer-allreduce-fusion
-            --enforce-shared-experts-fusion --engine-info-bootstrap-port --ep
-            --ep-dispatch-algorithm --ep-num-redundant-experts --eplb-algorithm
-            --eplb-min-rebalancing-utilization-threshold
-            --eplb-rebalance-layers-per-chunk --eplb-rebalance-num-iterations
-            --expert-balancedness-report-mode --expert-distribution-recorder-buffer-size
-            --expert-distribution-recorder-mode --experts-shared-outer-loras
-            --export-metrics-to-file --export-metrics-to-file-dir --extra-metric-labels
-            --fastapi-root-path --flashinfer-a2a-dispatch-type
-            --flashinfer-allreduce-fusion-backend --flashinfer-autotune-skip-ops
-            --flashinfer-mxfp4-moe-precision --flexkv-config-file --forward-hooks
-            --forward-pass-metrics-ipc-name --forward-pass-metrics-worker-id
-            --fp4-gemm-backend --fp8-gemm-backend --fuseep-mode --gated-launch-port
-            --gc-threshold --gc-warning-threshold-secs --generation-tokens-buckets
-            --grpc-http-sidecar-port --grpc-mode --grpc-port
-            --grpc-response-timeout-secs --hf-chat-template-name
-            --hicache-host-memory-fraction --hicache-host-memory-mode
-            --hicache-io-backend --hicache-mem-layout --hicache-storage-backend
-            --hicache-storage-backend-extra-config --hicache-storage-prefetch-policy
-            --hicache-storage-prefetch-retry-max-attempts
-            --hicache-storage-prefetch-retry-poll-interval
-            --hierarchical-sparse-attention-extra-config --hisparse-config
-            --http2-initial-connection-window-size --http2-max-concurrent-streams
-            --hybrid-kvcache-ratio --image-processor-backend
-            --incremental-streaming-output --init-expert-location --int8-mamba-ckpt-size
-            --keep-mm-feature-on-device --kt-cpuinfer
-            --kt-max-deferred-experts-per-token --kt-method --kt-num-gpu-experts
-            --kt-threadpool-count --kt-weight-path --kv-canary --kv-canary-real-data
-            --kv-canary-sweep-interval --kv-events-config --language-model-only
-            --language-only --limit-mm-data-per-request --linear-attn-backend
-            --linear-attn-decode-backend --linear-attn-prefill-backend
-            --linear-attn-verify-backend --linear-replayssm-cache-len
-            --lmcache-config-file --load-publish-endpoint
-            --load-snapshot-publish-interval --load-watch-interval --log-requests-format
-            --log-requests-target --lora-drain-wait-threshold --lora-eviction-policy
-            --lora-strict-loading --lora-target-modules --lora-use-virtual-experts
-            --mamba-backend --mamba-cache-philox-rounds --mamba-full-memory-ratio
-            --mamba-max-states-per-path --mamba-radix-cache-strategy --mamba-ssm-dtype
-            --mamba-track-interval --max-ep-size --max-loaded-loras
-            --max-lora-chunk-size --max-lora-rank --max-mamba-cache-size
-            --max-queued-requests --media-url-max-file-size-mb --min-free-slots-delay
-            --mlx-enable-sampling --mm-attention-backend --mm-enable-dp-encoder
-            --mm-feature-transport --mm-global-cache-backend --mm-io-worker-num
-            --mm-max-concurrent-calls --mm-per-request-timeout
-            --mm-preprocess-cache-size-mb --mm-process-config --mm-processor-worker-num
-            --model --model-checksum --model-config-parser --model-impl
-            --model-loader-extra-config --modelexpress-config
-            --modelopt-checkpoint-restore-path --modelopt-checkpoint-save-path
-            --modelopt-export-path --modelopt-quant --moe-a2a-backend
-            --moe-data-parallel-size --moe-dp-size --moe-runner-backend
-            --monokernel-backend --mooncake-ib-device --msprobe-dump-config
-            --multi-item-scoring-delimiter --nccl-port --nsa-decode-backend
-            --nsa-prefill-backend --num-reserved-decode-tokens --numa-node
-            --offload-group-size --offload-mode --offload-num-in-group
-            --offload-prefetch-step --optimistic-prefill-attempts --otlp-service-name
-            --otlp-traces-endpoint --paged-experts-num-resident --pdmux-config-path
-            --piecewise-cuda-graph-compiler --piecewise-cuda-graph-max-tokens
-            --piecewise-cuda-graph-tokens --pipeline-parallel-size --ple-offload-backend
-            --ple-offload-dir --ple-offload-embedding --pp-async-batch-depth
-            --pp-max-micro-batch-size --pp-size --pre-warm-nccl
-            --preferred-sampling-params --prefill-attention-backend
-            --prefill-decode-interval --prefill-decode-interval-min-bs
-            --prefill-delayer-forward-passes-buckets --prefill-delayer-max-delay-ms
-            --prefill-delayer-max-delay-passes --prefill-delayer-queue-min-ratio
-            --prefill-delayer-token-usage-low-watermark
-            --prefill-delayer-wait-seconds-buckets --prefill-kv-cache-dequant-dtype
-            --prefill-max-requests --prefill-only-disable-kv-cache
-            --prefill-round-robin-balance --priority-scheduling-preemption-threshold
-            --prompt-tokens-buckets --qsa-indexer-dtype --quantize-and-serve
-            --radix-cache-backend --radix-eviction-policy --radix-eviction-policy-config
-            --remote-instance-weight-loader-backend
-            --remote-instance-weight-loader-seed-instance-ip
-            --remote-instance-weight-loader-seed-instance-service-port
-            --remote-instance-weight-loader-send-weights-group-ports
-            --remote-instance-weight-loader-start-seed-via-transfer-engine
-            --retraction-policy --return-aux-hidden-state-layer-ids
-            --return-hidden-states-mode --return-input-ids --return-output-ids
-            --rl-on-policy-target --rl-quant-profile --sampling-defaults
-            --sampling-mask-max-tokens --schedule-low-priority-values-first
-            --scheduler-recv-interval --shared-experts-tp-size --sidecar --sidecar-args
-            --skip-server-warmup --sleep-on-idle --sm-group-num --smg-grpc-mode
-            --smg-http-sidecar-port --soft-watchdog-timeout --spec-trace-dir
-            --speculative-adaptive --speculative-adaptive-config
-            --speculative-attention-mode --speculative-dflash-block-size
-            --speculative-domino-candidate-pool-size
-            --speculative-draft-attention-backend --speculative-draft-kv-cache-dtype
-            --speculative-draft-load-format --speculative-draft-model
-            --speculative-draft-model-quantization --speculative-draft-model-revision
-            --speculative-draft-sink-size --speculative-draft-window-size
-            --speculative-dsa-topk-backend
-            --speculative-dspark-align-verify-tokens-to-graph-tier
-            --speculative-dspark-block-size --speculative-dspark-confidence-sts-path
-            --speculative-dspark-sps-table-path --speculative-enable-w4a4-mxfp4-megamoe
-            --speculative-moe-a2a-backend --speculative-moe-runner-backend
-            --speculative-ngram-branch-length --speculative-ngram-capacity
-            --speculative-ngram-external-corpus-max-tokens
-            --speculative-ngram-external-corpus-path
-            --speculative-ngram-external-sam-budget --speculative-ngram-match-type
-            --speculative-ngram-max-bfs-breadth
-            --speculative-ngram-max-match-window-size --speculative-ngram-max-trie-depth
-            --speculative-ngram-min-bfs-breadth
-            --speculative-ngram-min-match-window-size
-            --speculative-use-block-verification --speculative-use-rejection-sampling
-            --ssl-ca-certs --ssl-certfile --ssl-keyfile --ssl-keyfile-password
-            --startup-weight-load-mode --stream-response-default-include-usage
-            --strip-thinking-cache --swa-full-tokens-ratio --swa-prefix-tails
-            --tbo-token-distribution-threshold --tokenizer-backend
-            --tokenizer-metrics-allowed-custom-labels
-            --tokenizer-metrics-custom-labels-header --tokenizer-worker-num
-            --tool-server --trace-modules --triton-attention-split-tile-size
-            --trust-mm-content-hashes --trust-request-chat-template
-            --unified-cache-external-linker-backend
-            --unified-cache-external-linker-config --uno-lora-path --use-ray
-            --uvicorn-access-log-exclude-prefixes --watermark-config --weight-cache-mode
-            --weight-cache-socket --weight-cache-timeout --weight-loader-disable-mmap
-            --weight-loader-drop-cache-after-load --weight-loader-prefetch-checkpoints
-            --weight-loader-prefetch-num-threads --weight-version
-        """,
-        "0.5.5.post3": """
-            --admin-api-key --allowed-media-domains --asr-max-buffer-seconds
-            --asr-max-concurrent-sessions --attention-context-parallel-size
-            --attention-data-parallel-size --attn-cp-size --attn-dp-size
-            --batch-notify-size --bf16-gemm-backend --boundary-reduction
-            --c128-page-size --constrained-json-max-whitespace-cnt --context-bucket
-            --cp-strategy --cuda-graph-backend-decode --cuda-graph-backend-prefill
-            --cuda-graph-bs-decode --cuda-graph-bs-prefill --cuda-graph-config
-            --cuda-graph-max-bs-decode --cuda-graph-max-bs-prefill
-            --cuda-graph-max-seq-len-prefill --cuda-graph-prefill-max-context
-            --dcp-comm-backend --dcp-replicate-q-proj --dcp-size --debug-cuda-graph
-            --decode-context-parallel-size --decoupled-spec-bind-endpoint
-            --decoupled-spec-connect-endpoints --decoupled-spec-rank
-            --decoupled-spec-role --deepep-dispatcher-output-dtype --deepep-v2-mode
-            --default-chat-template-kwargs --default-priority-value
-            --detokenizer-worker-num --disable-aiter-allreduce-fusion-in-decode
-            --disable-aiter-allreduce-fusion-in-prefill --disable-attn-tp-gather
-            --disable-decode-cuda-graph --disable-flashinfer-autotune
-            --disable-prefill-cuda-graph --disable-priority-preemption
-            --disaggregation-decode-allocation-policy
-            --disaggregation-decode-enable-radix-cache
-            --disaggregation-decode-extra-slots
-            --disaggregation-decode-host-receive-threshold
-            --disaggregation-decode-retraction-backup
-            --disaggregation-enable-kv-checksum --dllm-algorithm --dllm-algorithm-config
-            --dllm-fdfo --dsa-decode-backend --dsa-paged-mqa-logits-backend
-            --dsa-prefill-backend --dsa-topk-backend --dsa-triton-union
-            --dsv4-attn-backend --dsv4-prefill-backend --dwdp-size
-            --elastic-ep-initial-size --elastic-ep-join-mode
-            --elastic-ep-join-rank-offset --elastic-ep-scale-timeout
-            --enable-adaptive-dispatch-to-encoder --enable-aiter-allreduce-fusion
-            --enable-amd-monokernel --enable-cp-decode-attn-tp
-            --enable-decoder-swa-bounded-replay --enable-deepep-moe
-            --enable-deepseek-v4-fp4-indexer --enable-dense-mlp-attn-tp
-            --enable-dp-attention-local-control-broadcast --enable-dsa-cache-layer-split
-            --enable-dsa-fused-indexer --enable-dynamic-chunking
-            --enable-elastic-expert-backup --enable-encoder-swa-bounded-replay
-            --enable-ep-moe --enable-flashinfer-mla --enable-flashmla --enable-flexkv
-            --enable-forward-pass-metrics --enable-fused-moe-sum-all-reduce
-            --enable-fused-qk-norm-rope --enable-hicache --enable-hisparse
-            --enable-http-worker-reuseport --enable-http2 --enable-int8-mamba-checkpoint
-            --enable-kv-cache-sharding --enable-layernorm-sp --enable-lean-attention
-            --enable-linear-replayssm --enable-linear-replayssm-spec
-            --enable-linker-mla-dedup --enable-lora-overlap-loading
-            --enable-mamba-cache-stochastic-rounding --enable-megamoe-for-layernorm-sp
-            --enable-mfu-metrics --enable-mis --enable-mm-global-cache
-            --enable-multi-layer-eagle --enable-nvidia-megakernel
-            --enable-page-major-kv-layout --enable-paged-experts --enable-pd-role-switch
-            --enable-precise-embedding-interpolation --enable-prefill-cp
-            --enable-prefill-delayer --enable-prefix-mm-cache
-            --enable-quant-communications --enable-response-store
-            --enable-return-aux-hidden-states --enable-return-indexer-topk
-            --enable-return-routed-experts --enable-scattered-sconv
-            --enable-session-radix-cache --enable-shared-experts-attn-tp
-            --enable-ssl-refresh --enable-streaming-session --enable-strict-thinking
-            --enable-tf32-matmul --enable-torch-compile-debug-mode
-            --enable-tp-lm-head-all-to-all --enable-unified-cache-external-linker
-            --enable-unified-memory --enable-w4a4-mxfp4-megamoe --enable-waterfill
-            --enable-watermark --encoder-bootstrap-port --encoder-only
-            --encoder-register-urls --encoder-transfer-backend --encoder-urls
-            --enforce-disable-flashinfer-allreduce-fusion
-            --enforce-shared-experts-fusion --engine-info-bootstrap-port
-            --expert-balancedness-report-mode --experts-shared-outer-loras
-            --extra-metric-labels --fastapi-root-path --flashinfer-a2a-dispatch-type
-            --flashinfer-allreduce-fusion-backend --flashinfer-autotune-skip-ops
-            --flexkv-config-file --forward-hooks --forward-pass-metrics-ipc-name
-            --forward-pass-metrics-worker-id --fp4-gemm-backend --fp8-gemm-backend
-            --fuseep-mode --gated-launch-port --gc-threshold --grpc-http-sidecar-port
-            --grpc-port --grpc-response-timeout-secs --hf-chat-template-name
-            --hicache-host-memory-fraction --hicache-host-memory-mode
-            --hicache-storage-prefetch-retry-max-attempts
-            --hicache-storage-prefetch-retry-poll-interval
-            --hierarchical-sparse-attention-extra-config --hisparse-config
-            --http2-initial-connection-window-size --http2-max-concurrent-streams
-            --image-processor-backend --incremental-streaming-output
-            --int8-mamba-ckpt-size --kv-canary --kv-canary-real-data
-            --kv-canary-sweep-interval --language-model-only --language-only
-            --limit-mm-data-per-request --linear-attn-backend
-            --linear-attn-decode-backend --linear-attn-prefill-backend
-            --linear-attn-verify-backend --linear-replayssm-cache-len
-            --lmcache-config-file --load-publish-endpoint
-            --load-snapshot-publish-interval --log-requests-format --log-requests-target
-            --lora-drain-wait-threshold --lora-strict-loading --lora-use-virtual-experts
-            --mamba-backend --mamba-cache-philox-rounds --mamba-max-states-per-path
-            --mamba-radix-cache-strategy --mamba-track-interval --max-ep-size
-            --media-url-max-file-size-mb --min-free-slots-delay --mlx-enable-sampling
-            --mm-enable-dp-encoder --mm-feature-transport --mm-global-cache-backend
-            --mm-io-worker-num --mm-preprocess-cache-size-mb --mm-process-config
-            --mm-processor-worker-num --model-checksum --model-config-parser
-            --modelexpress-config --moe-data-parallel-size --moe-dp-size
-            --monokernel-backend --msprobe-dump-config --n-share-experts-fusion
-            --optimistic-prefill-attempts --otlp-service-name
-            --paged-experts-num-resident --ple-offload-backend --ple-offload-dir
-            --ple-offload-embedding --pp-async-batch-depth --pre-warm-nccl
-            --prefill-decode-interval --prefill-decode-interval-min-bs
-            --prefill-delayer-forward-passes-buckets --prefill-delayer-max-delay-ms
-            --prefill-delayer-max-delay-passes --prefill-delayer-queue-min-ratio
-            --prefill-delayer-token-usage-low-watermark
-            --prefill-delayer-wait-seconds-buckets --prefill-kv-cache-dequant-dtype
-            --prefill-max-requests --prefill-only-disable-kv-cache --qsa-indexer-dtype
-            --radix-cache-backend --radix-eviction-policy-config
-            --remote-instance-weight-loader-backend
-            --remote-instance-weight-loader-start-seed-via-transfer-engine
-            --retraction-policy --return-aux-hidden-state-layer-ids
-            --return-hidden-states-mode --return-input-ids --return-output-ids
-            --rl-quant-profile --sampling-mask-max-tokens --shared-experts-tp-size
-            --sidecar --sidecar-args --smg-grpc-mode --smg-http-sidecar-port
-            --soft-watchdog-timeout --spec-trace-dir --speculative-adaptive
-            --speculative-adaptive-config --speculative-dflash-block-size
-            --speculative-domino-candidate-pool-size
-            --speculative-draft-attention-backend --speculative-draft-kv-cache-dtype
-            --speculative-draft-model-quantization --speculative-draft-sink-size
-            --speculative-draft-window-size --speculative-dsa-topk-backend
-            --speculative-dspark-align-verify-tokens-to-graph-tier
-            --speculative-dspark-block-size --speculative-dspark-confidence-sts-path
-            --speculative-dspark-sps-table-path --speculative-enable-w4a4-mxfp4-megamoe
-            --speculative-moe-a2a-backend --speculative-ngram-external-corpus-max-tokens
-            --speculative-ngram-external-corpus-path
-            --speculative-ngram-external-sam-budget --speculative-ngram-max-trie-depth
-            --speculative-use-block-verification --speculative-use-rejection-sampling
-            --ssl-ca-certs --ssl-certfile --ssl-keyfile --ssl-keyfile-password
-            --startup-weight-load-mode --stream-response-default-include-usage
-            --strip-thinking-cache --swa-prefix-tails --tokenizer-backend
-            --trace-modules --trust-mm-content-hashes --trust-request-chat-template
-            --unified-cache-external-linker-backend
-            --unified-cache-external-linker-config --uno-lora-path --use-ray
-            --uvicorn-access-log-exclude-prefixes --watermark-config --weight-cache-mode
-            --weight-cache-socket --weight-cache-timeout
-            --weight-loader-drop-cache-after-load --weight-loader-prefetch-checkpoints
-            --weight-loader-prefetch-num-threads
-        """,
-        "0.5.23": """
-            --collect-tokens-histogram --cuda-graph-bs --cuda-graph-max-bs
-            --debug-tensor-dump-inject --disaggregation-decode-dp
-            --disaggregation-decode-tp --disaggregation-prefill-pp
-            --ds-channel-config-path --ds-heavy-channel-num --ds-heavy-channel-type
-            --ds-heavy-token-num --ds-sparse-decode-threshold --enable-deepep-moe
-            --enable-double-sparsity --enable-ep-moe
-            --enable-expert-distribution-metrics --enable-flashinfer-mla
-            --enable-flashmla --enable-nan-detection --enable-piecewise-cuda-graph
-            --hybrid-kvcache-ratio --keep-mm-feature-on-device --load-watch-interval
-            --mm-max-concurrent-calls --mm-per-request-timeout
-            --multi-item-scoring-delimiter --n-share-experts-fusion --nsa-decode-backend
-            --nsa-prefill-backend --piecewise-cuda-graph-compiler
-            --piecewise-cuda-graph-max-tokens --piecewise-cuda-graph-tokens
-            --prefill-round-robin-balance --speculative-ngram-branch-length
-            --speculative-ngram-max-match-window-size
-            --speculative-ngram-min-match-window-size --stream-output --torchao-config
-        """,
-    },
     "lmdeploy": {
         "0.7.3": """
             --allow-terminate-by-client --allowed-media-domains --async --cp
@@ -636,11 +318,7 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
         "--dtype": {"*": "auto half float16 bfloat16 float float32"},
     },
     "sglang": {
-        "--kv-cache-dtype": {
-            "0.4.6.post1": "auto fp8_e5m2 fp8_e4m3",
-            "0.5.5.post3": "auto fp8_e5m2 fp8_e4m3 bf16 bfloat16 fp4_e2m1",
-            "0.5.23": "auto fp8_e5m2 fp8_e4m3 mxfp8 bf16 bfloat16 nvfp4 fp4_mx_block16",
-        },
+        "--kv-cache-dtype": dict(_SGLANG["choices"]["--kv-cache-dtype"]),
         "--dtype": {"*": "auto half float16 bfloat16 float float32"},
     },
     "lmdeploy": {

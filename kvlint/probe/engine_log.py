@@ -192,14 +192,20 @@ class _LogProbe:
     oom: OutOfMemory | None = None
 
 
+REFUSALS = frozenset({"vllm.no_cache_memory", "sglang.pool"})
+"""The engines' own refusals (kvlint.loaders.start_failures): no allocation failed, the KV
+cache's share came out empty."""
+
+
 def failed_start(engine: str, oom: OutOfMemory | None, gpu_memory_gib: float | None,
                   notes: list[str]) -> float | None:
     """A start that ran out of memory, in the notes; the GPU memory to size with: the
     command line's, else the total the error printed."""
     if oom is None:
         return gpu_memory_gib
-    notes.append(f"{DISPLAY[engine]} ran out of GPU memory at start: {oom.said()} "
-                 f"(the wording of {oom.source})")
+    what = ("stopped at start: its sizing left no memory for the KV cache"
+            if oom.wording in REFUSALS else "ran out of GPU memory at start")
+    notes.append(f"{DISPLAY[engine]} {what}: {oom.said()} (the wording of {oom.source})")
     if gpu_memory_gib is None and oom.total_gib is not None:
         notes.append(f"GPU memory: {oom.total_gib:.2f} GiB, the total the error printed")
         return oom.total_gib

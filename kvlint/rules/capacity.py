@@ -61,7 +61,8 @@ class MaxModelLenExceedsKvBudget(Rule):
     blocks (the sequence, and the largest max_model_len it suggests), and when the start-up
     profile leaves nothing for the cache it exits with "No available memory for the cache
     blocks"; kvlint says the same. SGLang starts anyway and admits no request longer than
-    its pool (``max_req_input_len``): a warning there.
+    its pool (``max_req_input_len``): a warning there; with no pool at all it stops ("Not
+    enough memory. Please try to increase --mem-fraction-static."): an error.
 
     ## Example
     ```console
@@ -93,7 +94,8 @@ class MaxModelLenExceedsKvBudget(Rule):
         longest = longest_fitting_context(a, budget, length)
         if cap.block_size:
             longest = longest // cap.block_size * cap.block_size
-        if cap.kv_budget_bytes_per_gpu <= 0 and ctx.plan.behaviour.engine == "vllm":
+        if cap.kv_budget_bytes_per_gpu <= 0 and ctx.plan.behaviour.engine in ("vllm",
+                                                                             "sglang"):
             yield self._no_memory(ctx, cap, length)
             return
         state = a.state_bytes_per_sequence_per_gpu or 0
@@ -130,6 +132,19 @@ class MaxModelLenExceedsKvBudget(Rule):
         """vLLM's own refusal when nothing is left for the cache ("No available memory for
         the cache blocks": v1/core/kv_cache_utils.py@v0.11.0 lines 698-701; V0's
         ``raise_if_cache_size_invalid``, worker/worker.py@v0.6.4)."""
+        if ctx.plan.behaviour.engine == "sglang":
+            # its pool of max_total_num_tokens <= 0 (model_executor/model_runner.py@0.4.10.post1,
+            # pool_configurator.py@0.5.23): it refuses to start
+            return self.finding(
+                "SGLang will stop at start-up with \"Not enough memory. Please try to increase "
+                "--mem-fraction-static.\": its KV pool is "
+                f"~{fmt_bytes(cap.kv_budget_bytes_per_gpu)} on each {_gpu(cap, ctx)} "
+                f"({_budget(cap)}). To start, raise "
+                "--mem-fraction-static, add GPUs (tp) or quantize the weights.",
+                max_model_len=length,
+                kv_budget_bytes_per_gpu=cap.kv_budget_bytes_per_gpu,
+                largest_fitting_max_model_len=0,
+            )
         fixes = ("raise --kv-cache-memory-bytes" if cap.kv_budget_source is not None else
                  "raise --gpu-memory-utilization, " if cap.gpu_memory_utilization < 1 else "")
         return self.finding(
@@ -199,7 +214,10 @@ class WeightsExceedGpuMemory(Rule):
 
     ## Why is this bad?
     The engine runs out of memory while loading the checkpoint, after downloading it, or while
-    allocating the KV cache it was told to reserve.
+    allocating the KV cache it was told to reserve. Weights that fit the GPU but not the
+    share the engine may use load, and then the start stops with the engine's own refusal:
+    vLLM's "No available memory for the cache blocks", SGLang's "Not enough memory. Please
+    try to increase --mem-fraction-static."; the message quotes it.
 
     ## Example
     ```console
@@ -235,10 +253,11 @@ class WeightsExceedGpuMemory(Rule):
         smaller = _smaller_quantization(ctx)
         offers = f"{fmt_bytes(cap.usable_bytes)}" + (
             "" if cap.fraction_of_free_memory else
-            f" at gpu_memory_utilization {cap.gpu_memory_utilization:.2f}")
+            f" at {_fraction_name(ctx)} {cap.gpu_memory_utilization:.2f}")
         yield self.finding(
             f"The weights need {fmt_bytes(cap.weight_bytes_per_gpu)} per GPU at {where}"
-            f"{estimate}, but each {_gpu(cap, ctx)} offers {offers}{need}"
+            f"{estimate}, but each {_gpu(cap, ctx)} offers {offers}"
+            f"{_engine_refusal(cap, ctx)}{need}"
             f"{f'; or quantize the weights ({smaller})' if smaller else ''}.",
             suggestion=None if fits is None else fits.suggestion(
                 "the fewest GPUs that hold the weights"),
@@ -263,6 +282,40 @@ class WeightsExceedGpuMemory(Rule):
             kv_cache_memory_bytes=cap.kv_budget_bytes_per_gpu,
             gpu_memory_bytes=cap.gpu.memory_bytes,
         )
+
+
+def _fraction_name(ctx: RuleContext) -> str:
+    """The engine's own name for the share of GPU memory it may use (``mem_fraction_static``
+    for SGLang, ``cuda_memory_fraction`` for TGI: the first of its ``gpu_memory_utilization``
+    flags in the engine table), ``gpu_memory_utilization`` when it has none."""
+    from kvlint.engines import load_engines  # the engine table, only when run
+
+    engine = load_engines().get(ctx.plan.behaviour.engine)
+    names = engine.flags.get("gpu_memory_utilization", ()) if engine is not None else ()
+    return names[0].lstrip("-").replace("-", "_") if names else "gpu_memory_utilization"
+
+
+def _engine_refusal(cap: Capacity, ctx: RuleContext) -> str:
+    """How the engine stops when the weights overflow what it may use: past the GPU's own
+    memory the checkpoint load runs out of memory; within it, vLLM loads them and its profile
+    leaves no KV cache ("No available memory for the cache blocks": V1
+    ``check_enough_kv_cache_memory``, v1/core/kv_cache_utils.py@v0.11.0; V0
+    ``raise_if_cache_size_invalid``, worker/worker.py@v0.6.4), and SGLang's pool comes out
+    empty ("Not enough memory. Please try to increase --mem-fraction-static.":
+    model_executor/model_runner.py@0.2.15 to @0.5.5.post3, pool_configurator.py@0.5.23)."""
+    if cap.fraction_of_free_memory:
+        return ""
+    engine = ctx.plan.behaviour.engine
+    if cap.weight_bytes_per_gpu > cap.gpu.memory_bytes:
+        return ": loading the checkpoint runs out of GPU memory (CUDA out of memory)" \
+            if engine in ("vllm", "sglang") else ""
+    if engine == "vllm":
+        return (": vLLM loads them, then stops at start-up with \"No available memory for "
+                "the cache blocks\" (its profile leaves nothing for the KV cache)")
+    if engine == "sglang":
+        return (": SGLang loads them, then stops with \"Not enough memory. Please try to "
+                "increase --mem-fraction-static.\" (its KV pool comes out empty)")
+    return ""
 
 
 def _fitting_length(ctx: RuleContext, longest: int) -> Suggestion | None:

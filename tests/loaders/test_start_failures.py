@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kvlint.loaders import lmdeploy_log, sglang_log, trtllm_log
+from kvlint.loaders import lmdeploy_log, sglang_log, trtllm_log, vllm_log
 from kvlint.loaders.start_failures import find_out_of_memory
 
 # c10/cuda/CUDACachingAllocator.cpp as torch 2.1.0 words it ('capacty', sic)
@@ -27,6 +27,13 @@ TURBOMIND_14 = "[TM][FATAL][1206.22:10:01.000001][allocator.cc:88] CUDA error: o
 TRT = ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): out of memory "
        "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:92)")
 
+# the engines' own refusals when their sizing leaves no KV cache (vllm/v1/core/
+# kv_cache_utils.py@0.11.0; sglang/srt/model_executor/model_runner.py@0.5.5.post3)
+VLLM_NO_CACHE = ("ValueError: No available memory for the cache blocks. Try increasing "
+                 "`gpu_memory_utilization` when initializing the engine.")
+SGLANG_POOL = ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+               "Current value: self.server_args.mem_fraction_static=0.84")
+
 
 @pytest.mark.parametrize(("line", "wording", "engine", "tried", "total", "free"), [
     (TORCH_21, "torch.2.1", None, 172 / 1024, 15.57, 127.38 / 1024),
@@ -37,6 +44,8 @@ TRT = ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): out of
     (TURBOMIND, "turbomind", "lmdeploy", None, None, None),
     (TURBOMIND_14, "turbomind.fatal", "lmdeploy", None, None, None),
     (TRT, "tensorrt_llm", "trtllm", None, None, None),
+    (VLLM_NO_CACHE, "vllm.no_cache_memory", "vllm", None, None, None),
+    (SGLANG_POOL, "sglang.pool", "sglang", None, None, None),
 ])
 def test_each_wording(line: str, wording: str, engine: str | None, tried: float | None,
                       total: float | None, free: float | None) -> None:
@@ -45,7 +54,8 @@ def test_each_wording(line: str, wording: str, engine: str | None, tried: float 
     assert (found.wording, found.engine) == (wording, engine)
     assert (found.tried_gib, found.total_gib, found.free_gib) == (
         pytest.approx(tried), pytest.approx(total), pytest.approx(free))
-    assert found.line.startswith(("CUDA", "HIP", "[TM]", "[TensorRT-LLM]"))
+    assert found.line.startswith(("CUDA", "HIP", "[TM]", "[TensorRT-LLM]", "No available",
+                                  "Not enough"))
 
 
 def test_tensorrt_llms_executor_report_gives_its_total() -> None:
@@ -87,7 +97,8 @@ def test_other_errors_are_no_memory_verdict(line: str) -> None:
 
 @pytest.mark.parametrize(("reader", "line", "engine"), [
     (trtllm_log, TRT, "trtllm"), (lmdeploy_log, TURBOMIND, "lmdeploy"),
-    (sglang_log, TORCH_22, None),
+    (sglang_log, TORCH_22, None), (sglang_log, SGLANG_POOL, "sglang"),
+    (vllm_log, VLLM_NO_CACHE, "vllm"),
 ])
 def test_every_table_reader_carries_it(reader: object, line: str, engine: str | None) -> None:
     log = reader.parse_text("some start-up line\n" + line + "\n")  # type: ignore[attr-defined]

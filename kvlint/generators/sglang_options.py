@@ -1,0 +1,174 @@
+"""Generated data: ``kvlint/engines/sglang_options.json``, which SGLang release accepts which
+server option, and the values of ``--kv-cache-dtype`` and ``--dtype`` each accepts (a
+maintenance tool: it needs SGLang wheels and never runs when kvlint reads a manifest).
+
+``python -m kvlint.generators.sglang_options WHEEL... [-o FILE]`` reads each SGLang wheel
+(``pip download --no-deps sglang==X``; its version from the file name) with :mod:`ast`
+(SGLang is never imported) and rewrites the table. SGLang declared its options three ways,
+and every one is read:
+
+* ``parser.add_argument("--name", ...)`` calls in ``sglang/srt/server_args.py`` (every
+  release; the only way up to 0.5.13);
+* ``name: A[type, "help"]`` / ``A[type, Arg(...)]`` fields of the ``ServerArgs`` dataclass in
+  ``server_args.py`` (0.5.14 to 0.5.19: ``add_cli_args_from_dataclass``,
+  ``sglang/srt/arg_groups/arg_utils.py``), named ``--field-name`` unless ``Arg(cli_name=...)``
+  says otherwise, with ``Arg(aliases=[...])`` too, and skipped with ``Arg(no_cli=True)``;
+* the same fields in ``sglang/srt/arg_groups/fields/*.py`` (0.5.20 on).
+
+Each option records the runs of releases that declare it (``[first, last]`` among the
+releases read, oldest first). ``choices`` holds the literal ``choices=[...]`` of
+``--kv-cache-dtype`` and ``--dtype``, release by release. The kinds of the options (a flag,
+one value, several) stay in :data:`kvlint.manifests.cli_options.OPTION_TABLES`, which must
+list exactly these options (a test checks it).
+
+The table shipped was generated from the wheels of SGLang 0.4.6.post1, 0.5.5.post3 and every
+release from 0.5.6 to 0.5.23 (0.5.6 ... 0.5.22 in their first build, 0.5.23), all passed in
+one run; for 0.4.6.post1, 0.5.5.post3 and 0.5.23 it gives the option sets kvlint read before
+exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+OUT = Path(__file__).resolve().parent.parent / "engines" / "sglang_options.json"
+SERVER_ARGS = "sglang/srt/server_args.py"
+FIELDS = "sglang/srt/arg_groups/fields/"
+CHOICE_OPTIONS = ("--kv-cache-dtype", "--dtype")
+_WHEEL = re.compile(r"sglang-([0-9][^-]*)-")
+
+
+def _literal(node: ast.AST | None) -> Any:
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _calls(tree: ast.AST) -> Iterator[tuple[list[str], dict[str, ast.expr]]]:
+    """``(option strings, keywords)`` of every ``*.add_argument("--x", ...)`` call."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "add_argument":
+            names = [a for a in map(_literal, node.args)
+                     if isinstance(a, str) and a.startswith("--")]
+            if names:
+                yield names, {k.arg: k.value for k in node.keywords if k.arg}
+
+
+def _arg_meta(annotation: ast.expr) -> dict[str, ast.expr] | None:
+    """The keywords of ``Arg(...)`` in ``A[T, Arg(...)]`` (``{}`` for ``A[T, "help"]``);
+    ``None`` for any other annotation."""
+    if not isinstance(annotation, ast.Subscript):
+        return None
+    base = annotation.value
+    name = base.id if isinstance(base, ast.Name) else getattr(base, "attr", None)
+    if name not in ("A", "Annotated"):
+        return None
+    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else []
+    for part in parts[1:]:
+        if isinstance(part, ast.Call) and \
+                (getattr(part.func, "id", None) or getattr(part.func, "attr", None)) == "Arg":
+            return {k.arg: k.value for k in part.keywords if k.arg}
+        if isinstance(part, ast.Constant | ast.JoinedStr | ast.BinOp):
+            return {}
+    return None
+
+
+def _fields(tree: ast.AST) -> Iterator[tuple[list[str], dict[str, ast.expr]]]:
+    """``(option strings, Arg keywords)`` of every ``A[...]`` field of a class in ``tree``."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for stmt in node.body:
+            if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
+                continue
+            meta = _arg_meta(stmt.annotation)
+            if meta is None or _literal(meta.get("no_cli")) is True:
+                continue
+            cli = _literal(meta.get("cli_name"))
+            names = [cli if isinstance(cli, str) else
+                     "--" + stmt.target.id.replace("_", "-")]
+            aliases = _literal(meta.get("aliases"))
+            if isinstance(aliases, list | tuple):
+                names += [a for a in aliases if isinstance(a, str)]
+            yield names, meta
+
+
+def read_wheel(path: Path) -> tuple[set[str], dict[str, list[str]]]:
+    """The options one wheel declares, and the choices of :data:`CHOICE_OPTIONS`."""
+    options: set[str] = set()
+    choices: dict[str, list[str]] = {}
+    with zipfile.ZipFile(path) as wheel:
+        sources = [n for n in wheel.namelist() if n == SERVER_ARGS or
+                   (n.startswith(FIELDS) and n.endswith(".py"))]
+        for name in sources:
+            tree = ast.parse(wheel.read(name))
+            for names, keywords in (*_fields(tree), *_calls(tree)):
+                options.update(names)
+                values = _literal(keywords.get("choices"))
+                for option in names:
+                    if option in CHOICE_OPTIONS and isinstance(values, list | tuple):
+                        choices[option] = [str(v) for v in values]
+    return options, choices
+
+
+def _runs(present: list[bool], versions: list[str]) -> list[list[str]]:
+    """``[[first, last], ...]`` of the consecutive releases where ``present`` holds."""
+    runs: list[list[str]] = []
+    start: int | None = None
+    for i, here in enumerate([*present, False]):
+        if here and start is None:
+            start = i
+        elif not here and start is not None:
+            runs.append([versions[start], versions[i - 1]])
+            start = None
+    return runs
+
+
+def build(wheels: list[Path]) -> dict[str, Any]:
+    """The table from ``wheels``."""
+    read: dict[str, tuple[set[str], dict[str, list[str]]]] = {}
+    for wheel in wheels:
+        found = _WHEEL.search(wheel.name)
+        if found is None:
+            raise SystemExit(f"{wheel}: not an SGLang wheel's file name")
+        read[found.group(1)] = read_wheel(wheel)
+    versions = sorted(read, key=Version)
+    every = sorted({o for options, _ in read.values() for o in options})
+    return {
+        "comment": "generated by python -m kvlint.generators.sglang_options from SGLang's "
+                   "wheels; do not edit by hand",
+        "versions": versions,
+        "options": {o: _runs([o in read[v][0] for v in versions], versions) for o in every},
+        "choices": {o: {v: " ".join(read[v][1][o]) for v in versions if o in read[v][1]}
+                    for o in CHOICE_OPTIONS},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kvlint.generators.sglang_options")
+    parser.add_argument("wheels", nargs="+", type=Path)
+    parser.add_argument("-o", "--output", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    table = build(args.wheels)
+    args.output.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    print(f"{args.output}: {len(table['options'])} options, {len(table['versions'])} releases",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
