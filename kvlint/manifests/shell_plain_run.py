@@ -9,9 +9,13 @@ a ``case`` whose subject is one variable, set exactly once before it, at the sta
 (not inside a branch or a loop), to a literal, a positional parameter's default
 (``${1:-awq}``) or its own default (``${MODE:-awq}``), keeps only the branch whose patterns
 match that value (bash's pattern matching: ``*``, ``?``, ``[...]``, ``a|b``); its other lines
-become blank, so lines keep their numbers. Any other ``case`` stays as written: a subject set
-any other way, a pattern with a variable, a fall-through (``;&``, ``;;&``), a ``case`` inside
-a branch. Bounded: at most :data:`MAX_CASES` blocks per script.
+become blank, so lines keep their numbers. When that value is a default the caller overrides
+(``${1:-unified}``, ``${MODE:-unified}``), a branch that sets no variable and only runs
+commands (``prefill) sglang serve ... ;;``) is a mode of its own and stays too: a script of
+modes has each linted, while branches that configure one later command keep only the
+default. Any other ``case`` stays as written: a subject set any other way, a pattern with a
+variable, a fall-through (``;&``, ``;;&``), a ``case`` inside a branch. Bounded: at most
+:data:`MAX_CASES` blocks per script.
 
 A plain run has no arguments, so a loop over them (``for a in "$@"``, ``while [[ $# -gt 0
 ]]``, ``while getopts ...``) runs zero times: its lines become blank, and the defaults set
