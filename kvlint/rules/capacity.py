@@ -57,7 +57,9 @@ class MaxModelLenExceedsKvBudget(Rule):
     ## Why is this bad?
     vLLM checks this at start-up, after the weights are loaded, and exits with "To serve at
     least one request with the models's max seq len ... KV cache is needed, which is larger
-    than the available KV cache memory": minutes into a pod's start. vLLM counts whole KV
+    than the available KV cache memory" (V0: "The model's max seq len ... is larger than the
+    maximum number of tokens that can be stored in KV cache"): minutes into a pod's start.
+    The message opens with vLLM's words, so it can be matched with the log. vLLM counts whole KV
     blocks (the sequence, and the largest max_model_len it suggests), and when the start-up
     profile leaves nothing for the cache it exits with "No available memory for the cache
     blocks"; kvlint says the same. SGLang starts anyway and admits no request longer than
@@ -106,9 +108,10 @@ class MaxModelLenExceedsKvBudget(Rule):
                  "--gpu-memory-utilization." if cap.gpu_memory_utilization < 1 else
                  "Lower --max-model-len, add GPUs (tp) or use an fp8 KV cache.")
         sglang = ctx.plan.behaviour.engine == "sglang"
-        head = (f"One {fmt_int(length)}-token sequence needs {_what(need, state)} per GPU, "
-                f"more than the {fmt_bytes(budget)} left on each {_gpu(cap, ctx)} "
-                f"({_budget(cap)})")
+        refusal = _vllm_refusal(ctx) if ctx.plan.behaviour.engine == "vllm" else ""
+        head = (f"{refusal}{'o' if refusal else 'O'}ne {fmt_int(length)}-token sequence needs "
+                f"{_what(need, state)} per GPU, more than the {fmt_bytes(budget)} left on each "
+                f"{_gpu(cap, ctx)} ({_budget(cap)})")
         # SGLang starts anyway and admits requests up to its pool's size (managers/
         # tp_worker.py@0.5.5.post3 L295-299: max_req_len = min(context_len - 1,
         # max_total_num_tokens - 1)): a warning there
@@ -282,6 +285,21 @@ class WeightsExceedGpuMemory(Rule):
             kv_cache_memory_bytes=cap.kv_budget_bytes_per_gpu,
             gpu_memory_bytes=cap.gpu.memory_bytes,
         )
+
+
+def _vllm_refusal(ctx: RuleContext) -> str:
+    """How vLLM words the refusal of a max_model_len whose KV cache does not fit: V0's
+    ``raise_if_cache_size_invalid`` (vllm/worker/worker.py@0.4.1, @0.7.3 and @0.9.2), V1's
+    ``check_enough_kv_cache_memory`` (kvlint/loaders/vllm_log_formats.json ``kv_needed``,
+    0.7.3 to 0.34.0)."""
+    from kvlint.model.memory import runs_v0
+
+    cap = ctx.capacity
+    if runs_v0(ctx.plan.behaviour.version, cap.gpu.name if cap is not None else ""):
+        said = "is larger than the maximum number of tokens that can be stored in KV cache"
+    else:
+        said = "KV cache is needed, which is larger than the available KV cache memory"
+    return f'vLLM stops at start-up ("... {said}"): '
 
 
 def _fraction_name(ctx: RuleContext) -> str:
