@@ -12,6 +12,7 @@ from kvlint.cli.options import (
     DEGREE,
     PlanFlags,
     common_options,
+    cpu_offload_gb,
     gpu_memory_plan,
     gpu_source,
     lock_options,
@@ -96,7 +97,7 @@ def check(models: tuple[str, ...], tp: int | None, pp: int | None, dp: int | Non
         cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
         max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph,
         swa_full_tokens_ratio=swa_full_tokens_ratio, hf_overrides=hf_overrides,
-        lora=lora_slots()))
+        lora=lora_slots(), cpu_offload_gb=cpu_offload_gb()))
     plan = replace(plan, env=process_env(), gpu_source=gpu_source(gpu, d.gpu),
                    **gpu_memory_plan(gpu_memory_gib, d.gpu_memory))
     lock = session.model_lock([Path(m) for m in models if exists(Path(m))], lock_file, locked)

@@ -14,6 +14,7 @@ from kvlint.cli.options import (
     COUNT,
     DEGREE,
     PlanFlags,
+    cpu_offload_gb,
     gpu_memory_plan,
     lock_options,
     lora_slots,
@@ -84,7 +85,7 @@ def compare(models: tuple[str, ...], tp: int, pp: int, engine: str | None,
         cuda_graph_max_bs=cuda_graph_max_bs, page_size=page_size,
         max_total_tokens=max_total_tokens, disable_cuda_graph=disable_cuda_graph,
         swa_full_tokens_ratio=swa_full_tokens_ratio, hf_overrides=hf_overrides,
-        lora=lora_slots()))
+        lora=lora_slots(), cpu_offload_gb=cpu_offload_gb()))
     plan = replace(plan, **gpu_memory_plan(gpu_memory_gib, None))
     lock = _compare_lock(models, lock_file, locked)
     lock.require(models, revision)

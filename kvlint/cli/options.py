@@ -23,6 +23,9 @@ from kvlint.model.lora import MAX_LORA_RANK, MAX_LORAS, LoraSlots
 from kvlint.model.overrides import canonical_overrides
 from kvlint.model.serving import EngineStart, ServingPlan
 
+MAX_CPU_OFFLOAD_GB = 65_536.0
+"""The most GiB ``--cpu-offload-gb`` takes (64 TiB of host memory)."""
+
 F = TypeVar("F", bound=Callable[..., Any])
 OFFLINE_ENV = "HF_HUB_OFFLINE"
 
@@ -161,6 +164,11 @@ def plan_options(func: F) -> F:
                      help="vLLM: the largest adapter rank [default: 16]."),
         click.option("--fully-sharded-loras", is_flag=True, default=False, expose_value=False,
                      callback=_keep_lora, help="vLLM: shard the LoRA computation fully."),
+        click.option("--cpu-offload-gb", type=click.FloatRange(0, MAX_CPU_OFFLOAD_GB),
+                     default=None, expose_value=False, callback=_keep_lora, metavar="GIB",
+                     help="vLLM/SGLang: GiB of each GPU's weights kept in CPU memory (the "
+                          "decoder layers' parameters, in order, until that much is "
+                          "offloaded)."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -174,6 +182,13 @@ def _keep_lora(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     if param.name is not None:
         ctx.meta.setdefault(_LORA_KEY, {})[param.name] = value
     return value
+
+
+def cpu_offload_gb() -> float | None:
+    """``--cpu-offload-gb`` of the current command (``None``: not given, or 0)."""
+    ctx = click.get_current_context(silent=True)
+    value = ctx.meta.get(_LORA_KEY, {}).get("cpu_offload_gb") if ctx is not None else None
+    return float(value) if value else None
 
 
 def lora_slots() -> LoraSlots | None:
@@ -325,6 +340,7 @@ class PlanFlags:
     swa_full_tokens_ratio: float | None = None
     hf_overrides: str | None = None
     lora: LoraSlots | None = None
+    cpu_offload_gb: float | None = None
 
 
 def _overrides(text: str | None) -> tuple[str | None, str | None]:
@@ -376,7 +392,9 @@ def serving_plan(flags: PlanFlags) -> ServingPlan:
             kv_tokens_cap=f.max_total_tokens,
             kv_tokens_cap_source="--max-total-tokens" if f.max_total_tokens else None,
             config_overrides=overrides, config_overrides_source=overrides_source,
-            lora=f.lora, lora_source="--enable-lora" if f.lora else None)
+            lora=f.lora, lora_source="--enable-lora" if f.lora else None,
+            cpu_offload_gb=f.cpu_offload_gb,
+            cpu_offload_source="--cpu-offload-gb" if f.cpu_offload_gb else None)
     except ValueError as err:
         raise UsageError(str(err)) from None
 

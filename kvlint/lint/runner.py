@@ -182,6 +182,7 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         quantization_source=_where(quantization, "the manifest") if quantization
         else base.quantization_source,
         **_lora(served, base),
+        **_offload(served, base),
     )
 
 
@@ -195,6 +196,17 @@ def _lora(served: ServedModel, base: ServingPlan) -> dict[str, Any]:
     return {"lora": LoraSlots.given(_int(served.max_loras, 0), _int(served.max_lora_rank, 0),
                                     isinstance(sharded, Located) and sharded.value is True),
             "lora_source": _where(on, "the manifest")}
+
+
+def _offload(served: ServedModel, base: ServingPlan) -> dict[str, Any]:
+    """``--cpu-offload-gb`` as the command sets it (a non-negative number of GiB); the
+    plan's own otherwise."""
+    given = served.cpu_offload
+    if isinstance(given, Located) and isinstance(given.value, float) and \
+            0 <= given.value <= 65_536:
+        return {"cpu_offload_gb": given.value or None,
+                "cpu_offload_source": _where(given, "the manifest") if given.value else None}
+    return {"cpu_offload_gb": base.cpu_offload_gb, "cpu_offload_source": base.cpu_offload_source}
 
 
 def _gguf_quantization(served: ServedModel, given: Located[str] | None

@@ -105,6 +105,8 @@ class ServedModel:
     """SGLang ``--disable-cuda-graph``: no CUDA-graph state at start (KV504)."""
     swa_ratio: Located[float] | Unresolved | None = None
     """SGLang ``--swa-full-tokens-ratio``: the sliding-window pool's share of the full one."""
+    cpu_offload: Located[float] | Unresolved | None = None
+    """vLLM and SGLang ``--cpu-offload-gb``: GiB of weights each GPU keeps in CPU memory."""
     page_size: Located[int] | Unresolved | None = None
     """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
     speculative: Located[str] | Unresolved | None = None

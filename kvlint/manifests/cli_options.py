@@ -656,6 +656,7 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "dtype": ("--dtype",), "quantization": ("--quantization", "-q"),
         "lora": ("--enable-lora",), "max_loras": ("--max-loras",),
         "max_lora_rank": ("--max-lora-rank",), "lora_sharded": ("--fully-sharded-loras",),
+        "cpu_offload": ("--cpu-offload-gb",),
     },
     "sglang": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -674,7 +675,7 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "node_rank": ("--node-rank",), "prefill_chunk": ("--chunked-prefill-size",),
         "graph_batch": ("--cuda-graph-max-bs",), "page_size": ("--page-size",),
         "speculative": ("--speculative-algorithm",), "graph_off": ("--disable-cuda-graph",),
-        "swa_ratio": ("--swa-full-tokens-ratio",),
+        "swa_ratio": ("--swa-full-tokens-ratio",), "cpu_offload": ("--cpu-offload-gb",),
     },
     "trtllm": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),

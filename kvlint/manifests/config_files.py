@@ -46,7 +46,7 @@ CONFIG_FIELDS = (
     "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "expert_parallel",
     "dp_local", "nnodes", "quantization", "config_overrides", "node_rank",
     "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend",
-    "swa_ratio", "lora", "max_loras", "max_lora_rank", "lora_sharded")
+    "swa_ratio", "lora", "max_loras", "max_lora_rank", "lora_sharded", "cpu_offload")
 """The arguments a vLLM/SGLang config file may set (where the command line does not)."""
 
 

@@ -95,6 +95,8 @@ class EngineArgs:
     max_lora_rank: Located[int] | Unresolved | None = None
     lora_sharded: Located[bool] | Unresolved | None = None
     """vLLM ``--fully-sharded-loras``."""
+    cpu_offload: Located[float] | Unresolved | None = None
+    """vLLM and SGLang ``--cpu-offload-gb``: GiB of weights each GPU keeps in CPU memory."""
     page_size: Located[int] | Unresolved | None = None
     speculative: Located[str] | Unresolved | None = None
     backend: Located[str] | Unresolved | None = None
@@ -393,7 +395,7 @@ def _convert(engine: str, key: str, spelling: str, canonical: str, values: list[
         if number < 0 and key == "max_model_len":
             return None  # -1 / auto: the engine derives it
         return Located(number, line, source=source)
-    if key in ("gpu_memory_utilization", "swa_ratio"):
+    if key in ("gpu_memory_utilization", "swa_ratio", "cpu_offload"):
         try:
             return Located(float(text), line, source=source)
         except ValueError:
@@ -594,7 +596,7 @@ _ENGINE_ARG_FIELDS = frozenset({
     "expert_parallel",
     "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank",
     "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend",
-    "swa_ratio", "lora", "max_loras", "max_lora_rank", "lora_sharded"})
+    "swa_ratio", "lora", "max_loras", "max_lora_rank", "lora_sharded", "cpu_offload"})
 
 
 def _value_line(line: int | None, values: list[Token]) -> int | None:

@@ -49,7 +49,7 @@ FIELDS = ("model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_ca
           "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "dtype",
           "quantization", "config_overrides", "node_rank", "prefill_chunk", "graph_batch",
           "graph_off", "page_size", "speculative", "backend", "swa_ratio", "lora", "max_loras",
-          "max_lora_rank", "lora_sharded")
+          "max_lora_rank", "lora_sharded", "cpu_offload")
 """EngineArgs fields that are ServedModel fields too."""
 MERGED = (*FIELDS, "config_file", "expert_parallel", "dp_local", "nnodes")
 

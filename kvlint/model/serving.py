@@ -176,6 +176,11 @@ class ServingPlan:
     (kvlint.model.lora). ``None``: LoRA off."""
     lora_source: str | None = None
     """Where :attr:`lora` comes from (the manifest's option and line)."""
+    cpu_offload_gb: float | None = None
+    """vLLM and SGLang ``--cpu-offload-gb``: GiB of each GPU's weights kept in CPU memory
+    (kvlint.model.offload)."""
+    cpu_offload_source: str | None = None
+    """Where :attr:`cpu_offload_gb` comes from (the manifest's option and line)."""
 
     @property
     def sizes_gpu(self) -> bool:
@@ -202,6 +207,10 @@ class ServingPlan:
         if kv_bytes is not None and not 0 < kv_bytes <= MAX_KV_CACHE_MEMORY_BYTES:
             raise ValueError(f"kv cache memory must be in (0, {MAX_KV_CACHE_MEMORY_BYTES:,}] "
                              f"bytes, got {'a larger number' if kv_bytes > 10**30 else kv_bytes}")
+        offload = self.cpu_offload_gb
+        if offload is not None and not 0 <= offload <= MAX_GPU_MEMORY_GIB * 64:
+            raise ValueError(f"cpu offload must be in [0, {MAX_GPU_MEMORY_GIB * 64}] GiB, "
+                             f"got {offload}")
         util = self.gpu_memory_utilization
         if util is not None and not 0 < util <= 1:
             raise ValueError(f"gpu memory utilization must be in (0, 1], got {util}")
