@@ -71,6 +71,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     from kvlint.manifests.powershell_scripts import is_powershell, powershell_models
     from kvlint.manifests.python_apps import is_python, python_models
     from kvlint.manifests.shell_scripts import is_script, script_models
+    from kvlint.manifests.supervisor_programs import is_supervisor_config, supervisor_models
     from kvlint.manifests.systemd_units import is_systemd_unit, systemd_models
     from kvlint.manifests.yaml_marks import load_documents  # not for cached files
 
@@ -81,7 +82,8 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         python_models if is_python(str(path)) else \
         batch_models if is_batch(str(path)) else \
         powershell_models if is_powershell(str(path)) else \
-        systemd_models if is_systemd_unit(str(path)) else None
+        systemd_models if is_systemd_unit(str(path)) else \
+        supervisor_models if is_supervisor_config(str(path), text) else None
     if commands is not None:
         found = Extracted(commands(text, str(path)))
         _beyond_keys(found, text)
@@ -256,10 +258,13 @@ def _fold_node_ranks(models: Extracted) -> None:
 
 
 SOURCE_SUFFIXES = frozenset({".py", ".ipynb", ".ps1", ".psm1", ".bat", ".cmd", ".js", ".ts",
-                             ".go", ".rs", ".java", ".rb", ".md", ".rst"})
-"""Files that are program source or prose, never a manifest: named on the command line they
-are not parsed as YAML (a Modal app in Python is not "invalid YAML"); one that runs an engine
-gets KV904, any other an info that nothing was checked."""
+                             ".go", ".rs", ".java", ".rb", ".md", ".rst", ".ini", ".cfg",
+                             ".conf", ".toml"})
+"""Files that are program source, prose or another program's configuration (INI, TOML, an
+nginx ``.conf``; a supervisord ``.conf`` with ``[program:...]`` is read before this), never a
+manifest: named on the command line they are not parsed as YAML (a Modal app in Python is not
+"invalid YAML"); one that runs an engine gets KV904, any other an info that nothing was
+checked."""
 SOURCE_NAMES = ("Makefile", "makefile", "Dockerfile", "dockerfile", "Containerfile",
                 "Justfile", "justfile")
 """The same by file name (build files): ``Dockerfile``, ``Dockerfile.cuda``,

@@ -335,6 +335,21 @@ def _llm_config(node: ast.Call, names: _Names) -> list[ast.keyword]:
     return [ast.keyword(arg="model", value=model), *engine]
 
 
+def _ray_accelerators(tree: ast.AST, names: _Names
+                      ) -> list[tuple[int, int, Located[str]]]:
+    """``(first line, last line, GPU type)`` of each Ray Serve LLM ``LLMConfig(
+    accelerator_type="T4")``: the GPU type Ray schedules the replica's workers on."""
+    out: list[tuple[int, int, Located[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _dotted(node.func).rsplit(".", 1)[-1] == "LLMConfig":
+            value = next((k.value for k in node.keywords if k.arg == "accelerator_type"), None)
+            text = names.text(value) if value is not None else ""
+            if value is not None and text and re.fullmatch(r"[\w.-]{1,40}", text):
+                out.append((node.lineno, node.end_lineno or node.lineno,
+                            Located(text, value.lineno, None, "LLMConfig accelerator_type")))
+    return out
+
+
 def _longest(commands: list[list[Word]]) -> list[list[Word]]:
     """Without a command that starts another one (``base = ["vllm", "serve", M]`` and
     ``cmd = base + ["--tensor-parallel-size", "2"]`` are one command)."""
@@ -461,11 +476,15 @@ def python_models(text: str, path: str) -> list[ServedModel]:
     found = command_models([pins, *commands] if pins else commands, text, path,
                            kind="python-app") if commands else []
     if api:
+        accelerators = _ray_accelerators(tree, names)
         for served in command_models([pins, *api] if pins else api, text, path,
                                      kind="python-app"):
             # keywords that are no command-line option are not refused by the entry point
             problems = tuple(p for p in served.engine_problems if p.kind != "option")
-            found.append(replace(served, engine_problems=problems))
+            accel = next((a for first, last, a in accelerators
+                          if first <= (served.line or 0) <= last), None)
+            found.append(replace(served, engine_problems=problems,
+                                 gpu_type=served.gpu_type or accel))
     for run, kind, line in _runpod(tree, names):
         for served in command_models([run], text, path, kind="python-app"):
             found.append(replace(served, gpu_type=served.gpu_type or (

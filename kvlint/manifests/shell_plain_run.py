@@ -233,6 +233,38 @@ def plain_run_commands(text: str) -> str:
         out += [text[last:use.start()], use.group(1), use.group(2), value]
         last = use.end()
     out.append(text[last:])
+    return _split_words("".join(out))
+
+
+_SPLIT_USE = re.compile(
+    r"^[ \t]*(?:[\w./:@%+=-]+[ \t]+)*\$\{?[A-Za-z_]\w{0,63}\}?"
+    r"(?:[ \t]+(?:\$\{?[A-Za-z_]\w{0,63}\}?|[\w./:@%+=-]+))*[ \t]*$", re.MULTILINE)
+"""A command of plain words and unquoted variables (``srun ${APPTAINER} ${IMAGE} ${ARGS}``)."""
+_VARIABLE = re.compile(r"\$\{?([A-Za-z_]\w{0,63})\}?")
+
+
+def _split_words(text: str) -> str:
+    """``text`` with each unquoted variable of a command made of plain words and such
+    variables replaced by the command words it holds (set once, at a line's start, to a
+    quoted string): the shell splits an unquoted expansion into words, so ``${RUNNER}
+    ${IMAGE} ${ARGS}`` runs the words they hold. A variable kvlint cannot read stays as
+    written. Bounded: at most :data:`MAX_CASES` such commands."""
+    if "$" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for count, use in enumerate(_SPLIT_USE.finditer(text)):
+        if count >= MAX_CASES:
+            break
+        line = use.group(0)
+
+        def value(found: re.Match[str], start: int = use.start()) -> str:
+            held = _command_value(text, found.group(1), start, evaluated=False)
+            return held if held else found.group(0)
+
+        out += [text[last:use.start()], _VARIABLE.sub(value, line)]
+        last = use.end()
+    out.append(text[last:])
     return "".join(out)
 
 

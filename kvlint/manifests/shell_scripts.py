@@ -184,6 +184,14 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
     rest = list(words)
     while rest and rest[0].text in ("sudo", "exec", "time"):
         rest = rest[1:]
+    if rest and rest[0].text.rsplit("/", 1)[-1] in LAUNCHERS:
+        # ``srun --gpus 4 apptainer run ...``, ``nohup docker run ...``: the launcher's own
+        # options end where a container runner and its subcommand start
+        for j in range(1, min(len(rest) - 1, MAX_LAUNCHER_WORDS)):
+            if rest[j].text.rsplit("/", 1)[-1] in RUNNERS | HPC_RUNNERS and \
+                    rest[j + 1].text in ("run", "create", "exec", "container"):
+                rest = rest[j:]
+                break
     if len(rest) >= 3 and rest[0].text.rsplit("/", 1)[-1] in HPC_RUNNERS and \
             rest[1].text in ("exec", "run"):
         return _hpc_container_run(rest)
@@ -286,6 +294,12 @@ def _unknown_docker_option(word: Word) -> EngineArgProblem:
 
 
 HPC_RUNNERS = frozenset({"apptainer", "singularity"})
+LAUNCHERS = frozenset({"srun", "mpirun", "nohup", "setsid", "stdbuf", "nice", "ionice",
+                       "taskset", "numactl", "timeout", "env"})
+"""Programs that run the command after their own options (Slurm's ``srun``, ``nohup``...):
+a container runner after one is read as if it came first."""
+MAX_LAUNCHER_WORDS = 40
+"""Words a launcher's options may take before the runner (a real command has a few)."""
 HPC_VALUE_OPTIONS = frozenset({
     "-B", "--bind", "--env", "--env-file", "-H", "--home", "-W", "--workdir", "--pwd",
     "-o", "--overlay", "-S", "--scratch", "--security", "--network", "--network-args",
@@ -324,7 +338,16 @@ def _hpc_container_run(rest: list[Word]) -> tuple[list[Word], _Container] | None
         where += f" {text}, the name 'apptainer pull' gives {pulled[1]}:{pulled[2]}"
         text = f"{pulled[1]}:{pulled[2]}"
     image = Located(text, rest[i].line, None, where)
-    return [*env, *rest[i + 1:]], _Container(image, None)
+    command = rest[i + 1:]
+    if rest[1].text == "run" and (not command or command[0].text.startswith("-")):
+        # ``run`` starts the image's runscript, a Docker image's ENTRYPOINT (apptainer's
+        # docs, "run"): an engine image handed only options runs its server with them
+        engine = entrypoint_engine(image.value, [w.text.partition("=")[0] for w in env],
+                                   args_only=True)
+        if engine is not None:
+            command = [*(Word(word, image.line) for word in SERVER_PROGRAMS.get(engine, ())),
+                       *command]
+    return [*env, *command], _Container(image, None)
 
 
 _PULLED_IMAGE = re.compile(r"([a-z0-9][a-z0-9.-]*)_([A-Za-z0-9][\w.-]{0,127})\.(?:sif|simg)")
@@ -626,7 +649,8 @@ def _called(calls: Calls, line: int | None) -> list[str]:
     return [note] if note else []
 
 
-HOST_KINDS = frozenset({"shell-script", "systemd-unit", "batch-file", "makefile"})
+HOST_KINDS = frozenset({"shell-script", "systemd-unit", "batch-file", "makefile",
+                        "supervisor-program"})
 """Files whose commands run on the host, from the project's environment (a Dockerfile's run in
 the image it builds)."""
 

@@ -83,6 +83,18 @@ def test_entry_points_are_the_engines_options_and_unknown_keywords_are_not_refus
     assert value(sglang.gpu_memory_utilization) == 0.8
 
 
+def test_ray_serve_llm_config_names_its_accelerator() -> None:
+    """``accelerator_type`` is the GPU type Ray places the replica's workers on."""
+    text = ('from ray.serve.llm import LLMConfig, build_openai_app\n'
+            'cfg = LLMConfig(\n'
+            '    model_loading_config={"model_id": "q", "model_source": "Qwen/Q"},\n'
+            '    accelerator_type="T4",\n'
+            '    engine_kwargs={"dtype": "float16"})\n')
+    (found,) = python_models(text, "serve_app.py")
+    assert (value(found.model), value(found.gpu_type)) == ("Qwen/Q", "T4")
+    assert isinstance(found.gpu_type, Located) and found.gpu_type.line == 4
+
+
 def test_ray_serve_llm_config() -> None:
     text = ('from ray.serve.llm import LLMConfig, build_openai_app\n'
             'cfg = LLMConfig(model_loading_config=dict(model_id="q", model_source="Qwen/Q"),\n'

@@ -808,3 +808,21 @@ def test_a_docker_run_option_docker_does_not_have(run: str, refused: str | None)
     if refused:
         assert problems[0].kind == "option" and problems[0].line == 3
         assert f"unknown flag: {refused}" in problems[0].message
+
+
+def test_apptainer_run_of_an_engine_image_runs_its_server_after_a_launcher() -> None:
+    """``apptainer run IMAGE OPTIONS`` starts the image's runscript, a Docker image's
+    ENTRYPOINT; ``srun``'s own options come first; unquoted variables split into the words
+    they hold (``${RUNNER} ${IMAGE} ${ARGS}``), as the shell splits them."""
+    script = ('#!/bin/bash\nMODEL_REPO="meta-llama/Llama-3.2-3B"\n'
+              'APPTAINER="apptainer run --nvccli -B ./data/:/data --env HF_TOKEN=$HF_TOKEN "\n'
+              'CONTAINER="text-generation-inference_2.2.0.sif"\n'
+              'TGI="--port 8080 --model-id $MODEL_REPO --num-shard=2"\n'
+              'srun -n 1 --gpus=2 ${APPTAINER} ${CONTAINER} ${TGI}\n')
+    (found,) = served(script)
+    assert (found["engine"], found["model"], found["version"], found["tp"], found["line"]) \
+        == ("tgi", "meta-llama/Llama-3.2-3B", "2.2.0", 2, 6)
+    # exec runs the command given, not the runscript
+    assert served("apptainer exec vllm-openai_v0.8.5.sif --port 8000\n") == []
+    # a variable kvlint cannot read stays as written
+    assert served("#!/bin/bash\n${RUNNER} --model-id x\n") == []
