@@ -248,24 +248,38 @@ def _split_words(text: str) -> str:
     variables replaced by the command words it holds (set once, at a line's start, to a
     quoted string): the shell splits an unquoted expansion into words, so ``${RUNNER}
     ${IMAGE} ${ARGS}`` runs the words they hold. A variable kvlint cannot read stays as
-    written. Bounded: at most :data:`MAX_CASES` such commands."""
+    written. Bounded: at most :data:`MAX_CASES` variable lookups in all."""
     if "$" not in text:
         return text
     out: list[str] = []
     last = 0
-    for count, use in enumerate(_SPLIT_USE.finditer(text)):
-        if count >= MAX_CASES:
-            break
+    lookups = scanned = 0
+    for use in _SPLIT_USE.finditer(text):
         line = use.group(0)
+        names = {found.group(1) for found in _VARIABLE.finditer(line)}
+        if len(names) > MAX_SPLIT_NAMES:
+            continue  # not a command a person wrote: left as written
+        lookups += len(names)
+        scanned += len(names) * use.start()
+        if lookups > MAX_CASES or scanned > MAX_SPLIT_SCAN:
+            break  # each lookup reads the text before the command: bounded
+        held = {name: _command_value(text, name, use.start(), evaluated=False)
+                for name in names}
 
-        def value(found: re.Match[str], start: int = use.start()) -> str:
-            held = _command_value(text, found.group(1), start, evaluated=False)
-            return held if held else found.group(0)
+        def value(found: re.Match[str], held: dict[str, str | None] = held) -> str:
+            return held.get(found.group(1)) or found.group(0)
 
         out += [text[last:use.start()], _VARIABLE.sub(value, line)]
         last = use.end()
     out.append(text[last:])
     return "".join(out)
+
+
+MAX_SPLIT_NAMES = 16
+"""Distinct variables one split command may name (each is looked up once)."""
+MAX_SPLIT_SCAN = 8 * 2**20
+"""Characters the lookups of :func:`_split_words` may read in all (each reads the text before
+its command): a hostile file cannot make them quadratic."""
 
 
 _ARGUMENT_LOOP = re.compile(

@@ -826,3 +826,17 @@ def test_apptainer_run_of_an_engine_image_runs_its_server_after_a_launcher() -> 
     assert served("apptainer exec vllm-openai_v0.8.5.sif --port 8000\n") == []
     # a variable kvlint cannot read stays as written
     assert served("#!/bin/bash\n${RUNNER} --model-id x\n") == []
+
+
+def test_splitting_variables_is_bounded() -> None:
+    """Each variable of a split command is looked up once, at most MAX_CASES lookups (and
+    MAX_SPLIT_SCAN characters read) in all; a command naming more than MAX_SPLIT_NAMES
+    variables is left as written."""
+    from kvlint.manifests.shell_plain_run import MAX_CASES, MAX_SPLIT_NAMES, _split_words
+
+    script = 'X="a b"\n' + "$X $X\n" * (MAX_CASES * 4)
+    lines = _split_words(script).split("\n")
+    assert lines[1] == "a b a b"
+    assert sum(1 for line in lines if line == "a b a b") == MAX_CASES
+    many = " ".join(f"$V{i}" for i in range(MAX_SPLIT_NAMES + 1))
+    assert _split_words(f'V0="x"\n{many}\n').split("\n")[1] == many
