@@ -41,28 +41,35 @@ def is_supervisor_config(path: str, text: str) -> bool:
 
 
 def _sections(text: str) -> list[tuple[str, dict[str, tuple[str, int]]]]:
-    """``(section, {key: (value, line)})`` of the file, continuation lines joined."""
-    out: list[tuple[str, dict[str, tuple[str, int]]]] = []
-    current: dict[str, tuple[str, int]] | None = None
+    """``(section, {key: (value, line)})`` of the file, continuation lines joined (each
+    value's parts gathered, then joined once: linear in the file)."""
+    parts: list[tuple[str, dict[str, tuple[list[str], int]]]] = []
+    current: dict[str, tuple[list[str], int]] | None = None
     last: str | None = None
     for number, raw in enumerate(text.splitlines()[:MAX_LINES], 1):
         line = raw.rstrip()
         if not line.strip() or line.lstrip().startswith((";", "#")):
             continue
         if line[0] in " \t" and current is not None and last is not None:
-            value, where = current[last]
-            current[last] = (f"{value} {line.strip()}", where)
+            current[last][0].append(_uncommented(line))
             continue
         header = _SECTION.match(line)
         if header is not None:
             current, last = {}, None
-            out.append((header.group(1).strip(), current))
+            parts.append((header.group(1).strip(), current))
             continue
         setting = _SETTING.match(line)
         if setting is not None and current is not None:
             last = setting.group(1).lower()
-            current[last] = (re.sub(r"\s+;.*$", "", setting.group(2)).strip(), number)
-    return out
+            current[last] = ([_uncommented(setting.group(2))], number)
+    return [(name, {key: (" ".join(p for p in pieces if p), where)
+                    for key, (pieces, where) in values.items()})
+            for name, values in parts]
+
+
+def _uncommented(text: str) -> str:
+    """One line of a value without its inline comment (``;`` after whitespace)."""
+    return re.sub(r"\s;.*$", "", text).strip()
 
 
 def _environment(value: str) -> list[str]:

@@ -66,3 +66,13 @@ def test_another_programs_conf_is_not_called_bad_yaml(tmp_path: Path) -> None:
     assert not isinstance(found, list) or not found
     problems = getattr(found, "problems", ())
     assert [p.kind for p in problems] == ["not-a-manifest"]
+
+
+def test_a_comment_ends_its_own_line_only_and_long_values_stay_linear() -> None:
+    text = ("[program:x]\ncommand=vllm serve org/m ; the model\n"
+            "    --tensor-parallel-size 4 ; four GPUs\n")
+    (found,) = supervisor_models(text, "x.conf")
+    assert (value(found.model), value(found.tp)) == ("org/m", 4)
+    long = "[program:x]\ncommand=vllm serve org/m\n" + "    --port 8000\n" * 20_000
+    (found,) = supervisor_models(long, "x.conf")  # joined once, not line by line
+    assert value(found.model) == "org/m"
