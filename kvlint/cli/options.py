@@ -150,22 +150,24 @@ def plan_options(func: F) -> F:
                      help="vLLM >= 0.10.2: the KV cache's bytes per GPU, set by hand (as vLLM "
                           "reads it: 20G = 20 GiB, 20g = 20e9); it replaces the memory profile "
                           "and gpu_memory_utilization."),
-        # vLLM's LoRA options, spelt as vLLM spells them; kept on the click context (read
-        # by lora_slots) rather than as four more parameters of every command
+        # options that change the weights on each GPU (vLLM's LoRA slots, vLLM's and
+        # SGLang's CPU offload), spelt as the engines spell them; kept on the click context
+        # (read by lora_slots and cpu_offload_gb) rather than as five more parameters of
+        # every command
         click.option("--enable-lora", is_flag=True, default=False, expose_value=False,
-                     callback=_keep_lora,
+                     callback=_keep_weight_option,
                      help="vLLM: LoRA adapters on; their buffers (max_loras adapters of "
                           "max_lora_rank) are allocated with the weights."),
         click.option("--max-loras", type=click.IntRange(1, MAX_LORAS), default=None,
-                     expose_value=False, callback=_keep_lora,
+                     expose_value=False, callback=_keep_weight_option,
                      help="vLLM: adapters in one batch [default: 1]."),
         click.option("--max-lora-rank", type=click.IntRange(1, MAX_LORA_RANK), default=None,
-                     expose_value=False, callback=_keep_lora,
+                     expose_value=False, callback=_keep_weight_option,
                      help="vLLM: the largest adapter rank [default: 16]."),
         click.option("--fully-sharded-loras", is_flag=True, default=False, expose_value=False,
-                     callback=_keep_lora, help="vLLM: shard the LoRA computation fully."),
+                     callback=_keep_weight_option, help="vLLM: shard the LoRA computation fully."),
         click.option("--cpu-offload-gb", type=click.FloatRange(0, MAX_CPU_OFFLOAD_GB),
-                     default=None, expose_value=False, callback=_keep_lora, metavar="GIB",
+                     default=None, expose_value=False, callback=_keep_weight_option, metavar="GIB",
                      help="vLLM/SGLang: GiB of each GPU's weights kept in CPU memory (the "
                           "decoder layers' parameters, in order, until that much is "
                           "offloaded)."),
@@ -175,19 +177,20 @@ def plan_options(func: F) -> F:
     return func
 
 
-_LORA_KEY = "kvlint.lora"
+_WEIGHT_OPTIONS_KEY = "kvlint.weight-options"
+"""Where the weight-changing options wait on the click context until the plan is built."""
 
 
-def _keep_lora(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+def _keep_weight_option(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     if param.name is not None:
-        ctx.meta.setdefault(_LORA_KEY, {})[param.name] = value
+        ctx.meta.setdefault(_WEIGHT_OPTIONS_KEY, {})[param.name] = value
     return value
 
 
 def cpu_offload_gb() -> float | None:
     """``--cpu-offload-gb`` of the current command (``None``: not given, or 0)."""
     ctx = click.get_current_context(silent=True)
-    value = ctx.meta.get(_LORA_KEY, {}).get("cpu_offload_gb") if ctx is not None else None
+    value = ctx.meta.get(_WEIGHT_OPTIONS_KEY, {}).get("cpu_offload_gb") if ctx is not None else None
     return float(value) if value else None
 
 
@@ -195,7 +198,7 @@ def lora_slots() -> LoraSlots | None:
     """The LoRA options of the current command (``None`` without ``--enable-lora``; vLLM
     ignores ``--max-loras`` and the rest then)."""
     ctx = click.get_current_context(silent=True)
-    given = ctx.meta.get(_LORA_KEY, {}) if ctx is not None else {}
+    given = ctx.meta.get(_WEIGHT_OPTIONS_KEY, {}) if ctx is not None else {}
     if not given.get("enable_lora"):
         return None
     return LoraSlots.given(given.get("max_loras"), given.get("max_lora_rank"),
