@@ -257,8 +257,7 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
     return ModelResult(target, plan, analysis, findings, problem, cap, probe=o.probe)
 
 
-def _offloaded(weights: PlanWeights, plan: ServingPlan, config: dict[str, Any],
-               dtype_bytes: int) -> PlanWeights:
+def _offloaded(weights: PlanWeights, plan: ServingPlan) -> PlanWeights:
     """The weights left on each GPU with ``--cpu-offload-gb`` (:mod:`kvlint.model.offload`);
     with pipeline parallelism each stage offloads its own layers, which kvlint does not
     split, so the weights stay as they are and the source says so."""
@@ -268,14 +267,8 @@ def _offloaded(weights: PlanWeights, plan: ServingPlan, config: dict[str, Any],
     if plan.layout.pp > 1:
         return replace(weights, source=f"{weights.source}; {plan.cpu_offload_source} "
                        f"{gib:g} GiB not counted (pipeline parallelism)")
-    nested = config.get("text_config")
-    text: dict[str, Any] = nested if isinstance(nested, dict) else config
-    vocab, hidden = text.get("vocab_size"), text.get("hidden_size")
-    resident = resident_bytes(vocab, hidden, dtype_bytes,
-                              bool(text.get("tie_word_embeddings", config.get(
-                                  "tie_word_embeddings", False))), plan.layout.tp) \
-        if isinstance(vocab, int) and isinstance(hidden, int) else 0
-    moved = offloaded_bytes(gib, weights.per_gpu_bytes, resident)
+    moved = offloaded_bytes(gib, weights.per_gpu_bytes,
+                            resident_bytes(weights.split, plan.layout.tp))
     return replace(weights, per_gpu_bytes=weights.per_gpu_bytes - moved,
                    source=f"{weights.source}; - {moved / 2**30:.2f} GiB kept in CPU memory "
                           f"({plan.cpu_offload_source} {gib:g}: decoder layers' parameters, "
@@ -434,7 +427,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
                    f"({plan.lora_source}: {plan.lora.max_loras} adapter(s) of rank "
                    f"{plan.lora.max_lora_rank}" + "".join(f"; {n}" for n in lora.notes) + ")")
     if plan.cpu_offload_gb and plan.behaviour.engine in ("vllm", "sglang"):
-        weights = _offloaded(weights, plan, config, dims.dtype_bytes if dims else 2)
+        weights = _offloaded(weights, plan)
     if plan.kv_cache_memory_bytes is not None and plan.behaviour.engine == "vllm" and \
             kv_cache_memory_bytes_option(plan.behaviour.version):
         # vLLM reserves exactly that, without its memory profile (KV_CACHE_MEMORY_BYTES_SINCE)

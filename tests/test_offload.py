@@ -13,16 +13,23 @@ from click.testing import CliRunner
 from kvlint.cli import main
 from kvlint.manifests.shell_scripts import script_models
 from kvlint.model.offload import GIB, offloaded_bytes, resident_bytes
+from kvlint.model.weights import WeightSplit
 from tests.helpers import CONFIGS
 
 QWEN7 = str(CONFIGS / "Qwen--Qwen2.5-7B.json")
 
 
 def test_the_layers_go_and_the_tables_stay() -> None:
-    # Qwen2.5-7B: 152,064 x 3,584 bf16, untied: two tables of 1.02 GiB
-    tables = resident_bytes(152_064, 3_584, 2, tied=False, tp=1)
+    # Qwen2.5-7B: 152,064 x 3,584 bf16, untied: two tables of 1.02 GiB (the split's edges)
+    table = 152_064 * 3_584 * 2
+    split = WeightSplit(15 * GIB, 0, "bfloat16", 2, layers=28, first_stage_bytes=table,
+                        last_stage_bytes=table)
+    tables = resident_bytes(split, 1)
     assert tables == 2 * 152_064 * 3_584 * 2
-    assert resident_bytes(152_064, 3_584, 2, tied=True, tp=2) == 152_064 * 3_584 * 2 // 2
+    tied = WeightSplit(15 * GIB, 0, "bfloat16", 2, layers=28, first_stage_bytes=table,
+                       last_stage_bytes=table, tied=True)
+    assert resident_bytes(tied, 2) == 152_064 * 3_584 * 2 // 2
+    assert resident_bytes(None, 1) == 0  # a checkpoint sized by its files alone
     weights = 15 * GIB
     assert offloaded_bytes(4, weights, tables) == 4 * GIB
     assert offloaded_bytes(100, weights, tables) == weights - tables  # never the tables

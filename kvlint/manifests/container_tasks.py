@@ -24,7 +24,6 @@ and ``sh -c`` scripts are read as for a pod.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from kvlint.manifests.accelerators import no_gpu_source
@@ -33,6 +32,7 @@ from kvlint.manifests.engine_launch import Hardware, Origin
 from kvlint.manifests.kubernetes import build
 from kvlint.manifests.kubernetes_containers import container_runs, follow_config
 from kvlint.manifests.yaml_values import (
+    env_items,
     get_list,
     get_map,
     get_str,
@@ -64,14 +64,6 @@ def _serve(origin: Origin, container: dict[str, Any], gpus: Located[int] | Unres
         out.append(build(origin, run, args=args, hardware=Hardware(gpus=given),
                          notes=[*notes, *more], overrides=overrides))
     return out
-
-
-def _env_items(env: Any) -> list[dict[str, Any]]:
-    """A ``name: value`` map as a container ``env`` list (values keep their lines)."""
-    if not isinstance(env, Mapping):
-        return []
-    return [{"name": str(k), "value": v if isinstance(v, str) else str(v)}
-            for k, v in env.items() if v is not None and not isinstance(v, dict | list)]
 
 
 class EcsTaskDefinitionParser(ManifestParser):
@@ -166,7 +158,7 @@ class NosanaJobParser(ManifestParser):
                 container["args"] = [lstr("/bin/sh", line), lstr("-c", line), cmd]
             elif isinstance(cmd, list) and cmd:
                 container["args"] = cmd
-            container["env"] = _env_items(shared) + _env_items(get_map(args, "env") or {})
+            container["env"] = env_items(shared) + env_items(get_map(args, "env") or {})
             origin = Origin(ctx, self.name, name=get_str(op, "id") or "", line=node_line(op))
             out.extend(_serve(origin, container, _nosana_gpus(args), notes))
         return out

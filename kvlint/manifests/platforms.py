@@ -43,6 +43,7 @@ from kvlint.manifests.kubernetes import (
 from kvlint.manifests.kubernetes_containers import Run, container_runs, follow_config
 from kvlint.manifests.node_memory import gpu_memory_of
 from kvlint.manifests.yaml_values import (
+    env_items,
     get_list,
     get_map,
     get_str,
@@ -111,13 +112,6 @@ def _serve(origin: Origin, pod: dict[str, Any], *, hardware: Hardware, notes: li
         out.append(build(origin, run, args=args, hardware=on_pod, notes=[*notes, *more],
                          overrides=overrides))
     return out
-
-
-def _env_list(env: Any) -> list[Any]:
-    """A ``name: value`` map as a container ``env`` list (values keep their lines)."""
-    if not isinstance(env, dict):
-        return []
-    return [{"name": str(k), "value": v} for k, v in env.items() if v is not None]
 
 
 def _where(obj: Any, key: str) -> int | None:
@@ -215,7 +209,7 @@ class KubeAIModelParser(ManifestParser):
                 lstr(f"--served-model-name={name}", key_line(get_map(document, "metadata"),
                                                              "name")),
                 *extra, *(get_list(spec, "args") or [])]
-        env = _env_list(get_map(spec, "env"))
+        env = env_items(get_map(spec, "env"))
         if get_list(spec, "adapters"):
             args.append(lstr("--enable-lora", key_line(spec, "adapters")))
             env.insert(0, {"name": "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "value": "True"})

@@ -120,6 +120,15 @@ def env_of(obj: Any) -> dict[str, str | None]:
     return env
 
 
+def env_items(env: Any) -> list[dict[str, Any]]:
+    """A ``name: value`` map as a Kubernetes container ``env`` list (values keep their
+    lines; :func:`~kvlint.manifests.shell_env.env_from_k8s` reads numbers as text and a
+    nested value as unknown)."""
+    if not isinstance(env, dict):
+        return []
+    return [{"name": str(k), "value": v} for k, v in env.items() if v is not None]
+
+
 T = TypeVar("T")
 
 

@@ -17,15 +17,20 @@ not modelled.
 
 from __future__ import annotations
 
+from kvlint.model.weights import WeightSplit
+
 GIB = 2**30
 
 
-def resident_bytes(vocab_size: int, hidden_size: int, dtype_bytes: int, tied: bool,
-                   tp: int) -> int:
-    """The weights no layer holds, per GPU: the embedding table and (untied) LM head, each
-    split over ``tp`` by vocabulary (vLLM's and SGLang's ``VocabParallelEmbedding``)."""
-    tables = 1 if tied else 2
-    return tables * vocab_size * hidden_size * dtype_bytes // max(tp, 1)
+def resident_bytes(split: WeightSplit | None, tp: int) -> int:
+    """The weights no decoder layer holds, per GPU: the first pipeline stage's (the
+    embedding table, and a multimodal checkpoint's encoders) and the LM head unless it is the
+    tied table (the split's stage edges), divided over ``tp`` as the rest is; 0 when the
+    split does not know them (a checkpoint sized by its files alone)."""
+    if split is None:
+        return 0
+    edges = split.first_stage_bytes + (0 if split.tied else split.last_stage_bytes)
+    return edges // max(tp, 1)
 
 
 def offloaded_bytes(gib: float, weight_bytes: int, resident: int) -> int:

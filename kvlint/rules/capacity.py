@@ -256,7 +256,7 @@ class WeightsExceedGpuMemory(Rule):
         smaller = _smaller_quantization(ctx)
         offers = f"{fmt_bytes(cap.usable_bytes)}" + (
             "" if cap.fraction_of_free_memory else
-            f" at {_fraction_name(ctx)} {cap.gpu_memory_utilization:.2f}")
+            f" at {cap.fraction_name} {cap.gpu_memory_utilization:.2f}")
         yield self.finding(
             f"The weights need {fmt_bytes(cap.weight_bytes_per_gpu)} per GPU at {where}"
             f"{estimate}, but each {_gpu(cap, ctx)} offers {offers}"
@@ -300,17 +300,6 @@ def _vllm_refusal(ctx: RuleContext) -> str:
     else:
         said = "KV cache is needed, which is larger than the available KV cache memory"
     return f'vLLM stops at start-up ("... {said}"): '
-
-
-def _fraction_name(ctx: RuleContext) -> str:
-    """The engine's own name for the share of GPU memory it may use (``mem_fraction_static``
-    for SGLang, ``cuda_memory_fraction`` for TGI: the first of its ``gpu_memory_utilization``
-    flags in the engine table), ``gpu_memory_utilization`` when it has none."""
-    from kvlint.engines import load_engines  # the engine table, only when run
-
-    engine = load_engines().get(ctx.plan.behaviour.engine)
-    names = engine.flags.get("gpu_memory_utilization", ()) if engine is not None else ()
-    return names[0].lstrip("-").replace("-", "_") if names else "gpu_memory_utilization"
 
 
 def _engine_refusal(cap: Capacity, ctx: RuleContext) -> str:
