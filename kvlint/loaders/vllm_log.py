@@ -106,11 +106,15 @@ _SNAPSHOT_TOTAL = re.compile(r"\btotal_memory=" + _NUM + r"\s?GiB")
 """V1's ``worker init memory snapshot`` line (debug level, before the model loads) is a
 dataclass ``repr``: it also prints ``non_torch_memory=`` (the CUDA context, not the profile's
 increase), so only its ``total_memory=`` is read and the table's patterns skip it."""
-_SMALLEST = ("kv_cache_gib", "kv_in_use_gib")
+_SMALLEST = ("kv_cache_gib", "kv_in_use_gib", "kv_tokens", "concurrency_tokens", "concurrency")
 """Per-rank KV memory: vLLM sizes every worker's cache to the smallest (pipeline stages differ
 in weights and activation peak), so the smallest printed figure is the one the printed tokens
 come from (vllm/v1/core/kv_cache_utils.py@v0.19.0 ``get_kv_cache_configs``: the number of
-blocks is the minimum over workers)."""
+blocks is the minimum over workers). Early V1 releases print each worker's "GPU KV cache size"
+and concurrency before making them equal (vllm/v1/engine/core.py@v0.8.5 calls
+``get_kv_cache_config`` per worker, which logs them, then ``unify_kv_cache_configs``, which
+"changes the num_blocks of each worker to the smallest among all workers"): the smallest
+printed is the cache that runs."""
 _LARGEST = ("activation_peak_gib", "non_torch_gib")
 """Per-rank profile terms: the fullest rank's figure (pipeline stages: the last one, with the
 sampler, sets the smallest KV pool)."""
