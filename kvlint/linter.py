@@ -17,6 +17,7 @@ from kvlint.engine_sizing import (
 )
 from kvlint.engines import UNKNOWN_VERSION, load_engines
 from kvlint.engines import behaviour as engine_behaviour
+from kvlint.engines.quant_refusals import checkpoint_quant_method
 from kvlint.errors import ConfigError, UsageError
 from kvlint.loaders.hf_config import (
     ConfigDefaults,
@@ -302,6 +303,8 @@ def _architecture(config: dict[str, Any] | None) -> dict[str, Any]:
         "config_model_type": model_type if isinstance(model_type, str) else None,
         "remote_code": isinstance(auto_map, dict) and any(
             isinstance(k, str) and k.startswith("AutoModel") for k in auto_map),
+        "config_read": True,
+        "checkpoint_quant": checkpoint_quant_method(config),
     }
 
 

@@ -64,6 +64,11 @@ class RuleContext:
     """The config's top-level ``model_type`` (KV305: TGI dispatches on it)."""
     remote_code: bool = False
     """Whether the config's ``auto_map`` names an ``AutoModel*`` class (KV305)."""
+    config_read: bool = False
+    """Whether the model's config.json was read (the facts above and below are its)."""
+    checkpoint_quant: str | None = None
+    """The quantization format config.json declares, as the engines read it (``None``: it
+    declares none; KV702: kvlint.engines.quant_refusals)."""
     sizer: LayoutSizer | None = None
     """Weights and KV budget per GPU under other layouts (set whenever a GPU is given):
     rules size the layouts they suggest with it."""

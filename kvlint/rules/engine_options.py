@@ -145,6 +145,17 @@ class EngineOptionInvalidValue(_EngineRefusal):
     (`gemma2`, `gemma3`, `glm4` from 0.9.1, `gemma3_text` from 0.11.0, `plamo2` from 0.9.1
     to at least 0.20, not 0.28): it exits at start ("The model type 'gemma3' does not
     support float16"), where `auto` would pick bfloat16.
+
+    Also vLLM's and SGLang's `--quantization` for another format than the checkpoint's
+    (config.json's `quantization_config`), among `awq`, `gptq`, `fp8`, `bitsandbytes` and
+    `compressed-tensors`: every release read (vLLM 0.4.1 to 0.34, SGLang 0.4.6 to 0.5.23)
+    exits at start ("Quantization method specified in the model config (awq) does not
+    match the quantization method specified in the `quantization` argument (gptq)"), since
+    no kernel of one takes the other's checkpoint; the Marlin, BitBLAS and MoE-WNA16
+    spellings of a format are its own and not judged. And, as a warning, `awq` or `gptq`
+    for a checkpoint whose config.json names no quantization: the engine then needs the
+    format's own file beside it (`quant_config.json`/`quantize_config.json`) and exits
+    without one ("Cannot find the config file for awq"); kvlint reads config.json alone.
     """
 
     code = "KV702"
@@ -153,13 +164,48 @@ class EngineOptionInvalidValue(_EngineRefusal):
     kind = "value"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        refused = self._float16(ctx)
-        for finding in (*super().check(ctx), *([refused] if refused else [])):
+        refused = [f for f in (self._float16(ctx), self._quantization(ctx)) if f is not None]
+        for finding in (*super().check(ctx), *refused):
             # a choice no release kvlint read has, on a server that may be newer (a floating
             # tag, a build from source): a warning, since a newer release or a fork may add it
             yield replace(finding, severity=Severity.WARNING) \
                 if finding.data.get("newer_may_accept") or \
-                finding.data.get("older_may_accept") else finding
+                finding.data.get("older_may_accept") or \
+                finding.data.get("files_unseen") else finding
+
+    def _quantization(self, ctx: RuleContext) -> Finding | None:
+        """vLLM's and SGLang's refusal of a ``--quantization`` the checkpoint does not have
+        (kvlint/engines/quant_refusals.py)."""
+        from kvlint.engines.quant_refusals import QuantRefusal, quantization_refusal
+
+        if not ctx.config_read:
+            return None
+        b = ctx.plan.behaviour
+        config = {} if ctx.checkpoint_quant is None else \
+            {"quantization_config": {"quant_method": ctx.checkpoint_quant}}
+        refusal: QuantRefusal | None = quantization_refusal(b.engine, ctx.plan.quantization,
+                                                            config)
+        if refusal is None:
+            return None
+        if refusal.kind == "mismatch":
+            message = (f"--quantization {refusal.asked}: the checkpoint is quantized with "
+                       f"{refusal.checkpoint} (config.json's quantization_config), and "
+                       f"{b.display} exits at start ('{refusal.message}'); drop "
+                       f"--quantization (the engine reads the checkpoint's format) or serve a "
+                       f"{refusal.asked} checkpoint")
+            return self.finding(message, option="--quantization", about="quantization",
+                                reason="quantization-mismatch", asked=refusal.asked,
+                                checkpoint=refusal.checkpoint)
+        files = " or ".join(refusal.files)
+        message = (f"--quantization {refusal.asked} on a checkpoint whose config.json names no "
+                   f"quantization: {b.display} reads {refusal.asked}'s settings from {files} "
+                   f"beside it and exits at start without one ('{refusal.message}'); an "
+                   f"unquantized checkpoint cannot be loaded as {refusal.asked}: serve a "
+                   f"checkpoint of the model quantized with {refusal.asked}, or quantize while "
+                   f"loading (--quantization fp8); a warning, since kvlint reads config.json alone")
+        return self.finding(message, option="--quantization", about="quantization",
+                            reason="quantization-config-missing", asked=refusal.asked,
+                            files_unseen=True)
 
     def _float16(self, ctx: RuleContext) -> Finding | None:
         """vLLM's refusal of float16 for the config's model type

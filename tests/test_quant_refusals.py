@@ -1,0 +1,101 @@
+"""vLLM and SGLang refuse a --quantization the checkpoint does not have
+(kvlint/engines/quant_refusals.py, read from the wheels vLLM 0.4.1-0.34.0 and SGLang
+0.4.6.post1-0.5.23): KV702 on the option, an error for another format, a warning for AWQ or
+GPTQ asked of a checkpoint whose config.json names none."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kvlint.cli import main
+from kvlint.engines.quant_refusals import checkpoint_quant_method, quantization_refusal
+
+CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "configs"
+
+
+def _config(stem: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CONFIGS / f"{stem}.json").read_text("utf-8"))
+    return data
+
+
+@pytest.mark.parametrize(("stem", "method"), [
+    ("Qwen--Qwen3-235B-A22B-FP8", "fp8"),
+    ("moonshotai--Kimi-K2.5", "compressed-tensors"),  # in text_config
+    ("nvidia--Gemma-4-31B-IT-NVFP4", "modelopt"),  # producer-named
+    ("openai--gpt-oss-20b", "mxfp4"),
+    ("Qwen--Qwen2.5-7B", None),
+])
+def test_the_checkpoint_format_as_the_engines_read_it(stem: str, method: str | None) -> None:
+    assert checkpoint_quant_method(_config(stem)) == method
+
+
+@pytest.mark.parametrize(("engine", "asked", "stem", "kind"), [
+    ("vllm", "awq", "Qwen--Qwen3-235B-A22B-FP8", "mismatch"),
+    ("sglang", "gptq", "moonshotai--Kimi-K2.5", "mismatch"),
+    ("vllm", "compressed_tensors", "Qwen--Qwen3-235B-A22B-FP8", "mismatch"),
+    ("vllm", "fp8", "Qwen--Qwen3-235B-A22B-FP8", None),  # its own format
+    ("vllm", "awq_marlin", "Qwen--Qwen3-235B-A22B-FP8", None),  # not judged
+    ("vllm", "fp8", "nvidia--Gemma-4-31B-IT-NVFP4", None),  # ModelOpt's override claims it
+    ("vllm", "awq", "Qwen--Qwen2.5-7B", "no-config"),
+    ("sglang", "gptq", "Qwen--Qwen2.5-7B", "no-config"),
+    ("vllm", "fp8", "Qwen--Qwen2.5-7B", None),  # quantized while loading
+    ("vllm", "bitsandbytes", "Qwen--Qwen2.5-7B", None),
+    ("tgi", "awq", "Qwen--Qwen3-235B-A22B-FP8", None),  # another engine's rules
+])
+def test_which_pairs_are_refused(engine: str, asked: str, stem: str, kind: str | None) -> None:
+    refusal = quantization_refusal(engine, asked, _config(stem))
+    assert (refusal.kind if refusal else None) == kind
+
+
+def test_the_refusal_is_the_engines_own_wording() -> None:
+    refusal = quantization_refusal("vllm", "gptq", _config("Qwen--Qwen3-235B-A22B-FP8"))
+    assert refusal is not None
+    assert refusal.message == (
+        "Quantization method specified in the model config (fp8) does not match the "
+        "quantization method specified in the `quantization` argument (gptq).")
+    missing = quantization_refusal("vllm", "gptq", _config("Qwen--Qwen2.5-7B"))
+    assert missing is not None
+    assert missing.message == "Cannot find the config file for gptq"
+    assert missing.files == ("quantize_config.json",)
+
+
+def _lint(tmp_path: Path, model: str, stem: str, flags: str, engine: str = "vllm"
+          ) -> list[tuple[str, int, str]]:
+    script = tmp_path / "serve.sh"
+    command = (f"vllm serve {model}" if engine == "vllm"
+               else f"python -m sglang.launch_server --model-path {model}")
+    script.write_text(f"#!/bin/bash\n{command} \\\n  {flags}\n", encoding="utf-8")
+    result = CliRunner().invoke(main, [
+        "lint", str(script), "--no-plugins", "--offline", "--isolated", "--no-cache",
+        "--format", "json", "--model-map", f"{model}={CONFIGS / (stem + '.json')}"])
+    return [(f["severity"], f["line"], f["data"]["reason"])
+            for r in json.loads(result.stdout)["results"] for f in r["findings"]
+            if str(f["data"].get("reason", "")).startswith("quantization-")]
+
+
+def test_awq_asked_of_an_fp8_checkpoint_is_an_error_on_its_line(tmp_path: Path) -> None:
+    assert _lint(tmp_path, "Qwen/Qwen3-235B-A22B-FP8", "Qwen--Qwen3-235B-A22B-FP8",
+                 "--tensor-parallel-size 8 --quantization awq") == [
+        ("error", 3, "quantization-mismatch")]
+
+
+def test_sglang_refuses_it_the_same_way(tmp_path: Path) -> None:
+    assert _lint(tmp_path, "Qwen/Qwen3-235B-A22B-FP8", "Qwen--Qwen3-235B-A22B-FP8",
+                 "--tp 8 --quantization gptq", engine="sglang") == [
+        ("error", 3, "quantization-mismatch")]
+
+
+def test_awq_asked_of_an_unquantized_checkpoint_is_a_warning(tmp_path: Path) -> None:
+    assert _lint(tmp_path, "Qwen/Qwen2.5-7B", "Qwen--Qwen2.5-7B", "--quantization awq") == [
+        ("warning", 3, "quantization-config-missing")]
+
+
+@pytest.mark.parametrize("flags", ["--quantization fp8", "--quantization bitsandbytes", ""])
+def test_online_quantization_and_none_are_not_refused(tmp_path: Path, flags: str) -> None:
+    assert _lint(tmp_path, "Qwen/Qwen2.5-7B", "Qwen--Qwen2.5-7B",
+                 f"--max-model-len 4096 {flags}") == []
