@@ -355,6 +355,32 @@ def _engine_of_options(service: Mapping[str, Any], words: list[Word], env: dict[
             engine_args(found, words, Env({}, k8s=False), Env(env, k8s=False)))
 
 
+_WHOLE_VARIABLE = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*[^{}]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _command_from_variables(service: Mapping[str, Any], command: list[Word],
+                            env: dict[str, Any], image: Located[str]
+                            ) -> tuple[Located[str] | None, EngineArgs | None]:
+    """An engine image whose whole command is variables set outside the file
+    (``command: ${VLLM_ARGS}``): the image's server runs with options kvlint cannot read,
+    the model among them. The served model is then unresolved (KV902 names the variable),
+    never missed; the other options keep the engine's defaults, as for any unset variable
+    in a command."""
+    if not command or not all(_WHOLE_VARIABLE.fullmatch(w.text) and
+                              isinstance(interpolate(w.text), Unresolved) for w in command):
+        return None, None
+    engine = entrypoint_engine(image.value, env, args_only=True)
+    if engine is None:
+        return None, None
+    text = " ".join(w.text for w in command)
+    line = key_line(service, "command") or image.line
+    model = Unresolved(f"the whole command of the {engine} image comes from {text}, set "
+                       "outside the compose file (shell or .env): the model and every option "
+                       "are in it", line, None, text)
+    return (Located(engine, line, None, f"entrypoint of image {image.value}"),
+            EngineArgs(engine, model=model))
+
+
 def _triton(words: list[Word], image: Located[str] | None
             ) -> tuple[Located[str], dict[str, Any]] | None:
     """A service that runs ``tritonserver`` in a TensorRT-LLM Triton image: it serves the
@@ -523,6 +549,8 @@ class ComposeParser(ManifestParser):
         if engine is None and not entry and command and command[0].text.startswith("-") and \
                 (image is None or engine_from_image(image.value)[0] is None):
             engine, args = _engine_of_options(service, words, env, image, notes)
+        if engine is None and "entrypoint" not in service and image is not None:
+            engine, args = _command_from_variables(service, command, env, image)
         if engine is None:
             triton = _triton(words, image)
             if triton is None:

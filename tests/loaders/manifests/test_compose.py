@@ -406,3 +406,37 @@ def test_a_built_image_of_no_dockerfile_is_read_by_its_options(command: str,
     assert model.engine.source == "the command's options" and model.engine.line == 4
     assert isinstance(model.tp, Located) and model.tp.value == 2
     assert any("is not in the tree" in note for note in model.notes)
+
+
+@pytest.mark.parametrize(("command", "found"), [
+    ("${VLLM_ARGS}", True),
+    ("$VLLM_ARGS $EXTRA", True),
+    ('["${VLLM_ARGS}"]', True),
+    ("${VLLM_ARGS:-}", False),  # an empty default: the image's own command, no served model
+    ("--model ${MODEL:-Qwen/Qwen3-8B} ${EXTRA}", True),  # options: read as before
+])
+def test_a_whole_command_from_variables_is_an_unresolved_model(command: str,
+                                                               found: bool) -> None:
+    """``command: ${VLLM_ARGS}`` on vLLM's image: its server runs with options set outside
+    the file, so the served model is unresolved (KV902 names the variable), never missed."""
+    text = f"""services:
+  vllm:
+    image: vllm/vllm-openai:v0.12.0
+    command: {command}
+    deploy:
+      resources:
+        reservations:
+          devices: [{{driver: nvidia, device_ids: ["0"], capabilities: [gpu]}}]
+"""
+    served = extract_text(text)
+    if not found:
+        assert served == []
+        return
+    (m,) = served
+    assert v(m.engine) == "vllm" and v(m.engine_version) == "0.12.0" and v(m.gpus) == 1
+    if command.startswith("--model"):
+        assert v(m.model) == "Qwen/Qwen3-8B"
+        return
+    assert isinstance(m.model, Unresolved) and m.model.line == 4
+    assert m.model.text == command.strip('[]"') and "set outside the compose file" in \
+        m.model.reason
