@@ -162,7 +162,8 @@ def test_a_modelopt_what_if_keeps_what_any_recipe_keeps() -> None:
     LM head (the most a recipe keeps), so its weights are an upper bound: never fewer bytes
     than a checkpoint whose recipe also quantized attention."""
     from kvlint.loaders.shape import resolve_shape, resolve_weight_format
-    from kvlint.model.weights import NVFP4_BYTES, Part, estimate_parameters, weight_bytes
+    from kvlint.model.weight_formats import NVFP4_BYTES, weight_bytes
+    from kvlint.model.weights import Part, estimate_parameters
 
     fp4 = on_the_fly_quantization("sglang", "modelopt_fp4", QWEN3)
     assert fp4 is not None and fp4.assumed

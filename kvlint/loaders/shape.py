@@ -37,17 +37,14 @@ from kvlint.loaders.hf_config import (
 from kvlint.model.geometry import AttentionGeometry, LayerGeometry
 from kvlint.model.limits import MAX_HEADS
 from kvlint.model.weight_exclusions import kept_fractions
+from kvlint.model.weight_formats import FormatError, WeightFormat, weight_format, with_fp4_experts
 from kvlint.model.weights import (
-    FormatError,
     LayerShape,
     LinearAttentionShape,
     MambaShape,
     Mixer,
     Mlp,
     ModelShape,
-    WeightFormat,
-    weight_format,
-    with_fp4_experts,
 )
 
 __all__ = ["resolve_shape", "resolve_weight_format"]

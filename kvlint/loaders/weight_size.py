@@ -22,14 +22,12 @@ from kvlint.model.loaded_weights import (
     vllm_marlin_mxfp4_layout,
     vllm_mxfp4_moe_bytes_per_gpu,
 )
+from kvlint.model.weight_formats import WeightBytes, decode_read_bytes, weight_bytes
 from kvlint.model.weights import (
     ModelShape,
     Part,
-    WeightBytes,
     WeightSplit,
-    decode_read_bytes,
     estimate_parameters,
-    weight_bytes,
     weight_bytes_per_gpu,
 )
 

@@ -10,7 +10,8 @@ import pytest
 
 from kvlint.loaders.shape import resolve_shape, resolve_weight_format
 from kvlint.model.weight_exclusions import kept_fractions
-from kvlint.model.weights import Part, estimate_parameters, weight_bytes
+from kvlint.model.weight_formats import weight_bytes
+from kvlint.model.weights import Part, estimate_parameters
 from tests.helpers import CONFIGS
 
 

@@ -18,20 +18,17 @@ from kvlint.loaders.shape import (
     resolve_shape,
     resolve_weight_format,
 )
+from kvlint.model.weight_formats import MXFP4_BYTES, decode_read_bytes, weight_bytes, weight_format
 from kvlint.model.weights import (
-    MXFP4_BYTES,
     LayerShape,
     Mixer,
     Mlp,
     ModelShape,
     ParameterEstimate,
     Part,
-    decode_read_bytes,
     estimate_parameters,
     pipeline_stage_layers,
-    weight_bytes,
     weight_bytes_per_gpu,
-    weight_format,
 )
 from tests.helpers import ROOT, fixture_config
 
