@@ -169,9 +169,11 @@ def trtllm_pools(sized: Capacity, plan: ServingPlan, analysis: KvAnalysis) -> Ca
     from kvlint.model.kv import layer_bytes_per_token_per_gpu
 
     layers = analysis.cached.layers
+    given = plan.engine_start.attention_windows if plan.engine_start else None
     if plan.layout.pp > 1 or analysis.cached.is_mla or sized.kv_budget_bytes_per_gpu <= 0 or \
             any(not layer.holds_kv or layer.extra_caches for layer in layers) or \
-            not any(layer.kind is LayerKind.SLIDING and layer.window for layer in layers):
+            (given is None and
+             not any(layer.kind is LayerKind.SLIDING and layer.window for layer in layers)):
         return sized
     version, length, block = plan_version(plan), sized.context, _trtllm_block(plan)
     tp, sharding = plan.layout.attention_tp, plan.behaviour.kv_sharding
@@ -179,7 +181,7 @@ def trtllm_pools(sized: Capacity, plan: ServingPlan, analysis: KvAnalysis) -> Ca
              for layer in layers]
     windows = [layer.window if layer.kind is LayerKind.SLIDING and layer.window else length
                for layer in layers]
-    windows = list(win.layer_windows(win.window_pattern(windows), len(layers), length))
+    windows = list(win.layer_windows(given or win.window_pattern(windows), len(layers), length))
     groups = win.window_groups(windows, sizes)
     if len(groups) == 1 and groups[0].window == length:
         return sized  # every window clamped to max_seq_len: nothing is windowed
@@ -212,6 +214,14 @@ def trtllm_pools(sized: Capacity, plan: ServingPlan, analysis: KvAnalysis) -> Ca
             max_seq_len=pools.max_seq_len, tokens_per_block=block)
 
     pattern = ", ".join(str(w) for w in win.window_pattern(windows))
+    if given is not None:  # the options file sets the windows: the pools it builds, alone
+        stated = ", ".join(str(w) for w in given)
+        return replace(sized, kv_pools=(as_set(
+            windowed, f"kv_cache_config.max_attention_window: [{stated}]", False,
+            f"{how}, blocks rounded {'down' if down else 'up'} ({label}); each layer's "
+            f"window as the KV manager takes it: [{pattern}] repeated over the layers"),),
+            max_tokens=windowed.printed_tokens, max_sequences=windowed.sequences(length),
+            kv_tokens_capped_by=None if len(groups) > 1 else sized.kv_tokens_capped_by)
     sets = (as_set(windowed, f"kv_cache_config.max_attention_window: [{pattern}]",
                    plan.windowed_sliding_cache,
                    f"{how}, blocks rounded {'down' if down else 'up'} ({label})"),

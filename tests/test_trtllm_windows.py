@@ -248,3 +248,44 @@ def test_text_says_what_was_assumed() -> None:
     assert "kv_cache_config.max_attention_window unset (assumed)" in result.stdout
     assert "otherwise     kv_cache_config.max_attention_window: [128, 131072]" in result.stdout
     assert "reads no window from the model's config" in result.stdout
+
+
+def test_windows_the_options_file_sets(tmp_path: Path) -> None:
+    """kv_cache_config.max_attention_window in the LLM-API options file: the KV manager
+    repeats the list over the layers, so Llama-3.1-8B (full attention) at [4096] keeps one
+    pool of the standard pool's blocks, and a 32,768-token sequence takes 128 + 1 of them
+    (1.1 on) instead of 1,024: 14,420 // 129 = 111 sequences, not 14."""
+    path = tmp_path / "llm_api_options.yaml"
+    path.write_text("model: meta-llama/Meta-Llama-3.1-8B\nmax_seq_len: 32768\n"
+                    "kv_cache_config:\n  max_attention_window: [4096]\n", encoding="utf-8")
+    cap = run("lint", str(path), "--gpu", "H100", "--model-map",
+              f"meta-llama/Meta-Llama-3.1-8B={LLAMA31_8B}")["results"][0]["capacity"]
+    (stated,) = cap["kv_pools"]  # the file says which: no assumed alternative beside it
+    assert stated["setting"] == "kv_cache_config.max_attention_window: [4096]"
+    assert not stated["assumed"]
+    assert pools(stated) == [(4096, 32, 131_072, 14_420, 461_440)]
+    assert cap["max_tokens"] == 461_440 and cap["max_sequences"] == 14_420 // 129 == 111
+
+
+def test_a_stated_window_list_on_a_sliding_model(tmp_path: Path) -> None:
+    """gpt-oss-20b with [128, 131072]: the two pools of test_gpt_oss_pools_end_to_end (tp 1,
+    equal shares), now the ones built."""
+    path = tmp_path / "llm_api_options.yaml"
+    path.write_text("model: openai/gpt-oss-20b\nkv_cache_config:\n"
+                    "  max_attention_window: [128, 131072]\n", encoding="utf-8")
+    cap = run("lint", str(path), "--gpu", "H100", "--model-map",
+              f"openai/gpt-oss-20b={GPT_OSS_20B}")["results"][0]["capacity"]
+    (stated,) = cap["kv_pools"]
+    assert pools(stated) == [(128, 12, 24_576, 39_891, 32 * 39_891),
+                             (131_072, 12, 24_576, 39_891, 32 * 39_891)]
+    assert cap["max_tokens"] == 64 * 39_891 and cap["max_sequences"] == 39_891 // 4096
+
+
+@pytest.mark.parametrize("value", ["4096", "[0]", "[true]", "['a']", "[]"])
+def test_a_window_list_trtllm_refuses_is_not_read(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "llm_api_options.yaml"
+    path.write_text("model: meta-llama/Meta-Llama-3.1-8B\n"
+                    f"kv_cache_config:\n  max_attention_window: {value}\n", encoding="utf-8")
+    cap = run("lint", str(path), "--gpu", "H100", "--model-map",
+              f"meta-llama/Meta-Llama-3.1-8B={LLAMA31_8B}")["results"][0]["capacity"]
+    assert cap["kv_pools"] == []  # unresolved: the standard pool, as without it

@@ -101,6 +101,8 @@ def _engine_start(served: ServedModel) -> EngineStart | None:
         cuda_graph_max_bs=number(served.graph_batch, 1),
         cuda_graph_off=isinstance(served.graph_off, Located) and served.graph_off.value is True,
         page_size=number(served.page_size, 1),
+        attention_windows=served.attention_windows.value
+        if isinstance(served.attention_windows, Located) else None,
         speculative_algorithm=speculative.value.upper()
         if isinstance(speculative, Located) and isinstance(speculative.value, str) else None,
         backend=served.backend.value.lower() if isinstance(served.backend, Located)

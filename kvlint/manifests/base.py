@@ -109,6 +109,9 @@ class ServedModel:
     """vLLM and SGLang ``--cpu-offload-gb``: GiB of weights each GPU keeps in CPU memory."""
     page_size: Located[int] | Unresolved | None = None
     """SGLang ``--page-size``: its pool's tokens are a whole number of pages."""
+    attention_windows: Located[tuple[int, ...]] | Unresolved | None = None
+    """TensorRT-LLM ``kv_cache_config.max_attention_window``: each layer's KV window, the
+    list repeated over the layers (kvlint/model/trtllm_windows.py)."""
     speculative: Located[str] | Unresolved | None = None
     """SGLang ``--speculative-algorithm``: feeds its default ``mem_fraction_static``."""
     lora: Located[bool] | Unresolved | None = None

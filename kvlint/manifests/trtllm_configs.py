@@ -67,6 +67,9 @@ def trt_settings(conf: Mapping[str, Any], base: Mapping[str, Any] | None = None,
             for field, key in (("kv_tokens_cap", "max_tokens"), ("page_size", "tokens_per_block")):
                 if out.get(field) is None:
                     out[field] = loc_int(kv, key, prefix + key)
+            if out.get("attention_windows") is None and \
+                    kv.get("max_attention_window") is not None:
+                out["attention_windows"] = _windows(kv, prefix + "max_attention_window")
             if kv_dtype is None and kv.get("dtype") is not None:
                 kv_dtype = Located(scalar_text(kv["dtype"]), key_line(kv, "dtype"), None,
                                    prefix + "dtype")
@@ -83,6 +86,23 @@ def trt_settings(conf: Mapping[str, Any], base: Mapping[str, Any] | None = None,
     if model is not None and isinstance(model[0]["model"], str):
         out["model"] = model_value(model[0]["model"], value_line(model[0], "model"), model[1])
     return {k: v for k, v in out.items() if v is not None}
+
+
+MAX_WINDOWS = 4096
+"""Entries of ``max_attention_window`` read (a model has at most a few hundred layers)."""
+
+
+def _windows(kv: Mapping[str, Any], source: str) -> Located[tuple[int, ...]] | Unresolved:
+    """``kv_cache_config.max_attention_window``: a list of positive integers (TensorRT-LLM's
+    ``KvCacheConfig.max_attention_window: Optional[List[PositiveInt]]``, llmapi/llm_args.py),
+    repeated over the layers by the KV manager."""
+    raw = kv.get("max_attention_window")
+    line = key_line(kv, "max_attention_window")
+    if isinstance(raw, list) and 0 < len(raw) <= MAX_WINDOWS and all(
+            isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in raw):
+        return Located(tuple(raw), line, None, source)
+    return Unresolved(f"{source} is not a list of positive integers, which TensorRT-LLM's "
+                      "KvCacheConfig requires", line, None, str(raw)[:80])
 
 
 def _gpus_from(settings: Mapping[str, Any], source: str) -> Located[int] | None:

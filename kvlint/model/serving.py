@@ -93,6 +93,9 @@ class EngineStart:
     cuda_graph_off: bool = False
     """SGLang ``--disable-cuda-graph``: no graphs are captured, so no graph state."""
     page_size: int | None = None
+    attention_windows: tuple[int, ...] | None = None
+    """TensorRT-LLM ``kv_cache_config.max_attention_window`` (``None``: unset, every layer at
+    ``max_seq_len``)."""
     speculative_algorithm: str | None = None
     backend: str | None = None
     """LMDeploy ``--backend`` (``None``: the one ``lmdeploy serve`` picks)."""
