@@ -19,7 +19,9 @@ and @v0.34.0 (the override list at line 1416; ``auto_awq``/``auto_gptq`` accept 
 SGLang's copy in sglang/srt/configs/model_config.py@0.4.6.post1 (line 280) and @0.5.23
 (line 2000: its ``compatible_quantization_methods`` pair only ModelOpt, ``w8a8_*`` and
 ``auto-round-int8`` with checkpoints, and ``REQUANTIZATION_METHODS`` is ``quark_mxfp4``
-alone), with the classes of 0.4.6.post1, 0.5.5.post3 and 0.5.23.
+alone), with the classes of 0.4.6.post1, 0.5.5.post3 and 0.5.23; @0.4.3.post2 has the same
+check, and 0.3.6 hands ``quantization`` to vLLM's own config (sglang/srt/model_executor/
+model_runner.py@0.3.6), whose check is the one above.
 
 **A pre-quantized format on a checkpoint that names none.** ``get_quant_config``
 (vllm/model_executor/model_loader/weight_utils.py@v0.4.1 line 117, @v0.7.3, @v0.11.0, @v0.34.0
