@@ -104,16 +104,16 @@ def checkpoint_quant_method(config: Mapping[str, Any] | None) -> str | None:
 
 
 def quantization_refusal(engine: str | None, asked: str | None,
-                         config: Mapping[str, Any] | None) -> QuantRefusal | None:
-    """The refusal of ``--quantization asked`` by ``engine`` for the checkpoint ``config``
-    describes, or ``None`` (a pairing an override may accept, or one kvlint does not judge).
-    Every release read refuses the same pairs, so the version does not matter."""
-    if engine not in ENGINES or not asked or not isinstance(config, Mapping):
+                         checkpoint: str | None) -> QuantRefusal | None:
+    """The refusal of ``--quantization asked`` by ``engine`` for a checkpoint of the format
+    ``checkpoint`` (:func:`checkpoint_quant_method`; ``None``: config.json names none), or
+    ``None`` (a pairing an override may accept, or one kvlint does not judge). Every release
+    read refuses the same pairs, so the version does not matter."""
+    if engine not in ENGINES or not asked:
         return None
     method = _normalise(asked)
     if method not in JUDGED_FORMATS:
         return None
-    checkpoint = checkpoint_quant_method(config)
     if checkpoint is None:
         files = CONFIG_FILES.get(method)
         return QuantRefusal("no-config", method, None, files) if files else None

@@ -181,10 +181,8 @@ class EngineOptionInvalidValue(_EngineRefusal):
         if not ctx.config_read:
             return None
         b = ctx.plan.behaviour
-        config = {} if ctx.checkpoint_quant is None else \
-            {"quantization_config": {"quant_method": ctx.checkpoint_quant}}
         refusal: QuantRefusal | None = quantization_refusal(b.engine, ctx.plan.quantization,
-                                                            config)
+                                                            ctx.checkpoint_quant)
         if refusal is None:
             return None
         if refusal.kind == "mismatch":
@@ -192,7 +190,7 @@ class EngineOptionInvalidValue(_EngineRefusal):
                        f"{refusal.checkpoint} (config.json's quantization_config), and "
                        f"{b.display} exits at start ('{refusal.message}'); drop "
                        f"--quantization (the engine reads the checkpoint's format) or serve a "
-                       f"{refusal.asked} checkpoint")
+                       f"checkpoint quantized with {refusal.asked}")
             return self.finding(message, option="--quantization", about="quantization",
                                 reason="quantization-mismatch", asked=refusal.asked,
                                 checkpoint=refusal.checkpoint)
