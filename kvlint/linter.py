@@ -452,6 +452,7 @@ def _capacity(target: Target, config: dict[str, Any], analysis: KvAnalysis,
             limits=EngineLimits(plan.max_model_len or plan.context,
                                 max_num_batched_tokens=plan.max_num_batched_tokens,
                                 max_num_seqs=plan.max_num_seqs,
+                                moe_tp=None if plan.layout.dp_attention else plan.layout.tp,
                                 extensible=plan.extensible_kv_cache,
                                 flashinfer_sampler=_sampler_switch(plan)))
         memory = replace(memory, lora_bytes=lora_bytes)

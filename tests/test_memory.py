@@ -4,6 +4,7 @@ predicted KV tokens against real start-up logs (fixtures/vllm_logs, read by kvli
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from kvlint.model.memory import (
     kv_margin_bytes,
     memory_terms,
     model_dims,
+    moe_workspace_bytes,
     non_torch_bytes,
 )
 from tests.helpers import CONFIGS, ROOT
@@ -40,13 +42,22 @@ def config(name: str) -> dict[str, Any]:
 
 def test_model_dims_dense_moe_and_multimodal() -> None:
     assert model_dims(config("meta-llama--Meta-Llama-3.1-8B")) == LLAMA_DIMS
-    # Qwen3-30B-A3B: 8 experts x 768 per token beat the config's 6,144 dense width
-    assert model_dims(config("Qwen--Qwen3-30B-A3B")) == ModelDims(2048, 6144, 151_936)
+    # Qwen3-30B-A3B: 8 experts x 768 per token beat the config's 6,144 dense width; every
+    # layer routes (no mlp_only_layers), so no dense layer width
+    assert model_dims(config("Qwen--Qwen3-30B-A3B")) == ModelDims(
+        2048, 6144, 151_936, moe_topk=8, expert_width=768)
     assert model_dims({"moe_intermediate_size": 768, "num_experts_per_tok": 8,
                        "intermediate_size": 1024, "hidden_size": 2048,
-                       "vocab_size": 100}) == ModelDims(2048, 6144, 100)
+                       "vocab_size": 100}) == ModelDims(2048, 6144, 100, moe_topk=8,
+                                                       expert_width=768)
     # Mixtral: no moe_intermediate_size, every expert intermediate_size wide: 2 x 14,336
-    assert model_dims(config("mistralai--Mixtral-8x7B-v0.1")) == ModelDims(4096, 28672, 32000)
+    assert model_dims(config("mistralai--Mixtral-8x7B-v0.1")) == ModelDims(
+        4096, 28672, 32000, moe_topk=2, expert_width=14336)
+    # DeepSeek-V2-Lite: its first layer is dense (first_k_dense_replace 1, 10,944 wide)
+    assert model_dims(config("deepseek-ai--DeepSeek-V2-Lite")) == ModelDims(
+        2048, 10944, 102_400, moe_topk=6, expert_width=1408, dense_width=10944)
+    # an FP8 checkpoint's experts run another kernel: marked, not sized
+    assert model_dims(config("Qwen--Qwen3-235B-A22B-FP8")).quantized  # type: ignore[union-attr]
     assert model_dims(config("Qwen--Qwen3-VL-8B-Instruct")) == ModelDims(4096, 12288, 151_936)
     assert model_dims({"hidden_size": 8, "vocab_size": 10, "torch_dtype": "float32"}) == \
         ModelDims(8, 32, 10, 4)
@@ -190,10 +201,11 @@ LOGS: list[tuple[str, str, dict[str, Any], int]] = [
     ("llmd-llama-3.1-8b-h100-pp2-8192.log", "meta-llama--Meta-Llama-3.1-8B", {}, 1_073_168),
     ("llmd-llama-3.1-8b-h100-pp4-8192.log", "meta-llama--Meta-Llama-3.1-8B", {}, 2_252_848),
     ("llmd-qwen2.5-7b-h100-tp2-8192.log", "Qwen--Qwen2.5-7B", {}, 2_386_432),
-    ("llmd-qwen3-30b-a3b-h100-tp1-8192.log", "Qwen--Qwen3-30B-A3B", {}, 172_016),
-    ("llmd-mixtral-8x7b-h100-tp2-8192.log", "mistralai--Mixtral-8x7B-v0.1", {}, 471_808),
+    # MoE from 0.14.0: the fused-MoE workspace stays under the sampler (moe_workspace_bytes)
+    ("llmd-qwen3-30b-a3b-h100-tp1-8192.log", "Qwen--Qwen3-30B-A3B", {}, 166_544),
+    ("llmd-mixtral-8x7b-h100-tp2-8192.log", "mistralai--Mixtral-8x7B-v0.1", {}, 466_880),
     ("llmd-qwen2.5-72b-h100-tp2-8192.log", "Qwen--Qwen2.5-72B", {}, 20_336),
-    ("llmd-deepseek-v2-lite-h100-tp1-8192.log", "deepseek-ai--DeepSeek-V2-Lite", {}, 1_523_040),
+    ("llmd-deepseek-v2-lite-h100-tp1-8192.log", "deepseek-ai--DeepSeek-V2-Lite", {}, 1_507_664),
 ]
 
 
@@ -408,3 +420,42 @@ def test_pipeline_stages_are_sized_each_with_its_own_layers_and_memory() -> None
     assert cap["max_tokens"] == profile["kv_memory_bytes"] // page * 16
     assert profile["activation_peak_bytes"] < 256 * 102_400 * 4  # no sampler on stage 0
     assert abs(cap["max_tokens"] - 807_792) / 807_792 < 0.05
+
+
+# --- the fused-MoE workspace (vLLM 0.14.0 on), by hand ------------------------------------------
+QWEN3_30B = ModelDims(2048, 6144, 151_936, moe_topk=8, expert_width=768)
+MIXTRAL = ModelDims(4096, 28672, 32000, moe_topk=2, expert_width=14336)
+
+
+@pytest.mark.parametrize(("dims", "tokens", "tp", "version", "expected"), [
+    # Qwen3-30B-A3B, 8,192 tokens, tp 1: N = 1,536, K = 2,048:
+    # (8,192 x 8 x max(768, 2,048) + 8,192 x 8 x max(1,536, 2,048)) x 2 B
+    (QWEN3_30B, 8192, 1, "0.19.0", 2 * 8192 * 8 * 2048 * 2),
+    # Mixtral at tp 2: N = 14,336 (2 x 14,336 / 2), K = 4,096
+    (MIXTRAL, 8192, 2, "0.19.0", (8192 * 2 * 7168 + 8192 * 2 * 14336) * 2),
+    # through 0.17.1 a batch above 16,384 tokens is chunked: two chunk-sized views and the
+    # whole batch's output (32,768 x 2,048 x 2 B)
+    (QWEN3_30B, 32768, 1, "0.17.1", 2 * 16384 * 8 * 2048 * 2 + 32768 * 2048 * 2),
+    (QWEN3_30B, 32768, 1, "0.18.0", 2 * 32768 * 8 * 2048 * 2),  # no chunking from 0.18.0
+    (QWEN3_30B, 8192, 1, "0.13.0", 0),  # buffers freed after each layer before 0.14.0
+    (QWEN3_30B, 8192, None, "0.19.0", 0),  # attention DP: not sized
+    (replace(QWEN3_30B, quantized=True), 8192, 1, "0.19.0", 0),  # other kernels
+    (LLAMA_DIMS, 8192, 1, "0.19.0", 0),  # dense
+])
+def test_moe_workspace_from_the_kernels_shapes(dims: ModelDims, tokens: int, tp: int | None,
+                                               version: str, expected: int) -> None:
+    assert moe_workspace_bytes(dims, tokens, tp, version) == expected
+
+
+def test_the_workspace_stays_under_the_sampler() -> None:
+    """Qwen3-30B-A3B at vLLM 0.19.0 on H100 (the llm-d log prints a 2.68 GiB peak): the
+    sampler's 1,024 rows x 151,936 x 16 B plus the 0.5 GiB workspace; the forward pass beside
+    it is only the hidden streams (3 x 2,048 x 2 B a token), below the sampler."""
+    t = memory_terms(gpu_memory_bytes=80 * GIB, gpu_name="H100", utilization=0.95,
+                     weight_bytes=57 * GIB, dims=QWEN3_30B, tp=1, version="0.19.0",
+                     limits=EngineLimits(8192, moe_tp=1))
+    assert t.activation_peak_bytes == 1024 * 151_936 * 16 + 2 * 8192 * 8 * 2048 * 2
+    without = memory_terms(gpu_memory_bytes=80 * GIB, gpu_name="H100", utilization=0.95,
+                           weight_bytes=57 * GIB, dims=QWEN3_30B, tp=1, version="0.19.0",
+                           limits=EngineLimits(8192))  # no plain tp given: not sized
+    assert without.activation_peak_bytes == 1024 * 151_936 * 16

@@ -260,6 +260,15 @@ class ModelDims:
     expert width), whichever is larger."""
     vocab_size: int
     dtype_bytes: int = 2
+    moe_topk: int = 0
+    """Experts per token of a mixture-of-experts model (0: dense)."""
+    expert_width: int = 0
+    """One routed expert's intermediate width (``moe_intermediate_size``; Mixtral's
+    ``intermediate_size``)."""
+    dense_width: int = 0
+    """The intermediate width of a MoE model's dense layers (0: every layer routes)."""
+    quantized: bool = False
+    """The checkpoint names a quantization (its experts run another kernel)."""
 
 
 @dataclass(frozen=True)
@@ -409,11 +418,68 @@ def forward_activation_bytes(dims: ModelDims, tokens: int, tp: int) -> int:
 
 
 def activation_peak_bytes(dims: ModelDims, tokens: int, sampler_rows: int, tp: int,
-                          sampler_bytes: int = SAMPLER_BYTES_PER_LOGIT) -> int:
+                          sampler_bytes: int = SAMPLER_BYTES_PER_LOGIT,
+                          moe_workspace: int = 0) -> int:
     """ESTIMATE of the torch peak above the weights during ``profile_run`` (the last
-    pipeline stage's: the forward pass or the sampler after it)."""
+    pipeline stage's: the forward pass or the sampler after it). ``moe_workspace``: the fused
+    MoE kernels' workspace the release keeps from the forward pass on
+    (:func:`moe_workspace_bytes`), which holds the experts' activations, so the forward pass
+    counts only the dense layers and the hidden streams beside it, and the sampler runs on
+    top of it."""
     sampler = sampler_rows * dims.vocab_size * sampler_bytes
+    if moe_workspace:
+        streams = forward_activation_bytes(
+            ModelDims(dims.hidden_size, dims.dense_width, dims.vocab_size, dims.dtype_bytes),
+            tokens, tp)
+        return moe_workspace + max(streams, sampler)
     return max(forward_activation_bytes(dims, tokens, tp), sampler)
+
+
+MOE_WORKSPACE_SINCE = Version("0.14.0")
+"""From this release an unquantized MoE model on CUDA runs its experts through the modular
+kernel (``FusedMoEModularKernel(MoEPrepareAndFinalizeNoEP(), TritonExperts(...))``,
+vllm/model_executor/layers/fused_moe/unquantized_fused_moe_method.py@v0.14.0 lines 280-285;
+``make_unquantized_moe_kernel`` @v0.17.1, @v0.19.0, @v0.34.0), whose buffers come from the
+worker's ``WorkspaceManager`` (vllm/v1/worker/workspace.py, first in @v0.13.0): one buffer per
+micro-batch that grows to the largest request and is kept, so the profile's forward pass
+leaves it allocated under the sampler run. @v0.13.0 still calls ``fused_experts`` with
+buffers freed after each layer (the estimate before it covers them)."""
+MOE_CHUNK_SIZE = 16 * 1024
+"""``VLLM_FUSED_MOE_CHUNK_SIZE``'s default (vllm/envs.py@v0.13.0 to @v0.17.1): the modular
+kernel's chunk of tokens (``_chunk_info``); @v0.18.0 on, no chunking (the whole batch)."""
+MOE_UNCHUNKED_SINCE = Version("0.18.0")
+WORKSPACE_ALIGNMENT = 256
+"""``WorkspaceManager.get_simultaneous`` rounds each view up to 256 bytes."""
+
+
+def moe_workspace_bytes(dims: ModelDims, tokens: int, tp: int | None,
+                        version: str | None) -> int:
+    """The fused-MoE workspace vLLM keeps after its profile's forward pass of ``tokens``
+    tokens, on one GPU (0 where kvlint does not size it; from the source, not calibrated).
+
+    ``TritonExperts.workspace_shapes`` (vllm/model_executor/layers/fused_moe/fused_moe.py
+    @v0.14.0 line 2336, @v0.19.0 line 1988, experts/triton_moe.py@v0.34.0 line 187):
+    ``workspace1 = (M, topk, max(N // 2, K))`` and ``workspace2 = (M, topk, max(N, K))`` in the
+    activation dtype, ``N`` the local experts' gate-and-up rows (2 x expert width / tp), ``K``
+    the hidden size; the output ``(M, K)`` shares workspace1 (``_allocate_buffers``,
+    modular_kernel.py@v0.14.0 and @v0.19.0 line 1061), except through 0.17.1 when the batch
+    spans several chunks of :data:`MOE_CHUNK_SIZE`, where ``M`` is the chunk and the output
+    is a third view of the whole batch. Only an unquantized checkpoint's Triton experts
+    under plain tensor parallelism (``tp``; ``None``: attention DP, not sized) are sized:
+    quantized experts (FP8, MXFP4, NVFP4, AWQ...), FlashInfer or AITER kernels, expert
+    parallelism and micro-batching allocate other shapes. The activation is taken as gated
+    (SiLU-and-mul: ``N // 2``), as in every MoE model kvlint ships a config for."""
+    v = release_version(version)
+    if not dims.moe_topk or not dims.expert_width or dims.quantized or not tp or \
+            tokens <= 0 or (v is not None and v < MOE_WORKSPACE_SINCE):
+        return 0
+    n, k, b = 2 * dims.expert_width // tp, dims.hidden_size, dims.dtype_bytes
+    chunked = v is not None and v < MOE_UNCHUNKED_SINCE and tokens > MOE_CHUNK_SIZE
+    m = MOE_CHUNK_SIZE if chunked else tokens
+    views = [m * dims.moe_topk * max(n // 2, k) * b, m * dims.moe_topk * max(n, k) * b]
+    if chunked:
+        views.append(tokens * k * b)
+    return sum(-(-view // WORKSPACE_ALIGNMENT) * WORKSPACE_ALIGNMENT for view in views)
 
 
 def interconnect_of(gpu_name: str) -> str | None:
@@ -479,6 +545,9 @@ class EngineLimits:
     max_model_len: int
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
+    moe_tp: int | None = None
+    """The tensor-parallel degree the experts are split over (``None``: not plain tensor
+    parallelism, so the MoE workspace is not sized)."""
     extensible: bool | None = None
     """0.34's extensible KV cache switched on or off (``None``: the version's default)."""
     flashinfer_sampler: bool | None = None
@@ -497,7 +566,8 @@ def memory_terms(*, gpu_memory_bytes: int, gpu_name: str, utilization: float,
     rows = min(tokens, seqs)
     requested = int(gpu_memory_bytes * utilization)
     peak = activation_peak_bytes(
-        dims, tokens, rows, tp, sampler_bytes_per_logit(version, rows, limits.flashinfer_sampler))
+        dims, tokens, rows, tp, sampler_bytes_per_logit(version, rows, limits.flashinfer_sampler),
+        moe_workspace=moe_workspace_bytes(dims, tokens, limits.moe_tp, version))
     return MemoryTerms(
         requested_bytes=requested,
         weight_bytes=weight_bytes,
@@ -531,6 +601,7 @@ def _int(config: Mapping[str, Any], *keys: str) -> int | None:
 def model_dims(config: Mapping[str, Any]) -> ModelDims | None:
     """The dimensions of a config.json (its ``text_config`` for multimodal models);
     ``None`` when it does not give them."""
+    outer = config
     text = config.get("text_config")
     if isinstance(text, Mapping) and _int(config, "hidden_size") is None:
         config = text
@@ -545,5 +616,13 @@ def model_dims(config: Mapping[str, Any]) -> ModelDims | None:
         expert = dense  # Mixtral-style: every expert is intermediate_size wide
     routed = expert * topk if expert and topk else 0
     dtype = config.get("torch_dtype") or config.get("dtype")
+    has_dense = bool(_int(config, "first_k_dense_replace")) or bool(
+        config.get("mlp_only_layers")) or (_int(config, "decoder_sparse_step") or 1) > 1
+    quantized = bool(outer.get("quantization_config") or outer.get("compression_config")
+                     or config.get("quantization_config"))
     return ModelDims(hidden_size=hidden, intermediate_size=max(dense, routed),
-                     vocab_size=vocab, dtype_bytes=4 if dtype == "float32" else 2)
+                     vocab_size=vocab, dtype_bytes=4 if dtype == "float32" else 2,
+                     moe_topk=(topk or 0) if routed else 0,
+                     expert_width=(expert or 0) if routed else 0,
+                     dense_width=dense if routed and has_dense else 0,
+                     quantized=quantized)
