@@ -168,8 +168,10 @@ def _instance_gpus(models: Extracted) -> None:
             continue
         gpu = instance_gpu(named.value)
         if gpu is not None:
+            what = "Google Cloud's name for the" if named.value.strip().lower().startswith(
+                "nvidia-") else "a VM with"
             models[i] = replace(served, gpu_type=replace(
-                named, value=gpu, source=f"{named.source} {named.value} (a VM with {gpu})"))
+                named, value=gpu, source=f"{named.source} {named.value} ({what} {gpu})"))
 
 
 def _file_gpu_type(models: Extracted, text: str,

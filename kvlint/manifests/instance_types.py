@@ -1,6 +1,7 @@
 """Cloud VM instance types and the GPUs they carry, so that a node selector, a Karpenter
 requirement or a launcher's ``instance_type`` that names a VM (``g5.2xlarge``,
-``a3-highgpu-8g``, ``Standard_NC24ads_A100_v4``) names its GPU model too.
+``a3-highgpu-8g``, ``Standard_NC24ads_A100_v4``) or a Google Cloud accelerator
+(``nvidia-tesla-a100``) names its GPU model too.
 
 Sources: AWS "Amazon EC2 accelerated computing instances" (instance families and their
 GPUs; SageMaker's ``ml.`` types are the same families), Google Cloud "GPU machine types"
@@ -47,11 +48,26 @@ _GCP: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^a4-highgpu-"), "B200"), (re.compile(r"^g2-standard-"), "L4"),
 )
 """Google Cloud accelerator-optimized machine types -> GPU."""
+_GCP_ACCELERATORS: dict[str, str] = {
+    "nvidia-tesla-a100": "A100-40GB", "nvidia-a100-80gb": "A100-80GB",
+    "nvidia-tesla-v100": "V100-16GB", "nvidia-tesla-p100": "P100-PCIe-16GB",
+    "nvidia-h100-mega-80gb": "H100-80GB",
+}
+"""Google Cloud accelerator types (Compute Engine's ``--accelerator type=``, and GKE's
+``cloud.google.com/gke-accelerator`` node label, which carries the same names) whose name
+alone does not say which GPU of kvlint's table they are: ``nvidia-tesla-a100`` is the 40 GB
+A100 of the A2 standard machines (``nvidia-a100-80gb`` the A2 ultra's), the V100 and P100 are
+the 16 GB cards, and ``nvidia-h100-mega-80gb`` is the A3 Mega's H100 SXM (Google Cloud "GPU
+machine types"; the Vertex AI ``AcceleratorType`` enum lists the same accelerators). The
+others (``nvidia-l4``, ``nvidia-tesla-t4``, ``nvidia-h100-80gb``, ``nvidia-h200-141gb``,
+``nvidia-b200``...) are names kvlint's GPU table reads as they are."""
 
 
 def instance_gpu(name: str) -> str | None:
     """The GPU model of the VM type ``name`` (``None``: not a GPU type this table knows)."""
     text = name.strip().lower()
+    if text in _GCP_ACCELERATORS:
+        return _GCP_ACCELERATORS[text]
     if text in AZURE_SKUS:
         return AZURE_SKUS[text][0]
     for pattern, gpu in _GCP:

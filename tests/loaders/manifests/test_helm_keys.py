@@ -156,7 +156,7 @@ def test_values_that_list_their_models_serve_one_each() -> None:
         """)
     assert [(v(m.model), v(m.engine), v(m.engine_version), v(m.gpus), v(m.gpu_type), v(m.tp))
             for m in found] == [
-        ("bigscience/bloomz-7b1", "tgi", "2.4.1", 1, "nvidia-tesla-a100", None),
+        ("bigscience/bloomz-7b1", "tgi", "2.4.1", 1, "A100-40GB", None),
         ("org/other-model", "tgi", "2.4.1", 2, None, 2)]
 
 

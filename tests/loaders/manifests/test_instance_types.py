@@ -19,6 +19,10 @@ from kvlint.plugins import get_plugin_manager
     ("a3-megagpu-8g", "H100-80GB"), ("a3-ultragpu-8g", "H200"), ("g2-standard-24", "L4"),
     ("Standard_NC24ads_A100_v4", "A100-PCIe-80GB"), ("standard_nd96isr_h100_v5", "H100-80GB"),
     ("m5.large", None), ("n1-standard-8", None), ("H100", None),
+    # Google Cloud accelerator types whose name does not say which card: the GKE label values
+    ("nvidia-tesla-a100", "A100-40GB"), ("nvidia-a100-80gb", "A100-80GB"),
+    ("nvidia-tesla-v100", "V100-16GB"), ("nvidia-tesla-p100", "P100-PCIe-16GB"),
+    ("nvidia-h100-mega-80gb", "H100-80GB"), ("nvidia-l4", None),  # L4: the GPU table's own
 ])
 def test_instance_gpu(name: str, gpu: str | None) -> None:
     assert instance_gpu(name) == gpu
@@ -38,3 +42,19 @@ def test_a_node_selector_instance_type_names_the_gpu(tmp_path: Path) -> None:
     (served,) = found
     assert served.gpu_type is not None and served.gpu_type.value == "L40S"
     assert "g6e.xlarge (a VM with L40S)" in served.gpu_type.source and served.gpu_type.line == 9
+
+
+def test_a_gke_accelerator_label_names_the_40_gb_a100(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: v\nspec:\n  template:\n"
+        "    spec:\n      nodeSelector:\n        cloud.google.com/gke-accelerator: "
+        "nvidia-tesla-a100\n      containers:\n      - name: v\n"
+        "        image: vllm/vllm-openai:v0.9.2\n        args: [\"--model\", \"org/m\"]\n",
+        encoding="utf-8")
+    pm = get_plugin_manager(load_entry_points=False)
+    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
+    found = extract(path, pm, parsers)
+    assert isinstance(found, list)
+    (served,) = found
+    assert served.gpu_type is not None and served.gpu_type.value == "A100-40GB"
