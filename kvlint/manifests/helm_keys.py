@@ -28,11 +28,15 @@ from typing import Any
 from kvlint.manifests.accelerators import no_gpu_source
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.cli_options import FIELD_OPTIONS, OPTION_TABLES, SHARED_OPTIONS
+from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
     Hardware,
     Origin,
     engine_args,
     engine_gpus,
+    first_launch,
+    launch_in_argv,
+    merge_args,
     served_model,
     settle_version,
     visible_devices,
@@ -364,6 +368,34 @@ def _tp_words(engine: str, scope: dict[str, Any], words: list[Word]) -> list[Wor
     return []
 
 
+COMMAND_KEYS = ("command", "cmd")
+"""Keys a chart passes to its container as the whole command (``command: [python, -m,
+sglang.launch_server, ...]``): read as the engine's command line when they start it."""
+
+
+def _command_args(engine: str, scope: dict[str, Any], document: object,
+                  notes: list[str]) -> EngineArgs | None:
+    """The engine options of a values key holding the container's command, when its words
+    start ``engine``'s server; the other keys' options win over it (they are what the chart
+    adds to the command)."""
+    for path, node in _maps(scope, 2):
+        for key in COMMAND_KEYS:
+            raw = values_tpl(node.get(key), document) if isinstance(document, dict) \
+                else node.get(key)
+            if not (isinstance(raw, list) and raw) and not (isinstance(raw, str) and
+                                                            raw.strip()):
+                continue
+            words = words_of(raw) if isinstance(raw, list) else \
+                words_of(raw, value_line(node, key))
+            launch, _ = first_launch(launch_in_argv(words, Env({}, k8s=False),
+                                                    expand=Env({}, k8s=False)))
+            if launch is not None and launch.engine == engine:
+                notes.append(f"the values key {f'{path}.{key}' if path else key} holds the "
+                             f"{engine} server's command line: its options are read")
+                return launch.args
+    return None
+
+
 def nested_engine_map(document: object) -> bool:
     """Whether a map below the top of ``document`` names the model and holds the engine's
     arguments (``vllm: {model: ..., args: [...]}``)."""
@@ -430,6 +462,10 @@ class GenericValuesParser(ManifestParser):
                     words += words_of(raw, value_line(node, key))
         words += _tp_words(engine, scope, words)
         args = engine_args(engine, words, Env({}, k8s=False))
+        command = _command_args(engine, scope, document, notes)
+        if command is not None:  # the keys' options win; the engine judges every word
+            merged = merge_args(args, command)
+            args = replace(merged or args, uses=(*command.uses, *args.uses))
         image, tag = _image(scope)
         version: Located[str] | Unresolved | None = None
         if image is not None and tag == "":

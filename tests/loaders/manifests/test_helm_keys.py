@@ -341,3 +341,49 @@ def test_a_chart_that_picks_its_workload_kind_is_still_values() -> None:
         resources: {}
         """)
     assert (v(m.engine), v(m.model), m.engine_version) == ("tgi", "bigscience/bloom-560m", None)
+
+
+def test_a_command_key_that_starts_the_engine_is_read() -> None:
+    """A chart passing ``command:`` to its container whole (``modelGroups.X.command: [python,
+    -m, sglang.launch_server, ...]``): its options are the server's, judged by the engine
+    (``--enable-flashinfer`` is no option of SGLang 0.3.5), and keys beside it win."""
+    (m,) = served("""\
+        modelGroups:
+          sglang-qwen:
+            image:
+              repository: lmsysorg/sglang
+              tag: "v0.3.5.post1"
+            modelName: "Qwen/Qwen2.5-7B-Instruct"
+            command:
+              - "python"
+              - "-m"
+              - "sglang.launch_server"
+              - "--model-path"
+              - "Qwen/Qwen2.5-7B-Instruct"
+              - "--context-length"
+              - "32768"
+              - "--mem-fraction-static"
+              - "0.85"
+              - "--enable-flashinfer"
+            memFractionStatic: 0.7
+        """)
+    assert v(m.engine) == "sglang" and v(m.engine_version) == "0.3.5.post1"
+    assert v(m.model) == "Qwen/Qwen2.5-7B-Instruct" and v(m.max_model_len) == 32768
+    assert v(m.gpu_memory_utilization) == 0.7  # the key's value wins over the command's
+    assert any("holds the sglang server's command line" in n for n in m.notes)
+    assert [(p.option, p.line) for p in m.engine_problems] == [("--enable-flashinfer", 17)]
+
+
+def test_a_command_key_of_another_program_is_not_read() -> None:
+    (m,) = served("""\
+        modelGroups:
+          vllm-small:
+            image:
+              repository: vllm/vllm-openai
+              tag: v0.9.2
+            modelName: org/m
+            command: ["/bin/bash", "-c", "sleep infinity"]
+            maxModelLen: 4096
+        """)
+    assert v(m.engine) == "vllm" and v(m.max_model_len) == 4096
+    assert not any("command line" in n for n in m.notes) and m.engine_problems == ()
