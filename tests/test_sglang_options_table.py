@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 from kvlint.generators import sglang_options as gen
-from kvlint.manifests.cli_options import OPTION_TABLES
+from kvlint.manifests.cli_option_tables import OPTION_TABLES
 from kvlint.manifests.option_versions import ABSENT, CHOICES, VERSIONS
 
 ADD_ARGUMENT = '''

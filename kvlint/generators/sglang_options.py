@@ -18,7 +18,7 @@ and every one is read:
 Each option records the runs of releases that declare it (``[first, last]`` among the
 releases read, oldest first). ``choices`` holds the literal ``choices=[...]`` of
 ``--kv-cache-dtype`` and ``--dtype``, release by release. The kinds of the options (a flag,
-one value, several) stay in :data:`kvlint.manifests.cli_options.OPTION_TABLES`, which must
+one value, several) stay in :data:`kvlint.manifests.cli_option_tables.OPTION_TABLES`, which must
 list exactly these options (a test checks it).
 
 The table shipped was generated from the wheels of SGLang 0.4.6.post1, 0.5.5.post3 and every

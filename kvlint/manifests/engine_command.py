@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any
 
 from kvlint.manifests.base import Located, Unresolved
+from kvlint.manifests.cli_option_tables import OPTION_TABLES
 from kvlint.manifests.cli_options import (
     BOOL_FIELDS,
     FIELD_OPTIONS,
@@ -28,7 +29,6 @@ from kvlint.manifests.cli_options import (
     LLAMACPP_ENV,
     LMDEPLOY_QUANT_POLICY,
     NO_AUTO_OR_TERA,
-    OPTION_TABLES,
     PLAIN_INT_AT,
     TABLE_FIELDS,
     TAKES_ANY_VALUE,

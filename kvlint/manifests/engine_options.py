@@ -26,7 +26,7 @@ from functools import cache
 from packaging.version import InvalidVersion, Version
 
 from kvlint.manifests.base import Located, Unresolved
-from kvlint.manifests.cli_options import OPTION_TABLES
+from kvlint.manifests.cli_option_tables import OPTION_TABLES
 from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_value
 from kvlint.manifests.images import FIXED_BUILD
 from kvlint.manifests.option_versions import ABSENT, CASELESS, CHOICES, POSITIVE, VERSIONS

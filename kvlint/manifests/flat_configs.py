@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel
-from kvlint.manifests.cli_options import OPTION_TABLES
+from kvlint.manifests.cli_option_tables import OPTION_TABLES
 from kvlint.manifests.engine_command import EngineArgs, parse_engine_args
 from kvlint.manifests.engine_launch import MERGED, Origin, served_model
 from kvlint.manifests.shell_env import Env

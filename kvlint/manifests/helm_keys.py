@@ -27,7 +27,8 @@ from typing import Any
 
 from kvlint.manifests.accelerators import no_gpu_source
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
-from kvlint.manifests.cli_options import FIELD_OPTIONS, OPTION_TABLES, SHARED_OPTIONS
+from kvlint.manifests.cli_option_tables import OPTION_TABLES
+from kvlint.manifests.cli_options import FIELD_OPTIONS, SHARED_OPTIONS
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
     Hardware,

@@ -1,6 +1,6 @@
 """Which engine versions accept which options and values: data for the KV701/KV702 checks.
 
-``cli_options.OPTION_TABLES`` holds the union of every version below. This module says, per
+``cli_option_tables.OPTION_TABLES`` holds the union of every version below. This module says, per
 engine, which versions the union was read from and which of its options each version lacks,
 so that an option can be judged against the version a manifest pins (unpinned: the newest
 version here) and a message can say "in vLLM 0.33.0, not in 0.8.5".
