@@ -21,10 +21,17 @@ releases read, oldest first). ``choices`` holds the literal ``choices=[...]`` of
 one value, several) stay in :data:`kvlint.manifests.cli_option_tables.OPTION_TABLES`, which must
 list exactly these options (a test checks it).
 
-The table shipped was generated from the wheels of SGLang 0.4.6.post1, 0.5.5.post3 and every
-release from 0.5.6 to 0.5.23 (0.5.6 ... 0.5.22 in their first build, 0.5.23), all passed in
-one run; for 0.4.6.post1, 0.5.5.post3 and 0.5.23 it gives the option sets kvlint read before
-exactly.
+An option a release declares only to stop the parse is *refused* there, not taken: its
+action is a class of the file whose ``__call__`` raises (``DeprecatedAction`` of 0.3.6 and
+0.4.6.post1: ``raise ValueError(self.help)``; 0.5.10's only warns), or a ``Deprecated...Action``
+given an ``error_message`` (``parser.error`` with it: sglang/srt/arg_groups/
+argparse_actions.py@0.5.23). ``refused`` keeps each one's message, release by release.
+
+The table shipped was generated from the wheels of SGLang 0.2.15, 0.3.6, 0.4.3.post2,
+0.4.6.post1, 0.4.10.post1, 0.5.5.post3 and every release from 0.5.6 to 0.5.23 (0.5.6 ...
+0.5.22 in their first build, 0.5.23), all passed in one run. Against the option sets kvlint
+read before, 0.4.6.post1 differs only by the two options it refuses (``--enable-flashinfer-
+mla``, ``--enable-flashmla``), and 0.5.18-0.5.19 by ``--enable-expert-distribution-metrics``.
 """
 
 from __future__ import annotations
@@ -107,22 +114,60 @@ def _fields(tree: ast.AST) -> Iterator[tuple[list[str], dict[str, ast.expr]]]:
             yield names, meta
 
 
-def read_wheel(path: Path) -> tuple[set[str], dict[str, list[str]]]:
-    """The options one wheel declares, and the choices of :data:`CHOICE_OPTIONS`."""
+def _refusing_actions(tree: ast.AST) -> set[str]:
+    """The ``argparse.Action`` classes of ``tree`` whose ``__call__`` stops the parse whatever
+    it is given: a ``raise`` among its top-level statements (SGLang 0.3.6 and 0.4.6.post1's
+    ``DeprecatedAction``: ``raise ValueError(self.help)``; 0.5.10's only warns)."""
+    refusing: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == "__call__" and \
+                    any(isinstance(s, ast.Raise) for s in stmt.body):
+                refusing.add(node.name)
+    return refusing
+
+
+def _refused(keywords: dict[str, ast.expr], refusing: set[str]) -> str | None:
+    """The message an option's action stops the server with, or ``None`` when it takes the
+    option: an action of :func:`_refusing_actions`, or a ``Deprecated...Action`` given an
+    ``error_message`` (sglang/srt/arg_groups/argparse_actions.py@0.5.23: ``parser.error``
+    with it, a warning without)."""
+    action = keywords.get("action")
+    name = action.id if isinstance(action, ast.Name) else getattr(action, "attr", "")
+    if name in refusing:
+        text = _literal(keywords.get("help"))
+        return text if isinstance(text, str) else "refused"
+    if name.startswith("Deprecated") and "error_message" in keywords:
+        text = _literal(keywords.get("error_message"))
+        return text if isinstance(text, str) else "refused"
+    return None
+
+
+def read_wheel(path: Path) -> tuple[set[str], dict[str, list[str]], dict[str, str]]:
+    """The options one wheel takes, the choices of :data:`CHOICE_OPTIONS`, and the options
+    it declares only to refuse them (option -> the message it stops with)."""
     options: set[str] = set()
     choices: dict[str, list[str]] = {}
+    refused: dict[str, str] = {}
     with zipfile.ZipFile(path) as wheel:
         sources = [n for n in wheel.namelist() if n == SERVER_ARGS or
                    (n.startswith(FIELDS) and n.endswith(".py"))]
         for name in sources:
             tree = ast.parse(wheel.read(name))
+            refusing = _refusing_actions(tree)
             for names, keywords in (*_fields(tree), *_calls(tree)):
+                message = _refused(keywords, refusing)
+                if message is not None:
+                    refused.update(dict.fromkeys(names, message))
+                    continue
                 options.update(names)
                 values = _literal(keywords.get("choices"))
                 for option in names:
                     if option in CHOICE_OPTIONS and isinstance(values, list | tuple):
                         choices[option] = [str(v) for v in values]
-    return options, choices
+    return options, choices, refused
 
 
 def _runs(present: list[bool], versions: list[str]) -> list[list[str]]:
@@ -140,14 +185,14 @@ def _runs(present: list[bool], versions: list[str]) -> list[list[str]]:
 
 def build(wheels: list[Path]) -> dict[str, Any]:
     """The table from ``wheels``."""
-    read: dict[str, tuple[set[str], dict[str, list[str]]]] = {}
+    read: dict[str, tuple[set[str], dict[str, list[str]], dict[str, str]]] = {}
     for wheel in wheels:
         found = _WHEEL.search(wheel.name)
         if found is None:
             raise SystemExit(f"{wheel}: not an SGLang wheel's file name")
         read[found.group(1)] = read_wheel(wheel)
     versions = sorted(read, key=Version)
-    every = sorted({o for options, _ in read.values() for o in options})
+    every = sorted({o for options, _, _ in read.values() for o in options})
     return {
         "comment": "generated by python -m kvlint.generators.sglang_options from SGLang's "
                    "wheels; do not edit by hand",
@@ -155,6 +200,8 @@ def build(wheels: list[Path]) -> dict[str, Any]:
         "options": {o: _runs([o in read[v][0] for v in versions], versions) for o in every},
         "choices": {o: {v: " ".join(read[v][1][o]) for v in versions if o in read[v][1]}
                     for o in CHOICE_OPTIONS},
+        "refused": {o: {v: read[v][2][o] for v in versions if o in read[v][2]}
+                    for o in sorted({o for _, _, r in read.values() for o in r})},
     }
 
 

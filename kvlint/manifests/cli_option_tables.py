@@ -14,8 +14,9 @@ Generated once from the engines' own sources and pasted here as data (no engine 
   argparse sees them, and argparse accepts unique prefixes (no ``allow_abbrev=False``
   anywhere in the 0.8.5, 0.11.0 or 0.33.0 wheel); a repeated option only logs "Found
   duplicate keys" (0.33.0) and the last value wins.
-- SGLang: the union of the sglang 0.4.6.post1, 0.5.5.post3 and 0.5.6-0.5.23 wheels (the
-  releases of ``kvlint/engines/sglang_options.json``): ``A[type, Arg(...)]`` fields of
+- SGLang: the union of the options taken by the sglang 0.2.15, 0.3.6, 0.4.3.post2,
+  0.4.6.post1, 0.4.10.post1, 0.5.5.post3 and 0.5.6-0.5.23 wheels (the releases of
+  ``kvlint/engines/sglang_options.json``): ``A[type, Arg(...)]`` fields of
   ``ServerArgs`` and of ``sglang/srt/arg_groups/fields/*.py`` (``bool`` → ``store_true``,
   ``List`` → ``nargs="+"``, ``cli_name``/``aliases``) and the ``add_argument`` calls of
   ``sglang/srt/server_args.py`` (their ``action``/``nargs``; a deprecated flag's custom
@@ -202,6 +203,11 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
     },
     "sglang": {
         "flag": """
+            --debug-tensor-dump-prefill-only --disable-disk-cache --disable-flashinfer
+            --disable-flashinfer-sampling --disable-jump-forward --disable-mla
+            --disable-nan-detection --disable-regex-jump-forward --efficient-weight-load
+            --enable-flashinfer-cutlass-moe --enable-flashinfer-trtllm-moe --enable-mla
+            --enable-triton-kernel-moe --return-hidden-states
             --disable-hicache-numa-detect --disable-piecewise-cuda-graph
             --disaggregation-decode-enable-fake-auto --elastic-ep-rejoin
             --enable-breakable-cuda-graph --enable-deepep-waterfill
@@ -300,6 +306,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --model-checksum
         """,
         "many": """
+            --additional-ports
             --allowed-media-domains --bucket-e2e-request-latency
             --bucket-inter-token-latency --bucket-time-to-first-token --cuda-graph-bs
             --cuda-graph-bs-decode --cuda-graph-bs-prefill --custom-weight-loader
@@ -312,6 +319,8 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --uvicorn-access-log-exclude-prefixes
         """,
         "value": """
+            --file-storage-pth --max-micro-batch-size --max-num-reqs --pdlb-url
+            --prefill-only-one-req
             --cuda-graph-tc-compiler --custom-sigquit-handler --dllm-block-size
             --dsa-prefill-cp-mode --mamba-scheduler-strategy --nsa-prefill-cp-mode
             --optimistic-prefill-retries --prefill-cp-mode
@@ -358,7 +367,7 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
             --dynamic-batch-tokenizer-batch-size --dynamic-batch-tokenizer-batch-timeout
             --elastic-ep-backend --elastic-ep-initial-size --elastic-ep-join-mode
             --elastic-ep-join-rank-offset --elastic-ep-scale-timeout
-            --enable-flashinfer-mla --enable-flashmla --encoder-bootstrap-port
+            --enable-flashinfer-mla  --encoder-bootstrap-port
             --encoder-transfer-backend --engine-info-bootstrap-port --ep
             --ep-dispatch-algorithm --ep-num-redundant-experts --ep-size --eplb-algorithm
             --eplb-min-rebalancing-utilization-threshold --eplb-rebalance-layers-per-chunk

@@ -29,7 +29,14 @@ from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.cli_option_tables import OPTION_TABLES
 from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_value
 from kvlint.manifests.images import FIXED_BUILD
-from kvlint.manifests.option_versions import ABSENT, CASELESS, CHOICES, POSITIVE, VERSIONS
+from kvlint.manifests.option_versions import (
+    ABSENT,
+    CASELESS,
+    CHOICES,
+    POSITIVE,
+    REFUSED,
+    VERSIONS,
+)
 from kvlint.model.engine_args import EngineArgProblem
 
 __all__ = ["engine_display", "engine_problems", "known_options"]
@@ -557,8 +564,10 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
         canonical = next((m[0] for st, m in statuses if st == "ok"), None) \
             if use.reason in ("", "unknown", "ambiguous") else None
         if canonical is None:
-            problems.append(_rolling(engine, name, version, _refused(
-                engine, use, name, statuses[-1], newest_set, label, parser, texts)))
+            problem = _refused(engine, use, name, statuses[-1], newest_set, label, parser,
+                               texts)
+            problems.append(_rolling(engine, name, version,
+                                     _declared_to_refuse(engine, name, versions, label, problem)))
             continue
         if parser == "clap" and canonical in seen:
             first = seen[canonical]
@@ -647,6 +656,22 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
                          f"{ours}")
             data["suggestion"] = close[0]
     return EngineArgProblem("option", use.name, "; ".join(parts), use.line, use.column, data)
+
+
+def _declared_to_refuse(engine: str, name: str, versions: Sequence[str | None], label: str,
+                        problem: EngineArgProblem) -> EngineArgProblem:
+    """``problem`` in the release's own words when every version judged declares the option
+    (or the one option ``name`` abbreviates) only to refuse it (:data:`REFUSED`)."""
+    refused = REFUSED.get(engine, {})
+    matches = [o for o in refused if o == name] or \
+        [o for o in refused if o.startswith(name)]
+    if len(matches) != 1 or not versions or \
+            not all(v is not None and v in refused[matches[0]] for v in versions):
+        return problem
+    said = refused[matches[0]][str(versions[-1])]
+    return replace(problem, message=f"{label} declares {matches[0]} only to refuse it, and "
+                   f"the server exits at start: {said}",
+                   data={**problem.data, "reason": "refused", "refusal": said})
 
 
 def _own_spelling(engine: str, name: str, options: frozenset[str]) -> str | None:

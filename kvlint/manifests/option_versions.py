@@ -20,11 +20,14 @@ exactly:
   ``Field(default=1, ge=1)`` in 0.33.0 and 0.34.0 ``vllm/config/parallel.py`` (a plain
   ``int = 1`` in 0.11.0: not judged there). 0.34.0 adds seven options to 0.33.0's and
   removes none (the same ``ast`` read of both wheels, which gives 0.33.0's set exactly).
-- SGLang 0.4.6.post1, 0.5.5.post3 and every release from 0.5.6 to 0.5.23: generated data,
+- SGLang 0.2.15, 0.3.6, 0.4.3.post2, 0.4.6.post1, 0.4.10.post1, 0.5.5.post3 and every
+  release from 0.5.6 to 0.5.23: generated data,
   ``kvlint/engines/sglang_options.json`` (:mod:`kvlint.generators.sglang_options`: the
   ``add_argument`` calls of ``sglang/srt/server_args.py``, and the ``A[type, Arg(...)]``
   fields of ``ServerArgs`` (0.5.14-0.5.19) and of ``sglang/srt/arg_groups/fields/*.py``
-  (0.5.20 on), each with the runs of releases that declare it). Options that only releases
+  (0.5.20 on), each with the runs of releases that take it; an option a release declares
+  with an action that stops the parse is refused there, its message kept). Options that only
+  releases
   between two read ones had (``--disable-piecewise-cuda-graph``, 0.5.10-0.5.19) are known
   for that reason. Choices: the ``choices`` of ``--kv-cache-dtype`` release by release, and
   of ``--dtype`` (the same in every release read).
@@ -74,6 +77,15 @@ VERSIONS: dict[str, tuple[str, ...]] = {
     "lmdeploy": ("0.7.3", "0.18.0"),
 }
 """Engine → the versions ``OPTION_TABLES`` was read from, oldest first."""
+
+REFUSED: dict[str, dict[str, dict[str, str]]] = {
+    "sglang": {option: dict(by_release)
+               for option, by_release in _SGLANG.get("refused", {}).items()},
+}
+"""Engine -> option -> release -> the message the release stops with: options a release
+declares only to refuse them (SGLang's ``DeprecatedAction`` that raises, in 0.3.6 and
+0.4.6.post1; a ``Deprecated...Action`` given an ``error_message``), absent from
+:data:`ABSENT`'s accepted sets of those releases."""
 
 ABSENT: dict[str, dict[str, str]] = {
     "sglang": _sglang_absent(),

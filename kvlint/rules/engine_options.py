@@ -50,8 +50,11 @@ class EngineOptionUnknown(_EngineRefusal):
     judged by the oldest, and what that parser refuses is a warning (an older parser may
     take it), except a misspelling of a known option; so is, on a build of no stated
     release, a `True`/`False` after an option vLLM 0.5.5-0.7.3 gave an optional value
-    (`--enable-chunked-prefill False`). Also a program (`vllm serve ...`, `/bin/sh -c ...`,
-    `python3 -m ...`, or vLLM's own `serve` word) given as the arguments of an engine's own
+    (`--enable-chunked-prefill False`). An option a release declares only to refuse it
+    (SGLang's deprecated flags whose action raises, in 0.3.6 and 0.4.6.post1; one given an
+    `error_message` later) is reported in that release's own words. Also a program
+    (`vllm serve ...`, `/bin/sh -c ...`, `python3 -m ...`, or vLLM's own `serve` word) given
+    as the arguments of an engine's own
     image whose ENTRYPOINT is its server (vLLM's `vllm/vllm-openai`, TGI's, llama.cpp's
     `server` images): compose `command:` without `entrypoint:`, Kubernetes `args:` without
     `command:`, `docker run IMAGE PROGRAM ...` without `--entrypoint`; and the server's
