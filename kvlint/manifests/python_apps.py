@@ -384,12 +384,49 @@ def _runpod(tree: ast.AST, names: _Names) -> Iterator[tuple[list[Word], str | No
         yield run, None if kind is None or "${" in kind else kind, line
 
 
+_PIP_NAMES = {"vllm": "vllm", "sglang": "sglang", "lmdeploy": "lmdeploy",
+              "trtllm": "tensorrt-llm"}
+"""The engines whose release a pin names, by the package ``pip install`` takes."""
+
+
+def _registry_pins(tree: ast.AST, pinned: set[str]) -> list[Word]:
+    """The engine release of a Modal image built on an engine's own image
+    (``modal.Image.from_registry("openmmlab/lmdeploy:v0.4.2")``), as the pin it amounts to,
+    for an engine no ``==`` pin names: a later unpinned ``.pip_install("lmdeploy[all]")``
+    keeps it, since pip leaves an installed requirement as it is without ``--upgrade``
+    (pip's ``install`` reference: "-U, --upgrade  Upgrade all specified packages to the newest
+    available version")."""
+    from kvlint.manifests.images import engine_from_image
+
+    upgraded = any(isinstance(node, ast.Constant) and isinstance(node.value, str) and
+                   re.search(r"(?:^|\s)(?:-U|--upgrade)(?:\s|$)", node.value)
+                   for node in ast.walk(tree))
+    out: list[Word] = []
+    for node in ast.walk(tree):
+        if upgraded or not (isinstance(node, ast.Call) and
+                            _dotted(node.func).rsplit(".", 1)[-1] == "from_registry"):
+            continue
+        image = node.args[0] if node.args else None
+        if not (isinstance(image, ast.Constant) and isinstance(image.value, str)):
+            continue
+        engine, version, _ = engine_from_image(image.value)
+        package = _PIP_NAMES.get(engine or "")
+        if package and version and version != "latest" and package not in pinned and \
+                re.fullmatch(r"[\w.+-]+", version):
+            out.append(Word(f"{package}=={version}", node.lineno))
+            pinned.add(package)
+    return out
+
+
 def _pins(tree: ast.AST) -> list[Word]:
     """``pip install`` of the engine pins the program names (a Modal image's
-    ``.pip_install("vllm==0.10.1")``), as a command the script layer reads pins from."""
+    ``.pip_install("vllm==0.10.1")``, or the engine image it starts from), as a command the
+    script layer reads pins from."""
     pins = [Word(node.value, node.lineno) for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str)
             and _PIN.fullmatch(node.value)]
+    named = {re.split(r"[=\[]", p.text, maxsplit=1)[0].replace("_", "-") for p in pins}
+    pins += _registry_pins(tree, named)
     return [Word("pip", pins[0].line), Word("install", pins[0].line), *pins] if pins else []
 
 

@@ -172,3 +172,22 @@ def test_lint_reads_a_python_app_and_a_program_it_cannot_read_is_kv904(
     result = CliRunner().invoke(main, ["lint", str(other), "--no-plugins", "--isolated",
                                        "--no-cache", "--offline", "--format", "json"])
     assert "KV904" in result.stdout
+
+
+def test_a_modal_image_built_on_an_engine_image_runs_its_release() -> None:
+    """``Image.from_registry("openmmlab/lmdeploy:v0.4.2")`` then an unpinned
+    ``.pip_install("lmdeploy[all]")``: pip keeps an installed requirement without
+    ``--upgrade``, so 0.4.2 serves; an ``==`` pin, or ``--upgrade``, decides otherwise."""
+    base = ('import modal, subprocess\n'
+            'image = modal.Image.from_registry("openmmlab/lmdeploy:v0.4.2")'
+            '.pip_install({install})\n'
+            'app = modal.App("x")\n'
+            '@app.function(image=image, gpu="A10G")\n'
+            'def serve():\n'
+            '    subprocess.Popen("lmdeploy serve api_server org/m --tp 1", shell=True)\n')
+    for install, want in (('["lmdeploy[all]", "hf-transfer"]', "0.4.2"),
+                          ('"lmdeploy==0.5.0"', "0.5.0"),
+                          ('"lmdeploy", extra_options="--upgrade"', None)):
+        (served,) = python_models(base.format(install=install), "app.py")
+        assert value(served.engine) == "lmdeploy"
+        assert value(served.engine_version) == want, install
