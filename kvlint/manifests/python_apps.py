@@ -85,6 +85,11 @@ class _Names:
             return str(node.value)
         if isinstance(node, ast.Name):
             return self._name(node.id, depth)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id == "self":
+            # a class attribute read through the instance (``model_path = "org/m"`` in the
+            # class body, ``self.model_path`` in a method): one value, or unknown
+            return self._name(node.attr, depth)
         if isinstance(node, ast.JoinedStr):
             return _bounded("".join(self.text(v.value if isinstance(v, ast.FormattedValue)
                                               else v, depth + 1) for v in node.values))
@@ -295,6 +300,9 @@ def _entry_points(tree: ast.AST, names: _Names) -> Iterator[list[Word]]:
     """The engines' Python entry points, rewritten as their server commands; and the
     keywords given to a class that forwards them to vLLM (``Deployment.bind(model=...)``)."""
     forwarding = _forwarding_classes(tree)
+    sglang_names = {alias.asname or alias.name for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and
+                    (node.module or "").split(".")[0] == "sglang" for alias in node.names}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -309,7 +317,10 @@ def _entry_points(tree: ast.AST, names: _Names) -> Iterator[list[Word]]:
             if node.args:
                 keywords.insert(0, ast.keyword(arg="model", value=node.args[0]))
         elif name in ("sgl.Engine", "sglang.Engine") or \
-                (last == "Engine" and "sglang" in name):
+                (last == "Engine" and "sglang" in name) or \
+                (last == "ServerArgs" and (name != last or "ServerArgs" in sglang_names)):
+            # SGLang's ServerArgs dataclass is its server's options, field by field
+            # (sglang/srt/server_args.py: --model-path is the field model_path)
             engine, keywords = "sglang", list(node.keywords)
         elif last == "LLMConfig":
             engine, keywords = "vllm", _llm_config(node, names)

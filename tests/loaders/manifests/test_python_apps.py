@@ -191,3 +191,24 @@ def test_a_modal_image_built_on_an_engine_image_runs_its_release() -> None:
         (served,) = python_models(base.format(install=install), "app.py")
         assert value(served.engine) == "lmdeploy"
         assert value(served.engine_version) == want, install
+
+
+def test_sglang_server_args_built_in_a_class() -> None:
+    """SGLang's ``ServerArgs`` dataclass holds its server's options field by field; a class
+    attribute read through ``self`` is its one value."""
+    text = ('import modal\n'
+            'from sglang.srt.server_args import ServerArgs\n'
+            'app = modal.App("x")\n'
+            '@app.cls(gpu="H100:2")\n'
+            'class Server:\n'
+            '    model_path = "org/m"\n'
+            '    @modal.enter()\n'
+            '    def load(self):\n'
+            '        self.args = ServerArgs(model_path=self.model_path, tp_size=2,\n'
+            '                               context_length=8192)\n')
+    (served,) = python_models(text, "app.py")
+    assert brief(served) == ("sglang", "org/m", 2, None, 2, "H100")
+    assert value(served.max_model_len) == 8192 and served.line == 9
+    # a ServerArgs of another library (no import from sglang) is not read
+    assert python_models(text.replace("from sglang.srt.server_args", "from mylib"),
+                         "app.py") == []
