@@ -60,3 +60,18 @@ class Attention(torch.nn.Module):
         return torch.matmul(weights.softmax(-1), value_states)
 '''
 """A module that materialises GQA with ``repeat_kv`` (what ``scan`` flags as KV401)."""
+
+
+def lint_script(directory: Path, text: str, model: str, stem: str) -> list[dict[str, Any]]:
+    """The findings (JSON report dicts) of ``kvlint lint`` on a shell script of ``text``
+    written in ``directory``, offline, with ``model`` mapped to the fixture config ``stem``."""
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    script = directory / "serve.sh"
+    script.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, [
+        "lint", str(script), "--no-plugins", "--offline", "--isolated", "--no-cache",
+        "--format", "json", "--model-map", f"{model}={CONFIGS / (stem + '.json')}"])
+    return [f for r in json.loads(result.stdout)["results"] for f in r["findings"]]

@@ -3,16 +3,12 @@ the wheels 0.9.0-0.34.0): KV702 on the --dtype of a manifest, by release."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kvlint.cli import main
 from kvlint.engines.dtype_refusals import float16_refusal
-
-CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "configs"
+from tests.helpers import lint_script
 
 
 @pytest.mark.parametrize(("model_type", "version", "certain"), [
@@ -43,14 +39,10 @@ def test_float16_refusal_by_release(model_type: str, version: str,
 ])
 def test_a_manifest_running_gemma3_in_half(tmp_path: Path, pin: str, dtype: str,
                                            found: list[tuple[str, int]]) -> None:
-    script = tmp_path / "serve.sh"
-    script.write_text(f"#!/bin/bash\n{'pip install ' + pin if pin else 'true'}\n"
-                      f"vllm serve google/gemma-3-1b-it \\\n  --dtype={dtype}\n",
-                      encoding="utf-8")
-    result = CliRunner().invoke(main, [
-        "lint", str(script), "--no-plugins", "--offline", "--isolated", "--no-cache",
-        "--format", "json", "--model-map",
-        f"google/gemma-3-1b-it={CONFIGS / 'google--gemma-3-1b-it.json'}"])
-    got = [(f["severity"], f["line"]) for r in json.loads(result.stdout)["results"]
-           for f in r["findings"] if f["data"].get("reason") == "float16-refused"]
+    findings = lint_script(
+        tmp_path, f"#!/bin/bash\n{'pip install ' + pin if pin else 'true'}\n"
+        f"vllm serve google/gemma-3-1b-it \\\n  --dtype={dtype}\n",
+        "google/gemma-3-1b-it", "google--gemma-3-1b-it")
+    got = [(f["severity"], f["line"]) for f in findings
+           if f["data"].get("reason") == "float16-refused"]
     assert got == found

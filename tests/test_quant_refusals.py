@@ -10,12 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from kvlint.cli import main
 from kvlint.engines.quant_refusals import checkpoint_quant_method, quantization_refusal
-
-CONFIGS = Path(__file__).resolve().parent.parent / "fixtures" / "configs"
+from tests.helpers import CONFIGS, lint_script
 
 
 def _config(stem: str) -> dict[str, Any]:
@@ -66,15 +63,10 @@ def test_the_refusal_is_the_engines_own_wording() -> None:
 
 def _lint(tmp_path: Path, model: str, stem: str, flags: str, engine: str = "vllm"
           ) -> list[tuple[str, int, str]]:
-    script = tmp_path / "serve.sh"
     command = (f"vllm serve {model}" if engine == "vllm"
                else f"python -m sglang.launch_server --model-path {model}")
-    script.write_text(f"#!/bin/bash\n{command} \\\n  {flags}\n", encoding="utf-8")
-    result = CliRunner().invoke(main, [
-        "lint", str(script), "--no-plugins", "--offline", "--isolated", "--no-cache",
-        "--format", "json", "--model-map", f"{model}={CONFIGS / (stem + '.json')}"])
-    return [(f["severity"], f["line"], f["data"]["reason"])
-            for r in json.loads(result.stdout)["results"] for f in r["findings"]
+    findings = lint_script(tmp_path, f"#!/bin/bash\n{command} \\\n  {flags}\n", model, stem)
+    return [(f["severity"], f["line"], f["data"]["reason"]) for f in findings
             if str(f["data"].get("reason", "")).startswith("quantization-")]
 
 

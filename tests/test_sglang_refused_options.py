@@ -6,28 +6,20 @@ that raises (0.3.6, 0.4.6.post1), or a ``Deprecated...Action`` given an ``error_
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kvlint.cli import main
 from kvlint.manifests.option_versions import REFUSED, VERSIONS
-from tests.helpers import CONFIGS
+from tests.helpers import lint_script
 
 
 def _findings(tmp_path: Path, version: str, option: str) -> list[tuple[str, str, str]]:
-    script = tmp_path / "serve.sh"
-    script.write_text(f"#!/bin/sh\npip install sglang=={version}\n"
-                      f"python -m sglang.launch_server --model-path Qwen/Qwen2.5-7B {option}\n",
-                      encoding="utf-8")
-    result = CliRunner().invoke(main, [
-        "lint", str(script), "--no-plugins", "--offline", "--isolated", "--no-cache",
-        "--format", "json", "--model-map",
-        f"Qwen/Qwen2.5-7B={CONFIGS / 'Qwen--Qwen2.5-7B.json'}"])
-    return [(f["code"], f["severity"], f["message"])
-            for r in json.loads(result.stdout)["results"] for f in r["findings"]]
+    findings = lint_script(
+        tmp_path, f"#!/bin/sh\npip install sglang=={version}\n"
+        f"python -m sglang.launch_server --model-path Qwen/Qwen2.5-7B {option}\n",
+        "Qwen/Qwen2.5-7B", "Qwen--Qwen2.5-7B")
+    return [(f["code"], f["severity"], f["message"]) for f in findings]
 
 
 def test_the_releases_read() -> None:

@@ -194,19 +194,19 @@ class EngineOptionInvalidValue(_EngineRefusal):
                        f"{b.display} exits at start ('{refusal.message}'); drop "
                        f"--quantization (the engine reads the checkpoint's format) or serve a "
                        f"checkpoint quantized with {refusal.asked}")
-            return self.finding(message, option="--quantization", about="quantization",
-                                reason="quantization-mismatch", asked=refusal.asked,
-                                checkpoint=refusal.checkpoint)
-        files = " or ".join(refusal.files)
-        message = (f"--quantization {refusal.asked} on a checkpoint whose config.json names no "
-                   f"quantization: {b.display} reads {refusal.asked}'s settings from {files} "
-                   f"beside it and exits at start without one ('{refusal.message}'); an "
-                   f"unquantized checkpoint cannot be loaded as {refusal.asked}: serve a "
-                   f"checkpoint of the model quantized with {refusal.asked}, or quantize while "
-                   f"loading (--quantization fp8); a warning, since kvlint reads config.json alone")
+            extra: dict[str, object] = {"reason": "quantization-mismatch",
+                                        "checkpoint": refusal.checkpoint}
+        else:
+            message = (f"--quantization {refusal.asked} on a checkpoint whose config.json "
+                       f"names no quantization: {b.display} reads {refusal.asked}'s settings "
+                       f"from {' or '.join(refusal.files)} beside it and exits at start "
+                       f"without one ('{refusal.message}'); an unquantized checkpoint cannot "
+                       f"be loaded as {refusal.asked}: serve a checkpoint of the model "
+                       f"quantized with {refusal.asked}, or quantize while loading "
+                       f"(--quantization fp8); a warning, since kvlint reads config.json alone")
+            extra = {"reason": "quantization-config-missing", "files_unseen": True}
         return self.finding(message, option="--quantization", about="quantization",
-                            reason="quantization-config-missing", asked=refusal.asked,
-                            files_unseen=True)
+                            asked=refusal.asked, **extra)
 
     def _float16(self, ctx: RuleContext) -> Finding | None:
         """vLLM's refusal of float16 for the config's model type

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.lint.extraction import extract
+from kvlint.manifests.base import ServedModel
 from kvlint.manifests.instance_types import instance_gpu
 from kvlint.plugins import get_plugin_manager
 
@@ -28,11 +29,12 @@ def test_instance_gpu(name: str, gpu: str | None) -> None:
     assert instance_gpu(name) == gpu
 
 
-def test_a_node_selector_instance_type_names_the_gpu(tmp_path: Path) -> None:
+def _served_on(tmp_path: Path, label: str) -> ServedModel:
+    """The one model of a Deployment whose nodeSelector holds ``label`` (line 9)."""
     path = tmp_path / "deploy.yaml"
     path.write_text(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: v\nspec:\n  template:\n"
-        "    spec:\n      nodeSelector:\n        node.kubernetes.io/instance-type: g6e.xlarge\n"
+        f"    spec:\n      nodeSelector:\n        {label}\n"
         "      containers:\n      - name: v\n        image: vllm/vllm-openai:v0.9.2\n"
         "        args: [\"--model\", \"org/m\"]\n", encoding="utf-8")
     pm = get_plugin_manager(load_entry_points=False)
@@ -40,21 +42,16 @@ def test_a_node_selector_instance_type_names_the_gpu(tmp_path: Path) -> None:
     found = extract(path, pm, parsers)
     assert isinstance(found, list)
     (served,) = found
+    return served
+
+
+def test_a_node_selector_instance_type_names_the_gpu(tmp_path: Path) -> None:
+    served = _served_on(tmp_path, "node.kubernetes.io/instance-type: g6e.xlarge")
     assert served.gpu_type is not None and served.gpu_type.value == "L40S"
     assert "g6e.xlarge (a VM with L40S)" in served.gpu_type.source and served.gpu_type.line == 9
 
 
 def test_a_gke_accelerator_label_names_the_40_gb_a100(tmp_path: Path) -> None:
-    path = tmp_path / "deploy.yaml"
-    path.write_text(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: v\nspec:\n  template:\n"
-        "    spec:\n      nodeSelector:\n        cloud.google.com/gke-accelerator: "
-        "nvidia-tesla-a100\n      containers:\n      - name: v\n"
-        "        image: vllm/vllm-openai:v0.9.2\n        args: [\"--model\", \"org/m\"]\n",
-        encoding="utf-8")
-    pm = get_plugin_manager(load_entry_points=False)
-    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
-    found = extract(path, pm, parsers)
-    assert isinstance(found, list)
-    (served,) = found
+    served = _served_on(tmp_path, "cloud.google.com/gke-accelerator: nvidia-tesla-a100")
     assert served.gpu_type is not None and served.gpu_type.value == "A100-40GB"
+    assert "Google Cloud's name for the A100-40GB" in served.gpu_type.source
