@@ -112,7 +112,10 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
                 continue
         assigned = _assignments(words)
         if assigned is not None:
-            env = _apply(env, assigned, conditional=depth > 0)
+            runs = _runs_after(commands[position - 1], words[0].joined, env) \
+                if position and words[0].joined else True
+            if runs is not False:  # False: a guard kvlint can read says it does not run
+                env = _apply(env, assigned, conditional=depth > 0 or runs is None)
             continue
         prefix, rest = split_env_prefix(words)
         hit = find_program([_program(w.text, env) if i < 3 else w.text
@@ -145,6 +148,36 @@ def _program(text: str, env: Env) -> str:
     if isinstance(value, str) and value.strip():
         return value
     return env.programs.get(text.strip("${}"), text)  # BIN=$VENV/bin/sglang: sglang
+
+
+_TESTS = {"[[": "]]", "[": "]", "test": ""}
+
+
+def _runs_after(guard: Sequence[Word], joined: str, env: Env) -> bool | None:
+    """Whether a command joined by ``&&``/``||`` to ``guard`` runs, when ``guard`` is a test
+    of one string (``[[ -n "$X" ]]``, ``[ -z "$X" ]``, ``test -n "$X"``, ``[[ $X ]]``, each
+    maybe negated with ``!``): ``None`` when kvlint cannot expand the string. Any other
+    command is taken to succeed (``cd dir && MODEL=...``), as kvlint read it before."""
+    words = [w.text for w in guard]
+    if not words or words[0] not in _TESTS:
+        return joined == "&&"
+    close = _TESTS[words[0]]
+    body = words[1:-1] if close and words[-1] == close else words[1:]
+    negate = False
+    while body and body[0] == "!":
+        negate, body = not negate, body[1:]
+    if len(body) == 2 and body[0] in ("-n", "-z"):
+        operator, operand = body
+    elif len(body) == 1:
+        operator, operand = "-n", body[0]
+    else:
+        return joined == "&&"  # a comparison or a file test: taken to succeed
+    value = env.expand(operand, k8s=False)
+    if not isinstance(value, str):
+        return None
+    true = bool(value) if operator == "-n" else not value
+    true = true != negate
+    return true if joined == "&&" else not true
 
 
 def _assignments(words: list[Word]) -> dict[str, str] | None:

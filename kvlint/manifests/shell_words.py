@@ -40,6 +40,9 @@ class Word:
     literal: bool = field(default=False, compare=False, repr=False)
     column: int | None = field(default=None, compare=False, repr=False)
     """1-based column of the word where the caller knows it (an exec-form list item)."""
+    joined: str = field(default="", compare=False, repr=False)
+    """On a command's first word: ``&&`` or ``||`` when that operator joins the command to
+    the one before it (it runs only when that one succeeds, or fails)."""
 
 
 _SEPARATORS = frozenset(";&|\n()")
@@ -224,13 +227,16 @@ class _Splitter:
         self.dead = False
         self.unquoted_dollar = False
         self.heredocs: list[tuple[str, bool]] = []
+        self.join = ""
+        """The ``&&``/``||`` before the command being read ("" after any other separator)."""
 
     def end_word(self) -> None:
         if self.start >= 0:
             text = "".join(self.chars)
             self.current.append(Word(text, self.lines.at(self.start),
                                      split=self.unquoted_dollar,
-                                     literal=self.dead and not self.live))
+                                     literal=self.dead and not self.live,
+                                     joined="" if self.current else self.join))
         self.chars = []
         self.start = -1
         self.live = self.dead = self.unquoted_dollar = False
@@ -319,7 +325,15 @@ class _Splitter:
                 i = self._redirect(i)
                 continue
             if c in _SEPARATORS:
+                had = bool(self.current) or self.start >= 0
                 self.end_command()
+                pair = text[i:i + 2]
+                if pair in ("&&", "||"):
+                    self.join = pair
+                    i += 2
+                    continue
+                if had or c != "\n":  # a newline right after && keeps the join
+                    self.join = ""
                 if c == "\n" and self.heredocs:
                     i = self._skip_heredocs(i + 1)
                     continue

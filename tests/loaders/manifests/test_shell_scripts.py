@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kvlint.manifests.base import Located
+from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.shell_scripts import is_script, script_models
 
 
@@ -840,3 +840,26 @@ def test_splitting_variables_is_bounded() -> None:
     assert sum(1 for line in lines if line == "a b a b") == MAX_CASES
     many = " ".join(f"$V{i}" for i in range(MAX_SPLIT_NAMES + 1))
     assert _split_words(f'V0="x"\n{many}\n').split("\n")[1] == many
+
+
+@pytest.mark.parametrize(("guard", "tp"), [
+    ('[[ -n "$TP_OVERRIDE" ]] && TP="$TP_OVERRIDE"', 2),  # the override is empty: not run
+    ('[ -z "$TP_OVERRIDE" ] || TP="$TP_OVERRIDE"', 2),  # the same with || and -z
+    ('[[ -z "$TP_OVERRIDE" ]] && TP=4', 4),  # empty: runs
+    ('test -n "$SET" && TP=8', 8),  # SET=yes: runs
+    ('[[ ! -n "$SET" ]] && TP=8', 2),  # negated: not run
+    ('[[ -n "$FROM_ENV" ]] && TP="$FROM_ENV"', None),  # set outside the script: unknown
+    ('mkdir -p /tmp/x && TP=4', 4),  # not a test: taken to succeed, as before
+    ('mkdir -p /tmp/x || TP=4', 2),  # ... so what runs on its failure does not
+])
+def test_an_assignment_after_a_test_runs_as_the_test_says(guard: str, tp: object) -> None:
+    """``[[ -n "$X" ]] && VAR="$X"`` (an option loop's override applied after the defaults)
+    runs only when the test holds; kvlint reads the test when it can expand its operand."""
+    text = ("#!/bin/bash\nTP=2\nTP_OVERRIDE=\"\"\nSET=yes\n"
+            f"{guard}\n"
+            "python -m sglang.launch_server --model-path org/m --tp \"$TP\"\n")
+    (found,) = served(text)
+    if tp is None:
+        assert isinstance(found["tp"], Unresolved)
+    else:
+        assert found["tp"] == tp
