@@ -336,6 +336,15 @@ _IF = re.compile(
     r"""|"?\$\{?(?P<flag>[A-Za-z_]\w{0,63})\}?"?)[ \t]*;[ \t]*then[ \t]*(?:\#.*)?$""")
 """``if [ "$MODE" = value ]; then`` (``==``, ``!=``, ``[[ ]]``), or ``if $FLAG; then`` with
 FLAG ``true``/``false``: a test of one variable against a literal, then on its own line."""
+_IF_ARGS = re.compile(
+    r"""^[ \t]*if[ \t]+(?:\[\[?[ \t]+"?\$#"?[ \t]+-(?P<cmp>gt|ne|ge|eq|lt|le)[ \t]+"""
+    r"""(?P<n>\d{1,3})[ \t]+\]\]?"""
+    r"""|\(\([ \t]*"?\$#"?[ \t]*(?:(?P<op>>=?|==|!=|<=?)[ \t]*(?P<m>\d{1,3})[ \t]*)?\)\)"""
+    r"""|\[\[?[ \t]+(?P<nz>-[nz])[ \t]+"?\$\{?1(?::-)?\}?"?[ \t]+\]\]?)[ \t]*;[ \t]*then[ \t]*"""
+    r"""(?:\#.*)?$""")
+"""``if [ $# -gt 0 ]; then`` (``[[ ]]``, ``-ne``, ``-eq``...), ``if (( $# ))`` or ``if [ -n "$1"
+]; then``: a test of the script's own arguments, which a plain run has none of."""
+_COMPARE = {"gt": ">", "ne": "!=", "ge": ">=", "eq": "==", "lt": "<", "le": "<="}
 _IF_START = re.compile(r"(?:^|;)[ \t]*if\b")
 _FI = re.compile(r"(?:^|;)[ \t]*fi\b")
 _ELSE = re.compile(r"^[ \t]*else[ \t]*(?:\#.*)?$")
@@ -372,26 +381,15 @@ def plain_run_ifs(text: str) -> str:
     offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
     i = 0
     while i < len(lines) and count < MAX_CASES:
-        found = _IF.match(lines[i])
-        if found is None:
+        if not _IF_ARGS.match(lines[i]) and not _IF.match(lines[i]):
             i += 1
             continue
         count += 1
-        name = found.group("name") or found.group("flag")
-        value = _subject(text, name, offsets[i])
+        taken = _taken(lines[i], text, offsets[i])
         shape = _branch(lines, i)
-        if value is None or shape is None:
+        if taken is None or shape is None:
             i += 1
             continue
-        if found.group("flag"):
-            if value not in ("true", "false"):
-                i += 1
-                continue
-            taken = value == "true"
-        else:
-            equal = fnmatchcase(value, found.group("value")) if found.group("test") == "[[" \
-                else value == found.group("value")
-            taken = equal if found.group("op") != "!=" else not equal
         other, end = shape
         keep = range(i + 1, other if other is not None else end) if taken else \
             range(other + 1, end) if other is not None else range(0)
@@ -400,6 +398,39 @@ def plain_run_ifs(text: str) -> str:
                 lines[k] = ""
         i += 1
     return "\n".join(lines)
+
+
+def _taken(line: str, text: str, offset: int) -> bool | None:
+    """Whether a plain run takes the ``then`` branch of the ``if`` on ``line`` (at ``offset``
+    of ``text``): a test of the script's arguments (:data:`_IF_ARGS`), or of one variable set
+    once to a literal (:data:`_IF`); ``None`` when kvlint cannot tell."""
+    arguments = _IF_ARGS.match(line)
+    if arguments is not None:
+        return _no_arguments(arguments)
+    found = _IF.match(line)
+    if found is None:
+        return None
+    value = _subject(text, found.group("name") or found.group("flag"), offset)
+    if value is None:
+        return None
+    if found.group("flag"):
+        return value == "true" if value in ("true", "false") else None
+    equal = fnmatchcase(value, found.group("value")) if found.group("test") == "[[" \
+        else value == found.group("value")
+    return equal if found.group("op") != "!=" else not equal
+
+
+def _no_arguments(test: re.Match[str]) -> bool:
+    """Whether an :data:`_IF_ARGS` test holds when the script is given no argument."""
+    if test.group("nz"):
+        return test.group("nz") == "-z"
+    op = _COMPARE[test.group("cmp")] if test.group("cmp") else test.group("op")
+    if op is None:  # (( $# )): true when there are arguments
+        return False
+    bound = int(test.group("n") or test.group("m"))
+    given = 0  # a plain run's $#
+    return {">": given > bound, ">=": given >= bound, "==": given == bound,
+            "!=": given != bound, "<": given < bound, "<=": given <= bound}[op]
 
 
 def plain_run(text: str) -> str:

@@ -863,3 +863,14 @@ def test_an_assignment_after_a_test_runs_as_the_test_says(guard: str, tp: object
         assert isinstance(found["tp"], Unresolved)
     else:
         assert found["tp"] == tp
+
+
+@pytest.mark.parametrize("test", ['[ $# -gt 0 ]', '[[ "$#" -ne 0 ]]', '(( $# ))',
+                                  '(( $# > 0 ))', '[ -n "$1" ]'])
+def test_an_entrypoint_that_runs_its_arguments_instead_runs_its_default(test: str) -> None:
+    """``CMD="..."; if [ $# -gt 0 ]; then CMD="$@"; fi; exec $CMD``: run as written (no
+    arguments), the default command runs, so its server is read."""
+    text = ('#!/bin/bash\nCMD="python -m sglang.launch_server --model-path org/m --tp 2"\n'
+            f"if {test}; then\n    CMD=\"$@\"\nfi\nexec $CMD\n")
+    (found,) = served(text)
+    assert (found["engine"], found["model"], found["tp"]) == ("sglang", "org/m", 2)
