@@ -147,13 +147,34 @@ class KServeParser(ManifestParser):
         if model is None or out:
             return out
         run = container_run(model, ctx) if model.get("command") else None
+        runtime = get_str(model, "runtime")
+        template = self._runtime_container(runtime, ctx) \
+            if run is None and runtime else None
+        image = image_of(template) if template is not None else None
+        if image is not None and "huggingfaceserver" in image.value:
+            template = None  # KServe's Hugging Face server: its own flags (_model_format)
+        if template is not None:
+            # KServe runs the runtime's container with the predictor's model spec merged in:
+            # its args after the runtime's, its env beside, its resources in place
+            model = {**template, **{k: v for k, v in model.items() if k in ("resources",)},
+                     "args": [*(get_list(template, "args") or []),
+                              *(get_list(model, "args") or [])],
+                     "env": [*(get_list(template, "env") or []),
+                             *(get_list(model, "env") or [])],
+                     "storageUri": model.get("storageUri")}
+            run = container_run(model, ctx)
+            notes.append(f"the container of ServingRuntime {runtime} (in this file), with "
+                         "the predictor's args, env and resources")
         if run is None:
-            run = self._model_format(model, ctx)
+            run = self._model_format(get_map(predictor, "model") or {}, ctx)
         if run is None:
             return []
         uri = model.get("storageUri")
         more: list[str] = []
-        if isinstance(uri, str) and run.args.model is None:
+        if isinstance(uri, str) and (run.args.model is None or
+                                     _is_model_mount(run.args.model)):
+            # no model in the command, or the directory the storage initializer fills from
+            # storageUri (the runtime's --model=/mnt/models): the model is storageUri's
             found, more = storage_model(uri, value_line(model, "storageUri"), None,
                                         "predictor.model.storageUri")
             run.overrides["model"] = found
@@ -201,23 +222,41 @@ class KServeParser(ManifestParser):
         return Run(engine, args, line, model, image, version, [*notes, *args.notes])
 
     @staticmethod
-    def _runtime_image(name: str, ctx: DocumentContext) -> Located[str] | None:
-        """The image of a ServingRuntime/ClusterServingRuntime of this file named ``name``."""
+    def _runtime_container(name: str, ctx: DocumentContext) -> dict[str, Any] | None:
+        """The first container of a ServingRuntime/ClusterServingRuntime of this file named
+        ``name``."""
         for doc in named(ctx.documents, name):
             if is_object(doc, ("serving.kserve.io/",), ("ServingRuntime",
                                                          "ClusterServingRuntime")) and \
                     object_name(doc) == name:
                 for container in get_list(get_map(doc, "spec"), "containers") or []:
-                    image = image_of(container)
-                    if image is not None:
-                        return Located(image.value, image.line, image.column,
-                                       f"image of ServingRuntime {name}")
+                    if isinstance(container, dict):
+                        return container
         return None
+
+    @staticmethod
+    def _runtime_image(name: str, ctx: DocumentContext) -> Located[str] | None:
+        """The image of a ServingRuntime/ClusterServingRuntime of this file named ``name``."""
+        container = KServeParser._runtime_container(name, ctx)
+        image = image_of(container) if container is not None else None
+        return Located(image.value, image.line, image.column,
+                       f"image of ServingRuntime {name}") if image is not None else None
+
+    @staticmethod
+    def _used_here(name: str, ctx: DocumentContext) -> bool:
+        """Whether an InferenceService of this file names the runtime ``name``: it reports
+        the model the runtime serves (the runtime is only its template)."""
+        return any(is_object(doc, ("serving.kserve.io/",), ("InferenceService",)) and
+                   get_str(get_map(get_map(get_map(doc, "spec"), "predictor"), "model"),
+                           "runtime") == name
+                   for doc in ctx.documents)
 
     # --- ServingRuntime -----------------------------------------------------------------
 
     def _runtime(self, document: dict[str, Any], spec: dict[str, Any],
                  ctx: DocumentContext) -> list[ServedModel]:
+        if self._used_here(object_name(document), ctx):
+            return []
         out = []
         notes = ["a serving runtime is a template: the model and the values the controller "
                  "injects come from the InferenceService that uses it"]

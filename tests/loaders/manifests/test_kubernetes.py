@@ -753,3 +753,38 @@ def test_a_custom_node_label_naming_a_gpu_is_its_type(selector: str,
         """)
     (model,) = extract_text(text)
     assert value(model.gpu_type) == gpu_type
+
+
+def test_isvc_runs_the_vllm_runtime_of_its_file_once() -> None:
+    """An InferenceService naming a vLLM ServingRuntime of the same file: one served model,
+    the runtime's command with the predictor's args appended and its resources; the runtime
+    (a template) is not reported again. ``--model=/mnt/models`` is the directory KServe's
+    storage initializer fills from ``storageUri``."""
+    text = textwrap.dedent("""\
+        apiVersion: serving.kserve.io/v1alpha1
+        kind: ServingRuntime
+        metadata: {name: llama3}
+        spec:
+          containers:
+          - name: kserve-container
+            image: quay.io/modh/vllm:rhoai-2.14
+            command: [python, -m, vllm.entrypoints.openai.api_server]
+            args: ["--port=8080", "--model=/mnt/models", "--max-model-len=15344"]
+        ---
+        apiVersion: serving.kserve.io/v1beta1
+        kind: InferenceService
+        metadata: {name: llama3}
+        spec:
+          predictor:
+            model:
+              modelFormat: {name: vLLM}
+              runtime: llama3
+              storageUri: hf://meta-llama/Llama-3.1-8B
+              args: ["--tensor-parallel-size=2"]
+              resources: {limits: {nvidia.com/gpu: "2"}}
+        """)
+    (isvc,) = extract_text(text)
+    assert value(isvc.model) == "meta-llama/Llama-3.1-8B" and value(isvc.engine) == "vllm"
+    assert value(isvc.max_model_len) == 15344 and value(isvc.tp) == 2
+    assert value(isvc.gpus) == 2 and isvc.document == 1
+    assert any("ServingRuntime llama3" in n for n in isvc.notes)
