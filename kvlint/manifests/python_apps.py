@@ -42,7 +42,15 @@ __all__ = ["is_python", "python_models"]
 _UNKNOWN = "${PYTHON_EXPRESSION}"
 """An expression kvlint does not evaluate: a variable the shell layer finds unset."""
 _VLLM_CALLS = frozenset({"LLM", "EngineArgs", "AsyncEngineArgs"})
-_SERVERS = {"vllm": ["vllm", "serve"], "sglang": ["python3", "-m", "sglang.launch_server"]}
+_SERVERS = {"vllm": ["vllm", "serve"], "sglang": ["python3", "-m", "sglang.launch_server"],
+            "lmdeploy": ["lmdeploy", "serve", "api_server"]}
+_LMDEPLOY_CALLS = frozenset({"pipeline", "AsyncEngine", "serve"})
+"""LMDeploy's Python entry points (``lmdeploy.pipeline(model, backend_config=...)``,
+``lmdeploy.serve.async_engine.AsyncEngine``, ``lmdeploy.serve``): the model first, the engine
+settings in ``backend_config``."""
+_LMDEPLOY_BACKENDS = {"TurbomindEngineConfig": "turbomind", "PytorchEngineConfig": "pytorch"}
+"""LMDeploy's engine config classes (lmdeploy/messages.py), whose fields are the server's
+options of the same names (``tp`` is ``--tp``, ``session_len`` ``--session-len``...)."""
 _MODEL_OPTION = {"vllm": "--model", "sglang": "--model-path"}
 _PIN = re.compile(r"(?:vllm|sglang(?:\[[\w,-]+\])?|lmdeploy|tensorrt[-_]llm)==[\w.+-]+")
 _MODAL_GPU = re.compile(r"([A-Za-z][\w-]*?)[!+]?(?::(\d+))?[!+]?")
@@ -300,9 +308,10 @@ def _entry_points(tree: ast.AST, names: _Names) -> Iterator[list[Word]]:
     """The engines' Python entry points, rewritten as their server commands; and the
     keywords given to a class that forwards them to vLLM (``Deployment.bind(model=...)``)."""
     forwarding = _forwarding_classes(tree)
-    sglang_names = {alias.asname or alias.name for node in ast.walk(tree)
-                    if isinstance(node, ast.ImportFrom) and
-                    (node.module or "").split(".")[0] == "sglang" for alias in node.names}
+    sglang_names, lmdeploy_names = (
+        {alias.asname or alias.name for node in ast.walk(tree)
+         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package
+         for alias in node.names} for package in ("sglang", "lmdeploy"))
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
@@ -324,12 +333,40 @@ def _entry_points(tree: ast.AST, names: _Names) -> Iterator[list[Word]]:
             engine, keywords = "sglang", list(node.keywords)
         elif last == "LLMConfig":
             engine, keywords = "vllm", _llm_config(node, names)
+        elif last in _LMDEPLOY_CALLS and (name.startswith("lmdeploy.") or
+                                          last in lmdeploy_names):
+            engine, keywords = "lmdeploy", _lmdeploy_call(node, names)
         else:
             continue
         if not any(k.arg in ("model", "model_path") for k in keywords):
             continue
         program = [Word(w, line) for w in _SERVERS[engine]]
+        if engine == "lmdeploy":  # lmdeploy serve api_server MODEL [options]
+            model = next(k.value for k in keywords if k.arg == "model")
+            program.append(Word(names.text(model), getattr(model, "lineno", line)))
+            keywords = [k for k in keywords if k.arg != "model"]
         yield program + _option_words(engine, keywords, names, line)
+
+
+def _lmdeploy_call(node: ast.Call, names: _Names) -> list[ast.keyword]:
+    """An LMDeploy entry point's model (its first argument, or ``model_path``) and the fields
+    of its ``backend_config`` (a ``TurbomindEngineConfig(...)``/``PytorchEngineConfig(...)``
+    call, or a name assigned one), with ``--backend`` from the class."""
+    given = {k.arg: k.value for k in node.keywords if k.arg}
+    model = node.args[0] if node.args else given.get("model_path")
+    if model is None:
+        return []
+    out = [ast.keyword(arg="model", value=model)]
+    config = given.get("backend_config")
+    if isinstance(config, ast.Name):
+        config = names.values.get(config.id)
+    if isinstance(config, ast.Call):
+        backend = _LMDEPLOY_BACKENDS.get(_dotted(config.func).rsplit(".", 1)[-1])
+        if backend is not None:
+            value = ast.Constant(backend, lineno=config.lineno)
+            out.append(ast.keyword(arg="backend", value=value))
+            out += [k for k in config.keywords if k.arg and k.arg != "model_name"]
+    return out
 
 
 def _llm_config(node: ast.Call, names: _Names) -> list[ast.keyword]:
@@ -443,21 +480,44 @@ def _pins(tree: ast.AST) -> list[Word]:
 
 def _modal_gpus(tree: ast.AST, names: _Names) -> list[tuple[int, int, str, int, int]]:
     """``(first line, last line, GPU type, count, line)`` of each Modal function or class
-    that asks for GPUs (``@app.function(gpu="H100:2")``, ``gpu=modal.gpu.A100(count=4)``)."""
+    that asks for GPUs (``@app.function(gpu="H100:2")``, ``gpu=modal.gpu.A100(count=4)``),
+    and of each BentoML service (``@bentoml.service(resources={"gpu": 1, ...})``)."""
     out = []
     for node in ast.walk(tree):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         for decorator in node.decorator_list:
-            if not isinstance(decorator, ast.Call) or \
-                    _dotted(decorator.func).rsplit(".", 1)[-1] not in ("function", "cls"):
+            if not isinstance(decorator, ast.Call):
                 continue
-            value = next((k.value for k in decorator.keywords if k.arg == "gpu"), None)
-            found = _gpu_of(value, names) if value is not None else None
-            if found is not None:
-                out.append((node.lineno, node.end_lineno or node.lineno, *found,
-                            value.lineno if value is not None else node.lineno))
+            called = _dotted(decorator.func)
+            if called in ("bentoml.service", "service"):
+                asked = _bento_gpus(decorator, names)
+            elif called.rsplit(".", 1)[-1] in ("function", "cls"):
+                value = next((k.value for k in decorator.keywords if k.arg == "gpu"), None)
+                found = _gpu_of(value, names) if value is not None else None
+                asked = (*found, value.lineno) if found is not None and value is not None \
+                    else None
+            else:
+                continue
+            if asked is not None:
+                out.append((node.lineno, node.end_lineno or node.lineno, *asked))
     return out
+
+
+def _bento_gpus(decorator: ast.Call, names: _Names) -> tuple[str, int, int] | None:
+    """``(GPU type, count, line)`` of ``@bentoml.service(resources={"gpu": 1, "gpu_type":
+    "nvidia-a100-80gb"})`` (BentoML's service resources; the type in BentoCloud's names,
+    Google Cloud's accelerator names): ``None`` without a GPU count."""
+    resources = next((k.value for k in decorator.keywords if k.arg == "resources"), None)
+    if not isinstance(resources, ast.Dict):
+        return None
+    given = {names.text(k): v for k, v in zip(resources.keys, resources.values, strict=True)
+             if k is not None}
+    count = names.text(given["gpu"]) if "gpu" in given else ""
+    if not count.isdigit() or int(count) < 1:
+        return None
+    kind = names.text(given["gpu_type"]) if "gpu_type" in given else ""
+    return ("" if "${" in kind else kind), int(count), given["gpu"].lineno
 
 
 def _gpu_of(value: ast.expr, names: _Names) -> tuple[str, int] | None:
@@ -502,8 +562,9 @@ def _on_modal_gpus(found: list[ServedModel], gpus: list[tuple[int, int, str, int
             out.append(served)
             continue
         _, _, kind, count, line = where[0]
-        out.append(replace(served, gpus=Located(count, line, None, "Modal gpu="),
-                           gpu_type=served.gpu_type or Located(kind, line, None, "Modal gpu=")))
+        out.append(replace(served, gpus=Located(count, line, None, "the app's gpu="),
+                           gpu_type=served.gpu_type or (
+                               Located(kind, line, None, "the app's gpu=") if kind else None)))
     return out
 
 

@@ -212,3 +212,24 @@ def test_sglang_server_args_built_in_a_class() -> None:
     # a ServerArgs of another library (no import from sglang) is not read
     assert python_models(text.replace("from sglang.srt.server_args", "from mylib"),
                          "app.py") == []
+
+
+def test_lmdeploy_pipeline_and_a_bentoml_service() -> None:
+    """LMDeploy's ``pipeline(model, backend_config=TurbomindEngineConfig(...))`` is its
+    server's options (``tp`` is ``--tp``...); a BentoML service's ``resources`` give the GPUs
+    (their type in Google Cloud's accelerator names)."""
+    text = ('import bentoml\n'
+            'from lmdeploy import pipeline, TurbomindEngineConfig\n'
+            '@bentoml.service(resources={"gpu": 2, "gpu_type": "nvidia-a100-80gb"})\n'
+            'class Svc:\n'
+            '    def __init__(self):\n'
+            '        cfg = TurbomindEngineConfig(tp=2, session_len=8192,\n'
+            '                                    cache_max_entry_count=0.5)\n'
+            '        self.pipe = pipeline("org/m", backend_config=cfg)\n')
+    (served,) = python_models(text, "service.py")
+    assert brief(served) == ("lmdeploy", "org/m", 2, None, 2, "nvidia-a100-80gb")
+    assert value(served.max_model_len) == 8192 and value(served.gpu_memory_utilization) == 0.5
+    assert value(served.backend) == "turbomind"
+    # an LMDeploy name not imported from lmdeploy is another library's
+    assert python_models(text.replace("from lmdeploy import", "from mylib import"),
+                         "service.py") == []
