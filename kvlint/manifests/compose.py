@@ -355,7 +355,10 @@ def _engine_of_options(service: Mapping[str, Any], words: list[Word], env: dict[
             engine_args(found, words, Env({}, k8s=False), Env(env, k8s=False)))
 
 
-_WHOLE_VARIABLE = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*[^{}]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+_WHOLE_VARIABLE = re.compile(r"\$(?:\{[A-Za-z_][^{}]*\}|[A-Za-z_][A-Za-z0-9_]*)")
+"""One variable reference as a whole word (``${VLLM_ARGS}``, ``${X:-}``, ``$ARGS``); one
+character class after the name's first letter, so a long unclosed ``${...`` is rejected in
+linear time."""
 
 
 def _command_from_variables(service: Mapping[str, Any], command: list[Word],

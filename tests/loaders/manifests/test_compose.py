@@ -440,3 +440,12 @@ def test_a_whole_command_from_variables_is_an_unresolved_model(command: str,
     assert isinstance(m.model, Unresolved) and m.model.line == 4
     assert m.model.text == command.strip('[]"') and "set outside the compose file" in \
         m.model.reason
+
+
+def test_a_long_unclosed_variable_command_is_read_in_linear_time() -> None:
+    """A hostile ``command: ${AAAA...`` of 300,000 characters with no closing brace: not a
+    whole variable, read at once (the word pattern has one class after the name's first
+    letter, so it cannot backtrack quadratically)."""
+    text = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.12.0\n"
+            f"    command: ${{{'A' * 300_000}\n")
+    assert extract_text(text) == []
