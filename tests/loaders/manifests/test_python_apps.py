@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
@@ -193,43 +194,46 @@ def test_a_modal_image_built_on_an_engine_image_runs_its_release() -> None:
         assert value(served.engine_version) == want, install
 
 
-def test_sglang_server_args_built_in_a_class() -> None:
-    """SGLang's ``ServerArgs`` dataclass holds its server's options field by field; a class
-    attribute read through ``self`` is its one value."""
-    text = ('import modal\n'
-            'from sglang.srt.server_args import ServerArgs\n'
-            'app = modal.App("x")\n'
-            '@app.cls(gpu="H100:2")\n'
-            'class Server:\n'
-            '    model_path = "org/m"\n'
-            '    @modal.enter()\n'
-            '    def load(self):\n'
-            '        self.args = ServerArgs(model_path=self.model_path, tp_size=2,\n'
-            '                               context_length=8192)\n')
+SERVER_ARGS_APP = """\
+import modal
+from sglang.srt.server_args import ServerArgs
+app = modal.App("x")
+@app.cls(gpu="H100:2")
+class Server:
+    model_path = "org/m"
+    @modal.enter()
+    def load(self):
+        self.args = ServerArgs(model_path=self.model_path, tp_size=2,
+                               context_length=8192)
+"""
+LMDEPLOY_BENTO = """\
+import bentoml
+from lmdeploy import pipeline, TurbomindEngineConfig
+@bentoml.service(resources={"gpu": 2, "gpu_type": "nvidia-a100-80gb"})
+class Svc:
+    def __init__(self):
+        cfg = TurbomindEngineConfig(tp=2, session_len=8192,
+                                    cache_max_entry_count=0.5)
+        self.pipe = pipeline("org/m", backend_config=cfg)
+"""
+
+
+@pytest.mark.parametrize(("text", "module", "want", "more"), [
+    # SGLang's ServerArgs dataclass holds its server's options field by field; a class
+    # attribute read through ``self`` is its one value
+    (SERVER_ARGS_APP, "from sglang.srt.server_args", ("sglang", "org/m", 2, None, 2, "H100"),
+     {"max_model_len": 8192, "line": 9}),
+    # LMDeploy's pipeline(model, backend_config=TurbomindEngineConfig(...)) is its server's
+    # options (tp is --tp...); a BentoML service's resources give the GPUs (their type in
+    # Google Cloud's accelerator names)
+    (LMDEPLOY_BENTO, "from lmdeploy",
+     ("lmdeploy", "org/m", 2, None, 2, "nvidia-a100-80gb"),
+     {"max_model_len": 8192, "gpu_memory_utilization": 0.5, "backend": "turbomind"}),
+])
+def test_engine_apis_in_a_class(text: str, module: str, want: tuple[object, ...],
+                                more: dict[str, object]) -> None:
     (served,) = python_models(text, "app.py")
-    assert brief(served) == ("sglang", "org/m", 2, None, 2, "H100")
-    assert value(served.max_model_len) == 8192 and served.line == 9
-    # a ServerArgs of another library (no import from sglang) is not read
-    assert python_models(text.replace("from sglang.srt.server_args", "from mylib"),
-                         "app.py") == []
-
-
-def test_lmdeploy_pipeline_and_a_bentoml_service() -> None:
-    """LMDeploy's ``pipeline(model, backend_config=TurbomindEngineConfig(...))`` is its
-    server's options (``tp`` is ``--tp``...); a BentoML service's ``resources`` give the GPUs
-    (their type in Google Cloud's accelerator names)."""
-    text = ('import bentoml\n'
-            'from lmdeploy import pipeline, TurbomindEngineConfig\n'
-            '@bentoml.service(resources={"gpu": 2, "gpu_type": "nvidia-a100-80gb"})\n'
-            'class Svc:\n'
-            '    def __init__(self):\n'
-            '        cfg = TurbomindEngineConfig(tp=2, session_len=8192,\n'
-            '                                    cache_max_entry_count=0.5)\n'
-            '        self.pipe = pipeline("org/m", backend_config=cfg)\n')
-    (served,) = python_models(text, "service.py")
-    assert brief(served) == ("lmdeploy", "org/m", 2, None, 2, "nvidia-a100-80gb")
-    assert value(served.max_model_len) == 8192 and value(served.gpu_memory_utilization) == 0.5
-    assert value(served.backend) == "turbomind"
-    # an LMDeploy name not imported from lmdeploy is another library's
-    assert python_models(text.replace("from lmdeploy import", "from mylib import"),
-                         "service.py") == []
+    assert brief(served) == want
+    assert {k: value(getattr(served, k)) for k in more} == more
+    # the same names imported from another library are not read
+    assert python_models(text.replace(module, "from mylib"), "app.py") == []
