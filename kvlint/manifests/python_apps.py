@@ -513,11 +513,11 @@ def _bento_gpus(decorator: ast.Call, names: _Names) -> tuple[str, int, int] | No
         return None
     given = {names.text(k): v for k, v in zip(resources.keys, resources.values, strict=True)
              if k is not None}
-    count = names.text(given["gpu"]) if "gpu" in given else ""
-    if not count.isdigit() or int(count) < 1:
+    count = _count(names.text(given["gpu"])) if "gpu" in given else None
+    if not count:
         return None
     kind = names.text(given["gpu_type"]) if "gpu_type" in given else ""
-    return ("" if "${" in kind else kind), int(count), given["gpu"].lineno
+    return ("" if "${" in kind else kind), count, given["gpu"].lineno
 
 
 def _gpu_of(value: ast.expr, names: _Names) -> tuple[str, int] | None:
@@ -530,13 +530,18 @@ def _gpu_of(value: ast.expr, names: _Names) -> tuple[str, int] | None:
         return min((o for o in options if o is not None), key=_fallback_memory)
     if isinstance(value, ast.Call) and _dotted(value.func).startswith(("modal.gpu.", "gpu.")):
         count = next((k.value for k in value.keywords if k.arg == "count"), None)
-        number = names.text(count) if count is not None else "1"
-        return (_dotted(value.func).rsplit(".", 1)[-1],
-                int(number)) if number.isdigit() else None
+        number = _count(names.text(count)) if count is not None else 1
+        return (_dotted(value.func).rsplit(".", 1)[-1], number) if number is not None else None
     match = _MODAL_GPU.fullmatch(names.text(value))
-    if match is None:
-        return None
-    return match.group(1), int(match.group(2) or 1)
+    number = _count(match.group(2) or "1") if match is not None else None
+    return (match.group(1), number) if match is not None and number is not None else None
+
+
+def _count(text: str) -> int | None:
+    """A GPU count written as digits (``None`` for anything else, or more than four digits:
+    no machine has that many, and a longer string would pass Python's int-conversion
+    limit)."""
+    return int(text) if text.isdigit() and len(text) <= 4 else None
 
 
 def _fallback_memory(option: tuple[str, int]) -> tuple[int, int]:

@@ -237,3 +237,14 @@ def test_engine_apis_in_a_class(text: str, module: str, want: tuple[object, ...]
     assert {k: value(getattr(served, k)) for k in more} == more
     # the same names imported from another library are not read
     assert python_models(text.replace(module, "from mylib"), "app.py") == []
+
+
+@pytest.mark.parametrize("gpu", ['gpu="H100:{n}"', 'gpu=modal.gpu.A100(count="{n}")'])
+def test_a_gpu_count_too_long_for_an_int_is_no_count(gpu: str) -> None:
+    """A hostile count of 5,000 digits (past Python's int-conversion limit) is read as no
+    count, never a ValueError."""
+    text = ("import modal, subprocess\napp = modal.App()\n"
+            f"@app.function({gpu.format(n='9' * 5000)})\n"
+            'def f():\n    subprocess.run(["vllm", "serve", "org/m"])\n')
+    (served,) = python_models(text, "app.py")
+    assert value(served.gpus) == 1 and "requests no GPU count" in served.gpus.source
