@@ -248,7 +248,7 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
                       gpus_source=o.gpus_source,
                       manifest_problem=o.manifest_problem, probe=o.probe, context_limit=limit,
                       limit_policy=policy, engine_problems=o.engine_problems,
-                      sizer=sizer, **_architecture(config))
+                      sizer=sizer, **_config_facts(config))
     findings = tuple(
         finding
         for rule in rules
@@ -289,9 +289,10 @@ def _vision_tower(config: dict[str, Any]) -> bool:
     return any(isinstance(config.get(key), dict) for key in ("vision_config", "img_processor"))
 
 
-def _architecture(config: dict[str, Any] | None) -> dict[str, Any]:
-    """What KV305 reads of a config: ``architectures``, top-level ``model_type`` and whether
-    ``auto_map`` names remote ``AutoModel*`` code."""
+def _config_facts(config: dict[str, Any] | None) -> dict[str, Any]:
+    """What the rules read of a config beside its geometry: ``architectures``, top-level
+    ``model_type`` and whether ``auto_map`` names remote ``AutoModel*`` code (KV305, KV702's
+    float16 refusal), and the quantization format it declares (KV702's ``--quantization``)."""
     if not isinstance(config, dict):
         return {}
     archs = config.get("architectures")

@@ -197,10 +197,8 @@ def _assignments(words: list[Word]) -> dict[str, str] | None:
     return out
 
 
-_ARGUMENT = re.compile(r"\$(?:[1-9@*]|\{(?:[1-9@*]|OPTARG)\}|OPTARG)")
-"""A script argument as a whole value: a positional parameter, all of them (``"$@"``, the
-``CMD="$@"`` of an entrypoint that runs its arguments instead of its default command) or
-getopts' ``OPTARG``."""
+_ARGUMENT = re.compile(r"\$(?:[1-9]|\{(?:[1-9]|OPTARG)\}|OPTARG)")
+"""A script argument as a whole value: a positional parameter or getopts' ``OPTARG``."""
 
 
 def _apply(env: Env, assigned: Mapping[str, str], *, conditional: bool) -> Env:

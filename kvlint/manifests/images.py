@@ -26,6 +26,7 @@ __all__ = [
     "engine_from_pip",
     "entrypoint_clash",
     "entrypoint_engine",
+    "pip_package",
     "split_image",
     "tools_server",
 ]
@@ -353,6 +354,12 @@ def _wheel_pin(text: str) -> tuple[str, str] | None:
 
 
 @lru_cache(maxsize=4096)  # a pure function of the text; parsing a requirement is slow
+def pip_package(engine: str | None) -> str | None:
+    """The package ``pip install`` takes for ``engine`` (the first of :data:`_PIP_ENGINES`
+    that installs it: ``trtllm`` -> ``tensorrt-llm``), or ``None``."""
+    return next((package for package, named in _PIP_ENGINES.items() if named == engine), None)
+
+
 def engine_from_pip(spec: str) -> tuple[str, str | None] | None:
     """``(engine, pinned version or None)`` for a pip requirement that installs an engine
     (``vllm==0.6.1.post2`` → ``("vllm", "0.6.1.post2")``; ``vllm>=0.10.0`` and

@@ -156,7 +156,8 @@ class KServeParser(ManifestParser):
         if template is not None:
             # KServe runs the runtime's container with the predictor's model spec merged in:
             # its args after the runtime's, its env beside, its resources in place
-            model = {**template, **{k: v for k, v in model.items() if k in ("resources",)},
+            model = {**template,
+                     "resources": model.get("resources") or template.get("resources"),
                      "args": [*(get_list(template, "args") or []),
                               *(get_list(model, "args") or [])],
                      "env": [*(get_list(template, "env") or []),

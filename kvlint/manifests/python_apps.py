@@ -432,19 +432,14 @@ def _runpod(tree: ast.AST, names: _Names) -> Iterator[tuple[list[Word], str | No
         yield run, None if kind is None or "${" in kind else kind, line
 
 
-_PIP_NAMES = {"vllm": "vllm", "sglang": "sglang", "lmdeploy": "lmdeploy",
-              "trtllm": "tensorrt-llm"}
-"""The engines whose release a pin names, by the package ``pip install`` takes."""
-
-
 def _registry_pins(tree: ast.AST, pinned: set[str]) -> list[Word]:
     """The engine release of a Modal image built on an engine's own image
     (``modal.Image.from_registry("openmmlab/lmdeploy:v0.4.2")``), as the pin it amounts to,
-    for an engine no ``==`` pin names: a later unpinned ``.pip_install("lmdeploy[all]")``
-    keeps it, since pip leaves an installed requirement as it is without ``--upgrade``
-    (pip's ``install`` reference: "-U, --upgrade  Upgrade all specified packages to the newest
-    available version")."""
-    from kvlint.manifests.images import engine_from_image
+    for an engine no ``==`` pin names (``pinned``: the engines pinned): a later unpinned
+    ``.pip_install("lmdeploy[all]")`` keeps it, since pip leaves an installed requirement as
+    it is without ``--upgrade`` (pip's ``install`` reference: "-U, --upgrade  Upgrade all
+    specified packages to the newest available version")."""
+    from kvlint.manifests.images import engine_from_image, pip_package
 
     upgraded = any(isinstance(node, ast.Constant) and isinstance(node.value, str) and
                    re.search(r"(?:^|\s)(?:-U|--upgrade)(?:\s|$)", node.value)
@@ -458,11 +453,11 @@ def _registry_pins(tree: ast.AST, pinned: set[str]) -> list[Word]:
         if not (isinstance(image, ast.Constant) and isinstance(image.value, str)):
             continue
         engine, version, _ = engine_from_image(image.value)
-        package = _PIP_NAMES.get(engine or "")
-        if package and version and version != "latest" and package not in pinned and \
-                re.fullmatch(r"[\w.+-]+", version):
+        package = pip_package(engine)
+        if engine and package and version and version != "latest" and \
+                engine not in pinned and re.fullmatch(r"[\w.+-]+", version):
             out.append(Word(f"{package}=={version}", node.lineno))
-            pinned.add(package)
+            pinned.add(engine)
     return out
 
 
@@ -473,8 +468,10 @@ def _pins(tree: ast.AST) -> list[Word]:
     pins = [Word(node.value, node.lineno) for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str)
             and _PIN.fullmatch(node.value)]
-    named = {re.split(r"[=\[]", p.text, maxsplit=1)[0].replace("_", "-") for p in pins}
-    pins += _registry_pins(tree, named)
+    from kvlint.manifests.images import engine_from_pip
+
+    pinned = {found[0] for p in pins if (found := engine_from_pip(p.text)) is not None}
+    pins += _registry_pins(tree, pinned)
     return [Word("pip", pins[0].line), Word("install", pins[0].line), *pins] if pins else []
 
 
