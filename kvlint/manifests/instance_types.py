@@ -58,7 +58,10 @@ _GCP_ACCELERATORS: dict[str, str] = {
 alone does not say which GPU of kvlint's table they are: ``nvidia-tesla-a100`` is the 40 GB
 A100 of the A2 standard machines (``nvidia-a100-80gb`` the A2 ultra's), the V100 and P100 are
 the 16 GB cards, and ``nvidia-h100-mega-80gb`` is the A3 Mega's H100 SXM (Google Cloud "GPU
-machine types"; the Vertex AI ``AcceleratorType`` enum lists the same accelerators). The
+machine types", https://cloud.google.com/compute/docs/gpus; the Vertex AI ``AcceleratorType``
+enum lists the same accelerators, NVIDIA_TESLA_A100 apart from NVIDIA_A100_80GB:
+https://docs.cloud.google.com/ruby/docs/reference/google-cloud-ai_platform-v1/latest/
+Google-Cloud-AIPlatform-V1-AcceleratorType). The
 others (``nvidia-l4``, ``nvidia-tesla-t4``, ``nvidia-h100-80gb``, ``nvidia-h200-141gb``,
 ``nvidia-b200``...) are names kvlint's GPU table reads as they are."""
 

@@ -93,9 +93,11 @@ MAX_WINDOWS = 4096
 
 
 def _windows(kv: Mapping[str, Any], source: str) -> Located[tuple[int, ...]] | Unresolved:
-    """``kv_cache_config.max_attention_window``: a list of positive integers (TensorRT-LLM's
-    ``KvCacheConfig.max_attention_window: Optional[List[PositiveInt]]``, llmapi/llm_args.py),
-    repeated over the layers by the KV manager."""
+    """``kv_cache_config.max_attention_window``: a list of at least one positive integer
+    (TensorRT-LLM's ``KvCacheConfig.max_attention_window: Optional[List[PositiveInt]] =
+    Field(default=None, min_length=1)``, tensorrt_llm/llmapi/llm_args.py in the code index's
+    1.x copy, file id 7019226376; pydantic refuses anything else), repeated over the layers by
+    the KV manager (kvlint/model/trtllm_windows.py)."""
     raw = kv.get("max_attention_window")
     line = key_line(kv, "max_attention_window")
     if isinstance(raw, list) and 0 < len(raw) <= MAX_WINDOWS and all(
