@@ -54,6 +54,7 @@ from kvlint.manifests.images import (
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
 from kvlint.manifests.siblings import read_named
+from kvlint.manifests.triton_launch import triton_args, triton_launch
 from kvlint.manifests.yaml_values import (
     get_list,
     get_map,
@@ -384,26 +385,18 @@ def _command_from_variables(service: Mapping[str, Any], command: list[Word],
             EngineArgs(engine, model=model))
 
 
-def _triton(words: list[Word], image: Located[str] | None
-            ) -> tuple[Located[str], dict[str, Any]] | None:
-    """A service that runs ``tritonserver`` in a TensorRT-LLM Triton image: it serves the
-    engines of its model repository, which kvlint does not read (built elsewhere): the model
-    is unresolved, so the service is reported (KV902), never skipped in silence."""
-    at = next((i for i, w in enumerate(words) if w.text.rsplit("/", 1)[-1] == "tritonserver"),
-              None)
-    if at is None or image is None or engine_from_image(image.value)[0] != "trtllm":
+def _triton(words: list[Word], image: Located[str] | None, env: dict[str, Any]
+            ) -> tuple[Located[str], EngineArgs] | None:
+    """A service that runs ``tritonserver`` with the TensorRT-LLM backend
+    (:mod:`.triton_launch`): it serves the engines of its model repository, which kvlint
+    does not read (built elsewhere): the model is unresolved, so the service is reported
+    (KV902), never skipped in silence."""
+    found = triton_launch(words, image=image.value if image else None,
+                          env=Env(env, k8s=False))
+    if found is None:
         return None
-    repo = next((w.text.split("=", 1)[1] for w in words[at + 1:]
-                 if w.text.startswith("--model-repository=")), None)
-    if repo is None:
-        repo = next((words[i + 1].text for i in range(at + 1, len(words) - 1)
-                     if words[i].text in ("--model-repository", "--model-store")), "")
-    line = words[at].line
-    return Located("trtllm", line, None, "tritonserver in a TensorRT-LLM Triton image"), {
-        "model": Unresolved(f"tritonserver serves the TensorRT-LLM engines of its model "
-                            f"repository {repo or '(not given)'}, built beforehand; kvlint "
-                            "does not read Triton model repositories", line, None,
-                            repo or "tritonserver")}
+    return (Located("trtllm", found.line, None, "tritonserver with the TensorRT-LLM backend"),
+            triton_args(found))
 
 
 NO_GPU = ("no GPU reserved (no deploy.resources.reservations.devices, gpus, runtime or "
@@ -555,11 +548,10 @@ class ComposeParser(ManifestParser):
         if engine is None and "entrypoint" not in service and image is not None:
             engine, args = _command_from_variables(service, command, env, image)
         if engine is None:
-            triton = _triton(words, image)
+            triton = _triton(words, image, env)
             if triton is None:
                 return None
-            engine, model_over = triton
-            args = None
+            engine, args = triton
         for word in entry + command:
             out = interpolate(word.text)
             if isinstance(out, Unresolved):

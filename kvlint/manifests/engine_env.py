@@ -9,7 +9,7 @@ engine's argument grammar), which never import this module."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -25,6 +25,7 @@ from kvlint.manifests.engine_programs import WRAPPER_MODULES, find_program
 from kvlint.manifests.located_str import LStr
 from kvlint.manifests.shell_env import Env, _Unset
 from kvlint.manifests.shell_words import _ASSIGNMENT, _NAME, Word, split_env_prefix
+from kvlint.manifests.triton_launch import triton_args, triton_launch
 
 
 @cache
@@ -84,12 +85,16 @@ _CLOSERS = frozenset({"fi", "done", "esac"})
 _DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
 
 
-def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[EngineInvocation]:
+def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
+                       images: Callable[[int], str | None] | None = None
+                       ) -> list[EngineInvocation]:
     """Every engine command in ``commands`` (from :func:`split_script`, or one exec-form
     command), each parsed with the environment at that point: assignments
     (``TP=$((A * B))``, ``export X=...``) made by earlier commands apply; a variable given
     different values in different ``if`` branches becomes unresolved; a command's own
-    ``KEY=VALUE`` prefix applies to it alone."""
+    ``KEY=VALUE`` prefix applies to it alone. ``images``: the image each command (by
+    position) runs in, where the caller knows it, so a ``tritonserver`` in a TensorRT-LLM
+    Triton image is read as that engine (:mod:`.triton_launch`)."""
     found: list[EngineInvocation] = []
     depth = 0
     for position, command in enumerate(commands):
@@ -120,10 +125,17 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env) -> list[Eng
         prefix, rest = split_env_prefix(words)
         hit = find_program([_program(w.text, env) if i < 3 else w.text
                             for i, w in enumerate(rest)])
+        local = env.assign(prefix) if prefix else env
         if hit is None:
+            triton = triton_launch(rest, env=local,
+                                   image=images(position) if images else None)
+            if triton is not None:
+                found.append(EngineInvocation(
+                    engine="trtllm", args=triton_args(triton), line=triton.line,
+                    words=tuple(rest), index=triton.program + 1, env=local,
+                    position=position))
             continue
         engine, program, index = hit
-        local = env.assign(prefix) if prefix else env
         args = with_env(parse_engine_args(
             engine, command_arguments(engine, rest, program, index), local), local)
         if any(w.text.removeprefix("-m") in WRAPPER_MODULES for w in rest[program:index]):

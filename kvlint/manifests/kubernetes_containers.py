@@ -378,7 +378,8 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
         commands = _positionals(_split(raw, node_line(raw)), extra)
     else:
         commands = [[w for w, _ in argv]]
-    invocations = engine_invocations(commands, env)
+    invocations = engine_invocations(
+        commands, env, images=lambda _position: image.value if image else None)
     overrides: dict[str, Any] = {}
     translated = False
     if not invocations:

@@ -36,6 +36,7 @@ from kvlint.manifests.engine_programs import find_engine
 from kvlint.manifests.shell_env import MAX_EXPANDED_CHARS
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
+from kvlint.manifests.triton_launch import triton_launch
 
 __all__ = ["is_python", "python_models"]
 
@@ -186,7 +187,7 @@ def _built(tree: ast.AST, names: _Names, inside: set[int]) -> Iterator[list[Word
                         and isinstance(statement.targets[0], ast.Name)):
                     continue
                 words = names.words(statement.value)
-                if not words or find_engine(words) is None:
+                if not words or not _runs_engine(words):
                     continue
                 name = statement.targets[0].id
                 command = [Word(w, statement.value.lineno) for w in words]
@@ -219,6 +220,13 @@ def _step(statement: ast.stmt, name: str, names: _Names) -> list[Word] | None:
     return []
 
 
+def _runs_engine(words: list[str]) -> bool:
+    """Whether a command's words run an engine: one :func:`find_engine` knows, or Triton
+    with the TensorRT-LLM backend (:mod:`.triton_launch`)."""
+    return find_engine(words) is not None or \
+        triton_launch([Word(w, None) for w in words]) is not None
+
+
 def _commands(tree: ast.AST, names: _Names) -> Iterator[list[Word]]:
     """Engine commands written as lists or strings, each word on its node's line."""
     inside: set[int] = set()
@@ -228,7 +236,7 @@ def _commands(tree: ast.AST, names: _Names) -> Iterator[list[Word]]:
             continue
         if isinstance(node, (ast.List, ast.Tuple, ast.BinOp)):
             words = names.words(node)
-            if words and find_engine(words) is not None:
+            if words and _runs_engine(words):
                 inside.update(id(n) for n in ast.walk(node))
                 yield [Word(w, node.lineno) for w in words]
                 continue

@@ -551,7 +551,11 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
                   for c in rewritten)
     project: dict[str, Located[str] | None] = {}
     running: list[tuple[EngineInvocation, _Container | None] | None] = []
-    for invocation in engine_invocations(rewritten, env):
+    def image_of(position: int) -> str | None:
+        container = containers.get(position)
+        return container.image.value if container is not None else None
+
+    for invocation in engine_invocations(rewritten, env, images=image_of):
         nodes = invocation.args.nnodes
         one_node = not cluster and (nodes is None or
                                     (isinstance(nodes, Located) and nodes.value == 1))
