@@ -112,3 +112,21 @@ def test_max_total_tokens_caps_the_pool_before_it_is_cut_to_pages() -> None:
     assert cap["kv_tokens_capped_by"] == "--max-total-tokens"
     uncapped = check("--engine-version", "0.5.20", "--max-total-tokens", "900000000")
     assert uncapped["capacity"]["kv_tokens_capped_by"] is None  # type: ignore[index]
+
+
+def test_a_pool_smaller_than_what_is_set_aside_stops_the_start() -> None:
+    """DeepSeek-V4-Pro at tp 16 on 80 GB GPUs (0.5.23): about 10 GiB left for the pool, less
+    than the sliding-window slots and ratio-128 state set aside before tokens are priced, so
+    the pool holds no token and SGLang stops ("Not enough memory"): KV501 is an error with no
+    --max-model-len given, not an info about zero sequences."""
+    pro = CONFIG.with_name("deepseek-ai--DeepSeek-V4-Pro.json")
+    result = CliRunner().invoke(main, ["check", str(pro), "--engine", "sglang", "--gpu",
+                                       "H100-80GB", "--tp", "16", "--format", "json",
+                                       "--no-plugins", "--isolated", "--offline"])
+    (report,) = json.loads(result.stdout)["results"]
+    assert report["capacity"]["max_tokens"] == 0 and report["capacity"][
+        "kv_budget_bytes_per_gpu"] > 0
+    (found,) = [f for f in report["findings"] if f["code"] == "KV501"]
+    assert found["severity"] == "error" and "Not enough memory" in found["message"]
+    assert "no token fits" in found["message"]
+    assert result.exit_code == 1

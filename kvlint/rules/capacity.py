@@ -84,7 +84,13 @@ class MaxModelLenExceedsKvBudget(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         a, cap = ctx.analysis, ctx.capacity
         length = ctx.plan.max_model_len
-        if a is None or cap is None or length is None or not cap.weights_fit:
+        if a is None or cap is None or not cap.weights_fit:
+            return
+        if _pool_empty(ctx, cap):
+            # no pool at all: the engine stops whatever the context length
+            yield self._no_memory(ctx, cap, length or cap.context)
+            return
+        if length is None:
             return
         # vLLM checks whole blocks: cdiv(max_model_len, block_size) pages per layer, and its
         # estimated maximum model length is the longest whose blocks fit
@@ -96,10 +102,6 @@ class MaxModelLenExceedsKvBudget(Rule):
         longest = longest_fitting_context(a, budget, length)
         if cap.block_size:
             longest = longest // cap.block_size * cap.block_size
-        if cap.kv_budget_bytes_per_gpu <= 0 and ctx.plan.behaviour.engine in ("vllm",
-                                                                             "sglang"):
-            yield self._no_memory(ctx, cap, length)
-            return
         state = a.state_bytes_per_sequence_per_gpu or 0
         # vLLM >= 0.34 already takes the whole GPU (gpu_memory_utilization 1.0)
         fixes = ("Lower --max-model-len, add GPUs (tp), use an fp8 KV cache, or raise "
@@ -138,11 +140,13 @@ class MaxModelLenExceedsKvBudget(Rule):
         if ctx.plan.behaviour.engine == "sglang":
             # its pool of max_total_num_tokens <= 0 (model_executor/model_runner.py@0.4.10.post1,
             # pool_configurator.py@0.5.23): it refuses to start
+            empty = "" if cap.kv_budget_bytes_per_gpu <= 0 else \
+                ": no token fits, since what SGLang sets aside before its per-token pool is larger"
             return self.finding(
                 "SGLang will stop at start-up with \"Not enough memory. Please try to increase "
                 "--mem-fraction-static.\": its KV pool is "
                 f"~{fmt_bytes(cap.kv_budget_bytes_per_gpu)} on each {_gpu(cap, ctx)} "
-                f"({_budget(cap)}). To start, raise "
+                f"({_budget(cap)}){empty}. To start, raise "
                 "--mem-fraction-static, add GPUs (tp) or quantize the weights.",
                 max_model_len=length,
                 kv_budget_bytes_per_gpu=cap.kv_budget_bytes_per_gpu,
@@ -285,6 +289,16 @@ class WeightsExceedGpuMemory(Rule):
             kv_cache_memory_bytes=cap.kv_budget_bytes_per_gpu,
             gpu_memory_bytes=cap.gpu.memory_bytes,
         )
+
+
+def _pool_empty(ctx: RuleContext, cap: Capacity) -> bool:
+    """Whether vLLM's or SGLang's KV pool holds no token: nothing left after the start-up
+    profile, or (SGLang's DeepSeek-V4 pools) less than what is set aside before the pool is
+    priced per token. Either engine then refuses to start (KV501's ``_no_memory``), whatever
+    the context length."""
+    return ctx.plan.behaviour.engine in ("vllm", "sglang") and (
+        cap.kv_budget_bytes_per_gpu <= 0 or
+        (cap.max_tokens <= 0 and ctx.plan.behaviour.engine == "sglang"))
 
 
 def _vllm_refusal(ctx: RuleContext) -> str:
