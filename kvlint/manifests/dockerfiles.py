@@ -155,7 +155,9 @@ def last_stage(text: str) -> Stage | None:
             if value and re.fullmatch(r"\w+", name.strip()):
                 known.setdefault(name.strip(), value.strip().strip("'\""))
         elif instruction == "RUN":
-            installs += _pip_installs(argument, line)
+            # the ARGs and ENVs of the stage are the RUN shell's environment: a pin written
+            # "sglang[srt]==${SGLANG_VERSION}" installs the ARG's default on a plain build
+            installs += _pip_installs(_build_time(argument, known), line)
         elif instruction == "ENV":
             for name, value in _env_pairs(argument):
                 value = _build_time(value.strip().strip("'\""), known)

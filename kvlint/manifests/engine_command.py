@@ -478,6 +478,37 @@ def command_arguments(engine: str, words: Sequence[Word], program: int, index: i
     return rest
 
 
+def _lmdeploy_dp_world(fields: dict[str, Any], notes: list[str]) -> None:
+    """LMDeploy's PyTorch backend with ``--dp`` > 1 starts one server per DP rank over
+    ``max(dp, tp, ep)`` GPUs, each rank on ``world / dp`` of them
+    (lmdeploy/serve/openai/launch_server.py@0.18.0 ``num_devices = max(dp, tp, ep)``,
+    ``tp_per_dp = num_devices // dp``; earlier releases assert ``tp <= dp`` and ``ep <= dp``
+    and give each rank one GPU: the same world). In kvlint's terms that is tp = the world with
+    DP attention over it (``--tp 1 --dp 8 --ep 8`` is 8 GPUs, like SGLang's ``--tp 8 --dp 8
+    --enable-dp-attention``). Only with ``--backend pytorch`` given: TurboMind serves DP
+    inside one server (lmdeploy/cli/serve.py@0.18.0), and the default backend is chosen
+    by the model."""
+    backend = fields.get("backend")
+    if not (isinstance(backend, Located) and backend.value == "pytorch"):
+        return
+    degrees = [fields.get(name) for name in ("dp", "tp", "ep")]
+    if any(isinstance(d, Unresolved) for d in degrees):
+        return
+    values = [d.value if isinstance(d, Located) else 1 for d in degrees]
+    world = max(values)
+    tp = fields.get("tp")
+    if world == values[1]:
+        return
+    dp = fields["dp"]
+    where = tp if isinstance(tp, Located) else dp
+    fields["tp"] = Located(world, where.line, where.column,
+                           f"LMDeploy's DP world: max(--dp {values[0]}, --tp {values[1]}, "
+                           f"--ep {values[2]}) GPUs, {world // values[0]} per DP rank")
+    notes.append(f"--dp {values[0]} with the PyTorch backend runs {values[0]} servers over "
+                 f"{world} GPUs (max of --dp, --tp, --ep): read as tp {world} with DP "
+                 "attention")
+
+
 def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArgs:
     """The arguments of an ``engine`` command line (``words`` after the program, as
     :func:`find_engine` indexes them), read with that engine's parser rules:
@@ -560,6 +591,7 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
         dp = fields["dp"]
         fields["dp_attention"] = Located(True, dp.line, source=f"{dp.source} (LMDeploy's "
                                          "data parallelism is attention DP)")
+        _lmdeploy_dp_world(fields, notes)
     if engine == "llamacpp" and isinstance(fields.get("max_model_len"), Located) and (
             fields["max_model_len"].value == 0):
         fields["max_model_len"] = None

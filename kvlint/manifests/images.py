@@ -427,11 +427,14 @@ _ARGS_ONLY_ENGINES = frozenset({"vllm", "sglang", "tgi", "llamacpp"})
 
 def model_then_options(words: Sequence[str]) -> bool:
     """Whether a container's arguments are a model reference and then options
-    (``Qwen/Qwen3-8B --max-model-len 8192``): what ``vllm serve``, the entrypoint of vLLM's
-    own images, takes; no program, shell or Python starts that way."""
+    (``Qwen/Qwen3-8B --max-model-len 8192``, or one variable then options: ``${HF_MODEL}
+    --max-model-len 8192``): what ``vllm serve``, the entrypoint of vLLM's own images, takes;
+    no program, shell or Python starts that way."""
     if len(words) < 2 or not words[1].startswith("-"):
         return False
     first = words[0]
+    if re.fullmatch(r"\$\{?[A-Za-z_]\w{0,63}\}?", first):
+        return True  # ${HF_MODEL} --tensor-parallel-size 2: a model the deploy sets
     return "/" in first and not first.startswith(("-", "/bin/", "/usr/")) and \
         not any(c in first for c in " ;&|$`") and \
         first.rsplit("/", 1)[-1] not in ("python", "python3", "bash", "sh", "vllm")

@@ -47,6 +47,14 @@ class Word:
 
 _SEPARATORS = frozenset(";&|\n()")
 _BLANK = frozenset(" \t\r")
+_PLACEHOLDER = re.compile(r"<[A-Za-z][\w./:-]*(?: [\w./:-]+){0,7}>(?=[ \t\r\n;]|$)")
+"""A word written as a placeholder for the reader to fill in (``--download-dir <DIR>``,
+``<SCRATCH DIR>``, ``<path/to/model>``): at a word's start, a letter after ``<``, no blank
+before ``>``, and a blank, ``;`` or the end after it. Read literally, the shell would take it as
+two redirections (and fail on the comment after them); the author means a value not yet given,
+so it is one literal word (never expanded) that the option it follows takes as its value. A
+redirection is written with a blank on one side at least (``< in.txt > out.log``,
+``<in >out``), so it is not this."""
 _ORDINARY = re.compile(r"""[^\\'"$`#<>&;|()\n \t\r]+""")
 """A run of characters :meth:`_Splitter.run` only appends to the word (``#`` and ``&``,
 ordinary only in some places, are left to the loop)."""
@@ -321,6 +329,14 @@ class _Splitter:
                 j = text.find("\n", i)
                 i = n if j < 0 else j
                 continue
+            if c == "<" and self.start < 0:
+                found = _PLACEHOLDER.match(text, i)
+                if found is not None:  # <DIR>, <SCRATCH DIR>: a value left to fill in
+                    self.begin(i)
+                    self.chars.append(found.group(0))
+                    self.dead = True
+                    i = found.end()
+                    continue
             if c in "<>" or (c == "&" and i + 1 < n and text[i + 1] == ">"):
                 i = self._redirect(i)
                 continue

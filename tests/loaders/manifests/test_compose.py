@@ -449,3 +449,15 @@ def test_a_long_unclosed_variable_command_is_read_in_linear_time() -> None:
     text = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.12.0\n"
             f"    command: ${{{'A' * 300_000}\n")
     assert extract_text(text) == []
+
+
+def test_a_variable_then_options_is_the_model_of_vllm_serve() -> None:
+    """``command: [${HF_MODEL}, --tensor-parallel-size, "2"]`` to an official vLLM image whose
+    entrypoint is ``vllm serve`` (any tag from 0.12, or one that names no release): the
+    variable is the positional model (unresolved: set by the deploy's .env)."""
+    text = ("services:\n  llm:\n    image: vllm/vllm-openai:gemma4-cu130\n    command:\n"
+            "      - ${HF_MODEL}\n      - --tensor-parallel-size\n      - \"2\"\n"
+            "    gpus: all\n")
+    (m,) = extract_text(text, "docker-compose.yml")
+    assert v(m.engine) == "vllm" and v(m.tp) == 2
+    assert isinstance(m.model, Unresolved) and m.model.text == "${HF_MODEL}"

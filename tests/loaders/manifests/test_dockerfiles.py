@@ -153,6 +153,19 @@ def test_arg_defaults_reach_env_and_a_run_pip_pin_is_the_version() -> None:
     assert m.engine_version is not None and "pip vllm==0.11.0" in m.engine_version.source
 
 
+def test_a_run_pin_written_with_an_arg_installs_its_default() -> None:
+    """``ARG SGLANG_VERSION=0.5.5`` then ``pip install "sglang[srt]==${SGLANG_VERSION}"``:
+    the RUN shell sees the ARG, so a plain build installs 0.5.5."""
+    (m,) = served("""\
+        FROM nvidia/cuda:12.4.1-devel-ubuntu22.04
+        ARG SGLANG_VERSION=0.5.5
+        RUN pip install --no-cache-dir \\
+            "sglang[srt]==${SGLANG_VERSION}" torch
+        CMD ["python3", "-m", "sglang.launch_server", "--model", "org/m", "--tp", "1"]
+        """)
+    assert brief(m)[:3] == ("org/m", "sglang", "0.5.5")
+
+
 def test_an_engine_image_tag_still_gives_the_version_without_a_pin() -> None:
     (m,) = served("""\
         FROM vllm/vllm-openai:v0.10.1.1

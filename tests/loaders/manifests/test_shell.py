@@ -107,6 +107,23 @@ def test_multi_line_plain_scalar_in_a_list() -> None:
     assert line_of_word(commands, "DeepSeek-R1") == 25
 
 
+@pytest.mark.parametrize(("script", "words"), [
+    ("vllm serve m --download-dir <DIR> # shared cache", ["vllm", "serve", "m", "--download-dir",
+                                                         "<DIR>"]),
+    ("tgi --path <SCRATCH DIR> \\\n  --cache <DIR TO WEIGHTS> # x",
+     ["tgi", "--path", "<SCRATCH DIR>", "--cache", "<DIR TO WEIGHTS>"]),
+    ("cat <in.txt >out.log", ["cat"]),  # redirections: a blank on one side
+    ("cat < in.txt > out.log x", ["cat", "x"]),
+    ("python x.py <input.txt", ["python", "x.py"]),
+])
+def test_an_angle_bracket_placeholder_is_one_word(script: str, words: list[str]) -> None:
+    """``--download-dir <DIR>`` is a value the reader fills in, not two redirections (which
+    would read the comment after them as arguments): one literal word."""
+    (command,) = split_script(script)
+    assert [w.text for w in command] == words
+    assert all(w.literal for w in command if w.text.startswith("<"))
+
+
 def test_separators_redirections_heredocs_and_quotes() -> None:
     script = ("a 1 && b '2 3' || c \"$X y\" | d; e 2>&1 > /dev/null &> log\n"
               "f <<EOF\nnot a command\nEOF\ng # trailing comment\n"
@@ -560,3 +577,18 @@ def test_an_unresolved_inline_value_is_the_value_not_the_word() -> None:
                              Env({"MODEL_NAME": None, "TP": None}))
     assert isinstance(args.model, Unresolved) and args.model.text == "$(MODEL_NAME)"
     assert isinstance(args.tp, Unresolved) and args.tp.text == "$(TP)"
+
+
+@pytest.mark.parametrize(("flags", "tp", "dp"), [
+    ("--backend pytorch --tp 1 --dp 8 --ep 8", 8, 8),  # max(dp, tp, ep) GPUs
+    ("--backend pytorch --tp 2 --dp 2", 2, 2),  # each rank on one of the 2 GPUs
+    ("--tp 1 --dp 8 --ep 8", 1, 8),  # the backend the model picks: not read
+])
+def test_lmdeploy_dp_world(flags: str, tp: int, dp: int) -> None:
+    """LMDeploy's PyTorch backend with --dp > 1 runs one server per DP rank over max(dp, tp,
+    ep) GPUs (lmdeploy/serve/openai/launch_server.py@0.18.0): tp is that world, with DP
+    attention over it."""
+    (inv,) = engine_invocations(split_script(f"lmdeploy serve api_server org/m {flags}"),
+                                Env({}, k8s=False))
+    assert (inv.args.tp.value if inv.args.tp else 1, inv.args.dp.value) == (tp, dp)  # type: ignore[union-attr]
+    assert inv.args.dp_attention is not None and inv.args.dp_attention.value
