@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["WRAPPER_MODULES", "find_engine", "find_program"]
+__all__ = ["WRAPPER_MODULES", "find_engine", "find_program", "only_mentions"]
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
 _VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w{0,63}\}?")
@@ -66,6 +66,18 @@ def find_engine(words: Sequence[str]) -> tuple[str, int] | None:
     return None if found is None else (found[0], found[2])
 
 
+def only_mentions(words: Sequence[str]) -> bool:
+    """Whether a command only mentions the programs in it (``echo``, ``pkill``, ``which``,
+    ``pip install``, ``command -v``...: the module doc) rather than running one."""
+    start = 0
+    while start < len(words) and start < 16 and words[start] in _RESERVED:
+        start += 1
+    words = words[start:]
+    if len(words) >= 2 and words[0] == "command" and words[1] in ("-v", "-V"):
+        return True
+    return bool(words) and _base(words[0]) in _NOT_COMMANDS and list(words[:2]) != ["uv", "run"]
+
+
 def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:
     """``(engine, index of the program word, index of the first argument)``."""
     start = 0
@@ -74,9 +86,7 @@ def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:
     if start:
         found = find_program(words[start:])
         return None if found is None else (found[0], found[1] + start, found[2] + start)
-    if len(words) >= 2 and words[0] == "command" and words[1] in ("-v", "-V"):
-        return None
-    if not words or (_base(words[0]) in _NOT_COMMANDS and list(words[:2]) != ["uv", "run"]):
+    if not words or only_mentions(words):
         return None  # `uv pip install vllm` installs; `uv run vllm serve` runs it
     n = len(words)
     if list(words[:2]) == ["uv", "run"]:

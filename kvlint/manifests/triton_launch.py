@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
+from kvlint.manifests.engine_programs import only_mentions
 from kvlint.manifests.images import engine_from_image
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
@@ -142,6 +143,8 @@ def triton_launch(words: Sequence[Word], *, image: str | None = None,
     process's environment (its values expand the options read, and it says whether
     ``TRTLLM_ORCHESTRATOR`` is set)."""
     words = list(words[:MAX_WORDS])
+    if only_mentions([w.text for w in words]):
+        return None  # pkill tritonserver, echo ..., which tritonserver
     launcher = _launcher_at(words)
     if launcher is not None:
         size = _flag(words, ("--world_size",), launcher + 1, env)

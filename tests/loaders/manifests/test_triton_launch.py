@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import split_script
@@ -138,3 +140,14 @@ class Llm:
     assert (v(m.engine), v(m.tp), v(m.gpus)) == ("trtllm", 2, 2)
     assert isinstance(m.model, Unresolved)
     assert m.model.text == "tensorrtllm_backend/all_models/inflight_batcher_llm"
+
+
+@pytest.mark.parametrize("command", [
+    "pkill -f tritonserver", "echo starting tritonserver", "which tritonserver",
+    "command -v tritonserver", "ls /opt/tritonserver/bin/tritonserver",
+])
+def test_a_command_that_only_mentions_tritonserver(command: str) -> None:
+    """In a TensorRT-LLM Triton image, a command that only names the server runs none."""
+    (words,) = split_script(command)
+    assert triton_launch(words, image="nvcr.io/nvidia/tritonserver:24.12-trtllm-python-py3") \
+        is None
