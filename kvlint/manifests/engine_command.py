@@ -482,8 +482,9 @@ def _lmdeploy_dp_world(fields: dict[str, Any], notes: list[str]) -> None:
     """LMDeploy's PyTorch backend with ``--dp`` > 1 starts one server per DP rank over
     ``max(dp, tp, ep)`` GPUs, each rank on ``world / dp`` of them
     (lmdeploy/serve/openai/launch_server.py@0.18.0 ``num_devices = max(dp, tp, ep)``,
-    ``tp_per_dp = num_devices // dp``; earlier releases assert ``tp <= dp`` and ``ep <= dp``
-    and give each rank one GPU: the same world). In kvlint's terms that is tp = the world with
+    ``tp_per_dp = num_devices // dp``; an earlier copy, the code index's
+    launch_server.py@011536f5, asserts ``tp <= dp`` and ``ep <= dp`` and gives each rank one
+    GPU: the same world). In kvlint's terms that is tp = the world with
     DP attention over it (``--tp 1 --dp 8 --ep 8`` is 8 GPUs, like SGLang's ``--tp 8 --dp 8
     --enable-dp-attention``). Only with ``--backend pytorch`` given: TurboMind serves DP
     inside one server (lmdeploy/cli/serve.py@0.18.0), and the default backend is chosen
@@ -496,11 +497,10 @@ def _lmdeploy_dp_world(fields: dict[str, Any], notes: list[str]) -> None:
         return
     values = [d.value if isinstance(d, Located) else 1 for d in degrees]
     world = max(values)
-    tp = fields.get("tp")
     if world == values[1]:
         return
-    dp = fields["dp"]
-    where = tp if isinstance(tp, Located) else dp
+    tp = fields.get("tp")
+    where = tp if isinstance(tp, Located) else fields["dp"]
     fields["tp"] = Located(world, where.line, where.column,
                            f"LMDeploy's DP world: max(--dp {values[0]}, --tp {values[1]}, "
                            f"--ep {values[2]}) GPUs, {world // values[0]} per DP rank")

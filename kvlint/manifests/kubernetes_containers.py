@@ -194,9 +194,10 @@ def _launcher(command: list[Word], image_engine_key: str | None
 
     - KServe ``python -m huggingfaceserver``: vLLM backend; ``--model_id``/``--model_dir``
       name the model, ``--model_name`` the served name;
-    - the Triton TensorRT-LLM backend launchers (a ``server.py``/``launch_triton_server.py``
-      with a ``tensorrtllm_backend`` model repository): ``--tp``/``--pp`` are its world
-      layout, the model is whatever was built into the repository;
+    - the multinode Triton TensorRT-LLM example's launcher (a ``server.py`` with a
+      ``tensorrtllm_backend`` model repository): ``--tp``/``--pp`` are its world layout, the
+      model is whatever was built into the repository (``tritonserver`` and the backend's
+      ``launch_triton_server.py`` are read before this, by :mod:`.triton_launch`);
     - a wrapper binary named after the engine of its image (``/llamacpp-leader -- FLAGS``).
     """
     _prefix, words = split_env_prefix(command)
@@ -218,7 +219,7 @@ def _launcher(command: list[Word], image_engine_key: str | None
                 "KServe huggingfaceserver: its vLLM backend serves the model "
                 "(--model_id/--model_dir are read as the model)"), {}
     joined = " ".join(texts)
-    if "tensorrtllm_backend" in joined or "launch_triton_server" in joined:
+    if "tensorrtllm_backend" in joined:
         at = next((i for i, t in enumerate(texts) if t.endswith(".py")), None)
         if at is not None:
             flags = [w for w in words[at + 1:] if w.text.startswith("-")]

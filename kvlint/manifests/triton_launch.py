@@ -14,9 +14,11 @@ world size:
   --model-repository=R ... :`` once per rank: N ranks, read as tp N;
 - ``mpirun [-n N | -np N] ... tritonserver ... [: -n M tritonserver ...]`` runs the sum of
   its app contexts' process counts, read as tp;
-- ``tritonserver`` alone is one process: tp 1, unless ``TRTLLM_ORCHESTRATOR=1`` is set (the
-  backend's orchestrator mode spawns the engine's ranks itself: the degree is the engine's,
-  unresolved).
+- ``tritonserver`` alone is one process: tp 1, unless ``TRTLLM_ORCHESTRATOR`` is a nonzero
+  integer (the backend's ``TRITONBACKEND_Initialize`` tests ``std::atoi(...) != 0``; in that
+  orchestrator mode it spawns one worker per ``gpu_device_ids`` entry of the model's config,
+  else one: inflight_batcher_llm, the 2024 source in the code index), so the degree is the
+  repository's, unresolved.
 
 A bare ``tritonserver`` serves any backend (ONNX, PyTorch, Python, vLLM), so it is read as
 TensorRT-LLM only with evidence: the caller knows the image is a TensorRT-LLM Triton image
@@ -125,6 +127,13 @@ def _launcher_at(words: Sequence[Word]) -> int | None:
     return None
 
 
+def _orchestrator(value: object) -> bool:
+    """Whether the backend reads ``value`` as orchestrator mode: C's ``atoi`` of it (its
+    leading digits, after blanks and a sign) is not 0."""
+    found = re.match(r"\s*[+-]?(\d{1,18})", value) if isinstance(value, str) else None
+    return found is not None and int(found.group(1)) != 0
+
+
 def trtllm_image(image: str | None) -> bool:
     """Whether ``image`` is a TensorRT-LLM Triton image: NVIDIA's (``-trtllm-python-py3``,
     :func:`~kvlint.manifests.images.engine_from_image`), or one whose name says TensorRT-LLM
@@ -170,10 +179,10 @@ def triton_launch(words: Sequence[Word], *, image: str | None = None,
     line = words[program].line
     if mpi is not None:
         world = Located(mpi[0], line, None, mpi[1])
-    elif env is not None and env.get("TRTLLM_ORCHESTRATOR") == "1":
-        world = Unresolved("TRTLLM_ORCHESTRATOR=1: the TensorRT-LLM backend spawns the "
-                           "engines' ranks itself, as many as they were built for", line,
-                           None, "TRTLLM_ORCHESTRATOR=1")
+    elif env is not None and _orchestrator(env.get("TRTLLM_ORCHESTRATOR")):
+        world = Unresolved("TRTLLM_ORCHESTRATOR is set: the TensorRT-LLM backend spawns the "
+                           "engines' ranks itself, one per gpu_device_ids entry of the model "
+                           "repository's config", line, None, "TRTLLM_ORCHESTRATOR")
     else:
         world = None
     return TritonLaunch(program, line, repo.text if repo else "", world,

@@ -52,7 +52,9 @@ class MaxModelLenExceedsKvBudget(Rule):
     Flags a `max_model_len` (by default the model's own maximum context) for which not even
     one full-length sequence fits in the KV memory left on a GPU after weights and overhead.
     A sequence of a hybrid model (Mamba, linear attention) also needs its recurrent state,
-    which the engine takes from the same memory.
+    which the engine takes from the same memory. A vLLM or SGLang start whose KV pool holds
+    no token at all (nothing left after the start-up profile; for SGLang, less than what it
+    sets aside before pricing tokens) is flagged whatever the length.
 
     ## Why is this bad?
     vLLM checks this at start-up, after the weights are loaded, and exits with "To serve at
@@ -88,7 +90,7 @@ class MaxModelLenExceedsKvBudget(Rule):
             return
         if _pool_empty(ctx, cap):
             # no pool at all: the engine stops whatever the context length
-            yield self._no_memory(ctx, cap, length or cap.context)
+            yield self._no_memory(ctx, cap, length)
             return
         if length is None:
             return
@@ -133,7 +135,7 @@ class MaxModelLenExceedsKvBudget(Rule):
         yield replace(finding, severity=Severity.WARNING) if sglang else finding
 
 
-    def _no_memory(self, ctx: RuleContext, cap: Capacity, length: int) -> Finding:
+    def _no_memory(self, ctx: RuleContext, cap: Capacity, length: int | None) -> Finding:
         """vLLM's own refusal when nothing is left for the cache ("No available memory for
         the cache blocks": v1/core/kv_cache_utils.py@v0.11.0 lines 698-701; V0's
         ``raise_if_cache_size_invalid``, worker/worker.py@v0.6.4)."""

@@ -87,10 +87,15 @@ def test_tritonserver_without_tensorrt_llm_is_not_a_served_model(tmp_path: Path)
 
 
 def test_orchestrator_mode_leaves_the_world_to_the_engine() -> None:
-    """``TRTLLM_ORCHESTRATOR=1``: the backend spawns the engines' ranks itself."""
+    """``TRTLLM_ORCHESTRATOR`` set to a nonzero integer (C's ``atoi``): the backend spawns
+    the engines' ranks itself; ``0`` or a word is not orchestrator mode."""
     (words,) = split_script("tritonserver --model-repository=/trtllm_repo")
-    found = triton_launch(words, env=Env({"TRTLLM_ORCHESTRATOR": "1"}, k8s=False))
-    assert found is not None and isinstance(found.world, Unresolved)
+    for value in ("1", "2", " 01x"):
+        found = triton_launch(words, env=Env({"TRTLLM_ORCHESTRATOR": value}, k8s=False))
+        assert found is not None and isinstance(found.world, Unresolved)
+    for value in ("0", "yes", ""):
+        found = triton_launch(words, env=Env({"TRTLLM_ORCHESTRATOR": value}, k8s=False))
+        assert found is not None and found.world is None
     plain = triton_launch(words)
     assert plain is not None and plain.world is None and plain.repository == "/trtllm_repo"
 
