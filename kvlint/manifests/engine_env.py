@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
 from functools import cache
 
 from kvlint.engines import load_engines
@@ -78,27 +79,101 @@ class EngineInvocation:
     index: int
     env: Env = field(compare=False, repr=False)
     position: int = 0
+    alternative: str | None = None
+    """The ``case`` branch (its patterns) of a script that serves one of several presets,
+    when this command's variables differ between them; ``None`` otherwise."""
 
 
 _OPENERS = frozenset({"if", "while", "until", "for", "case", "select"})
 _CLOSERS = frozenset({"fi", "done", "esac"})
+_LOOPS = frozenset({"while", "until", "for", "select"})
 _DECLARE = frozenset({"export", "declare", "typeset", "local", "readonly"})
+_MOST_PRESETS = 32
+"""The most alternatives a script's ``case`` statements make (their product); past it the
+script is read as one server whose differing variables are unresolved."""
+
+
+@dataclass
+class _Case:
+    """A ``case`` statement being walked: its subject word, the alternatives before it,
+    whether it may pick presets (not inside a loop: an option loop's ``case`` reads
+    arguments), and each branch's patterns, assignments (in order, each marked conditional
+    or not) and whether it runs on (a branch that ``exit`` s is no alternative)."""
+
+    depth: int
+    subject: Word | None
+    before: list[tuple[str, Env]]
+    selects: bool
+    labels: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    steps: list[tuple[Mapping[str, str], bool]] | None = None
+    live: bool = True
+    branches: list[tuple[tuple[str, ...], list[tuple[Mapping[str, str], bool]], bool]] = \
+        field(default_factory=list)
+
+    def close_branch(self) -> None:
+        if self.steps is not None:
+            self.branches.append((tuple(self.labels), self.steps, self.live))
+        self.labels, self.steps, self.live = [], None, True
+
+    def worlds(self) -> list[tuple[str, Env]]:
+        """Each alternative before the statement, with the assignments of each branch it
+        may take: every branch that runs on, or, after earlier presets, the first whose
+        pattern matches the subject where a preset gives it a value (none: the preset as it
+        was). The plain run (:mod:`.shell_plain_run`) has already kept only the branch of
+        a first ``case`` whose subject the script fixes; any other value it left is the
+        caller's to choose (``${OTHER:-awq}``)."""
+        out: list[tuple[str, Env]] = []
+        for label, base in self.before:
+            value = base.expand(self.subject.text, k8s=False) \
+                if self.subject is not None and len(self.before) > 1 else None
+            taken = self.branches
+            if isinstance(value, str):
+                taken = [next((b for b in self.branches
+                               if any(fnmatchcase(value, p) for p in b[0])),
+                              ((), [], True))]
+            for patterns, steps, live in taken:
+                if not live:
+                    continue
+                env = base
+                for assigned, conditional in steps:
+                    env = _apply(env, assigned, conditional=conditional)
+                pattern = "|".join(patterns) if len(taken) > 1 else ""
+                out.append((", ".join(s for s in (label, pattern) if s), env))
+        return out
 
 
 def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
-                       images: Callable[[int], str | None] | None = None
-                       ) -> list[EngineInvocation]:
+                       images: Callable[[int], str | None] | None = None,
+                       presets: bool = False) -> list[EngineInvocation]:
     """Every engine command in ``commands`` (from :func:`split_script`, or one exec-form
     command), each parsed with the environment at that point: assignments
     (``TP=$((A * B))``, ``export X=...``) made by earlier commands apply; a variable given
     different values in different ``if`` branches becomes unresolved; a command's own
     ``KEY=VALUE`` prefix applies to it alone. ``images``: the image each command (by
     position) runs in, where the caller knows it, so a ``tritonserver`` in a TensorRT-LLM
-    Triton image is read as that engine (:mod:`.triton_launch`)."""
+    Triton image is read as that engine (:mod:`.triton_launch`).
+
+    ``presets``: a script that picks its model in a ``case`` statement (``case $1 in
+    glm-4) MODEL=...;; qwen2) MODEL=...;; *) exit 1;; esac``) serves one of several: an
+    engine command whose variables differ between the branches is found once per branch
+    that does not exit, each with its :attr:`EngineInvocation.alternative` (the branch's
+    patterns), rather than once with those variables unresolved."""
     found: list[EngineInvocation] = []
     depth = 0
+    openers: list[str] = []
+    cases: list[_Case] = []
+    worlds: list[tuple[str, Env]] = []
     for position, command in enumerate(commands):
         words = list(command)
+        top = cases[-1] if cases else None
+        if top is not None and depth == top.depth and len(words) == 1 and \
+                words[0].ends in (")", "|"):  # a branch's pattern: a|b)
+            top.pending.append(words[0].text)
+            if words[0].ends == ")":
+                top.close_branch()
+                top.labels, top.pending, top.steps = top.pending, [], []
+            continue
         while words and words[0].text in ("then", "do", "else", "{", "!", "elif", "time"):
             words = words[1:]
         if not words:
@@ -106,9 +181,26 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
         head = words[0].text
         if head in _OPENERS:
             depth += 1
+            openers.append(head)
+            if head == "case" and presets:
+                cases.append(_Case(depth, words[1] if len(words) > 2 else None,
+                                   worlds or [("", env)],
+                                   selects=not _LOOPS & set(openers) and not cases))
         if head in _CLOSERS:
+            if head == "esac" and cases and cases[-1].depth == depth:
+                frame = cases.pop()
+                frame.close_branch()
+                if frame.selects and (worlds or len(frame.branches) > 1):
+                    made = frame.worlds()
+                    if len(made) == 1:  # the one branch the subject's value takes
+                        env = made[0][1]
+                    worlds = made if 1 < len(made) <= _MOST_PRESETS else []
             depth = max(0, depth - 1)
+            if openers:
+                openers.pop()
             continue
+        if head in ("exit", "return") and top is not None and depth == top.depth:
+            top.live = False
         if head in ("if", "while", "until"):  # the condition is a command of its own
             words = words[1:]
             while words and words[0].text == "!":
@@ -121,30 +213,58 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
                 if position and words[0].joined else True
             if runs is not False:  # False: a guard kvlint can read says it does not run
                 env = _apply(env, assigned, conditional=depth > 0 or runs is None)
+                for frame in cases:
+                    if frame.steps is not None:
+                        frame.steps.append((assigned, depth > frame.depth or runs is None))
+                worlds = [(label, _apply(world, assigned, conditional=depth > 0 or
+                                         runs is None)) for label, world in worlds]
             continue
-        prefix, rest = split_env_prefix(words)
-        hit = find_program([_program(w.text, env) if i < 3 else w.text
-                            for i, w in enumerate(rest)])
-        local = env.assign(prefix) if prefix else env
-        if hit is None:
-            triton = triton_launch(rest, env=local,
-                                   image=images(position) if images else None)
-            if triton is not None:
-                found.append(EngineInvocation(
-                    engine="trtllm", args=triton_args(triton), line=triton.line,
-                    words=tuple(rest), index=triton.program + 1, env=local,
-                    position=position))
-            continue
-        engine, program, index = hit
-        args = with_env(parse_engine_args(
-            engine, command_arguments(engine, rest, program, index), local), local)
-        if any(w.text.removeprefix("-m") in WRAPPER_MODULES for w in rest[program:index]):
-            # python -m dynamo.X adds its own options to the engine's: not judged
-            args = judge_known_options_only(args)
-        found.append(EngineInvocation(engine=engine, args=args, line=rest[program].line,
-                                      words=tuple(rest), index=index, env=local,
-                                      position=position))
+        variants: list[tuple[str | None, Env]] = [*(_variants(words, worlds) if not cases
+                                                     else [])] or [(None, env)]
+        for label, world in variants:
+            invocation = _invocation(words, world, position, images)
+            if invocation is not None:
+                found.append(replace(invocation, alternative=label) if label else invocation)
     return found
+
+
+def _variants(words: Sequence[Word], worlds: list[tuple[str, Env]]
+              ) -> list[tuple[str, Env]]:
+    """The alternatives ``words`` runs differently in: ``worlds`` when a variable it names
+    has different values in two of them, otherwise none."""
+    if len(worlds) < 2:
+        return []
+    names = {m.group(0).strip("${}") for w in words if not w.literal
+             for m in _REFERENCE.finditer(w.text)}
+    for name in names:
+        seen = {str(world.get(name)) for _, world in worlds}
+        if len(seen) > 1:
+            return worlds
+    return []
+
+
+def _invocation(words: list[Word], env: Env, position: int,
+                images: Callable[[int], str | None] | None) -> EngineInvocation | None:
+    """The engine command ``words`` is, in ``env`` (``None``: none)."""
+    prefix, rest = split_env_prefix(words)
+    hit = find_program([_program(w.text, env) if i < 3 else w.text
+                        for i, w in enumerate(rest)])
+    local = env.assign(prefix) if prefix else env
+    if hit is None:
+        triton = triton_launch(rest, env=local, image=images(position) if images else None)
+        if triton is None:
+            return None
+        return EngineInvocation(engine="trtllm", args=triton_args(triton), line=triton.line,
+                                words=tuple(rest), index=triton.program + 1, env=local,
+                                position=position)
+    engine, program, index = hit
+    args = with_env(parse_engine_args(
+        engine, command_arguments(engine, rest, program, index), local), local)
+    if any(w.text.removeprefix("-m") in WRAPPER_MODULES for w in rest[program:index]):
+        # python -m dynamo.X adds its own options to the engine's: not judged
+        args = judge_known_options_only(args)
+    return EngineInvocation(engine=engine, args=args, line=rest[program].line,
+                            words=tuple(rest), index=index, env=local, position=position)
 
 
 _REFERENCE = re.compile(r"\$(?:\{\w+\}|\w+)")

@@ -555,7 +555,7 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         container = containers.get(position)
         return container.image.value if container is not None else None
 
-    for invocation in engine_invocations(rewritten, env, images=image_of):
+    for invocation in engine_invocations(rewritten, env, images=image_of, presets=True):
         nodes = invocation.args.nnodes
         one_node = not cluster and (nodes is None or
                                     (isinstance(nodes, Located) and nodes.value == 1))
@@ -569,13 +569,16 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
             version = replace(pinned, line=invocation.line) if pinned is not None else None
         source = f"docker run {image.value}" if image else "script"
         args, settings, read = _config_file(invocation, ran, ctx, text)
+        preset = invocation.alternative
         served = served_model(
-            Origin(ctx, kind, line=invocation.line),
+            Origin(ctx, kind, name=f"case {preset}" if preset else "", line=invocation.line),
             engine=Located(invocation.engine, invocation.line, None, source),
             args=args, image=image, version=version,
             hardware=Hardware(gpus=(ran.gpus if ran else None) or _bare_gpus(
                 args, invocation.env, invocation.line, one_node)),
-            notes=[*notes, *read, *_called(calls, invocation.line)],
+            notes=[*notes, *read, *_called(calls, invocation.line),
+                   *([f"one of the script's presets: its case branch {preset})"]
+                     if preset else [])],
             **settings)
         detached = detached_options(rewritten, invocation.position, invocation.engine,
                                     comments)
@@ -583,7 +586,8 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         out.append(replace(served, engine_problems=(*served.engine_problems, *more))
                    if more else served)
         # a server on other nodes or from a called script: not judged beside the others
-        one_host = one_node and not _called(calls, invocation.line)
+        # (a preset is one of several the script may start, never beside the others)
+        one_host = one_node and not _called(calls, invocation.line) and not preset
         running.append((invocation, ran) if one_host else None)
     if kind == "shell-script" and len(out) > 1:
         return _side_by_side(out, running, text)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kvlint.manifests.yaml_marks import LStr
 
@@ -43,6 +43,9 @@ class Word:
     joined: str = field(default="", compare=False, repr=False)
     """On a command's first word: ``&&`` or ``||`` when that operator joins the command to
     the one before it (it runs only when that one succeeds, or fails)."""
+    ends: str = field(default="", compare=False, repr=False)
+    """On a command's last word: ``)`` or ``|`` when that character ended the command (a
+    ``case`` branch's patterns are written ``a|b)``); "" otherwise."""
 
 
 _SEPARATORS = frozenset(";&|\n()")
@@ -344,6 +347,9 @@ class _Splitter:
                 had = bool(self.current) or self.start >= 0
                 self.end_command()
                 pair = text[i:i + 2]
+                if had and (c == ")" or (c == "|" and pair != "||")):
+                    last = self.commands[-1]
+                    last[-1] = replace(last[-1], ends=c)
                 if pair in ("&&", "||"):
                     self.join = pair
                     i += 2

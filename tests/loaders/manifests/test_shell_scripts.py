@@ -566,8 +566,6 @@ vllm serve "$MODEL" --tensor-parallel-size "$TP"
     ('${1:-"awq"}', "Qwen/Qwen2.5-7B-Instruct-AWQ", 1),
     ("${MODE:-fp16}", "Qwen/Qwen2.5-7B-Instruct", 2),
     ("int4", "Qwen/Qwen2.5-7B-Instruct-AWQ", 1),
-    ("$(cat mode.txt)", None, None),             # not known: the branches disagree
-    ("${OTHER:-awq}", None, None),               # another variable: the environment decides
 ])
 def test_a_case_on_the_scripts_own_mode_takes_the_plain_runs_branch(
         mode: str, model: str | None, tp: int | None) -> None:
@@ -579,6 +577,16 @@ def test_a_case_on_the_scripts_own_mode_takes_the_plain_runs_branch(
             "$" not in found["model"] else None) == model
     assert (found["tp"] if isinstance(found["tp"], int) else None) == tp
     assert found["line"] == 13
+
+
+@pytest.mark.parametrize("mode", ["$(cat mode.txt)", "${OTHER:-awq}"])
+def test_a_case_on_a_mode_kvlint_cannot_read_serves_each_branch_as_a_preset(
+        mode: str) -> None:
+    # a file's contents, or another variable the environment sets: not known, so each
+    # branch that runs on is one of the script's presets (the one that exits is none)
+    found = served(CASE_SCRIPT.format(mode=mode))
+    assert [(f["model"], f["tp"], f["line"]) for f in found] == [
+        ("Qwen/Qwen2.5-7B-Instruct", 2, 13), ("Qwen/Qwen2.5-7B-Instruct-AWQ", 1, 13)]
 
 
 MODES_SCRIPT = """\
