@@ -11,6 +11,7 @@ defaults for the rest, and leaves anything else unresolved (the shell's). The se
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -421,6 +422,21 @@ def _no_gpu_access(service: dict[str, Any], env: dict[str, Any],
     return image is not None and (family is None or family.value.startswith("CPU"))
 
 
+_OVERLAY_TAGS = frozenset({"!override", "!reset"})
+_OVERLAY_NAME = re.compile(r"(?:docker-)?compose\.override\.ya?ml", re.IGNORECASE)
+
+
+def _overlay(service: dict[str, Any], ctx: DocumentContext) -> bool:
+    """Whether the service is part of an overlay: a file Compose merges onto a base one
+    (``-f docker-compose.yml -f docker-compose.gpu.yml``, or ``docker-compose.override.yml``
+    merged by default), told by its name or by the merge tags only an overlay uses
+    (``!override``, ``!reset``: the Compose file reference, "Merge Compose files"; compose-go
+    PR 552, Compose 2.24)."""
+    tags = getattr(service, "value_tags", {})
+    return bool(_OVERLAY_TAGS & set(tags.values())) or \
+        _OVERLAY_NAME.fullmatch(os.path.basename(ctx.path)) is not None
+
+
 def _dotenv_beside(ctx: DocumentContext) -> dict[str, str]:
     """The variables of the ``.env`` file in the compose file's directory, read as manifests
     are (inside the linted tree, bounded) and recorded for the result cache; none for stdin
@@ -557,7 +573,11 @@ class ComposeParser(ManifestParser):
             if isinstance(out, Unresolved):
                 notes.append(f"{word.text} in the command is {out.reason}")
         gpus = _service_gpus(_gpus(service), args, env)
-        if gpus is None and _no_gpu_access(service, env, image):
+        if gpus is None and _overlay(service, ctx):
+            notes.append("an overlay file (Compose merges it onto the base file it is run "
+                         "with, whose GPU reservation this file does not show): GPUs not "
+                         "judged")
+        elif gpus is None and _no_gpu_access(service, env, image):
             gpus = Located(0, key_line(service, "image") or engine.line, None,
                            no_gpu_source(NO_GPU, engine.value, image))
         version, more = settle_version(engine.value, image)

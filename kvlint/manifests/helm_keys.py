@@ -59,6 +59,7 @@ from kvlint.manifests.yaml_values import (
     model_value,
     node_line,
     plain_map,
+    to_int,
     value_line,
     values_tpl,
     words_of,
@@ -104,12 +105,14 @@ def _options(engine: str) -> frozenset[str]:
 
 def _maps(node: dict[str, Any], depth: int, path: str = ""
           ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(dotted path, map)`` of ``node`` and its maps, ``depth`` levels down."""
+    """``(dotted path, map)`` of ``node`` and its maps, ``depth`` levels down, but not a
+    section the values switch off (``distributed: {enabled: false, tensorParallelSize:
+    16}``: a mode the chart's templates do not render)."""
     yield path, node
     if depth <= 0:
         return
     for key, value in node.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and value.get("enabled") is not False:
             yield from _maps(value, depth - 1, f"{path}.{key}" if path else str(key))
 
 
@@ -492,7 +495,9 @@ class GenericValuesParser(ManifestParser):
                                           (device_key,))
         if gpus is None:  # a chart's own count key (amdGpus: '4', gpuCount: 2)
             for path, node in _maps(scope, 2):
-                count = next((k for k in GPU_COUNT_KEYS if k in node), None)
+                count = next((k for k in GPU_COUNT_KEYS if k in node), None) or \
+                    ("gpu" if path.rsplit(".", 1)[-1] == "resources" and
+                     to_int(node.get("gpu")) is not None else None)
                 if count is not None:
                     gpus = loc_int(node, count,
                                    f"the values key {f'{path}.{count}' if path else count}")

@@ -122,6 +122,9 @@ class LDict(dict[str, Any]):
     column: int
     key_lines: dict[object, tuple[int, int]]
     value_lines: dict[object, tuple[int, int]]
+    value_tags: dict[object, str] = {}  # noqa: RUF012 - replaced, never mutated, when set
+    """The local tag a value carries (``volumes: !override``, ``command: !reset``), by key:
+    read as the plain value, the tag kept for a parser that gives it a meaning."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -346,6 +349,8 @@ class _Builder:
                 size += n + 1
             km = key_node.start_mark
             vm = value_node.start_mark
+            if value_node.tag[0] == "!":  # a local tag (the standard ones are tag:yaml.org)
+                out.value_tags = {**out.value_tags, key: value_node.tag}
             out[key] = value
             key_lines[key] = (km.line + 1, km.column + 1)
             value_lines[key] = (vm.line + 1, vm.column + 1)

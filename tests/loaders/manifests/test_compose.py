@@ -215,6 +215,26 @@ def test_a_service_that_reserves_no_gpu(image: str, more: str, gpus: int | None)
     assert v(m.gpus) == gpus
 
 
+@pytest.mark.parametrize(("more", "path"), [
+    ("    volumes: !override\n      - cache:/root/.cache\n", "compose.sglang.yml"),
+    ("    ports: !reset []\n", "docker-compose.gpu.yml"),
+    ("", "docker-compose.override.yml"),  # merged onto docker-compose.yml by default
+    ("", "compose.override.yaml"),
+])
+def test_an_overlay_file_leaves_the_gpus_to_its_base_file(more: str, path: str) -> None:
+    # docker compose -f docker-compose.yml -f docker-compose.sglang.yml up: the base file's
+    # GPU reservation is merged in, so an overlay reserving none is not "no GPU" (KV206)
+    (m,) = extract_text(NO_GPU.format(image="vllm/vllm-openai:v0.9.2", more=more), path)
+    assert m.gpus is None
+    assert any("overlay" in note for note in m.notes)
+
+
+def test_a_file_with_no_merge_tag_and_a_plain_name_is_no_overlay() -> None:
+    (m,) = extract_text(NO_GPU.format(image="vllm/vllm-openai:v0.9.2",
+                                      more="    labels: !Ref x\n"), "docker-compose.yml")
+    assert v(m.gpus) == 0
+
+
 def test_kv206_flags_a_service_with_no_gpu_but_not_llama_cpp(tmp_path: Path) -> None:
     import json
 

@@ -387,3 +387,32 @@ def test_a_command_key_of_another_program_is_not_read() -> None:
         """)
     assert v(m.engine) == "vllm" and v(m.max_model_len) == 4096
     assert not any("command line" in n for n in m.notes) and m.engine_problems == ()
+
+
+def test_a_section_the_values_switch_off_gives_nothing() -> None:
+    """A chart of deployment modes (``single``, ``distributed``, ``lws``), each a section
+    with ``enabled``: the disabled modes' tensorParallelSize is not the served model's, and
+    ``resources.gpu`` is the chart's own GPU count (in the shape of a public SGLang chart)."""
+    (m,) = served("""\
+        global:
+          image:
+            repository: lmsysorg/sglang
+            tag: latest
+          model:
+            path: "/model"
+          resources:
+            gpu: 1
+            memory: "10Gi"
+        single:
+          enabled: true
+          server:
+            attentionBackend: flashinfer
+        distributed:
+          enabled: false
+          nodes: 2
+          tensorParallelSize: 16
+        lws:
+          enabled: false
+          tensorParallelSize: 16
+        """)
+    assert (v(m.engine), v(m.model), v(m.tp), v(m.gpus)) == ("sglang", "/model", None, 1)

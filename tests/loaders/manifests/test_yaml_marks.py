@@ -205,3 +205,17 @@ def test_load_speed() -> None:
 def test_mustaches_in_comments_do_not_make_a_template() -> None:
     result = load_documents("# see {{ .Values.x }}\na: [1\n", "bad.yaml")
     assert isinstance(result, ManifestProblem) and result.kind == "invalid-yaml"
+
+
+def test_a_local_tag_on_a_value_is_kept_by_key() -> None:
+    """Compose's merge tags (``!override``, ``!reset``) are read as the plain value, the tag
+    kept on the mapping for a parser that gives it a meaning; standard tags are not kept."""
+    from kvlint.manifests.yaml_marks import load_documents
+
+    docs = load_documents("services:\n  llm:\n    image: x\n    volumes: !override\n"
+                          "      - a:/b\n    ports: !reset []\n    labels: !!str 1\n", "c.yml")
+    assert isinstance(docs, list)
+    llm = docs[0]["services"]["llm"]
+    assert llm == {"image": "x", "volumes": ["a:/b"], "ports": [], "labels": "1"}
+    assert llm.value_tags == {"volumes": "!override", "ports": "!reset"}
+    assert docs[0].value_tags == {}
