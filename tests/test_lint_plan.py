@@ -753,3 +753,21 @@ def test_sglang_disable_cuda_graph_reaches_the_graph_state(tmp_path: Path, extra
     result = only(as_json("lint", str(compose), "--gpu", "H200",
                           *model_map("org/scout", scout)))
     assert ("KV504" in [code for code, _ in codes(result)]) is flagged
+
+
+def test_gpu_alternatives_are_judged_on_the_smallest(tmp_path: Path) -> None:
+    """SkyPilot ``accelerators: {L4: 1, T4: 1}``: the launcher may place the server on
+    either, so it must start on the 16 GB T4 too; Llama-3.1-8B's 16.1 GB of weights do not
+    fit there (KV503), whichever GPU --gpu names."""
+    path = tmp_path / "serve.yaml"
+    path.write_text("resources:\n  accelerators: {L4: 1, T4: 1}\n"
+                    "run: |\n  vllm serve org/llama --max-model-len 1024\n", encoding="utf-8")
+    result = only(as_json("lint", str(path), "--gpu", "H100-80GB",
+                          *model_map("org/llama", LLAMA31_8B)))
+    assert result["capacity"]["gpu"] == "T4"
+    assert result["capacity"]["gpu_source"].endswith("T4, the smallest of L4 | T4 (line 2)")
+    assert sorted(c for c, _ in codes(result)) == ["KV304", "KV503"]  # KV304: no version
+    # one alternative kvlint does not know: no GPU is chosen from the alternatives
+    path.write_text(path.read_text().replace("T4: 1", "Mystery9: 1"), encoding="utf-8")
+    result = only(as_json("lint", str(path), *model_map("org/llama", LLAMA31_8B)))
+    assert result["capacity"] is None or result["capacity"]["gpu"] != "L4"

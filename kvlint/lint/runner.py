@@ -127,7 +127,7 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
     version = served.engine_version
     gpu, gpu_source = base.gpu, base.gpu_source
     memory, memory_source = base.gpu_memory_bytes, base.gpu_memory_source
-    named = served.gpu_type
+    named = _smallest_alternative(served.gpu_type)
     if named is not None and base.gpu is not None and named.source == COMMENT_SOURCE:
         named = None  # --gpu (or a setting) wins over a GPU only a comment names
     if named is not None and _known_gpu(named.value):  # the manifest's GPU wins: --gpu and
@@ -249,6 +249,20 @@ def _same_gpu(one: str, other: str) -> bool:
     from kvlint.model.hardware import find_gpu
 
     return find_gpu(one).name == find_gpu(other).name if _known_gpu(one) else False
+
+
+def _smallest_alternative(named: Located[str] | None) -> Located[str] | None:
+    """GPU types given as alternatives (SkyPilot's ``{L4: 1, T4: 1}``, read ``L4 | T4``: the
+    launcher may place the server on any): the one with the least memory, where the server
+    must start too; ``named`` as it is when one of them is unknown."""
+    names = [n.strip() for n in str(named.value).split(" | ")] if named else []
+    if named is None or len(names) < 2 or not all(map(_known_gpu, names)):
+        return named
+    from kvlint.model.hardware import find_gpu
+
+    least = min(names, key=lambda n: find_gpu(n).memory_bytes)
+    return replace(named, value=least, source=f"{named.source or 'the manifest'}: {least}, "
+                   f"the smallest of {' | '.join(names)}")
 
 
 @cache
