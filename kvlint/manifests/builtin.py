@@ -29,6 +29,7 @@ PARSERS: tuple[tuple[str, str], ...] = (
     ("kubeai", "kvlint.manifests.platforms:KubeAIModelParser"),
     ("kthena", "kvlint.manifests.platforms:KthenaParser"),
     ("llmaz", "kvlint.manifests.platforms:LlmazParser"),
+    ("nebari", "kvlint.manifests.serving_packs:NebariLLMModelParser"),
     ("helm-production-stack", "kvlint.manifests.helm:ProductionStackValuesParser"),
     ("helm-llm-d", "kvlint.manifests.helm:LlmdModelServiceValuesParser"),
     ("helm-vllm-chart", "kvlint.manifests.helm:VllmChartValuesParser"),

@@ -55,7 +55,7 @@ from kvlint.manifests.yaml_values import (
     value_line,
 )
 
-__all__ = ["KthenaParser", "KubeAIModelParser", "LlmazParser"]
+__all__ = ["KthenaParser", "KubeAIModelParser", "LlmazParser", "ResourceModel", "serve_pod"]
 
 GPU = Located[int] | Unresolved | None
 Model = Located[str] | Unresolved | None
@@ -89,7 +89,7 @@ class ResourceModel:
 NO_RESOURCE_MODEL = ResourceModel()
 
 
-def _serve(origin: Origin, pod: dict[str, Any], *, hardware: Hardware, notes: list[str],
+def serve_pod(origin: Origin, pod: dict[str, Any], *, hardware: Hardware, notes: list[str],
            resource: ResourceModel = NO_RESOURCE_MODEL,
            extra_env: Mapping[str, str | None] | None = None,
            runs: list[Run] | None = None) -> list[ServedModel]:
@@ -232,7 +232,7 @@ class KubeAIModelParser(ManifestParser):
         for key in ("replicas", "minReplicas", "maxReplicas"):
             if spec.get(key) is not None:
                 notes.append(f"{key}: {spec[key]}, each replica with the GPUs reported")
-        return _serve(Origin(ctx, self.name, name=name), {"containers": [container]},
+        return serve_pod(Origin(ctx, self.name, name=name), {"containers": [container]},
                       hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
                       resource=ResourceModel(model=model, placed=flag, version=version))
 
@@ -399,7 +399,7 @@ class KthenaParser(ManifestParser):
                     f"model served by {workers + 1} pods")
         gpus = lead_and_workers_gpus(lead, work, workers,
                                      f"an entry and workerReplicas {workers}", "entry")
-        return _serve(Origin(ctx, self.name, name=object_name(document), role=name), used,
+        return serve_pod(Origin(ctx, self.name, name=object_name(document), role=name), used,
                       hardware=Hardware(gpus=gpus), notes=[*more, *gpu_notes], runs=runs)
 
     def _booster(self, ctx: DocumentContext, document: Any,
@@ -447,7 +447,7 @@ class KthenaParser(ManifestParser):
             pod = {"containers": [container], "affinity": get_map(worker, "affinity") or {}}
             per_pod, gpu_notes = pod_gpus(pod)
             gpus = group_gpus(per_pod, pods, f"pods {pods}")
-            out.extend(_serve(Origin(ctx, self.name, name=name, role=role), pod,
+            out.extend(serve_pod(Origin(ctx, self.name, name=name, role=role), pod,
                               hardware=Hardware(gpus=gpus), notes=[*more, *gpu_notes],
                               resource=ResourceModel(model=model, placed=path),
                               extra_env={"VLLM_USE_V1": "1"}))
@@ -708,7 +708,7 @@ class LlmazParser(ManifestParser):
         pod = {"containers": [container]}
         gpus, gpu_notes = pod_gpus(pod)
         notes += [*more, *gpu_notes, *replicas_notes(spec, what="Playground replicas")]
-        return _serve(Origin(ctx, self.name, name=object_name(document)), pod,
+        return serve_pod(Origin(ctx, self.name, name=object_name(document)), pod,
                       hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=notes,
                       resource=ResourceModel(model=model, placed=path, version=version))
 
@@ -747,7 +747,7 @@ class LlmazParser(ManifestParser):
         gpus = lead_and_workers_gpus(lead, work, size - 1, f"workloadTemplate.size {size}", "entry")
         if size > 1:
             notes.append(f"workloadTemplate.size {size}: one model served by {size} pods")
-        return _serve(Origin(ctx, self.name, name=object_name(document)), main,
+        return serve_pod(Origin(ctx, self.name, name=object_name(document)), main,
                       hardware=Hardware(gpus=gpus, gpu_type=gpu_type), notes=[*notes, *gpu_notes],
                       resource=ResourceModel(model=model, placed=path), runs=runs)
 
@@ -779,7 +779,7 @@ class LlmazParser(ManifestParser):
         model = Unresolved("a BackendRuntime is a template: the model comes from the "
                            "Playground that uses it", key_line(spec, "recommendedConfigs") or
                            node_line(spec), None, "{{ .ModelPath }}")
-        return _serve(Origin(ctx, self.name, name=name), pod,
+        return serve_pod(Origin(ctx, self.name, name=name), pod,
                       hardware=Hardware(gpus=gpus),
                       notes=["an llmaz BackendRuntime is a template: the model and its "
                              "flavor come from the Playground that uses it", *gpu_notes],

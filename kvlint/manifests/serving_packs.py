@@ -1,0 +1,121 @@
+"""Serving packs: operators that turn a short model resource into a vLLM pod. Nebari's LLM
+serving pack (``llm.nebari.dev`` ``LLMModel``) is read here; the pod machinery is
+:mod:`.platforms`' (:func:`~kvlint.manifests.platforms.serve_pod`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
+from kvlint.manifests.engine_launch import Hardware, Origin
+from kvlint.manifests.kubernetes import int_at
+from kvlint.manifests.platforms import ResourceModel, serve_pod
+from kvlint.manifests.yaml_values import (
+    get_list,
+    get_map,
+    get_str,
+    is_object,
+    key_line,
+    lstr,
+    node_line,
+    object_name,
+    value_line,
+)
+
+__all__ = ["NEBARI_DEFAULT_IMAGE", "NebariLLMModelParser"]
+
+NEBARI_DEFAULT_IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.7.0"
+"""The operator's ``LLM_DEFAULT_SERVING_IMAGE`` default (operator/internal/config/config.go
+@502536264e025064eaf38143a0ed31e86ab127dc): an installation may set another."""
+_COMMAND = ("python3", "-m", "vllm.entrypoints.openai.api_server")
+
+
+class NebariLLMModelParser(ManifestParser):
+    """Nebari LLM serving pack ``llm.nebari.dev`` ``LLMModel``. The operator builds one
+    Deployment whose ``vllm`` container runs ``spec.serving.command`` (default ``python3 -m
+    vllm.entrypoints.openai.api_server``) with ``--model <the model's storage path>
+    --served-model-name <spec.model.name> --tensor-parallel-size <spec.serving.
+    tensorParallelism, default spec.resources.gpu.count> --data-parallel-size <spec.serving.
+    dataParallelism, default 1>``, then ``spec.serving.vllmArgs``, then
+    ``spec.advanced.vllm.extraArgs``; its GPU limit is ``spec.resources.gpu.count``
+    (``nvidia.com/gpu``, over ``spec.resources.limits``), its environment
+    ``spec.advanced.vllm.extraEnv``, its node selector ``spec.advanced.vllm.nodeSelector``.
+    The image is ``spec.serving.image``, else the installation's default (the version is then
+    unresolved). The served model is ``spec.model.name`` (a Hugging Face id for ``source:
+    huggingface``); ``replicas`` copies of the pod each get the GPUs reported.
+
+    Read: nebari-dev/llm-serving-pack@502536264e025064eaf38143a0ed31e86ab127dc
+    operator/api/v1alpha1/llmmodel_types.go, operator/internal/controller/reconcilers/
+    modelservice.go (buildVLLMContainer, buildVLLMArgs, buildResourceLimits) and
+    operator/internal/config/config.go.
+    """
+
+    name = "nebari"
+
+    def detect(self, document: object, ctx: DocumentContext) -> bool:
+        return is_object(document, ("llm.nebari.dev/",), ("LLMModel",))
+
+    def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
+        spec = get_map(document, "spec") or {}
+        model_spec = get_map(spec, "model") or {}
+        serving = get_map(spec, "serving") or {}
+        resources = get_map(spec, "resources") or {}
+        gpu = get_map(resources, "gpu") or {}
+        vllm = get_map(get_map(spec, "advanced"), "vllm") or {}
+        name = get_str(model_spec, "name")
+        if not name:
+            return []
+        model_line = value_line(model_spec, "name") or node_line(model_spec)
+        source = get_str(model_spec, "source") or "huggingface"
+        notes: list[str] = []
+        model: Located[str] | Unresolved
+        if source == "huggingface":
+            model = Located(name, model_line, None, "spec.model.name")
+        else:
+            model = Unresolved(f"spec.model.source {source}: the weights come from "
+                               f"{get_str(model_spec, 'image') or 'storage'}, not a Hub id",
+                               model_line, None, name)
+        count = int_at(gpu, "count", "spec.resources.gpu.count")
+        tp_line = value_line(serving, "tensorParallelism") or value_line(gpu, "count")
+        tp = serving.get("tensorParallelism", gpu.get("count"))
+        dp = serving.get("dataParallelism", 1)
+        args: list[Any] = [
+            lstr("--model", model_line), lstr(f"/models/{object_name(document) or 'model'}",
+                                              model_line),
+            lstr("--served-model-name", model_line), lstr(name, model_line),
+            lstr("--tensor-parallel-size", tp_line), lstr(str(tp), tp_line),
+            lstr("--data-parallel-size", value_line(serving, "dataParallelism") or tp_line),
+            lstr(str(dp), value_line(serving, "dataParallelism") or tp_line),
+            *(get_list(serving, "vllmArgs") or []), *(get_list(vllm, "extraArgs") or [])]
+        command = get_list(serving, "command") or [
+            lstr(w, key_line(document, "spec")) for w in _COMMAND]
+        limits = dict(get_map(resources, "limits") or {})
+        if isinstance(count, Located) and count.value > 0:
+            limits["nvidia.com/gpu"] = gpu["count"]
+        container: dict[str, Any] = {
+            "name": "vllm", "command": command, "args": args,
+            "env": get_list(vllm, "extraEnv") or [],
+            "resources": {"limits": limits, "requests": get_map(resources, "requests") or {}}}
+        image = get_str(serving, "image")
+        version: Unresolved | None = None
+        if image:
+            container["image"] = serving["image"]
+        else:
+            version = Unresolved(
+                "no spec.serving.image: the image is the operator's LLM_DEFAULT_SERVING_IMAGE "
+                f"(by default {NEBARI_DEFAULT_IMAGE}), not in the manifest",
+                key_line(spec, "serving") or model_line, None, NEBARI_DEFAULT_IMAGE)
+        pod: dict[str, Any] = {"containers": [container]}
+        if get_map(vllm, "nodeSelector"):
+            pod["nodeSelector"] = vllm["nodeSelector"]
+        replicas = serving.get("replicas")
+        if isinstance(replicas, int) and replicas != 1:
+            notes.append(f"spec.serving.replicas {replicas}: each replica with the GPUs "
+                         "reported")
+        gpu_type = get_str(gpu, "type")
+        if gpu_type and gpu_type.lower() != "nvidia":
+            notes.append(f"spec.resources.gpu.type {gpu_type}: the operator still asks for "
+                         "nvidia.com/gpu")
+        return serve_pod(Origin(ctx, self.name, name=object_name(document)), pod,
+                         hardware=Hardware(gpus=count), notes=notes,
+                         resource=ResourceModel(model=model, placed=None, version=version))
