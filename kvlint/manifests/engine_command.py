@@ -37,6 +37,7 @@ from kvlint.manifests.cli_options import (
 from kvlint.manifests.model_overrides import config_overrides
 from kvlint.manifests.shell_env import Env, Token, expand_words
 from kvlint.manifests.shell_words import Word
+from kvlint.model.engine_args import EngineArgProblem
 
 __all__ = [
     "EngineArgs",
@@ -121,6 +122,9 @@ class EngineArgs:
     ``--rope-theta``; SGLang ``--json-model-override-args``), as canonical JSON text
     (:mod:`.model_overrides`)."""
     notes: tuple[str, ...] = ()
+    refused: tuple[EngineArgProblem, ...] = ()
+    """What is wrong with the command line whatever the engine's version (KV707: the engine
+    command is an argument of another command)."""
     options: Mapping[str, Located[Any] | Unresolved] = field(
         default_factory=dict, compare=False, hash=False, repr=False)
     env: Mapping[str, Located[str] | Unresolved] = field(

@@ -27,6 +27,7 @@ from kvlint.manifests.located_str import LStr
 from kvlint.manifests.shell_env import Env, _Unset
 from kvlint.manifests.shell_words import _ASSIGNMENT, _NAME, Word, split_env_prefix
 from kvlint.manifests.triton_launch import triton_args, triton_launch
+from kvlint.model.engine_args import EngineArgProblem
 
 
 @cache
@@ -260,11 +261,42 @@ def _invocation(words: list[Word], env: Env, position: int,
     engine, program, index = hit
     args = with_env(parse_engine_args(
         engine, command_arguments(engine, rest, program, index), local), local)
+    swallowed = _swallowed(rest, program, engine)
+    if swallowed is not None:
+        args = replace(args, refused=(*args.refused, swallowed))
     if any(w.text.removeprefix("-m") in WRAPPER_MODULES for w in rest[program:index]):
         # python -m dynamo.X adds its own options to the engine's: not judged
         args = judge_known_options_only(args)
     return EngineInvocation(engine=engine, args=args, line=rest[program].line,
                             words=tuple(rest), index=index, env=local, position=position)
+
+
+_TAKES_ITS_LINE = frozenset({
+    "huggingface-cli", "hf", "modelscope", "git", "wget", "curl", "mkdir", "cp", "mv", "ln",
+    "rm", "touch", "chmod", "chown", "tar", "unzip", "cat", "ls", "sleep", "cd"})
+"""Programs that take every word after them as their own arguments and never run them as a
+command (unlike ``nohup``, ``srun``, ``uv run`` or ``docker exec``)."""
+
+
+def _swallowed(words: Sequence[Word], program: int, engine: str) -> EngineArgProblem | None:
+    """KV707: the engine's program is an argument of the command it is written into
+    (``huggingface-cli download org/m --local-dir /models python3 -m vllm...``, the lines of a
+    YAML quoted or folded string joined with spaces and no ``;`` between them)."""
+    if program == 0 or words[0].text.rsplit("/", 1)[-1] not in _TAKES_ITS_LINE:
+        return None
+    from kvlint.manifests.engine_options import engine_display
+
+    first, word = words[0], words[program]
+    shown = " ".join(w.text for w in words[:min(program, 3)])
+    where = f" on line {first.line}" if first.line else ""
+    return EngineArgProblem(
+        "swallowed", word.text,
+        f"'{word.text} ...' is part of the command '{shown} ...'{where}: nothing ends that "
+        "command before it (no ';', '&&' or line break; a YAML quoted or folded string joins "
+        f"its lines with spaces), so {first.text} takes the {engine_display(engine)} command "
+        f"as its own arguments and {engine_display(engine)} never starts. End the "
+        f"'{first.text}' command with ';' or '&&'.",
+        word.line, word.column, {"command": first.text})
 
 
 _REFERENCE = re.compile(r"\$(?:\{\w+\}|\w+)")

@@ -314,7 +314,7 @@ def engine_refusals(engine: Located[str], version: Located[str] | Unresolved | N
     cpu = _cpu_on_cuda_image(engine, image, args) \
         if isinstance(gpus, Located) and gpus.value == 0 else None
     pull = _unpublished_image(image)
-    return (*problems, *(p for p in (cpu, pull) if p is not None))
+    return (*problems, *args.refused, *(p for p in (cpu, pull) if p is not None))
 
 
 def _unpublished_image(image: Located[str] | None) -> EngineArgProblem | None:

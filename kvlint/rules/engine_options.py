@@ -1,5 +1,5 @@
 """Rules about engine command lines the engine itself refuses (KV701, KV702) or never receives
-(KV704, KV705), and engine images that cannot be pulled (KV706)."""
+(KV704, KV705, KV707), and engine images that cannot be pulled (KV706)."""
 
 from __future__ import annotations
 
@@ -335,7 +335,44 @@ class EngineImageTagUnpublished(_EngineRefusal):
     kind = "image"
 
 
+class EngineCommandSwallowed(_EngineRefusal):
+    """## What it does
+    Flags an engine command written into the command before it: nothing ends that command
+    (no `;`, `&&` or line break), and its program takes every word after it as its own
+    arguments (`huggingface-cli download`, `hf`, `git`, `wget`, `curl`, `mkdir`, `cp`,
+    `sleep`, `cd`...), never running them. The usual cause is a YAML quoted or folded string
+    (`- "a; b \n c"`, `>`), which joins its lines with spaces: a line that ends without `;`
+    runs into the next.
+
+    ## Why is this bad?
+    The engine never starts: the download (or copy, or clone) gets the engine's words as
+    file names and options and fails (`unrecognized arguments: -m --port ...`) or does
+    something else with them, and the pod or script exits or idles with no server. kvlint
+    still reads the engine command, so its other findings are about the server the file
+    means to start.
+
+    ## Example
+    ```yaml
+    args:
+      - "huggingface-cli download Qwen/Qwen3-8B --local-dir /models
+         python3 -m vllm.entrypoints.openai.api_server --model /models"
+    ```
+
+    ## Use instead
+    ```yaml
+    args:
+      - "huggingface-cli download Qwen/Qwen3-8B --local-dir /models;
+         python3 -m vllm.entrypoints.openai.api_server --model /models"
+    ```
+    """
+
+    code = "KV707"
+    name = "engine-command-swallowed"
+    severity = Severity.ERROR
+    kind = "swallowed"
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
     return [EngineOptionUnknown, EngineOptionInvalidValue, EngineOptionsDetached,
-            EnginePortNotPublished, EngineImageTagUnpublished]
+            EnginePortNotPublished, EngineImageTagUnpublished, EngineCommandSwallowed]

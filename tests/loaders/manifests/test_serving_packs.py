@@ -14,7 +14,8 @@ from kvlint.manifests.serving_packs import NEBARI_DEFAULT_IMAGE, NebariLLMModelP
 from tests.helpers import CONFIGS, ROOT
 from tests.loaders.manifests.support import model_map, parse_with
 
-FIXTURE = ROOT / "fixtures" / "operators" / "packs" / "nebari-llmmodel-vllm-qwen3-8b-llama3.1-70b.yaml"
+FIXTURE = ROOT / "fixtures" / "operators" / "packs" / \
+    "nebari-llmmodel-vllm-qwen3-8b-llama3.1-70b.yaml"
 
 
 def v(value: object) -> object:
