@@ -341,8 +341,8 @@ class EngineCommandSwallowed(_EngineRefusal):
     (no `;`, `&&` or line break), and its program takes every word after it as its own
     arguments (`huggingface-cli download`, `hf`, `git`, `wget`, `curl`, `mkdir`, `cp`,
     `sleep`, `cd`...), never running them. The usual cause is a YAML quoted or folded string
-    (`- "a; b \n c"`, `>`), which joins its lines with spaces: a line that ends without `;`
-    runs into the next.
+    (a double-quoted `- "..."` over several lines, or `>`), which joins its lines with
+    spaces: a line that ends without `;` runs into the next.
 
     ## Why is this bad?
     The engine never starts: the download (or copy, or clone) gets the engine's words as
