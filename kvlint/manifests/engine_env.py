@@ -22,7 +22,8 @@ from kvlint.manifests.engine_command import (
     judge_known_options_only,
     parse_engine_args,
 )
-from kvlint.manifests.engine_programs import WRAPPER_MODULES, find_program
+from kvlint.manifests.engine_options import engine_display
+from kvlint.manifests.engine_programs import WRAPPER_MODULES, find_program, takes_its_line
 from kvlint.manifests.located_str import LStr
 from kvlint.manifests.shell_env import Env, _Unset
 from kvlint.manifests.shell_words import _ASSIGNMENT, _NAME, Word, split_env_prefix
@@ -220,9 +221,9 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
                 worlds = [(label, _apply(world, assigned, conditional=depth > 0 or
                                          runs is None)) for label, world in worlds]
             continue
-        variants: list[tuple[str | None, Env]] = [*(_variants(words, worlds) if not cases
-                                                     else [])] or [(None, env)]
-        for label, world in variants:
+        variants: list[tuple[str | None, Env]] = \
+            list(_variants(words, worlds)) if not cases else []
+        for label, world in variants or [(None, env)]:
             invocation = _invocation(words, world, position, images)
             if invocation is not None:
                 found.append(replace(invocation, alternative=label) if label else invocation)
@@ -271,21 +272,12 @@ def _invocation(words: list[Word], env: Env, position: int,
                             words=tuple(rest), index=index, env=local, position=position)
 
 
-_TAKES_ITS_LINE = frozenset({
-    "huggingface-cli", "hf", "modelscope", "git", "wget", "curl", "mkdir", "cp", "mv", "ln",
-    "rm", "touch", "chmod", "chown", "tar", "unzip", "cat", "ls", "sleep", "cd"})
-"""Programs that take every word after them as their own arguments and never run them as a
-command (unlike ``nohup``, ``srun``, ``uv run`` or ``docker exec``)."""
-
-
 def _swallowed(words: Sequence[Word], program: int, engine: str) -> EngineArgProblem | None:
     """KV707: the engine's program is an argument of the command it is written into
     (``huggingface-cli download org/m --local-dir /models python3 -m vllm...``, the lines of a
     YAML quoted or folded string joined with spaces and no ``;`` between them)."""
-    if program == 0 or words[0].text.rsplit("/", 1)[-1] not in _TAKES_ITS_LINE:
+    if program == 0 or not takes_its_line(words[0].text):
         return None
-    from kvlint.manifests.engine_options import engine_display
-
     first, word = words[0], words[program]
     shown = " ".join(w.text for w in words[:min(program, 3)])
     where = f" on line {first.line}" if first.line else ""

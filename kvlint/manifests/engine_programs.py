@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["WRAPPER_MODULES", "find_engine", "find_program", "only_mentions"]
+__all__ = ["WRAPPER_MODULES", "find_engine", "find_program", "only_mentions",
+           "takes_its_line"]
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
 _VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w{0,63}\}?")
@@ -45,8 +46,22 @@ _TRTLLM_OTHER = frozenset({"disaggregated", "disaggregated_mpi_worker", "mm_embe
                            "grpc", "--help", "-h"})
 
 
+_TAKES_ITS_LINE = frozenset({"huggingface-cli", "hf", "modelscope", "git", "mkdir", "tar",
+                             "unzip", "chown", "sleep", "cd"})
+"""Programs that take every word after them as their own arguments and never run them (unlike
+``nohup``, ``srun``, ``uv run`` or ``docker exec``), beside :data:`_NOT_COMMANDS`, whose
+commands only mention an engine: an engine command after one of these was meant to run and
+was joined to it by mistake (KV707)."""
+
+
 def _base(word: str) -> str:
     return word.rsplit("/", 1)[-1]
+
+
+def takes_its_line(program: str) -> bool:
+    """Whether ``program`` takes the rest of its command line as its own arguments
+    (:data:`_TAKES_ITS_LINE`)."""
+    return _base(program) in _TAKES_ITS_LINE
 
 
 def find_engine(words: Sequence[str]) -> tuple[str, int] | None:

@@ -22,8 +22,11 @@ from kvlint.manifests.yaml_values import (
     value_line,
 )
 
-__all__ = ["NEBARI_DEFAULT_IMAGE", "NebariLLMModelParser"]
+__all__ = ["MODEL_PATH", "NEBARI_DEFAULT_IMAGE", "NebariLLMModelParser"]
 
+MODEL_PATH = "/model-cache"
+"""Where the operator mounts the model for vLLM (``modelCachePath``, operator/internal/
+controller/reconcilers/storage.go@502536264e025064eaf38143a0ed31e86ab127dc)."""
 NEBARI_DEFAULT_IMAGE = "ghcr.io/llm-d/llm-d-cuda:v0.7.0"
 """The operator's ``LLM_DEFAULT_SERVING_IMAGE`` default (operator/internal/config/config.go
 @502536264e025064eaf38143a0ed31e86ab127dc): an installation may set another."""
@@ -33,10 +36,10 @@ _COMMAND = ("python3", "-m", "vllm.entrypoints.openai.api_server")
 class NebariLLMModelParser(ManifestParser):
     """Nebari LLM serving pack ``llm.nebari.dev`` ``LLMModel``. The operator builds one
     Deployment whose ``vllm`` container runs ``spec.serving.command`` (default ``python3 -m
-    vllm.entrypoints.openai.api_server``) with ``--model <the model's storage path>
-    --served-model-name <spec.model.name> --tensor-parallel-size <spec.serving.
-    tensorParallelism, default spec.resources.gpu.count> --data-parallel-size <spec.serving.
-    dataParallelism, default 1>``, then ``spec.serving.vllmArgs``, then
+    vllm.entrypoints.openai.api_server``) with ``--model /model-cache`` (where its storage
+    puts the weights) ``--served-model-name <spec.model.name> --tensor-parallel-size
+    <spec.serving.tensorParallelism, default spec.resources.gpu.count> --data-parallel-size
+    <spec.serving.dataParallelism, default 1>``, then ``spec.serving.vllmArgs``, then
     ``spec.advanced.vllm.extraArgs``; its GPU limit is ``spec.resources.gpu.count``
     (``nvidia.com/gpu``, over ``spec.resources.limits``), its environment
     ``spec.advanced.vllm.extraEnv``, its node selector ``spec.advanced.vllm.nodeSelector``.
@@ -46,8 +49,8 @@ class NebariLLMModelParser(ManifestParser):
 
     Read: nebari-dev/llm-serving-pack@502536264e025064eaf38143a0ed31e86ab127dc
     operator/api/v1alpha1/llmmodel_types.go, operator/internal/controller/reconcilers/
-    modelservice.go (buildVLLMContainer, buildVLLMArgs, buildResourceLimits) and
-    operator/internal/config/config.go.
+    modelservice.go (buildVLLMContainer, buildVLLMArgs, buildResourceLimits), storage.go
+    (modelCachePath) and operator/internal/config/config.go.
     """
 
     name = "nebari"
@@ -76,17 +79,16 @@ class NebariLLMModelParser(ManifestParser):
                                f"{get_str(model_spec, 'image') or 'storage'}, not a Hub id",
                                model_line, None, name)
         count = int_at(gpu, "count", "spec.resources.gpu.count")
-        tp_line = value_line(serving, "tensorParallelism") or value_line(gpu, "count")
-        tp = serving.get("tensorParallelism", gpu.get("count"))
-        dp = serving.get("dataParallelism", 1)
-        args: list[Any] = [
-            lstr("--model", model_line), lstr(f"/models/{object_name(document) or 'model'}",
-                                              model_line),
-            lstr("--served-model-name", model_line), lstr(name, model_line),
-            lstr("--tensor-parallel-size", tp_line), lstr(str(tp), tp_line),
-            lstr("--data-parallel-size", value_line(serving, "dataParallelism") or tp_line),
-            lstr(str(dp), value_line(serving, "dataParallelism") or tp_line),
-            *(get_list(serving, "vllmArgs") or []), *(get_list(vllm, "extraArgs") or [])]
+        args: list[Any] = [lstr("--model", model_line), lstr(MODEL_PATH, model_line),
+                           lstr("--served-model-name", model_line), lstr(name, model_line)]
+        for flag, holder, key, default in (
+                ("--tensor-parallel-size", serving, "tensorParallelism", gpu.get("count")),
+                ("--data-parallel-size", serving, "dataParallelism", 1)):
+            value = holder.get(key, default)
+            line = value_line(holder, key) or value_line(gpu, "count") or model_line
+            if value is not None:  # a missing gpu.count: the API server refuses the object
+                args += [lstr(flag, line), lstr(str(value), line)]
+        args += [*(get_list(serving, "vllmArgs") or []), *(get_list(vllm, "extraArgs") or [])]
         command = get_list(serving, "command") or [
             lstr(w, key_line(document, "spec")) for w in _COMMAND]
         limits = dict(get_map(resources, "limits") or {})
@@ -118,4 +120,5 @@ class NebariLLMModelParser(ManifestParser):
                          "nvidia.com/gpu")
         return serve_pod(Origin(ctx, self.name, name=object_name(document)), pod,
                          hardware=Hardware(gpus=count), notes=notes,
-                         resource=ResourceModel(model=model, placed=None, version=version))
+                         resource=ResourceModel(model=model, placed=MODEL_PATH,
+                                                version=version))

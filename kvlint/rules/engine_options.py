@@ -339,14 +339,14 @@ class EngineCommandSwallowed(_EngineRefusal):
     """## What it does
     Flags an engine command written into the command before it: nothing ends that command
     (no `;`, `&&` or line break), and its program takes every word after it as its own
-    arguments (`huggingface-cli download`, `hf`, `git`, `wget`, `curl`, `mkdir`, `cp`,
-    `sleep`, `cd`...), never running them. The usual cause is a YAML quoted or folded string
-    (a double-quoted `- "..."` over several lines, or `>`), which joins its lines with
-    spaces: a line that ends without `;` runs into the next.
+    arguments (`huggingface-cli download`, `hf`, `modelscope`, `git`, `mkdir`, `tar`,
+    `unzip`, `sleep`, `cd`...), never running them. The usual cause is a YAML quoted or
+    folded string (a double-quoted `- "..."` over several lines, or `>`), which joins its
+    lines with spaces: a line that ends without `;` runs into the next.
 
     ## Why is this bad?
-    The engine never starts: the download (or copy, or clone) gets the engine's words as
-    file names and options and fails (`unrecognized arguments: -m --port ...`) or does
+    The engine never starts: the download (or clone, or archive tool) gets the engine's
+    words as file names and options and fails (`unrecognized arguments: -m --port ...`) or does
     something else with them, and the pod or script exits or idles with no server. kvlint
     still reads the engine command, so its other findings are about the server the file
     means to start.

@@ -66,3 +66,33 @@ spec:
 """
     (m,) = parse_with([NebariLLMModelParser()], text)
     assert isinstance(m.model, Unresolved) and "oci" in m.model.reason
+
+
+def test_the_operator_model_path_is_replaced_by_a_users_model_flag() -> None:
+    # the operator writes --model /model-cache first; a --model in vllmArgs comes later and
+    # wins in vLLM's parser, so the served model is the user's
+    text = """apiVersion: llm.nebari.dev/v1alpha1
+kind: LLMModel
+metadata: {name: custom}
+spec:
+  model: {name: Qwen/Qwen3-8B, source: huggingface}
+  resources: {gpu: {count: 1, type: nvidia}}
+  serving: {vllmArgs: ["--model", "/weights/other"]}
+"""
+    (m,) = parse_with([NebariLLMModelParser()], text)
+    assert v(m.model) == "/weights/other"
+    (plain,) = parse_with([NebariLLMModelParser()], text.replace(
+        '  serving: {vllmArgs: ["--model", "/weights/other"]}\n', ""))
+    assert v(plain.model) == "Qwen/Qwen3-8B"
+
+
+def test_no_gpu_count_writes_no_tensor_parallel_flag() -> None:
+    text = """apiVersion: llm.nebari.dev/v1alpha1
+kind: LLMModel
+metadata: {name: nogpu}
+spec:
+  model: {name: Qwen/Qwen3-8B, source: huggingface}
+  resources: {gpu: {type: nvidia}}
+"""
+    (m,) = parse_with([NebariLLMModelParser()], text)
+    assert m.tp is None and not m.engine_problems
