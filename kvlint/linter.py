@@ -292,7 +292,8 @@ def _vision_tower(config: dict[str, Any]) -> bool:
 def _config_facts(config: dict[str, Any] | None) -> dict[str, Any]:
     """What the rules read of a config beside its geometry: ``architectures``, top-level
     ``model_type`` and whether ``auto_map`` names remote ``AutoModel*`` code (KV305, KV702's
-    float16 refusal), and the quantization format it declares (KV702's ``--quantization``)."""
+    float16 refusal) or an ``AutoConfig`` (KV308), and the quantization format it declares
+    (KV702's ``--quantization``)."""
     if not isinstance(config, dict):
         return {}
     archs = config.get("architectures")
@@ -304,6 +305,7 @@ def _config_facts(config: dict[str, Any] | None) -> dict[str, Any]:
         "config_model_type": model_type if isinstance(model_type, str) else None,
         "remote_code": isinstance(auto_map, dict) and any(
             isinstance(k, str) and k.startswith("AutoModel") for k in auto_map),
+        "remote_config": isinstance(auto_map, dict) and "AutoConfig" in auto_map,
         "config_read": True,
         "checkpoint_quant": checkpoint_quant_method(config),
     }

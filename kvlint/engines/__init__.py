@@ -457,7 +457,7 @@ def default_backend(engine_key: str, version: str | None,
     except ValueError:
         return None
     picks = {"turbomind" if architecture in known[v].get("turbomind", ()) else "pytorch"
-             for v in architectures._bracket(list(known), parsed)}
+             for v in architectures.bracket(list(known), parsed)}
     return picks.pop() if len(picks) == 1 else None
 
 

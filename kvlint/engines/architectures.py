@@ -85,7 +85,7 @@ def _parse(text: str) -> Version | None:
         return None
 
 
-def _bracket(known: Sequence[str], version: Version) -> list[str]:
+def bracket(known: Sequence[str], version: Version) -> list[str]:
     """The known versions that judge ``version``: itself, the two around it, or the nearest."""
     if "*" in known:
         return ["*"]
@@ -195,7 +195,7 @@ def judge(engine: str, version: str, architectures: Sequence[str], model_type: s
     if engine == "tgi" and not model_type:
         return None
     known: Mapping[str, Any] = table["versions"]
-    judged = _bracket(list(known), parsed)
+    judged = bracket(list(known), parsed)
     subject = model_type if engine == "tgi" else archs[0]
     statuses = [_status_at(engine, known, at, archs, model_type) for at in judged]
     entry = known[judged[-1]]

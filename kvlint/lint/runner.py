@@ -49,6 +49,7 @@ from kvlint.manifests.base import (
     ServedModel,
     Unresolved,
 )
+from kvlint.manifests.engine_launch import trust_given
 from kvlint.manifests.images import official_vllm
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout
@@ -182,7 +183,7 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
         else base.config_overrides_source,
         quantization=quantization.value if quantization else base.quantization,
         quantization_source=_where(quantization, "the manifest") if quantization
-        else base.quantization_source,
+        else base.quantization_source, trust_remote_code=trust_given(served),
         **_lora(served, base),
         **_offload(served, base),
     )

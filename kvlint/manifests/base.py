@@ -124,6 +124,9 @@ class ServedModel:
     """LMDeploy ``--backend`` (``turbomind`` | ``pytorch``)."""
     dtype: Located[str] | Unresolved | None = None
     """The engine's ``--dtype`` (the model dtype an ``auto`` KV cache follows)."""
+    trust_remote_code: Located[bool] | Unresolved | None = None
+    """vLLM/SGLang ``--trust-remote-code`` as the engine command gives it (``None``: not
+    given, or no engine command kvlint read)."""
     quantization: Located[str] | Unresolved | None = None
     """The engine's quantization method (vLLM/SGLang ``--quantization``, TGI ``--quantize``,
     LMDeploy ``--model-format``)."""

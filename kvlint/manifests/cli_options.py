@@ -42,7 +42,7 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "dtype": ("--dtype",), "quantization": ("--quantization", "-q"),
         "lora": ("--enable-lora",), "max_loras": ("--max-loras",),
         "max_lora_rank": ("--max-lora-rank",), "lora_sharded": ("--fully-sharded-loras",),
-        "cpu_offload": ("--cpu-offload-gb",),
+        "cpu_offload": ("--cpu-offload-gb",), "trust_remote_code": ("--trust-remote-code",),
     },
     "sglang": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -62,6 +62,7 @@ FIELD_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "graph_batch": ("--cuda-graph-max-bs",), "page_size": ("--page-size",),
         "speculative": ("--speculative-algorithm",), "graph_off": ("--disable-cuda-graph",),
         "swa_ratio": ("--swa-full-tokens-ratio",), "cpu_offload": ("--cpu-offload-gb",),
+        "trust_remote_code": ("--trust-remote-code",),
     },
     "trtllm": {
         "model": ("--model-path", "--model"), "served_name": ("--served-model-name",),
@@ -107,7 +108,7 @@ INT_FIELDS = frozenset({"tp", "pp", "dp", "dp_local", "ep", "max_num_seqs", "max
                         "nnodes", "attn_dp", "node_rank", "prefill_chunk", "graph_batch",
                         "page_size", "max_loras", "max_lora_rank"})
 BOOL_FIELDS = frozenset({"dp_attention", "expert_parallel", "extensible_kv_cache",
-                         "graph_off", "lora", "lora_sharded"})
+                         "graph_off", "lora", "lora_sharded", "trust_remote_code"})
 LMDEPLOY_QUANT_POLICY = {"0": "auto", "none": "auto", "4": "int4", "int4": "int4",
                          "8": "int8", "int8": "int8", "16": "fp8", "fp8": "fp8",
                          "17": "fp8_e5m2", "fp8_e5m2": "fp8_e5m2", "42": "turbo_quant",

@@ -46,7 +46,8 @@ CONFIG_FIELDS = (
     "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "expert_parallel",
     "dp_local", "nnodes", "quantization", "config_overrides", "node_rank",
     "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend",
-    "swa_ratio", "lora", "max_loras", "max_lora_rank", "lora_sharded", "cpu_offload")
+    "swa_ratio", "lora", "max_loras", "max_lora_rank", "lora_sharded", "cpu_offload",
+    "trust_remote_code")
 """The arguments a vLLM/SGLang config file may set (where the command line does not)."""
 
 
@@ -63,8 +64,11 @@ def apply_config(engine: str, args: EngineArgs, conf: Mapping[str, Any], where: 
     from_file = config_args(engine, conf, f"{where}: " if where else "")
     merged = {name: getattr(from_file, name) for name in CONFIG_FIELDS
               if getattr(args, name) is None}
-    return replace(args, config_file=None, **{k: v for k, v in merged.items()
-                                              if v is not None}), {}
+    merged = {k: v for k, v in merged.items() if v is not None}
+    if isinstance(args.trust_remote_code, Unresolved) and args.trust_remote_code.text == \
+            "--config":  # the file is read now: it gives the flag or leaves it unset
+        merged["trust_remote_code"] = from_file.trust_remote_code
+    return replace(args, config_file=None, **merged), {}
 
 
 def compose_volumes(service: Mapping[str, Any]) -> list[tuple[str, str]]:

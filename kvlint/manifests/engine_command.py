@@ -121,6 +121,9 @@ class EngineArgs:
     """Model-config fields the command overrides (vLLM ``--hf-overrides``, ``--rope-scaling``,
     ``--rope-theta``; SGLang ``--json-model-override-args``), as canonical JSON text
     (:mod:`.model_overrides`)."""
+    trust_remote_code: Located[bool] | Unresolved | None = None
+    """vLLM/SGLang ``--trust-remote-code``; :class:`Unresolved` when the command has words
+    kvlint cannot expand (or a ``--config`` file it did not read) that may give it."""
     notes: tuple[str, ...] = ()
     refused: tuple[EngineArgProblem, ...] = ()
     """What is wrong with the command line whatever the engine's version (KV707: the engine
@@ -588,6 +591,7 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
         if token.unresolved is not None:
             notes.append(f"{token.raw} is not resolved ({token.unresolved.reason}); it may "
                          "add arguments kvlint cannot see")
+    _unseen_trust(engine, fields, positionals)
     if engine == "sglang":
         _sglang_dp(fields, notes)
     if engine == "lmdeploy" and isinstance(fields.get("dp"), Located) and (
@@ -618,6 +622,21 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     return result
 
 
+def _unseen_trust(engine: str, fields: dict[str, Any], positionals: Sequence[Token]) -> None:
+    """``--trust-remote-code`` as unresolved where the command does not give it but may: a
+    word kvlint cannot expand, or a ``--config`` file (read later, if it can be)."""
+    if engine not in ("vllm", "sglang") or "trust_remote_code" in fields:
+        return
+    hidden = next((t for t in positionals if t.unresolved is not None), None)
+    if hidden is not None:
+        fields["trust_remote_code"] = Unresolved(
+            f"{hidden.raw} is not resolved and may give --trust-remote-code", hidden.line,
+            None, hidden.raw)
+    elif "config_file" in fields:
+        fields["trust_remote_code"] = Unresolved(
+            "the --config file may give --trust-remote-code", None, None, "--config")
+
+
 def judge_known_options_only(args: EngineArgs) -> EngineArgs:
     """``args`` for a command whose parser is not the engine's alone (a wrapper that adds
     options, a launcher kvlint rewrote as the engine's command): options the engine does not
@@ -632,7 +651,8 @@ _ENGINE_ARG_FIELDS = frozenset({
     "expert_parallel",
     "dp_local", "nnodes", "dtype", "quantization", "config_overrides", "node_rank",
     "prefill_chunk", "graph_batch", "graph_off", "page_size", "speculative", "backend",
-    "swa_ratio", "lora", "max_loras", "max_lora_rank", "lora_sharded", "cpu_offload"})
+    "swa_ratio", "lora", "max_loras", "max_lora_rank", "lora_sharded", "cpu_offload",
+    "trust_remote_code"})
 
 
 def _value_line(line: int | None, values: list[Token]) -> int | None:

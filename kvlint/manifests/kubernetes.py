@@ -364,7 +364,8 @@ ARG_FIELDS = ("model", "tp", "pp", "dp", "dp_attention", "kv_cache_dtype", "max_
               "extensible_kv_cache", "kv_tokens_cap", "gpu_memory_utilization", "dtype",
               "quantization", "config_overrides", "node_rank", "prefill_chunk",
               "graph_batch", "graph_off", "page_size", "speculative", "backend", "swa_ratio",
-              "lora", "max_loras", "max_lora_rank", "lora_sharded", "cpu_offload")
+              "lora", "max_loras", "max_lora_rank", "lora_sharded", "cpu_offload",
+              "trust_remote_code")
 
 
 def build(origin: Origin, run: Run, *, args: EngineArgs | None = None,

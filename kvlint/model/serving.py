@@ -173,6 +173,10 @@ class ServingPlan:
     the weight bytes (kvlint.model.overrides.on_the_fly_quantization)."""
     quantization_source: str | None = None
     """Where :attr:`quantization` comes from (the manifest's option and line)."""
+    trust_remote_code: bool | None = None
+    """Whether the engine command passes ``--trust-remote-code``; ``None`` where kvlint read
+    no complete engine command (``kvlint check``, an operator's resource, words it cannot
+    expand)."""
     lora: LoraSlots | None = None
     """vLLM ``--enable-lora`` and its slots (``--max-loras``, ``--max-lora-rank``,
     ``--fully-sharded-loras``): the adapters' buffers are allocated with the weights

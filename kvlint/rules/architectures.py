@@ -1,4 +1,5 @@
-"""Whether the chosen engine version serves the model's architecture at all (KV305)."""
+"""Whether the chosen engine version serves the model's architecture at all (KV305) and can read
+its config without the model's own code (KV308)."""
 
 from __future__ import annotations
 
@@ -137,6 +138,84 @@ def _pin(engine: str, display: str, version: str | None) -> Suggestion | None:
         f"use {display} {version}", {"engine": engine, "engine_version": version})
 
 
+class RemoteConfigNotTrusted(Rule):
+    """## What it does
+    Flags an engine command without `--trust-remote-code` for a model whose config.json
+    the engine version can only read by running the model's own Python code: its `auto_map`
+    names an `AutoConfig`, and neither transformers (any release kvlint read: 4.40.0,
+    4.57.6, 5.24.0) nor the engine's own config registry knows its `model_type`. vLLM only
+    (`get_config` in `vllm/transformers_utils/config.py`, read in 14 wheels from 0.4.1 to
+    0.34.0: from 0.7.3 a type in `_CONFIG_REGISTRY` is read with vLLM's own class, before
+    that `AutoConfig` comes first). A version between two that kvlint read is judged by
+    both; a version nothing names, by every one. Only where kvlint read the whole engine
+    command (a container's command, a script's line): not for operators, charts or Python
+    apps, nor where a word it cannot expand or an unread `--config` file may give the flag.
+
+    ## Why is this bad?
+    transformers refuses to run a repository's code unless asked ("requires you to execute
+    the configuration file in that repo"), and vLLM stops at start with "Failed to load the
+    model config. If the model is a custom model not yet available in the HuggingFace
+    transformers library, consider setting `trust_remote_code=True` in LLM or using the
+    `--trust-remote-code` flag in the CLI."
+
+    ## Example
+    ```console
+    $ kvlint lint deploy/internvl.Dockerfile --format concise
+    deploy/internvl.Dockerfile:9:1: KV308 vLLM (latest: 0.34.0) cannot read the config of
+    OpenGVLab/InternVL3-14B without the model's own code (model type internvl_chat; its
+    auto_map names AutoConfig) and the command does not pass --trust-remote-code: ...
+    ```
+
+    ## Use instead
+    Pass `--trust-remote-code` once you have read the repository's code (it runs with the
+    server's rights), pin an engine version whose own registry reads the model type (the
+    message names them), or serve a checkpoint in transformers' format (InternVL's `-hf`
+    repositories).
+
+    ## References
+    - vLLM `vllm/transformers_utils/config.py` (`_CONFIG_REGISTRY`, `get_config`).
+    - transformers `AutoConfig.from_pretrained` (`resolve_trust_remote_code`).
+    """
+
+    code = "KV308"
+    name = "remote-config-not-trusted"
+    severity = Severity.ERROR
+    needs_geometry = False
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        from kvlint.engines import UNKNOWN_VERSION
+        from kvlint.engines.remote_code import needs_remote_config  # loaded only when run
+
+        plan, b = ctx.plan, ctx.plan.behaviour
+        if plan.trust_remote_code is not False or not ctx.remote_config or \
+                not ctx.config_read or not b.named or b.version is None:
+            return
+        if plan.config_overrides is not None and '"model_type"' in plan.config_overrides:
+            return  # vLLM looks up the overridden type
+        unknown = (plan.engine_version or "").strip().lower() == UNKNOWN_VERSION
+        verdict = needs_remote_config(b.engine, b.version, ctx.config_model_type,
+                                      ctx.architectures, every=unknown)
+        if verdict is None:
+            return
+        label = (f"{b.display} (version unknown: judged by every version kvlint knows)"
+                 if unknown else b.label)
+        kind = (f"model type {verdict.model_type}" if verdict.model_type
+                else "no model type")
+        pin = (f", pin {b.display} {' or '.join(verdict.registered_in[-2:])} (its own "
+               f"registry reads {verdict.model_type})" if verdict.registered_in else "")
+        yield self.finding(
+            f"{label} cannot read the config of {ctx.target} without the model's own code "
+            f"({kind}; its auto_map names AutoConfig, which no transformers release kvlint "
+            f"read provides) and the command does not pass --trust-remote-code: the engine "
+            f"stops at start (\"Failed to load the model config ... consider ... the "
+            f"`--trust-remote-code` flag\"). Add --trust-remote-code once you have read the "
+            f"repository's code{pin}, or use a checkpoint of the model in transformers' own "
+            f"format where one exists ({verdict.source}).",
+            engine=verdict.engine, engine_version=verdict.version,
+            model_type=verdict.model_type, registered_in=list(verdict.registered_in),
+            source=verdict.source)
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
-    return [ArchitectureNotServed]
+    return [ArchitectureNotServed, RemoteConfigNotTrusted]

@@ -64,6 +64,8 @@ class RuleContext:
     """The config's top-level ``model_type`` (KV305: TGI dispatches on it)."""
     remote_code: bool = False
     """Whether the config's ``auto_map`` names an ``AutoModel*`` class (KV305)."""
+    remote_config: bool = False
+    """Whether the config's ``auto_map`` names an ``AutoConfig`` class (KV308)."""
     config_read: bool = False
     """Whether the model's config.json was read (the facts above and below are its)."""
     checkpoint_quant: str | None = None
