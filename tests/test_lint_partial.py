@@ -239,6 +239,12 @@ def test_program_source_is_not_read_as_yaml(tmp_path: Path) -> None:
     plain = tmp_path / "util.py"  # a program that starts no engine, like such a script
     plain.write_text("x = 1\n", encoding="utf-8")
     assert lint(plain, "--verbose") == (0, [])
+    terraform = tmp_path / "main.tf"  # HCL, not YAML: nothing in it was checked
+    terraform.write_text('module "tgi" {\n  source = "../../"\n  quantize = "bitsandbytes"\n}\n',
+                         encoding="utf-8")
+    code, findings = lint(terraform, "--verbose")
+    assert code == 0
+    assert [(f["code"], f["severity"]) for f in findings] == [("KV903", "info")]
     notes = tmp_path / "notes.md"  # prose is never a manifest: nothing in it was checked
     notes.write_text("x: 1\n", encoding="utf-8")
     code, findings = lint(notes, "--verbose")

@@ -7,6 +7,13 @@ jais); 0.7.3 looks first (``if model_type in _CONFIG_REGISTRY`` above the ``Auto
 call) and registers ``internvl_chat``, which 0.9.2 no longer does; ``kimi_k2`` is registered
 from 0.19.0 among the wheels read; 0.34.0 gives a typeless LongCat-Flash config its type
 through ``_ARCHITECTURE_TO_MODEL_TYPE``.
+
+Checked against vLLM itself (``../shared/oracle/vllm_oracle.py``, vLLM 0.33.0 with
+``trust_remote_code=False``, tp 1): it refuses the configs of Orion-14B, Baichuan2-7B,
+InternLM2.5-7B, Phi-3-small, Phi-3-vision and Nemotron-Super-49B ("The repository ... contains
+custom code"), which KV308 reports at 0.28.0 and 0.34.0 around it, and reads chatglm2-6b,
+Kimi-K2, DeepSeek-V2-Lite and Phi-3-mini, which it does not (11 of 11 agree; MPT is refused for
+its architecture, KV305).
 """
 
 from __future__ import annotations

@@ -261,12 +261,13 @@ def _fold_node_ranks(models: Extracted) -> None:
 
 SOURCE_SUFFIXES = frozenset({".py", ".ipynb", ".ps1", ".psm1", ".bat", ".cmd", ".js", ".ts",
                              ".go", ".rs", ".java", ".rb", ".md", ".rst", ".ini", ".cfg",
-                             ".conf", ".toml"})
-"""Files that are program source, prose or another program's configuration (INI, TOML, an
-nginx ``.conf``; a supervisord ``.conf`` with ``[program:...]`` is read before this), never a
-manifest: named on the command line they are not parsed as YAML (a Modal app in Python is not
-"invalid YAML"); one that runs an engine gets KV904, any other an info that nothing was
-checked."""
+                             ".conf", ".toml", ".tf", ".tfvars", ".hcl", ".nomad", ".jsonnet",
+                             ".libsonnet", ".cue", ".nix"})
+"""Files that are program source, prose or another program's configuration (INI, TOML,
+Terraform/HCL and Nomad, Jsonnet, CUE, Nix, an nginx ``.conf``; a supervisord ``.conf`` with
+``[program:...]`` is read before this), never a manifest: named on the command line they are
+not parsed as YAML (a Modal app in Python is not "invalid YAML"); one that runs an engine
+gets KV904, any other an info that nothing was checked."""
 SOURCE_NAMES = ("Makefile", "makefile", "Dockerfile", "dockerfile", "Containerfile",
                 "Justfile", "justfile")
 """The same by file name (build files): ``Dockerfile``, ``Dockerfile.cuda``,

@@ -141,9 +141,10 @@ def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:
             return "lmdeploy", i, i + 3
         if base == "trl" and nxt == "vllm-serve":  # TRL's launcher of a vLLM server
             return "vllm", i, i + 2
-        if _PYTHON.fullmatch(base) or (i == 0 and _VARIABLE.fullmatch(word) and nxt == "-m"):
+        if _PYTHON.fullmatch(base) or (_VARIABLE.fullmatch(word) and nxt == "-m"):
             # `$PY -m vllm.entrypoints.openai.api_server`: an interpreter held in a variable
-            # the script sets elsewhere runs the module all the same
+            # the script sets elsewhere runs the module all the same, also as the argument
+            # of a launcher (`start_with_pid_file "$PID" "$PY" -m sglang.launch_server`)
             module = _python_module(words, i + 1)
             if module is not None:
                 return module[0], i, module[1]

@@ -160,10 +160,11 @@ class RemoteConfigNotTrusted(Rule):
 
     ## Example
     ```console
-    $ kvlint lint deploy/internvl.Dockerfile --format concise
-    deploy/internvl.Dockerfile:9:1: KV308 vLLM (latest: 0.34.0) cannot read the config of
-    OpenGVLab/InternVL3-14B without the model's own code (model type internvl_chat; its
-    auto_map names AutoConfig) and the command does not pass --trust-remote-code: ...
+    $ kvlint lint deploy.yaml --format concise
+    deploy.yaml:11:19: KV308 vLLM 0.34.0 (newest known) cannot read the config of
+    internlm/internlm2_5-7b-chat without the model's own code (model type internlm2; its
+    auto_map names AutoConfig, which no transformers release kvlint read provides) and the
+    command does not pass --trust-remote-code: the engine stops at start ...
     ```
 
     ## Use instead

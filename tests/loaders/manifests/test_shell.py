@@ -267,6 +267,11 @@ def test_env_from_mapping_or_list() -> None:
     ("llama-server -m x", ("llamacpp", 1)),
     ("/app/build/bin/llama-server -m x", ("llamacpp", 1)),
     ("exec vllm serve m", ("vllm", 3)),
+    ("$PY -m vllm.entrypoints.openai.api_server --model m", ("vllm", 3)),
+    # a launcher function from a sourced file, handed the interpreter in a variable
+    ("start_with_pid_file $PID_FILE $PY -m sglang.launch_server --model-path m",
+     ("sglang", 5)),
+    ("run $X -m http.server", None),
     ("text-embeddings-router --model-id BAAI/bge", None),
     ("trtllm-serve disaggregated -c cfg.yaml", None),
     ("python3 -m dynamo.frontend --http-port 8000", None),
