@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kvlint.generators.architectures import Source, _assigned
+from kvlint.generators.architectures import Source, _assigned, dumps
 
 SCHEMA = 1
 VLLM_CONFIG = "vllm/transformers_utils/config.py"
@@ -149,17 +148,6 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
         "vllm": {"versions": versions},
         "transformers": {"read": [f"{HF_AUTO}@{v}" for v, _ in read], "model_types": union},
     }
-
-
-def dumps(data: dict[str, Any]) -> str:
-    """Objects indented, every list of names on one line."""
-    def render(value: Any, depth: int) -> str:
-        pad = " " * depth
-        if isinstance(value, dict) and value:
-            items = [f"{pad} {json.dumps(k)}: {render(v, depth + 1)}" for k, v in value.items()]
-            return "{\n" + ",\n".join(items) + f"\n{pad}}}"
-        return json.dumps(value, ensure_ascii=False)
-    return render(data, 0) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
