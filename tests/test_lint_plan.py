@@ -593,6 +593,7 @@ def test_every_served_model_setting_reaches_the_plan() -> None:
         "speculative": Located("eagle"), "backend": Located("pytorch"),
         "graph_off": Located(True), "swa_ratio": Located(0.5), "lora": Located(True),
         "cpu_offload": Located(4.0), "attention_windows": Located((4096,)),
+        "trust_remote_code": Located(True),
     }
     settings = {f.name for f in fields(ServedModel)} - NOT_PLAN_FIELDS
     assert settings == set(samples), "a new ServedModel field: make it reach the plan"

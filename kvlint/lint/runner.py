@@ -48,8 +48,8 @@ from kvlint.manifests.base import (
     ManifestProblem,
     ServedModel,
     Unresolved,
+    trust_given,
 )
-from kvlint.manifests.engine_launch import trust_given
 from kvlint.manifests.images import official_vllm
 from kvlint.model.gpu_memory import gpu_memory_bytes
 from kvlint.model.kv import ParallelLayout

@@ -261,3 +261,22 @@ class ManifestParser:
         """Import or build now what parsing will need. Called once in the main process
         before a large tree is parsed in forked workers, so that each worker does not do it
         again; optional (the default does nothing)."""
+
+
+COMMAND_FORMATS = frozenset({
+    "compose", "dockerfile", "k8s", "lws", "makefile", "shell-script", "powershell",
+    "supervisor-program", "systemd-unit", "skypilot", "dstack", "github-actions", "ecs"})
+"""Formats whose engine command is written out in the file (a container's command, a
+script's line): an option it does not give is not given. Operators, charts and Python apps
+build theirs in code kvlint does not run."""
+
+
+def trust_given(served: ServedModel) -> bool | None:
+    """Whether the served model's engine command passes ``--trust-remote-code``: ``None``
+    when kvlint cannot tell (no command of its own, or words it cannot expand)."""
+    flag = served.trust_remote_code
+    if isinstance(flag, Located):
+        return flag.value is True
+    if flag is None and served.format in COMMAND_FORMATS:
+        return False
+    return None

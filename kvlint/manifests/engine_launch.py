@@ -580,23 +580,3 @@ def engine_gpus(args: EngineArgs, line: int | None, why: str,
     if visible is not None and (occupied is None or visible.value < occupied.value):
         return visible
     return occupied
-
-
-COMMAND_FORMATS = frozenset({
-    "compose", "dockerfile", "k8s", "lws", "makefile", "shell-script", "powershell",
-    "supervisor-program", "systemd-unit", "skypilot", "dstack", "github-actions", "ecs"})
-"""Formats whose engine command is written out in the file (a container's command, a
-script's line): an option it does not give is not given. Operators, charts and Python apps
-build theirs in code kvlint does not run."""
-
-
-def trust_given(served: ServedModel) -> bool | None:
-    """Whether the served model's engine command passes ``--trust-remote-code``: ``None``
-    when kvlint cannot tell (no command of its own, or words it cannot expand)."""
-    flag = served.trust_remote_code
-    if isinstance(flag, Located):
-        return flag.value is True
-    if flag is None and served.format in COMMAND_FORMATS:
-        return False
-    return None
-
