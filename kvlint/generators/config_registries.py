@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kvlint.generators.architectures import Source, _assigned, dumps
+from kvlint.generators.architectures import Source, _assigned, _str_dict, dumps
 
 SCHEMA = 1
 VLLM_CONFIG = "vllm/transformers_utils/config.py"
@@ -53,14 +53,6 @@ def _keys(node: ast.AST | None) -> list[str]:
             out.extend(_keys(arg))
         return out
     return []
-
-
-def _pairs(node: ast.AST | None) -> dict[str, str]:
-    if not isinstance(node, ast.Dict):
-        return {}
-    return {k.value: v.value for k, v in zip(node.keys, node.values, strict=True)
-            if isinstance(k, ast.Constant) and isinstance(k.value, str)
-            and isinstance(v, ast.Constant) and isinstance(v.value, str)}
 
 
 def _registry_first(tree: ast.Module) -> bool:
@@ -88,7 +80,7 @@ def vllm(source: Source) -> tuple[str, dict[str, Any]]:
         "registry_first": _registry_first(tree),
         "registry": sorted(set(_keys(values.get("_CONFIG_REGISTRY")))),
     }
-    by_arch = _pairs(values.get("_ARCHITECTURE_TO_MODEL_TYPE"))
+    by_arch = _str_dict(values.get("_ARCHITECTURE_TO_MODEL_TYPE"))
     if by_arch:
         entry["architecture_to_model_type"] = dict(sorted(by_arch.items()))
     return version, entry
@@ -118,18 +110,20 @@ def _updates(tree: ast.Module) -> list[str]:
 
 
 def transformers(source: Source) -> tuple[str, list[str]]:
-    """The model types of ``CONFIG_MAPPING_NAMES`` (5.x builds it in ``auto_mappings.py`` and
-    adds to it in ``configuration_auto.py``)."""
+    """``(cite, model types)`` of ``CONFIG_MAPPING_NAMES`` (5.x builds it in
+    ``auto_mappings.py`` and adds to it in ``configuration_auto.py``)."""
     names: list[str] = []
+    read: list[str] = []
     for module in (HF_AUTO_MAPPINGS, HF_AUTO):
         text = source.read(module)
         if text is None:
             continue
         tree = ast.parse(text)
         names += _mapping_names(_assigned(tree).get("CONFIG_MAPPING_NAMES")) + _updates(tree)
+        read.append(module)
     if not names:
         raise SystemExit(f"{source.name}: no CONFIG_MAPPING_NAMES in {HF_AUTO}")
-    return source.version(), names
+    return f"{' + '.join(read)}@{source.version()}", names
 
 
 def _release_key(version: str) -> tuple[int, ...]:
@@ -140,13 +134,13 @@ def build(args: argparse.Namespace) -> dict[str, Any]:
     versions = dict(sorted((vllm(Source(p)) for p in args.vllm),
                            key=lambda item: _release_key(item[0])))
     read = sorted((transformers(Source(p)) for p in args.transformers),
-                  key=lambda item: _release_key(item[0]))
+                  key=lambda item: _release_key(item[0].rsplit("@", 1)[1]))
     union = sorted({name for _, names in read for name in names})
     return {
         "schema": SCHEMA,
         "generated_by": "python -m kvlint.generators.config_registries (do not edit by hand)",
         "vllm": {"versions": versions},
-        "transformers": {"read": [f"{HF_AUTO}@{v}" for v, _ in read], "model_types": union},
+        "transformers": {"read": [cite for cite, _ in read], "model_types": union},
     }
 
 

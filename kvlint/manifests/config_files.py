@@ -28,7 +28,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from kvlint.manifests.base import DocumentContext, Located, ManifestProblem, Unresolved
-from kvlint.manifests.engine_command import EngineArgs, OptionUse
+from kvlint.manifests.engine_command import CONFIG_MAY_TRUST, EngineArgs, OptionUse
 from kvlint.manifests.flat_configs import config_args
 from kvlint.manifests.siblings import read_named
 from kvlint.manifests.trtllm_configs import FREE_FRACTION_NOTE, trt_settings
@@ -65,8 +65,8 @@ def apply_config(engine: str, args: EngineArgs, conf: Mapping[str, Any], where: 
     merged = {name: getattr(from_file, name) for name in CONFIG_FIELDS
               if getattr(args, name) is None}
     merged = {k: v for k, v in merged.items() if v is not None}
-    if isinstance(args.trust_remote_code, Unresolved) and args.trust_remote_code.text == \
-            "--config":  # the file is read now: it gives the flag or leaves it unset
+    if isinstance(args.trust_remote_code, Unresolved) and \
+            args.trust_remote_code.text == CONFIG_MAY_TRUST:  # the file gives it or not
         merged["trust_remote_code"] = from_file.trust_remote_code
     return replace(args, config_file=None, **merged), {}
 

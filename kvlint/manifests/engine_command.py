@@ -622,6 +622,11 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     return result
 
 
+CONFIG_MAY_TRUST = "--config"
+"""The text of an unresolved ``--trust-remote-code`` that only an unread ``--config`` file may
+give (:func:`kvlint.manifests.config_files.apply_config` settles it once it reads the file)."""
+
+
 def _unseen_trust(engine: str, fields: dict[str, Any], positionals: Sequence[Token]) -> None:
     """``--trust-remote-code`` as unresolved where the command does not give it but may: a
     word kvlint cannot expand, or a ``--config`` file (read later, if it can be)."""
@@ -634,7 +639,7 @@ def _unseen_trust(engine: str, fields: dict[str, Any], positionals: Sequence[Tok
             None, hidden.raw)
     elif "config_file" in fields:
         fields["trust_remote_code"] = Unresolved(
-            "the --config file may give --trust-remote-code", None, None, "--config")
+            "the --config file may give --trust-remote-code", None, None, CONFIG_MAY_TRUST)
 
 
 def judge_known_options_only(args: EngineArgs) -> EngineArgs:

@@ -58,6 +58,11 @@ def _base(word: str) -> str:
     return word.rsplit("/", 1)[-1]
 
 
+def is_python(program: str) -> bool:
+    """Whether ``program`` (any path) is a Python interpreter (``python``, ``python3.10``)."""
+    return _PYTHON.fullmatch(_base(program)) is not None
+
+
 def takes_its_line(program: str) -> bool:
     """Whether ``program`` takes the rest of its command line as its own arguments
     (:data:`_TAKES_ITS_LINE`)."""

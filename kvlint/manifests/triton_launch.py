@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
-from kvlint.manifests.engine_programs import only_mentions
+from kvlint.manifests.engine_programs import is_python, only_mentions
 from kvlint.manifests.images import engine_from_image
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
@@ -47,7 +47,6 @@ MAX_WORDS = 512
 """Words of one command read (a real one has a few dozen)."""
 _EVIDENCE = re.compile(r"trtllm|tensorrt[-_]?llm|inflight_batcher_llm", re.IGNORECASE)
 _LAUNCHER = "launch_triton_server.py"
-_PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
 _COUNT_OPTIONS = ("-n", "-np", "--np", "-c")
 """mpirun's options of an app context's process count (Open MPI ``-n``/``-np``/``-c``)."""
 _COUNT = re.compile(r"\d{1,4}")
@@ -121,7 +120,7 @@ def _mpi_world(words: Sequence[Word], program: int) -> tuple[int, str] | None:
 def _launcher_at(words: Sequence[Word]) -> int | None:
     for i, word in enumerate(words):
         if os.path.basename(word.text) == _LAUNCHER and (
-                i == 0 or _PYTHON.fullmatch(os.path.basename(words[i - 1].text)) or
+                i == 0 or is_python(words[i - 1].text) or
                 words[i - 1].text.startswith("-")):
             return i
     return None
