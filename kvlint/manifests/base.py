@@ -75,7 +75,8 @@ class ServedModel:
     engine: Located[str] | None = None
     """An ``kvlint.engines.ENGINES`` key."""
     engine_version: Located[str] | Unresolved | None = None
-    """A version string (``0.8.5``); ``Located("latest")`` for latest/nightly/sha tags."""
+    """A version string (``0.8.5``); ``Located("latest")`` for latest/sha tags,
+    ``Located("nightly")`` for a nightly tag."""
     image: Located[str] | None = None
     tp: Located[int] | Unresolved | None = None
     pp: Located[int] | Unresolved | None = None

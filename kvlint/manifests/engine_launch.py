@@ -32,6 +32,7 @@ from kvlint.manifests.engine_programs import find_program
 from kvlint.manifests.image_tags import unpublished_tag
 from kvlint.manifests.images import (
     FIXED_BUILD,
+    ROLLING_VERSIONS,
     engine_from_image,
     engine_from_pip,
     entrypoint_clash,
@@ -288,7 +289,7 @@ def settle_version(engine: str | None, image: Located[str] | None,
         if img_engine == engine and img_version:
             if note:
                 notes.append(note)
-            fixed = img_version == "latest" and fixed_build(image.value)
+            fixed = img_version in ROLLING_VERSIONS and fixed_build(image.value)
             return Located(img_version, image.line, image.column,
                            FIXED_BUILD if fixed else "image tag"), notes
         if img_engine is not None and img_engine != engine:

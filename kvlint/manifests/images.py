@@ -77,6 +77,12 @@ def _is_sha(tag: str) -> bool:
                                           or any(c in "abcdef" for c in tag.lower()))
 
 
+ROLLING_VERSIONS = ("latest", "nightly")
+"""The versions :func:`engine_from_image` reports for a tag that names no release and pulls
+the newest build: ``latest`` (the newest release, or no tag) and ``nightly`` (the newest
+nightly build, newer than every release). Rules judge both by the newest release kvlint
+knows (:data:`kvlint.engines.UNPINNED`); the report keeps the word the tag used."""
+
 FIXED_BUILD = "image tag (one fixed build, not a release)"
 """The source of a ``latest`` version read from a :func:`fixed_build` image."""
 _COMMIT_SUFFIX = re.compile(r"[a-z]+-[0-9a-f]{7,40}", re.IGNORECASE)
@@ -101,13 +107,14 @@ def _tag_version(tag: str | None, what: str) -> tuple[str | None, str]:
         return "latest", "no tag: Docker pulls latest"
     low = tag.lower()
     if low in _ROLLING:
-        return "latest", ""
+        return ("nightly" if low == "nightly" else "latest"), ""
     if low.startswith(("nightly", "latest-", "main-", "dev-")):
         dated = _DATED.search(low)
         if dated:
             return None, (f"{what} tag {tag} is a nightly build of {dated.group(1)}: its "
                           "version is not in the tag")
-        return "latest", f"{tag} is a rolling build, not a release"
+        return ("nightly" if low.startswith("nightly") else "latest"), \
+            f"{tag} is a rolling build, not a release"
     if _DATE.fullmatch(tag):
         return None, f"{what} tag {tag} is a date, not a version"
     if _CALENDAR.match(tag):
@@ -148,7 +155,7 @@ def _rocm_vllm(tag: str | None) -> tuple[str | None, str]:
         return "latest", f"{base}; no tag: Docker pulls latest"
     words = set(re.split(r"[-_.]", tag.lower()))
     if words & _ROCM_ROLLING and not _DATED.search(tag) and not _VERSION.search(tag):
-        return "latest", f"{base}; {tag} is a rolling tag"
+        return ("nightly" if "nightly" in words else "latest"), f"{base}; {tag} is a rolling tag"
     why = ("is a date or a dated build" if _DATED.search(tag) or _DATE.fullmatch(tag) else
            "does not name a vLLM version")
     return None, f"{base}; ROCm vLLM tag {tag} {why}"
@@ -262,8 +269,8 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
             return "vllm", composite.group(1), f"vLLM version from the tag {tag}"
         if low.startswith("lmcache/"):
             lm_version, note = _tag_version(tag, "LMCache")
-            if lm_version == "latest":
-                return "vllm", "latest", note
+            if lm_version in ROLLING_VERSIONS:
+                return "vllm", lm_version, note
             return "vllm", None, (note if lm_version is None else
                                   f"LMCache image: tag {tag} is an LMCache release, not a "
                                   "vLLM version")
@@ -274,13 +281,13 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
         # vLLM's CPU image is its own too (.buildkite/scripts/push-nightly-builds-cpu.sh:
         # vllm/vllm-openai-cpu:nightly, nightly-<commit>, beside the CPU release images)
         official = last in ("vllm-openai", "vllm-tpu", "vllm-openai-cpu")
-        if not official and version not in (None, "latest") and \
+        if not official and version not in (None, *ROLLING_VERSIONS) and \
                 not str(version).startswith("0."):
             # every vLLM release is 0.x: a vendor build's tag (opea/vllm-gaudi:1.22.0, the
             # Gaudi software release) names its own release, not vLLM's
             return "vllm", None, (f"vendor vLLM build {last}: its tag {tag} is not a vLLM "
                                   "version (vLLM releases are 0.x)")
-        if not official and version == "latest":
+        if not official and version in ROLLING_VERSIONS:
             # a vendor's or a team's own build: its newest build is not vLLM's newest release
             return "vllm", None, (f"{name}:{tag or 'latest'} is a rolling tag of a build "
                                   "that is not vLLM's own image: the vLLM in it is not dated")
@@ -463,7 +470,7 @@ def pinned_official_vllm(image: str) -> bool:
     if not official_vllm(image):
         return False
     version = engine_from_image(image)[1]
-    if version is None or version in ("latest", "nightly"):
+    if version is None or version in ROLLING_VERSIONS:
         return False
     try:
         return Version(version) < Version(SERVE_ENTRYPOINT_SINCE)

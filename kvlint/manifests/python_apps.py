@@ -447,7 +447,7 @@ def _registry_pins(tree: ast.AST, pinned: set[str]) -> list[Word]:
     ``.pip_install("lmdeploy[all]")`` keeps it, since pip leaves an installed requirement as
     it is without ``--upgrade`` (pip's ``install`` reference: "-U, --upgrade  Upgrade all
     specified packages to the newest available version")."""
-    from kvlint.manifests.images import engine_from_image, pip_package
+    from kvlint.manifests.images import ROLLING_VERSIONS, engine_from_image, pip_package
 
     upgraded = any(isinstance(node, ast.Constant) and isinstance(node.value, str) and
                    re.search(r"(?:^|\s)(?:-U|--upgrade)(?:\s|$)", node.value)
@@ -462,7 +462,7 @@ def _registry_pins(tree: ast.AST, pinned: set[str]) -> list[Word]:
             continue
         engine, version, _ = engine_from_image(image.value)
         package = pip_package(engine)
-        if engine and package and version and version != "latest" and \
+        if engine and package and version and version not in ROLLING_VERSIONS and \
                 engine not in pinned and re.fullmatch(r"[\w.+-]+", version):
             out.append(Word(f"{package}=={version}", node.lineno))
             pinned.add(engine)

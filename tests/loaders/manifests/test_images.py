@@ -14,7 +14,7 @@ from kvlint.manifests.images import engine_from_image, engine_from_pip, split_im
     ("vllm/vllm-tpu:latest", "vllm", "latest"),
     ("docker:vllm/vllm-openai:latest", "vllm", "latest"),  # SkyPilot image_id
     ("ac2-mirror-registry.cn-hangzhou.cr.aliyuncs.com/evaluate/vllm-openai:"
-     "nightly-d00df624f313a6a5a7a6245b71448b068b080cd7", "vllm", "latest"),
+     "nightly-d00df624f313a6a5a7a6245b71448b068b080cd7", "vllm", "nightly"),
     ("lmsysorg/sglang:v0.4.6.post1-cu124", "sglang", "0.4.6.post1"),
     ("lmsysorg/sglang:latest", "sglang", "latest"),
     ("docker.io/lmsysorg/sglang:latest", "sglang", "latest"),
@@ -84,7 +84,7 @@ def test_notes_explain_misleading_tags() -> None:
     ("rocm/vllm:rocm6.2_mi300_ubuntu20.04_py3.9_vllm_0.6.4", ("vllm", "0.6.4")),
     ("rocm/vllm:rocm6.3.1_instinct_vllm0.8.3_20250410", ("vllm", "0.8.3")),
     ("rocm/vllm-dev:rocm6.4.1_vllm_0.10.0_20250812", ("vllm", "0.10.0")),
-    ("rocm/vllm-dev:nightly", ("vllm", "latest")),
+    ("rocm/vllm-dev:nightly", ("vllm", "nightly")),
     ("rocm/vllm-dev:main", ("vllm", "latest")),
     ("rocm/vllm:latest", ("vllm", "latest")),
     ("rocm/vllm-dev", ("vllm", "latest")),

@@ -115,7 +115,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
         gpus=1, lines={"model": 27})],
     "rbg/rbg-vllm-qwen3.5-397b-tp8-nightly.yaml": [dict(
         format="rbg", model="/models/Qwen3.5-397B-A17B", served="Qwen3.5-397B-A17B",
-        engine="vllm", version="latest", tp=8, gpus=8, role="server",
+        engine="vllm", version="nightly", tp=8, gpus=8, role="server",
         lines={"model": 18, "tp": 23})],
     "rbg/rbg-sglang-pd-qwen3-235b-fp8-tp4-tp8-dpattn.yaml": [
         dict(format="rbg", model="/models/Qwen3-235B-A22B-Instruct-2507-FP8", engine="sglang",
