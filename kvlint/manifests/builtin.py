@@ -30,6 +30,7 @@ PARSERS: tuple[tuple[str, str], ...] = (
     ("kthena", "kvlint.manifests.platforms:KthenaParser"),
     ("llmaz", "kvlint.manifests.platforms:LlmazParser"),
     ("nebari", "kvlint.manifests.serving_packs:NebariLLMModelParser"),
+    ("vllm-operator", "kvlint.manifests.serving_packs:VllmDeploymentParser"),
     ("helm-production-stack", "kvlint.manifests.helm:ProductionStackValuesParser"),
     ("helm-llm-d", "kvlint.manifests.helm:LlmdModelServiceValuesParser"),
     ("helm-vllm-chart", "kvlint.manifests.helm:VllmChartValuesParser"),

@@ -1,5 +1,6 @@
 """Serving packs: operators that turn a short model resource into a vLLM pod. Nebari's LLM
-serving pack (``llm.nebari.dev`` ``LLMModel``) is read here; the pod machinery is
+serving pack (``llm.nebari.dev`` ``LLMModel``) and revving-ai's vLLM operator
+(``core.vllmoperator.org`` ``VllmDeployment``) are read here; the pod machinery is
 :mod:`.platforms`' (:func:`~kvlint.manifests.platforms.serve_pod`)."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kvlint.manifests.yaml_values import (
     value_line,
 )
 
-__all__ = ["MODEL_PATH", "NEBARI_DEFAULT_IMAGE", "NebariLLMModelParser"]
+__all__ = ["MODEL_PATH", "NEBARI_DEFAULT_IMAGE", "NebariLLMModelParser", "VllmDeploymentParser"]
 
 MODEL_PATH = "/model-cache"
 """Where the operator mounts the model for vLLM (``modelCachePath``, operator/internal/
@@ -122,3 +123,87 @@ class NebariLLMModelParser(ManifestParser):
                          hardware=Hardware(gpus=count), notes=notes,
                          resource=ResourceModel(model=model, placed=MODEL_PATH,
                                                 version=version))
+
+
+_VLLM_OPERATOR_FLAGS = (("gpu-memory-utilization", "--gpu-memory-utilization"),
+                        ("log-level", "--uvicorn-log-level"), ("block-size", "--block-size"),
+                        ("max-model-len", "--max-model-len"), ("enforce-eager", "--enforce-eager"),
+                        ("port", "--port"))
+"""``spec.vLLMConfig`` keys in the order the operator writes their flags (convertVllmConfigToArgs,
+internal/controller/vllmdeployment_controller.go@d771480bb749fade165ca6ae2058fc9552353698)."""
+
+
+def _vllm_container(containers: list[Any]) -> dict[str, Any] | None:
+    """The container the operator runs (getVllmContainer): the only one, else the first named
+    ``vllm``; ``None`` when there is none to pick (the controller then stops on a nil)."""
+    found = [c for c in containers if isinstance(c, dict)]
+    if len(found) == 1:
+        return found[0]
+    return next((c for c in found if c.get("name") == "vllm"), None)
+
+
+class VllmDeploymentParser(ManifestParser):
+    """revving-ai's vLLM operator, ``core.vllmoperator.org/v1alpha1`` ``VllmDeployment``. The
+    controller builds one Deployment (``spec.replicas``, 0 or unset: 1) whose pod runs one
+    container: the ``spec.containers`` entry it picks (the only one, else the one named
+    ``vllm``) keeps only its name, image, pull policy and environment; its ``command`` and
+    ``args`` are dropped, so the image's entrypoint runs with the operator's arguments alone:
+    ``--model <spec.model.name>``, then from ``spec.vLLMConfig`` ``--gpu-memory-utilization``,
+    ``--uvicorn-log-level`` (``log-level``), ``--block-size``, ``--max-model-len``,
+    ``--enforce-eager`` (when true) and ``--port``, each only when set (not empty, 0 or false).
+    The operator writes no tensor-parallel size and no GPU request (the container's
+    ``resources`` are dropped too), so the engine runs at tp 1 on no GPU the pod asked for.
+
+    Read: revving-ai/vLLM-k8s-operator@d771480bb749fade165ca6ae2058fc9552353698
+    api/v1alpha1/vllmdeployment_types.go and internal/controller/vllmdeployment_controller.go
+    (convertVllmConfigToArgs, getVllmContainer, the Deployment it builds).
+    """
+
+    name = "vllm-operator"
+
+    def detect(self, document: object, ctx: DocumentContext) -> bool:
+        return is_object(document, ("core.vllmoperator.org/",), ("VllmDeployment",))
+
+    def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
+        spec = get_map(document, "spec") or {}
+        model_spec = get_map(spec, "model") or {}
+        config = get_map(spec, "vLLMConfig") or {}
+        name = get_str(model_spec, "name")
+        if not name:
+            return []
+        model_line = value_line(model_spec, "name") or node_line(model_spec)
+        args: list[Any] = [lstr("--model", model_line), lstr(name, model_line)]
+        for key, flag in _VLLM_OPERATOR_FLAGS:
+            value = config.get(key)
+            if value in (None, "", 0, False):
+                continue
+            line = value_line(config, key) or model_line
+            args.append(lstr(flag, line))
+            if value is not True:
+                args.append(lstr(str(value), line))
+        notes: list[str] = []
+        chosen = _vllm_container(get_list(spec, "containers") or [])
+        container: dict[str, Any] = {"name": "vllm", "args": args}
+        version: Unresolved | None = None
+        if chosen is None:
+            version = Unresolved("spec.containers has no container the operator can pick (one "
+                                 "container, or one named vllm): it builds no pod",
+                                 key_line(spec, "containers") or model_line)
+        else:
+            for key in ("name", "image", "imagePullPolicy", "env"):
+                if key in chosen:
+                    container[key] = chosen[key]
+            dropped = [key for key in ("command", "args", "resources") if chosen.get(key)]
+            if dropped:
+                notes.append(f"the operator drops the container's {', '.join(dropped)}: only "
+                             "spec.model and spec.vLLMConfig reach vLLM")
+        replicas = spec.get("replicas")
+        if isinstance(replicas, int) and replicas > 1:
+            notes.append(f"spec.replicas {replicas}: each replica as reported")
+        return serve_pod(Origin(ctx, self.name, name=object_name(document)),
+                         {"containers": [container], **({"tolerations": spec["tolerations"]}
+                                                        if get_list(spec, "tolerations") else {})},
+                         hardware=Hardware(), notes=notes,
+                         resource=ResourceModel(model=Located(name, model_line, None,
+                                                              "spec.model.name"),
+                                                placed=None, version=version))

@@ -1,6 +1,7 @@
 """Serving packs (:mod:`kvlint.manifests.serving_packs`): Nebari's ``LLMModel`` read as the
 pack's operator builds its vLLM pod (modelservice.go@502536264e025064eaf38143a0ed31e86ab127dc),
-on a fixture written in the shape of the pack's examples."""
+and revving-ai's ``VllmDeployment`` as its controller does (vllmdeployment_controller.go
+@d771480bb749fade165ca6ae2058fc9552353698), on fixtures written in the shape of their examples."""
 
 from __future__ import annotations
 
@@ -10,12 +11,18 @@ from click.testing import CliRunner
 
 from kvlint.cli import main
 from kvlint.manifests.base import Located, Unresolved
-from kvlint.manifests.serving_packs import NEBARI_DEFAULT_IMAGE, NebariLLMModelParser
+from kvlint.manifests.serving_packs import (
+    NEBARI_DEFAULT_IMAGE,
+    NebariLLMModelParser,
+    VllmDeploymentParser,
+)
 from tests.helpers import CONFIGS, ROOT
 from tests.loaders.manifests.support import model_map, parse_with
 
 FIXTURE = ROOT / "fixtures" / "operators" / "packs" / \
     "nebari-llmmodel-vllm-qwen3-8b-llama3.1-70b.yaml"
+OPERATOR = ROOT / "fixtures" / "operators" / "packs" / \
+    "vllm-operator-vllmdeployment-llama3.1-8b-qwen3-8b.yaml"
 
 
 def v(value: object) -> object:
@@ -96,3 +103,71 @@ spec:
 """
     (m,) = parse_with([NebariLLMModelParser()], text)
     assert m.tp is None and not m.engine_problems
+
+
+def test_each_vllmdeployment_is_the_pod_its_controller_builds() -> None:
+    llama, qwen = parse_with([VllmDeploymentParser()], OPERATOR.read_text(encoding="utf-8"),
+                             str(OPERATOR))
+    # --model, then the vLLMConfig flags that are set; no tp flag and no GPU request
+    assert (v(llama.model), v(llama.engine), v(llama.engine_version), v(llama.tp),
+            v(llama.gpus), v(llama.max_model_len), v(llama.gpu_memory_utilization)) == \
+        ("meta-llama/Llama-3.1-8B-Instruct", "vllm", "0.6.2", None, None, 16384, 0.85)
+    assert llama.format == "vllm-operator" and not llama.engine_problems
+    assert any("replicas 2" in note for note in llama.notes)
+    # the container is picked although it is not named vllm (it is the only one); its args
+    # and resources are dropped, so tp stays vLLM's default and no GPU is requested
+    assert (v(qwen.model), v(qwen.engine_version), v(qwen.tp), v(qwen.gpus),
+            v(qwen.max_model_len)) == ("Qwen/Qwen3-8B", "0.9.2", None, None, 8192)
+    assert any("drops the container's args, resources" in note for note in qwen.notes)
+
+
+def test_the_vllmdeployment_fixture_lints_clean() -> None:
+    out = CliRunner().invoke(main, [
+        "lint", str(OPERATOR), "--no-plugins", "--isolated", "--offline", "--no-cache",
+        "--format", "json", *model_map(
+            {"Qwen/Qwen3-8B": "Qwen--Qwen3-8B.json",
+             "meta-llama/Llama-3.1-8B-Instruct": "meta-llama--Meta-Llama-3.1-8B.json"},
+            CONFIGS)])
+    data = json.loads(out.stdout)
+    assert [r["target"]["ref"] for r in data["results"]] == \
+        ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B"]
+    assert out.exit_code == 0, [f["code"] for r in data["results"] for f in r["findings"]]
+
+
+def test_the_operator_flags_reach_vllm_as_it_writes_them() -> None:
+    text = """apiVersion: core.vllmoperator.org/v1alpha1
+kind: VllmDeployment
+metadata: {name: tiny}
+spec:
+  replicas: 0
+  model: {name: Qwen/Qwen3-8B, hf_url: "https://huggingface.co/Qwen/Qwen3-8B"}
+  vLLMConfig: {port: 0, gpu-memory-utilization: "", log-level: "", block-size: 32,
+               max-model-len: 0, enforce-eager: true}
+  containers:
+    - {name: sidecar, image: busybox}
+    - {name: vllm, image: "vllm/vllm-openai:v0.8.5", command: ["sleep", "inf"]}
+"""
+    (m,) = parse_with([VllmDeploymentParser()], text)
+    # empty and zero values write no flag; the container named vllm is the one that runs,
+    # and its command is dropped (the image's entrypoint runs)
+    assert (v(m.engine_version), v(m.max_model_len), v(m.gpu_memory_utilization)) == \
+        ("0.8.5", None, None)
+    assert not m.engine_problems  # --block-size 32 and a bare --enforce-eager: both accepted
+    assert any("drops the container's command" in note for note in m.notes)
+
+
+def test_a_vllmdeployment_with_no_container_to_pick_runs_no_known_image() -> None:
+    text = """apiVersion: core.vllmoperator.org/v1alpha1
+kind: VllmDeployment
+metadata: {name: two}
+spec:
+  replicas: 1
+  model: {name: Qwen/Qwen3-8B, hf_url: x}
+  vLLMConfig: {port: 8000, gpu-memory-utilization: "0.9", log-level: info, block-size: 16,
+               max-model-len: 4096, enforce-eager: false}
+  containers:
+    - {name: a, image: "vllm/vllm-openai:v0.8.5"}
+    - {name: b, image: "vllm/vllm-openai:v0.8.5"}
+"""
+    models = parse_with([VllmDeploymentParser()], text)
+    assert all(isinstance(m.engine_version, Unresolved) for m in models)
