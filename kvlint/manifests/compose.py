@@ -52,6 +52,7 @@ from kvlint.manifests.images import (
     pinned_official_vllm,
     tools_server,
 )
+from kvlint.manifests.runpod_workers import worker_command
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
 from kvlint.manifests.siblings import read_named
@@ -71,6 +72,7 @@ from kvlint.manifests.yaml_values import (
     value_line,
     words_of,
 )
+from kvlint.model.engine_args import EngineArgProblem
 
 SERVICE_KEYS = names("""
 image build command entrypoint environment env_file deploy ports volumes container_name
@@ -526,6 +528,7 @@ class ComposeParser(ManifestParser):
                 launch, said = mounted
                 notes.append(said)
         serve_word = False
+        refused: list[EngineArgProblem] = []
         if launch is not None:
             engine = Located(launch.engine, launch.line, None,
                              "entrypoint + command" if entry else "command")
@@ -548,6 +551,12 @@ class ComposeParser(ManifestParser):
                                          (positional and fallback == "vllm")):
                 engine = Located(fallback, key_line(service, "command") or image.line, None,
                                  f"entrypoint of image {image.value}")
+                worker = worker_command(image.value, Env(env, k8s=False), image.line) \
+                    if not command else None
+                if worker is not None:  # RunPod's worker: options from the environment
+                    words = list(worker.words)
+                    notes.extend(worker.notes)
+                    refused.extend(worker.problems)
                 args = engine_args(fallback, words, Env({}, k8s=False), Env(env, k8s=False))
         model_over: dict[str, Any] = {}
         if args is not None and engine is not None and isinstance(args.config_file, Located):
@@ -600,7 +609,7 @@ class ComposeParser(ManifestParser):
             if "entrypoint" not in service and (launch is not None or serve_word) else None
         port = unpublished_port(engine, args, service, env, key_line(service, "ports"))
         foreign = foreign_device_problem(engine, image, gpu_type)
-        found = tuple(p for p in (problem, port, foreign) if p is not None)
+        found = (*refused, *(p for p in (problem, port, foreign) if p is not None))
         if served is None or not found:
             return served
         return replace(served, engine_problems=(*served.engine_problems, *found))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from kvlint.manifests.base import Located, ServedModel
 from kvlint.manifests.engine_launch import Pin, pip_pins, settle_version
+from kvlint.manifests.runpod_workers import runpod_worker
 from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
@@ -198,10 +199,12 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
             commands = [[*commands[0], *cmd[1][0]]]
     elif cmd is not None and not cmd[0]:  # shell-form CMD: what /bin/sh -c runs
         commands = cmd[1]
-    elif cmd is not None:  # docker run IMAGE CMD...: the image's own entrypoint takes CMD
+    elif cmd is not None or runpod_worker(image[0]) is not None:
+        # docker run IMAGE CMD...: the image's own entrypoint takes CMD (a RunPod worker base
+        # needs none: its entrypoint starts the engine from the ENV)
         flags = [w for pair in env for w in (Word("-e", pair.line), pair)]
         commands = [[Word("docker", image[1]), Word("run", image[1]), *flags,
-                     Word(image[0], image[1]), *cmd[1][0]]]
+                     Word(image[0], image[1]), *(cmd[1][0] if cmd is not None else [])]]
         env = []
     else:
         return []

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["NGC_VLLM", "TRITON_TRTLLM", "Release"]
+__all__ = ["NGC_VLLM", "RUNPOD_SGLANG", "RUNPOD_VLLM", "TRITON_TRTLLM", "Release",
+           "WorkerRange"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +66,68 @@ TRITON_TRTLLM: Mapping[str, Release] = MappingProxyType({
     "25.10": Release("1.0.0", _TRITON_MATRIX),
     "25.12": Release("1.1.0", _TRITON_MATRIX),
 })
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRange:
+    """Worker releases ``first`` to ``last`` (inclusive) ship engine ``version``; ``None``
+    where the releases disagree with themselves (the reason is ``source``)."""
+
+    first: str
+    last: str
+    version: str | None
+    source: str
+
+
+_WORKER_VLLM = ("runpod-workers/worker-vllm Dockerfile at the git tag (pip install vllm==X, "
+                "from v2.24.0 FROM vllm/vllm-openai:${VLLM_VERSION}); HEAD 7a925039a53a10eab38d"
+                "1764eb717a2ea5bdee07 = v2.25.2")
+_WORKER_SGLANG = ("runpod-workers/worker-sglang Dockerfile FROM at the git tag; HEAD 1b924c9de8b9"
+                  "0e5cf47c974c556f6dd403939243 = 2.0.1")
+
+#: RunPod's vLLM worker (``runpod/worker-v1-vllm:<release>``, also ``v2.6.0stable-cuda12.1.0``)
+#: -> the vLLM it installs. v2.5.x and v2.7.0 are left unknown: the release's
+#: worker-config.json (0.8.5, 0.9.1) and its Dockerfile (0.8.4, 0.9.0.1) disagree.
+RUNPOD_VLLM: tuple[WorkerRange, ...] = (
+    WorkerRange("1.1", "1.2.0", "0.5.3.post1", _WORKER_VLLM),
+    WorkerRange("1.3.0", "1.3.0", "0.5.4", _WORKER_VLLM),
+    WorkerRange("1.3.1", "1.4.0", "0.5.5", _WORKER_VLLM),
+    WorkerRange("1.5.0", "1.5.0", "0.6.2", _WORKER_VLLM),
+    WorkerRange("1.6.0", "1.6.0", "0.6.3", _WORKER_VLLM),
+    WorkerRange("1.7.0", "1.7.0", "0.6.4", _WORKER_VLLM),
+    WorkerRange("1.8.0", "1.8.0", "0.6.6.post1", _WORKER_VLLM),
+    WorkerRange("1.9.0", "1.9.0", "0.7.0", _WORKER_VLLM),
+    WorkerRange("2.1.0", "2.1.0", "0.7.3", _WORKER_VLLM),
+    WorkerRange("2.2.0", "2.2.2", "0.8.2", _WORKER_VLLM),
+    WorkerRange("2.3.0", "2.3.2", "0.8.3", _WORKER_VLLM),
+    WorkerRange("2.4.0", "2.4.99", "0.8.4", _WORKER_VLLM),
+    WorkerRange("2.5.0", "2.5.99", None, "worker-config.json says vLLM 0.8.5, the Dockerfile "
+                "at the tag 0.8.4"),
+    WorkerRange("2.6.0", "2.6.99", "0.9.0.1", _WORKER_VLLM),
+    WorkerRange("2.7.0", "2.7.99", None, "worker-config.json says vLLM 0.9.1, the Dockerfile "
+                "at the tag 0.9.0.1"),
+    WorkerRange("2.8.0", "2.9.4", "0.10.0", _WORKER_VLLM),
+    WorkerRange("2.9.5", "2.11.99", "0.11.0", _WORKER_VLLM),
+    WorkerRange("2.12.0", "2.13.0", "0.15.0", _WORKER_VLLM),
+    WorkerRange("2.13.1", "2.13.99", "0.15.1", _WORKER_VLLM),
+    WorkerRange("2.14.0", "2.15.99", "0.16.0", _WORKER_VLLM),
+    WorkerRange("2.16.0", "2.16.99", "0.17.1", _WORKER_VLLM),
+    WorkerRange("2.17.0", "2.17.99", "0.18.1", _WORKER_VLLM),
+    WorkerRange("2.18.0", "2.18.99", "0.19.1", _WORKER_VLLM),
+    WorkerRange("2.19.0", "2.20.99", "0.20.2", _WORKER_VLLM),
+    WorkerRange("2.21.0", "2.21.99", "0.21.0", _WORKER_VLLM),
+    WorkerRange("2.22.0", "2.22.3", "0.22.1", _WORKER_VLLM),
+    WorkerRange("2.22.4", "2.22.99", "0.20.2", _WORKER_VLLM + " (v2.22.4 reverted to 0.20.2)"),
+    WorkerRange("2.23.0", "2.23.99", "0.23.0", _WORKER_VLLM),
+    WorkerRange("2.24.0", "2.24.99", "0.26.0", _WORKER_VLLM),
+    WorkerRange("2.25.0", "2.25.0", "0.27.0", _WORKER_VLLM),
+    WorkerRange("2.25.1", "2.25.2", "0.27.1", _WORKER_VLLM),
+)
+
+#: RunPod's SGLang worker (``runpod/worker-sglang:<release>``) -> the SGLang of its base image.
+#: The first releases were tagged after the SGLang they installed unpinned (``v0.4.1stable``,
+#: worker-config.json@ec910bd91b9777eef9b310999eddf1bd179258cd): read as that SGLang.
+RUNPOD_SGLANG: tuple[WorkerRange, ...] = (
+    WorkerRange("1.0.0", "1.2.99", "0.4.6.post4", _WORKER_SGLANG),
+    WorkerRange("1.3.0", "2.0.1", "0.5.2", _WORKER_SGLANG),
+)

@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 
 from kvlint.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM, Release
+from kvlint.manifests.runpod_workers import runpod_worker, worker_release
 
 __all__ = [
     "ENTRYPOINT_IMAGES",
@@ -259,6 +260,10 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
     if ngc and last == "sglang":
         version, note = _release_version(tag, {}, "NGC SGLang container", "SGLang")
         return "sglang", version, note
+
+    worker = worker_release(image)
+    if worker is not None:  # RunPod's workers: the tag is the worker's release
+        return worker
 
     if "vllm" in last:
         if low.startswith("rocm/") or "vllm-dev" in last:
@@ -542,6 +547,9 @@ def entrypoint_engine(image: str | None, env: Iterable[str] = (),
     for engine, pattern in ENTRYPOINT_IMAGES:
         if pattern.search(image):
             return engine
+    worker = runpod_worker(image)
+    if worker is not None:  # its entrypoint starts the engine from the environment
+        return worker[0]
     named = engine_from_image(image)[0]
     if any(name in _LLAMACPP_MODEL_ENV for name in env) and named == "llamacpp":
         return "llamacpp"

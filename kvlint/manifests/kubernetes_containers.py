@@ -31,6 +31,7 @@ from kvlint.manifests.engine_launch import (
     settle_version,
 )
 from kvlint.manifests.images import entrypoint_engine, tools_server
+from kvlint.manifests.runpod_workers import worker_command
 from kvlint.manifests.shell_arrays import script_commands
 from kvlint.manifests.shell_env import Env, env_from_k8s
 from kvlint.manifests.shell_words import Word, split_env_prefix
@@ -361,6 +362,12 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
         entry = engine_of_options([w.text for w, _ in args])
         why = f"options only the {entry} server takes, given to image {image.value}"
         inferred = True
+    worker = worker_command(image.value, env, image.line) \
+        if image is not None and entry is not None else None
+    if worker is not None:  # RunPod's worker: the engine's options come from the environment
+        notes.extend(worker.notes)
+        problems.extend(worker.problems)
+        args = [(w, w.text) for w in worker.words]
     if entry is not None:
         # the image's entrypoint is the server: args are its flags
         parsed = with_env(parse_engine_args(entry, [w for w, _ in args], env), env)

@@ -33,6 +33,7 @@ from dataclasses import replace
 
 from kvlint.manifests.base import Located, ServedModel
 from kvlint.manifests.engine_programs import find_engine
+from kvlint.manifests.runpod_workers import runpod_worker
 from kvlint.manifests.shell_env import MAX_EXPANDED_CHARS
 from kvlint.manifests.shell_scripts import command_models
 from kvlint.manifests.shell_words import Word, split_script
@@ -426,16 +427,27 @@ def _runpod(tree: ast.AST, names: _Names) -> Iterator[tuple[list[Word], str | No
                      if isinstance(k, ast.Constant) and isinstance(k.value, str)}
         else:
             continue
-        if "image_name" not in given or "docker_args" not in given:
+        if "image_name" not in given:
             continue
         image = names.text(given["image_name"])
+        if "docker_args" not in given and runpod_worker(image) is None:
+            continue  # a worker image needs no arguments: its environment configures it
         count = names.text(given["gpu_count"]) if "gpu_count" in given else "1"
         line = given["image_name"].lineno
-        words = ["docker", "run", "--gpus", count if count.isdigit() else "all", image]
-        run = [Word(w, line) for w in words]
-        args = names.text(given["docker_args"])
-        for command in split_script(args, line=given["docker_args"].lineno):
-            run.extend(command)
+        run = [Word(w, line) for w in ("docker", "run", "--gpus",
+                                       count if count.isdigit() else "all")]
+        env = given.get("env")
+        if isinstance(env, ast.Dict):
+            for key, value in zip(env.keys, env.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str) and \
+                        value is not None:
+                    run += [Word("-e", value.lineno),
+                            Word(f"{key.value}={names.text(value)}", value.lineno)]
+        run.append(Word(image, line))
+        if "docker_args" in given:
+            args = names.text(given["docker_args"])
+            for command in split_script(args, line=given["docker_args"].lineno):
+                run.extend(command)
         kind = names.text(given["gpu_type_id"]) if "gpu_type_id" in given else None
         yield run, None if kind is None or "${" in kind else kind, line
 

@@ -90,6 +90,20 @@ NAME on PATH, which runs NAME (its directory is not needed to tell the program).
 
 
 _PROGRAM_TAIL = re.compile(r"/([A-Za-z][\w.+-]{0,63})$")
+_DEFAULTED = re.compile(r"\$\{[A-Za-z_]\w*:?[-=](.*)\}", re.DOTALL)
+"""``${NAME:-DEFAULT}`` as a whole value: unless the variable is set, the default."""
+
+
+def _program_tail(raw: str) -> str | None:
+    """The program an unresolvable path names by its last component (``$VENV/bin/sglang``;
+    the default of ``${VLLM_BIN:-$ROOT/.venv/bin/vllm}``)."""
+    for _ in range(4):
+        defaulted = _DEFAULTED.fullmatch(raw)
+        if defaulted is None:
+            break
+        raw = defaulted.group(1)
+    tail = _PROGRAM_TAIL.search(raw)
+    return tail.group(1) if tail is not None else None
 """The literal last component of a path (``$VENV_DIR/bin/sglang``: ``sglang``)."""
 
 
@@ -144,9 +158,9 @@ class Env:
             if isinstance(value, Unresolved):
                 out[name] = None
                 reasons[name] = value.reason
-                tail = _PROGRAM_TAIL.search(str(raw))
+                tail = _program_tail(str(raw))
                 if tail is not None:
-                    programs[name] = tail.group(1)
+                    programs[name] = tail
             else:
                 line = getattr(raw, "line", 0)
                 out[name] = LStr(value, line) if line else value

@@ -51,6 +51,7 @@ from kvlint.manifests.engine_launch import (
 )
 from kvlint.manifests.engine_programs import find_engine
 from kvlint.manifests.images import engine_from_image, entrypoint_engine, tools_server
+from kvlint.manifests.runpod_workers import worker_command
 from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_plain_run import here_path
 from kvlint.manifests.shell_words import (
@@ -270,7 +271,13 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
             # whose own options they are (its entrypoint may be a wrapper; see
             # kubernetes_containers, which reads a container the same way)
             engine = engine_of_options([w.text for w in command])
-        if engine is not None and (options_only or not _names_program(command)):
+        worker = worker_command(image.value, Env(dict(
+            w.text.partition("=")[::2] for w in env), k8s=False), image.line) \
+            if engine is not None and not command else None
+        if worker is not None:  # RunPod's worker: the engine's options from its -e variables
+            program = [*(Word(word, image.line) for word in SERVER_PROGRAMS[worker.engine]),
+                       *worker.words]
+        elif engine is not None and (options_only or not _names_program(command)):
             program = [Word(word, image.line) for word in SERVER_PROGRAMS.get(engine, ())]
     problem = entrypoint_problem(image, command, "docker run gives no --entrypoint") \
         if entrypoint is None else None

@@ -533,6 +533,12 @@ def test_python_m_launch_server_takes_no_positional_model() -> None:
     'if [ -x "$VENV_DIR/bin/sglang" ]; then\n  SGLANG_BIN="$VENV_DIR/bin/sglang"\n'
     'elif command -v sglang >/dev/null 2>&1; then\n  SGLANG_BIN="$(command -v sglang)"\n'
     'else\n  exit 1\nfi\n"$SGLANG_BIN" serve "Qwen/Qwen3-0.6B" --port 30000',
+    # a default path under a root computed at run time, overridable from outside
+    'ROOT="$(cd "$(dirname "$0")/.." && pwd)"\n'
+    'SGLANG_BIN="${SGLANG_BIN:-${ROOT}/.venv/bin/sglang}"\n"${SGLANG_BIN}" serve Qwen/Qwen3-0.6B',
+    # ... handed to a launcher function from a sourced file
+    'ROOT="$(pwd)"\nSGLANG_BIN="${SGLANG_BIN:-$ROOT/venv/bin/sglang}"\n'
+    'start_bg run/sglang.pid "$SGLANG_BIN" serve Qwen/Qwen3-0.6B --port 30000',
 ])
 def test_a_program_variable_whose_directory_is_unknown(script: str) -> None:
     (m,) = served("#!/bin/bash\n" + script + "\n")
