@@ -398,8 +398,7 @@ def _triton(words: list[Word], image: Located[str] | None, env: dict[str, Any]
                           env=Env(env, k8s=False))
     if found is None:
         return None
-    return (Located("trtllm", found.line, None, "tritonserver with the TensorRT-LLM backend"),
-            triton_args(found))
+    return Located(found.engine, found.line, None, found.how), triton_args(found)
 
 
 NO_GPU = ("no GPU reserved (no deploy.resources.reservations.devices, gpus, runtime or "

@@ -256,7 +256,7 @@ def _invocation(words: list[Word], env: Env, position: int,
         triton = triton_launch(rest, env=local, image=images(position) if images else None)
         if triton is None:
             return None
-        return EngineInvocation(engine="trtllm", args=triton_args(triton), line=triton.line,
+        return EngineInvocation(engine=triton.engine, args=triton_args(triton), line=triton.line,
                                 words=tuple(rest), index=triton.program + 1, env=local,
                                 position=position)
     engine, program, index = hit

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["NGC_VLLM", "RUNPOD_SGLANG", "RUNPOD_VLLM", "TRITON_TRTLLM", "Release",
+__all__ = ["NGC_VLLM", "RUNPOD_SGLANG", "RUNPOD_VLLM", "TRITON_TRTLLM", "TRITON_VLLM", "Release",
            "WorkerRange"]
 
 
@@ -67,6 +67,55 @@ TRITON_TRTLLM: Mapping[str, Release] = MappingProxyType({
     "25.12": Release("1.1.0", _TRITON_MATRIX),
 })
 
+
+def _build_py(tag: str) -> str:
+    return (f"triton-inference-server/server build.py@{tag} (the vLLM the vllm-python-py3 "
+            "image installs)")
+
+
+_TRITON_VLLM_MATRIX = ("triton-inference-server/server docs/introduction/compatibility.md@r26.08 "
+                       "(6fa22ae028e6), vllm-python-py3 column")
+
+#: Triton release of ``nvcr.io/nvidia/tritonserver:YY.MM-vllm-python-py3`` -> the vLLM of its
+#: vLLM backend: ``build.py``'s pin at the release tag up to 26.02 (from 25.02 NVIDIA's own build
+#: of that release, ``0.7.0+<sha>.nv25.2``), then the compatibility matrix, whose rows from 26.03
+#: match the ``nvcr.io/nvidia/vllm`` image the container is built on. Left out: 24.08 (the tag
+#: pins 0.5.3.post1, the matrix says 0.5.0.post1), 25.06-25.07 (a 0.9.0rc1 build, which no
+#: release names) and 26.09 onward (not found).
+TRITON_VLLM: Mapping[str, Release] = MappingProxyType({
+    "23.10": Release("0.2.0", _build_py("v2.39.0")),
+    "23.11": Release("0.2.1.post1", _build_py("v2.40.0")),
+    "23.12": Release("0.2.3", _build_py("v2.41.0")),
+    "24.01": Release("0.2.3", _build_py("v2.42.0")),
+    "24.02": Release("0.3.0", _build_py("v2.43.0")),
+    "24.03": Release("0.3.0", _build_py("v2.44.0")),
+    "24.04": Release("0.4.0.post1", _build_py("v2.45.0")),
+    "24.05": Release("0.4.0.post1", _build_py("v2.46.0")),
+    "24.06": Release("0.4.3", _build_py("v2.47.0")),
+    "24.07": Release("0.5.0.post1", _build_py("v2.48.0")),
+    "24.09": Release("0.5.3.post1", _build_py("v2.50.0")),
+    "24.10": Release("0.5.5", _build_py("v2.51.0")),
+    "24.11": Release("0.5.5", _build_py("v2.52.0")),
+    "24.12": Release("0.5.5", _build_py("v2.53.0")),
+    "25.01": Release("0.6.3.post1", _build_py("v2.54.0")),
+    "25.02": Release("0.7.0", _build_py("v2.55.0")),
+    "25.03": Release("0.7.3", _build_py("v2.56.0")),
+    "25.04": Release("0.8.1", _build_py("v2.57.0")),
+    "25.05": Release("0.8.4", _build_py("v2.58.0")),
+    "25.08": Release("0.9.2", _build_py("v2.60.0")),
+    "25.09": Release("0.10.1.1", _build_py("v2.61.0")),
+    "25.10": Release("0.10.2", _build_py("v2.62.0")),
+    "25.11": Release("0.11.0", _build_py("v2.63.0")),
+    "25.12": Release("0.11.1", _build_py("v2.64.0")),
+    "26.01": Release("0.13.0", _build_py("v2.65.0")),
+    "26.02": Release("0.15.1", _build_py("v2.66.0")),
+    "26.03": Release("0.17.1", _TRITON_VLLM_MATRIX),
+    "26.04": Release("0.19.0", _TRITON_VLLM_MATRIX),
+    "26.05": Release("0.19.0", _TRITON_VLLM_MATRIX),
+    "26.06": Release("0.22.1", _TRITON_VLLM_MATRIX),
+    "26.07": Release("0.24.0", _TRITON_VLLM_MATRIX),
+    "26.08": Release("0.27.1", _TRITON_VLLM_MATRIX),
+})
 
 @dataclass(frozen=True, slots=True)
 class WorkerRange:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import PurePosixPath
 
-from kvlint.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM, Release
+from kvlint.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM, TRITON_VLLM, Release
 from kvlint.manifests.runpod_workers import runpod_worker, worker_release
 
 __all__ = [
@@ -309,6 +309,9 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
         version, note = _tag_version(tag, "LMDeploy")
         return "lmdeploy", version, note
 
+    if last == "tritonserver" and "vllm" in tag_low:
+        version, note = _release_version(tag, TRITON_VLLM, "Triton vLLM container", "vLLM")
+        return "vllm", version, note
     if last == "tritonserver" and "trtllm" in tag_low:
         version, note = _release_version(tag, TRITON_TRTLLM, "Triton TRT-LLM container",
                                          "TensorRT-LLM")
@@ -553,6 +556,7 @@ def entrypoint_engine(image: str | None, env: Iterable[str] = (),
     named = engine_from_image(image)[0]
     if any(name in _LLAMACPP_MODEL_ENV for name in env) and named == "llamacpp":
         return "llamacpp"
-    if args_only and named in _ARGS_ONLY_ENGINES and "lmsysorg/sglang" not in image:
+    if args_only and named in _ARGS_ONLY_ENGINES and "lmsysorg/sglang" not in image and \
+            "tritonserver" not in image:  # Triton's entrypoint runs tritonserver
         return named
     return None

@@ -1,5 +1,6 @@
-"""Triton Inference Server running TensorRT-LLM engines: ``tritonserver`` and the backend's
-``launch_triton_server.py``, read as a TensorRT-LLM served model wherever a command runs.
+"""Triton Inference Server running TensorRT-LLM engines or vLLM: ``tritonserver`` and the
+TensorRT-LLM backend's ``launch_triton_server.py``, read as a served model wherever a command
+runs.
 
 The TensorRT-LLM backend of Triton serves the engines built beforehand into a model
 repository (``--model-repository``); which model they are, and the tensor and pipeline
@@ -24,7 +25,13 @@ A bare ``tritonserver`` serves any backend (ONNX, PyTorch, Python, vLLM), so it 
 TensorRT-LLM only with evidence: the caller knows the image is a TensorRT-LLM Triton image
 (``nvcr.io/nvidia/tritonserver:YY.MM-trtllm-python-py3``), or a word of the command names
 TensorRT-LLM (``trtllm``, ``tensorrt-llm``, ``tensorrtllm_backend``, ``inflight_batcher_llm``:
-an image or container, a repository path). Bounded: words past :data:`MAX_WORDS` are not read.
+an image or container, a repository path). Likewise it is read as Triton's vLLM backend
+(triton-inference-server/vllm_backend) in NVIDIA's vLLM Triton image
+(``nvcr.io/nvidia/tritonserver:YY.MM-vllm-python-py3``) or when a word of the command names
+vLLM (``vllm_backend``, a ``vllm_model`` repository): that backend builds the engine from the
+``model.json`` of each model in the repository (the model, ``tensor_parallel_size``...), which
+kvlint does not read either, so the model and tp are unresolved. Bounded: words past
+:data:`MAX_WORDS` are not read.
 """
 
 from __future__ import annotations
@@ -41,11 +48,12 @@ from kvlint.manifests.images import engine_from_image
 from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word
 
-__all__ = ["TritonLaunch", "triton_args", "triton_launch", "trtllm_image"]
+__all__ = ["TritonLaunch", "triton_args", "triton_launch", "trtllm_image", "vllm_image"]
 
 MAX_WORDS = 512
 """Words of one command read (a real one has a few dozen)."""
 _EVIDENCE = re.compile(r"trtllm|tensorrt[-_]?llm|inflight_batcher_llm", re.IGNORECASE)
+_VLLM_EVIDENCE = re.compile(r"vllm", re.IGNORECASE)
 _LAUNCHER = "launch_triton_server.py"
 _COUNT_OPTIONS = ("-n", "-np", "--np", "-c")
 """mpirun's options of an app context's process count (Open MPI ``-n``/``-np``/``-c``)."""
@@ -64,6 +72,8 @@ class TritonLaunch:
     world: Located[int] | Unresolved | None
     """The MPI world size: the ranks of the engines (``None``: one process)."""
     how: str
+    engine: str = "trtllm"
+    """``trtllm``, or ``vllm`` for Triton's vLLM backend."""
 
 
 def _flag(words: Sequence[Word], names: tuple[str, ...], start: int, env: Env | None
@@ -143,6 +153,15 @@ def trtllm_image(image: str | None) -> bool:
     return engine_from_image(image)[0] == "trtllm" or _EVIDENCE.search(image) is not None
 
 
+def vllm_image(image: str | None) -> bool:
+    """Whether ``image`` is NVIDIA's vLLM Triton image (``-vllm-python-py3``), or a Triton
+    image whose name says vLLM (``triton-vllm:local``)."""
+    if not image:
+        return False
+    low = image.lower()
+    return "triton" in low and _VLLM_EVIDENCE.search(low) is not None
+
+
 def triton_launch(words: Sequence[Word], *, image: str | None = None,
                   env: Env | None = None) -> TritonLaunch | None:
     """The Triton server of TensorRT-LLM engines ``words`` runs (module doc), or ``None``:
@@ -170,10 +189,13 @@ def triton_launch(words: Sequence[Word], *, image: str | None = None,
                     if os.path.basename(w.text) == "tritonserver"), None)
     if program is None:
         return None
-    if not trtllm_image(image) and not any(_EVIDENCE.search(w.text) for w in words):
-        return None
     repo = _flag(words, ("--model-repository", "--model-store", "--model_repository"),
                  program + 1, env)
+    if not trtllm_image(image) and not any(_EVIDENCE.search(w.text) for w in words):
+        if not vllm_image(image) and not any(_VLLM_EVIDENCE.search(w.text) for w in words):
+            return None
+        return TritonLaunch(program, words[program].line, repo.text if repo else "", None,
+                            "tritonserver with the vLLM backend", engine="vllm")
     mpi = _mpi_world(words, program)
     line = words[program].line
     if mpi is not None:
@@ -190,8 +212,19 @@ def triton_launch(words: Sequence[Word], *, image: str | None = None,
 
 def triton_args(launch: TritonLaunch) -> EngineArgs:
     """The engine arguments a Triton launch settles: its engines' model, unresolved (the
-    repository is not read), and its world size as tp."""
+    repository is not read), and its world size as tp (for the vLLM backend, the
+    repository's ``model.json`` holds both)."""
     repo = launch.repository
+    if launch.engine == "vllm":
+        where = repo or "(not given)"
+        return EngineArgs("vllm", model=Unresolved(
+            f"Triton's vLLM backend serves the model named by model.json in its model "
+            f"repository {where}; kvlint does not read Triton model repositories",
+            launch.line, None, repo or "tritonserver"),
+            tp=Unresolved(f"tensor_parallel_size is set in model.json of the repository "
+                          f"{where}", launch.line, None, "model.json"),
+            notes=(f"{launch.how}: the vLLM engine arguments (model, tensor_parallel_size, "
+                   "gpu_memory_utilization, max_model_len) are in each model's model.json",))
     model = Unresolved(f"Triton serves the TensorRT-LLM engines built into its model "
                        f"repository {repo or '(not given)'}; kvlint does not read Triton model "
                        "repositories", launch.line, None, repo or "tritonserver")

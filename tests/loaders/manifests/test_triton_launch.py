@@ -1,8 +1,8 @@
-"""Triton Inference Server with the TensorRT-LLM backend, wherever a command runs it: a
-script's ``docker run`` or ``mpirun``, the backend's ``launch_triton_server.py``, a Kubernetes
-container in a TensorRT-LLM Triton image, a Slurm job's Apptainer file. Each is a served model
-(its model unresolved: KV902), its MPI world size read as tp; a ``tritonserver`` with no sign
-of TensorRT-LLM is not one."""
+"""Triton Inference Server with the TensorRT-LLM or the vLLM backend, wherever a command
+runs it: a script's ``docker run`` or ``mpirun``, the TensorRT-LLM backend's
+``launch_triton_server.py``, a Kubernetes container in a TensorRT-LLM or vLLM Triton image, a
+Slurm job's Apptainer file. Each is a served model (its model unresolved: KV902), its MPI
+world size read as tp; a ``tritonserver`` with no sign of either backend is not one."""
 
 from __future__ import annotations
 
@@ -86,6 +86,41 @@ def test_tritonserver_without_tensorrt_llm_is_not_a_served_model(tmp_path: Path)
     assert _models(tmp_path, "onnx.sh", text) == []
 
 
+VLLM_TRITON = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: triton}
+spec:
+  template:
+    spec:
+      nodeSelector: {cloud.google.com/gke-accelerator: nvidia-l4}
+      containers:
+        - name: triton
+          image: nvcr.io/nvidia/tritonserver:24.01-vllm-python-py3
+          resources: {limits: {nvidia.com/gpu: 1}}
+          args: ["tritonserver", "--model-store=gs://bucket/model_repository",
+                 "--log-verbose=1"]
+"""
+
+
+def test_a_tritonserver_in_the_vllm_triton_image_serves_vllm(tmp_path: Path) -> None:
+    """Triton's vLLM backend builds the engine from model.json in the model repository: the
+    model and tp are there, unresolved (KV902), never a pod linted as serving nothing."""
+    (m,) = _models(tmp_path, "deploy.yaml", VLLM_TRITON)
+    # the release dates the backend's vLLM (build.py@v2.42.0)
+    assert (v(m.engine), v(m.engine_version), v(m.gpus)) == ("vllm", "0.2.3", 1)
+    assert isinstance(m.model, Unresolved) and m.model.text == "gs://bucket/model_repository"
+    assert "vLLM backend" in m.model.reason and "model.json" in m.model.reason
+    assert isinstance(m.tp, Unresolved)
+
+
+def test_a_tritonserver_whose_repository_names_vllm(tmp_path: Path) -> None:
+    text = ("#!/bin/bash\ndocker run --gpus all -v $PWD/vllm_backend/samples/model_repository:"
+            "/models nvcr.io/nvidia/tritonserver:24.05-py3 \\\n"
+            "  tritonserver --model-repository ./vllm_backend/samples/model_repository\n")
+    (m,) = _models(tmp_path, "serve.sh", text)
+    assert v(m.engine) == "vllm" and isinstance(m.model, Unresolved)
+
+
 def test_orchestrator_mode_leaves_the_world_to_the_engine() -> None:
     """``TRTLLM_ORCHESTRATOR`` set to a nonzero integer (C's ``atoi``): the backend spawns
     the engines' ranks itself; ``0`` or a word is not orchestrator mode."""
@@ -110,6 +145,16 @@ def test_mpirun_counts() -> None:
     (words,) = split_script("mpirun -n 99999 tritonserver --model-repository /m/trtllm")
     found = triton_launch(words)
     assert found is not None and found.world is None
+
+
+def test_triton_vllm_releases_only_from_the_table() -> None:
+    from kvlint.manifests.images import engine_from_image
+
+    assert engine_from_image("nvcr.io/nvidia/tritonserver:25.02-vllm-python-py3")[:2] == \
+        ("vllm", "0.7.0")
+    # 24.08: its build.py and the compatibility matrix disagree: unknown, never a guess
+    assert engine_from_image("nvcr.io/nvidia/tritonserver:24.08-vllm-python-py3")[:2] == \
+        ("vllm", None)
 
 
 def test_images() -> None:
