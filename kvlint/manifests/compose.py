@@ -289,7 +289,10 @@ def _gpus(service: dict[str, Any]) -> Located[int] | Unresolved | _EveryGpu | No
                 return Unresolved(f"{where}.device_ids {unset} is set when compose runs: "
                                   "the GPUs it names are unknown",
                                   key_line(device, "device_ids"), None, unset)
-            total += len(device["device_ids"])
+            # Docker joins the ids with commas into NVIDIA_VISIBLE_DEVICES (moby
+            # daemon/nvidia_linux.go setNvidiaGPUs), so one item "5,6" is two GPUs
+            total += len({part.strip() for ref in device["device_ids"]
+                          for part in str(interpolate(ref)).split(",") if part.strip()})
             line = line or key_line(device, "device_ids")
             sources.append(f"{where}.device_ids")
         else:

@@ -174,6 +174,10 @@ def test_device_ids_from_an_unset_variable_are_not_counted() -> None:
     assert isinstance(_gpus(service), Unresolved)
     service["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] = ["0", "1"]
     assert getattr(_gpus(service), "value", None) == 2
+    # one item listing two ids: Docker joins the items with commas into
+    # NVIDIA_VISIBLE_DEVICES (moby setNvidiaGPUs), so the container sees both
+    service["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] = ["5,6"]
+    assert getattr(_gpus(service), "value", None) == 2
 
 
 def test_every_gpu_with_an_unresolved_degree_stays_unresolved() -> None:
