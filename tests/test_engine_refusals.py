@@ -467,3 +467,27 @@ def test_an_options_on_off_twin_is_not_a_misspelling() -> None:
     assert _counterpart("--disable-piecewise-cuda-graph", known)
     assert _counterpart("--no-trust-remote-code", known)
     assert not _counterpart("--disable-decode-cuda-graphs", known)
+
+
+@pytest.mark.parametrize(("option", "severity"), [
+    # click spells trtllm-serve's options with _ and Dynamo's with -: a release kvlint cannot
+    # place against its one source may have the other spelling
+    ("--served_model_name", "warning"),
+    ("--kv_cache_dtype", "warning"),
+    ("--tp", "error"),  # cut short: --tp_size is meant, in any release
+])
+def test_a_trtllm_release_is_not_placed_against_the_one_source(tmp_path: Path, option: str,
+                                                               severity: str) -> None:
+    """kvlint's TensorRT-LLM options come from one commit of serve.py, of no stated release: a
+    release (here one named by an Apptainer image file) may be newer than it, so an option the
+    source lacks warns, unless it reads as a misspelling."""
+    script = tmp_path / "serve.sh"
+    script.write_text(
+        "#!/bin/bash\nsingularity exec --nv /images/tensorrt-llm-release-1.3.0rc18.sif \\\n"
+        f"  trtllm-serve serve org/m --tp_size 1 {option} x\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(script), "--isolated", "--no-plugins",
+                                       "--offline", "--format", "json"])
+    (served,) = json.loads(result.stdout)["results"]
+    assert served["serving"]["engine_version"] == "1.3.0rc18"
+    found = [f for f in served["findings"] if f["code"] == "KV701"]
+    assert [f["severity"] for f in found] == [severity], [f["message"] for f in found]

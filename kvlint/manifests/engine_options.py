@@ -193,15 +193,16 @@ def _past_the_newest(engine: str, version: Located[str] | Unresolved | None) -> 
     """Whether the release that runs may be newer than every option table kvlint read for
     ``engine``: a version above the newest table; or a tag that names no version (``latest``,
     ``server-cuda``, nothing at all) when the newest table is older than the newest release
-    kvlint knows of (engines.toml ``latest``), or when the engine's table comes from one
-    source of no stated release (TGI, TensorRT-LLM, llama.cpp)."""
+    kvlint knows of (engines.toml ``latest``); or any release at all when the engine's table
+    comes from one source of no stated release (TGI, TensorRT-LLM, llama.cpp), which kvlint
+    cannot place before or after it."""
     known = VERSIONS.get(engine)
+    if not known:  # one source of no stated release: any release may be newer than it
+        return True
     parsed = _parse(version.value) if isinstance(version, Located) and version.value \
         else None
     if parsed is not None:
-        return known is not None and parsed > Version(known[-1])
-    if not known:
-        return True
+        return parsed > Version(known[-1])
     from kvlint.engines import load_engines
 
     latest = getattr(load_engines().get(engine), "latest", None)
@@ -251,6 +252,12 @@ def _misspelt(name: str, suggestion: object) -> bool:
         difflib.SequenceMatcher(None, name, suggestion).ratio() >= 0.85
 
 
+def _twin(name: str, suggestion: object) -> bool:
+    """Whether ``name`` and ``suggestion`` differ only in ``_`` against ``-``."""
+    return isinstance(suggestion, str) and name != suggestion and \
+        name.replace("_", "-") == suggestion.replace("_", "-")
+
+
 def _counterpart(name: str, known: frozenset[str]) -> bool:
     """Whether ``name`` is the switch-off or switch-on twin of a known option
     (``--disable-piecewise-cuda-graph`` beside ``--enable-piecewise-cuda-graph``, ``--no-X``
@@ -263,10 +270,13 @@ def _counterpart(name: str, known: frozenset[str]) -> bool:
 
 
 def _maybe_newer(problem: EngineArgProblem, newest: str | None,
-                 known: frozenset[str] = frozenset()) -> EngineArgProblem:
+                 known: frozenset[str] = frozenset(), *, twins: bool = False
+                 ) -> EngineArgProblem:
     """An unknown option no release kvlint read ever had, on an engine that may be newer:
     said so (KV701 then warns instead of failing the run). A near spelling of a known option
-    stays an error (a misspelling), unless it is a known option's on/off twin."""
+    stays an error (a misspelling), unless it is a known option's on/off twin, or (``twins``:
+    an engine whose tools spell options both ways, TensorRT-LLM's ``--max_seq_len`` and
+    ``--max-seq-len``) its ``_``/``-`` twin."""
     than = f" newer than {newest}" if newest else " newer than the source kvlint read"
     if problem.kind == "value" and problem.data.get("reason") == "choice" and \
             "suggestion" not in problem.data:  # a value no release read has, not a misspelling
@@ -276,7 +286,8 @@ def _maybe_newer(problem: EngineArgProblem, newest: str | None,
     if problem.kind != "option" or problem.data.get("reason") != "unknown" or \
             "history" in problem.data or (
                 _misspelt(problem.option, problem.data.get("suggestion"))
-                and not _counterpart(problem.option, known)):
+                and not _counterpart(problem.option, known)
+                and not (twins and _twin(problem.option, problem.data.get("suggestion")))):
         return problem
     return replace(problem, message=f"{problem.message}; no release kvlint read has it, and "
                    f"the image may run one{than}: pin the version to be sure",
@@ -591,7 +602,8 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
         # a floating tag (latest, server-cuda) or a release newer than every table kvlint
         # read: an option no known release has may be one a newer release added
         known = _options_at(engine, versions[-1]) if versions else frozenset()
-        problems = [_maybe_newer(p, versions[-1], known) for p in problems]
+        problems = [_maybe_newer(p, versions[-1], known, twins=engine == "trtllm")
+                    for p in problems]
     if _before_the_oldest(engine, version):
         # a release older than every table kvlint read: its own parser was not read, and an
         # older one took forms a later one refuses (vLLM 0.6.3's --enable-chunked-prefill

@@ -162,6 +162,27 @@ def _rocm_vllm(tag: str | None) -> tuple[str | None, str]:
     return None, f"{base}; ROCm vLLM tag {tag} {why}"
 
 
+_SIF_FILE = re.compile(r"(?:[^\s:]*/)?([\w.+-]+)\.(?:sif|simg)", re.IGNORECASE)
+"""An Apptainer/Singularity image file, given by its path."""
+_SIF_RELEASE = re.compile(r"(.+?)[-_]v?(\d+(?:\.\d+){1,3}(?:\.?(?:post|rc|dev)\d*)*)$",
+                          re.IGNORECASE)
+
+
+def _sif_image(stem: str) -> tuple[str | None, str | None, str]:
+    """An image file (``tensorrt-llm-release-1.3.0rc18.sif``, ``vllm-openai_v0.8.5.sif``):
+    one fixed build, never a pull of ``latest``; the engine is the one its name says, the
+    release the version its name ends with, if any."""
+    named = _SIF_RELEASE.fullmatch(stem)
+    base, version = (named.group(1), named.group(2)) if named else (stem, None)
+    engine = engine_from_image(f"{base}:latest")[0] or engine_from_image(f"{stem}:latest")[0]
+    if engine is None:
+        return None, None, ""
+    if version is None:
+        return engine, None, (f"image file {stem}: its name gives no {engine} release (a "
+                              "fixed build, not a pull of latest)")
+    return engine, version, f"{engine} {version} from the image file's name {stem}"
+
+
 @lru_cache(maxsize=4096)  # a pure function of the text; a tree repeats its images
 def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
     """``(engine key or None, version or "latest" or None, note)`` for a container image.
@@ -176,6 +197,9 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
     is not the engine's version (llm-d, NVIDIA Dynamo runtimes, LMCache's vLLM images, Vertex
     AI Model Garden). Not LLM engines: text-embeddings-inference, Ray images, routing
     sidecars and plain OS images (``None``)."""
+    sif = _SIF_FILE.fullmatch(image.strip())
+    if sif is not None:
+        return _sif_image(sif.group(1))
     name, tag, digest = split_image(image)
     if name and tag and ("${" in tag or "{{" in tag) and "${" not in name and \
             "{{" not in name and not name.startswith("<"):

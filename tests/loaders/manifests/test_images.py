@@ -235,3 +235,13 @@ def test_one_fixed_build_is_told_from_a_rolling_tag(image: str, fixed: bool) -> 
     from kvlint.manifests.images import fixed_build
 
     assert fixed_build(image) is fixed
+
+
+@pytest.mark.parametrize(("image", "expected"), [
+    ("/images/tensorrt-llm-release-1.3.0rc18.sif", ("trtllm", "1.3.0rc18")),
+    ("vllm-openai_v0.8.5.sif", ("vllm", "0.8.5")),
+    ("./containers/sglang.sif", ("sglang", None)),  # one fixed build: not "latest"
+    ("/x/ubuntu-22.04.sif", (None, None)),
+])
+def test_an_image_file_is_read_by_its_name(image: str, expected: tuple[str | None, ...]) -> None:
+    assert engine_from_image(image)[:2] == expected
