@@ -145,6 +145,28 @@ class _Case:
         return out
 
 
+@dataclass
+class _If:
+    """An ``if`` statement being walked: whether the branch being read runs (``None``: kvlint
+    cannot tell) and whether an earlier branch surely ran, surely did not, or may have."""
+
+    depth: int
+    runs: bool | None
+    taken: bool | None
+
+    def branch(self, condition: bool | None) -> None:
+        """Enter an ``elif`` (``condition``) or ``else`` (``True``) branch."""
+        if self.taken is True:
+            self.runs = False
+        elif self.taken is False:
+            self.runs = condition
+        else:
+            self.runs = None if condition is not False else False
+        if self.taken is not True:
+            self.taken = True if self.runs is True else (
+                None if self.runs is None or self.taken is None else False)
+
+
 def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
                        images: Callable[[int], str | None] | None = None,
                        presets: bool = False) -> list[EngineInvocation]:
@@ -165,9 +187,13 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
     depth = 0
     openers: list[str] = []
     cases: list[_Case] = []
+    ifs: list[_If] = []
     worlds: list[tuple[str, Env]] = []
     for position, command in enumerate(commands):
         words = list(command)
+        if words and ifs and ifs[-1].depth == depth and words[0].text in ("elif", "else"):
+            ifs[-1].branch(True if words[0].text == "else" else
+                           _condition(words[1:], commands, position, env))
         top = cases[-1] if cases else None
         if top is not None and depth == top.depth and len(words) == 1 and \
                 words[0].ends in (")", "|"):  # a branch's pattern: a|b)
@@ -184,11 +210,16 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
         if head in _OPENERS:
             depth += 1
             openers.append(head)
+            if head == "if":
+                condition = _condition(words[1:], commands, position, env)
+                ifs.append(_If(depth, condition, condition))
             if head == "case" and presets:
                 cases.append(_Case(depth, words[1] if len(words) > 2 else None,
                                    worlds or [("", env)],
                                    selects=not _LOOPS & set(openers) and not cases))
         if head in _CLOSERS:
+            if head == "fi" and ifs and ifs[-1].depth == depth:
+                ifs.pop()
             if head == "esac" and cases and cases[-1].depth == depth:
                 frame = cases.pop()
                 frame.close_branch()
@@ -209,17 +240,22 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
                 words = words[1:]
             if not words:
                 continue
+        if any(frame.runs is False for frame in ifs):
+            continue  # a branch of an if whose test kvlint can read says it does not run
+        # the ifs whose branch surely runs do not make what runs in them conditional
+        sure = sum(1 for frame in ifs if frame.runs is True)
         assigned = _assignments(words)
         if assigned is not None:
             runs = _runs_after(commands[position - 1], words[0].joined, env) \
                 if position and words[0].joined else True
             if runs is not False:  # False: a guard kvlint can read says it does not run
-                env = _apply(env, assigned, conditional=depth > 0 or runs is None)
+                maybe = depth - sure > 0 or runs is None
+                env = _apply(env, assigned, conditional=maybe)
                 for frame in cases:
                     if frame.steps is not None:
                         frame.steps.append((assigned, depth > frame.depth or runs is None))
-                worlds = [(label, _apply(world, assigned, conditional=depth > 0 or
-                                         runs is None)) for label, world in worlds]
+                worlds = [(label, _apply(world, assigned, conditional=maybe))
+                          for label, world in worlds]
             continue
         variants: list[tuple[str | None, Env]] = \
             list(_variants(words, worlds)) if not cases else []
@@ -307,6 +343,75 @@ def _program(text: str, env: Env) -> str:
 
 
 _TESTS = {"[[": "]]", "[": "]", "test": ""}
+_NUMERIC = {"-eq": lambda a, b: a == b, "-ne": lambda a, b: a != b, "-lt": lambda a, b: a < b,
+            "-le": lambda a, b: a <= b, "-gt": lambda a, b: a > b, "-ge": lambda a, b: a >= b}
+
+
+def _operand(word: Word, env: Env) -> str | None:
+    """A test operand's value (``None``: kvlint cannot expand it)."""
+    if word.literal or "$" not in word.text:
+        return word.text
+    value = env.expand(word.text, k8s=False)
+    return value if isinstance(value, str) else None
+
+
+def _test(words: Sequence[Word], env: Env) -> bool | None:
+    """Whether a test command succeeds: ``[ -n "$X" ]``, ``[[ -z $X ]]``, ``test "$X"``,
+    ``[ "$A" = "1" ]`` (``==``, ``!=``; in ``[[ ]]`` the right side is a pattern) and the
+    integer comparisons (``-eq``...), each maybe negated with ``!``; ``None`` for any other
+    command (a file test, a program) or a string kvlint cannot expand."""
+    words = list(words)
+    negate = False
+    while words and words[0].text == "!":
+        negate, words = not negate, words[1:]
+    if not words or words[0].text not in _TESTS:
+        return None
+    close = _TESTS[words[0].text]
+    body = words[1:-1] if close and words[-1].text == close else words[1:]
+    while body and body[0].text == "!":
+        negate, body = not negate, body[1:]
+    result: bool | None = None
+    if len(body) == 2 and body[0].text in ("-n", "-z"):
+        value = _operand(body[1], env)
+        if value is not None:
+            result = bool(value) == (body[0].text == "-n")
+    elif len(body) == 1:
+        value = _operand(body[0], env)
+        result = bool(value) if value is not None else None
+    elif len(body) == 3 and body[1].text in ("=", "==", "!=", *_NUMERIC):
+        left, right = _operand(body[0], env), _operand(body[2], env)
+        if left is None or right is None:
+            return None
+        if body[1].text in _NUMERIC:
+            if not (re.fullmatch(r"-?\d{1,18}", left) and re.fullmatch(r"-?\d{1,18}", right)):
+                return None
+            result = bool(_NUMERIC[body[1].text](int(left), int(right)))
+        else:
+            same = fnmatchcase(left, right) if close == "]]" and not body[2].literal \
+                else left == right
+            result = same == (body[1].text != "!=")
+    return None if result is None else result != negate
+
+
+def _condition(first: Sequence[Word], commands: Sequence[Sequence[Word]], position: int,
+               env: Env) -> bool | None:
+    """Whether an ``if``/``elif`` condition holds: the test ``first`` and the tests joined to
+    it by ``&&``/``||`` (``[[ -n $A ]] && [[ -z $B ]]``), read left to right as the shell
+    does; ``None`` where a part kvlint cannot read decides it."""
+    result = _test(first, env)
+    for index, following in enumerate(commands[position + 1:], 1):
+        if not following or following[0].joined not in ("&&", "||"):
+            break
+        if index > 16:
+            return None  # a chain this long is not a plain test (bounded)
+        value = _test(following, env)
+        if following[0].joined == "&&":
+            result = False if result is False or value is False else (
+                True if result is True and value is True else None)
+        else:
+            result = True if result is True or value is True else (
+                False if result is False and value is False else None)
+    return result
 
 
 def _runs_after(guard: Sequence[Word], joined: str, env: Env) -> bool | None:

@@ -762,11 +762,35 @@ def test_an_if_on_the_scripts_own_mode_takes_its_plain_run_branch(setting: str,
 
 
 def test_an_if_kvlint_cannot_decide_is_read_as_written() -> None:
-    # a mode set twice, an elif, a test of anything else: every branch is read
-    text = ('MODE=a\nMODE=b\nif [ "$MODE" = a ]; then\n  vllm serve org/a\nelse\n'
+    # a test of a variable the manifest does not set, or of a program: every branch is read
+    text = ('if [ "$OTHER" = a ]; then\n  vllm serve org/a\nelse\n'
             "  vllm serve org/b\nfi\n"
-            'if [ "$OTHER" = a ]; then vllm serve org/c; fi\n')
+            'if command -v nvidia-smi; then vllm serve org/c; fi\n')
     assert [m["model"] for m in served(text)] == ["org/a", "org/b", "org/c"]
+
+
+def test_an_if_on_a_value_the_script_settles_takes_its_branch() -> None:
+    # a mode set twice: the second value stands, so only its branch runs
+    text = ('MODE=a\nMODE=b\nif [ "$MODE" = a ]; then\n  vllm serve org/a\nelse\n'
+            "  vllm serve org/b\nfi\n")
+    assert [m["model"] for m in served(text)] == ["org/b"]
+
+
+@pytest.mark.parametrize(("extra", "chunk"), [
+    ("", None), ("4096", 4096)])
+def test_options_appended_under_tests_of_known_values(extra: str, chunk: int | None) -> None:
+    """A command built up in a variable, each option appended under ``if [ -n "$X" ]`` (a
+    compose service's script, a launcher's): the tests of values the script gives are read,
+    so the variable stays known and the server's model is found."""
+    text = (f'MODEL="${{MODEL:-Qwen/Qwen3-8B}}"\nCHUNK="${{CHUNK:-{extra}}}"\nEAGER=1\n'
+            'ARGS="--model-path $MODEL --tp-size 1"\n'
+            'if [ -n "$CHUNK" ]; then\n  ARGS="$ARGS --chunked-prefill-size $CHUNK"\nfi\n'
+            'if [ "$EAGER" = "1" ]; then\n  ARGS="$ARGS --disable-cuda-graph"\n'
+            'elif [ "$EAGER" = "2" ]; then\n  ARGS="$ARGS --enable-torch-compile"\nfi\n'
+            'if [[ -n "$CHUNK" ]] && [[ -z "$EAGER" ]]; then ARGS="$ARGS --x"; fi\n'
+            "exec python3 -m sglang.launch_server $ARGS\n")
+    (m,) = served(text)
+    assert (m["engine"], m["model"]) == ("sglang", "Qwen/Qwen3-8B")
 
 
 @pytest.mark.parametrize(("command", "engine"), [
