@@ -76,6 +76,32 @@ def _form(argument: str, line: int) -> tuple[bool, list[list[Word]]] | None:
     return (False, commands) if commands else None
 
 
+_BAD_ESCAPE = re.compile(r'\\(?![\"\\/bfnrtu])')
+"""A backslash JSON does not allow before the next character (``\\$i``)."""
+
+
+def _not_json(written: tuple[str, int] | None) -> tuple[str, list[str]] | None:
+    """``(JSON's complaint, the words meant)`` for an ``ENTRYPOINT``/``CMD`` written as an
+    exec-form array that is not valid JSON only for a backslash JSON does not take (a shell's
+    ``\\$i`` inside a string). Docker parses exec form as JSON and runs anything else as
+    shell form (the Dockerfile reference, "Shell and exec form"), so ``/bin/sh -c`` runs the
+    whole array as text: its first word ``["bash",`` is no program and the container exits."""
+    if written is None or not written[0].startswith("[") or not written[0].endswith("]"):
+        return None
+    try:
+        json.loads(written[0])
+        return None
+    except (ValueError, RecursionError) as err:
+        complaint = str(err)
+    try:
+        items = json.loads(_BAD_ESCAPE.sub(r"\\\\", written[0]))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+        return None
+    return complaint, items
+
+
 _BUILD_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 _PIP = re.compile(r"(?:^|[\s;&|(])(?:uv\s+)?pip3?\s+install\b|python[\d.]*\s+-m\s+pip\s+install")
 
@@ -193,6 +219,19 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
     env = list(stage.env)
     entrypoint = _form(*stage.entrypoint) if stage.entrypoint is not None else None
     cmd = _form(*stage.cmd) if stage.cmd is not None else None
+    broken: list[EngineArgProblem] = []
+    for name, written in (("ENTRYPOINT", stage.entrypoint), ("CMD", stage.cmd)):
+        meant = _not_json(written)
+        if meant is None or written is None:
+            continue
+        form = (True, [[Word(item, written[1], literal=True) for item in meant[1]]])
+        entrypoint, cmd = (form, cmd) if name == "ENTRYPOINT" else (entrypoint, form)
+        broken.append(EngineArgProblem(
+            "option", name, f"{name} is not valid JSON ({meant[0]}): Docker runs it as a shell "
+            f"command, /bin/sh -c '{written[0][:24]}...', whose first word "
+            f"{written[0].split()[0]!r} is no program, so the container exits at start and the "
+            "server below never runs; write the backslash JSON's way (\\\\$ for \\$) or drop it",
+            written[1], None, {"reason": "exec-form-not-json", "instruction": name}))
     if entrypoint is not None:
         exec_form, commands = entrypoint
         if exec_form and cmd is not None and cmd[0]:  # exec CMD: the entrypoint's arguments
@@ -214,8 +253,10 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
     pins = [pin for words in installs for pin in pip_pins(words, Env({}, k8s=False))]
     literal = {w.text for c in commands for w in c if w.literal and _VARIABLE.search(w.text)}
     cpu = _llamacpp_cpu_build(text, stage)
-    return [_unexpanded(_from_base(_on_cpu(served, cpu), image, pins), literal)
-            for served in found]
+    out = [_unexpanded(_from_base(_on_cpu(served, cpu), image, pins), literal)
+           for served in found]
+    return [replace(served, engine_problems=(*served.engine_problems, *broken))
+            for served in out] if broken else out
 
 
 _LLAMACPP_BUILD = re.compile(r"\bcmake\s+(?:--build|-B|-S|\.\.)|\bmake\s+(?:-j|llama|server|"

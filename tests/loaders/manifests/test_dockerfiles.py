@@ -203,3 +203,20 @@ def test_a_llamacpp_built_without_a_gpu_backend_runs_on_the_cpu(flags: str, base
         assert isinstance(m.gpus, Located) and m.gpus.line == 3
     else:
         assert v(m.gpus) != 0 and v(m.gpu_type) != "CPU"
+
+
+def test_an_exec_form_that_is_not_json_runs_nothing() -> None:
+    r"""``\$i`` inside an exec-form string is no JSON escape: Docker runs the array as shell
+    form, so the container exits at start. The command meant is still read, with the error."""
+    text = (
+        'FROM python:3.11\nRUN pip install vllm==0.8.5\nENV MODEL=Qwen/Qwen3-8B\n'
+        'CMD ["bash", "-c", "python3 -m vllm.entrypoints.openai.api_server --model $MODEL & '
+        'for i in 1 2; do echo \\$i; done; wait"]\n')
+    (m,) = served(text)
+    assert (v(m.model), v(m.engine_version)) == ("Qwen/Qwen3-8B", "0.8.5")
+    (problem,) = m.engine_problems
+    assert problem.data["reason"] == "exec-form-not-json" and problem.line == 4
+    assert "Invalid \\escape" in problem.message
+    # the same command written as JSON: no problem
+    (ok,) = served(text.replace("\\$i", "\\\\$i"))
+    assert not ok.engine_problems
