@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kvlint.manifests.accelerators import image_family
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
@@ -490,6 +491,13 @@ class ImageChartValuesParser(ManifestParser):
 
             gpus = image_gpu_build(gpu_map_count(document, ""),
                                    engine.value if engine else None, image)
+        family = image_family(image)
+        if gpus is None and family is not None and family.value == "CPU":
+            # a CPU build given no device: it runs on no GPU (a chart's template that added
+            # one would be for nothing this image can use)
+            gpus = Located(0, key_line(document, "resources") if "resources" in document
+                           else image.line, None,
+                           f"no GPU requested; image {image.value} is a CPU build")
         notes.extend(replicas_note(document, "replicaCount"))
         tag = (get_map(document, "image") or {}).get("tag")
         if tag is not None and not str(tag).strip():

@@ -366,3 +366,17 @@ def test_a_charts_gpu_map(gpu_map: str, gpus: int, source: str, tmp_path: Path) 
     assert m.gpus.source.startswith(source)
     if gpus == 0:  # the engine's own CUDA image: KV206 makes it an error
         assert m.gpus.source.endswith("the engine's own GPU build")
+
+
+def test_a_cpu_image_chart_with_no_gpu_request_runs_on_no_gpu() -> None:
+    """A chart's values running vLLM's CPU image with CPU and memory resources only: 0 GPUs
+    (the image is a CPU build), where the count was left unknown."""
+    text = ('image:\n  repository: vllm/vllm-openai-cpu\n  tag: "v0.24.0"\n'
+            "model:\n  name: BAAI/bge-small-en-v1.5\n"
+            "resources:\n  limits:\n    memory: 4Gi\n    cpu: '10'\n")
+    (m,) = extract_text(text, "values.yaml")
+    assert (v(m.engine), v(m.engine_version), v(m.gpus)) == ("vllm", "0.24.0", 0)
+    assert "CPU" in m.gpus.source  # type: ignore[union-attr]
+    # the GPU image with the same resources: not known (the chart's template may add one)
+    (gpu,) = extract_text(text.replace("vllm-openai-cpu", "vllm-openai"), "values.yaml")
+    assert gpu.gpus is None
