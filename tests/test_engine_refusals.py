@@ -416,15 +416,16 @@ def test_an_option_no_known_release_has_on_a_floating_tag(tmp_path: Path, option
     compose.write_text(
         "services:\n  llama:\n    image: ghcr.io/ggml-org/llama.cpp:server-cuda\n"
         f"    command: [\"-hf\", \"org/m-GGUF\", \"{option}\", \"4096\"]\n", encoding="utf-8")
-    from click.testing import CliRunner
-
-    from kvlint.cli import main
-
-    result = CliRunner().invoke(main, ["lint", str(compose), "--isolated", "--no-plugins",
-                                       "--offline", "--format", "json"])
-    found = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
-             if f["code"] == "KV701"]
+    found = _kv701(compose)
     assert [f["severity"] for f in found] == [severity], [f["message"] for f in found]
+
+
+def _kv701(path: Path) -> list[dict[str, Any]]:
+    """The KV701 findings of ``kvlint lint path`` (offline, no plugins)."""
+    result = CliRunner().invoke(main, ["lint", str(path), "--isolated", "--no-plugins",
+                                       "--offline", "--format", "json"])
+    return [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
+            if f["code"] == "KV701"]
 
 
 @pytest.mark.parametrize(("tag", "option", "severity"), [
@@ -450,10 +451,7 @@ def test_an_option_an_older_release_has_on_a_rolling_tag(tmp_path: Path, tag: st
         f"services:\n  vllm:\n    image: {image}\n"
         f"    command: [\"--model\", \"org/m\", \"{option}\"{',' + value if value else ''}]\n"
         "    gpus: all\n", encoding="utf-8")
-    result = CliRunner().invoke(main, ["lint", str(compose), "--isolated", "--no-plugins",
-                                       "--offline", "--format", "json"])
-    found = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
-             if f["code"] == "KV701"]
+    found = _kv701(compose)
     assert [f["severity"] for f in found] == [severity], [f["message"] for f in found]
     if option != "--tp" and not tag.startswith("v"):
         assert "vLLM 0.11.0 is the last release" in found[0]["message"] or \

@@ -13,24 +13,18 @@ import pytest
 from click.testing import CliRunner
 
 from kvlint.cli import main
-from kvlint.lint.extraction import extract
-from kvlint.manifests.base import Located, ServedModel, Unresolved
+from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.images import engine_from_image
 from kvlint.manifests.runpod_workers import worker_release
-from kvlint.plugins import get_plugin_manager
 from tests.helpers import CONFIGS
+from tests.loaders.manifests.support import extract_path
 
 
 def v(value: object) -> object:
     return value.value if isinstance(value, Located) else value
 
 
-def served(path: Path) -> list[ServedModel]:
-    pm = get_plugin_manager(load_entry_points=False)
-    parsers = [cls() for batch in pm.hook.kvlint_manifest_parsers() for cls in batch]
-    found = extract(path, pm, parsers)
-    assert isinstance(found, list), found
-    return found
+served = extract_path
 
 
 @pytest.mark.parametrize(("image", "version"), [

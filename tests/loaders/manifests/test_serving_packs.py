@@ -6,6 +6,7 @@ and revving-ai's ``VllmDeployment`` as its controller does (vllmdeployment_contr
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -50,16 +51,19 @@ def test_tensor_parallelism_wins_over_the_gpu_count_and_the_fixture_lints_clean(
         "    replicas: 2\n", "    replicas: 2\n    tensorParallelism: 8\n")
     (llama,) = parse_with([NebariLLMModelParser()], text)
     assert (v(llama.tp), v(llama.gpus)) == (8, 4)
-    runner = CliRunner()
-    path = FIXTURE
-    out = runner.invoke(main, ["lint", str(path), "--no-plugins", "--isolated", "--offline",
-                               "--no-cache", "--format", "json", *model_map(
-                                   {"Qwen/Qwen3-8B": "Qwen--Qwen3-8B.json",
-                                    "meta-llama/Llama-3.1-70B-Instruct":
-                                        "meta-llama--Meta-Llama-3.1-70B.json"}, CONFIGS)])
+    _lints_clean(FIXTURE, {"Qwen/Qwen3-8B": "Qwen--Qwen3-8B.json",
+                           "meta-llama/Llama-3.1-70B-Instruct":
+                               "meta-llama--Meta-Llama-3.1-70B.json"})
+
+
+def _lints_clean(path: Path, configs: dict[str, str]) -> None:
+    """``kvlint lint`` of ``path`` offline, each model mapped to its fixture config: one result
+    per model, in the file's order, and no error."""
+    out = CliRunner().invoke(main, ["lint", str(path), "--no-plugins", "--isolated",
+                                    "--offline", "--no-cache", "--format", "json",
+                                    *model_map(configs, CONFIGS)])
     data = json.loads(out.stdout)
-    assert [r["target"]["ref"] for r in data["results"]] == \
-        ["Qwen/Qwen3-8B", "meta-llama/Llama-3.1-70B-Instruct"]
+    assert [r["target"]["ref"] for r in data["results"]] == list(configs)
     assert out.exit_code == 0, [f["code"] for r in data["results"] for f in r["findings"]]
 
 
@@ -122,16 +126,9 @@ def test_each_vllmdeployment_is_the_pod_its_controller_builds() -> None:
 
 
 def test_the_vllmdeployment_fixture_lints_clean() -> None:
-    out = CliRunner().invoke(main, [
-        "lint", str(OPERATOR), "--no-plugins", "--isolated", "--offline", "--no-cache",
-        "--format", "json", *model_map(
-            {"Qwen/Qwen3-8B": "Qwen--Qwen3-8B.json",
-             "meta-llama/Llama-3.1-8B-Instruct": "meta-llama--Meta-Llama-3.1-8B.json"},
-            CONFIGS)])
-    data = json.loads(out.stdout)
-    assert [r["target"]["ref"] for r in data["results"]] == \
-        ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B"]
-    assert out.exit_code == 0, [f["code"] for r in data["results"] for f in r["findings"]]
+    _lints_clean(OPERATOR, {"meta-llama/Llama-3.1-8B-Instruct":
+                                "meta-llama--Meta-Llama-3.1-8B.json",
+                            "Qwen/Qwen3-8B": "Qwen--Qwen3-8B.json"})
 
 
 def test_the_operator_flags_reach_vllm_as_it_writes_them() -> None:
