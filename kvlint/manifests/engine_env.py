@@ -355,11 +355,12 @@ def _operand(word: Word, env: Env) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _test(words: Sequence[Word], env: Env) -> bool | None:
+def _test(words: Sequence[Word], env: Env, *, other: bool | None = None) -> bool | None:
     """Whether a test command succeeds: ``[ -n "$X" ]``, ``[[ -z $X ]]``, ``test "$X"``,
     ``[ "$A" = "1" ]`` (``==``, ``!=``; in ``[[ ]]`` the right side is a pattern) and the
-    integer comparisons (``-eq``...), each maybe negated with ``!``; ``None`` for any other
-    command (a file test, a program) or a string kvlint cannot expand."""
+    integer comparisons (``-eq``...), each maybe negated with ``!``; ``None`` for a string
+    kvlint cannot expand or a command that is no test (a program); ``other`` for a test of
+    anything else (a file)."""
     words = list(words)
     negate = False
     while words and words[0].text == "!":
@@ -390,6 +391,8 @@ def _test(words: Sequence[Word], env: Env) -> bool | None:
             same = fnmatchcase(left, right) if close == "]]" and not body[2].literal \
                 else left == right
             result = same == (body[1].text != "!=")
+    else:
+        return other  # a file test or another form: not read, negated or not
     return None if result is None else result != negate
 
 
@@ -416,28 +419,14 @@ def _condition(first: Sequence[Word], commands: Sequence[Sequence[Word]], positi
 
 def _runs_after(guard: Sequence[Word], joined: str, env: Env) -> bool | None:
     """Whether a command joined by ``&&``/``||`` to ``guard`` runs, when ``guard`` is a test
-    of one string (``[[ -n "$X" ]]``, ``[ -z "$X" ]``, ``test -n "$X"``, ``[[ $X ]]``, each
-    maybe negated with ``!``): ``None`` when kvlint cannot expand the string. Any other
-    command is taken to succeed (``cd dir && MODEL=...``), as kvlint read it before."""
-    words = [w.text for w in guard]
-    if not words or words[0] not in _TESTS:
+    :func:`_test` reads (``[[ -n "$X" ]]``, ``[ "$A" = 1 ]``...): ``None`` when kvlint cannot
+    expand what it tests. Any other command, or a test of something else (a file), is taken
+    to succeed (``cd dir && MODEL=...``), as kvlint read it before."""
+    if not guard or guard[0].text not in _TESTS:
         return joined == "&&"
-    close = _TESTS[words[0]]
-    body = words[1:-1] if close and words[-1] == close else words[1:]
-    negate = False
-    while body and body[0] == "!":
-        negate, body = not negate, body[1:]
-    if len(body) == 2 and body[0] in ("-n", "-z"):
-        operator, operand = body
-    elif len(body) == 1:
-        operator, operand = "-n", body[0]
-    else:
-        return joined == "&&"  # a comparison or a file test: taken to succeed
-    value = env.expand(operand, k8s=False)
-    if not isinstance(value, str):
+    true = _test(guard, env, other=True)
+    if true is None:
         return None
-    true = bool(value) if operator == "-n" else not value
-    true = true != negate
     return true if joined == "&&" else not true
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import PurePosixPath
 
+from kvlint.manifests.image_refs import split_image
 from kvlint.manifests.image_releases import NGC_VLLM, TRITON_TRTLLM, TRITON_VLLM, Release
 from kvlint.manifests.runpod_workers import runpod_worker, worker_release
 
@@ -52,23 +53,6 @@ _TGI_DLC = re.compile(r"text-generation-inference-(?:cu\d+|gpu|tpu|neuronx?)\.(\
                       r"(?:-(\d+))?(?:\.|$)")
 _LLAMACPP_BUILD = re.compile(r"(?:^|[-_])b(\d{3,6})(?:$|[-_])")
 _ROCM_ROLLING = frozenset({"latest", "nightly", "main"})
-
-
-def split_image(image: str) -> tuple[str, str | None, str | None]:
-    """``(name, tag, digest)`` of an image reference (``docker:`` prefix removed); ``name``
-    keeps its registry and path."""
-    ref = image.strip().strip("'\"")
-    if ref.startswith("docker:"):
-        ref = ref[len("docker:"):]
-    digest = None
-    if "@" in ref:
-        ref, digest = ref.split("@", 1)
-    tag = None
-    slash = ref.rfind("/")
-    colon = ref.rfind(":")
-    if colon > slash:
-        ref, tag = ref[:colon], ref[colon + 1:]
-    return ref, tag or None, digest
 
 
 def _is_sha(tag: str) -> bool:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from packaging.version import InvalidVersion, Version
 
 from kvlint.manifests.base import Unresolved
+from kvlint.manifests.image_refs import split_image
 from kvlint.manifests.image_releases import RUNPOD_SGLANG, RUNPOD_VLLM, WorkerRange
 from kvlint.model.engine_args import EngineArgProblem
 
@@ -37,7 +38,10 @@ __all__ = ["WorkerCommand", "runpod_worker", "worker_command", "worker_release"]
 
 _IMAGES = {"runpod/worker-v1-vllm": "vllm", "runpod/worker-vllm": "vllm",
            "runpod/worker-sglang": "sglang"}
-_RELEASE = re.compile(r"v?\.?(\d+(?:\.\d+){0,2})(?:stable|dev)?(?:-cuda[\d.]+)?$", re.IGNORECASE)
+_RELEASE = re.compile(r"v?\.?(\d{1,9}(?:\.\d{1,9}){0,2})(?:stable|dev)?(?:-cuda[\d.]+)?$",
+                      re.IGNORECASE)
+"""A worker release in a tag (``v2.9.4``, ``v.2.15.0``, ``v2.6.0stable-cuda12.1.0``,
+``2.0.1``); each number bounded, so a hostile tag is no release rather than an error."""
 
 _VLLM_CLI_SINCE = Version("2.24.0")
 """From this worker release the worker runs ``vllm serve`` with flags built from the
@@ -111,18 +115,10 @@ class WorkerCommand:
     problems: tuple[EngineArgProblem, ...] = ()
 
 
-def _split(image: str) -> tuple[str, str | None]:
-    name, _, tag = image.strip().partition("@")[0].rpartition(":")
-    if not name or "/" in tag:
-        return image.strip().partition("@")[0].lower(), None
-    return name.lower(), tag
-
-
 def runpod_worker(image: str) -> tuple[str, Version | None] | None:
     """``(engine, worker release or None)`` for a RunPod worker image, else ``None``."""
-    name, tag = _split(image)
-    name = name.removeprefix("docker.io/")
-    engine = _IMAGES.get(name)
+    name, tag, _ = split_image(image)
+    engine = _IMAGES.get(name.lower().removeprefix("docker.io/"))
     if engine is None:
         return None
     match = _RELEASE.match(tag or "")
@@ -145,7 +141,7 @@ def worker_release(image: str) -> tuple[str, str | None, str] | None:
     if found is None:
         return None
     engine, release = found
-    _, tag = _split(image)
+    tag = split_image(image)[1]
     what = f"RunPod {engine} worker {tag or 'latest'}"
     if release is None:
         return engine, None, (f"{what}: the tag names no worker release, so the {engine} in "

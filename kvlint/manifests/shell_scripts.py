@@ -271,8 +271,8 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
             # whose own options they are (its entrypoint may be a wrapper; see
             # kubernetes_containers, which reads a container the same way)
             engine = engine_of_options([w.text for w in command])
-        worker = worker_command(image.value, Env(dict(
-            w.text.partition("=")[::2] for w in env), k8s=False), image.line) \
+        given = {name: value for name, _, value in (w.text.partition("=") for w in env)}
+        worker = worker_command(image.value, Env(given, k8s=False), image.line) \
             if engine is not None and not command else None
         if worker is not None:  # RunPod's worker: the engine's options from its -e variables
             program = [*(Word(word, image.line) for word in SERVER_PROGRAMS[worker.engine]),

@@ -40,7 +40,10 @@ class EngineOptionUnknown(_EngineRefusal):
     image whose tag names no version (`latest`, `server-cuda`) or a newer one, is a warning:
     a release newer than kvlint's tables may have added it (unless it reads as a misspelling
     of a known option: cut short, or nearly the same spelling, but not the on/off twin of a
-    known option, `--disable-X` beside `--enable-X`, which a newer release adds). An option
+    known option, `--disable-X` beside `--enable-X`, which a newer release adds). So is one
+    on any release of TGI, TensorRT-LLM or llama.cpp, whose options kvlint read from one
+    source of no stated release it cannot place a release against (for TensorRT-LLM, the
+    `_`/`-` twin of a known option is no misspelling either: its tools spell both). An option
     an older release kvlint knows accepts but the newest removed, on a rolling tag (`latest`,
     `nightly`, `dev`, a commit build) or an unpinned install, stays an error: a pull or an
     install now gets the newest build (Kubernetes pulls `latest` at every start); the message

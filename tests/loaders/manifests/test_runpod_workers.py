@@ -182,3 +182,8 @@ def test_a_runpod_pod_of_a_worker_is_linted_with_its_env(tmp_path: Path) -> None
     # 65,536 tokens is past Qwen3-8B's 40,960, and one sequence does not fit an L4
     assert {f["code"] for f in result["findings"]} == {"KV501", "KV703"}
     assert out.exit_code == 1
+
+
+def test_a_tag_of_more_digits_than_an_int_takes_is_no_release() -> None:
+    # a hostile tag: read as no release (unknown engine version), never a ValueError
+    assert worker_release("runpod/worker-v1-vllm:v" + "9" * 6000)[:2] == ("vllm", None)
