@@ -81,6 +81,9 @@ class ModelResult:
     """What the manifest parser noticed (flags a chart drops, ambiguous GPU counts...)."""
     probe: ProbeReport | None = None
     """What ``kvlint probe`` measured for this model (docs/design.md §7 ``probe``)."""
+    unsettled: bool = False
+    """A finding depends on a checkpoint file outside the config (KV702's ``--quantization``
+    looked for the format's own file): ``kvlint lint`` does not cache the result."""
 
 
 @dataclass(frozen=True)
@@ -243,19 +246,23 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
             err.source = err.source or source
             problem, problem_field = str(err), err.field
             analysis = cap = None
+    facts = _config_facts(config)
+    if facts.get("checkpoint_quant", "") is None and _needs_format_files(plan):
+        facts["format_files"] = _format_files(o.weights_of or target, plan, offline)
     ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
                       model_problem=o.model_problem, gpus_requested=o.gpus_requested,
                       gpus_source=o.gpus_source,
                       manifest_problem=o.manifest_problem, probe=o.probe, context_limit=limit,
                       limit_policy=policy, engine_problems=o.engine_problems,
-                      sizer=sizer, **_config_facts(config))
+                      sizer=sizer, **facts)
     findings = tuple(
         finding
         for rule in rules
         if analysis is not None or not rule.needs_geometry
         for finding in rule().check(ctx)
     )
-    return ModelResult(target, plan, analysis, findings, problem, cap, probe=o.probe)
+    return ModelResult(target, plan, analysis, findings, problem, cap, probe=o.probe,
+                       unsettled="format_files" in facts)
 
 
 def _offloaded(weights: PlanWeights, plan: ServingPlan) -> PlanWeights:
@@ -309,6 +316,30 @@ def _config_facts(config: dict[str, Any] | None) -> dict[str, Any]:
         "config_read": True,
         "checkpoint_quant": checkpoint_quant_method(config),
     }
+
+
+def _needs_format_files(plan: ServingPlan) -> bool:
+    """Whether ``plan`` asks for a pre-quantized format (``--quantization awq``) that the
+    engine reads from the checkpoint's own settings file when config.json names none."""
+    from kvlint.engines.quant_refusals import quantization_refusal
+
+    refusal = quantization_refusal(plan.behaviour.engine, plan.quantization, None)
+    return refusal is not None and refusal.kind == "no-config"
+
+
+def _format_files(checkpoint: Target, plan: ServingPlan, offline: bool) -> bool | None:
+    """For a ``--quantization`` the engine refuses unless the checkpoint holds that format's
+    settings file (config.json names no quantization): whether it does
+    (kvlint.loaders.checkpoint.format_files_present; ``None``: not known)."""
+    from kvlint.engines.quant_refusals import quantization_refusal
+    from kvlint.loaders.checkpoint import format_files_present
+
+    refusal = quantization_refusal(plan.behaviour.engine, plan.quantization, None)
+    if refusal is None or checkpoint.kind != "model":
+        return None
+
+    return format_files_present(checkpoint.ref, refusal.files, path=checkpoint.path,
+                                revision=checkpoint.revision, offline=offline)
 
 
 def limit_policy(plan: ServingPlan) -> LimitPolicy | None:

@@ -610,3 +610,23 @@ def test_the_dockerfile_a_compose_service_builds_is_a_dependency(
     second = lint("--format", "json")
     assert "deploy/compose.yaml" in extracted[-1]
     assert "KV202" not in compose_codes(second) and "KV206" in compose_codes(second)
+
+
+def test_a_finding_that_could_not_see_a_checkpoint_file_is_not_cached(
+        repo: Path, extracted: list[list[str]]) -> None:
+    """``--quantization awq`` on a config whose checkpoint kvlint looks in for the
+    format's own file (a warning on a bare config.json, an error with weights and no such
+    file, none once the file is there): the file may come or go with the manifest and the
+    config unchanged, so every run lints the manifest again."""
+    text = MANIFEST.format(tp=2).replace("            - --tensor-parallel-size=2\n",
+                                         "            - --tensor-parallel-size=2\n"
+                                         "            - --quantization=awq\n")
+    (repo / "deploy" / "app.yaml").write_text(text, encoding="utf-8")
+    first, second = lint("--format", "json"), lint("--format", "json")
+    assert first.stdout == second.stdout and "KV702" in codes(first)
+    assert extracted == [["deploy/app.yaml"], ["deploy/app.yaml"]]
+    (repo / "models" / "llama" / "model.safetensors").write_bytes(b"\x02" + b"\x00" * 7 + b"{}")
+    assert lint("--format", "json").exit_code == 1
+    (repo / "models" / "llama" / "quant_config.json").write_text("{}", encoding="utf-8")
+    assert "KV702" not in codes(lint("--format", "json"))
+    assert extracted[2:] == [["deploy/app.yaml"], ["deploy/app.yaml"]]

@@ -13,6 +13,7 @@ import pytest
 
 from kvlint.engines.quant_refusals import checkpoint_quant_method, quantization_refusal
 from tests.helpers import CONFIGS, lint_script
+from tests.hub_server import FakeHub
 
 
 def _config(stem: str) -> dict[str, Any]:
@@ -91,3 +92,73 @@ def test_awq_asked_of_an_unquantized_checkpoint_is_a_warning(tmp_path: Path) -> 
 def test_online_quantization_and_none_are_not_refused(tmp_path: Path, flags: str) -> None:
     assert _lint(tmp_path, "Qwen/Qwen2.5-7B", "Qwen--Qwen2.5-7B",
                  f"--max-model-len 4096 {flags}") == []
+
+
+def _hub_lint(tmp_path: Path, *extra: str) -> tuple[int, list[tuple[str, str]]]:
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    script = tmp_path / "serve.sh"
+    script.write_text("#!/bin/bash\nvllm serve Qwen/Qwen2.5-7B --quantization awq\n", "utf-8")
+    result = CliRunner().invoke(main, ["lint", str(script), "--no-plugins", "--isolated",
+                                       "--no-cache", "--format", "json", *extra])
+    findings = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]]
+    return result.exit_code, [(f["severity"], f["message"]) for f in findings
+                              if f["data"].get("reason") == "quantization-config-missing"]
+
+
+def test_awq_of_a_hub_repo_without_its_files_is_an_error_online_and_offline(
+        tmp_path: Path, fake_hub: FakeHub) -> None:
+    """kvlint asks the repo for quant_config.json and quantize_config.json: two 404s are the
+    engine's "Cannot find the config file for awq", and the cache's 404 markers answer the
+    same offline."""
+    fake_hub.add_repo("Qwen/Qwen2.5-7B", {"config.json": (CONFIGS / "Qwen--Qwen2.5-7B.json")
+                                          .read_bytes()})
+    code, found = _hub_lint(tmp_path)
+    assert code == 1 and [s for s, _ in found] == ["error"]
+    assert "the checkpoint has none of them" in found[0][1]
+    assert {p.rsplit("/", 1)[-1] for m, p in fake_hub.requests if m == "HEAD"} >= {
+        "quant_config.json", "quantize_config.json"}
+    fake_hub.close()
+    assert _hub_lint(tmp_path, "--offline") == (code, found)
+
+
+def test_awq_of_a_hub_repo_with_its_settings_file_is_not_judged(
+        tmp_path: Path, fake_hub: FakeHub) -> None:
+    fake_hub.add_repo("Qwen/Qwen2.5-7B", {
+        "config.json": (CONFIGS / "Qwen--Qwen2.5-7B.json").read_bytes(),
+        "quantize_config.json": b'{"w_bit": 4, "q_group_size": 128, "zero_point": true}'})
+    assert _hub_lint(tmp_path) == (0, [])
+
+
+def _model_dir(tmp_path: Path, *files: str) -> Path:
+    directory = tmp_path / "qwen"
+    directory.mkdir()
+    (directory / "config.json").write_bytes((CONFIGS / "Qwen--Qwen2.5-7B.json").read_bytes())
+    for name in files:
+        (directory / name).write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}"
+                                       if name.endswith(".safetensors") else b"{}")
+    return directory
+
+
+@pytest.mark.parametrize(("files", "want"), [
+    (("model.safetensors",), [("error", 3, "quantization-config-missing")]),
+    (("model.safetensors", "quant_config.json"), []),
+    ((), [("warning", 3, "quantization-config-missing")]),  # a bare config: cannot tell
+])
+def test_awq_of_a_local_model_directory_looks_beside_its_config(
+        tmp_path: Path, files: tuple[str, ...], want: list[tuple[str, int, str]]) -> None:
+    directory = _model_dir(tmp_path, *files)
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    script = tmp_path / "serve.sh"
+    script.write_text(f"#!/bin/bash\nvllm serve {directory} \\\n  --quantization awq\n",
+                      "utf-8")
+    result = CliRunner().invoke(main, ["lint", str(script), "--no-plugins", "--isolated",
+                                       "--no-cache", "--offline", "--format", "json"])
+    findings = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]]
+    assert [(f["severity"], f["line"], f["data"]["reason"]) for f in findings
+            if f["data"].get("reason") == "quantization-config-missing"] == want

@@ -18,10 +18,11 @@ is used while it fails the same way.
 Never stored: a file that could not be read; a file whose parser read another file without
 recording which; a file any of whose models could not be asked about (the Hub unreachable,
 offline without a cached copy: that may change without the file changing, and the run exits
-2) or whose checkpoint size lookup failed other than with "not cached"; runs with third-party
-plugins (their parsers and rules may read anything). Network answers enter the key by
-content (the config's bytes), so a success is safe to reuse, and a failure to reach the Hub
-is never stored.
+2) or whose checkpoint size lookup failed other than with "not cached"; a file with a
+result that looked for a checkpoint file outside the key (KV702's ``--quantization``); runs
+with third-party plugins (their parsers and rules may read anything). Network answers enter
+the key by content (the config's bytes), so a success is safe to reuse, and a failure to
+reach the Hub is never stored.
 
 Entries live in one file per fingerprint under ``cache_dir()/lint``, read and written as
 :mod:`kvlint.cache.results` describes (bounded, atomic, a restricted unpickler, unchanged files
@@ -145,7 +146,8 @@ def _valid_result(result: object) -> bool:
         (t.path is None or isinstance(t.path, str)) and position(t.line) and \
         type(result.plan) is ServingPlan and _optional(result.analysis, KvAnalysis) and \
         _optional(result.capacity, Capacity) and _optional(result.config_error, str) and \
-        result.probe is None and type(result.notes) is tuple and \
+        result.probe is None and result.unsettled is False and \
+        type(result.notes) is tuple and \
         all(isinstance(n, str) for n in result.notes) and \
         type(result.findings) is tuple and all(map(_valid_finding, result.findings))
 

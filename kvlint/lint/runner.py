@@ -624,7 +624,7 @@ def lint_paths(paths: Iterable[str], options: LintOptions) -> LintRun:
             text = _text_with_suppressions(file, data)
             if text is not None:
                 texts[file] = text
-        if store is not None and entry is not None:
+        if store is not None and entry is not None and not _provisional(entry):
             _store(store, file, looked, entry, dependencies, suppressible, read_files)
         # placed and checked: its text is not kept for the rest of a large run (a Ray Serve
         # config whose results are placed in it reads it again)
@@ -746,6 +746,13 @@ def _record(entry: list[tuple[tuple[Any, ...] | None, ModelResult]],
     dependencies.append(Dependency(served.model, served.path, sized, identity))
     entry.append(((served.path, *rest), result))
     return entry
+
+
+def _provisional(records: list[tuple[tuple[Any, ...] | None, ModelResult]]) -> bool:
+    """Whether a result depends on a checkpoint file outside the cache's key
+    (``ModelResult.unsettled``: KV702 looked for a format's own file): that file may come or
+    go with the manifest and config unchanged, so the manifest is not cached."""
+    return any(result.unsettled for _, result in records)
 
 
 def _store(store: LintCache, file: str, looked: _Lookup,

@@ -210,3 +210,38 @@ def checkpoint_size(
         raise InputError(f"{ref}: no such file or directory, and not a Hugging Face repo id")
     repo_id, at_revision = hub.split_hub_ref(ref)
     return hub_checkpoint_size(repo_id, revision=at_revision or revision, offline=offline)
+
+
+# ----------------------------------------------------------------- a format's own files
+def format_files_present(ref: str, names: tuple[str, ...], *, path: str | None = None,
+                         revision: str | None = None, offline: bool = False) -> bool | None:
+    """Whether any of ``names`` (a pre-quantized format's settings files, which vLLM's
+    ``get_quant_config`` looks for beside config.json) is in the checkpoint: ``True``,
+    ``False`` (looked for and not there), or ``None`` when kvlint cannot tell (offline and
+    not cached, the Hub unreachable, a bare config.json with no weights beside it).
+
+    ``path`` is a local config's path: its directory answers when it holds weights (a bare
+    copy of config.json says nothing of the files its checkpoint has). A Hub id is asked
+    file by file through :func:`kvlint.loaders.hub.download_config` (cache first; the
+    ``.no_exist`` marker of an earlier 404 answers offline)."""
+    if path is not None:
+        directory = Path(path).parent
+        if any((directory / name).is_file() for name in names):
+            return True
+        weights = _weight_files(directory) or any(directory.glob("*.bin"))
+        return False if weights else None
+    if not hub.looks_like_hub_id(ref):
+        return None
+    repo_id, at_revision = hub.split_hub_ref(ref)
+    revision = at_revision or revision
+    for name in names:
+        if hub_cache.cached_absent(repo_id, name, revision):
+            continue
+        try:
+            hub.download_config(repo_id, revision=revision, offline=offline, filename=name)
+        except HubError as err:
+            if _missing_entry(err) or hub_cache.cached_absent(repo_id, name, revision):
+                continue
+            return None
+        return True
+    return False

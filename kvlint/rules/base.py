@@ -71,6 +71,9 @@ class RuleContext:
     checkpoint_quant: str | None = None
     """The quantization format config.json declares, as the engines read it (``None``: it
     declares none; KV702: kvlint.engines.quant_refusals)."""
+    format_files: bool | None = None
+    """When ``--quantization`` asks for a pre-quantized format config.json does not name:
+    whether that format's own settings file sits in the checkpoint (``None``: not known)."""
     sizer: LayoutSizer | None = None
     """Weights and KV budget per GPU under other layouts (set whenever a GPU is given):
     rules size the layouts they suggest with it."""

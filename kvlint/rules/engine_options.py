@@ -161,7 +161,10 @@ class EngineOptionInvalidValue(_EngineRefusal):
     spellings of a format are its own and not judged. And, as a warning, `awq` or `gptq`
     for a checkpoint whose config.json names no quantization: the engine then needs the
     format's own file beside it (`quant_config.json`/`quantize_config.json`) and exits
-    without one ("Cannot find the config file for awq"); kvlint reads config.json alone.
+    without one ("Cannot find the config file for awq"). kvlint looks for those files
+    in the checkpoint (the Hub repo at its revision, or a local model directory that holds
+    weights): none there is an error, one there is no finding, and a warning when it cannot
+    tell (offline without them cached, a bare config.json).
     """
 
     code = "KV702"
@@ -199,15 +202,22 @@ class EngineOptionInvalidValue(_EngineRefusal):
                        f"checkpoint quantized with {refusal.asked}")
             extra: dict[str, object] = {"reason": "quantization-mismatch",
                                         "checkpoint": refusal.checkpoint}
+        elif ctx.format_files:
+            return None  # the format's own file is there: the engine reads it
         else:
+            looked = ctx.format_files is False
+            where = ("and the checkpoint has none of them" if looked else
+                     "a warning, since kvlint could not see the checkpoint's other files")
             message = (f"--quantization {refusal.asked} on a checkpoint whose config.json "
                        f"names no quantization: {b.display} reads {refusal.asked}'s settings "
                        f"from {' or '.join(refusal.files)} beside it and exits at start "
                        f"without one ('{refusal.message}'); an unquantized checkpoint cannot "
                        f"be loaded as {refusal.asked}: serve a checkpoint of the model "
                        f"quantized with {refusal.asked}, or quantize while loading "
-                       f"(--quantization fp8); a warning, since kvlint reads config.json alone")
-            extra = {"reason": "quantization-config-missing", "files_unseen": True}
+                       f"(--quantization fp8); {where}")
+            extra = {"reason": "quantization-config-missing"}
+            if not looked:
+                extra["files_unseen"] = True
         return self.finding(message, option="--quantization", about="quantization",
                             asked=refusal.asked, **extra)
 
