@@ -456,8 +456,11 @@ def model_then_options(words: Sequence[str]) -> bool:
     if len(words) < 2 or not words[1].startswith("-"):
         return False
     first = words[0]
-    if re.fullmatch(r"\$\{?[A-Za-z_]\w{0,63}\}?", first):
-        return True  # ${HF_MODEL} --tensor-parallel-size 2: a model the deploy sets
+    if re.fullmatch(r"\$\{?[A-Za-z_]\w{0,63}\}?", first) or \
+            re.fullmatch(r"\$\{[A-Za-z_]\w{0,63}:?[-=?][^\s{}$`;&|]{0,512}\}", first):
+        # ${HF_MODEL} --tensor-parallel-size 2: a model the deploy sets (or its default,
+        # ${MODEL:-Qwen/Qwen3-8B})
+        return True
     return "/" in first and not first.startswith(("-", "/bin/", "/usr/")) and \
         not any(c in first for c in " ;&|$`") and \
         first.rsplit("/", 1)[-1] not in ("python", "python3", "bash", "sh", "vllm")

@@ -481,13 +481,25 @@ def _registry_pins(tree: ast.AST, pinned: set[str]) -> list[Word]:
     return out
 
 
-def _pins(tree: ast.AST) -> list[Word]:
+def _defaulted(text: str) -> str:
+    """``text`` with each ``${X:-default}`` (``os.getenv("X", "default")``) read as its
+    default, as compose and the shell layer read one the file's own run does not set."""
+    return re.sub(r"\$\{[A-Za-z_]\w*:-([^${}]*)\}", lambda m: m.group(1), text)
+
+
+def _pins(tree: ast.AST, names: _Names) -> list[Word]:
     """``pip install`` of the engine pins the program names (a Modal image's
-    ``.pip_install("vllm==0.10.1")``, or the engine image it starts from), as a command the
-    script layer reads pins from."""
-    pins = [Word(node.value, node.lineno) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and _PIN.fullmatch(node.value)]
+    ``.pip_install("vllm==0.10.1")``, ``f"vllm=={VLLM_VERSION}"`` of a name the file sets,
+    or the engine image it starts from), as a command the script layer reads pins from."""
+    pins = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                _PIN.fullmatch(node.value):
+            pins.append(Word(node.value, node.lineno))
+        elif isinstance(node, ast.JoinedStr):
+            text = _defaulted(names.text(node))
+            if _PIN.fullmatch(text):
+                pins.append(Word(text, node.lineno))
     from kvlint.manifests.images import engine_from_pip
 
     pinned = {found[0] for p in pins if (found := engine_from_pip(p.text)) is not None}
@@ -549,7 +561,7 @@ def _gpu_of(value: ast.expr, names: _Names) -> tuple[str, int] | None:
         count = next((k.value for k in value.keywords if k.arg == "count"), None)
         number = _count(names.text(count)) if count is not None else 1
         return (_dotted(value.func).rsplit(".", 1)[-1], number) if number is not None else None
-    match = _MODAL_GPU.fullmatch(names.text(value))
+    match = _MODAL_GPU.fullmatch(_defaulted(names.text(value)))
     number = _count(match.group(2) or "1") if match is not None else None
     return (match.group(1), number) if match is not None and number is not None else None
 
@@ -602,7 +614,7 @@ def python_models(text: str, path: str) -> list[ServedModel]:
         api = list(_entry_points(tree, names))
     except RecursionError:
         return []
-    pins = _pins(tree)
+    pins = _pins(tree, names)
     commands = _longest(commands)
     found = command_models([pins, *commands] if pins else commands, text, path,
                            kind="python-app") if commands else []

@@ -90,6 +90,16 @@ def test_a_model_then_options_goes_to_vllm_serve_when_the_entrypoint_is_known() 
     assert extract_text(service.format(image="ghcr.io/acme/tgi-build:latest")) == []
 
 
+def test_a_model_variable_with_a_default_then_options_is_the_positional_model() -> None:
+    """``${MODEL:-Qwen/Qwen3.6-27B-FP8} --tensor-parallel-size ${TP:-2}`` on a vLLM image
+    whose entrypoint is ``vllm serve``: the model is the default compose interpolates."""
+    (m,) = extract_text("services:\n  m:\n    image: vllm/vllm-openai:${V:-v0.21.0}\n"
+                        "    command: >\n      ${MODEL:-Qwen/Qwen3.6-27B-FP8}\n"
+                        "      --tensor-parallel-size ${TP:-2}\n      ${EXTRA_FLAGS:-}\n")
+    assert v(m.model) == "Qwen/Qwen3.6-27B-FP8" and v(m.tp) == 2
+    assert v(m.engine_version) == "0.21.0"
+
+
 def test_compose_variables_come_from_outside_not_the_container_env() -> None:
     text = """services:
   vllm:

@@ -61,6 +61,17 @@ def test_modal_gpu_strings_and_fallback_lists() -> None:
         assert (value(first.gpu_type), value(first.gpus)) == want, gpu
 
 
+def test_settings_read_from_the_environment_with_defaults() -> None:
+    """``os.getenv("X", "default")`` names the default where the run sets nothing: the
+    pin of an f-string (``f"vllm=={VLLM_VERSION}"``) and Modal's ``gpu=GPU``."""
+    text = (MODAL.replace('N_GPU = 2\n', 'N_GPU = 2\nV = os.getenv("V", "0.21.0")\n'
+                          'GPU = os.getenv("MODAL_GPU", "A10G:2")\n')
+            .replace('"vllm==0.10.1"', 'f"vllm=={V}"').replace('gpu=f"H100:{N_GPU}"',
+                                                               "gpu=GPU"))
+    first, _ = python_models("import os\n" + text, "app.py")
+    assert brief(first) == ("vllm", "Qwen/Qwen3-8B", 2, "0.21.0", 2, "A10G")
+
+
 def test_a_shell_string_and_the_environment() -> None:
     text = ('import os, subprocess\nTP = os.environ.get("TP", "4")\n'
             'subprocess.run(f"python -m sglang.launch_server --model-path org/m --tp {TP}",'
