@@ -105,10 +105,19 @@ def gpu_in_name(name: str) -> str | None:
     ``rtx4060``, ``gpu-a100``): one of its ``_``/``-``/``.``-separated parts is a GPU model
     (the table's name when it has one); ``None`` when no part is, or parts name two."""
     found: set[str] = set()
-    for part in _NAME_PARTS.split(name[:200]):
-        if part and _GPU.fullmatch(part):
+    parts = [part for part in _NAME_PARTS.split(name[:200]) if part]
+    for part in parts:
+        if _GPU.fullmatch(part):
             found.add(_table_name(part) or part.upper())
+    if not found and any(part.lower() == "gpu" for part in parts):
+        # GPU-4090: a GeForce RTX number beside the word GPU (never a number alone)
+        found = {_table_name(f"RTX {part}") or f"RTX-{part.upper()}" for part in parts
+                 if _GEFORCE.fullmatch(part)}
     return found.pop() if len(found) == 1 else None
+
+
+_GEFORCE = re.compile(r"[2-5]0[5-9]0(?:ti)?", re.IGNORECASE)
+"""A GeForce RTX model number (2060 to 5090, ``Ti``): a GPU only beside the word GPU."""
 
 
 def gpus_by_line(text: str) -> dict[int, Located[str]]:

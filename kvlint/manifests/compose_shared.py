@@ -60,7 +60,9 @@ def _devices(service: Mapping[str, Any]) -> frozenset[str] | None:
         if isinstance(caps, list) and "gpu" not in [str(c) for c in caps]:
             continue
         count = str(device.get("count", "")).strip().lower()
-        if count == "all":
+        if count == "all" or ("count" not in device and "device_ids" not in device):
+            # "If count is set to all or not specified, Compose reserves all devices that
+            # satisfy the requested capabilities" (compose spec, deploy.md: devices)
             return frozenset({EVERY_GPU})
         if count.isdigit() and 0 < int(count) <= 64 and not device.get("device_ids"):
             # Docker gives a count the host's first N GPUs (moby daemon/nvidia_linux.go

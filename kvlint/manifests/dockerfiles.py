@@ -232,12 +232,20 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
             f"{written[0].split()[0]!r} is no program, so the container exits at start and the "
             "server below never runs; write the backslash JSON's way (\\\\$ for \\$) or drop it",
             written[1], None, {"reason": "exec-form-not-json", "instruction": name}))
+    cleared = entrypoint is not None and entrypoint[0] and not any(entrypoint[1])
+    if cleared:
+        # ENTRYPOINT []: the base image's is cleared, and CMD runs as the command itself
+        entrypoint = None
+        if cmd is not None and cmd[0]:
+            cmd = (False, cmd[1])
     if entrypoint is not None:
         exec_form, commands = entrypoint
         if exec_form and cmd is not None and cmd[0]:  # exec CMD: the entrypoint's arguments
             commands = [[*commands[0], *cmd[1][0]]]
     elif cmd is not None and not cmd[0]:  # shell-form CMD: what /bin/sh -c runs
         commands = cmd[1]
+        if stage.cmd is not None and not cleared:
+            broken.extend(_shell_cmd_to_server(image, stage.cmd))
     elif cmd is not None or runpod_worker(image[0]) is not None:
         # docker run IMAGE CMD...: the image's own entrypoint takes CMD (a RunPod worker base
         # needs none: its entrypoint starts the engine from the ENV)
@@ -257,6 +265,23 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
            for served in found]
     return [replace(served, engine_problems=(*served.engine_problems, *broken))
             for served in out] if broken else out
+
+
+def _shell_cmd_to_server(image: tuple[str, int], cmd: tuple[str, int]
+                         ) -> list[EngineArgProblem]:
+    """KV701 for a shell-form ``CMD`` in a Dockerfile that sets no ``ENTRYPOINT`` on an
+    engine image whose exec-form ENTRYPOINT is its server (vllm-openai, TGI, llama.cpp's
+    server): Docker hands ``["/bin/sh", "-c", CMD]`` to that ENTRYPOINT as its arguments
+    (the Dockerfile reference, "Understand how CMD and ENTRYPOINT interact"), so the server
+    gets ``/bin/sh`` as its first argument and the command meant never runs."""
+    from kvlint.manifests.engine_launch import entrypoint_problem
+
+    words = [Word("/bin/sh", cmd[1]), Word("-c", cmd[1]), Word(cmd[0], cmd[1])]
+    problem = entrypoint_problem(
+        Located(image[0], image[1], None, "FROM"), words,
+        "the Dockerfile sets no ENTRYPOINT and its CMD is in shell form (/bin/sh -c CMD; "
+        "ENTRYPOINT [] before it would run the command)")
+    return [problem] if problem is not None else []
 
 
 _LLAMACPP_BUILD = re.compile(r"\bcmake\s+(?:--build|-B|-S|\.\.)|\bmake\s+(?:-j|llama|server|"

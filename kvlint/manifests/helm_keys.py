@@ -116,16 +116,55 @@ def _maps(node: dict[str, Any], depth: int, path: str = ""
             yield from _maps(value, depth - 1, f"{path}.{key}" if path else str(key))
 
 
+STORAGE_KEYS = ("storageUri", "storage_uri", "storageURI", "modelUri", "modelURI",
+                "model_uri", "uri")
+"""Keys of a KServe-style model storage URI (``storage: {uri: hf://org/name}``): a model
+only with a scheme of :data:`_STORAGE_SCHEMES`; ``uri`` only in a map named ``storage``."""
+_STORAGE_SCHEMES = ("hf", "oci", "s3", "gs", "pvc", "azure", "https", "http")
+
+
+def _storage_key(holder: dict[str, Any], where: str) -> str | None:
+    """The key of ``holder`` that holds a model storage URI (:data:`STORAGE_KEYS`)."""
+    for key in STORAGE_KEYS:
+        value = holder.get(key)
+        if not isinstance(value, str) or (key == "uri" and
+                                          where.rsplit(".", 1)[-1] != "storage"):
+            continue
+        scheme, sep, rest = value.strip().partition("://")
+        if sep and scheme.lower() in _STORAGE_SCHEMES and rest.strip("/"):
+            return key
+    return None
+
+
+def model_key(holder: dict[str, Any], where: str) -> str | None:
+    """The key :func:`values_model` read the model from."""
+    return next((k for k in MODEL_KEYS if k in holder), None) or _storage_key(holder, where)
+
+
 def values_model(holder: dict[str, Any], where: str
                  ) -> tuple[bool, Located[str] | Unresolved | None]:
     """``(found, model)`` from the model keys of one map (``found`` with ``None``: a key
-    that is there but empty, set at install time)."""
+    that is there but empty, set at install time), else from a storage URI the chart's
+    InferenceService copies the weights from (``hf://org/name`` is the Hub id)."""
+    storage = None if any(k in holder for k in MODEL_KEYS) else _storage_key(holder, where)
+    if storage is not None:
+        from kvlint.manifests.kubernetes_crds import storage_model
+
+        at = f"{where}.{storage}" if where else storage
+        return True, storage_model(str(holder[storage]), value_line(holder, storage),
+                                   key_col(holder, storage), at)[0]
     for key in MODEL_KEYS:
         if key not in holder:
             continue
         value = holder[key]
         at = f"{where}.{key}" if where else key
         if isinstance(value, dict):
+            storage = value.get("storage")
+            for node, path in ((value, at), (storage, f"{at}.storage")):
+                if isinstance(node, dict) and _storage_key(node, path) is not None:
+                    # model: {name: my-llm, storage: {uri: hf://org/name}}: the name is the
+                    # deployment's, the weights are the URI's
+                    return values_model(node, path)
             name_key = next((k for k in NAME_KEYS if isinstance(value.get(k), str)
                              and value.get(k)), None)
             if name_key is None:
@@ -198,15 +237,33 @@ def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
         if isinstance(value, dict) and str(key).lower() in ENGINE_KEYS:
             return ENGINE_KEYS[str(key).lower()], f"the values key {key}"
     for engine in ("vllm", "sglang", "lmdeploy", "tgi", "llamacpp"):
-        mine = _options(engine)
         for key, value in holder.items():
             if str(key) in MODEL_KEYS or isinstance(value, dict | list):
                 continue
             option = _option(str(key))
-            if option in mine and option not in _GENERIC and not any(
-                    option in _options(other) for other in OPTION_TABLES if other != engine):
+            if _only_of(engine, option):
                 return engine, f"the key {key} (its {option} option)"
+    # an argument list of the scope whose options only one engine has
+    # (inferenceService.args: ["--max-model-len=23000"])
+    for path, node in _maps(scope, 2):
+        for key in ARG_KEYS:
+            raw = node.get(key)
+            if not isinstance(raw, list):
+                continue
+            for item in raw[:256]:
+                option = str(item).strip().split("=", 1)[0] if isinstance(item, str) else ""
+                found = next((e for e in ("vllm", "sglang", "lmdeploy", "tgi", "llamacpp")
+                              if option.startswith("--") and _only_of(e, option)), None)
+                if found is not None:
+                    where = f"{path}.{key}" if path else key
+                    return found, f"the option {option} in {where}"
     return None
+
+
+def _only_of(engine: str, option: str) -> bool:
+    """Whether ``option`` is ``engine``'s and no other engine's (nor a generic one)."""
+    return option in _options(engine) and option not in _GENERIC and not any(
+        option in _options(other) for other in OPTION_TABLES if other != engine)
 
 
 def image_gpu_build(gpus: Located[int] | Unresolved | None, engine: str | None,
@@ -290,7 +347,7 @@ def _find(document: object) -> _Found | None:
             engine = _engine_of(scope, scope_name, path, holder, image)
             if engine is None:
                 continue
-            key = next(k for k in MODEL_KEYS if k in holder)
+            key = model_key(holder, ".".join(p for p in (scope_name, path) if p)) or ""
             return _Found(engine[0], engine[1], key_line(holder, key), model, holder, scope)
     return None
 

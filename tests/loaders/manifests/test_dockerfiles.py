@@ -125,6 +125,31 @@ def test_hostile_exec_forms_are_not_read() -> None:
     assert served('FROM vllm/vllm-openai:v0.11.0\nCMD ["--model", 7]\n') == []
 
 
+@pytest.mark.parametrize(("base", "refused"), [
+    ("vllm/vllm-openai:latest", True), ("ghcr.io/huggingface/text-generation-inference:3.0",
+                                        True),
+    ("python:3.12", False), ("lmsysorg/sglang:v0.5.6", False),  # no server ENTRYPOINT
+])
+def test_a_shell_form_cmd_on_an_engine_image_goes_to_its_server_entrypoint(
+        base: str, refused: bool) -> None:
+    """With no ENTRYPOINT of its own, a shell-form CMD is ``/bin/sh -c CMD`` handed to the
+    base image's ENTRYPOINT: the vLLM or TGI server, which exits at start on '/bin/sh'."""
+    (m,) = served(f"""\
+        FROM {base}
+        ENV MODEL_NAME=Qwen/Qwen2.5-7B-Instruct
+        CMD python /app/download.py && \\
+            python -m vllm.entrypoints.openai.api_server --model ${{MODEL_NAME}} \\
+            --max-model-len 4096
+        """)
+    assert v(m.model) == "Qwen/Qwen2.5-7B-Instruct" and v(m.max_model_len) == 4096
+    reasons = [p.data.get("reason") for p in m.engine_problems]
+    assert reasons == (["entrypoint-receives-program"] if refused else [])
+    assert not refused or "shell form" in m.engine_problems[0].message
+    # an emptied ENTRYPOINT runs the command
+    (ok,) = served(f"FROM {base}\nENTRYPOINT []\nCMD vllm serve org/m --max-model-len 8\n")
+    assert ok.engine_problems == ()
+
+
 def test_a_command_the_dockerfile_runs_itself_takes_the_base_images_version() -> None:
     text = ("FROM vllm/vllm-openai:v0.8.5\n"
             "ENTRYPOINT python3 -m vllm.entrypoints.openai.api_server \\\n"

@@ -416,3 +416,34 @@ def test_a_section_the_values_switch_off_gives_nothing() -> None:
           tensorParallelSize: 16
         """)
     assert (v(m.engine), v(m.model), v(m.tp), v(m.gpus)) == ("sglang", "/model", None, 1)
+
+
+def test_a_storage_uri_is_the_model_and_an_argument_list_names_the_engine() -> None:
+    """A chart that renders a KServe InferenceService: the model is the storage URI
+    (``hf://`` is the Hub id; an OCI modelcar is unresolved), and the engine is the one whose
+    own options the ``args`` list holds (``--max-model-len`` is vLLM's alone)."""
+    (m,) = served("""\
+        inferenceService:
+          storage:
+            storageUri: 'oci://quay.io/acme/modelcar-catalog:granite-3.2-8b-instruct'
+          args:
+            - "--max-model-len=23000"
+          resources:
+            limits:
+              nvidia.com/gpu: '1'
+        """)
+    assert v(m.engine) == "vllm" and v(m.max_model_len) == 23000 and v(m.gpus) == 1
+    assert not isinstance(m.model, Located) and m.model is not None
+    assert "oci://" in m.model.text
+    (hub,) = served("""\
+        model:
+          name: my-llm
+          storage:
+            type: uri
+            uri: "hf://Qwen/Qwen2.5-7B-Instruct-AWQ"
+          runtime:
+            args: [--quantization, awq, --max-num-seqs, "4"]
+        """)
+    assert v(hub.model) == "Qwen/Qwen2.5-7B-Instruct-AWQ" and v(hub.engine) == "vllm"
+    # a storage map that names no model URI scheme, and no engine option: not a model
+    assert served("database:\n  storage:\n    uri: /var/lib/db\n  args: [--verbose]\n") == []

@@ -116,6 +116,11 @@ def test_compose_services_of_count_one_share_the_first_gpu() -> None:
                for s in extract_text(same, "docker-compose.yml")]
     assert reasons == [[], ["shared-gpu"]]
     assert all(not s.engine_problems for s in extract_text(apart, "docker-compose.yml"))
+    # a reservation with neither count nor device_ids is every GPU (compose spec: "If count
+    # is set to all or not specified, Compose reserves all devices")
+    bare = same.replace("count: 1, ", "")
+    assert [[p.data.get("reason") for p in s.engine_problems]
+            for s in extract_text(bare, "docker-compose.yml")] == [[], ["shared-gpu"]]
 
 
 def test_used_devices() -> None:

@@ -31,6 +31,9 @@ from kvlint.manifests.slurm import slurm_gpus
     ("#SBATCH -p h200\n#SBATCH --gres=gpu:a100:1", (1, "a100")),   # the gres type wins
     ("#SBATCH -p h200\n#SBATCH --mem=64G", (None, "H200")),  # no count; the type still
     ("#SBATCH -p gpu\n#SBATCH --mem=64G", None),
+    # a GeForce number beside the word GPU; a number alone names nothing
+    ("#SBATCH --partition=GPU-4090\n#SBATCH --mem=32G", (None, "RTX-4090")),
+    ("#SBATCH --partition=q-4090\n#SBATCH --mem=32G", None),
     ("#SBATCH --gpus-per-task=1\n#SBATCH --ntasks=1", (1, None)),
     ("#SBATCH --gpus-per-task=a100:2\n#SBATCH -n 2", (4, "a100")),
     ("#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=1", (4, None)),
