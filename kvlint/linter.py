@@ -17,6 +17,7 @@ from kvlint.engine_sizing import (
 )
 from kvlint.engines import UNKNOWN_VERSION, load_engines
 from kvlint.engines import behaviour as engine_behaviour
+from kvlint.engines.quant_kernels import quantization_config
 from kvlint.engines.quant_refusals import checkpoint_quant_method
 from kvlint.errors import ConfigError, UsageError
 from kvlint.loaders.hf_config import (
@@ -315,6 +316,7 @@ def _config_facts(config: dict[str, Any] | None) -> dict[str, Any]:
         "remote_config": isinstance(auto_map, dict) and "AutoConfig" in auto_map,
         "config_read": True,
         "checkpoint_quant": checkpoint_quant_method(config),
+        "quant_config": quantization_config(config),
     }
 
 

@@ -87,7 +87,7 @@ CASES = [
          ["--async-scheduling"]),
     Case("vllm-unknown-version-no-version-has-it", "vllm", "my-tag", ["--tp", "8"],
          [("KV701", "--tp",
-           "judged by every version kvlint knows, 0.8.5, 0.11.0, 0.33.0, 0.34.0")]),
+           "judged by every version kvlint knows, 0.2.7 to 0.34.0 (11 releases)")]),
     Case("vllm-unknown-version-kv-dtype-of-some-version", "vllm", "my-tag",
          ["--kv-cache-dtype", "nvfp4"], [], {"kv_cache_dtype": "nvfp4"}),
     Case("vllm-short-tp", "vllm", "v0.33.0", ["-tp", "8"], [], {"tp": 8}),

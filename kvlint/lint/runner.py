@@ -119,7 +119,7 @@ def plan_for(served: ServedModel, base: ServingPlan) -> ServingPlan:
     dp_attention = bool(served.dp_attention.value) if served.dp_attention else False
     tp, pp, dp = _int(served.tp), _int(served.pp), _int(served.dp)
     if dp_attention and served.dp is None:  # the version's default DP size
-        from kvlint.manifests.engine_options import sglang_dp_defaults_to_tp
+        from kvlint.manifests.sglang_layout import sglang_dp_defaults_to_tp
 
         if sglang_dp_defaults_to_tp(served.engine, served.engine_version):
             dp = tp

@@ -4,9 +4,11 @@ through :mod:`.cli_options`).
 Generated once from the engines' own sources and pasted here as data (no engine is imported):
 
 - vLLM: the union of ``vllm serve``'s options in the vllm 0.34.0, 0.33.0, 0.11.0 and 0.8.5
-  wheels
-  (PyPI), read with ``ast`` from ``vllm/engine/arg_utils.py`` (``add_cli_args``: option strings, and
-  the type of the config-dataclass field each ``**x_kwargs["field"]`` refers to: ``bool`` →
+  wheels (PyPI), and of the OpenAI server's in 0.2.7 to 0.7.3 (generated data,
+  ``kvlint/engines/vllm_early_options.json``, :mod:`kvlint.generators.vllm_early_options`:
+  its options no later release has are added to the kinds below as it reads them), read
+  with ``ast`` from ``vllm/engine/arg_utils.py`` (``add_cli_args``: option strings, and the
+  type of the config-dataclass field each ``**x_kwargs["field"]`` refers to: ``bool`` →
   ``argparse.BooleanOptionalAction``, list/tuple/set → ``nargs="+"``),
   ``vllm/entrypoints/common/cli_args.py`` / ``openai/cli_args.py`` (``FrontendArgs``) and
   ``vllm/entrypoints/cli/serve.py``. vLLM's ``FlexibleArgumentParser``
@@ -57,7 +59,15 @@ Kinds: ``flag`` takes no value; ``negatable`` is a flag that also has a ``--no-`
 
 from __future__ import annotations
 
-__all__ = ["OPTION_TABLES"]
+import json
+from pathlib import Path
+
+__all__ = ["OPTION_TABLES", "VLLM_EARLY", "VLLM_EARLY_ONLY"]
+
+VLLM_EARLY: dict[str, object] = json.loads(
+    (Path(__file__).resolve().parent.parent / "engines" / "vllm_early_options.json")
+    .read_text(encoding="utf-8"))
+"""vLLM 0.2.7-0.7.3's server options (:mod:`kvlint.generators.vllm_early_options`)."""
 
 OPTION_TABLES: dict[str, dict[str, str]] = {
     "vllm": {
@@ -631,3 +641,21 @@ OPTION_TABLES: dict[str, dict[str, str]] = {
     },
 }
 """Engine → kind → whitespace-separated option names."""
+
+
+def _with_early_vllm(tables: dict[str, dict[str, str]]) -> frozenset[str]:
+    """Add the options only vLLM releases before 0.8.5 have, under the kind they read as;
+    return them."""
+    vllm = tables["vllm"]
+    known = {name for text in vllm.values() for name in text.split()}
+    options = VLLM_EARLY.get("options")
+    added = set()
+    for option, kind in (options.items() if isinstance(options, dict) else ()):
+        if option not in known and kind in vllm:
+            vllm[kind] = f"{vllm[kind]} {option}"
+            added.add(option)
+    return frozenset(added)
+
+
+VLLM_EARLY_ONLY = _with_early_vllm(OPTION_TABLES)
+"""The options of :data:`VLLM_EARLY` that no vLLM release from 0.8.5 has."""

@@ -26,7 +26,7 @@ from functools import cache
 from packaging.version import InvalidVersion, Version
 
 from kvlint.manifests.base import Located, Unresolved
-from kvlint.manifests.cli_option_tables import OPTION_TABLES
+from kvlint.manifests.cli_option_tables import OPTION_TABLES, VLLM_EARLY
 from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_value
 from kvlint.manifests.images import FIXED_BUILD
 from kvlint.manifests.option_versions import (
@@ -36,6 +36,13 @@ from kvlint.manifests.option_versions import (
     POSITIVE,
     REFUSED,
     VERSIONS,
+)
+from kvlint.manifests.sglang_layout import parse_release as _parse
+from kvlint.manifests.sglang_layout import (
+    sglang_dp_attention_alone as _sglang_dp_attention_alone,
+)
+from kvlint.manifests.sglang_layout import (
+    sglang_node_rank_outside as _sglang_node_rank_outside,
 )
 from kvlint.model.engine_args import EngineArgProblem
 
@@ -136,13 +143,6 @@ def _options_at(engine: str, version: str | None) -> frozenset[str]:
     if version is None:
         return known_options(engine)
     return frozenset(_names(engine, ABSENT.get(engine, {}).get(version, "").split()))
-
-
-def _parse(text: str) -> Version | None:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
 
 
 def _bracket(engine: str, version: Located[str] | Unresolved | None
@@ -319,6 +319,26 @@ def _old_boolean_value(engine: str, option: str, word: str) -> bool:
         _normalise(engine, option.partition("=")[0]) in OLD_BOOLEAN_VALUES
 
 
+def _early_value(engine: str, version: str | None, option: str, word: str) -> bool:
+    """Whether vLLM ``version``, one of the releases before 0.8.5 whose parser kvlint read
+    (``VLLM_EARLY``), takes ``word`` as the value of ``option`` written just before it: an
+    option that took one there (``--enable-chunked-prefill False``: ``StoreBoolean``,
+    ``nargs="?"``, True/False only) where a later release made it a flag."""
+    if engine != "vllm" or version is None:
+        return False
+    present, kinds, own = (VLLM_EARLY.get(k) for k in ("present", "options", "kinds"))
+    if not isinstance(present, dict) or not isinstance(kinds, dict) or \
+            not isinstance(own, dict) or version not in present:
+        return False
+    name = _normalise(engine, option.partition("=")[0])
+    if "=" in option or name not in present[version]:
+        return False
+    kind = own.get(version, {}).get(name, kinds.get(name))
+    if kind == "optional":  # StoreBoolean: True or False
+        return word.lower() in ("true", "false")
+    return kind in ("value", "many")
+
+
 def _before_the_oldest(engine: str, version: Located[str] | Unresolved | None) -> bool:
     """Whether ``version`` is a release older than every option table kvlint read for
     ``engine`` (judged by the oldest table, which that release's parser may not match)."""
@@ -379,82 +399,6 @@ def _dotted_refused(engine: str, word: str, version: str | None) -> bool:
         return Version(version) < VLLM_DOTTED_SINCE
     except InvalidVersion:
         return False
-
-
-SGLANG_DP_ATTENTION_NEEDS_DP = (Version("0.4.6.post1"), Version("0.5.1"))
-"""SGLang releases that refuse ``--enable-dp-attention`` without ``--dp-size`` > 1 at start
-(``assert self.dp_size > 1, "Please set a dp-size > 1. ..."``: server_args.py@0.4.6.post1
-line 298, @0.4.9 line 405, @0.5.1 line 534). 0.3.6 to 0.4.3 set dp_size = tp_size instead
-(server_args.py@0.3.6 line 189, @0.4.3 line 253; kvlint.lint.runner.plan_for), 0.5.5 keeps
-dp_size 1 (server_args.py@0.5.5 line 1379). Releases between the ones read (0.4.4-0.4.5,
-0.5.2-0.5.4) are not judged."""
-
-
-SGLANG_DP_IS_TP_UNTIL = Version("0.4.3")
-"""SGLang 0.3.6 to 0.4.3 set ``dp_size = tp_size`` for ``--enable-dp-attention`` given
-without ``--dp-size`` (server_args.py@0.3.6 line 189, @0.4.0 line 201, @0.4.3 line 253); later
-releases refuse it (:data:`SGLANG_DP_ATTENTION_NEEDS_DP`) or keep dp 1."""
-
-
-def sglang_dp_defaults_to_tp(engine: Located[str] | None,
-                             version: Located[str] | Unresolved | None) -> bool:
-    """Whether ``--enable-dp-attention`` without ``--dp-size`` makes the DP size the TP size
-    (SGLang up to :data:`SGLANG_DP_IS_TP_UNTIL`)."""
-    if engine is None or engine.value != "sglang" or not isinstance(version, Located):
-        return False
-    parsed = _parse(version.value)
-    return parsed is not None and parsed.release <= SGLANG_DP_IS_TP_UNTIL.release
-
-
-def _sglang_dp_attention_alone(uses: Sequence[OptionUse],
-                               version: Located[str] | Unresolved | None,
-                               fields: dict[str, str]) -> list[EngineArgProblem]:
-    """The refusal of ``--enable-dp-attention`` without a DP size, in the releases that
-    refuse it (:data:`SGLANG_DP_ATTENTION_NEEDS_DP`)."""
-    parsed = _parse(version.value) if isinstance(version, Located) else None
-    low, high = SGLANG_DP_ATTENTION_NEEDS_DP
-    if parsed is None or not low <= parsed <= high:
-        return []
-    flag = next((u for u in uses if fields.get(u.canonical or "") == "dp_attention"), None)
-    sized = any(fields.get(u.canonical or "") == "dp" for u in uses)
-    if flag is None or sized:
-        return []
-    return [EngineArgProblem(
-        "value", flag.name, f"{flag.name} without --dp-size: SGLang {parsed} refuses it at "
-        "start (AssertionError: Please set a dp-size > 1); give --dp-size, the number of "
-        "attention DP ranks (a divisor of tp)", flag.line, flag.column,
-        {"engine": "sglang", "reason": "dp-attention-without-dp", "field": "dp"})]
-
-
-def _int_value(use: OptionUse) -> int | None:
-    value = use.values[-1] if use.values else None
-    return int(value) if value is not None and value.strip().isdigit() else None
-
-
-def _sglang_node_rank_outside(uses: Sequence[OptionUse],
-                              fields: dict[str, str]) -> list[EngineArgProblem]:
-    """A ``--node-rank`` not below ``--nnodes`` (1 when not given). SGLang's srt server
-    arguments do not check it (server_args.py@0.5.5.post3 line 351: ``node_rank: int = 0``,
-    no validation), but its launcher splits the ranks by it: with ``nnodes`` 1 every node
-    starts all ``tp`` ranks on its own GPUs (entrypoints/engine.py@0.5.5.post3 lines 807-818:
-    ``tp_size_per_node = tp_size // nnodes``, the range from ``node_rank % nnodes``) and no
-    rank waits for the others, so a multi-node launch that forgot ``--nnodes`` never forms
-    its group."""
-    rank = next((u for u in reversed(uses) if fields.get(u.canonical or "") == "node_rank"),
-                None)
-    nodes_use = next((u for u in reversed(uses) if fields.get(u.canonical or "") == "nnodes"),
-                     None)
-    rank_value = _int_value(rank) if rank is not None else None
-    nodes = _int_value(nodes_use) if nodes_use is not None else 1
-    if rank is None or rank_value is None or nodes is None or rank_value < nodes:
-        return []
-    given = f"--nnodes {nodes}" if nodes_use is not None else "no --nnodes (1, the default)"
-    return [EngineArgProblem(
-        "value", rank.name, f"{rank.name} {rank_value} with {given}: a node rank must be "
-        "below the number of nodes. SGLang then starts every tp rank on this node's own "
-        "GPUs and the nodes never form one group; give --nnodes, the number of nodes the "
-        "launch spans", rank.line, rank.column,
-        {"engine": "sglang", "reason": "node-rank-outside", "field": "nnodes"})]
 
 
 def _status(engine: str, name: str, options: frozenset[str]) -> tuple[str, list[str]]:
@@ -560,6 +504,10 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
                 f"the server exits at start ({refusal})", use.line, use.column,
                 {"engine": engine, "reason": "positional"})
             before = _word_before(uses, use)
+            early = [v for v in versions if before is not None and
+                     _early_value(engine, v, before.name, use.name)]
+            if early and len(early) == len(versions):
+                continue  # the value the option before it takes at these early releases
             if not isinstance(version, Located) and before is not None and \
                     _old_boolean_value(engine, before.name, use.name):
                 problem = replace(problem, message=f"{problem.message}; vLLM 0.5.5 to 0.7.3 "

@@ -237,7 +237,7 @@ def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
         if isinstance(value, dict) and str(key).lower() in ENGINE_KEYS:
             return ENGINE_KEYS[str(key).lower()], f"the values key {key}"
     for engine in ("vllm", "sglang", "lmdeploy", "tgi", "llamacpp"):
-        for key, value in holder.items():
+        for key, value in _option_items(holder):
             if str(key) in MODEL_KEYS or isinstance(value, dict | list):
                 continue
             option = _option(str(key))
@@ -258,6 +258,13 @@ def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
                     where = f"{path}.{key}" if path else key
                     return found, f"the option {option} in {where}"
     return None
+
+
+def _option_items(holder: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """The keys that may be an engine's options: the holder's own, then those of its model
+    map (``model: {name: org/m, maxModelLen: 4096}``)."""
+    model = next((holder[k] for k in MODEL_KEYS if isinstance(holder.get(k), dict)), None)
+    return [*holder.items(), *(model.items() if isinstance(model, dict) else ())]
 
 
 def _only_of(engine: str, option: str) -> bool:
@@ -493,6 +500,8 @@ class GenericValuesParser(ManifestParser):
         # (model: {...} with vllm: {maxModelLen: ...})
         named = [node for k, node in holder.items()
                  if ENGINE_KEYS.get(str(k)) == engine and isinstance(node, dict)]
+        named += [node for k, node in holder.items()
+                  if str(k) in MODEL_KEYS and isinstance(node, dict)]
         for key, value, at in [(k, val, holder) for k, val in holder.items()] + \
                 [(k, val, node) for node in named for k, val in node.items()]:
             option = _option(str(key))

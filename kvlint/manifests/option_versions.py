@@ -46,6 +46,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kvlint.manifests.cli_option_tables import OPTION_TABLES, VLLM_EARLY, VLLM_EARLY_ONLY
+
 
 def _sglang_table() -> dict[str, Any]:
     """``kvlint/engines/sglang_options.json`` (:mod:`kvlint.generators.sglang_options`)."""
@@ -71,8 +73,16 @@ def _sglang_absent() -> dict[str, str]:
     return {v: " ".join(sorted(every - present[v])) for v in _SGLANG_VERSIONS}
 
 
+def _early(key: str) -> dict[str, Any]:
+    value = VLLM_EARLY.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+_listed = VLLM_EARLY.get("versions")
+_VLLM_EARLY_VERSIONS = tuple(str(v) for v in _listed) if isinstance(_listed, list) else ()
+
 VERSIONS: dict[str, tuple[str, ...]] = {
-    "vllm": ("0.8.5", "0.11.0", "0.33.0", "0.34.0"),
+    "vllm": (*_VLLM_EARLY_VERSIONS, "0.8.5", "0.11.0", "0.33.0", "0.34.0"),
     "sglang": _SGLANG_VERSIONS,
     "lmdeploy": ("0.7.3", "0.18.0"),
 }
@@ -311,6 +321,21 @@ ABSENT: dict[str, dict[str, str]] = {
 }
 """Engine → version → the options of ``OPTION_TABLES[engine]`` that version does not have."""
 
+
+def _with_early_vllm_absent() -> None:
+    """vLLM's releases before 0.8.5 (:data:`~.cli_option_tables.VLLM_EARLY`): each lacks
+    the union's options it does not list; the later releases lack the options only they
+    had."""
+    vllm = ABSENT["vllm"]
+    for version in vllm:
+        vllm[version] += " " + " ".join(sorted(VLLM_EARLY_ONLY))
+    union = {name for text in OPTION_TABLES["vllm"].values() for name in text.split()}
+    for version, present in _early("present").items():
+        vllm[str(version)] = " ".join(sorted(union - set(present)))
+
+
+_with_early_vllm_absent()
+
 CHOICES: dict[str, dict[str, dict[str, str]]] = {
     "vllm": {
         "--kv-cache-dtype": {
@@ -353,6 +378,8 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
 }
 """Engine → canonical option → version (``*``: every version kvlint knows) → the values the
 engine's parser accepts. A version missing from the mapping is not judged."""
+CHOICES["vllm"]["--kv-cache-dtype"].update(
+    {str(v): " ".join(c) for v, c in _early("kv_cache_dtype").items() if isinstance(c, list)})
 
 CASELESS = frozenset({("lmdeploy", "--quant-policy")})
 """Options whose parser lower-cases the value before the check (LMDeploy 0.18.0

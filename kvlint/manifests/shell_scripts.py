@@ -17,7 +17,7 @@ script's own assignments before a command apply to it, as for any script kvlint 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any, Literal
@@ -60,7 +60,7 @@ from kvlint.manifests.shell_words import (
     split_script,
     substitutions,
 )
-from kvlint.manifests.slurm import SlurmGpus, slurm_gpus
+from kvlint.manifests.slurm import SlurmGpus, slurm_gpus, slurm_variables
 from kvlint.model.engine_args import EngineArgProblem
 
 SCRIPT_SUFFIXES = frozenset({".sh", ".bash", ".zsh"})
@@ -506,8 +506,10 @@ def script_models(text: str, path: str) -> list[ServedModel]:
     """Every served model a shell script starts."""
     from kvlint.manifests.shell_arrays import file_commands
 
-    found = command_models([list(c) for c in file_commands(text)], text, path)
-    slurm = slurm_gpus(text) if "#SBATCH" in text else None
+    batch = "#SBATCH" in text
+    found = command_models([list(c) for c in file_commands(text)], text, path,
+                           platform=slurm_variables(text) if batch else None)
+    slurm = slurm_gpus(text) if batch else None
     if slurm is None:
         return found
     return [_on_slurm_gpus(served, slurm) for served in found]
@@ -526,10 +528,12 @@ def _on_slurm_gpus(served: ServedModel, slurm: SlurmGpus) -> ServedModel:
 
 
 def command_models(commands: Sequence[list[Word]], text: str, path: str,
-                   kind: str = "shell-script") -> list[ServedModel]:
+                   kind: str = "shell-script",
+                   platform: Mapping[str, str] | None = None) -> list[ServedModel]:
     """Every served model the ``commands`` of a file (``text``, at ``path``) start, each a
     list of words with their lines, in order: a script's, or a Dockerfile's as a container
-    runs it (kvlint/manifests/dockerfiles.py)."""
+    runs it (kvlint/manifests/dockerfiles.py). ``platform``: variables the runner sets
+    (a Slurm job's ``SLURM_GPUS_ON_NODE``)."""
     containers: dict[int, _Container] = {}
     rewritten: list[list[Word]] = []
     values = _PlainValues(text if kind == "shell-script" else "")
@@ -552,7 +556,7 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     # a script runs in a user's shell, where HOME is always set: it expands to itself
     # (the NUL marks a "$" that is not expanded again), so "$HOME/venv/bin/vllm" still names
     # vLLM and a path under it keeps its words
-    env = Env({}, {"HOME": "\x00HOME"}, k8s=False)
+    env = Env({}, {"HOME": "\x00HOME", **(platform or {})}, k8s=False)
     # a Ray cluster the script starts spans nodes: the visible devices are one node's
     cluster = any([w.text for w in split_env_prefix(list(c))[1][:2]] == ["ray", "start"]
                   for c in rewritten)

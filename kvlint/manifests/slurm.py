@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-__all__ = ["SlurmGpus", "slurm_gpus"]
+__all__ = ["SlurmGpus", "slurm_gpus", "slurm_variables"]
 
 _DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
 _GPU_SPEC = re.compile(r"^(?:([A-Za-z][\w.-]{0,40}|\d{1,2}g\.\d{1,4}gb):)?(\d{1,4})$")
@@ -132,3 +132,23 @@ def _named_resource(text: str) -> tuple[str, str, int] | None:
             if gpu is not None:
                 return gpu, f"#SBATCH {option} {value} (named for its GPU)", line
     return None
+
+
+def slurm_variables(text: str) -> dict[str, str]:
+    """The job's own variables its directives fix, as sbatch sets them in the script's
+    environment (https://slurm.schedmd.com/sbatch.html, "OUTPUT ENVIRONMENT VARIABLES"):
+    ``SLURM_GPUS_ON_NODE`` (the GPUs of this node, when the directives give a per-node
+    count), ``SLURM_GPUS_PER_NODE`` (``--gpus-per-node``), ``SLURM_JOB_NUM_NODES`` and
+    ``SLURM_NNODES`` (a fixed ``--nodes``)."""
+    out: dict[str, str] = {}
+    found = slurm_gpus(text)
+    if found is not None and found.count is not None:
+        out["SLURM_GPUS_ON_NODE"] = str(found.count)
+    for option, value, _ in _options(text):
+        if option == "--gpus-per-node":
+            spec = _GPU_SPEC.match(value)
+            if spec is not None:
+                out["SLURM_GPUS_PER_NODE"] = value
+        elif option in ("--nodes", "-N") and value.isdigit():
+            out["SLURM_JOB_NUM_NODES"] = out["SLURM_NNODES"] = value
+    return out

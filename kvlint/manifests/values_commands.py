@@ -99,6 +99,12 @@ def resource_gpus(resources: object, where: str, *, direct: bool = True
         for key in DEVICES:
             if block.get(key) is not None:
                 return loc_int(block, key, f"{where}.{part}{key}")
+        if part and isinstance(block.get("gpu"), int | str) and \
+                not isinstance(block.get("gpu"), bool) and \
+                str(block["gpu"]).strip().isdigit():
+            # a chart's own short key (resources.limits.gpu: "1"), which its template
+            # renders as the device plugin's resource
+            return loc_int(block, "gpu", f"{where}.{part}gpu")
     return None
 
 

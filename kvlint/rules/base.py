@@ -7,7 +7,7 @@ Rules are pure: they see model objects (geometry, plan, KV analysis), never file
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -71,6 +71,8 @@ class RuleContext:
     checkpoint_quant: str | None = None
     """The quantization format config.json declares, as the engines read it (``None``: it
     declares none; KV702: kvlint.engines.quant_refusals)."""
+    quant_config: Mapping[str, Any] | None = None
+    """config.json's ``quantization_config`` (KV708: the kernel the engine picks for it)."""
     format_files: bool | None = None
     """When ``--quantization`` asks for a pre-quantized format config.json does not name:
     whether that format's own settings file sits in the checkpoint (``None``: not known)."""

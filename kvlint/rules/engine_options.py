@@ -1,5 +1,6 @@
 """Rules about engine command lines the engine itself refuses (KV701, KV702) or never receives
-(KV704, KV705, KV707), and engine images that cannot be pulled (KV706)."""
+(KV704, KV705, KV707), engine images that cannot be pulled (KV706), and a `--quantization`
+that keeps a slower kernel (KV708)."""
 
 from __future__ import annotations
 
@@ -385,7 +386,67 @@ class EngineCommandSwallowed(_EngineRefusal):
     kind = "swallowed"
 
 
+class QuantizationKernelForced(Rule):
+    """## What it does
+    Flags vLLM's `--quantization awq` (or `gptq`) for a checkpoint that vLLM's Marlin kernel
+    can run: config.json's `quantization_config` is AWQ of 4 bits with zero points, or GPTQ
+    of 4 or 8 bits, symmetric, with `desc_act` given, at a group size of -1, 32, 64 or 128.
+    Unasked, vLLM runs such a checkpoint with `awq_marlin` (`gptq_marlin`) on GPUs of compute
+    capability 8.0 or newer; named explicitly, the plain format keeps its slower kernel
+    (`override_quantization_method` in vllm/model_executor/layers/quantization/
+    awq_marlin.py from 0.5.3 and gptq_marlin.py from 0.4.3, read in the wheels; see
+    kvlint/engines/quant_kernels.py). Not on a GPU kvlint knows to be older (T4, V100, P40,
+    P100, RTX 2080 Ti), where Marlin does not run.
+
+    ## Why is this bad?
+    The server starts and answers, only slower: vLLM logs "Detected that the model can run
+    with awq_marlin, however you specified quantization=awq explicitly, so forcing awq. Use
+    quantization=awq_marlin for faster inference", and warns that "awq quantization is not
+    fully optimized yet". Public reports measure the plain AWQ kernel several times slower
+    in decode throughput.
+
+    ## Example
+    ```console
+    $ vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ --quantization awq
+    ```
+
+    ## Use instead
+    ```console
+    $ vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ
+    ```
+    (or `--quantization awq_marlin`, which fails at start where Marlin cannot run instead of
+    silently falling back).
+    """
+
+    code = "KV708"
+    name = "quantization-kernel-forced"
+    severity = Severity.WARNING
+    needs_geometry = False
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        from kvlint.engines.quant_kernels import forced_kernel
+        from kvlint.model.memory import pre_ampere
+
+        b = ctx.plan.behaviour
+        if not ctx.config_read or not b.named:
+            return
+        kernel = forced_kernel(b.engine, b.version, ctx.plan.quantization, ctx.quant_config)
+        gpu = ctx.plan.gpu
+        if kernel is None or (gpu and pre_ampere(gpu)):
+            return
+        where = f"on the {gpu}" if gpu else \
+            "on GPUs of compute capability 8.0 or newer (Ampere, Ada, Hopper, Blackwell)"
+        yield self.finding(
+            f"--quantization {kernel.asked} keeps {b.display} on its plain {kernel.asked} "
+            f"kernel for a checkpoint its {kernel.faster} kernel runs {where}, where vLLM "
+            f"would pick {kernel.faster} unasked ('{kernel.message}'): drop --quantization, "
+            f"or write --quantization {kernel.faster}",
+            option="--quantization", about="quantization", asked=kernel.asked,
+            faster=kernel.faster, reason="quantization-kernel-forced")
+
+
 @hookimpl
 def kvlint_rules() -> Sequence[type[Rule]]:
     return [EngineOptionUnknown, EngineOptionInvalidValue, EngineOptionsDetached,
-            EnginePortNotPublished, EngineImageTagUnpublished, EngineCommandSwallowed]
+            EnginePortNotPublished, EngineImageTagUnpublished, EngineCommandSwallowed,
+            QuantizationKernelForced]

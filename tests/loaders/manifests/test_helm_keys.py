@@ -447,3 +447,16 @@ def test_a_storage_uri_is_the_model_and_an_argument_list_names_the_engine() -> N
     assert v(hub.model) == "Qwen/Qwen2.5-7B-Instruct-AWQ" and v(hub.engine) == "vllm"
     # a storage map that names no model URI scheme, and no engine option: not a model
     assert served("database:\n  storage:\n    uri: /var/lib/db\n  args: [--verbose]\n") == []
+
+
+def test_a_command_string_with_the_charts_own_gpu_key() -> None:
+    """``resources.limits.gpu: "1"`` beside a values command string: the chart's short key
+    for the device plugin's resource."""
+    (m,) = served("""\
+        model:
+          image: vllm/vllm-openai:latest
+          command: "vllm serve Qwen/Qwen2.5-1.5B-Instruct --dtype=half"
+          resources:
+            limits: {cpu: "8", gpu: "1"}
+        """)
+    assert v(m.model) == "Qwen/Qwen2.5-1.5B-Instruct" and v(m.gpus) == 1

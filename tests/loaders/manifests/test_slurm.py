@@ -9,7 +9,7 @@ import pytest
 
 from kvlint.manifests.base import Located
 from kvlint.manifests.shell_scripts import script_models
-from kvlint.manifests.slurm import slurm_gpus
+from kvlint.manifests.slurm import slurm_gpus, slurm_variables
 
 
 @pytest.mark.parametrize(("header", "expected"), [
@@ -77,3 +77,22 @@ def test_tp_over_slurm_mig_gres_is_kv206(tmp_path: Path) -> None:
     result = json.loads(out.stdout)["results"][0]
     assert result["serving"]["gpu"] == "3g.40gb"  # as the job names it: a MIG device
     assert [f["code"] for f in result["findings"] if f["severity"] == "error"] == ["KV206"]
+
+
+def test_the_jobs_own_variables_are_set_from_its_directives() -> None:
+    """sbatch sets ``SLURM_GPUS_ON_NODE`` (and ``SLURM_GPUS_PER_NODE``, ``SLURM_NNODES``)
+    in the job's environment: a command built from them has the values the directives fix,
+    a typo included (``1$SLURM_GPUS_ON_NODE`` is 11 on a one-GPU job)."""
+    head = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --gpus-per-node=4\n"
+    assert slurm_variables(head) == {"SLURM_GPUS_ON_NODE": "4", "SLURM_GPUS_PER_NODE": "4",
+                                     "SLURM_JOB_NUM_NODES": "1", "SLURM_NNODES": "1"}
+    (m,) = script_models(head + "vllm serve org/m --tensor-parallel-size $SLURM_GPUS_ON_NODE\n",
+                         "job.sh")
+    assert m.tp is not None and getattr(m.tp, "value", None) == 4
+    (typo,) = script_models(head.replace("=4", "=1") +
+                            "vllm serve org/m --tensor-parallel-size 1$SLURM_GPUS_ON_NODE\n",
+                            "job.sh")
+    assert getattr(typo.tp, "value", None) == 11 and getattr(typo.gpus, "value", None) == 1
+    # without directives the variable is the run's: unresolved
+    (bare,) = script_models("#!/bin/bash\nvllm serve org/m -tp $SLURM_GPUS_ON_NODE\n", "a.sh")
+    assert getattr(bare.tp, "value", None) is None
