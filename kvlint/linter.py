@@ -317,7 +317,19 @@ def _config_facts(config: dict[str, Any] | None) -> dict[str, Any]:
         "config_read": True,
         "checkpoint_quant": checkpoint_quant_method(config),
         "quant_config": quantization_config(config),
+        "config_dtype": _checkpoint_dtype(config),
     }
+
+
+def _checkpoint_dtype(config: dict[str, Any]) -> str | None:
+    """config.json's ``torch_dtype`` (transformers 5 writes ``dtype``), else its
+    ``text_config``'s, as vLLM's ``_find_dtype`` looks for it."""
+    for where in (config, config.get("text_config")):
+        if isinstance(where, dict):
+            found = where.get("torch_dtype", where.get("dtype"))
+            if isinstance(found, str):
+                return found
+    return None
 
 
 def _needs_format_files(plan: ServingPlan) -> bool:

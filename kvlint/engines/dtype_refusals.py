@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-__all__ = ["FLOAT16_NAMES", "Float16Refusal", "float16_refusal"]
+__all__ = ["BFLOAT16_NAMES", "FLOAT16_NAMES", "Float16Refusal", "bfloat16_refusal",
+           "float16_refusal"]
 
 FLOAT16_NAMES = frozenset({"half", "float16"})
 """``--dtype`` spellings vLLM maps to ``torch.float16`` (``_STR_DTYPE_TO_TORCH_DTYPE``)."""
@@ -77,3 +78,46 @@ def float16_refusal(model_type: str | None, version: str | None) -> Float16Refus
             return None
         return Float16Refusal(span.model_type, False, span.first, span.last)
     return Float16Refusal(span.model_type, True, span.first, span.last)
+
+
+BFLOAT16_NAMES = frozenset({"bfloat16", "bf16"})
+"""``--dtype`` spellings of ``torch.bfloat16``."""
+AUTO_FALLBACK_SINCE = Version("0.9.0")
+"""The first vLLM release read whose ``--dtype auto`` falls back to float16 on a GPU without
+bfloat16 ("Your ... device ... doesn't support torch.bfloat16. Falling back to
+torch.float16 for compatibility": ``_get_and_verify_dtype`` in vllm/config.py@v0.9.0 line
+3085, ``_resolve_auto_dtype`` @v0.9.1, @v0.9.2 and vllm/config/model.py@v0.11.0); 0.8.5 and
+earlier keep the checkpoint's bfloat16."""
+BFLOAT16_MESSAGE = ("Bfloat16 is only supported on GPUs with compute capability of at least "
+                    "8.0. Your {gpu} GPU has compute capability {capability}. You can use "
+                    "float16 instead by explicitly setting the `dtype` flag in CLI, for "
+                    "example: --dtype=half.")
+"""vLLM's refusal of bfloat16 on a GPU below compute capability 8.0, raised as the worker
+starts (``_check_if_gpu_supports_dtype`` in vllm/worker/worker.py@v0.2.7 line 232, @v0.3.3,
+@v0.4.3, @v0.6.3, @v0.8.5 line 547 and vllm/v1/worker/gpu_worker.py@v0.8.5 line 346,
+@v0.9.2, @v0.10.1; ``CudaPlatform.check_if_supports_dtype`` in vllm/platforms/cuda.py
+@v0.11.0 line 497, called by the V1 worker)."""
+CAPABILITY = {"T4": "7.5", "RTX-2080": "7.5", "V100": "7.0", "P100": "6.0", "P40": "6.1"}
+"""Compute capability of the GPUs of kvlint's table below 8.0, by name prefix."""
+
+
+def bfloat16_refusal(dtype: str | None, config_dtype: str | None, version: str | None,
+                     gpu: str) -> str | None:
+    """vLLM's refusal (its message) of running in bfloat16 on ``gpu`` (kvlint's table name):
+    ``--dtype bfloat16`` on any release read, or ``--dtype auto`` (or none) for a bfloat16
+    checkpoint on a release before :data:`AUTO_FALLBACK_SINCE`; ``None`` otherwise, or for a
+    GPU of compute capability 8.0 or more."""
+    capability = next((c for prefix, c in CAPABILITY.items()
+                       if gpu.upper().startswith(prefix)), None)
+    if capability is None:
+        return None
+    asked = (dtype or "auto").strip().lower()
+    if asked not in BFLOAT16_NAMES:
+        if asked != "auto" or (config_dtype or "").lower() not in BFLOAT16_NAMES:
+            return None
+        try:
+            if version is None or Version(version) >= AUTO_FALLBACK_SINCE:
+                return None
+        except InvalidVersion:
+            return None
+    return BFLOAT16_MESSAGE.format(gpu=gpu, capability=capability)

@@ -43,7 +43,7 @@ from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import Word, split_env_prefix
 from kvlint.manifests.yaml_marks import LStr
 from kvlint.manifests.yaml_values import node_line
-from kvlint.model.engine_args import EngineArgProblem
+from kvlint.model.engine_args import HIDES_EVERY_GPU, EngineArgProblem
 
 FIELDS = ("model", "served_name", "tp", "pp", "dp", "dp_attention", "ep", "kv_cache_dtype",
           "max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
@@ -557,11 +557,26 @@ def visible_device_list(get: Callable[[str], object],
     return None
 
 
+_HIDING = frozenset({"", "-1", "all", "none", "void"})
+"""Values of ``CUDA_VISIBLE_DEVICES`` (and ROCm's) that leave the process no GPU: empty, or
+not a device index at all ("If one of the indices is invalid, only the devices whose index
+precedes the invalid index are visible to CUDA applications", CUDA C Programming Guide,
+"CUDA Environment Variables"): ``-1``, and ``all``/``none``/``void``, which are
+``NVIDIA_VISIBLE_DEVICES``'s words, not CUDA's."""
+
+
 def visible_devices(get: Callable[[str], object], line: int | None,
                     names: Sequence[str] = VISIBLE_DEVICE_VARIABLES) -> Located[int] | None:
     """The devices the first of ``names`` set to a list of device numbers makes visible
-    (``get``: the environment's lookup; ``None``: unset or not a list of numbers). The
-    count is on ``line``, else on the value's own line."""
+    (``get``: the environment's lookup; ``None``: unset or not a list of numbers), or none
+    when a CUDA or ROCm variable among them hides every GPU (:data:`_HIDING`). The count is
+    on ``line``, else on the value's own line."""
+    for name in names:
+        value = get(name)
+        if name in VISIBLE_DEVICE_VARIABLES and isinstance(value, str) and \
+                value.strip().strip("'\"").lower() in _HIDING:
+            where = line if line is not None else getattr(value, "line", None) or None
+            return Located(0, where, None, f"{name}={value.strip()!r}, {HIDES_EVERY_GPU}")
     for name in names:
         value = get(name)
         text = value.strip() if isinstance(value, str) else ""

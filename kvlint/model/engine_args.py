@@ -11,6 +11,9 @@ GPU_BUILD = "the engine's own GPU build"
 """How a manifest loader ends the source of a GPU count of 0 (a container given no GPU) whose
 image is the engine's own CUDA image, which cannot start without one (KV206 makes it an
 error)."""
+HIDES_EVERY_GPU = "which leaves CUDA no GPU"
+"""How a manifest loader ends the source of a GPU count of 0 that a visible-devices variable
+makes (``CUDA_VISIBLE_DEVICES=''`` or ``all``): GPUs given, then hidden (KV206: an error)."""
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,9 @@ class RuleContext:
     checkpoint_quant: str | None = None
     """The quantization format config.json declares, as the engines read it (``None``: it
     declares none; KV702: kvlint.engines.quant_refusals)."""
+    config_dtype: str | None = None
+    """config.json's ``torch_dtype`` (``dtype``), its ``text_config``'s when it has none
+    (KV702: bfloat16 on a GPU without it)."""
     quant_config: Mapping[str, Any] | None = None
     """config.json's ``quantization_config`` (KV708: the kernel the engine picks for it)."""
     format_files: bool | None = None

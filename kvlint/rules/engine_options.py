@@ -148,6 +148,11 @@ class EngineOptionInvalidValue(_EngineRefusal):
     script stops, waits for or starts as alternatives (`kill`, `wait`, `case`, a function)
     are not judged.
 
+    Also: bfloat16 on a GPU below compute capability 8.0 (T4, V100, P40, P100, RTX 2080
+    Ti): `--dtype bfloat16` in every release read (0.2.7 to 0.11.0), or `--dtype auto` for
+    a bfloat16 checkpoint before 0.9.0, whose worker raises "Bfloat16 is only supported on
+    GPUs with compute capability of at least 8.0" (0.9.0 on fall back to float16).
+
     Also: `--dtype half` (or `float16`) for a model type vLLM refuses to run in float16
     (`gemma2`, `gemma3`, `glm4` from 0.9.1, `gemma3_text` from 0.11.0, `plamo2` from 0.9.1
     to at least 0.20, not 0.28): it exits at start ("The model type 'gemma3' does not
@@ -174,7 +179,8 @@ class EngineOptionInvalidValue(_EngineRefusal):
     kind = "value"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        refused = [f for f in (self._float16(ctx), self._quantization(ctx)) if f is not None]
+        refused = [f for f in (self._float16(ctx), self._bfloat16(ctx),
+                               self._quantization(ctx)) if f is not None]
         for finding in (*super().check(ctx), *refused):
             # a choice no release kvlint read has, on a server that may be newer (a floating
             # tag, a build from source): a warning, since a newer release or a fork may add it
@@ -221,6 +227,30 @@ class EngineOptionInvalidValue(_EngineRefusal):
                 extra["files_unseen"] = True
         return self.finding(message, option="--quantization", about="quantization",
                             asked=refusal.asked, **extra)
+
+    def _bfloat16(self, ctx: RuleContext) -> Finding | None:
+        """vLLM's refusal of bfloat16 on a GPU below compute capability 8.0
+        (kvlint/engines/dtype_refusals.py)."""
+        from kvlint.engines.dtype_refusals import AUTO_FALLBACK_SINCE, bfloat16_refusal
+        from kvlint.model.hardware import find_gpu
+
+        b = ctx.plan.behaviour
+        if b.engine != "vllm" or not ctx.plan.gpu or not ctx.config_read:
+            return None
+        try:
+            gpu = find_gpu(ctx.plan.gpu).name
+        except (KeyError, ValueError):
+            return None
+        refusal = bfloat16_refusal(ctx.plan.dtype, ctx.config_dtype, b.version, gpu)
+        if refusal is None:
+            return None
+        asked = (ctx.plan.dtype or "").strip()
+        why = (f"--dtype {asked}" if asked and asked.lower() != "auto" else
+               f"the checkpoint is bfloat16 and {b.display} {b.version} keeps it for --dtype "
+               f"auto (from {AUTO_FALLBACK_SINCE} it falls back to float16 itself)")
+        return self.finding(
+            f"{why}, but the {gpu} has no bfloat16: vLLM exits at start ('{refusal}'); "
+            "add --dtype half", option="--dtype", about="dtype", reason="bfloat16-refused")
 
     def _float16(self, ctx: RuleContext) -> Finding | None:
         """vLLM's refusal of float16 for the config's model type

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from kvlint.diagnostics import Finding, Severity
 from kvlint.hookspecs import hookimpl
-from kvlint.model.engine_args import GPU_BUILD
+from kvlint.model.engine_args import GPU_BUILD, HIDES_EVERY_GPU
 from kvlint.rules.advice import plan_mig_device
 from kvlint.rules.base import Rule, RuleContext
 
@@ -96,8 +96,10 @@ class GpuCountMismatch(Rule):
                         "shards only with flash attention (which needs CUDA) raises "
                         "NotImplementedError, and its AutoModel fallback 'sharded is not "
                         "supported'."))
+                hidden = (ctx.gpus_source or "").endswith(HIDES_EVERY_GPU)
                 yield replace(finding, severity=Severity.ERROR) \
-                    if (ctx.gpus_source or "").endswith(GPU_BUILD) or unshardable else finding
+                    if (ctx.gpus_source or "").endswith(GPU_BUILD) or unshardable or hidden \
+                    else finding
             return
         yield from self._too_many_or_few(ctx, requested, needed)
 
@@ -116,6 +118,14 @@ class GpuCountMismatch(Rule):
 
     def _no_gpu(self, ctx: RuleContext, needed: int) -> Iterator[Finding]:
         source = ctx.gpus_source or ""
+        if source.endswith(HIDES_EVERY_GPU):  # GPUs given, then hidden from CUDA
+            yield self.finding(
+                f"{source}: the engine needs {needed} GPU{'s' if needed > 1 else ''} and "
+                "finds none, so it exits at start (no CUDA device). Set it to the device "
+                "indices the engine should use (0,1,...) or drop it; a variable the host "
+                "leaves unset gives the default this file writes.", requested=0,
+                needed=needed)
+            return
         if source.startswith("no GPU requested"):  # a Kubernetes pod, or a chart's values
             values = re.search(r"\(the values key ([^)]+)\)", source)
             fix = (f"Set the chart's GPU values to request them (here {values.group(1)})."
