@@ -75,3 +75,37 @@ def lint_script(directory: Path, text: str, model: str, stem: str) -> list[dict[
         "lint", str(script), "--no-plugins", "--offline", "--isolated", "--no-cache",
         "--format", "json", "--model-map", f"{model}={CONFIGS / (stem + '.json')}"])
     return [f for r in json.loads(result.stdout)["results"] for f in r["findings"]]
+
+
+def fake_wheel(path: Path, files: dict[str, str]) -> Path:
+    """A wheel (a zip) at ``path`` holding ``files`` (name -> text): what the generators that
+    read engines' wheels are given in tests."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return path
+
+
+def lint_deployment(tmp_path: Path, image: str, args: list[str], model: str, config: Path,
+                    selector: str = "") -> list[dict[str, Any]]:
+    """The findings (JSON report dicts) of ``kvlint lint`` on a one-container Deployment of
+    ``image`` with ``args`` (one per line, the first on line 12), one GPU, offline, with
+    ``model`` mapped to ``config``; ``selector`` a ``nodeSelector`` label value
+    (``nvidia.com/gpu.product``)."""
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    lines = "".join(f"            - {a}\n" for a in args)
+    node = f"      nodeSelector: {{nvidia.com/gpu.product: {selector}}}\n" if selector else ""
+    (tmp_path / "deploy.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: m}\nspec:\n  template:\n"
+        f"    spec:\n{node}      containers:\n        - name: vllm\n"
+        f"          image: {image}\n          args:\n{lines}"
+        "          resources: {limits: {nvidia.com/gpu: 1}}\n", "utf-8")
+    result = CliRunner().invoke(main, [
+        "lint", str(tmp_path / "deploy.yaml"), "--no-plugins", "--offline", "--isolated",
+        "--no-cache", "--format", "json", "--model-map", f"{model}={config}"])
+    return [f for r in json.loads(result.stdout)["results"] for f in r["findings"]]

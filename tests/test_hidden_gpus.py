@@ -20,13 +20,8 @@ COMPOSE = """services:
       - NVIDIA_VISIBLE_DEVICES=${{CUDA_VISIBLE_DEVICES:-all}}
       - CUDA_VISIBLE_DEVICES=${{CUDA_VISIBLE_DEVICES:-{default}}}
     command: --model-id Qwen/Qwen2.5-7B --num-shard 1
-    deploy:
-      resources:
-        reservations:
-          devices:
-            - driver: nvidia
-              count: all
-              capabilities: [gpu]
+    deploy: {{resources: {{reservations: {{devices: [{{driver: nvidia, count: all,
+                                                     capabilities: [gpu]}}]}}}}}}
 """
 
 

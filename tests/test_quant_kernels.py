@@ -9,11 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from kvlint.cli import main
 from kvlint.engines.quant_kernels import forced_kernel
-from tests.helpers import CONFIGS
+from tests.helpers import CONFIGS, lint_deployment
 
 AWQ = {"bits": 4, "group_size": 128, "quant_method": "awq", "version": "gemm",
        "zero_point": True}
@@ -48,20 +46,9 @@ def _lint(tmp_path: Path, flags: str, image: str = "vllm/vllm-openai:v0.6.3",
     config = json.loads((CONFIGS / "Qwen--Qwen2.5-7B.json").read_text("utf-8"))
     config["quantization_config"] = AWQ
     (tmp_path / "awq.json").write_text(json.dumps(config), "utf-8")
-    selector = f"      nodeSelector: {{nvidia.com/gpu.product: {gpu}}}\n" if gpu else ""
-    (tmp_path / "deploy.yaml").write_text(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: m}\nspec:\n  template:\n"
-        f"    spec:\n{selector}      containers:\n        - name: vllm\n"
-        f"          image: {image}\n          args:\n"
-        "            - --model=Qwen/Qwen2.5-7B-Instruct-AWQ\n"
-        f"            - {flags}\n"
-        "          resources: {limits: {nvidia.com/gpu: 1}}\n", "utf-8")
-    result = CliRunner().invoke(main, [
-        "lint", str(tmp_path / "deploy.yaml"), "--no-plugins", "--offline", "--isolated",
-        "--no-cache", "--format", "json", "--model-map",
-        f"Qwen/Qwen2.5-7B-Instruct-AWQ={tmp_path / 'awq.json'}"])
-    return [(f["severity"], f["line"], f["message"]) for r in json.loads(result.stdout)["results"]
-            for f in r["findings"] if f["code"] == "KV708"]
+    found = lint_deployment(tmp_path, image, ["--model=Qwen/Qwen2.5-7B-Instruct-AWQ", flags],
+                            "Qwen/Qwen2.5-7B-Instruct-AWQ", tmp_path / "awq.json", gpu)
+    return [(f["severity"], f["line"], f["message"]) for f in found if f["code"] == "KV708"]
 
 
 def test_a_manifest_forcing_awq_gets_a_warning_on_its_option_line(tmp_path: Path) -> None:

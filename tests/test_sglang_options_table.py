@@ -5,12 +5,12 @@ options from a wheel, and the shipped table agrees with the option kinds kvlint 
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 from kvlint.generators import sglang_options as gen
 from kvlint.manifests.cli_option_tables import OPTION_TABLES
 from kvlint.manifests.option_versions import ABSENT, CHOICES, VERSIONS
+from tests.helpers import fake_wheel
 
 ADD_ARGUMENT = '''
 class ServerArgs:
@@ -31,11 +31,7 @@ class ServerArgs:
 
 
 def wheel(tmp_path: Path, version: str, files: dict[str, str]) -> Path:
-    path = tmp_path / f"sglang-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as z:
-        for name, text in files.items():
-            z.writestr(name, text)
-    return path
+    return fake_wheel(tmp_path / f"sglang-{version}-py3-none-any.whl", files)
 
 
 def test_the_generator_reads_calls_and_annotated_fields(tmp_path: Path) -> None:

@@ -5,18 +5,14 @@ option is judged by the release a manifest pins."""
 
 from __future__ import annotations
 
-import json
-import zipfile
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kvlint.cli import main
 from kvlint.generators import vllm_early_options as gen
 from kvlint.manifests.cli_option_tables import OPTION_TABLES, VLLM_EARLY, VLLM_EARLY_ONLY
 from kvlint.manifests.option_versions import ABSENT, VERSIONS
-from tests.helpers import CONFIGS
+from tests.helpers import CONFIGS, fake_wheel, lint_deployment
 
 ENGINE = '''
 class EngineArgs:
@@ -43,11 +39,7 @@ def main():
 
 
 def wheel(tmp_path: Path, version: str, files: dict[str, str]) -> Path:
-    path = tmp_path / f"vllm-{version}-cp38-abi3-manylinux1_x86_64.whl"
-    with zipfile.ZipFile(path, "w") as z:
-        for name, text in files.items():
-            z.writestr(name, text)
-    return path
+    return fake_wheel(tmp_path / f"vllm-{version}-cp38-abi3-manylinux1_x86_64.whl", files)
 
 
 def test_the_generator_reads_the_engine_front_end_and_serve_options(tmp_path: Path) -> None:
@@ -83,17 +75,9 @@ def test_the_shipped_table_joins_the_union() -> None:
 
 
 def _codes(tmp_path: Path, image: str, flag: str) -> list[tuple[str, str]]:
-    (tmp_path / "deploy.yaml").write_text(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: m}\nspec:\n  template:\n"
-        "    spec:\n      containers:\n        - name: vllm\n"
-        f"          image: {image}\n          args: [--model=Qwen/Qwen2.5-7B, '{flag}']\n"
-        "          resources: {limits: {nvidia.com/gpu: 1}}\n", "utf-8")
-    result = CliRunner().invoke(main, [
-        "lint", str(tmp_path / "deploy.yaml"), "--no-plugins", "--offline", "--isolated",
-        "--no-cache", "--format", "json", "--model-map",
-        f"Qwen/Qwen2.5-7B={CONFIGS / 'Qwen--Qwen2.5-7B.json'}"])
-    return [(f["code"], f["severity"]) for r in json.loads(result.stdout)["results"]
-            for f in r["findings"] if f["code"] == "KV701"]
+    found = lint_deployment(tmp_path, image, ["--model=Qwen/Qwen2.5-7B", f"'{flag}'"],
+                            "Qwen/Qwen2.5-7B", CONFIGS / "Qwen--Qwen2.5-7B.json")
+    return [(f["code"], f["severity"]) for f in found if f["code"] == "KV701"]
 
 
 @pytest.mark.parametrize(("image", "flag", "want"), [

@@ -36,17 +36,16 @@ mla``, ``--enable-flashmla``), and 0.5.18-0.5.19 by ``--enable-expert-distributi
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
 import re
-import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
+
+from kvlint.generators.wheel_tables import literal, table_main
 
 OUT = Path(__file__).resolve().parent.parent / "engines" / "sglang_options.json"
 SERVER_ARGS = "sglang/srt/server_args.py"
@@ -55,21 +54,12 @@ CHOICE_OPTIONS = ("--kv-cache-dtype", "--dtype")
 _WHEEL = re.compile(r"sglang-([0-9][^-]*)-")
 
 
-def _literal(node: ast.AST | None) -> Any:
-    if node is None:
-        return None
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-
-
 def _calls(tree: ast.AST) -> Iterator[tuple[list[str], dict[str, ast.expr]]]:
     """``(option strings, keywords)`` of every ``*.add_argument("--x", ...)`` call."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr == "add_argument":
-            names = [a for a in map(_literal, node.args)
+            names = [a for a in map(literal, node.args)
                      if isinstance(a, str) and a.startswith("--")]
             if names:
                 yield names, {k.arg: k.value for k in node.keywords if k.arg}
@@ -103,12 +93,12 @@ def _fields(tree: ast.AST) -> Iterator[tuple[list[str], dict[str, ast.expr]]]:
             if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
                 continue
             meta = _arg_meta(stmt.annotation)
-            if meta is None or _literal(meta.get("no_cli")) is True:
+            if meta is None or literal(meta.get("no_cli")) is True:
                 continue
-            cli = _literal(meta.get("cli_name"))
+            cli = literal(meta.get("cli_name"))
             names = [cli if isinstance(cli, str) else
                      "--" + stmt.target.id.replace("_", "-")]
-            aliases = _literal(meta.get("aliases"))
+            aliases = literal(meta.get("aliases"))
             if isinstance(aliases, list | tuple):
                 names += [a for a in aliases if isinstance(a, str)]
             yield names, meta
@@ -137,10 +127,10 @@ def _refused(keywords: dict[str, ast.expr], refusing: set[str]) -> str | None:
     action = keywords.get("action")
     name = action.id if isinstance(action, ast.Name) else getattr(action, "attr", "")
     if name in refusing:
-        text = _literal(keywords.get("help"))
+        text = literal(keywords.get("help"))
         return text if isinstance(text, str) else "refused"
     if name.startswith("Deprecated") and "error_message" in keywords:
-        text = _literal(keywords.get("error_message"))
+        text = literal(keywords.get("error_message"))
         return text if isinstance(text, str) else "refused"
     return None
 
@@ -163,7 +153,7 @@ def read_wheel(path: Path) -> tuple[set[str], dict[str, list[str]], dict[str, st
                     refused.update(dict.fromkeys(names, message))
                     continue
                 options.update(names)
-                values = _literal(keywords.get("choices"))
+                values = literal(keywords.get("choices"))
                 for option in names:
                     if option in CHOICE_OPTIONS and isinstance(values, list | tuple):
                         choices[option] = [str(v) for v in values]
@@ -206,15 +196,8 @@ def build(wheels: list[Path]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kvlint.generators.sglang_options")
-    parser.add_argument("wheels", nargs="+", type=Path)
-    parser.add_argument("-o", "--output", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    table = build(args.wheels)
-    args.output.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-    print(f"{args.output}: {len(table['options'])} options, {len(table['versions'])} releases",
-          file=sys.stderr)
-    return 0
+    return table_main("python -m kvlint.generators.sglang_options", build, OUT,
+                      lambda t: f"{len(t['options'])} options, {len(t['versions'])} releases", argv)
 
 
 if __name__ == "__main__":

@@ -26,11 +26,8 @@ the dashed option for every release.
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
 import re
-import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,19 +35,12 @@ from typing import Any
 
 from packaging.version import Version
 
+from kvlint.generators.wheel_tables import literal, table_main
+
 ENGINE_FILES = ("vllm/engine/arg_utils.py", "vllm/entrypoints/openai/cli_args.py")
 OLD_FRONT_END = "vllm/entrypoints/openai/api_server.py"
 SERVE_FILES = ("vllm/scripts.py", "vllm/entrypoints/cli/serve.py")
 OUTPUT = Path(__file__).resolve().parent.parent / "engines" / "vllm_early_options.json"
-
-
-def _literal(node: ast.AST | None) -> Any:
-    if node is None:
-        return None
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
 
 
 def _calls(tree: ast.AST, receiver: str | None = None
@@ -64,21 +54,21 @@ def _calls(tree: ast.AST, receiver: str | None = None
         if receiver is not None and not (isinstance(node.func.value, ast.Name)
                                          and node.func.value.id == receiver):
             continue
-        names = [a for a in map(_literal, node.args) if isinstance(a, str) and a.startswith("-")]
+        names = [a for a in map(literal, node.args) if isinstance(a, str) and a.startswith("-")]
         if names:
             yield names, {k.arg: k.value for k in node.keywords if k.arg}
 
 
 def _kind(keywords: dict[str, ast.expr]) -> str:
     action = keywords.get("action")
-    text = _literal(action)
+    text = literal(action)
     name = text if isinstance(text, str) else \
         getattr(action, "attr", None) or getattr(action, "id", None) or ""
     if name in ("store_true", "store_false", "store_const"):
         return "flag"
     if name == "BooleanOptionalAction":
         return "negatable"
-    nargs = _literal(keywords.get("nargs"))
+    nargs = literal(keywords.get("nargs"))
     if nargs in ("+", "*"):
         return "many"
     if nargs == "?":
@@ -105,7 +95,7 @@ def read_wheel(path: Path) -> tuple[dict[str, str], list[str]]:
                 for option in strings:
                     options.setdefault(option, _kind(keywords))
                 if "--kv-cache-dtype" in strings:
-                    found = _literal(keywords.get("choices"))
+                    found = literal(keywords.get("choices"))
                     if isinstance(found, list | tuple):
                         choices = [str(c) for c in found]
     return options, choices
@@ -136,15 +126,8 @@ def build(wheels: list[Path]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kvlint.generators.vllm_early_options")
-    parser.add_argument("wheels", nargs="+", type=Path)
-    parser.add_argument("-o", "--output", type=Path, default=OUTPUT)
-    args = parser.parse_args(argv)
-    table = build(args.wheels)
-    args.output.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-    print(f"{args.output}: {len(table['versions'])} releases, {len(table['options'])} options",
-          file=sys.stderr)
-    return 0
+    return table_main("python -m kvlint.generators.vllm_early_options", build, OUTPUT,
+                      lambda t: f"{len(t['versions'])} releases, {len(t['options'])} options", argv)
 
 
 if __name__ == "__main__":

@@ -136,6 +136,8 @@ class Stage:
     installs: tuple[list[Word], ...]
     entrypoint: tuple[str, int] | None
     cmd: tuple[str, int] | None
+    runs: tuple[tuple[str, int], ...] = ()
+    """The stage's ``RUN`` instructions as written (with their lines): what the build runs."""
 
     @property
     def variables(self) -> dict[str, str]:
@@ -170,13 +172,14 @@ def last_stage(text: str) -> Stage | None:
     known: dict[str, str] = {}
     env: list[Word] = []
     installs: list[list[Word]] = []
+    runs: list[tuple[str, int]] = []
     entrypoint: tuple[str, int] | None = None
     cmd: tuple[str, int] | None = None
     for instruction, argument, line in _instructions(text):
         if instruction == "FROM":
             words = [w for w in argument.split() if not w.startswith("--")]
             base = (words[0], line) if words else None
-            env, installs, entrypoint, cmd = [], [], None, None
+            env, installs, runs, entrypoint, cmd = [], [], [], None, None
         elif instruction == "ARG":
             name, _, value = argument.partition("=")
             if value and re.fullmatch(r"\w+", name.strip()):
@@ -185,6 +188,7 @@ def last_stage(text: str) -> Stage | None:
             # the ARGs and ENVs of the stage are the RUN shell's environment: a pin written
             # "sglang[srt]==${SGLANG_VERSION}" installs the ARG's default on a plain build
             installs += _pip_installs(_build_time(argument, known), line)
+            runs.append((argument, line))
         elif instruction == "ENV":
             for name, value in _env_pairs(argument):
                 value = _build_time(value.strip().strip("'\""), known)
@@ -196,7 +200,7 @@ def last_stage(text: str) -> Stage | None:
             cmd = (argument, line)
     if base is None:
         return None
-    return Stage(base[0], base[1], tuple(env), tuple(installs), entrypoint, cmd)
+    return Stage(base[0], base[1], tuple(env), tuple(installs), entrypoint, cmd, tuple(runs))
 
 
 def _env_pairs(argument: str) -> list[tuple[str, str]]:
@@ -254,7 +258,7 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
                      Word(image[0], image[1]), *(cmd[1][0] if cmd is not None else [])]]
         env = []
     else:
-        return []
+        return _built_servers(stage, text, path)
     installs = list(stage.installs)
     found = command_models([*installs, *([*env, *c] for c in commands)], text, path,
                            kind="dockerfile")
@@ -265,6 +269,25 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
            for served in found]
     return [replace(served, engine_problems=(*served.engine_problems, *broken))
             for served in out] if broken else out
+
+
+def _built_servers(stage: Stage, text: str, path: str) -> list[ServedModel]:
+    """The servers a Dockerfile with no ``CMD`` or ``ENTRYPOINT`` starts in a ``RUN``: the
+    build runs them (with no GPU, and waits for them to exit, which a server never does),
+    and the image's container starts none of them: KV701 on each."""
+    found: list[ServedModel] = []
+    for argument, line in stage.runs[:64]:
+        commands = [[*stage.env, *c] for c in split_script(argument, line=line) if c]
+        for served in command_models([*stage.installs, *commands], text, path,
+                                     kind="dockerfile"):
+            problem = EngineArgProblem(
+                "option", "RUN", f"RUN starts the {served.engine.value if served.engine else ''}"
+                " server while the image builds: docker build runs it with no GPU and waits "
+                "for it to exit, which a server never does, and the image (no CMD or "
+                "ENTRYPOINT) starts nothing; make the command the image's CMD",
+                line, None, {"reason": "server-at-build", "instruction": "RUN"})
+            found.append(replace(served, engine_problems=(*served.engine_problems, problem)))
+    return found
 
 
 def _shell_cmd_to_server(image: tuple[str, int], cmd: tuple[str, int]

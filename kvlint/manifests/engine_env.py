@@ -202,6 +202,13 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
                 top.close_branch()
                 top.labels, top.pending, top.steps = top.pending, [], []
             continue
+        if openers and openers[-1] == "case" and len(words) > 1 and words[0].ends == ")":
+            # a branch's pattern and its first command on one line: --model) MODEL="$2"
+            if top is not None and depth == top.depth:
+                top.pending.append(words[0].text)
+                top.close_branch()
+                top.labels, top.pending, top.steps = top.pending, [], []
+            words = words[1:]
         while words and words[0].text in ("then", "do", "else", "{", "!", "elif", "time"):
             words = words[1:]
         if not words:
@@ -474,8 +481,14 @@ def _apply(env: Env, assigned: Mapping[str, str], *, conditional: bool) -> Env:
         after = new.values.get(name)
         if before is not None and _ARGUMENT.fullmatch(str(assigned[name]).strip()):
             # an option loop's -m|--model) MODEL="$2": set only when the script is given
-            # arguments; run as written, it keeps its default (as ${1:-default} does)
-            values[name] = before
+            # arguments; run as written, it keeps its default (as ${1:-default} does),
+            # unless that default is empty: then the argument is what the script needs
+            if str(before).strip():
+                values[name] = before
+            else:
+                values[name] = None
+                reasons[name] = (f"${name} is set from the script's arguments (its default "
+                                 "is empty)")
             continue
         if before is not None and after != before:
             values[name] = None

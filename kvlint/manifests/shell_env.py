@@ -290,7 +290,7 @@ class Env:
                                  "characters")
                 i = match.end()
             elif nxt in _SPECIAL:
-                raise _Unset(f"${nxt} is a shell parameter set when the container runs")
+                raise _Unset(f"${nxt} is a shell parameter set when the script or container runs")
             else:
                 out.append(c)
                 i += 1
@@ -307,7 +307,8 @@ class Env:
         match = _NAME.match(body)
         if match is None:
             if body[:1] in _SPECIAL:
-                raise _Unset(f"${{{body}}} is a shell parameter set when the container runs")
+                raise _Unset(f"${{{body}}} is a shell parameter set when the script or container "
+                             "runs")
             raise _Unset(f"${{{body}}} is not a variable kvlint can expand")
         name = match.group(0)
         rest = body[match.end():]

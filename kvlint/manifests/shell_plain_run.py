@@ -184,9 +184,9 @@ def plain_run_cases(text: str) -> str:
 
 
 _COMMAND_USE = re.compile(r'^([ \t]*)((?:sudo[ \t]+|exec[ \t]+)*)'
-                          r'(eval[ \t]+"\$\{?([A-Za-z_]\w{0,63})\}?"'
+                          r'(eval[ \t]+"?\$\{?([A-Za-z_]\w{0,63})\}?"?'
                           r'|\$\{?([A-Za-z_]\w{0,63})\}?)[ \t]*(?:#.*)?$', re.MULTILINE)
-"""A command that is one variable: ``$CMD``, ``exec $CMD``, ``eval "$CMD"``."""
+"""A command that is one variable: ``$CMD``, ``exec $CMD``, ``eval "$CMD"`` (or ``eval $CMD``)."""
 
 
 def _command_value(text: str, name: str, before: int, evaluated: bool) -> str | None:
@@ -194,10 +194,12 @@ def _command_value(text: str, name: str, before: int, evaluated: bool) -> str | 
     line's start, to a quoted string (its line continuations and line breaks become
     spaces, as word splitting or ``eval`` reads them); ``None`` otherwise."""
     assignment = re.compile(rf"^{re.escape(name)}=([\"'])", re.MULTILINE)
-    found = [m for m in assignment.finditer(text, 0, before)]
+    appends = _appends(text, name, before)
+    found = [m for m in assignment.finditer(text, 0, before)
+             if not any(m.start() == a.start() for a in appends)]
     others = re.findall(rf"(?:^|[\s;])(?:export[ \t]+)?{re.escape(name)}\+?=", text[:before],
                         re.MULTILINE)
-    if len(found) != 1 or len(others) != 1:
+    if len(found) != 1 or len(others) != 1 + len(appends):
         return None
     quote = found[0].group(1)
     end = text.find(quote, found[0].end())
@@ -211,7 +213,26 @@ def _command_value(text: str, name: str, before: int, evaluated: bool) -> str | 
         return None  # word splitting keeps quotes literal: not what the author meant
     if "$(" in value or "`" in value:
         return None
+    for append in appends:
+        if append.start() < found[0].start():
+            return None
+        if not append.group(1).startswith((" ", "\t")):  # at a line's start: runs
+            value += append.group(2)
+    if evaluated and quote == '"':
+        # CMD="... '$N'": the double-quoted assignment already put N's value in, which the
+        # single quotes then hold together for eval: the word is N's value
+        value = re.sub(r"'(\$\{?[A-Za-z_]\w{0,63}\}?)'", r'"\1"', value)
     return " ".join(value.replace("\\\n", " ").split())
+
+
+def _appends(text: str, name: str, before: int) -> list[re.Match[str]]:
+    """``NAME="$NAME more words"`` lines before ``before``: at a line's start (a plain run
+    appends them), or indented inside a block (an ``if`` a plain run mostly skips: its
+    defaults leave optional flags off), each on one line."""
+    pattern = re.compile(rf'^([ \t]*){re.escape(name)}="\$\{{?{re.escape(name)}\}}?'
+                         rf'([^"$`\\]*(?:\$\{{?[A-Za-z_]\w{{0,63}}\}}?[^"$`\\]*)*)"[ \t]*$',
+                         re.MULTILINE)
+    return list(pattern.finditer(text, 0, before))[:256]
 
 
 def plain_run_commands(text: str) -> str:
@@ -324,10 +345,36 @@ def plain_run_argument_loops(text: str) -> str:
         if end is None or rest.strip():  # `done < file`, `done; cmd`: left as written
             i += 1
             continue
+        loop = re.match(r"[ \t]*for[ \t]+([A-Za-z_]\w{0,63})\b", lines[i])
+        taken = _FROM_ARGUMENT if loop is None else re.compile(
+            _FROM_ARGUMENT.pattern.replace("OPTARG", f"OPTARG|{loop.group(1)}"))
+        filled = {m.group(1) for k in range(i, end + 1) for m in taken.finditer(lines[k])}
         for k in range(i, end + 1):
             out[k] = ""
+        _required(out, i, filled)
         i = end + 1
     return "\n".join(out)
+
+
+_FROM_ARGUMENT = re.compile(
+    r"""(?:^|[\s;)])([A-Za-z_]\w{0,63})=["']?\$\{?(?:[1-9]|OPTARG)\}?(?=["'\s;]|$)""")
+"""An assignment of a script argument in an argument loop: ``--model) MODEL="$2"`` (or of
+a ``for`` loop's own variable)."""
+
+
+def _required(lines: list[str], before: int, names: set[str]) -> None:
+    """Each of ``names`` whose default, set before line ``before``, is empty
+    (``MODEL=""``): the argument the loop fills is what the script needs, so its plain run
+    leaves it unknown (written as the script's first argument, which a plain run does not
+    have) instead of the empty string."""
+    for name in names:
+        empty = re.compile(rf"""^([ \t]*(?:export[ \t]+)?{re.escape(name)}=)(?:""|''|)[ \t]*$""")
+        for k in range(before - 1, -1, -1):
+            if empty.match(lines[k]):
+                lines[k] = empty.sub(r'\1"$1"', lines[k])
+                break
+            if re.match(rf"[ \t]*(?:export[ \t]+)?{re.escape(name)}=", lines[k]):
+                break  # a default of its own: kept
 
 
 _IF = re.compile(

@@ -245,3 +245,17 @@ def test_an_exec_form_that_is_not_json_runs_nothing() -> None:
     # the same command written as JSON: no problem
     (ok,) = served(text.replace("\\$i", "\\\\$i"))
     assert not ok.engine_problems
+
+
+def test_a_server_started_by_run_is_an_error_on_its_line() -> None:
+    """``RUN vllm serve ...`` in a Dockerfile with no CMD: the build runs it (no GPU, and it
+    never exits) and the image starts nothing."""
+    (m,) = served("""\
+        FROM python:3.11
+        RUN pip install vllm
+        RUN vllm serve "Qwen/Qwen2.5-VL-72B-Instruct"
+        """)
+    assert v(m.model) == "Qwen/Qwen2.5-VL-72B-Instruct" and m.line == 3
+    assert [p.data.get("reason") for p in m.engine_problems] == ["server-at-build"]
+    # a RUN that installs or downloads only starts nothing
+    assert served("FROM python:3.11\nRUN pip install vllm\n") == []

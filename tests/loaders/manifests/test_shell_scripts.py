@@ -739,6 +739,27 @@ def test_a_loop_over_the_scripts_arguments_runs_zero_times_on_a_plain_run(loop: 
     assert found["line"] == text.count("\n")  # lines keep their numbers
 
 
+@pytest.mark.parametrize("loop", [
+    "while [[ $# -gt 0 ]]; do\n  case $1 in\n    --model_name) MODEL=\"$2\"; shift ;;\n"
+    "  esac\n  shift\ndone\n",
+    'for a in "$@"; do MODEL="$a"; done\n',
+    'while getopts "m:" opt; do\n  case $opt in m) MODEL=$OPTARG;; esac\ndone\n',
+])
+def test_an_empty_default_the_argument_loop_fills_is_the_scripts_argument(loop: str) -> None:
+    """``MODEL=""`` then ``--model_name) MODEL="$2"``: the script needs the argument (an
+    empty model serves nothing), so its plain run leaves the model unresolved, never "./"."""
+    text = 'MODEL=""\n' + loop + 'vllm serve "./$MODEL" --max-model-len 4096\n'
+    (found,) = served(text)
+    assert found["model"] is None or "$" in str(found["model"])
+
+
+def test_an_empty_default_an_if_fills_from_an_argument_is_unresolved() -> None:
+    text = ('MODEL=""\nif [ -n "$1" ]; then MODEL="$1"; fi\n'
+            'vllm serve "./$MODEL" --max-model-len 4096\n')
+    (found,) = served(text)
+    assert found["model"] is None or "$" in str(found["model"])
+
+
 def test_a_loop_that_feeds_or_runs_more_is_left_as_written() -> None:
     from kvlint.manifests.shell_plain_run import plain_run_argument_loops
 
@@ -912,3 +933,18 @@ def test_an_entrypoint_that_runs_its_arguments_instead_runs_its_default(test: st
             f"if {test}; then\n    CMD=\"$@\"\nfi\nexec $CMD\n")
     (found,) = served(text)
     assert (found["engine"], found["model"], found["tp"]) == ("sglang", "org/m", 2)
+
+
+def test_a_command_built_by_appends_and_evaluated() -> None:
+    """``CMD="vllm serve ..."``, ``CMD="$CMD --more"`` appends (an indented one inside an
+    ``if`` is the optional flag a plain run leaves off), then ``eval $CMD``: the command is
+    read; ``'$N'`` in the double-quoted string is N's value, held together for eval."""
+    text = ('NUM_SHARD=${NUM_SHARD:-2}\nMODEL=${MODEL:-org/m}\nEAGER=${EAGER:-false}\n'
+            "CMD=\"vllm serve $MODEL --tensor-parallel-size '$NUM_SHARD'\"\n"
+            'CMD="$CMD --max-model-len 4096"\n'
+            'if [ "$EAGER" = true ]; then\n    CMD="$CMD --enforce-eager"\nfi\n'
+            "eval $CMD\n")
+    (found,) = served(text)
+    assert (found["model"], found["tp"]) == ("org/m", 2)
+    (model,) = script_models(text, "serve.sh")
+    assert getattr(model.max_model_len, "value", None) == 4096
