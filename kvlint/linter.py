@@ -17,11 +17,11 @@ from kvlint.engine_sizing import (
 )
 from kvlint.engines import UNKNOWN_VERSION, load_engines
 from kvlint.engines import behaviour as engine_behaviour
-from kvlint.engines.quant_kernels import quantization_config
-from kvlint.engines.quant_refusals import checkpoint_quant_method
+from kvlint.engines.quant_refusals import checkpoint_quant_method, declared_quantization
 from kvlint.errors import ConfigError, UsageError
 from kvlint.loaders.hf_config import (
     ConfigDefaults,
+    config_dtype,
     max_context_length,
     resolve_geometry,
     text_part,
@@ -248,8 +248,8 @@ def _lint_config_at(target: Target, config: dict[str, Any] | None, plan: Serving
             problem, problem_field = str(err), err.field
             analysis = cap = None
     facts = _config_facts(config)
-    if facts.get("checkpoint_quant", "") is None and _needs_format_files(plan):
-        facts["format_files"] = _format_files(o.weights_of or target, plan, offline)
+    if facts.get("checkpoint_quant", "") is None:
+        facts.update(_format_files(o.weights_of or target, plan, offline))
     ctx = RuleContext(target.ref, plan, analysis, problem, problem_field, cap,
                       model_problem=o.model_problem, gpus_requested=o.gpus_requested,
                       gpus_source=o.gpus_source,
@@ -300,8 +300,8 @@ def _vision_tower(config: dict[str, Any]) -> bool:
 def _config_facts(config: dict[str, Any] | None) -> dict[str, Any]:
     """What the rules read of a config beside its geometry: ``architectures``, top-level
     ``model_type`` and whether ``auto_map`` names remote ``AutoModel*`` code (KV305, KV702's
-    float16 refusal) or an ``AutoConfig`` (KV308), and the quantization format it declares
-    (KV702's ``--quantization``)."""
+    float16 refusal) or an ``AutoConfig`` (KV308), the quantization format it declares and
+    its settings (KV702's ``--quantization``, KV708), and its dtype (KV702's bfloat16)."""
     if not isinstance(config, dict):
         return {}
     archs = config.get("architectures")
@@ -316,44 +316,30 @@ def _config_facts(config: dict[str, Any] | None) -> dict[str, Any]:
         "remote_config": isinstance(auto_map, dict) and "AutoConfig" in auto_map,
         "config_read": True,
         "checkpoint_quant": checkpoint_quant_method(config),
-        "quant_config": quantization_config(config),
-        "config_dtype": _checkpoint_dtype(config),
+        "quant_config": declared_quantization(config),
+        "config_dtype": config_dtype(config) or config_dtype(text_part(config)[0]),
     }
 
 
-def _checkpoint_dtype(config: dict[str, Any]) -> str | None:
-    """config.json's ``torch_dtype`` (transformers 5 writes ``dtype``), else its
-    ``text_config``'s, as vLLM's ``_find_dtype`` looks for it."""
-    for where in (config, config.get("text_config")):
-        if isinstance(where, dict):
-            found = where.get("torch_dtype", where.get("dtype"))
-            if isinstance(found, str):
-                return found
-    return None
-
-
-def _needs_format_files(plan: ServingPlan) -> bool:
-    """Whether ``plan`` asks for a pre-quantized format (``--quantization awq``) that the
-    engine reads from the checkpoint's own settings file when config.json names none."""
+def _format_files(checkpoint: Target, plan: ServingPlan, offline: bool
+                  ) -> dict[str, bool | None]:
+    """``{"format_files": ...}`` for a ``--quantization`` of a pre-quantized format that the
+    engine reads from the checkpoint's own settings file when config.json names none
+    (``--quantization awq``): whether that file is there
+    (kvlint.loaders.checkpoint.format_files_present; ``None``: not known); ``{}`` for any
+    other command, which makes no lookup."""
     from kvlint.engines.quant_refusals import quantization_refusal
 
     refusal = quantization_refusal(plan.behaviour.engine, plan.quantization, None)
-    return refusal is not None and refusal.kind == "no-config"
-
-
-def _format_files(checkpoint: Target, plan: ServingPlan, offline: bool) -> bool | None:
-    """For a ``--quantization`` the engine refuses unless the checkpoint holds that format's
-    settings file (config.json names no quantization): whether it does
-    (kvlint.loaders.checkpoint.format_files_present; ``None``: not known)."""
-    from kvlint.engines.quant_refusals import quantization_refusal
+    if refusal is None or refusal.kind != "no-config":
+        return {}
+    if checkpoint.kind != "model":
+        return {"format_files": None}
     from kvlint.loaders.checkpoint import format_files_present
 
-    refusal = quantization_refusal(plan.behaviour.engine, plan.quantization, None)
-    if refusal is None or checkpoint.kind != "model":
-        return None
-
-    return format_files_present(checkpoint.ref, refusal.files, path=checkpoint.path,
-                                revision=checkpoint.revision, offline=offline)
+    return {"format_files": format_files_present(
+        checkpoint.ref, refusal.files, path=checkpoint.path, revision=checkpoint.revision,
+        offline=offline)}
 
 
 def limit_policy(plan: ServingPlan) -> LimitPolicy | None:

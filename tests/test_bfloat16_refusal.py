@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from kvlint.cli import main
 from kvlint.engines.dtype_refusals import bfloat16_refusal
+from kvlint.model.memory import pre_ampere_capability
 from tests.helpers import CONFIGS
 
 
@@ -28,7 +29,9 @@ from tests.helpers import CONFIGS
 ])
 def test_which_starts_vllm_refuses(dtype: str | None, config: str | None,
                                    version: str | None, gpu: str, refused: bool) -> None:
-    assert (bfloat16_refusal(dtype, config, version, gpu) is not None) == refused
+    older = pre_ampere_capability(gpu)
+    assert (older is not None and
+            bfloat16_refusal(dtype, config, version, *older) is not None) == refused
 
 
 DEPLOYMENT = """apiVersion: apps/v1
@@ -60,5 +63,21 @@ def test_a_bfloat16_checkpoint_on_an_old_release_and_a_t4(tmp_path: Path) -> Non
                 for f in r["findings"] if f["code"] == "KV702"]
 
     assert reasons(DEPLOYMENT) == ["bfloat16-refused"]
+    assert pre_ampere_capability("nvidia-tesla-t4") == ("T4", "7.5")
     assert reasons(DEPLOYMENT.replace("=2048]", "=2048, --dtype=half]")) == []
     assert reasons(DEPLOYMENT.replace("v0.4.3", "v0.9.2")) == []
+
+
+def test_the_message_names_the_gpu_its_capability_and_the_release(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(DEPLOYMENT, encoding="utf-8")
+    result = CliRunner().invoke(main, [
+        "lint", str(path), "--no-plugins", "--offline", "--isolated", "--no-cache",
+        "--format", "json", "--model-map",
+        f"Qwen/Qwen2.5-1.5B={CONFIGS / 'Qwen--Qwen2.5-1.5B.json'}"])
+    (message,) = [f["message"] for r in json.loads(result.stdout)["results"]
+                  for f in r["findings"] if f["data"].get("reason") == "bfloat16-refused"]
+    assert message.startswith("the checkpoint is bfloat16 and vLLM 0.4.3 keeps it for --dtype "
+                              "auto (from 0.9.0 it falls back to float16 itself), but the T4 "
+                              "has no bfloat16")
+    assert "Your T4 GPU has compute capability 7.5." in message

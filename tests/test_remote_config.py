@@ -19,7 +19,6 @@ its architecture, KV305).
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from click.testing import CliRunner
 from kvlint.cli import main
 from kvlint.engines.remote_code import load, needs_remote_config
 from kvlint.generators import config_registries as gen
-from tests.helpers import CONFIGS, ROOT
+from tests.helpers import CONFIGS, ROOT, fake_wheel
 
 INTERNLM2 = "internlm/internlm2_5-7b-chat"
 INTERNLM2_CONFIG = str(CONFIGS / "internlm--internlm2_5-7b-chat.json")
@@ -100,36 +99,29 @@ def test_data_file_is_in_the_generators_format() -> None:
 
 
 def test_generator_reads_wheels_with_ast(tmp_path: Path) -> None:
-    old = tmp_path / "vllm-0.1.0-cp38-abi3-any.whl"
-    with zipfile.ZipFile(old, "w") as z:
-        z.writestr(gen.VLLM_CONFIG, (
-            "_CONFIG_REGISTRY = {'a': A, 'b': B}\n"
-            "def get_config(model, trust_remote_code):\n"
-            "    config = AutoConfig.from_pretrained(model)\n"
-            "    if config.model_type in _CONFIG_REGISTRY:\n"
-            "        pass\n"
-            "import_me_and_fail = 1 / 0\n"))
-    new = tmp_path / "vllm-0.2.0-cp38-abi3-any.whl"
-    with zipfile.ZipFile(new, "w") as z:
-        z.writestr(gen.VLLM_CONFIG, (
-            "_CONFIG_REGISTRY: dict = LazyConfigDict(c='C', a='A')\n"
-            "_ARCHITECTURE_TO_MODEL_TYPE: dict[str, str] = {'XForCausalLM': 'c'}\n"
-            "def get_config(model, model_type):\n"
-            "    if model_type in _CONFIG_REGISTRY:\n"
-            "        return None\n"
-            "    return AutoConfig.from_pretrained(model)\n"))
-    hf4 = tmp_path / "transformers-4.0.0-py3-none-any.whl"
-    with zipfile.ZipFile(hf4, "w") as z:
-        z.writestr(gen.HF_AUTO, "CONFIG_MAPPING_NAMES = OrderedDict([('llama', 'L'), "
-                                "('gone', 'G')])\n")
-    hf5 = tmp_path / "transformers-5.0.0-py3-none-any.whl"
-    with zipfile.ZipFile(hf5, "w") as z:
-        z.writestr(gen.HF_AUTO_MAPPINGS, "CONFIG_MAPPING_NAMES = OrderedDict([('llama', 'L'), "
-                                         "('qwen3', 'Q')])\n")
-        z.writestr(gen.HF_AUTO, (
-            "from .auto_mappings import CONFIG_MAPPING_NAMES\n"
-            "CONFIG_MAPPING_NAMES.update({'extra': 'E'})\n"
-            "CONFIG_MAPPING_NAMES = OrderedDict(**{'gpt-sw3': 'G'}, **CONFIG_MAPPING_NAMES)\n"))
+    old = fake_wheel(tmp_path / "vllm-0.1.0-cp38-abi3-any.whl", {gen.VLLM_CONFIG: (
+        "_CONFIG_REGISTRY = {'a': A, 'b': B}\n"
+        "def get_config(model, trust_remote_code):\n"
+        "    config = AutoConfig.from_pretrained(model)\n"
+        "    if config.model_type in _CONFIG_REGISTRY:\n"
+        "        pass\n"
+        "import_me_and_fail = 1 / 0\n")})
+    new = fake_wheel(tmp_path / "vllm-0.2.0-cp38-abi3-any.whl", {gen.VLLM_CONFIG: (
+        "_CONFIG_REGISTRY: dict = LazyConfigDict(c='C', a='A')\n"
+        "_ARCHITECTURE_TO_MODEL_TYPE: dict[str, str] = {'XForCausalLM': 'c'}\n"
+        "def get_config(model, model_type):\n"
+        "    if model_type in _CONFIG_REGISTRY:\n"
+        "        return None\n"
+        "    return AutoConfig.from_pretrained(model)\n")})
+    hf4 = fake_wheel(tmp_path / "transformers-4.0.0-py3-none-any.whl", {
+        gen.HF_AUTO: "CONFIG_MAPPING_NAMES = OrderedDict([('llama', 'L'), ('gone', 'G')])\n"})
+    hf5 = fake_wheel(tmp_path / "transformers-5.0.0-py3-none-any.whl", {
+        gen.HF_AUTO_MAPPINGS: "CONFIG_MAPPING_NAMES = OrderedDict([('llama', 'L'), "
+                              "('qwen3', 'Q')])\n",
+        gen.HF_AUTO: ("from .auto_mappings import CONFIG_MAPPING_NAMES\n"
+                      "CONFIG_MAPPING_NAMES.update({'extra': 'E'})\n"
+                      "CONFIG_MAPPING_NAMES = OrderedDict(**{'gpt-sw3': 'G'}, "
+                      "**CONFIG_MAPPING_NAMES)\n")})
     out = tmp_path / "out.json"
     assert gen.main(["-o", str(out), "--vllm", str(new), str(old),
                      "--transformers", str(hf5), str(hf4)]) == 0

@@ -97,20 +97,14 @@ starts (``_check_if_gpu_supports_dtype`` in vllm/worker/worker.py@v0.2.7 line 23
 @v0.4.3, @v0.6.3, @v0.8.5 line 547 and vllm/v1/worker/gpu_worker.py@v0.8.5 line 346,
 @v0.9.2, @v0.10.1; ``CudaPlatform.check_if_supports_dtype`` in vllm/platforms/cuda.py
 @v0.11.0 line 497, called by the V1 worker)."""
-CAPABILITY = {"T4": "7.5", "RTX-2080": "7.5", "V100": "7.0", "P100": "6.0", "P40": "6.1"}
-"""Compute capability of the GPUs of kvlint's table below 8.0, by name prefix."""
 
 
 def bfloat16_refusal(dtype: str | None, config_dtype: str | None, version: str | None,
-                     gpu: str) -> str | None:
-    """vLLM's refusal (its message) of running in bfloat16 on ``gpu`` (kvlint's table name):
+                     gpu: str, capability: str) -> str | None:
+    """vLLM's refusal (its message) of running in bfloat16 on ``gpu``, of compute
+    ``capability`` below 8.0 (:func:`kvlint.model.memory.pre_ampere_capability`):
     ``--dtype bfloat16`` on any release read, or ``--dtype auto`` (or none) for a bfloat16
-    checkpoint on a release before :data:`AUTO_FALLBACK_SINCE`; ``None`` otherwise, or for a
-    GPU of compute capability 8.0 or more."""
-    capability = next((c for prefix, c in CAPABILITY.items()
-                       if gpu.upper().startswith(prefix)), None)
-    if capability is None:
-        return None
+    checkpoint on a release before :data:`AUTO_FALLBACK_SINCE`; ``None`` otherwise."""
     asked = (dtype or "auto").strip().lower()
     if asked not in BFLOAT16_NAMES:
         if asked != "auto" or (config_dtype or "").lower() not in BFLOAT16_NAMES:

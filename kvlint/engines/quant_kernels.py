@@ -17,8 +17,9 @@ What the Marlin classes can run (``is_awq_marlin_compatible`` /
 symmetric, with ``desc_act`` given. Read in vllm/model_executor/layers/quantization/
 gptq_marlin.py@0.4.3 (the first wheel with the override; 0.4.2's ``gptq_marlin`` has none),
 @0.5.0-0.5.4, and awq_marlin.py@0.5.3 (the first wheel that has the file; 0.5.2 has none),
-@0.5.4 and on vLLM's main branch (the same override and checks). Only these two spellings
-are judged: ``awq_marlin``, ``gptq_marlin`` and ``marlin`` are the fast kernels themselves.
+@0.5.4 and at vllm-project/vllm@0322f292 (a recent main: the same override and checks).
+Only these two spellings are judged: ``awq_marlin``, ``gptq_marlin`` and ``marlin`` are the
+fast kernels themselves.
 """
 
 from __future__ import annotations
@@ -67,22 +68,12 @@ def _marlin_can_run(method: str, config: Mapping[str, Any]) -> bool:
     return bits in (4, 8) and config.get("sym") is True and config.get("desc_act") is not None
 
 
-def quantization_config(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """config.json's ``quantization_config`` (or its ``text_config``'s)."""
-    if not isinstance(config, Mapping):
-        return None
-    for where in (config, config.get("text_config")):
-        if isinstance(where, Mapping) and isinstance(where.get("quantization_config"), Mapping):
-            found: Mapping[str, Any] = where["quantization_config"]
-            return found
-    return None
-
-
 def forced_kernel(engine: str | None, version: str | None, asked: str | None,
                   config: Mapping[str, Any] | None) -> ForcedKernel | None:
     """The kernel vLLM ``version`` (``None``: the newest) is made to keep by
     ``--quantization asked`` for a checkpoint whose ``quantization_config`` is ``config``,
-    when its Marlin kernel could run it on an Ampere or newer GPU; else ``None``."""
+    when its Marlin kernel could run it on an Ampere or newer GPU; else ``None``.
+    ``config``: :func:`kvlint.engines.quant_refusals.declared_quantization`."""
     if engine != "vllm" or not asked or not isinstance(config, Mapping):
         return None
     method = asked.strip().lower()

@@ -39,7 +39,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JUDGED_FORMATS", "QuantRefusal", "checkpoint_quant_method", "quantization_refusal"]
+__all__ = ["JUDGED_FORMATS", "QuantRefusal", "checkpoint_quant_method", "declared_quantization",
+           "quantization_refusal"]
 
 JUDGED_FORMATS = frozenset({"awq", "gptq", "fp8", "bitsandbytes", "compressed-tensors"})
 """Checkpoint formats, and ``--quantization`` values, between which no engine override
@@ -86,6 +87,19 @@ def checkpoint_quant_method(config: Mapping[str, Any] | None) -> str | None:
     ``compression_config``, of the config or else of its ``text_config``; ``quant_method``
     lower-cased; ``None`` when it names none. ModelOpt's producer-named checkpoints read as
     ``modelopt``, which no judgement here concerns."""
+    quant = declared_quantization(config)
+    if quant is None:
+        return None
+    producer = quant.get("producer")
+    if isinstance(producer, Mapping) and producer.get("name") == "modelopt":
+        return "modelopt"
+    method = quant.get("quant_method")
+    return _normalise(method) if isinstance(method, str) else ""
+
+
+def declared_quantization(config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The quantization settings config.json declares: ``quantization_config``, else
+    ``compression_config``, of the config or else of its ``text_config`` (``None``: none)."""
     if not isinstance(config, Mapping):
         return None
     for where in (config, config.get("text_config")):
@@ -95,11 +109,7 @@ def checkpoint_quant_method(config: Mapping[str, Any] | None) -> str | None:
         if quant is None:
             quant = where.get("compression_config")
         if isinstance(quant, Mapping):
-            producer = quant.get("producer")
-            if isinstance(producer, Mapping) and producer.get("name") == "modelopt":
-                return "modelopt"
-            method = quant.get("quant_method")
-            return _normalise(method) if isinstance(method, str) else ""
+            return quant
     return None
 
 

@@ -61,10 +61,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 __all__ = ["OPTION_TABLES", "VLLM_EARLY", "VLLM_EARLY_ONLY"]
 
-VLLM_EARLY: dict[str, object] = json.loads(
+VLLM_EARLY: dict[str, Any] = json.loads(
     (Path(__file__).resolve().parent.parent / "engines" / "vllm_early_options.json")
     .read_text(encoding="utf-8"))
 """vLLM 0.2.7-0.7.3's server options (:mod:`kvlint.generators.vllm_early_options`)."""
@@ -648,9 +649,8 @@ def _with_early_vllm(tables: dict[str, dict[str, str]]) -> frozenset[str]:
     return them."""
     vllm = tables["vllm"]
     known = {name for text in vllm.values() for name in text.split()}
-    options = VLLM_EARLY.get("options")
     added = set()
-    for option, kind in (options.items() if isinstance(options, dict) else ()):
+    for option, kind in VLLM_EARLY["options"].items():
         if option not in known and kind in vllm:
             vllm[kind] = f"{vllm[kind]} {option}"
             added.add(option)

@@ -275,14 +275,17 @@ def _built_servers(stage: Stage, text: str, path: str) -> list[ServedModel]:
     """The servers a Dockerfile with no ``CMD`` or ``ENTRYPOINT`` starts in a ``RUN``: the
     build runs them (with no GPU, and waits for them to exit, which a server never does),
     and the image's container starts none of them: KV701 on each."""
+    from kvlint.manifests.engine_options import engine_display
+
     found: list[ServedModel] = []
     for argument, line in stage.runs[:64]:
         commands = [[*stage.env, *c] for c in split_script(argument, line=line) if c]
         for served in command_models([*stage.installs, *commands], text, path,
                                      kind="dockerfile"):
+            engine = engine_display(served.engine.value) if served.engine else "engine"
             problem = EngineArgProblem(
-                "option", "RUN", f"RUN starts the {served.engine.value if served.engine else ''}"
-                " server while the image builds: docker build runs it with no GPU and waits "
+                "option", "RUN", f"RUN starts the {engine} server while the image builds: "
+                "docker build runs it with no GPU and waits "
                 "for it to exit, which a server never does, and the image (no CMD or "
                 "ENTRYPOINT) starts nothing; make the command the image's CMD",
                 line, None, {"reason": "server-at-build", "instruction": "RUN"})

@@ -26,18 +26,18 @@ from functools import cache
 from packaging.version import InvalidVersion, Version
 
 from kvlint.manifests.base import Located, Unresolved
-from kvlint.manifests.cli_option_tables import OPTION_TABLES, VLLM_EARLY
+from kvlint.manifests.cli_option_tables import OPTION_TABLES
 from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_value
 from kvlint.manifests.images import FIXED_BUILD
 from kvlint.manifests.option_versions import (
     ABSENT,
     CASELESS,
     CHOICES,
+    KINDS,
     POSITIVE,
     REFUSED,
     VERSIONS,
 )
-from kvlint.manifests.sglang_layout import parse_release as _parse
 from kvlint.manifests.sglang_layout import (
     sglang_dp_attention_alone as _sglang_dp_attention_alone,
 )
@@ -45,6 +45,7 @@ from kvlint.manifests.sglang_layout import (
     sglang_node_rank_outside as _sglang_node_rank_outside,
 )
 from kvlint.model.engine_args import EngineArgProblem
+from kvlint.model.memory import release_version as _parse
 
 __all__ = ["engine_display", "engine_problems", "known_options"]
 
@@ -320,20 +321,14 @@ def _old_boolean_value(engine: str, option: str, word: str) -> bool:
 
 
 def _early_value(engine: str, version: str | None, option: str, word: str) -> bool:
-    """Whether vLLM ``version``, one of the releases before 0.8.5 whose parser kvlint read
-    (``VLLM_EARLY``), takes ``word`` as the value of ``option`` written just before it: an
-    option that took one there (``--enable-chunked-prefill False``: ``StoreBoolean``,
-    ``nargs="?"``, True/False only) where a later release made it a flag."""
-    if engine != "vllm" or version is None:
+    """Whether ``engine`` at ``version``, a release whose own option kinds kvlint read
+    (:data:`~.option_versions.KINDS`), takes ``word`` as the value of ``option`` written
+    just before it: an option that took one there (``--enable-chunked-prefill False``:
+    ``StoreBoolean``, ``nargs="?"``, True/False only) where a later release made it a flag."""
+    kind = KINDS.get(engine, {}).get(version or "", {}).get(
+        _normalise(engine, option.partition("=")[0]))
+    if kind is None or "=" in option:
         return False
-    present, kinds, own = (VLLM_EARLY.get(k) for k in ("present", "options", "kinds"))
-    if not isinstance(present, dict) or not isinstance(kinds, dict) or \
-            not isinstance(own, dict) or version not in present:
-        return False
-    name = _normalise(engine, option.partition("=")[0])
-    if "=" in option or name not in present[version]:
-        return False
-    kind = own.get(version, {}).get(name, kinds.get(name))
     if kind == "optional":  # StoreBoolean: True or False
         return word.lower() in ("true", "false")
     return kind in ("value", "many")

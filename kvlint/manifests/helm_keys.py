@@ -28,7 +28,7 @@ from typing import Any
 from kvlint.manifests.accelerators import no_gpu_source
 from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
 from kvlint.manifests.cli_option_tables import OPTION_TABLES
-from kvlint.manifests.cli_options import FIELD_OPTIONS, SHARED_OPTIONS
+from kvlint.manifests.cli_options import FIELD_OPTIONS, SHARED_OPTIONS, engine_of_options
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
     Hardware,
@@ -236,27 +236,24 @@ def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
     for key, value in scope.items():
         if isinstance(value, dict) and str(key).lower() in ENGINE_KEYS:
             return ENGINE_KEYS[str(key).lower()], f"the values key {key}"
-    for engine in ("vllm", "sglang", "lmdeploy", "tgi", "llamacpp"):
-        for key, value in _option_items(holder):
-            if str(key) in MODEL_KEYS or isinstance(value, dict | list):
-                continue
-            option = _option(str(key))
-            if _only_of(engine, option):
-                return engine, f"the key {key} (its {option} option)"
+    for key, value in _option_items(holder):
+        if str(key) in MODEL_KEYS or isinstance(value, dict | list):
+            continue
+        option = _option(str(key))
+        engine = engine_of_options([option])
+        if engine is not None:
+            return engine, f"the key {key} (its {option} option)"
     # an argument list of the scope whose options only one engine has
     # (inferenceService.args: ["--max-model-len=23000"])
     for path, node in _maps(scope, 2):
         for key in ARG_KEYS:
             raw = node.get(key)
-            if not isinstance(raw, list):
-                continue
-            for item in raw[:256]:
-                option = str(item).strip().split("=", 1)[0] if isinstance(item, str) else ""
-                found = next((e for e in ("vllm", "sglang", "lmdeploy", "tgi", "llamacpp")
-                              if option.startswith("--") and _only_of(e, option)), None)
-                if found is not None:
-                    where = f"{path}.{key}" if path else key
-                    return found, f"the option {option} in {where}"
+            words = [str(i).strip() for i in raw if isinstance(i, str)] \
+                if isinstance(raw, list) else []
+            found = engine_of_options(words)
+            if found is not None:
+                where = f"{path}.{key}" if path else key
+                return found, f"the options of {where}"
     return None
 
 
@@ -265,12 +262,6 @@ def _option_items(holder: dict[str, Any]) -> list[tuple[Any, Any]]:
     map (``model: {name: org/m, maxModelLen: 4096}``)."""
     model = next((holder[k] for k in MODEL_KEYS if isinstance(holder.get(k), dict)), None)
     return [*holder.items(), *(model.items() if isinstance(model, dict) else ())]
-
-
-def _only_of(engine: str, option: str) -> bool:
-    """Whether ``option`` is ``engine``'s and no other engine's (nor a generic one)."""
-    return option in _options(engine) and option not in _GENERIC and not any(
-        option in _options(other) for other in OPTION_TABLES if other != engine)
 
 
 def image_gpu_build(gpus: Located[int] | Unresolved | None, engine: str | None,

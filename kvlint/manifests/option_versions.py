@@ -73,13 +73,17 @@ def _sglang_absent() -> dict[str, str]:
     return {v: " ".join(sorted(every - present[v])) for v in _SGLANG_VERSIONS}
 
 
-def _early(key: str) -> dict[str, Any]:
-    value = VLLM_EARLY.get(key)
-    return value if isinstance(value, dict) else {}
+_VLLM_EARLY_VERSIONS = tuple(str(v) for v in VLLM_EARLY["versions"])
 
-
-_listed = VLLM_EARLY.get("versions")
-_VLLM_EARLY_VERSIONS = tuple(str(v) for v in _listed) if isinstance(_listed, list) else ()
+KINDS: dict[str, dict[str, dict[str, str]]] = {"vllm": {
+    version: {option: VLLM_EARLY["kinds"].get(version, {}).get(option,
+                                                               VLLM_EARLY["options"][option])
+              for option in present}
+    for version, present in VLLM_EARLY["present"].items()}}
+"""Engine -> version -> option -> its kind in that release, where it differs by release and
+kvlint read each one (vLLM 0.2.7-0.7.3: ``--enable-chunked-prefill`` a flag in 0.4.3,
+``StoreBoolean`` with an optional True/False from 0.5.5); ``OPTION_TABLES`` holds the
+latest kind."""
 
 VERSIONS: dict[str, tuple[str, ...]] = {
     "vllm": (*_VLLM_EARLY_VERSIONS, "0.8.5", "0.11.0", "0.33.0", "0.34.0"),
@@ -330,7 +334,7 @@ def _with_early_vllm_absent() -> None:
     for version in vllm:
         vllm[version] += " " + " ".join(sorted(VLLM_EARLY_ONLY))
     union = {name for text in OPTION_TABLES["vllm"].values() for name in text.split()}
-    for version, present in _early("present").items():
+    for version, present in VLLM_EARLY["present"].items():
         vllm[str(version)] = " ".join(sorted(union - set(present)))
 
 
@@ -379,7 +383,7 @@ CHOICES: dict[str, dict[str, dict[str, str]]] = {
 """Engine → canonical option → version (``*``: every version kvlint knows) → the values the
 engine's parser accepts. A version missing from the mapping is not judged."""
 CHOICES["vllm"]["--kv-cache-dtype"].update(
-    {str(v): " ".join(c) for v, c in _early("kv_cache_dtype").items() if isinstance(c, list)})
+    {str(v): " ".join(c) for v, c in VLLM_EARLY["kv_cache_dtype"].items()})
 
 CASELESS = frozenset({("lmdeploy", "--quant-policy")})
 """Options whose parser lower-cases the value before the check (LMDeploy 0.18.0

@@ -7,22 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.engine_command import OptionUse
 from kvlint.model.engine_args import EngineArgProblem
+from kvlint.model.memory import release_version
 
-__all__ = ["parse_release", "sglang_dp_attention_alone", "sglang_dp_defaults_to_tp",
-           "sglang_node_rank_outside"]
-
-
-def parse_release(text: str) -> Version | None:
-    """``text`` as a release number, or ``None``."""
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
+__all__ = ["sglang_dp_attention_alone", "sglang_dp_defaults_to_tp", "sglang_node_rank_outside"]
 
 
 SGLANG_DP_ATTENTION_NEEDS_DP = (Version("0.4.6.post1"), Version("0.5.1"))
@@ -46,7 +38,7 @@ def sglang_dp_defaults_to_tp(engine: Located[str] | None,
     (SGLang up to :data:`SGLANG_DP_IS_TP_UNTIL`)."""
     if engine is None or engine.value != "sglang" or not isinstance(version, Located):
         return False
-    parsed = parse_release(version.value)
+    parsed = release_version(version.value)
     return parsed is not None and parsed.release <= SGLANG_DP_IS_TP_UNTIL.release
 
 
@@ -55,7 +47,7 @@ def sglang_dp_attention_alone(uses: Sequence[OptionUse],
                                fields: dict[str, str]) -> list[EngineArgProblem]:
     """The refusal of ``--enable-dp-attention`` without a DP size, in the releases that
     refuse it (:data:`SGLANG_DP_ATTENTION_NEEDS_DP`)."""
-    parsed = parse_release(version.value) if isinstance(version, Located) else None
+    parsed = release_version(version.value) if isinstance(version, Located) else None
     low, high = SGLANG_DP_ATTENTION_NEEDS_DP
     if parsed is None or not low <= parsed <= high:
         return []

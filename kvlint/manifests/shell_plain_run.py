@@ -363,18 +363,24 @@ a ``for`` loop's own variable)."""
 
 
 def _required(lines: list[str], before: int, names: set[str]) -> None:
-    """Each of ``names`` whose default, set before line ``before``, is empty
+    """Each of ``names`` whose last assignment before line ``before`` is empty
     (``MODEL=""``): the argument the loop fills is what the script needs, so its plain run
     leaves it unknown (written as the script's first argument, which a plain run does not
-    have) instead of the empty string."""
-    for name in names:
-        empty = re.compile(rf"""^([ \t]*(?:export[ \t]+)?{re.escape(name)}=)(?:""|''|)[ \t]*$""")
-        for k in range(before - 1, -1, -1):
-            if empty.match(lines[k]):
-                lines[k] = empty.sub(r'\1"$1"', lines[k])
-                break
-            if re.match(rf"[ \t]*(?:export[ \t]+)?{re.escape(name)}=", lines[k]):
-                break  # a default of its own: kept
+    have) instead of the empty string. One pass back over the lines, however many names."""
+    left = set(names)
+    for k in range(before - 1, -1, -1):
+        if not left:
+            return
+        found = _ASSIGNED.match(lines[k])
+        if found is None or found.group(2) not in left:
+            continue
+        left.discard(found.group(2))
+        if found.group(3).strip() in ('""', "''", ""):
+            lines[k] = f'{found.group(1)}"$1"'
+
+
+_ASSIGNED = re.compile(r"""^([ \t]*(?:export[ \t]+)?([A-Za-z_]\w{0,63})=)(.*)$""")
+"""An assignment at a line's start: its ``NAME=`` part, the name, and the value written."""
 
 
 _IF = re.compile(

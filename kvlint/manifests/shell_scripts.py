@@ -506,10 +506,10 @@ def script_models(text: str, path: str) -> list[ServedModel]:
     """Every served model a shell script starts."""
     from kvlint.manifests.shell_arrays import file_commands
 
-    batch = "#SBATCH" in text
+    slurm = slurm_gpus(text) if "#SBATCH" in text else None
     found = command_models([list(c) for c in file_commands(text)], text, path,
-                           platform=slurm_variables(text) if batch else None)
-    slurm = slurm_gpus(text) if batch else None
+                           platform=slurm_variables(text, slurm) if "#SBATCH" in text
+                           else None)
     if slurm is None:
         return found
     return [_on_slurm_gpus(served, slurm) for served in found]

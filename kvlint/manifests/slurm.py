@@ -134,14 +134,13 @@ def _named_resource(text: str) -> tuple[str, str, int] | None:
     return None
 
 
-def slurm_variables(text: str) -> dict[str, str]:
+def slurm_variables(text: str, found: SlurmGpus | None) -> dict[str, str]:
     """The job's own variables its directives fix, as sbatch sets them in the script's
     environment (https://slurm.schedmd.com/sbatch.html, "OUTPUT ENVIRONMENT VARIABLES"):
-    ``SLURM_GPUS_ON_NODE`` (the GPUs of this node, when the directives give a per-node
-    count), ``SLURM_GPUS_PER_NODE`` (``--gpus-per-node``), ``SLURM_JOB_NUM_NODES`` and
-    ``SLURM_NNODES`` (a fixed ``--nodes``)."""
+    ``SLURM_GPUS_ON_NODE`` (the GPUs of this node, ``found`` by :func:`slurm_gpus`, when the
+    directives give a per-node count), ``SLURM_GPUS_PER_NODE`` (``--gpus-per-node``),
+    ``SLURM_JOB_NUM_NODES`` and ``SLURM_NNODES`` (a fixed ``--nodes``)."""
     out: dict[str, str] = {}
-    found = slurm_gpus(text)
     if found is not None and found.count is not None:
         out["SLURM_GPUS_ON_NODE"] = str(found.count)
     for option, value, _ in _options(text):

@@ -361,21 +361,30 @@ V0_FALLBACK_BEFORE = Version("0.10.2")
 below 8.0 (``_is_v1_supported_oracle``: "Compute Capability < 8.0", vllm/engine/arg_utils.py
 @v0.8.5 lines 1346-1356 and @v0.10.1.1 lines 1396-1404; absent @v0.10.2, where V1 runs them)."""
 
-PRE_AMPERE_GPUS = ("T4", "V100", "P40", "P100", "RTX-2080")
-"""GPUs of kvlint's table below compute capability 8.0 (Turing T4 and RTX 2080 Ti 7.5, Volta
-V100 7.0, Pascal P100 6.0 and P40 6.1), by name prefix."""
+PRE_AMPERE_CAPABILITY = {"T4": "7.5", "RTX-2080": "7.5", "V100": "7.0", "P100": "6.0",
+                         "P40": "6.1"}
+"""GPUs of kvlint's table below compute capability 8.0 (Turing, Volta, Pascal), by name
+prefix, with their compute capability."""
+PRE_AMPERE_GPUS = tuple(PRE_AMPERE_CAPABILITY)
 
 
-def pre_ampere(gpu_name: str) -> bool:
-    """Whether ``gpu_name`` (kvlint's table name, or any spelling the table knows:
-    ``Tesla-T4``) is below compute capability 8.0."""
+def pre_ampere_capability(gpu_name: str) -> tuple[str, str] | None:
+    """``(table name, compute capability)`` of ``gpu_name`` (kvlint's table name, or any
+    spelling the table knows: ``Tesla-T4``) when it is below compute capability 8.0;
+    ``None`` otherwise."""
     from kvlint.model.hardware import find_gpu
 
     try:
         name = find_gpu(gpu_name).name
     except (KeyError, ValueError):
         name = gpu_name
-    return name.upper().startswith(PRE_AMPERE_GPUS)
+    return next(((name, capability) for prefix, capability in PRE_AMPERE_CAPABILITY.items()
+                 if name.upper().startswith(prefix)), None)
+
+
+def pre_ampere(gpu_name: str) -> bool:
+    """Whether ``gpu_name`` is below compute capability 8.0 (:func:`pre_ampere_capability`)."""
+    return pre_ampere_capability(gpu_name) is not None
 
 
 def runs_v0(version: str | None, gpu_name: str = "") -> bool:

@@ -72,10 +72,11 @@ class RuleContext:
     """The quantization format config.json declares, as the engines read it (``None``: it
     declares none; KV702: kvlint.engines.quant_refusals)."""
     config_dtype: str | None = None
-    """config.json's ``torch_dtype`` (``dtype``), its ``text_config``'s when it has none
+    """config.json's ``torch_dtype`` (``dtype``), its language model part's when it has none
     (KV702: bfloat16 on a GPU without it)."""
     quant_config: Mapping[str, Any] | None = None
-    """config.json's ``quantization_config`` (KV708: the kernel the engine picks for it)."""
+    """The quantization settings config.json declares (``quantization_config``; KV708: the
+    kernel the engine picks for them)."""
     format_files: bool | None = None
     """When ``--quantization`` asks for a pre-quantized format config.json does not name:
     whether that format's own settings file sits in the checkpoint (``None``: not known)."""

@@ -232,16 +232,17 @@ class EngineOptionInvalidValue(_EngineRefusal):
         """vLLM's refusal of bfloat16 on a GPU below compute capability 8.0
         (kvlint/engines/dtype_refusals.py)."""
         from kvlint.engines.dtype_refusals import AUTO_FALLBACK_SINCE, bfloat16_refusal
-        from kvlint.model.hardware import find_gpu
+        from kvlint.model.memory import pre_ampere_capability
 
         b = ctx.plan.behaviour
         if b.engine != "vllm" or not ctx.plan.gpu or not ctx.config_read:
             return None
-        try:
-            gpu = find_gpu(ctx.plan.gpu).name
-        except (KeyError, ValueError):
+        older = pre_ampere_capability(ctx.plan.gpu)
+        if older is None:
             return None
-        refusal = bfloat16_refusal(ctx.plan.dtype, ctx.config_dtype, b.version, gpu)
+        gpu, capability = older
+        refusal = bfloat16_refusal(ctx.plan.dtype, ctx.config_dtype, b.version, gpu,
+                                   capability)
         if refusal is None:
             return None
         asked = (ctx.plan.dtype or "").strip()
@@ -432,8 +433,10 @@ class QuantizationKernelForced(Rule):
     The server starts and answers, only slower: vLLM logs "Detected that the model can run
     with awq_marlin, however you specified quantization=awq explicitly, so forcing awq. Use
     quantization=awq_marlin for faster inference", and warns that "awq quantization is not
-    fully optimized yet". Public reports measure the plain AWQ kernel several times slower
-    in decode throughput.
+    fully optimized yet. The speed can be slower than non-quantized models." (vllm/config.py
+    @v0.5.4 line 255, for a method outside `optimized_quantization_methods`; not in
+    vllm/config/model.py@v0.11.0); Marlin is the kernel vLLM picks for such a checkpoint
+    when left to choose.
 
     ## Example
     ```console

@@ -84,8 +84,9 @@ def test_the_jobs_own_variables_are_set_from_its_directives() -> None:
     in the job's environment: a command built from them has the values the directives fix,
     a typo included (``1$SLURM_GPUS_ON_NODE`` is 11 on a one-GPU job)."""
     head = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --gpus-per-node=4\n"
-    assert slurm_variables(head) == {"SLURM_GPUS_ON_NODE": "4", "SLURM_GPUS_PER_NODE": "4",
-                                     "SLURM_JOB_NUM_NODES": "1", "SLURM_NNODES": "1"}
+    assert slurm_variables(head, slurm_gpus(head)) == {
+        "SLURM_GPUS_ON_NODE": "4", "SLURM_GPUS_PER_NODE": "4", "SLURM_JOB_NUM_NODES": "1",
+        "SLURM_NNODES": "1"}
     (m,) = script_models(head + "vllm serve org/m --tensor-parallel-size $SLURM_GPUS_ON_NODE\n",
                          "job.sh")
     assert m.tp is not None and getattr(m.tp, "value", None) == 4
