@@ -169,9 +169,15 @@ MAX_OPTION_WORDS = 512
 
 @functools.cache
 def _option_owners() -> dict[str, tuple[str, ...]]:
-    """Every long option of :data:`OPTION_TABLES` -> the engines that take it."""
+    """Every long option of :data:`OPTION_TABLES`, as each engine's parser accepts it
+    written (``--trust_remote_code`` for vLLM, whose parser turns ``_`` into ``-``:
+    :data:`GRAMMAR_RULES`) -> the engines that take it."""
     out: dict[str, list[str]] = {}
     for engine, table in OPTION_TABLES.items():
-        for name in {n for text in table.values() for n in text.split() if n.startswith("--")}:
-            out.setdefault(name, []).append(engine)
+        names = {n for text in table.values() for n in text.split() if n.startswith("--")}
+        if GRAMMAR_RULES.get(engine, (False,))[0]:
+            names |= {"--" + n[2:].replace("-", "_") for n in names}
+        for name in names:
+            if engine not in out.setdefault(name, []):
+                out[name].append(engine)
     return {name: tuple(engines) for name, engines in out.items()}

@@ -460,3 +460,13 @@ def test_a_command_string_with_the_charts_own_gpu_key() -> None:
             limits: {cpu: "8", gpu: "1"}
         """)
     assert v(m.model) == "Qwen/Qwen2.5-1.5B-Instruct" and v(m.gpus) == 1
+
+
+def test_an_underscore_spelling_tells_only_the_engines_whose_parser_takes_it() -> None:
+    """``--trust_remote_code`` is TensorRT-LLM's own spelling and vLLM's (its parser turns
+    ``_`` into ``-``): it names neither, so the vLLM-only options beside it decide."""
+    from kvlint.manifests.cli_options import engine_of_options
+
+    assert engine_of_options(["--trust_remote_code"]) is None
+    assert engine_of_options(["--enforce_eager"]) == "vllm"
+    assert engine_of_options(["--max-num-seqs", "4", "--trust_remote_code"]) == "vllm"
