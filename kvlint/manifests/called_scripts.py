@@ -32,7 +32,7 @@ from kvlint.manifests.engine_launch import SHELLS
 from kvlint.manifests.engine_programs import find_program
 from kvlint.manifests.shell_words import Word, split_env_prefix
 
-__all__ = ["Calls", "called_scripts"]
+__all__ = ["Calls", "bind_arguments", "called_scripts"]
 
 MAX_CALL_DEPTH = 2
 """Scripts followed from a script that another script runs (a job -> a wrapper -> a launcher)."""
@@ -84,7 +84,7 @@ def _expand(commands: Sequence[list[Word]], ctx: DocumentContext, here: Path, de
         resolved, text, shown = found
         line = command[0].line if command else None
         inner = [[replace(w, line=line) for w in c]
-                 for c in file_commands(_bind(text, call[1]))]
+                 for c in file_commands(bind_arguments(text, call[1]))]
         calls.notes.setdefault(line, f"the engine command is in {shown}, which this line "
                                      "runs: read from there")
         _expand(inner, ctx, resolved, depth + 1, calls, seen | {str(resolved.resolve())})
@@ -153,7 +153,7 @@ def _read(ctx: DocumentContext, here: Path, written: str) -> tuple[Path, str, st
     return None
 
 
-def _bind(text: str, args: Sequence[Word]) -> str:
+def bind_arguments(text: str, args: Sequence[Word]) -> str:
     """``text`` with its positional parameters given ``args`` (see the module's docs)."""
     values = [w.text for w in args]
     bindable = not _MOVES_ARGUMENTS.search(text)

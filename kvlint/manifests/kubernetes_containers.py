@@ -30,6 +30,7 @@ from kvlint.manifests.engine_launch import (
     pip_pins,
     settle_version,
 )
+from kvlint.manifests.heredocs import expand_heredocs
 from kvlint.manifests.images import entrypoint_engine, tools_server
 from kvlint.manifests.runpod_workers import worker_command
 from kvlint.manifests.shell_arrays import script_commands
@@ -383,7 +384,7 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
     script = _shell_script(argv)
     if script is not None:
         raw, extra = script
-        commands = _positionals(_split(raw, node_line(raw)), extra)
+        commands = expand_heredocs(_positionals(_split(raw, node_line(raw)), extra))
     else:
         commands = [[w for w, _ in argv]]
     invocations = engine_invocations(

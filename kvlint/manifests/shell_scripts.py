@@ -50,6 +50,7 @@ from kvlint.manifests.engine_launch import (
     visible_devices,
 )
 from kvlint.manifests.engine_programs import find_engine
+from kvlint.manifests.heredocs import Written, heredoc_commands
 from kvlint.manifests.images import engine_from_image, entrypoint_engine, tools_server
 from kvlint.manifests.runpod_workers import worker_command
 from kvlint.manifests.shell_env import Env, bounded_sub
@@ -461,12 +462,14 @@ def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
                     known: dict[str, str] | None = None) -> list[list[Word]]:
     """The commands with each ``sh -c SCRIPT`` (``bash -lc``, after ``nohup``, ``exec`` or
     assignments), ``ssh HOST COMMAND`` and ``pm2 start`` replaced by the commands of SCRIPT,
-    which that shell runs; the assignments before it apply to them. A script in a double-quoted word
+    which that shell runs, and each here-document a shell runs (:mod:`.heredocs`); the
+    assignments before it apply to them. A script in a double-quoted word
     still holds its ``$VAR``s: the outer shell would expand them, and so does the
     environment here."""
     out: list[list[Word]] = []
     known = {} if known is None else known
-    for command in commands:
+    written: Written = {}
+    for index, command in enumerate(commands):
         if depth < MAX_INLINE_DEPTH:  # CID=$(docker run ...): the substitution runs first
             for word in command:
                 if not word.literal and ("$(" in word.text or "`" in word.text):
@@ -477,6 +480,12 @@ def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
         prefix, rest = split_env_prefix(list(command))
         if not rest:
             known.update(prefix)
+        fed = heredoc_commands(commands, index, rest, written) if depth < MAX_INLINE_DEPTH \
+            else None
+        if fed is not None:  # cat > serve.sh <<EOF ... bash serve.sh; bash <<EOF
+            assigned = [Word(f"{k}={v}", command[0].line) for k, v in prefix.items()]
+            out.extend(_inline_scripts([[*assigned, *c] for c in fed], depth + 1, known))
+            continue
         script: Word | None = None
         if depth < MAX_INLINE_DEPTH and len(rest) >= 3 and \
                 rest[0].text.rsplit("/", 1)[-1] in SHELLS and \

@@ -17,10 +17,22 @@ from dataclasses import dataclass, field, replace
 
 from kvlint.manifests.yaml_marks import LStr
 
-__all__ = ["Word", "continued_lines", "split_env_prefix", "split_script"]
+__all__ = ["Heredoc", "Word", "continued_lines", "split_env_prefix", "split_script"]
 
 
 # --- words and scripts ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Heredoc:
+    """A here-document a command reads as its standard input (``cat > serve.sh <<EOF``,
+    ``bash <<'EOF'``): its ``body`` (lines up to the delimiter, tabs stripped for ``<<-``),
+    the manifest line of its first line, and whether the delimiter was quoted (then the
+    body is taken literally; otherwise the shell expands it as in double quotes)."""
+
+    body: str
+    line: int | None
+    quoted: bool
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,11 @@ class Word:
     ends: str = field(default="", compare=False, repr=False)
     """On a command's last word: ``)`` or ``|`` when that character ended the command (a
     ``case`` branch's patterns are written ``a|b)``); "" otherwise."""
+    heredoc: Heredoc | None = field(default=None, compare=False, repr=False)
+    """On a command's first word: the first here-document the command reads."""
+    writes: str = field(default="", compare=False, repr=False)
+    """On a command's first word: the file its standard output is redirected to (``>``,
+    ``>>``, ``>|``; the target as written, quotes removed), "" when none."""
 
 
 _SEPARATORS = frozenset(";&|\n()")
@@ -237,7 +254,11 @@ class _Splitter:
         self.live = False
         self.dead = False
         self.unquoted_dollar = False
-        self.heredocs: list[tuple[str, bool]] = []
+        self.heredocs: list[tuple[str, bool, bool, int]] = []
+        """Here-documents whose bodies follow the current line: (delimiter, ``<<-``,
+        quoted, index of the command that reads it)."""
+        self.writes = ""
+        """The current command's standard-output redirection target."""
         self.join = ""
         """The ``&&``/``||`` before the command being read ("" after any other separator)."""
 
@@ -255,8 +276,11 @@ class _Splitter:
     def end_command(self) -> None:
         self.end_word()
         if self.current:
+            if self.writes:
+                self.current[0] = replace(self.current[0], writes=self.writes)
             self.commands.append(self.current)
         self.current = []
+        self.writes = ""
 
     def begin(self, i: int) -> None:
         if self.start < 0:
@@ -392,7 +416,8 @@ class _Splitter:
         """Drop a redirection operator and its target; returns the index after them."""
         text = self.text
         n = len(text)
-        if self.start >= 0 and "".join(self.chars).isdigit():  # 2>file: the fd number
+        fd = "".join(self.chars) if self.start >= 0 else ""
+        if fd.isdigit():  # 2>file: the fd number
             self.chars = []
             self.start = -1
         else:
@@ -411,7 +436,8 @@ class _Splitter:
                 m += 1
             delimiter = text[k:m].strip("'\"")
             if delimiter:
-                self.heredocs.append((delimiter, strip))
+                quoted = any(q in text[k:m] for q in "'\"\\")
+                self.heredocs.append((delimiter, strip, quoted, len(self.commands)))
             return m
         if op.endswith("&") and j < n and (text[j].isdigit() or text[j] == "-"):
             while j < n and (text[j].isdigit() or text[j] == "-"):
@@ -420,6 +446,7 @@ class _Splitter:
         while j < n and text[j] in " \t":
             j += 1
         # the target word (quotes allowed)
+        target = j
         while j < n and text[j] not in " \t\n;&|<>()":
             if text[j] == "'":
                 k = text.find("'", j + 1)
@@ -430,11 +457,17 @@ class _Splitter:
                 j += 2
             else:
                 j += 1
+        if op in (">", ">>", ">|") and fd in ("", "1") and not self.writes:
+            self.writes = re.sub(r"""['"]""", "", text[target:j])
         return j
 
     def _skip_heredocs(self, i: int) -> int:
+        """Skip the bodies of the here-documents the line before ``i`` opened, giving each
+        to the command that reads it."""
         text = self.text
-        for delimiter, strip in self.heredocs:
+        for delimiter, strip, quoted, index in self.heredocs:
+            start = i
+            lines: list[str] = []
             while i < len(text):
                 j = text.find("\n", i)
                 j = len(text) if j < 0 else j
@@ -442,6 +475,11 @@ class _Splitter:
                 i = j + 1
                 if body == delimiter:
                     break
+                lines.append(body)
+            if index < len(self.commands) and self.commands[index][0].heredoc is None:
+                first = self.commands[index][0]
+                self.commands[index][0] = replace(first, heredoc=Heredoc(
+                    "\n".join(lines), self.lines.at(start), quoted))
         self.heredocs = []
         return i
 

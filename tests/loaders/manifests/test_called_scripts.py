@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.manifests.base import Located, ServedModel, Unresolved
-from kvlint.manifests.called_scripts import _bind, _call, _candidates
+from kvlint.manifests.called_scripts import _call, _candidates, bind_arguments
 from kvlint.manifests.shell_words import Word, split_script
 from tests.loaders.manifests.support import extract_path, tree_with_a_link_out
 
@@ -133,4 +133,4 @@ def test_where_a_called_script_is_looked_up(written: str, expected: list[str]) -
 ])
 def test_positional_parameters_take_the_calls_words(text: str, args: list[str],
                                                      expected: str) -> None:
-    assert _bind(text, [Word(a, 1) for a in args]) == expected
+    assert bind_arguments(text, [Word(a, 1) for a in args]) == expected
