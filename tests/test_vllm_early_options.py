@@ -86,7 +86,23 @@ def _codes(tmp_path: Path, image: str, flag: str) -> list[tuple[str, str]]:
     ("vllm/vllm-openai:v0.7.3", "--speculative-model=org/draft", []),
     ("vllm/vllm-openai:v0.11.0", "--speculative-model=org/draft", [("KV701", "error")]),
     ("vllm/vllm-openai:v0.4.3", "--use-v2-block-manager", []),
+    # plain argparse before 0.5.1 looks an option up as written (vllm-project/vllm#5718)
+    ("vllm/vllm-openai:v0.4.3", "--use_v2_block_manager", [("KV701", "error")]),
+    ("vllm/vllm-openai:v0.5.0", "--max_num_seqs=8", [("KV701", "error")]),
+    ("vllm/vllm-openai:v0.5.1", "--max_num_seqs=8", []),
+    ("vllm/vllm-openai:v0.5.4", "--max_num_seqs=8", []),
+    ("vllm/vllm-openai:latest", "--max_num_seqs=8", []),
 ])
 def test_an_option_is_judged_by_the_release_the_image_runs(
         tmp_path: Path, image: str, flag: str, want: list[tuple[str, str]]) -> None:
     assert _codes(tmp_path, image, flag) == want
+
+
+def test_an_underscore_spelling_before_0_5_1_says_which_spelling_vllm_takes(
+        tmp_path: Path) -> None:
+    found = lint_deployment(tmp_path, "vllm/vllm-openai:v0.4.3",
+                            ["--model=Qwen/Qwen2.5-7B", "--trust_remote_code"],
+                            "Qwen/Qwen2.5-7B", CONFIGS / "Qwen--Qwen2.5-7B.json")
+    (problem,) = [f for f in found if f["code"] == "KV701"]
+    assert "vLLM before 0.5.1 does not turn _ into - (--trust-remote-code is the option)" \
+        in problem["message"]

@@ -396,6 +396,30 @@ def _dotted_refused(engine: str, word: str, version: str | None) -> bool:
         return False
 
 
+VLLM_UNDERSCORES_SINCE = Version("0.5.1")
+"""vLLM turns ``_`` into ``-`` in an option's name from 0.5.1: FlexibleArgumentParser
+(vllm-project/vllm#5718, merged 2024-06-20; its first release is v0.5.1, 2024-07-05). Before
+it the OpenAI server's parser is plain ``argparse.ArgumentParser``
+(vllm/entrypoints/openai/cli_args.py@v0.4.3 ``make_arg_parser``), which looks the word up as
+written: ``--trust_remote_code`` is an unrecognized argument there."""
+
+
+def _as_looked_up(engine: str, written: str, name: str,
+                  version: Located[str] | Unresolved | None, table: str | None) -> str:
+    """The spelling ``engine``'s parser looks ``written`` up by at the release ``version``
+    (judged by the option table of ``table``): vLLM before 0.5.1 keeps the underscores
+    (:data:`VLLM_UNDERSCORES_SINCE`); otherwise ``name``, the normalised spelling."""
+    if engine != "vllm" or name == written or not written.startswith("--"):
+        return name
+    release = _parse(version.value) if isinstance(version, Located) and version.value \
+        else None
+    if release is None and table is not None:
+        release = _parse(table)
+    if release is None or release >= VLLM_UNDERSCORES_SINCE:
+        return name
+    return written.partition("=")[0]
+
+
 def _status(engine: str, name: str, options: frozenset[str]) -> tuple[str, list[str]]:
     """``("ok" | "unknown" | "ambiguous", matches)`` of one option word."""
     if name in options:
@@ -513,7 +537,11 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
             continue
         name = _normalise(engine, use.name)
         statuses = [("unknown", []) if _dotted_refused(engine, use.name, v)
-                    else _status(engine, name, s) for v, s in zip(versions, sets, strict=True)]
+                    else _status(engine, _as_looked_up(engine, use.name, name, version, v), s)
+                    for v, s in zip(versions, sets, strict=True)]
+        if name != use.name and all(_as_looked_up(engine, use.name, name, version, v) != name
+                                    for v in versions):
+            use = replace(use, reason="underscore")  # the hint: vLLM's - spelling
         # the engine at this version decides, whatever the union tables made of the word
         canonical = next((m[0] for st, m in statuses if st == "ok"), None) \
             if use.reason in ("", "unknown", "ambiguous") else None
@@ -584,7 +612,9 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
         data["suggestion"] = f"{option} {value}"
     elif use.reason == "underscore":
         dashed = use.name.replace("_", "-")
-        parts.append(f"{engine_display(engine)} does not turn _ into - ({dashed} is the option)")
+        since = f" before {VLLM_UNDERSCORES_SINCE}" if engine == "vllm" else ""
+        parts.append(f"{engine_display(engine)}{since} does not turn _ into - ({dashed} is the "
+                     "option)")
         data["suggestion"] = dashed
     elif " " in use.name.strip() and use.name.split()[0] in options:
         option, _, value = use.name.strip().partition(" ")
