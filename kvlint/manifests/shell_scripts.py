@@ -521,16 +521,25 @@ def script_models(text: str, path: str) -> list[ServedModel]:
                            else None)
     if slurm is None:
         return found
-    return [_on_slurm_gpus(served, slurm) for served in found]
+    spans = slurm.nodes > 1 and _RAY_START.search(text) is not None
+    return [_on_slurm_gpus(served, slurm, spans) for served in found]
 
 
-def _on_slurm_gpus(served: ServedModel, slurm: SlurmGpus) -> ServedModel:
+_RAY_START = re.compile(r"(?m)^[^#\n]*\bray[ \t]+start\b")
+"""A ``ray start`` the job runs (on its nodes through ``srun``, often in an ``sh -c``)."""
+
+
+def _on_slurm_gpus(served: ServedModel, slurm: SlurmGpus, spans: bool) -> ServedModel:
     """A model the job starts without a container of its own takes the node's GPUs that the
-    job's directives ask for (a ``docker run --gpus`` count still wins)."""
+    job's directives ask for (a ``docker run --gpus`` count still wins); every node's, when
+    the job starts a Ray cluster on its nodes that the engine's ranks run on (``spans``)."""
     own = isinstance(served.gpus, Located) and not served.gpus.source.startswith(
         DERIVED_GPUS)
+    nodes = slurm.nodes if spans else 1
+    source = slurm.source + (f" x {nodes} nodes (#SBATCH --nodes; a Ray cluster on them)"
+                             if nodes > 1 else "")
     gpus = served.gpus if own or slurm.count is None else \
-        Located(slurm.count, slurm.line, None, slurm.source)
+        Located(slurm.count * nodes, slurm.line, None, source)
     kind = served.gpu_type or (Located(slurm.kind, slurm.line, None, slurm.source)
                                if slurm.kind else None)
     return replace(served, gpus=gpus, gpu_type=kind)

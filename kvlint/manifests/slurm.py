@@ -31,6 +31,8 @@ class SlurmGpus:
     kind: str | None
     line: int
     source: str
+    nodes: int = 1
+    """The job's nodes where ``--nodes`` fixes them (a range ``2-4``: 1, not known)."""
 
 
 def _options(text: str) -> list[tuple[str, str, int]]:
@@ -58,7 +60,7 @@ def slurm_gpus(text: str) -> SlurmGpus | None:
     """The GPUs per node a batch script's directives ask for, or ``None`` when it asks for
     none (or for several nodes with a job-wide ``--gpus``, which does not say per node) and
     its partition names no GPU (then the count is ``None`` and the type the partition's)."""
-    nodes = 1
+    nodes = fixed = 1
     found: SlurmGpus | None = None
     whole: SlurmGpus | None = None
     per_task: SlurmGpus | None = None
@@ -67,6 +69,7 @@ def slurm_gpus(text: str) -> SlurmGpus | None:
     for option, value, line in _options(text):
         if option in ("--nodes", "-N") and value.split("-")[0].isdigit():
             nodes = int(value.split("-")[0])
+            fixed = int(value) if value.isdigit() else 1
         elif option in ("--ntasks", "-n") and value.isdigit():
             tasks_all = int(value)
         elif option == "--ntasks-per-node" and value.isdigit():
@@ -111,7 +114,7 @@ def slurm_gpus(text: str) -> SlurmGpus | None:
             found = replace(found, kind=named[0], source=f"{found.source}; {named[1]}")
         elif named is not None:  # no GPU count asked for: the partition still names the type
             found = SlurmGpus(None, named[0], named[2], named[1])
-    return found
+    return replace(found, nodes=fixed) if found is not None else None
 
 
 def _named_resource(text: str) -> tuple[str, str, int] | None:

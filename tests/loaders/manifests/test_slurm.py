@@ -97,3 +97,19 @@ def test_the_jobs_own_variables_are_set_from_its_directives() -> None:
     # without directives the variable is the run's: unresolved
     (bare,) = script_models("#!/bin/bash\nvllm serve org/m -tp $SLURM_GPUS_ON_NODE\n", "a.sh")
     assert getattr(bare.tp, "value", None) is None
+
+
+@pytest.mark.parametrize(("ray", "gpus"), [(True, 8), (False, 4)])
+def test_a_server_on_a_ray_cluster_over_the_jobs_nodes_takes_every_nodes_gpus(
+        ray: bool, gpus: int) -> None:
+    """Two nodes of four: a job that starts Ray on its nodes through srun and runs vLLM on
+    that cluster serves one replica on 8 GPUs; without Ray the server runs on one node."""
+    start = ("srun --ntasks=2 --ntasks-per-node=1 bash -c '\n  ray start --head --port=6379\n"
+             "  sleep infinity\n' &\n") if ray else ""
+    text = ("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:a100:4\n" + start +
+            "vllm serve Qwen/Qwen3-8B --tensor-parallel-size $((SLURM_NNODES * 4)) "
+            "--distributed-executor-backend ray\n")
+    (m,) = script_models(text, "job.sbatch")
+    assert isinstance(m.gpus, Located) and m.gpus.value == gpus
+    assert isinstance(m.tp, Located) and m.tp.value == 8
+    assert ("2 nodes" in m.gpus.source) is ray
