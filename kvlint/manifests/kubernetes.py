@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from kvlint.manifests.accelerators import (
+    GPU_KEYS,
     device_family,
     image_family,
     is_gpu_label,
@@ -67,11 +68,6 @@ __all__ = [
     "replicas_notes",
 ]
 
-GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
-            "gpu.intel.com/xe")
-"""Device-plugin resources of accelerators an engine counts as its GPUs (tp x pp of them):
-NVIDIA, AMD (ROCm/k8s-device-plugin), Intel Gaudi (habana-k8s-device-plugin) and Intel GPUs
-(intel-device-plugins-for-kubernetes), as the Helm values reader counts them."""
 TPU_KEYS = ("google.com/tpu",)
 GPU_TYPE_KEYS = ("cloud.google.com/gke-accelerator", "nvidia.com/gpu.product",
                  "amd.com/gpu.product", "karpenter.k8s.aws/instance-gpu-name",

@@ -6,9 +6,10 @@ Kubernetes ``$(VAR)`` references and shell parameters (``$VAR``, ``${VAR:-defaul
 compose/SkyPilot/dstack environment block.
 
 Nothing is executed: command substitutions (``$(cmd)``, backticks) are never run, they are
-reported as unresolved, except two read from their text: a program's path on PATH
-(``$(which vllm)``) and a count of a variable's comma-separated fields (``$(echo
-$CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')``). Layered above :mod:`.shell_words` and
+reported as unresolved, except three read from their text: a program's path on PATH
+(``$(which vllm)``), a count of a variable's comma-separated fields (``$(echo
+$CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')``) and a count of the GPUs the process sees
+(``$(nvidia-smi -L | wc -l)``), where the platform fixes it. Layered above :mod:`.shell_words` and
 below :mod:`.engine_command`.
 """
 
@@ -25,8 +26,8 @@ from kvlint.manifests.base import Unresolved
 from kvlint.manifests.shell_words import _NAME, Word, _matching
 from kvlint.manifests.yaml_marks import LDict, LList, LStr
 
-__all__ = ["Env", "Token", "bounded_sub", "env_from_k8s", "env_from_mapping_or_list",
-           "expand_words"]
+__all__ = ["VISIBLE_GPUS", "Env", "Token", "bounded_sub", "env_from_k8s",
+           "env_from_mapping_or_list", "expand_words"]
 
 
 # --- environment ---------------------------------------------------------------------------
@@ -84,6 +85,20 @@ _FIELD_COUNT = re.compile(
 """``$(echo $CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')`` (or ``| tr ',' '\\n' | wc
 -l``): the number of comma-separated fields of a variable, a script's count of the devices
 it lists (awk's NF; tr puts one field on each line, wc counts them)."""
+_GPU_COUNT = re.compile(
+    r"""(?:nvidia-smi\s+(?:-L|--list-gpus)"""
+    r"""|nvidia-smi\s+--query-gpu=[\w.,]+\s+--format=csv,noheader(?:,nounits)?)"""
+    r"""\s*\|\s*(?:wc\s+-l|grep\s+-c\s+\S+)"""
+    r"""|(?P<torch>python3?\s+-c\s+(?P<q>["'])\s*import\s+torch\s*[;\n]\s*"""
+    r"""print\s*\(\s*torch\.cuda\.device_count\s*\(\s*\)\s*\)\s*;?\s*(?P=q))""")
+"""A count of the GPUs the process sees: ``nvidia-smi -L | wc -l`` (or ``| grep -c GPU``,
+``--query-gpu=... --format=csv,noheader | wc -l``), which lists every device the container or
+node exposes, and ``python -c "import torch; print(torch.cuda.device_count())"``, which also
+honours ``CUDA_VISIBLE_DEVICES``. Its value is the platform's GPU count
+(:data:`VISIBLE_GPUS`) where the manifest fixes one."""
+VISIBLE_GPUS = "\x00visible-gpus"
+"""The platform variable holding the number of GPUs the platform gives the process (a
+container's ``nvidia.com/gpu`` limit, a Slurm node's GPUs), for :data:`_GPU_COUNT`."""
 _LOOKUP = re.compile(r"(?:command\s+-v|which|type\s+-[Pp])\s+([A-Za-z][\w.+-]{0,63})")
 """``$(command -v NAME)``, ``$(which NAME)``, ``$(type -P NAME)``: the path of the program
 NAME on PATH, which runs NAME (its directory is not needed to tell the program)."""
@@ -177,6 +192,17 @@ class Env:
             return value
         return self.platform.get(name)
 
+    def _visible_gpus(self, written: str, torch: bool) -> str:
+        """The number a GPU-count substitution prints (:data:`_GPU_COUNT`)."""
+        listed = self.values.get("CUDA_VISIBLE_DEVICES") if torch else None
+        if listed is not None and "$" not in listed and listed.strip():
+            return str(len([d for d in listed.split(",") if d.strip()]))
+        count = self.platform.get(VISIBLE_GPUS)
+        if count is None:
+            raise _Unset(f"command substitution {written} counts the GPUs the process sees, "
+                         "which the manifest does not fix")
+        return count
+
     def line_of(self, name: str) -> int | None:
         """The manifest line of ``name``'s value, when known."""
         value = self.values.get(name, self.platform.get(name))
@@ -252,6 +278,12 @@ class Env:
                 inner = text[i + 2:end].strip()
                 found = _LOOKUP.fullmatch(inner)
                 counted = _FIELD_COUNT.fullmatch(inner) if found is None else None
+                gpus = _GPU_COUNT.fullmatch(inner) if found is None and counted is None \
+                    else None
+                if gpus is not None:
+                    out.append(self._visible_gpus(text[i:end + 1], bool(gpus.group("torch"))))
+                    i = end + 1
+                    continue
                 if counted is not None:
                     listed = self.lookup(counted.group(1))
                     if listed is None or "$" in listed:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from kvlint.manifests.shell_env import VISIBLE_GPUS
+
 __all__ = ["SlurmGpus", "slurm_gpus", "slurm_variables"]
 
 _DIRECTIVE = re.compile(r"^#SBATCH\s+(.*)$")
@@ -142,10 +144,14 @@ def slurm_variables(text: str, found: SlurmGpus | None) -> dict[str, str]:
     environment (https://slurm.schedmd.com/sbatch.html, "OUTPUT ENVIRONMENT VARIABLES"):
     ``SLURM_GPUS_ON_NODE`` (the GPUs of this node, ``found`` by :func:`slurm_gpus`, when the
     directives give a per-node count), ``SLURM_GPUS_PER_NODE`` (``--gpus-per-node``),
-    ``SLURM_JOB_NUM_NODES`` and ``SLURM_NNODES`` (a fixed ``--nodes``)."""
+    ``SLURM_JOB_NUM_NODES`` and ``SLURM_NNODES`` (a fixed ``--nodes``); and the node's GPU
+    count for a count of the GPUs the job sees (:data:`~.shell_env.VISIBLE_GPUS`)."""
     out: dict[str, str] = {}
     if found is not None and found.count is not None:
         out["SLURM_GPUS_ON_NODE"] = str(found.count)
+        # what nvidia-smi lists on the node: Slurm confines the job to its GPUs (cgroup
+        # ConstrainDevices, the usual GPU cluster setting) and sets CUDA_VISIBLE_DEVICES
+        out[VISIBLE_GPUS] = str(found.count)
     for option, value, _ in _options(text):
         if option == "--gpus-per-node":
             spec = _GPU_SPEC.match(value)

@@ -948,3 +948,58 @@ def test_a_command_built_by_appends_and_evaluated() -> None:
     assert (found["model"], found["tp"]) == ("org/m", 2)
     (model,) = script_models(text, "serve.sh")
     assert getattr(model.max_model_len, "value", None) == 4096
+
+
+@pytest.mark.parametrize(("header", "count", "tp"), [
+    # Slurm confines the job to the GPUs it asks for: nvidia-smi lists those
+    ("#SBATCH --gres=gpu:4\n", "$(nvidia-smi -L | wc -l)", 4),
+    ("#SBATCH --gres=gpu:2\n", "$(nvidia-smi --list-gpus | grep -c GPU)", 2),
+    ("#SBATCH --gres=gpu:2\n",
+     "$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)", 2),
+    # torch counts what CUDA_VISIBLE_DEVICES leaves
+    ('CUDA_VISIBLE_DEVICES="0,1,2"\n',
+     "$(python -c 'import torch; print(torch.cuda.device_count())')", 3),
+    # a plain script on a host: every GPU of the host, which the file does not say
+    ("", "$(nvidia-smi -L | wc -l)", "?"),
+    ('CUDA_VISIBLE_DEVICES="0,1"\n', "$(nvidia-smi -L | wc -l)", "?"),  # nvidia-smi: all
+])
+def test_a_count_of_the_gpus_the_process_sees(header: str, count: str, tp: object) -> None:
+    text = (f"#!/bin/bash\n{header}NUM_GPUS={count}\n"
+            "vllm serve org/m --tensor-parallel-size $NUM_GPUS\n")
+    (found,) = served(text)
+    if tp == "?":
+        assert isinstance(found["tp"], Unresolved)
+        assert "counts the GPUs the process sees" in found["tp"].reason
+    else:
+        assert found["tp"] == tp
+
+
+def test_a_container_counting_its_gpus_runs_with_its_limit() -> None:
+    """``GPUS=$(nvidia-smi -L | grep -c '^GPU')`` in a container's script: the device plugin
+    exposes the container's own GPUs, so the count is its nvidia.com/gpu limit."""
+    text = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: m}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.0
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              GPUS=$(nvidia-smi -L | grep -c '^GPU')
+              exec vllm serve org/m --tensor-parallel-size "$GPUS"
+          resources: {limits: {nvidia.com/gpu: 2}}
+"""
+    import tempfile
+    from pathlib import Path as _Path
+
+    from tests.loaders.manifests.support import extract_path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = _Path(folder) / "deploy.yaml"
+        path.write_text(text, encoding="utf-8")
+        (m,) = extract_path(path)
+    assert isinstance(m.tp, Located) and m.tp.value == 2

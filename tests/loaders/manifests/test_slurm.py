@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kvlint.manifests.base import Located
+from kvlint.manifests.shell_env import VISIBLE_GPUS
 from kvlint.manifests.shell_scripts import script_models
 from kvlint.manifests.slurm import slurm_gpus, slurm_variables
 
@@ -86,7 +87,7 @@ def test_the_jobs_own_variables_are_set_from_its_directives() -> None:
     head = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --gpus-per-node=4\n"
     assert slurm_variables(head, slurm_gpus(head)) == {
         "SLURM_GPUS_ON_NODE": "4", "SLURM_GPUS_PER_NODE": "4", "SLURM_JOB_NUM_NODES": "1",
-        "SLURM_NNODES": "1"}
+        "SLURM_NNODES": "1", VISIBLE_GPUS: "4"}
     (m,) = script_models(head + "vllm serve org/m --tensor-parallel-size $SLURM_GPUS_ON_NODE\n",
                          "job.sh")
     assert m.tp is not None and getattr(m.tp, "value", None) == 4
