@@ -87,8 +87,12 @@ CASES = [
     Case("vllm-unknown-version-option-of-older", "vllm", "my-tag", ["--swap-space", "16"],
          [("KV701", "--swap-space", "vLLM 0.11.0 is the last release kvlint knows that "
            "accepts it")], severity="warning"),
+    # a tag that dates its build (2025-03-12): judged by the releases around that day
+    # (0.7.3, 0.8.5), which lack an option of mid-2025; a warning, since a fork may have it
     Case("vllm-unknown-version-option-of-newer", "vllm", "20250312_0916_RC01",
-         ["--async-scheduling"]),
+         ["--async-scheduling"], [("KV701", "--async-scheduling",
+                                   "the image tag dates the build 2025-03-12")],
+         severity="warning"),
     Case("vllm-unknown-version-no-version-has-it", "vllm", "my-tag", ["--tp", "8"],
          [("KV701", "--tp",
            "judged by every version kvlint knows, 0.2.7 to 0.34.0 (11 releases)")]),

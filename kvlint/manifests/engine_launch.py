@@ -29,6 +29,7 @@ from kvlint.manifests.engine_command import (
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_options import engine_problems
 from kvlint.manifests.engine_programs import find_program
+from kvlint.manifests.image_refs import tag_date
 from kvlint.manifests.image_tags import unpublished_tag
 from kvlint.manifests.images import (
     FIXED_BUILD,
@@ -311,7 +312,9 @@ def engine_refusals(engine: Located[str], version: Located[str] | Unresolved | N
     """What the engine refuses of its command (:func:`~.engine_options.engine_problems`),
     of the command in the image it runs without a GPU (:func:`_cpu_on_cuda_image`), and an
     engine image tag its repository never publishes (:func:`_unpublished_image`)."""
-    problems = engine_problems(engine.value, version, args.uses)
+    built = tag_date(image.value) if image is not None and \
+        not isinstance(version, Located) else None
+    problems = engine_problems(engine.value, version, args.uses, built)
     cpu = _cpu_on_cuda_image(engine, image, args) \
         if isinstance(gpus, Located) and gpus.value == 0 else None
     pull = _unpublished_image(image)
@@ -588,11 +591,10 @@ def visible_devices(get: Callable[[str], object], line: int | None,
 
 def engine_gpus(args: EngineArgs, line: int | None, why: str,
                 visible: Located[int] | None) -> Located[int] | None:
-    """The GPUs an engine given every device takes: its world (:func:`occupied_gpus`), or the
-    ``visible`` devices when fewer (it then cannot place every rank); more visible devices
-    are not taken. With the world not resolved (``--tensor-parallel-size $TP``), the visible
-    devices are the GPUs it is given."""
-    occupied = occupied_gpus(args, line, why)
-    if visible is not None and (occupied is None or visible.value < occupied.value):
+    """The GPUs an engine is given where no container limits it: the ``visible`` devices a
+    ``CUDA_VISIBLE_DEVICES`` list names (the GPUs the command is handed, as a container's
+    limit is: fewer than its world and it cannot place every rank, more and they sit idle),
+    else its world (:func:`occupied_gpus`), the GPUs it takes of a host's."""
+    if visible is not None:
         return visible
-    return occupied
+    return occupied_gpus(args, line, why)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from datetime import date
 from functools import cache
 
 from packaging.version import Version
@@ -154,16 +155,23 @@ def _options_at(engine: str, version: str | None) -> frozenset[str]:
     return frozenset(_names(engine, ABSENT.get(engine, {}).get(version, "").split()))
 
 
-def _bracket(engine: str, version: Located[str] | Unresolved | None
-             ) -> tuple[list[str | None], str, str]:
+def _bracket(engine: str, version: Located[str] | Unresolved | None,
+             built: date | None = None) -> tuple[list[str | None], str, str]:
     """The known versions that judge ``version`` (one, or the two around it), a label for
     messages (``vLLM 0.33.0``) and, when the label is not the manifest's own version, a note
-    saying which version judged it."""
+    saying which version judged it. ``built``: the day an image of no stated version was
+    built (its tag's date), which bounds the releases it can hold."""
     name = engine_display(engine)
     known = VERSIONS.get(engine)
     if not known:
         return [None], name, ""
     newest = known[-1]
+    if not isinstance(version, Located) and built is not None:
+        dated = _built_bracket(engine, known, built)
+        if dated:
+            return list(dated), name, (
+                f"the {name} version is unknown; the image tag dates the build {built}: "
+                f"judged by {_listed(dated)}, the releases around that day")
     if not isinstance(version, Located):
         # nothing names the version (a custom or date tag, another engine's base image, an
         # unexpanded variable): whatever any known version accepts may be what runs
@@ -188,6 +196,18 @@ def _bracket(engine: str, version: Located[str] | Unresolved | None
     upper = min((raw for v, raw in ordered if v > parsed), key=Version)
     lower = max((raw for v, raw in ordered if v < parsed), key=Version)
     return [lower, upper], f"{name} {text}", ""
+
+
+def _built_bracket(engine: str, known: Sequence[str], built: date) -> list[str]:
+    """The known versions a build of ``built`` runs between: the newest kvlint has a table
+    for that was published by then, and the next (a build of that day may hold what the
+    next release adds); every earlier one when the day predates the newest table's."""
+    from kvlint.engines.release_dates import released
+
+    days = [(v, released(engine, v)) for v in known]
+    before = [v for v, day in days if day is not None and day <= built]
+    after = [v for v, day in days if day is not None and day > built]
+    return ([before[-1]] if before else []) + after[:1]
 
 
 def _listed(versions: Sequence[str]) -> str:
@@ -426,11 +446,13 @@ file) gets one more problem for the rest, unjudged."""
 
 
 def engine_problems(engine: str, version: Located[str] | Unresolved | None,
-                    uses: Sequence[OptionUse]) -> tuple[EngineArgProblem, ...]:
-    """What ``engine`` at ``version`` refuses in the options ``uses`` (in command order)."""
+                    uses: Sequence[OptionUse], built: date | None = None
+                    ) -> tuple[EngineArgProblem, ...]:
+    """What ``engine`` at ``version`` refuses in the options ``uses`` (in command order);
+    ``built``: the day the image was built, where its tag says and no version is known."""
     if engine not in _PARSER or not uses:
         return ()
-    versions, label, basis = _bracket(engine, version)
+    versions, label, basis = _bracket(engine, version, built)
     sets = [_options_at(engine, v) for v in versions]
     newest_set = sets[-1]
     parser = _PARSER[engine]
@@ -515,6 +537,11 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
         known = _options_at(engine, versions[0]) if versions else frozenset()
         problems = [_maybe_older(p, versions[0] if versions else None, known)
                     for p in problems]
+    if basis and built is not None and not isinstance(version, Located) and \
+            "the image tag dates the build" in basis:
+        # a day in a tag bounds the build, but a fork or a backport may differ: warnings
+        problems = [replace(p, data={**p.data, "newer_may_accept": True})
+                    if p.kind in ("option", "value") else p for p in problems]
     if basis:
         problems = [replace(p, message=f"{p.message} ({basis})",
                             data={**p.data, "judged_by": basis}) for p in problems]
@@ -568,7 +595,7 @@ def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str
             ours = None  # the close spelling is this engine's option for the same value
         if ours:
             close = [ours]
-        if close and close[0] != name:
+        if close and close[0] != name and (ours or not history):  # a removed option: no guess
             parts.append(f"did you mean {close[0]}?" if not ours else
                          f"{name} is another engine's spelling; {engine_display(engine)}'s is "
                          f"{ours}")

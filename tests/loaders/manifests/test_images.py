@@ -245,3 +245,18 @@ def test_one_fixed_build_is_told_from_a_rolling_tag(image: str, fixed: bool) -> 
 ])
 def test_an_image_file_is_read_by_its_name(image: str, expected: tuple[str | None, ...]) -> None:
     assert engine_from_image(image)[:2] == expected
+
+
+@pytest.mark.parametrize(("image", "day"), [
+    ("us-docker.pkg.dev/vertex-ai/x/pytorch-vllm-serve:20250312_0916_RC01", "2025-03-12"),
+    ("lmsysorg/sglang:nightly-dev-2025-06-12-abc", "2025-06-12"),
+    ("vllm/vllm-openai:v0.8.5", None),
+    ("repo/img:20251399", None),            # no such day
+    ("repo/img@sha256:" + "20250312" * 8, None),  # a digest is not a tag
+    ("repo/img:build-123202503120", None),  # digits on both sides
+])
+def test_a_tag_that_dates_its_build(image: str, day: str | None) -> None:
+    from kvlint.manifests.image_refs import tag_date
+
+    found = tag_date(image)
+    assert (found.isoformat() if found else None) == day

@@ -68,13 +68,15 @@ def test_a_server_started_in_sh_c_under_nohup() -> None:
 
 
 def test_fewer_visible_devices_than_the_engine_needs() -> None:
-    """``CUDA_VISIBLE_DEVICES`` bounds a bare command's GPUs on its node: fewer than tp is the
-    count (KV206 then says the engine cannot place its ranks); more is not taken. A server
-    that spans nodes sees one node's devices: not read."""
+    """``CUDA_VISIBLE_DEVICES`` names a bare command's GPUs on its node, as a container's
+    limit does: fewer than tp (KV206 then says the engine cannot place its ranks), or more
+    (KV206: idle). A server that spans nodes sees one node's devices: not read."""
     few = served("CUDA_VISIBLE_DEVICES=4,5 lmdeploy serve api_server org/m --tp 4\n")
     assert few[0]["gpus"] == 2
     many = served("CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve org/m\n")
-    assert many[0]["gpus"] == 1
+    assert many[0]["gpus"] == 4
+    bare = served("vllm serve org/m -tp 2\n")
+    assert bare[0]["gpus"] == 2  # no list: the world it takes of the host's GPUs
     ray = served("export CUDA_VISIBLE_DEVICES=0\nray start --head\n"
                  "vllm serve org/m --pipeline-parallel-size 2\n")
     assert ray[0]["gpus"] == 2
