@@ -531,6 +531,7 @@ class ComposeParser(ManifestParser):
                 notes.append(said)
         serve_word = False
         refused: list[EngineArgProblem] = []
+        fronted = False
         if launch is not None:
             engine = Located(launch.engine, launch.line, None,
                              "entrypoint + command" if entry else "command")
@@ -556,6 +557,7 @@ class ComposeParser(ManifestParser):
                 worker = worker_command(image.value, Env(env, k8s=False), image.line) \
                     if not command else None
                 if worker is not None:  # RunPod's worker: options from the environment
+                    fronted = True  # its handler, not the engine, answers on the service's ports
                     words = list(worker.words)
                     notes.extend(worker.notes)
                     refused.extend(worker.problems)
@@ -609,7 +611,8 @@ class ComposeParser(ManifestParser):
                               **model_over)
         problem = entrypoint_problem(image, command, "the service sets no entrypoint") \
             if "entrypoint" not in service and (launch is not None or serve_word) else None
-        port = unpublished_port(engine, args, service, env, key_line(service, "ports"))
+        port = None if fronted else \
+            unpublished_port(engine, args, service, env, key_line(service, "ports"))
         foreign = foreign_device_problem(engine, image, gpu_type)
         found = (*refused, *(p for p in (problem, port, foreign) if p is not None))
         if served is None or not found:

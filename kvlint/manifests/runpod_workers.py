@@ -13,7 +13,8 @@ upper snake case is that flag, from an allow-list; aliases ``MODEL_NAME``, ``MOD
 explicit table; both default ``gpu_memory_utilization`` to 0.95 and set the tensor-parallel
 size to the number of visible GPUs when more than one is visible); runpod-workers/worker-sglang
 @1b924c9de8b90e5cf47c974c556f6dd403939243 ``engine.py`` (an explicit table of options and
-boolean flags; ``MODEL_PATH`` in 1.0.0-1.2.0@ec910bd).
+boolean flags; ``MODEL_PATH`` in 1.0.0-1.2.0@ec910bd; ``--host``/``--port`` always passed, from
+``HOST`` and ``PORT`` with defaults 0.0.0.0 and 30000).
 """
 
 from __future__ import annotations
@@ -234,6 +235,10 @@ def worker_command(image: str, env: Env, line: int | None) -> WorkerCommand | No
         model = next((n for n in model_names if _value(env, n) is not None), None)
         if model is not None:
             words += _option(env, model, "--model-path")
+        # the worker always passes its address: HOST (0.0.0.0) and PORT (30000), engine.py
+        for name, flag, default in (("HOST", "--host", "0.0.0.0"), ("PORT", "--port", "30000")):
+            words += _option(env, name, flag) if _value(env, name) is not None else \
+                [Word(flag, line), Word(default, line)]
         for name, flag in _SGLANG_OPTIONS:
             if _value(env, name) is not None:
                 words += _option(env, name, flag)

@@ -146,6 +146,31 @@ def test_the_sglang_worker_reads_its_own_table(tmp_path: Path) -> None:
     assert (v(old.model), v(old.engine_version)) == ("/models/other", "0.4.6.post4")
 
 
+def test_the_sglang_worker_binds_its_host_and_its_handler_answers_the_ports(
+        tmp_path: Path) -> None:
+    """The worker always passes --host $HOST (0.0.0.0) and --port $PORT (30000) to SGLang
+    (engine.py@1b924c9), so SGLang's own loopback default does not apply; the ports a
+    compose service publishes are its handler's (local testing), not the engine's: no
+    KV705."""
+    path = tmp_path / "docker-compose.yml"
+    path.write_text("services:\n  w:\n    image: runpod/worker-sglang:dev\n"
+                    "    environment: [MODEL_NAME=org/m, PORT=30001]\n"
+                    "    ports: ['8000:8000']\n    gpus: all\n")
+    from kvlint.manifests.runpod_workers import worker_command
+    from kvlint.manifests.shell_env import Env
+
+    command = worker_command("runpod/worker-sglang:dev",
+                             Env({"MODEL_NAME": "org/m", "PORT": "30001"}, k8s=False), 3)
+    assert command is not None
+    words = [w.text for w in command.words]
+    assert words[words.index("--host") + 1] == "0.0.0.0"
+    assert words[words.index("--port") + 1] == "30001"
+    result = CliRunner().invoke(main, ["lint", str(path), "--offline", "--isolated",
+                                       "--no-plugins", "--format", "json"])
+    codes = [f["code"] for r in json.loads(result.stdout)["results"] for f in r["findings"]]
+    assert "KV705" not in codes
+
+
 def test_a_dockerfile_on_a_worker_serves_its_env(tmp_path: Path) -> None:
     path = tmp_path / "Dockerfile"
     path.write_text('FROM runpod/worker-v1-vllm:v2.13.1\n'
