@@ -221,7 +221,8 @@ def split_script(script: str, *, line: int | None = None,
     """Split a shell script into simple commands of words.
 
     Commands end at newlines, ``;``, ``&&``, ``||``, ``|``, ``&`` and parentheses outside
-    quotes; ``\\``-newline continues a line; ``#`` at the start of a word starts a comment;
+    quotes; ``\\``-newline continues a line (``\\`` before a CRLF too: a file saved on
+    Windows, read as a checkout that converts line ends); ``#`` at the start of a word starts a comment;
     redirections (``> file``, ``2>&1``, heredocs) are dropped. Words lose their quotes as in
     ``sh`` (a single-quoted JSON document with spaces is one word); ``$(...)``, ``${...}``
     and ``$((...))`` stay inside their word, unexpanded.
@@ -302,6 +303,9 @@ class _Splitter:
             if c == "\\":
                 if i + 1 >= n or text[i + 1] == "\n":  # a continuation (to the end of
                     i += 2                              # the script: bash drops it too)
+                    continue
+                if text.startswith("\r\n", i + 1):  # a file saved with CRLF line ends: read
+                    i += 3                             # as the checkout that converts them
                     continue
                 self.begin(i)
                 if i + 1 < n:

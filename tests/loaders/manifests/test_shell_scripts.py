@@ -1005,3 +1005,12 @@ spec:
         path.write_text(text, encoding="utf-8")
         (m,) = extract_path(path)
     assert isinstance(m.tp, Located) and m.tp.value == 2
+
+
+def test_a_script_saved_with_crlf_line_ends_continues_its_lines() -> None:
+    text = ("#!/bin/bash\r\ndocker create --name a --gpus all -p 8002:8000 \\\r\n"
+            "  vllm/vllm-openai:v0.6.3 \\\r\n  --model Qwen/Qwen2.5-7B-Instruct \\\r\n"
+            "  --max-model-len 6144\r\n")
+    (found,) = served(text)
+    assert (found["model"], found["version"], found["line"]) == \
+        ("Qwen/Qwen2.5-7B-Instruct", "0.6.3", 4)  # as with LF line ends
