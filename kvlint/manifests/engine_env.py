@@ -298,7 +298,7 @@ def _invocation(words: list[Word], env: Env, position: int,
     if hit is None:
         triton = triton_launch(rest, env=local, image=images(position) if images else None)
         if triton is None:
-            return None
+            return _wrapper_invocation(rest, local, position)
         return EngineInvocation(engine=triton.engine, args=triton_args(triton), line=triton.line,
                                 words=tuple(rest), index=triton.program + 1, env=local,
                                 position=position)
@@ -313,6 +313,40 @@ def _invocation(words: list[Word], env: Env, position: int,
         args = judge_known_options_only(args)
     return EngineInvocation(engine=engine, args=args, line=rest[program].line,
                             words=tuple(rest), index=index, env=local, position=position)
+
+
+_WRAPPER_NAME = re.compile(r"(?i)(?:^|[^a-z])(llama|vllm|sglang|lmdeploy|tgi|trtllm)"
+                           r"(?:[^a-z]|$).*?(?:serve|server|launch|start|run)|"
+                           r"(?:serve|server|launch|start|run).*?(?:^|[^a-z])"
+                           r"(llama|vllm|sglang|lmdeploy|tgi|trtllm)(?:[^a-z]|$)")
+"""A program or shell function named for an engine's server (``run_llama_server``,
+``start-vllm``, ``launch_sglang``): the engine word beside a serve/launch/start/run word."""
+_NAMED_ENGINE = {"llama": "llamacpp", "vllm": "vllm", "sglang": "sglang",
+                 "lmdeploy": "lmdeploy", "tgi": "tgi", "trtllm": "trtllm"}
+
+
+def _wrapper_invocation(rest: list[Word], env: Env, position: int) -> EngineInvocation | None:
+    """A command of a program kvlint does not know (a function of a sourced file, a wrapper
+    script on PATH) that is named for an engine's server and given options only that
+    engine's parser has (``run_llama_server --ctx-size 32768 --gpu-layers 100``): that
+    engine's server, its options as the wrapper hands them on. Only options the engine
+    knows are judged (the wrapper may take others of its own)."""
+    from kvlint.manifests.cli_options import engine_of_options
+
+    if len(rest) < 2 or "/" in rest[0].text or not rest[1].text.startswith("-"):
+        return None
+    named = _WRAPPER_NAME.search(rest[0].text)
+    if named is None:
+        return None
+    engine = _NAMED_ENGINE[(named.group(1) or named.group(2)).lower()]
+    if engine_of_options([w.text for w in rest[1:]]) != engine:
+        return None
+    args = judge_known_options_only(with_env(parse_engine_args(engine, rest[1:], env), env))
+    note = (f"{rest[0].text} is not a program kvlint knows; named for the {engine_display(engine)}"
+            f" server and given its options, it is read as a wrapper that starts it")
+    return EngineInvocation(engine=engine, args=replace(args, notes=(*args.notes, note)),
+                            line=rest[0].line, words=tuple(rest), index=1, env=env,
+                            position=position)
 
 
 def _swallowed(words: Sequence[Word], program: int, engine: str) -> EngineArgProblem | None:

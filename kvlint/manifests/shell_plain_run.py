@@ -183,10 +183,13 @@ def plain_run_cases(text: str) -> str:
     return "".join(out)
 
 
-_COMMAND_USE = re.compile(r'^([ \t]*)((?:sudo[ \t]+|exec[ \t]+)*)'
+_COMMAND_USE = re.compile(r'^([ \t]*)((?:sudo[ \t]+|exec[ \t]+|nohup[ \t]+)*)'
                           r'(eval[ \t]+"?\$\{?([A-Za-z_]\w{0,63})\}?"?'
-                          r'|\$\{?([A-Za-z_]\w{0,63})\}?)[ \t]*(?:#.*)?$', re.MULTILINE)
-"""A command that is one variable: ``$CMD``, ``exec $CMD``, ``eval "$CMD"`` (or ``eval $CMD``)."""
+                          r'|\$\{?([A-Za-z_]\w{0,63})\}?)'
+                          r'((?:[ \t]*(?:[0-9]?>>?(?:&[0-9])?[ \t]*(?:"[^"\n]*"|[^\s;&|"]+)?'
+                          r'|&(?!&)))*)[ \t]*(?:#.*)?$', re.MULTILINE)
+"""A command that is one variable: ``$CMD``, ``exec $CMD``, ``eval "$CMD"`` (or ``eval $CMD``),
+with redirections and a ``&`` after it (``eval "$CMD" > "$LOG" 2>&1 &``), which stay."""
 
 
 def _command_value(text: str, name: str, before: int, evaluated: bool) -> str | None:
@@ -222,6 +225,8 @@ def _command_value(text: str, name: str, before: int, evaluated: bool) -> str | 
         # CMD="... '$N'": the double-quoted assignment already put N's value in, which the
         # single quotes then hold together for eval: the word is N's value
         value = re.sub(r"'(\$\{?[A-Za-z_]\w{0,63}\}?)'", r'"\1"', value)
+        # CMD="... --model \"$M\"": the assignment's escapes leave the quotes eval parses
+        value = re.sub(r'\\([$`"\\])', r"\1", value.replace("\\\n", " "))
     return " ".join(value.replace("\\\n", " ").split())
 
 
@@ -251,7 +256,7 @@ def plain_run_commands(text: str) -> str:
         value = _command_value(text, name, use.start(), evaluated=use.group(4) is not None)
         if not value:
             continue
-        out += [text[last:use.start()], use.group(1), use.group(2), value]
+        out += [text[last:use.start()], use.group(1), use.group(2), value, use.group(6)]
         last = use.end()
     out.append(text[last:])
     return _split_words("".join(out))

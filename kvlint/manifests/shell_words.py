@@ -222,10 +222,11 @@ def split_script(script: str, *, line: int | None = None,
 
     Commands end at newlines, ``;``, ``&&``, ``||``, ``|``, ``&`` and parentheses outside
     quotes; ``\\``-newline continues a line (``\\`` before a CRLF too: a file saved on
-    Windows, read as a checkout that converts line ends); ``#`` at the start of a word starts a comment;
-    redirections (``> file``, ``2>&1``, heredocs) are dropped. Words lose their quotes as in
-    ``sh`` (a single-quoted JSON document with spaces is one word); ``$(...)``, ``${...}``
-    and ``$((...))`` stay inside their word, unexpanded.
+    Windows, read as a checkout that converts line ends); ``#`` at the start of a word starts
+    a comment; redirections (``> file``, ``2>&1``, heredocs) are dropped (the first stdout
+    target and each here-document kept on the command's first word). Words lose their
+    quotes as in ``sh`` (a single-quoted JSON document with spaces is one word);
+    ``$(...)``, ``${...}`` and ``$((...))`` stay inside their word, unexpanded.
 
     ``line`` is the manifest line of the scalar and ``style`` its YAML style: a literal
     block (``|``) puts each word on ``line + 1 + newlines before it``; a single-line scalar

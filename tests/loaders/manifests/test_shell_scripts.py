@@ -1014,3 +1014,27 @@ def test_a_script_saved_with_crlf_line_ends_continues_its_lines() -> None:
     (found,) = served(text)
     assert (found["model"], found["version"], found["line"]) == \
         ("Qwen/Qwen2.5-7B-Instruct", "0.6.3", 4)  # as with LF line ends
+
+
+@pytest.mark.parametrize(("command", "engine"), [
+    # a function of a sourced file, named for the server, given llama-server's options
+    ("run_llama_server --model /m/q.gguf --gpu-layers 100 --ctx-size 8192", "llamacpp"),
+    ("start-vllm --model org/m --max-model-len 4096 --enable-prefix-caching", "vllm"),
+    # named for another engine than its options, or for none: not read
+    ("run_llama_server --model org/m --max-model-len 4096 --enable-prefix-caching", None),
+    ("run_benchmark --model org/m --max-model-len 4096 --enable-prefix-caching", None),
+    ("start_vllm_server", None),
+])
+def test_a_wrapper_named_for_a_server_and_given_its_options(command: str,
+                                                             engine: str | None) -> None:
+    found = served(f"#!/bin/bash\nsource ../setup.sh\n{command}\n")
+    assert [m["engine"] for m in found] == ([engine] if engine else [])
+
+
+def test_an_evaluated_command_variable_with_escaped_quotes_and_redirections() -> None:
+    text = ('#!/bin/bash\nM="/models/a b.gguf"\nCMD="/opt/llama-server \\\n'
+            '  --model \\"$M\\" \\\n  --ctx-size 8192"\n'
+            'if [ "${1:-}" = "--bg" ]; then\n  eval "$CMD" > /tmp/log 2>&1 &\nelse\n'
+            '  eval "$CMD" &\nfi\n')
+    (found,) = served(text)
+    assert (found["engine"], found["model"]) == ("llamacpp", "/models/a b.gguf")
