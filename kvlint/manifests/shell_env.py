@@ -6,10 +6,11 @@ Kubernetes ``$(VAR)`` references and shell parameters (``$VAR``, ``${VAR:-defaul
 compose/SkyPilot/dstack environment block.
 
 Nothing is executed: command substitutions (``$(cmd)``, backticks) are never run, they are
-reported as unresolved, except three read from their text: a program's path on PATH
+reported as unresolved, except four read from their text: a program's path on PATH
 (``$(which vllm)``), a count of a variable's comma-separated fields (``$(echo
-$CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')``) and a count of the GPUs the process sees
-(``$(nvidia-smi -L | wc -l)``), where the platform fixes it. Layered above :mod:`.shell_words` and
+$CUDA_VISIBLE_DEVICES | awk -F',' '{print NF}')``), a count of the GPUs the process sees
+(``$(nvidia-smi -L | wc -l)``), where the platform fixes it, and a path's ``basename`` or
+``dirname``. Layered above :mod:`.shell_words` and
 below :mod:`.engine_command`.
 """
 
@@ -99,6 +100,11 @@ honours ``CUDA_VISIBLE_DEVICES``. Its value is the platform's GPU count
 VISIBLE_GPUS = "\x00visible-gpus"
 """The platform variable holding the number of GPUs the platform gives the process (a
 container's ``nvidia.com/gpu`` limit, a Slurm node's GPUs), for :data:`_GPU_COUNT`."""
+_PATH_PART = re.compile(r"""(basename|dirname)\s+(?:"([^"`$]*(?:\$\{?\w+\}?[^"`$]*)*)"|"""
+                        r"""((?:[^\s"'`$;|&()]|\$\{?\w+\}?)+))""")
+"""``$(basename "$MODEL_PATH")``, ``$(dirname $X)``: a path's last component or its folder,
+taken from the text (coreutils' rules: trailing slashes dropped; ``dirname`` of a bare name
+is ``.``), the path's own variables expanded first."""
 _LOOKUP = re.compile(r"(?:command\s+-v|which|type\s+-[Pp])\s+([A-Za-z][\w.+-]{0,63})")
 """``$(command -v NAME)``, ``$(which NAME)``, ``$(type -P NAME)``: the path of the program
 NAME on PATH, which runs NAME (its directory is not needed to tell the program)."""
@@ -120,6 +126,17 @@ def _program_tail(raw: str) -> str | None:
     tail = _PROGRAM_TAIL.search(raw)
     return tail.group(1) if tail is not None else None
 """The literal last component of a path (``$VENV_DIR/bin/sglang``: ``sglang``)."""
+
+
+def _path_part(which: str, path: str) -> str:
+    """What ``basename``/``dirname`` print for ``path``."""
+    trimmed = path.rstrip("/") or ("/" if path.startswith("/") else "")
+    if which == "basename":
+        return trimmed.rsplit("/", 1)[-1] or trimmed
+    if "/" not in trimmed:
+        return "."
+    head = trimmed.rsplit("/", 1)[0].rstrip("/")
+    return head or "/"
 
 
 class Env:
@@ -280,6 +297,13 @@ class Env:
                 counted = _FIELD_COUNT.fullmatch(inner) if found is None else None
                 gpus = _GPU_COUNT.fullmatch(inner) if found is None and counted is None \
                     else None
+                part = _PATH_PART.fullmatch(inner) if found is None and counted is None and \
+                    gpus is None else None
+                if part is not None:
+                    path = part.group(2) if part.group(2) is not None else part.group(3)
+                    out.append(_path_part(part.group(1), self._shell(path, depth + 1)))
+                    i = end + 1
+                    continue
                 if gpus is not None:
                     out.append(self._visible_gpus(text[i:end + 1], bool(gpus.group("torch"))))
                     i = end + 1

@@ -597,3 +597,19 @@ def test_lmdeploy_dp_world(flags: str, tp: int, dp: int) -> None:
                                 Env({}, k8s=False))
     assert (inv.args.tp.value if inv.args.tp else 1, inv.args.dp.value) == (tp, dp)  # type: ignore[union-attr]
     assert inv.args.dp_attention is not None and inv.args.dp_attention.value
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("/models/$(basename $P)", "/models/c"),
+    ('$(dirname "$P"):/models', "/a/b:/models"),
+    ("$(basename x.gguf)", "x.gguf"),
+    ("$(dirname x)", "."),
+    ("$(dirname /x)", "/"),
+    ("$(basename /)", "/"),
+])
+def test_basename_and_dirname_are_read_from_the_text(text: str, expected: str) -> None:
+    assert Env({"P": "/a/b/c/"}, k8s=False).expand(text) == expected
+
+
+def test_basename_of_an_unset_variable_is_unresolved() -> None:
+    assert isinstance(Env({}, k8s=False).expand("$(basename $Q)"), Unresolved)
