@@ -471,8 +471,23 @@ def _runs_after(guard: Sequence[Word], joined: str, env: Env) -> bool | None:
     return true if joined == "&&" else not true
 
 
+_DEFAULT_ASSIGN = re.compile(r"\$\{([A-Za-z_]\w{0,63})(:?)=(.*)\}", re.DOTALL)
+"""``${NAME:=default}`` (``${NAME=default}``) as a whole word: sets NAME to the default when it
+is unset (or empty), the way ``: "${NAME:=default}"`` sets a script's defaults."""
+
+
 def _assignments(words: list[Word]) -> dict[str, str] | None:
-    """The assignments of a command made only of them (``A=1 B=2``, ``export A=1``)."""
+    """The assignments of a command made only of them (``A=1 B=2``, ``export A=1``, the
+    ``:`` builtin's ``${A:=1}`` defaults)."""
+    if words[0].text == ":" and len(words) > 1:
+        defaults = [_DEFAULT_ASSIGN.fullmatch(w.text) for w in words[1:]]
+        if all(found is not None for found in defaults):
+            # NAME keeps a value it has, else takes the default: ${NAME:-default}
+            return {found.group(1): LStr(f"${{{found.group(1)}{found.group(2)}-"
+                                         f"{found.group(3)}}}", word.line or 0)
+                    for found, word in zip(defaults, words[1:], strict=True)
+                    if found is not None}
+        return None
     start = 1 if words[0].text in _DECLARE else 0
     body = [w for w in words[start:] if not w.text.startswith("-")]
     if start == 0 and not body:

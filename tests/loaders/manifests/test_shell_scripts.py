@@ -1038,3 +1038,14 @@ def test_an_evaluated_command_variable_with_escaped_quotes_and_redirections() ->
             '  eval "$CMD" &\nfi\n')
     (found,) = served(text)
     assert (found["engine"], found["model"]) == ("llamacpp", "/models/a b.gguf")
+
+
+@pytest.mark.parametrize(("set_before", "model"), [
+    ("", "/w/DotsOCR"),
+    ("HF_MODEL_PATH=/other\n", "/other"),  # := keeps a value the variable has
+])
+def test_the_colon_builtins_default_assignment(set_before: str, model: str) -> None:
+    text = (f'#!/bin/bash\n{set_before}: "${{HF_MODEL_PATH:=/w/DotsOCR}}"  # default\n'
+            ': ${TP:=2}\nexec vllm serve "${HF_MODEL_PATH}" --tensor-parallel-size $TP\n')
+    (found,) = served(text)
+    assert (found["model"], found["tp"]) == (model, 2)
