@@ -392,7 +392,8 @@ def _convert(engine: str, key: str, spelling: str, canonical: str, values: list[
                           text=spelling)
     first = values[0]
     if first.unresolved is not None:
-        return Unresolved(reason=first.unresolved.reason, line=line, text=first.raw)
+        return Unresolved(reason=first.unresolved.reason, line=line,
+                          text=first.unresolved.text or first.raw)
     text = (first.text or "").strip()
     if key in INT_FIELDS:
         number = _integer(engine, key, text)
@@ -548,7 +549,7 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
             line = values[0].line
         if values and values[0].unresolved is not None:
             options[canonical] = Unresolved(reason=values[0].unresolved.reason, line=line,
-                                            text=values[0].raw)
+                                            text=values[0].unresolved.text or values[0].raw)
         else:
             value: Any = (True if not values else
                           values[0].text if len(values) == 1 else [v.text for v in values])

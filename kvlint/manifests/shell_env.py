@@ -128,6 +128,9 @@ def _program_tail(raw: str) -> str | None:
 """The literal last component of a path (``$VENV_DIR/bin/sglang``: ``sglang``)."""
 
 
+_PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w{0,63})\}|\$([A-Za-z_]\w{0,63})")
+
+
 def _path_part(which: str, path: str) -> str:
     """What ``basename``/``dirname`` print for ``path``."""
     trimmed = path.rstrip("/") or ("/" if path.startswith("/") else "")
@@ -155,7 +158,8 @@ class Env:
     def __init__(self, values: Mapping[str, str | None],
                  platform: Mapping[str, str] | None = None, *, k8s: bool = True,
                  reasons: Mapping[str, str] | None = None,
-                 programs: Mapping[str, str] | None = None) -> None:
+                 programs: Mapping[str, str] | None = None,
+                 shown: Mapping[str, str] | None = None) -> None:
         self.values: dict[str, str | None] = dict(values)
         self.platform: dict[str, str] = dict(platform or {})
         self.k8s = k8s
@@ -163,20 +167,27 @@ class Env:
         self.programs: dict[str, str] = dict(programs or {})
         """Variables without a value whose assigned path ends in a literal name
         (``BIN=$VENV/bin/sglang``): the program they name, wherever its directory is."""
+        self.shown: dict[str, str] = dict(shown or {})
+        """Variables without a value: their assigned text, expanded where it can be
+        (``${SCRIPT_DIR}/models/x`` for ``MODEL_DIR``), for the values built from them."""
 
     def __repr__(self) -> str:
         return f"Env({self.values!r}, platform={self.platform!r}, k8s={self.k8s})"
 
     def with_values(self, values: Mapping[str, str | None],
                     reasons: Mapping[str, str] | None = None,
-                    programs: Mapping[str, str] | None = None) -> Env:
+                    programs: Mapping[str, str] | None = None,
+                    shown: Mapping[str, str] | None = None) -> Env:
         """A copy with ``values`` set on top (already expanded: no expansion here)."""
         merged = {**self.values, **values}
         why = {k: v for k, v in self.reasons.items() if k not in values}
         why.update(reasons or {})
         named = {k: v for k, v in self.programs.items() if k not in values}
         named.update(programs or {})
-        return Env(merged, self.platform, k8s=self.k8s, reasons=why, programs=named)
+        texts = {k: v for k, v in self.shown.items() if k not in values}
+        texts.update(shown or {})
+        return Env(merged, self.platform, k8s=self.k8s, reasons=why, programs=named,
+                   shown=texts)
 
     def assign(self, values: Mapping[str, str], *, k8s: bool | None = None) -> Env:
         """A copy with shell assignments applied: each value is expanded in this
@@ -185,18 +196,23 @@ class Env:
         out: dict[str, str | None] = {}
         reasons: dict[str, str] = {}
         programs: dict[str, str] = {}
+        shown: dict[str, str] = {}
         for name, raw in values.items():
             value = self.expand(raw, k8s=k8s)
             if isinstance(value, Unresolved):
                 out[name] = None
                 reasons[name] = value.reason
+                if value.text and f"${name}" not in value.text and \
+                        f"${{{name}" not in value.text and "$(" not in value.text and \
+                        "`" not in value.text:  # a command's output: shown by its name
+                    shown[name] = value.text
                 tail = _program_tail(str(raw))
                 if tail is not None:
                     programs[name] = tail
             else:
                 line = getattr(raw, "line", 0)
                 out[name] = LStr(value, line) if line else value
-        return self.with_values(out, reasons, programs)
+        return self.with_values(out, reasons, programs, shown)
 
     def lookup(self, name: str) -> str | None:
         """The value of ``name``; ``None`` when it is unset. Raises for a variable that is
@@ -254,7 +270,26 @@ class Env:
                 return text_k8s.replace("\x00", "$")
             return self._shell(text_k8s, 0)
         except _Unset as unset:
-            return Unresolved(reason=unset.reason, text=str(text))
+            return Unresolved(reason=unset.reason, text=self._partial(str(text)))
+
+    def _partial(self, text: str, depth: int = 0) -> str:
+        """``text`` with the plain references it can expand (``$NAME``, ``${NAME}``)
+        replaced and the others as written: what an unresolved value shows
+        (``${SCRIPT_DIR}/models/MiniCPM4.1-8B-GPTQ`` for ``${MODEL_DIR}``)."""
+        if "$" not in text or depth > 4 or len(text) > MAX_EXPANDED_CHARS:
+            return text
+
+        def one(found: re.Match[str]) -> str:
+            name = found.group(1) or found.group(2)
+            try:
+                value = self.lookup(name)
+            except _Unset:
+                value = self.shown.get(name)
+            if value is None or len(value) > MAX_EXPANDED_CHARS:
+                return found.group(0)
+            return self._partial(str(value), depth + 1).replace("\x00", "$")
+
+        return _PLAIN_REFERENCE.sub(one, text)
 
     def _k8s(self, text: str) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -610,8 +645,8 @@ def expand_words(words: Sequence[Word], env: Env) -> list[Token]:
         value = env.expand(word.text)
         if isinstance(value, Unresolved):
             tokens.append(Token(None, Unresolved(reason=value.reason, line=word.line,
-                                                 text=word.text), word.line, word.text,
-                                word.column))
+                                                 text=value.text or word.text), word.line,
+                                word.text, word.column))
         elif word.split:
             tokens.extend(Token(part, None, word.line, word.text) for part in value.split())
         else:

@@ -1049,3 +1049,14 @@ def test_the_colon_builtins_default_assignment(set_before: str, model: str) -> N
             ': ${TP:=2}\nexec vllm serve "${HF_MODEL_PATH}" --tensor-parallel-size $TP\n')
     (found,) = served(text)
     assert (found["model"], found["tp"]) == (model, 2)
+
+
+def test_an_unresolved_value_shows_what_it_is_built_from() -> None:
+    """``MODEL_DIR="${SCRIPT_DIR}/models/x"`` with SCRIPT_DIR from a command substitution:
+    the model shows the path with the one unknown part, not just ``${MODEL_DIR}``."""
+    text = ('#!/bin/bash\nSCRIPT_DIR="$(cd "$(dirname "$0")" && pwd)"\n'
+            'MODEL_DIR="${SCRIPT_DIR}/models/MiniCPM4.1-8B-GPTQ"\n'
+            'vllm serve --model "${MODEL_DIR}" --tensor-parallel-size 1\n')
+    (found,) = served(text)
+    assert isinstance(found["model"], Unresolved)
+    assert found["model"].text == "${SCRIPT_DIR}/models/MiniCPM4.1-8B-GPTQ"
