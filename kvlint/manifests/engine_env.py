@@ -84,6 +84,10 @@ class EngineInvocation:
     alternative: str | None = None
     """The ``case`` branch (its patterns) of a script that serves one of several presets,
     when this command's variables differ between them; ``None`` otherwise."""
+    iteration: str | None = None
+    """``VAR=value``: the pass of a ``for`` loop that starts this server, one per value,
+    when the command differs between passes (``CUDA_VISIBLE_DEVICES=$i ... --port $PORT``);
+    ``None`` otherwise."""
 
 
 _OPENERS = frozenset({"if", "while", "until", "for", "case", "select"})
@@ -189,6 +193,8 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
     cases: list[_Case] = []
     ifs: list[_If] = []
     worlds: list[tuple[str, Env]] = []
+    loop = 0
+    """The depth of the ``for`` loop whose passes :data:`worlds` are (0: none)."""
     for position, command in enumerate(commands):
         words = list(command)
         if words and ifs and ifs[-1].depth == depth and words[0].text in ("elif", "else"):
@@ -217,6 +223,12 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
         if head in _OPENERS:
             depth += 1
             openers.append(head)
+            passes = _loop_passes(words, env) if head == "for" and not worlds and \
+                not cases and not loop else None
+            if passes is not None:  # one world per pass of the loop
+                var, values = passes
+                loop = depth
+                worlds = [(f"{var}={value}", env.assign({var: value})) for value in values]
             if head == "if":
                 condition = _condition(words[1:], commands, position, env)
                 ifs.append(_If(depth, condition, condition))
@@ -227,6 +239,8 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
         if head in _CLOSERS:
             if head == "fi" and ifs and ifs[-1].depth == depth:
                 ifs.pop()
+            if head == "done" and loop and depth == loop:
+                loop, worlds = 0, []
             if head == "esac" and cases and cases[-1].depth == depth:
                 frame = cases.pop()
                 frame.close_branch()
@@ -261,16 +275,66 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
                 for frame in cases:
                     if frame.steps is not None:
                         frame.steps.append((assigned, depth > frame.depth or runs is None))
-                worlds = [(label, _apply(world, assigned, conditional=maybe))
+                # a pass of an unrolled loop runs its body: the loop adds no doubt
+                within = maybe if not loop else (depth - sure - 1 > 0 or runs is None)
+                worlds = [(label, _apply(world, assigned, conditional=within))
                           for label, world in worlds]
             continue
         variants: list[tuple[str | None, Env]] = \
             list(_variants(words, worlds)) if not cases else []
         for label, world in variants or [(None, env)]:
             invocation = _invocation(words, world, position, images)
-            if invocation is not None:
+            if invocation is not None and label and loop:
+                found.append(replace(invocation, iteration=label))
+            elif invocation is not None:
                 found.append(replace(invocation, alternative=label) if label else invocation)
     return found
+
+
+MAX_PASSES = 16
+"""The most passes of a ``for`` loop read one by one (a loop over the GPUs of a node)."""
+_BRACE_RANGE = re.compile(r"\{(-?\d{1,6})\.\.(-?\d{1,6})\}")
+_SEQ = re.compile(r"\$\(\s*seq\s+([^()]*(?:\$\(\([^()]*\)\)[^()]*)*)\)")
+
+
+def _loop_passes(words: Sequence[Word], env: Env) -> tuple[str, list[str]] | None:
+    """``(VAR, values)`` of ``for VAR in WORDS`` when kvlint can list the values (plain
+    words, variables it can expand, ``{0..7}``, ``$(seq A B)``), two to
+    :data:`MAX_PASSES` of them; ``None`` otherwise."""
+    if len(words) < 4 or words[2].text != "in" or not _NAME.fullmatch(words[1].text):
+        return None
+    values: list[str] = []
+    for word in words[3:]:
+        if word.text in ("do", ";"):
+            break
+        brace = _BRACE_RANGE.fullmatch(word.text)
+        seq = _SEQ.fullmatch(word.text)
+        if brace is not None:
+            low, high = int(brace.group(1)), int(brace.group(2))
+            if abs(high - low) >= MAX_PASSES:
+                return None
+            step = 1 if high >= low else -1
+            values += [str(n) for n in range(low, high + step, step)]
+        elif seq is not None:
+            bounds = env.expand(seq.group(1), k8s=False)
+            numbers = bounds.split() if isinstance(bounds, str) else []
+            if not numbers or len(numbers) > 3 or \
+                    not all(re.fullmatch(r"-?\d{1,6}", n) for n in numbers):
+                return None
+            first, *rest = [int(n) for n in numbers]
+            low, step, high = (1, 1, first) if not rest else (
+                (first, 1, rest[0]) if len(rest) == 1 else (first, rest[0], rest[1]))
+            if step <= 0 or (high - low) // step >= MAX_PASSES:
+                return None
+            values += [str(n) for n in range(low, high + 1, step)]
+        else:
+            value = env.expand(word.text, k8s=False)
+            if not isinstance(value, str):
+                return None
+            values += value.split() if word.split else [value]
+        if len(values) > MAX_PASSES:
+            return None
+    return (words[1].text, values) if len(values) > 1 else None
 
 
 def _variants(words: Sequence[Word], worlds: list[tuple[str, Env]]

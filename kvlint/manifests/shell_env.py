@@ -128,7 +128,10 @@ def _program_tail(raw: str) -> str | None:
 """The literal last component of a path (``$VENV_DIR/bin/sglang``: ``sglang``)."""
 
 
-_PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w{0,63})\}|\$([A-Za-z_]\w{0,63})")
+_PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w{0,63})\}|\$([A-Za-z_]\w{0,63})"
+                              r"|\$\{([A-Za-z_]\w{0,63})(:?)-((?:[^{}]|\{[^{}]*\})*)\}")
+"""The references an unresolved value's text shows expanded: ``$NAME``, ``${NAME}``, and
+``${NAME:-default}`` (its default where NAME is unset)."""
 
 
 def _path_part(which: str, path: str) -> str:
@@ -203,7 +206,7 @@ class Env:
                 out[name] = None
                 reasons[name] = value.reason
                 if value.text and f"${name}" not in value.text and \
-                        f"${{{name}" not in value.text and "$(" not in value.text and \
+                        f"${{{name}}}" not in value.text and "$(" not in value.text and \
                         "`" not in value.text:  # a command's output: shown by its name
                     shown[name] = value.text
                 tail = _program_tail(str(raw))
@@ -280,11 +283,16 @@ class Env:
             return text
 
         def one(found: re.Match[str]) -> str:
-            name = found.group(1) or found.group(2)
+            name = found.group(1) or found.group(2) or found.group(3)
             try:
                 value = self.lookup(name)
             except _Unset:
                 value = self.shown.get(name)
+                if found.group(3):  # set, but not to a value kvlint holds: no default
+                    return found.group(0) if value is None else \
+                        self._partial(str(value), depth + 1)
+            if found.group(3) and (value is None or (found.group(4) and not value)):
+                value = _quotes_removed(found.group(5))  # ${NAME:-default}, NAME unset
             if value is None or len(value) > MAX_EXPANDED_CHARS:
                 return found.group(0)
             return self._partial(str(value), depth + 1).replace("\x00", "$")

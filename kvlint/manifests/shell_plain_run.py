@@ -45,7 +45,7 @@ from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_words import split_script
 
 __all__ = ["here_path", "literal_value", "plain_run", "plain_run_argument_loops",
-           "plain_run_cases", "plain_run_commands", "plain_run_ifs"]
+           "plain_run_cases", "plain_run_commands", "plain_run_counted_loops", "plain_run_ifs"]
 
 MAX_CASES = 64
 """``case`` blocks read per script (a real one has a few)."""
@@ -493,9 +493,47 @@ def _no_arguments(test: re.Match[str]) -> bool:
 
 def plain_run(text: str) -> str:
     """The script's text as its plain run reads it: its loops over its own arguments run
-    zero times, its ``if`` and ``case`` blocks on its own mode cut to the branch taken, its
-    commands held in variables put where they run."""
-    return plain_run_commands(plain_run_cases(plain_run_ifs(plain_run_argument_loops(text))))
+    zero times, its counted loops list their values, its ``if`` and ``case`` blocks on its
+    own mode cut to the branch taken, its commands held in variables put where they run."""
+    return plain_run_commands(plain_run_cases(plain_run_ifs(plain_run_counted_loops(
+        plain_run_argument_loops(text)))))
+
+
+_COUNTED = re.compile(
+    r"^([ \t]*)for[ \t]*\(\([ \t]*([A-Za-z_]\w{0,63})[ \t]*=[ \t]*(\$?\{?\w+\}?)[ \t]*;"
+    r"[ \t]*\2[ \t]*(<=?)[ \t]*(\$?\{?\w+\}?)[ \t]*;"
+    r"[ \t]*(?:\2[ \t]*\+\+|\+\+[ \t]*\2|\2[ \t]*\+=[ \t]*1|\2[ \t]*=[ \t]*\2[ \t]*\+[ \t]*1)"
+    r"[ \t]*\)\)", re.MULTILINE)
+"""A counted loop: ``for ((i=0; i<NUM_WORKERS; i++))`` (``<=``, ``++i``, ``i+=1``)."""
+MAX_COUNTED = 16
+"""The most passes of a counted loop listed (a loop over a node's GPUs)."""
+
+
+def plain_run_counted_loops(text: str) -> str:
+    """``text`` with each counted loop whose bounds are integers (written, or variables the
+    script sets once at a line's start) written as ``for i in 0 1 ...`` on its line, so its
+    passes are read one by one (:func:`~kvlint.manifests.engine_env.engine_invocations`);
+    a loop of other bounds, or of more than :data:`MAX_COUNTED` passes, stays as written."""
+    if "((" not in text:
+        return text
+
+    def bound(word: str, before: int) -> int | None:
+        name = word.strip("${}")
+        value = name if name.isdigit() else _subject(text, name, before)
+        return int(value) if value is not None and value.isdigit() and len(value) < 7 \
+            else None
+
+    def one(found: re.Match[str]) -> str:
+        low, high = bound(found.group(3), found.start()), bound(found.group(5), found.start())
+        if low is None or high is None:
+            return found.group(0)
+        stop = high + 1 if found.group(4) == "<=" else high
+        if not 1 < stop - low <= MAX_COUNTED:
+            return found.group(0)
+        values = " ".join(str(n) for n in range(low, stop))
+        return f"{found.group(1)}for {found.group(2)} in {values}"
+
+    return _COUNTED.sub(one, text)
 
 
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_]\w{0,63})\}?")

@@ -599,15 +599,18 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
         source = f"docker run {image.value}" if image else "script"
         args, settings, read = _config_file(invocation, ran, ctx, text)
         preset = invocation.alternative
+        named = f"case {preset}" if preset else (invocation.iteration or "")
         served = served_model(
-            Origin(ctx, kind, name=f"case {preset}" if preset else "", line=invocation.line),
+            Origin(ctx, kind, name=named, line=invocation.line),
             engine=Located(invocation.engine, invocation.line, None, source),
             args=args, image=image, version=version,
             hardware=Hardware(gpus=(ran.gpus if ran else None) or _bare_gpus(
                 args, invocation.env, invocation.line, one_node)),
             notes=[*notes, *read, *_called(calls, invocation.line),
                    *([f"one of the script's presets: its case branch {preset})"]
-                     if preset else [])],
+                     if preset else []),
+                   *([f"one server per pass of the loop on line {invocation.line}: this is "
+                      f"the pass {invocation.iteration}"] if invocation.iteration else [])],
             **settings)
         detached = detached_options(rewritten, invocation.position, invocation.engine,
                                     comments)

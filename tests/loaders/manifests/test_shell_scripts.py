@@ -781,7 +781,9 @@ def test_an_if_on_the_scripts_own_mode_takes_its_plain_run_branch(setting: str,
             '  if [ -n "$X" ]; then echo x; fi\n'
             "  vllm serve org/single --tensor-parallel-size 2\n"
             "fi\n")
-    assert [m["model"] for m in served(text)] == [model]  # a loop is read once
+    # the loop starts one server per pass (ports 8000 and 8001)
+    assert [m["model"] for m in served(text)] == \
+        ([model, model] if model == "org/multi" else [model])
 
 
 def test_an_if_kvlint_cannot_decide_is_read_as_written() -> None:
@@ -1060,3 +1062,40 @@ def test_an_unresolved_value_shows_what_it_is_built_from() -> None:
     (found,) = served(text)
     assert isinstance(found["model"], Unresolved)
     assert found["model"].text == "${SCRIPT_DIR}/models/MiniCPM4.1-8B-GPTQ"
+
+
+@pytest.mark.parametrize("header", [
+    "for i in 0 1 2 3; do",
+    "for i in {0..3}; do",
+    "for i in $(seq 0 3); do",
+    "for i in $(seq 0 $((N - 1))); do",
+    "for ((i=0; i<N; i++)); do",
+    "for (( i = 0; i <= 3; ++i )); do",
+])
+def test_a_loop_that_starts_a_server_per_gpu(header: str) -> None:
+    """One server per pass, each on its own GPU and port; the pass is named."""
+    text = (f"#!/bin/bash\nN=4\nBASE=31000\n{header}\n  PORT=$((BASE + i))\n"
+            "  CUDA_VISIBLE_DEVICES=$i python -m sglang.launch_server --model-path org/m "
+            "--port $PORT &\ndone\nwait\n")
+    found = script_models(text, "serve.sh")
+    assert [(m.name, getattr(m.gpus, "value", None)) for m in found] == \
+        [(f"i={n}", 1) for n in range(4)]
+    assert all(any("one server per pass of the loop" in n for n in m.notes) for m in found)
+
+
+@pytest.mark.parametrize("body", [
+    "vllm serve org/m && break",            # a retry loop: the command is the same each pass
+    "echo $i",
+])
+def test_a_loop_whose_passes_run_the_same_server_is_read_once(body: str) -> None:
+    text = f"#!/bin/bash\nfor i in 1 2 3; do\n  {body}\ndone\nvllm serve org/n\n"
+    assert [m["model"] for m in served(text)] == \
+        (["org/m", "org/n"] if "serve org/m" in body else ["org/n"])
+
+
+def test_a_loop_of_too_many_or_unknown_passes_is_read_once() -> None:
+    for header in ("for i in $(seq 0 99); do", "for i in $GPUS; do",
+                   "for ((i=0; i<$(nproc); i++)); do"):
+        text = (f"#!/bin/bash\n{header}\n  CUDA_VISIBLE_DEVICES=$i vllm serve org/m "
+                "--port $((8000 + i)) &\ndone\n")
+        assert len(served(text)) == 1, header
