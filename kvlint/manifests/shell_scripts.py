@@ -50,16 +50,14 @@ from kvlint.manifests.engine_launch import (
     visible_devices,
 )
 from kvlint.manifests.engine_programs import find_engine
-from kvlint.manifests.heredocs import Written, heredoc_commands
 from kvlint.manifests.images import engine_from_image, entrypoint_engine, tools_server
+from kvlint.manifests.inline_scripts import inline_scripts
 from kvlint.manifests.runpod_workers import worker_command
-from kvlint.manifests.shell_env import Env, bounded_sub
+from kvlint.manifests.shell_env import Env
 from kvlint.manifests.shell_plain_run import here_path
 from kvlint.manifests.shell_words import (
     Word,
     split_env_prefix,
-    split_script,
-    substitutions,
 )
 from kvlint.manifests.slurm import SlurmGpus, slurm_gpus, slurm_variables
 from kvlint.model.engine_args import EngineArgProblem
@@ -384,131 +382,7 @@ def _names_program(command: Sequence[Word]) -> bool:
         first.startswith("python")
 
 
-MAX_INLINE_DEPTH = 3
-"""``sh -c "bash -c '...'"`` is read this deep."""
-
-
-MAX_SSH_WORDS = 512
-"""Words of a remote command kvlint reads (a real one has a few dozen)."""
-SSH_VALUE_OPTIONS = frozenset("bcDEeFIiJLlmOopQRSWw")
-"""``ssh`` options that take a value (OpenSSH's ssh(1)); the others are flags."""
 _VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
-
-
-def _ssh_script(rest: Sequence[Word], known: dict[str, str]) -> Word | None:
-    """The command ``ssh [options] HOST COMMAND...`` runs on the remote host, as one script
-    word: ssh joins the words after the host with spaces and the remote shell parses them,
-    after the local shell has expanded the variables (those the file assigns a literal are
-    put in here, so that a ``;`` in them separates commands as it does there)."""
-    i = 1
-    while i < len(rest) and rest[i].text.startswith("-") and len(rest[i].text) > 1:
-        flag = rest[i].text
-        i += 2 if flag[-1] in SSH_VALUE_OPTIONS and len(flag) == 2 else 1
-    words = list(rest[i + 1:])
-    if not words:
-        return None
-    written = " ".join(w.text for w in words[:MAX_SSH_WORDS])
-    if any(w.literal for w in words[:MAX_SSH_WORDS]):
-        return Word(written, words[0].line)
-    # a variable repeated past any real command stays as written
-    text = bounded_sub(_VARIABLE, lambda m: known.get(m.group(1) or m.group(2), m.group(0)),
-                       written, written)
-    return Word(text, words[0].line)
-
-
-PM2_VALUE_OPTIONS = frozenset({
-    "-n", "--name", "--ext", "--interpreter", "--interpreter-args", "--node-args", "-o",
-    "--output", "-e", "--error", "--log-type", "--log-date-format", "--env", "-i",
-    "--instances", "--parallel", "-p", "--pid", "-k", "--kill-timeout", "--listen-timeout",
-    "--max-memory-restart", "--restart-delay", "--exp-backoff-restart-delay", "-u", "--user",
-    "--uid", "--gid", "--namespace", "--cwd", "--hp", "--service-name", "-c", "--cron",
-    "--cron-restart", "--only", "--ignore-watch", "--watch-delay", "--stop-exit-codes",
-    "--sort"})
-"""pm2 options that take a value (``<value>`` in lib/binaries/CLI.js of Unitech/pm2@0060e9fe,
-the code index's copy)."""
-PM2_OPTIONAL_VALUE = frozenset({"-l", "--log", "--filter-env", "--max-restarts",
-                                "--image-name", "--node-version"})
-"""pm2 options whose value is optional (``[value]``): commander takes the next word as the
-value unless it starts with ``-``. ``start``'s own ``--watch`` takes none."""
-
-
-def _pm2_command(rest: Sequence[Word]) -> Word | list[Word] | None:
-    """What ``pm2 start [options] SCRIPT [options] [-- ARGS]`` runs: a SCRIPT with a space in
-    it is a command line pm2 runs as ``bash -c SCRIPT`` (``Common.verifyConfs``, lib/Common.js
-    of Unitech/pm2@02c1fff4), returned as one script word; any other SCRIPT is a program, run
-    with the words after ``--``."""
-    i, script = 2, None
-    while i < len(rest):
-        text = rest[i].text
-        if text == "--":
-            break
-        if text.startswith("-") and len(text) > 1:
-            takes = text in PM2_VALUE_OPTIONS or (
-                text in PM2_OPTIONAL_VALUE and i + 1 < len(rest)
-                and not rest[i + 1].text.startswith("-"))
-            i += 2 if takes else 1
-            continue
-        if script is None:
-            script = rest[i]
-        i += 1
-    if script is None:
-        return None
-    if " " in script.text:
-        return script
-    return [script, *rest[i + 1:]] if i < len(rest) else [script]
-
-
-def _inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
-                    known: dict[str, str] | None = None) -> list[list[Word]]:
-    """The commands with each ``sh -c SCRIPT`` (``bash -lc``, after ``nohup``, ``exec`` or
-    assignments), ``ssh HOST COMMAND`` and ``pm2 start`` replaced by the commands of SCRIPT,
-    which that shell runs, and each here-document a shell runs (:mod:`.heredocs`); the
-    assignments before it apply to them. A script in a double-quoted word
-    still holds its ``$VAR``s: the outer shell would expand them, and so does the
-    environment here."""
-    out: list[list[Word]] = []
-    known = {} if known is None else known
-    written: Written = {}
-    for index, command in enumerate(commands):
-        if depth < MAX_INLINE_DEPTH:  # CID=$(docker run ...): the substitution runs first
-            for word in command:
-                if not word.literal and ("$(" in word.text or "`" in word.text):
-                    for substituted in substitutions(word.text):
-                        out.extend(_inline_scripts(
-                            [c for c in split_script(substituted, line=word.line) if c],
-                            depth + 1, dict(known)))
-        prefix, rest = split_env_prefix(list(command))
-        if not rest:
-            known.update(prefix)
-        fed = heredoc_commands(commands, index, rest, written) if depth < MAX_INLINE_DEPTH \
-            else None
-        if fed is not None:  # cat > serve.sh <<EOF ... bash serve.sh; bash <<EOF
-            assigned = [Word(f"{k}={v}", command[0].line) for k, v in prefix.items()]
-            out.extend(_inline_scripts([[*assigned, *c] for c in fed], depth + 1, known))
-            continue
-        script: Word | None = None
-        if depth < MAX_INLINE_DEPTH and len(rest) >= 3 and \
-                rest[0].text.rsplit("/", 1)[-1] in SHELLS and \
-                rest[1].text.startswith("-") and "c" in rest[1].text.lstrip("-"):
-            script = rest[2]
-        elif depth < MAX_INLINE_DEPTH and len(rest) >= 3 and rest[0].text == "ssh":
-            script = _ssh_script(rest, known)
-        elif len(rest) >= 3 and rest[0].text.rsplit("/", 1)[-1] == "pm2" and \
-                rest[1].text == "start":
-            started = _pm2_command(rest)
-            if isinstance(started, list):  # pm2 start BINARY [options] -- ARGS
-                out.append([*(Word(f"{k}={v}", command[0].line) for k, v in prefix.items()),
-                            *started])
-                continue
-            script = started if depth < MAX_INLINE_DEPTH else None
-        if script is not None:
-            assigned = [Word(f"{k}={v}", command[0].line) for k, v in prefix.items()]
-            inner = [[*assigned, *c] for c in split_script(script.text, line=script.line)
-                     if c]
-            out.extend(_inline_scripts(inner, depth + 1, known))
-            continue
-        out.append(list(command))
-    return out
 
 
 def script_models(text: str, path: str) -> list[ServedModel]:
@@ -557,13 +431,13 @@ def command_models(commands: Sequence[list[Word]], text: str, path: str,
     values = _PlainValues(text if kind == "shell-script" else "")
     ctx = DocumentContext(path, 0, Documents((text,)))
     calls = called_scripts(commands, ctx) if kind in HOST_KINDS else Calls(list(commands))
-    for command in _inline_scripts(calls.commands):
+    for command in inline_scripts(calls.commands):
         run = _container_run(list(command), values)
         if run is None:
             rewritten.append(list(command))
             continue
         words, container = run
-        for inner in _inline_scripts([words]):  # docker run IMAGE bash -lc "..."
+        for inner in inline_scripts([words]):  # docker run IMAGE bash -lc "..."
             containers[len(rewritten)] = container
             rewritten.append(inner)
     comments = frozenset(n for n, row in enumerate(text.splitlines()[:100_000], 1)
