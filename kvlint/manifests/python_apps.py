@@ -14,7 +14,8 @@ What is read:
   the engine's argument class takes it. Only options kvlint knows are judged: an entry point
   takes keywords that are no command-line option, so an unknown one is no KV701.
 
-A name is what the file assigns it (one value; two different ones make it unknown), ``str()``
+A name is what the file assigns it (one value; two different ones make it unknown; a
+``None`` placeholder set later, ``MODEL = None``, is not a value), ``str()``
 and ``int()`` of a known value, ``+`` of two strings and f-strings whose parts are known.
 ``os.environ.get("X", "d")`` and ``os.getenv("X", "d")`` are the shell's ``${X:-d}``;
 ``os.environ["X"]`` is ``${X}``. Anything else (a call, an attribute, a parameter) is a
@@ -79,12 +80,17 @@ class _Names:
             elif isinstance(node, ast.AnnAssign) and node.value is not None:
                 targets, value = [node.target], node.value
             for target in targets:
-                if isinstance(target, ast.Name):
-                    known = self.values.get(target.id, value)
-                    same = known is not None and value is not None and \
-                        ast.dump(known) == ast.dump(value)
-                    self.values[target.id] = value if target.id not in self.values or same \
-                        else None
+                if not isinstance(target, ast.Name):
+                    continue
+                if isinstance(value, ast.Constant) and value.value is None:
+                    # MODEL = None, set later (if MODEL is None: MODEL = os.getenv(...)): a
+                    # None is never a command's argument, so the other value is the one
+                    continue
+                known = self.values.get(target.id, value)
+                same = known is not None and value is not None and \
+                    ast.dump(known) == ast.dump(value)
+                self.values[target.id] = value if target.id not in self.values or same \
+                    else None
 
     def text(self, node: ast.expr | None, depth: int = 0) -> str:
         """The string ``node`` evaluates to, or a shell reference kvlint cannot resolve."""

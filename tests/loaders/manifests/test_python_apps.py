@@ -259,3 +259,15 @@ def test_a_gpu_count_too_long_for_an_int_is_no_count(gpu: str) -> None:
             'def f():\n    subprocess.run(["vllm", "serve", "org/m"])\n')
     (served,) = python_models(text, "app.py")
     assert value(served.gpus) == 1 and "requests no GPU count" in served.gpus.source
+
+
+def test_a_none_placeholder_set_later_is_not_a_value() -> None:
+    """``MODEL = None`` at module level, then ``if MODEL is None: MODEL = os.getenv("M",
+    "org/m")`` in the function that starts the server: the model is the default."""
+    text = ('import os, subprocess\nMODEL = None\nPORT = int(os.getenv("P", "30000"))\n'
+            "def start():\n    global MODEL\n    if MODEL is None:\n"
+            '        MODEL = os.getenv("MODEL_PATH", "org/m")\n'
+            '    cmd = ["python3", "-m", "sglang.launch_server", "--model-path", MODEL,\n'
+            '           "--port", str(PORT)]\n    subprocess.Popen(cmd)\n')
+    (found,) = python_models(text, "handler.py")
+    assert (value(found.engine), value(found.model)) == ("sglang", "org/m")
