@@ -253,6 +253,12 @@ CASES = [
          env={"LLAMA_ARG_CACHE_TYPE_K": "q8"}),
     Case("llamacpp-no-equals-form", "llamacpp", "server", ["--ctx-size=4096"],
          [("KV701", "--ctx-size=4096", "write --ctx-size 4096")]),
+    # -fa takes on|off|auto in builds since late August 2025: bare, it reads the next word
+    Case("llamacpp-bare-flash-attn", "llamacpp", "server", ["-fa", "-c", "4096"],
+         [("KV702", "-fa", "reads the next word '-c' as its value")], severity="warning"),
+    Case("llamacpp-bare-flash-attn-last", "llamacpp", "server", ["-c", "4096", "-fa"],
+         [("KV702", "-fa", "expects a value after it")], severity="warning"),
+    Case("llamacpp-flash-attn-on", "llamacpp", "server", ["-fa", "on", "-c", "4096"]),
     Case("llamacpp-underscores", "llamacpp", "server", ["--ctx_size", "4096"], [],
          {"max_model_len": 4096}),
     Case("llamacpp-ctx-not-an-integer", "llamacpp", "server", ["-c", "abc"],

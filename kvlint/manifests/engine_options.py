@@ -521,6 +521,8 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
                                label, texts)
         if value_problem is not None:
             problems.append(value_problem)
+    if engine == "llamacpp":
+        problems.extend(_bare_flash_attn(uses))
     if engine == "sglang":
         problems.extend(_sglang_dp_attention_alone(uses, version, fields))
         problems.extend(_sglang_node_rank_outside(uses, fields))
@@ -549,6 +551,35 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
     below = {(u.name, u.line, u.column): u.value_line for u in uses if u.value_line}
     return tuple(replace(p, end_line=below.get((p.option, p.line, p.column)))
                  for p in problems)
+
+
+LLAMACPP_FLASH_ATTN_VALUE = "late August 2025"
+"""When llama.cpp's ``-fa``/``--flash-attn`` came to take a value, ``on|off|auto``: a switch in
+common/arg.cpp@4227c9be (Aug 2025), a value in the later revisions kvlint read (7c158fbb4,
+0c1e57098); the server's own error is quoted in yazon/flexllama#15 (a build at 4bf55492,
+Sept 2025), and WasmEdge's bump to b6343 (2025-09-01) names the change. No build number is
+encoded: a build of no stated date is judged by both."""
+
+
+def _bare_flash_attn(uses: Sequence[OptionUse]) -> list[EngineArgProblem]:
+    """llama.cpp's ``--flash-attn`` given without a value: a switch in older builds, in newer
+    ones it reads the next word as its value (``unknown value for --flash-attn: '--x'``) or
+    stops for the missing one. A warning, since the build is not known."""
+    out: list[EngineArgProblem] = []
+    for index, use in enumerate(uses):
+        if use.canonical not in ("-fa", "--flash-attn") or use.values or use.inline:
+            continue
+        after = uses[index + 1].name if index + 1 < len(uses) else None
+        what = (f"reads the next word {after!r} as its value and the server stops "
+                f"(\"unknown value for --flash-attn: '{after}'\")" if after else
+                "expects a value after it and the server stops")
+        out.append(EngineArgProblem(
+            "value", use.name, f"{use.name} without a value: llama.cpp builds since "
+            f"{LLAMACPP_FLASH_ATTN_VALUE} take on|off|auto, so a current build {what}; older "
+            f"builds take it as a switch. Write {use.name} on",
+            use.line, use.column, {"engine": "llamacpp", "reason": "flash-attn-value",
+                                   "older_may_accept": True, "suggestion": f"{use.name} on"}))
+    return out
 
 
 def _refused(engine: str, use: OptionUse, name: str, status: tuple[str, list[str]],
