@@ -112,7 +112,9 @@ class EngineOptionInvalidValue(_EngineRefusal):
     shares its namespace (in the same file or a YAML file beside it) and the pod does not set
     `enableServiceLinks: false` (vLLM reads `VLLM_PORT` as its own port number and exits:
     `vllm/envs.py`), or vLLM's CUDA image given another vendor's accelerator (`amd.com/gpu`,
-    a Gaudi or Neuron device, `/dev/kfd`). A choice no release
+    a Gaudi or Neuron device, `/dev/kfd`). llama.cpp's `--flash-attn` given without a value
+    is a warning: builds since late August 2025 take `on|off|auto` and read the next word as
+    it (`unknown value for --flash-attn: '-c'`), older ones take a switch. A choice no release
     kvlint read has, on a server that may be newer than them (a floating tag, a build from
     source) and not a near spelling of a known choice, is a warning; so is a value refused by
     the oldest option table on a release older than it (vLLM before 0.8.5). A value kvlint cannot
