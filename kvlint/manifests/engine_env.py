@@ -435,11 +435,15 @@ def _swallowed(words: Sequence[Word], program: int, engine: str) -> EngineArgPro
 _REFERENCE = re.compile(r"\$(?:\{\w+\}|\w+)")
 
 
+_DEFAULTED_WORD = re.compile(r"\$\{[A-Za-z_]\w{0,63}:?[-=][^}$`]{1,256}\}")
+"""A program word with a default: ``"${PYTHON:-python3}" -m vllm...``."""
+
+
 def _program(text: str, env: Env) -> str:
     """A command word that is one variable (``"${VLLM}" serve``, ``VLLM=$HOME/venv/bin/vllm``)
     as the environment expands it, so the program it names is found; other words as
     written."""
-    if not _REFERENCE.fullmatch(text):
+    if not _REFERENCE.fullmatch(text) and not _DEFAULTED_WORD.fullmatch(text):
         return text
     value = env.expand(text, k8s=False)
     if isinstance(value, str) and value.strip():

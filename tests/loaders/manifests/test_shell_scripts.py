@@ -1099,3 +1099,9 @@ def test_a_loop_of_too_many_or_unknown_passes_is_read_once() -> None:
         text = (f"#!/bin/bash\n{header}\n  CUDA_VISIBLE_DEVICES=$i vllm serve org/m "
                 "--port $((8000 + i)) &\ndone\n")
         assert len(served(text)) == 1, header
+
+
+def test_a_program_word_with_a_default_names_its_program() -> None:
+    text = ('#!/bin/bash\nexec "${PYTHON:-python3}" -m vllm.entrypoints.openai.api_server '
+            "--model org/m --port 8003\n")
+    assert [(m["engine"], m["model"]) for m in served(text)] == [("vllm", "org/m")]
