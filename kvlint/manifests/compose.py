@@ -571,7 +571,9 @@ class ComposeParser(ManifestParser):
                 if isinstance(src, str) and isinstance(dst, str)]
             args, model_over, more = follow_file_config(engine.value, args, ctx, volumes)
             notes.extend(more)
-        if engine is None and not entry and command and command[0].text.startswith("-") and \
+        if engine is None and not entry and command and (
+                command[0].text.startswith("-") or
+                model_then_options([w.text for w in command])) and \
                 (image is None or engine_from_image(image.value)[0] is None):
             engine, args = _engine_of_options(service, words, env, image, notes)
         if engine is None and "entrypoint" not in service and image is not None:

@@ -29,7 +29,7 @@ from packaging.version import Version
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.cli_option_tables import OPTION_TABLES
 from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_value
-from kvlint.manifests.images import FIXED_BUILD
+from kvlint.manifests.images import FIXED_BUILD, model_then_options
 from kvlint.manifests.option_spellings import (
     VLLM_UNDERSCORES_SINCE,
     as_looked_up,
@@ -115,16 +115,21 @@ MIN_TELLING_OPTIONS = 3
 
 def options_engine(words: Sequence[str]) -> str | None:
     """The one engine whose server accepts every ``--option`` of ``words`` (an options-only
-    command, as an image of unknown ENTRYPOINT is given one), by the option tables of every
+    command, as an image of unknown ENTRYPOINT is given one, or a model then options, which
+    only vLLM's ``vllm serve`` entrypoint takes), by the option tables of every
     release kvlint read; ``None`` when fewer than :data:`MIN_TELLING_OPTIONS` options are
     given, or when no engine, or more than one, accepts them all. vLLM's ``--max-model-len``
     or ``--gpu-memory-utilization`` are no other engine's, so a command that uses them is
     vLLM's; SGLang's aliases (``--model``, ``--tensor-parallel-size``) alone tell nothing."""
     names = {w.split("=", 1)[0] for w in words if w.startswith("--") and len(w) > 2}
-    if not words or not words[0].startswith("-") or len(names) < MIN_TELLING_OPTIONS:
+    model_first = bool(words) and not words[0].startswith("-") and model_then_options(words)
+    if not words or not (words[0].startswith("-") or model_first) or \
+            len(names) < MIN_TELLING_OPTIONS:
         return None
     fits = [engine for engine in OPTION_TABLES
             if all(normalise(engine, n) in known_options(engine) for n in names)]
+    if model_first:  # a model then options: vllm serve's form (no other server takes it)
+        return "vllm" if fits == ["vllm"] else None
     return fits[0] if len(fits) == 1 else None
 
 

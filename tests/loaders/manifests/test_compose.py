@@ -10,6 +10,7 @@ from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.compose import interpolate
 from tests.loaders.manifests.support import (
     extract,
+    extract_path,
     extract_text,
     line,
     tree_with_a_link_out,
@@ -495,3 +496,22 @@ def test_a_variable_then_options_is_the_model_of_vllm_serve() -> None:
     (m,) = extract_text(text, "docker-compose.yml")
     assert v(m.engine) == "vllm" and v(m.tp) == 2
     assert isinstance(m.model, Unresolved) and m.model.text == "${HF_MODEL}"
+
+
+@pytest.mark.parametrize(("option", "engine"), [
+    ("--max-lora-rank", "vllm"),     # a model then vLLM's options: vllm serve's form
+    ("--tp-size", None),             # an option vLLM lacks: no engine takes a model first
+])
+def test_a_built_image_given_a_model_then_vllm_options(tmp_path: Path, option: str,
+                                                       engine: str | None) -> None:
+    """A service that builds its image from a Dockerfile not in the tree and passes a model
+    then options only vLLM has is vLLM's server (its entrypoint is vllm serve)."""
+    path = tmp_path / "docker-compose.yml"
+    path.write_text("services:\n  s:\n    build: {context: ., dockerfile: Dockerfile2}\n"
+                    "    image: my-gemma\n    command:\n"
+                    f"      - google/gemma-3-4b-it\n      - --enable-lora\n      - {option}\n"
+                    "      - '64'\n      - --max-model-len\n      - '8192'\n"
+                    "      - --gpu-memory-utilization\n      - '0.8'\n")
+    found = extract_path(path)
+    assert [(v(m.engine), v(m.model)) for m in found] == \
+        ([(engine, "google/gemma-3-4b-it")] if engine else [])
