@@ -583,6 +583,7 @@ class ComposeParser(ManifestParser):
             if triton is None:
                 return None
             engine, args = triton
+            fronted = True  # tritonserver binds every interface (HTTP 8000, gRPC 8001)
         for word in entry + command:
             out = interpolate(word.text)
             if isinstance(out, Unresolved):

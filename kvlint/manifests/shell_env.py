@@ -128,6 +128,10 @@ def _program_tail(raw: str) -> str | None:
 """The literal last component of a path (``$VENV_DIR/bin/sglang``: ``sglang``)."""
 
 
+_TEMPLATE_FIELD = re.compile(r"\{[A-Za-z_]\w{0,63}\}")
+"""A whole word that is a template's field (``--port {port}``: Python's ``str.format``, a
+recipe's ``{tensor_parallel}``): a value the rendering tool puts in, not one the engine
+gets as written (no shell brace expansion makes anything of a single name in braces)."""
 _PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w{0,63})\}|\$([A-Za-z_]\w{0,63})"
                               r"|\$\{([A-Za-z_]\w{0,63})(:?)-((?:[^{}]|\{[^{}]*\})*)\}")
 """The references an unresolved value's text shows expanded: ``$NAME``, ``${NAME}``, and
@@ -267,6 +271,9 @@ class Env:
         the file as it runs without arguments).
         """
         use_k8s = self.k8s if k8s is None else k8s
+        if _TEMPLATE_FIELD.fullmatch(text):
+            return Unresolved(reason=f"{text} is a template's field, filled in by the tool "
+                              "that renders the file", text=str(text))
         try:
             text_k8s = self._k8s(text) if use_k8s and "$" in text else text
             if "$" not in text_k8s and "`" not in text_k8s:
@@ -647,7 +654,8 @@ def expand_words(words: Sequence[Word], env: Env) -> list[Token]:
     an unquoted expansion split at whitespace, as the shell splits fields)."""
     tokens: list[Token] = []
     for word in words:
-        if word.literal or ("$" not in word.text and "`" not in word.text):
+        if word.literal or ("$" not in word.text and "`" not in word.text and
+                            not _TEMPLATE_FIELD.fullmatch(word.text)):
             tokens.append(Token(word.text, None, word.line, word.text, word.column))
             continue
         value = env.expand(word.text)

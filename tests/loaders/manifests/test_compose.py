@@ -515,3 +515,22 @@ def test_a_built_image_given_a_model_then_vllm_options(tmp_path: Path, option: s
     found = extract_path(path)
     assert [(v(m.engine), v(m.model)) for m in found] == \
         ([(engine, "google/gemma-3-4b-it")] if engine else [])
+
+
+def test_tritonserver_listens_on_every_interface(tmp_path: Path) -> None:
+    """A tritonserver service (TensorRT-LLM backend) binds 0.0.0.0 (HTTP 8000, gRPC 8001): not
+    trtllm-serve's localhost, so its published ports answer (no KV705)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kvlint.cli import main
+
+    path = tmp_path / "docker-compose.yml"
+    path.write_text("services:\n  t:\n    image: nvcr.io/nvidia/tritonserver:24.03-trtllm-python-py3"
+                    "\n    command: [tritonserver, --model-repository=/models]\n"
+                    "    ports: ['8000:8000', '8001:8001']\n    gpus: all\n")
+    result = CliRunner().invoke(main, ["lint", str(path), "--offline", "--isolated",
+                                       "--no-plugins", "--format", "json"])
+    codes = [f["code"] for r in json.loads(result.stdout)["results"] for f in r["findings"]]
+    assert "KV705" not in codes and "KV902" in codes

@@ -613,3 +613,15 @@ def test_basename_and_dirname_are_read_from_the_text(text: str, expected: str) -
 
 def test_basename_of_an_unset_variable_is_unresolved() -> None:
     assert isinstance(Env({}, k8s=False).expand("$(basename $Q)"), Unresolved)
+
+
+def test_a_template_field_is_a_value_not_yet_filled_in() -> None:
+    """``--max-model-len {max_model_len}`` (a recipe rendered by str.format): unresolved,
+    never "not an integer"."""
+    from kvlint.manifests.shell_env import expand_words
+
+    (token,) = expand_words([Word("{max_model_len}", 3)], Env({}, k8s=False))
+    assert token.text is None and token.unresolved is not None
+    assert "template's field" in token.unresolved.reason
+    (json_word,) = expand_words([Word('{"a": 1}', 3)], Env({}, k8s=False))
+    assert json_word.text == '{"a": 1}'  # JSON is no template field
