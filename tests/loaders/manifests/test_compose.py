@@ -527,8 +527,9 @@ def test_tritonserver_listens_on_every_interface(tmp_path: Path) -> None:
     from kvlint.cli import main
 
     path = tmp_path / "docker-compose.yml"
-    path.write_text("services:\n  t:\n    image: nvcr.io/nvidia/tritonserver:24.03-trtllm-python-py3"
-                    "\n    command: [tritonserver, --model-repository=/models]\n"
+    path.write_text("services:\n  t:\n"
+                    "    image: nvcr.io/nvidia/tritonserver:24.03-trtllm-python-py3\n"
+                    "    command: [tritonserver, --model-repository=/models]\n"
                     "    ports: ['8000:8000', '8001:8001']\n    gpus: all\n")
     result = CliRunner().invoke(main, ["lint", str(path), "--offline", "--isolated",
                                        "--no-plugins", "--format", "json"])
