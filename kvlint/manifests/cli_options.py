@@ -145,8 +145,11 @@ lines 404-406)."""
 
 SHARED_OPTIONS = frozenset({"--model", "--dtype", "--quantization", "--host", "--port",
                             "--revision", "--tokenizer", "--trust-remote-code", "--seed",
-                            "--api-key", "--served-model-name", "--log-level", "--device"})
-"""Options several engines share: they never say which engine runs."""
+                            "--api-key", "--served-model-name", "--log-level", "--device",
+                            "--version", "--help", "--name", "--verbose", "--config"})
+"""Options several engines share, or any program has (``--version``, ``--help``, and the
+``name``/``version`` keys of a ``model:`` map read as options): they never say which engine
+runs."""
 
 
 def engine_of_options(names: list[str]) -> str | None:

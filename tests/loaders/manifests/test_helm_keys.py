@@ -470,3 +470,13 @@ def test_an_underscore_spelling_tells_only_the_engines_whose_parser_takes_it() -
     assert engine_of_options(["--trust_remote_code"]) is None
     assert engine_of_options(["--enforce_eager"]) == "vllm"
     assert engine_of_options(["--max-num-seqs", "4", "--trust_remote_code"]) == "vllm"
+
+
+def test_a_model_map_of_name_and_version_names_no_engine() -> None:
+    """ZenML's ``model: {name: ..., version: production}``: ``--version`` is every program's
+    option, so the map says nothing about an engine (it was read as llama.cpp's)."""
+    from tests.loaders.manifests.support import extract_text
+
+    text = ("model:\n  name: peft-lora-zencoder15B\n  version: production\n"
+            "steps:\n  deploy:\n    parameters:\n      cfg: {instance_type: g4dn.12xlarge}\n")
+    assert extract_text(text, "deployment_t4.yaml") == []
