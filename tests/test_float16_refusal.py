@@ -46,3 +46,22 @@ def test_a_manifest_running_gemma3_in_half(tmp_path: Path, pin: str, dtype: str,
     got = [(f["severity"], f["line"]) for f in findings
            if f["data"].get("reason") == "float16-refused"]
     assert got == found
+
+
+@pytest.mark.parametrize(("options", "found"), [
+    ("--quantization awq --dtype bfloat16", [("error", 3)]),
+    ("--quantization=gptq --dtype=bfloat16", [("error", 3)]),
+    ("--quantization awq --dtype float16", []),
+    ("--quantization awq_marlin --dtype bfloat16", []),   # Marlin runs bfloat16 too
+    ("--quantization awq --dtype auto", []),              # the checkpoint's float16
+])
+def test_bfloat16_with_a_float16_only_quantization_kernel(tmp_path: Path, options: str,
+                                                          found: list[tuple[str, int]]) -> None:
+    """vLLM's AWQ and GPTQ kernels run float16 only (get_supported_act_dtypes, 0.4.3 and
+    0.11.0 wheels): --dtype bfloat16 with them stops the server at start."""
+    findings = lint_script(
+        tmp_path, "#!/bin/bash\nvllm serve Qwen/Qwen2.5-7B \\\n"
+        f"  {options} --max-model-len 4096\n", "Qwen/Qwen2.5-7B", "Qwen--Qwen2.5-7B")
+    got = [(f["severity"], f["line"]) for f in findings
+           if f["data"].get("reason") == "dtype-refused-by-quantization"]
+    assert got == found

@@ -130,3 +130,25 @@ def quantization_refusal(engine: str | None, asked: str | None,
     if checkpoint in JUDGED_FORMATS and checkpoint != method:
         return QuantRefusal("mismatch", method, checkpoint)
     return None
+
+
+HALF_ONLY_KERNELS = frozenset({"awq", "gptq"})
+"""vLLM's quantization methods whose kernels run float16 activations only
+(``get_supported_act_dtypes`` returns ``[torch.half]``: quantization/awq.py and gptq.py in the
+0.4.3 and 0.11.0 wheels; awq_marlin and gptq_marlin add bfloat16). vLLM checks the model's
+dtype against them while it builds the quantization config and exits: "torch.bfloat16 is not
+supported for quantization method awq. Supported dtypes: [torch.float16]"
+(model_executor/model_loader/loader.py@v0.4.3 line 49; config/__init__.py@v0.11.0
+``VllmConfig._get_quantization_config``, line 267)."""
+
+
+def half_only_refusal(engine: str, quantization: str | None, dtype: str | None) -> str | None:
+    """vLLM's refusal message for ``--quantization awq|gptq`` with ``--dtype bfloat16``;
+    ``None`` for any other combination (``auto`` takes the checkpoint's dtype, which such
+    checkpoints store as float16)."""
+    method = (quantization or "").strip().lower()
+    if engine != "vllm" or method not in HALF_ONLY_KERNELS or \
+            (dtype or "").strip().lower() != "bfloat16":
+        return None
+    return (f"torch.bfloat16 is not supported for quantization method {method}. Supported "
+            "dtypes: [torch.float16]")

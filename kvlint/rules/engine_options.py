@@ -112,7 +112,9 @@ class EngineOptionInvalidValue(_EngineRefusal):
     shares its namespace (in the same file or a YAML file beside it) and the pod does not set
     `enableServiceLinks: false` (vLLM reads `VLLM_PORT` as its own port number and exits:
     `vllm/envs.py`), or vLLM's CUDA image given another vendor's accelerator (`amd.com/gpu`,
-    a Gaudi or Neuron device, `/dev/kfd`). llama.cpp's `--flash-attn` given without a value
+    a Gaudi or Neuron device, `/dev/kfd`), or vLLM's `--dtype bfloat16` with `--quantization
+    awq` or `gptq`, whose kernels run float16 only (their `_marlin` forms run bfloat16 too).
+    llama.cpp's `--flash-attn` given without a value
     is a warning: builds since late August 2025 take `on|off|auto` and read the next word as
     it (`unknown value for --flash-attn: '-c'`), older ones take a switch. A choice no release
     kvlint read has, on a server that may be newer than them (a floating tag, a build from
@@ -182,7 +184,7 @@ class EngineOptionInvalidValue(_EngineRefusal):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         refused = [f for f in (self._float16(ctx), self._bfloat16(ctx),
-                               self._quantization(ctx)) if f is not None]
+                               self._quantization(ctx), self._half_only(ctx)) if f is not None]
         for finding in (*super().check(ctx), *refused):
             # a choice no release kvlint read has, on a server that may be newer (a floating
             # tag, a build from source): a warning, since a newer release or a fork may add it
@@ -229,6 +231,23 @@ class EngineOptionInvalidValue(_EngineRefusal):
                 extra["files_unseen"] = True
         return self.finding(message, option="--quantization", about="quantization",
                             asked=refusal.asked, **extra)
+
+    def _half_only(self, ctx: RuleContext) -> Finding | None:
+        """vLLM's refusal of bfloat16 for its float16-only AWQ/GPTQ kernels
+        (kvlint/engines/quant_refusals.py ``HALF_ONLY_KERNELS``)."""
+        from kvlint.engines.quant_refusals import half_only_refusal
+
+        b = ctx.plan.behaviour
+        refusal = half_only_refusal(b.engine, ctx.plan.quantization, ctx.plan.dtype)
+        if refusal is None:
+            return None
+        method = (ctx.plan.quantization or "").strip().lower()
+        return self.finding(
+            f"--dtype bfloat16 with --quantization {method}: vLLM's {method} kernel runs "
+            f"float16 only, and vLLM exits at start ('{refusal}'); use --dtype float16 (or "
+            f"auto), or --quantization {method}_marlin, whose kernel also runs bfloat16 "
+            "(compute capability 8.0 and up)", option="--dtype", about="dtype",
+            reason="dtype-refused-by-quantization", quantization=method)
 
     def _bfloat16(self, ctx: RuleContext) -> Finding | None:
         """vLLM's refusal of bfloat16 on a GPU below compute capability 8.0
