@@ -40,14 +40,8 @@ from typing import Any
 from kvlint.manifests.base import Located
 from kvlint.model.engine_args import GPU_BUILD
 
-__all__ = ["GENERIC_AMD", "GPU_KEYS", "device_family", "image_family", "is_gpu_label",
-           "runtime_family", "variable_family"]
-
-GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
-            "gpu.intel.com/xe")
-"""Device-plugin resources of accelerators an engine counts as its GPUs (tp x pp of them):
-NVIDIA, AMD (ROCm/k8s-device-plugin), Intel Gaudi (habana-k8s-device-plugin) and Intel GPUs
-(intel-device-plugins-for-kubernetes), as the Helm values reader counts them."""
+__all__ = ["GENERIC_AMD", "device_family", "image_family", "is_gpu_label", "runtime_family",
+           "variable_family"]
 
 GENERIC_AMD = "AMD GPU (ROCm)"
 

@@ -26,6 +26,7 @@ from kvlint.manifests.engine_options import engine_display
 from kvlint.manifests.engine_programs import WRAPPER_MODULES, find_program, takes_its_line
 from kvlint.manifests.located_str import LStr
 from kvlint.manifests.shell_env import Env, _Unset
+from kvlint.manifests.shell_plain_run import MAX_LOOP_PASSES
 from kvlint.manifests.shell_words import _ASSIGNMENT, _NAME, Word, split_env_prefix
 from kvlint.manifests.triton_launch import triton_args, triton_launch
 from kvlint.model.engine_args import EngineArgProblem
@@ -291,8 +292,6 @@ def engine_invocations(commands: Sequence[Sequence[Word]], env: Env, *,
     return found
 
 
-MAX_PASSES = 16
-"""The most passes of a ``for`` loop read one by one (a loop over the GPUs of a node)."""
 _BRACE_RANGE = re.compile(r"\{(-?\d{1,6})\.\.(-?\d{1,6})\}")
 _SEQ = re.compile(r"\$\(\s*seq\s+([^()]*(?:\$\(\([^()]*\)\)[^()]*)*)\)")
 
@@ -300,7 +299,7 @@ _SEQ = re.compile(r"\$\(\s*seq\s+([^()]*(?:\$\(\([^()]*\)\)[^()]*)*)\)")
 def _loop_passes(words: Sequence[Word], env: Env) -> tuple[str, list[str]] | None:
     """``(VAR, values)`` of ``for VAR in WORDS`` when kvlint can list the values (plain
     words, variables it can expand, ``{0..7}``, ``$(seq A B)``), two to
-    :data:`MAX_PASSES` of them; ``None`` otherwise."""
+    :data:`MAX_LOOP_PASSES` of them; ``None`` otherwise."""
     if len(words) < 4 or words[2].text != "in" or not _NAME.fullmatch(words[1].text):
         return None
     values: list[str] = []
@@ -311,7 +310,7 @@ def _loop_passes(words: Sequence[Word], env: Env) -> tuple[str, list[str]] | Non
         seq = _SEQ.fullmatch(word.text)
         if brace is not None:
             low, high = int(brace.group(1)), int(brace.group(2))
-            if abs(high - low) >= MAX_PASSES:
+            if abs(high - low) >= MAX_LOOP_PASSES:
                 return None
             step = 1 if high >= low else -1
             values += [str(n) for n in range(low, high + step, step)]
@@ -324,7 +323,7 @@ def _loop_passes(words: Sequence[Word], env: Env) -> tuple[str, list[str]] | Non
             first, *rest = [int(n) for n in numbers]
             low, step, high = (1, 1, first) if not rest else (
                 (first, 1, rest[0]) if len(rest) == 1 else (first, rest[0], rest[1]))
-            if step <= 0 or (high - low) // step >= MAX_PASSES:
+            if step <= 0 or (high - low) // step >= MAX_LOOP_PASSES:
                 return None
             values += [str(n) for n in range(low, high + 1, step)]
         else:
@@ -332,7 +331,7 @@ def _loop_passes(words: Sequence[Word], env: Env) -> tuple[str, list[str]] | Non
             if not isinstance(value, str):
                 return None
             values += value.split() if word.split else [value]
-        if len(values) > MAX_PASSES:
+        if len(values) > MAX_LOOP_PASSES:
             return None
     return (words[1].text, values) if len(values) > 1 else None
 

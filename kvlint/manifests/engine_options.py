@@ -161,22 +161,22 @@ def _options_at(engine: str, version: str | None) -> frozenset[str]:
 
 
 def _bracket(engine: str, version: Located[str] | Unresolved | None,
-             built: date | None = None) -> tuple[list[str | None], str, str]:
+             built: date | None = None, dated: Sequence[str] = ()
+             ) -> tuple[list[str | None], str, str]:
     """The known versions that judge ``version`` (one, or the two around it), a label for
     messages (``vLLM 0.33.0``) and, when the label is not the manifest's own version, a note
     saying which version judged it. ``built``: the day an image of no stated version was
-    built (its tag's date), which bounds the releases it can hold."""
+    built (its tag's date), which bounds the releases it can hold to ``dated``
+    (:func:`_built_bracket`)."""
     name = engine_display(engine)
     known = VERSIONS.get(engine)
     if not known:
         return [None], name, ""
     newest = known[-1]
-    if not isinstance(version, Located) and built is not None:
-        dated = _built_bracket(engine, known, built)
-        if dated:
-            return list(dated), name, (
-                f"the {name} version is unknown; the image tag dates the build {built}: "
-                f"judged by {_listed(dated)}, the releases around that day")
+    if not isinstance(version, Located) and built is not None and dated:
+        return list(dated), name, (
+            f"the {name} version is unknown; the image tag dates the build {built}: "
+            f"judged by {_listed(dated)}, the releases around that day")
     if not isinstance(version, Located):
         # nothing names the version (a custom or date tag, another engine's base image, an
         # unexpanded variable): whatever any known version accepts may be what runs
@@ -457,7 +457,9 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
     ``built``: the day the image was built, where its tag says and no version is known."""
     if engine not in _PARSER or not uses:
         return ()
-    versions, label, basis = _bracket(engine, version, built)
+    dated = _built_bracket(engine, VERSIONS.get(engine) or (), built) \
+        if built is not None and not isinstance(version, Located) else []
+    versions, label, basis = _bracket(engine, version, built, dated)
     sets = [_options_at(engine, v) for v in versions]
     newest_set = sets[-1]
     parser = _PARSER[engine]
@@ -492,11 +494,11 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
             problems.append(problem)
             continue
         name = normalise(engine, use.name)
+        looked = [as_looked_up(engine, use.name, name, version, v) for v in versions]
         statuses = [("unknown", []) if dotted_refused(engine, use.name, v)
-                    else _status(engine, as_looked_up(engine, use.name, name, version, v), s)
-                    for v, s in zip(versions, sets, strict=True)]
-        if name != use.name and all(as_looked_up(engine, use.name, name, version, v) != name
-                                    for v in versions):
+                    else _status(engine, word, s)
+                    for v, word, s in zip(versions, looked, sets, strict=True)]
+        if name != use.name and name not in looked:
             use = replace(use, reason="underscore")  # the hint: vLLM's - spelling
         # the engine at this version decides, whatever the union tables made of the word
         canonical = next((m[0] for st, m in statuses if st == "ok"), None) \
@@ -544,8 +546,7 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
         known = _options_at(engine, versions[0]) if versions else frozenset()
         problems = [_maybe_older(p, versions[0] if versions else None, known)
                     for p in problems]
-    if basis and built is not None and not isinstance(version, Located) and \
-            "the image tag dates the build" in basis:
+    if dated:
         # a day in a tag bounds the build, but a fork or a backport may differ: warnings
         problems = [replace(p, data={**p.data, "newer_may_accept": True})
                     if p.kind in ("option", "value") else p for p in problems]

@@ -31,7 +31,8 @@ from kvlint.manifests.engine_launch import (
     walk_script,
 )
 from kvlint.manifests.images import entrypoint_engine
-from kvlint.manifests.kubernetes import gpu_type_of, mig_resources
+from kvlint.manifests.kubernetes import gpu_type_of
+from kvlint.manifests.pod_gpus import mig_resources
 from kvlint.manifests.shell_env import Env, env_from_k8s
 from kvlint.manifests.shell_words import split_script
 from kvlint.manifests.yaml_values import (

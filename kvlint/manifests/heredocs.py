@@ -16,8 +16,8 @@ runs it a few lines later, or pipes a script into a shell (``bash <<'EOF'``, ``s
 
 The body is read with the writing script's variables, as for an ``sh -c`` script: an unquoted
 delimiter has the writing shell expand it, and a quoted one leaves the expansion to the shell
-that runs it, which sees the exported variables; kvlint does not tell the two apart (noted in
-:func:`stdin_script`).
+that runs it, which sees the exported variables; kvlint does not tell the two apart
+(:attr:`~kvlint.manifests.shell_words.Heredoc.quoted` records which it was).
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from pathlib import PurePosixPath
 
 from kvlint.manifests.called_scripts import bind_arguments
 from kvlint.manifests.engine_launch import SHELLS
-from kvlint.manifests.shell_words import Heredoc, Word, split_env_prefix, split_script
+from kvlint.manifests.shell_words import Heredoc, Word, split_env_prefix
 from kvlint.manifests.systemd_exec import unit_commands
 
-__all__ = ["Written", "expand_heredocs", "heredoc_commands"]
+__all__ = ["SSH_VALUE_OPTIONS", "expand_heredocs", "ssh_host_index"]
 
-Written = dict[str, Heredoc]
+_Written = dict[str, Heredoc]
 """Files a script has written through here-documents, by the path as written."""
 
 _RUNNERS = frozenset({"sudo", "nohup", "setsid", "exec", "srun", "sbatch", "source", ".",
@@ -49,12 +49,12 @@ MAX_DEPTH = 3
 
 def expand_heredocs(commands: Sequence[list[Word]], depth: int = 0) -> list[list[Word]]:
     """``commands`` with each command that runs a here-document replaced by what it runs
-    (:func:`heredoc_commands`), the assignments before it applied to them."""
+    (:func:`_heredoc_commands`), the assignments before it applied to them."""
     out: list[list[Word]] = []
-    written: Written = {}
+    written: _Written = {}
     for index, command in enumerate(commands):
         prefix, rest = split_env_prefix(list(command))
-        fed = heredoc_commands(commands, index, rest, written) if depth < MAX_DEPTH else None
+        fed = _heredoc_commands(commands, index, rest, written) if depth < MAX_DEPTH else None
         if fed is None:
             out.append(list(command))
             continue
@@ -76,8 +76,8 @@ def _shell_words(words: Sequence[Word]) -> bool:
                for w in words[i + 1:])
 
 
-def heredoc_commands(commands: Sequence[Sequence[Word]], index: int, rest: Sequence[Word],
-                     written: Written) -> list[list[Word]] | None:
+def _heredoc_commands(commands: Sequence[Sequence[Word]], index: int, rest: Sequence[Word],
+                     written: _Written) -> list[list[Word]] | None:
     """What ``commands[index]`` (``rest``: without its assignments) runs through a
     here-document, in place of it: a shell's script, a written file run, a written systemd
     unit's commands; ``[]`` for a script only written (recorded in ``written``); ``None``
@@ -85,26 +85,31 @@ def heredoc_commands(commands: Sequence[Sequence[Word]], index: int, rest: Seque
     command = commands[index]
     heredoc = command[0].heredoc if command else None
     if heredoc is not None and rest and (
-            _shell_words(rest) or (rest[0].text == "ssh" and _ssh_without_command(rest))):
+            _shell_words(rest) or (rest[0].text == "ssh" and
+                                   ssh_host_index(rest) == len(rest) - 1)):
         return _body_commands("", heredoc)
-    target = written_file(commands, index)
+    target = _written_file(commands, index)
     if target is not None and target[0]:
         written[target[0]] = target[1]
         return _body_commands(*target) if target[0].lower().endswith(".service") else []
-    ran = runs_written(rest, written)
+    ran = _runs_written(rest, written)
     return None if ran is None else _body_commands("", *ran)
 
 
-def _ssh_without_command(rest: Sequence[Word]) -> bool:
-    """``ssh [options] HOST`` with no command after the host."""
-    words = [w.text for w in rest[1:]]
-    i = 0
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if len(words[i]) == 2 and words[i][1] in "bcDEeFIiJLlmOopQRSWw" else 1
-    return i == len(words) - 1
+SSH_VALUE_OPTIONS = frozenset("bcDEeFIiJLlmOopQRSWw")
+"""``ssh`` options that take a value (OpenSSH's ssh(1)); the others are flags."""
 
 
-def written_file(commands: Sequence[Sequence[Word]], index: int) -> tuple[str, Heredoc] | None:
+def ssh_host_index(rest: Sequence[Word]) -> int:
+    """The index of the host in ``ssh [options] HOST [COMMAND...]`` (``rest[0]`` is ssh)."""
+    i = 1
+    while i < len(rest) and rest[i].text.startswith("-") and len(rest[i].text) > 1:
+        flag = rest[i].text
+        i += 2 if flag[-1] in SSH_VALUE_OPTIONS and len(flag) == 2 else 1
+    return i
+
+
+def _written_file(commands: Sequence[Sequence[Word]], index: int) -> tuple[str, Heredoc] | None:
     """``(FILE, body)`` when ``commands[index]`` writes a here-document to FILE."""
     command = commands[index]
     heredoc = command[0].heredoc if command else None
@@ -135,7 +140,7 @@ def _key(path: str) -> str:
     return path[2:] if path.startswith("./") else path
 
 
-def runs_written(rest: Sequence[Word], written: Written) -> tuple[Heredoc, list[Word]] | None:
+def _runs_written(rest: Sequence[Word], written: _Written) -> tuple[Heredoc, list[Word]] | None:
     """``(body, arguments)`` when ``rest`` (a command without its assignments) runs a file
     that a here-document wrote."""
     if not written:
@@ -161,12 +166,9 @@ def runs_written(rest: Sequence[Word], written: Written) -> tuple[Heredoc, list[
 def _body_commands(path: str, heredoc: Heredoc, args: Sequence[Word] = ()) -> list[list[Word]]:
     """The commands of a written file as they run: a systemd unit's ``ExecStart=`` lines, or
     the script with ``args`` bound to its positional parameters; each word on its line."""
-    from kvlint.manifests.shell_arrays import inline_arrays
-    from kvlint.manifests.shell_plain_run import plain_run
+    from kvlint.manifests.shell_arrays import file_commands
 
     first = heredoc.line or 1
     if path.lower().endswith(".service"):
         return unit_commands(heredoc.body, first)
-    text = bind_arguments(heredoc.body, args)
-    return [c for c in split_script(inline_arrays(plain_run(text)), line=first - 1, style="|")
-            if c]
+    return [c for c in file_commands(bind_arguments(heredoc.body, args), first) if c]

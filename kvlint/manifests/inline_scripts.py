@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from kvlint.manifests.engine_launch import SHELLS
-from kvlint.manifests.heredocs import Written, heredoc_commands
+from kvlint.manifests.heredocs import expand_heredocs, ssh_host_index
 from kvlint.manifests.shell_env import bounded_sub
 from kvlint.manifests.shell_words import Word, split_env_prefix, split_script, substitutions
 
@@ -21,8 +21,6 @@ MAX_INLINE_DEPTH = 3
 
 MAX_SSH_WORDS = 512
 """Words of a remote command kvlint reads (a real one has a few dozen)."""
-SSH_VALUE_OPTIONS = frozenset("bcDEeFIiJLlmOopQRSWw")
-"""``ssh`` options that take a value (OpenSSH's ssh(1)); the others are flags."""
 _VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 
 
@@ -31,11 +29,7 @@ def _ssh_script(rest: Sequence[Word], known: dict[str, str]) -> Word | None:
     word: ssh joins the words after the host with spaces and the remote shell parses them,
     after the local shell has expanded the variables (those the file assigns a literal are
     put in here, so that a ``;`` in them separates commands as it does there)."""
-    i = 1
-    while i < len(rest) and rest[i].text.startswith("-") and len(rest[i].text) > 1:
-        flag = rest[i].text
-        i += 2 if flag[-1] in SSH_VALUE_OPTIONS and len(flag) == 2 else 1
-    words = list(rest[i + 1:])
+    words = list(rest[ssh_host_index(rest) + 1:])
     if not words:
         return None
     written = " ".join(w.text for w in words[:MAX_SSH_WORDS])
@@ -99,8 +93,9 @@ def inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
     environment here."""
     out: list[list[Word]] = []
     known = {} if known is None else known
-    written: Written = {}
-    for index, command in enumerate(commands):
+    if depth < MAX_INLINE_DEPTH:  # bash <<EOF, cat > serve.sh <<EOF ... bash serve.sh
+        commands = expand_heredocs(commands)
+    for command in commands:
         if depth < MAX_INLINE_DEPTH:  # CID=$(docker run ...): the substitution runs first
             for word in command:
                 if not word.literal and ("$(" in word.text or "`" in word.text):
@@ -111,12 +106,6 @@ def inline_scripts(commands: Sequence[list[Word]], depth: int = 0,
         prefix, rest = split_env_prefix(list(command))
         if not rest:
             known.update(prefix)
-        fed = heredoc_commands(commands, index, rest, written) if depth < MAX_INLINE_DEPTH \
-            else None
-        if fed is not None:  # cat > serve.sh <<EOF ... bash serve.sh; bash <<EOF
-            assigned = [Word(f"{k}={v}", command[0].line) for k, v in prefix.items()]
-            out.extend(inline_scripts([[*assigned, *c] for c in fed], depth + 1, known))
-            continue
         script: Word | None = None
         if depth < MAX_INLINE_DEPTH and len(rest) >= 3 and \
                 rest[0].text.rsplit("/", 1)[-1] in SHELLS and \

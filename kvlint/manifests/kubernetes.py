@@ -19,7 +19,6 @@ from dataclasses import replace
 from typing import Any
 
 from kvlint.manifests.accelerators import (
-    GPU_KEYS,
     device_family,
     image_family,
     is_gpu_label,
@@ -37,6 +36,7 @@ from kvlint.manifests.engine_launch import (
 )
 from kvlint.manifests.kubernetes_containers import FILLED_IN, Run, container_runs, follow_config
 from kvlint.manifests.node_memory import gpu_memory_of
+from kvlint.manifests.pod_gpus import TPU_KEYS, int_at, mig_name, pod_gpus
 from kvlint.manifests.service_links import service_link_problem
 from kvlint.manifests.yaml_values import (
     TEMPLATE,
@@ -68,7 +68,6 @@ __all__ = [
     "replicas_notes",
 ]
 
-TPU_KEYS = ("google.com/tpu",)
 GPU_TYPE_KEYS = ("cloud.google.com/gke-accelerator", "nvidia.com/gpu.product",
                  "amd.com/gpu.product", "karpenter.k8s.aws/instance-gpu-name",
                  "node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type",
@@ -78,18 +77,6 @@ GPU_TYPE_KEYS = ("cloud.google.com/gke-accelerator", "nvidia.com/gpu.product",
 # ============================================================================================
 # small readers
 # ============================================================================================
-
-
-def int_at(obj: Any, key: str, source: str) -> Located[int] | Unresolved | None:
-    """An integer setting with its key's line; ``"8"`` counts as 8."""
-    if not isinstance(obj, dict) or obj.get(key) is None:
-        return None
-    value = obj[key]
-    number = to_int(value)
-    line, column = key_line(obj, key), key_col(obj, key)
-    if number is None:
-        return Unresolved(f"{source} is not an integer", line, column, str(value))
-    return Located(number, line, column, source)
 
 
 PLACEHOLDER = re.compile(r"YOUR[-_]|REPLACE[-_]?ME|CHANGE[-_]?ME|<[^<>]*>|"
@@ -113,64 +100,6 @@ def model_check(model: Located[str] | Unresolved | None) -> Located[str] | Unres
 # ============================================================================================
 
 
-def pod_gpus(pod: Any, containers: Sequence[Any] | None = None,
-             where: str = "") -> tuple[Located[int] | Unresolved | None, list[str]]:
-    """GPUs one pod requests (``limits``, else ``requests``, summed over its containers),
-    and notes (TPUs are not GPUs)."""
-    total = 0
-    first: Located[int] | None = None
-    keys: list[str] = []
-    notes: list[str] = []
-    for container in containers if containers is not None else (
-            get_list(pod, "containers") or []):
-        resources = get_map(container, "resources")
-        for key in GPU_KEYS + TPU_KEYS + mig_resources(resources):
-            for part in ("limits", "requests"):
-                block = get_map(resources, part)
-                if block is None or block.get(key) is None:
-                    continue
-                found = int_at(block, key, f"{where}resources.{part}.{key}")
-                if isinstance(found, Unresolved):
-                    return found, notes
-                assert found is not None
-                if key in TPU_KEYS:
-                    notes.append(f"{key}: {found.value} TPU chips per pod (line {found.line})"
-                                 "; TPUs are not counted as GPUs")
-                else:
-                    total += found.value
-                    keys.append(key)
-                    first = first or found
-                break
-    if first is None:
-        return None, notes
-    if len(keys) > 1:
-        return Located(total, first.line, first.column,
-                       f"{where}resources {' + '.join(keys)} (all containers)"), notes
-    return Located(total, first.line, first.column, first.source), notes
-
-
-MIG_RESOURCE = re.compile(r"nvidia\.com/(mig-\S+)$", re.IGNORECASE)
-"""The NVIDIA device plugin's resource for a MIG device under its ``mixed`` strategy
-(``nvidia.com/mig-3g.20gb``: NVIDIA/k8s-device-plugin v0.7.0 release notes), its name a MIG
-device's (:func:`kvlint.model.hardware.mig_device`)."""
-
-
-def _mig_name(key: object) -> str | None:
-    """``mig-3g.40gb`` for a MIG-device resource name, else ``None``."""
-    found = MIG_RESOURCE.match(str(key))
-    return found.group(1) if found and mig_device(found.group(1)) is not None else None
-
-
-def mig_resources(resources: Any) -> tuple[str, ...]:
-    """The MIG-device resources a container's ``limits`` or ``requests`` name."""
-    found: list[str] = []
-    for part in ("limits", "requests"):
-        for key in get_map(resources, part) or {}:
-            if _mig_name(key) and str(key) not in found:
-                found.append(str(key))
-    return tuple(found)
-
-
 GKE_PARTITION = "cloud.google.com/gke-gpu-partition-size"
 """GKE's node label of a MIG node pool (its ``gpuPartitionSize``): the pod asks for
 ``nvidia.com/gpu`` and selects the partition by this label."""
@@ -189,7 +118,7 @@ def pod_mig_profile(pod: Any) -> Located[str] | None:
             for part in ("limits", "requests"):
                 block = get_map(get_map(container, "resources"), part) or {}
                 for name in block:
-                    profile = _mig_name(name)
+                    profile = mig_name(name)
                     if profile and str(block[name]).strip() not in ("0", ""):
                         return Located(profile, key_line(block, name), key_col(block, name),
                                        f"resources.{part}.{name}")

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kvlint.manifests.accelerators import GPU_KEYS, image_family
+from kvlint.manifests.accelerators import image_family
 from kvlint.manifests.base import DocumentContext, Located, ManifestProblem, Unresolved, named
 from kvlint.manifests.cli_options import engine_of_options
 from kvlint.manifests.config_files import apply_config
@@ -32,6 +32,7 @@ from kvlint.manifests.engine_launch import (
 )
 from kvlint.manifests.heredocs import expand_heredocs
 from kvlint.manifests.images import entrypoint_engine, tools_server
+from kvlint.manifests.pod_gpus import pod_gpus
 from kvlint.manifests.runpod_workers import worker_command
 from kvlint.manifests.shell_arrays import script_commands
 from kvlint.manifests.shell_env import VISIBLE_GPUS, Env, env_from_k8s
@@ -48,7 +49,6 @@ from kvlint.manifests.yaml_values import (
     key_line,
     node_line,
     object_name,
-    to_int,
 )
 from kvlint.model.engine_args import EngineArgProblem
 
@@ -315,18 +315,6 @@ def container_runs(pod: Any, ctx: DocumentContext, *,
     return found
 
 
-def _container_gpus(container: Any) -> int | None:
-    """The GPUs the device plugin gives one container (its ``limits``, else ``requests``),
-    what ``nvidia-smi -L`` lists in it; ``None`` when it asks for none."""
-    resources = get_map(container, "resources")
-    for part in ("limits", "requests"):
-        block = get_map(resources, part) or {}
-        counts = [to_int(block.get(key)) for key in GPU_KEYS if block.get(key) is not None]
-        if counts:
-            return sum(c for c in counts if c is not None) if None not in counts else None
-    return None
-
-
 def container_run(container: dict[str, Any], ctx: DocumentContext, *,
                   platform: Mapping[str, str] | None = None,
                   extra_env: Mapping[str, str | None] | None = None) -> Run | None:
@@ -335,9 +323,11 @@ def container_run(container: dict[str, Any], ctx: DocumentContext, *,
     img_engine, _v, img_note = image_engine(image.value) if image else (None, None, "")
     if img_engine is None and image is not None and "text-embeddings" in image.value:
         return None
-    given = _container_gpus(container)
+    # what nvidia-smi -L lists in the container: the GPUs the device plugin gives it
+    given = pod_gpus(None, [container])[0]
     env = Env(container_env(container, ctx, extra_env),
-              {**(platform or {}), **({VISIBLE_GPUS: str(given)} if given is not None else {})})
+              {**(platform or {}),
+               **({VISIBLE_GPUS: str(given.value)} if isinstance(given, Located) else {})})
     command = _items(container.get("command"))
     args = _items(container.get("args"))
     if not command and image is not None and \

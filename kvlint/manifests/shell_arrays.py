@@ -265,8 +265,9 @@ def script_commands(script: str, line: int | None = None) -> list[list[Word]]:
     return split_script(inlined, line=line)
 
 
-def file_commands(text: str) -> list[list[Word]]:
+def file_commands(text: str, first_line: int = 1) -> list[list[Word]]:
     """The commands of a script file as its plain run reads them (its ``case`` on its own
     mode, its commands held in variables: :func:`~kvlint.manifests.shell_plain_run.plain_run`),
-    its arrays put in, each word on its own 1-based line of the file."""
-    return split_script(inline_arrays(plain_run(text)), line=0, style="|")
+    its arrays put in, each word on its own line, the text's first line being
+    ``first_line`` (a here-document's body starts where it stands in its file)."""
+    return split_script(inline_arrays(plain_run(text)), line=first_line - 1, style="|")

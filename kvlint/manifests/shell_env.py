@@ -282,29 +282,38 @@ class Env:
         except _Unset as unset:
             return Unresolved(reason=unset.reason, text=self._partial(str(text)))
 
-    def _partial(self, text: str, depth: int = 0) -> str:
+    def _partial(self, text: str, depth: int = 0,
+                 memo: dict[str, str] | None = None) -> str:
         """``text`` with the plain references it can expand (``$NAME``, ``${NAME}``)
         replaced and the others as written: what an unresolved value shows
-        (``${SCRIPT_DIR}/models/MiniCPM4.1-8B-GPTQ`` for ``${MODEL_DIR}``)."""
+        (``${SCRIPT_DIR}/models/MiniCPM4.1-8B-GPTQ`` for ``${MODEL_DIR}``). Each name is
+        worked out once (``memo``), and a text that would grow past
+        :data:`MAX_EXPANDED_CHARS` stays as written."""
         if "$" not in text or depth > 4 or len(text) > MAX_EXPANDED_CHARS:
             return text
+        memo = {} if memo is None else memo
 
-        def one(found: re.Match[str]) -> str:
+        def value_of(found: re.Match[str]) -> str | None:
             name = found.group(1) or found.group(2) or found.group(3)
             try:
                 value = self.lookup(name)
             except _Unset:
                 value = self.shown.get(name)
                 if found.group(3):  # set, but not to a value kvlint holds: no default
-                    return found.group(0) if value is None else \
-                        self._partial(str(value), depth + 1)
+                    return value
             if found.group(3) and (value is None or (found.group(4) and not value)):
-                value = _quotes_removed(found.group(5))  # ${NAME:-default}, NAME unset
-            if value is None or len(value) > MAX_EXPANDED_CHARS:
-                return found.group(0)
-            return self._partial(str(value), depth + 1).replace("\x00", "$")
+                return _quotes_removed(found.group(5))  # ${NAME:-default}, NAME unset
+            return value
 
-        return _PLAIN_REFERENCE.sub(one, text)
+        def one(found: re.Match[str]) -> str:
+            key = found.group(0)
+            if key not in memo:
+                value = value_of(found)
+                memo[key] = key if value is None else \
+                    self._partial(str(value), depth + 1, memo).replace("\x00", "$")
+            return memo[key]
+
+        return bounded_sub(_PLAIN_REFERENCE, one, text, text)
 
     def _k8s(self, text: str) -> str:
         def replace(match: re.Match[str]) -> str:

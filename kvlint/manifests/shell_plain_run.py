@@ -505,15 +505,16 @@ _COUNTED = re.compile(
     r"[ \t]*(?:\2[ \t]*\+\+|\+\+[ \t]*\2|\2[ \t]*\+=[ \t]*1|\2[ \t]*=[ \t]*\2[ \t]*\+[ \t]*1)"
     r"[ \t]*\)\)", re.MULTILINE)
 """A counted loop: ``for ((i=0; i<NUM_WORKERS; i++))`` (``<=``, ``++i``, ``i+=1``)."""
-MAX_COUNTED = 16
-"""The most passes of a counted loop listed (a loop over a node's GPUs)."""
+MAX_LOOP_PASSES = 16
+"""The most passes of a loop read one by one (a loop over a node's GPUs): a counted loop's
+values listed here, a ``for`` loop's passes in :mod:`.engine_env`."""
 
 
 def plain_run_counted_loops(text: str) -> str:
     """``text`` with each counted loop whose bounds are integers (written, or variables the
     script sets once at a line's start) written as ``for i in 0 1 ...`` on its line, so its
     passes are read one by one (:func:`~kvlint.manifests.engine_env.engine_invocations`);
-    a loop of other bounds, or of more than :data:`MAX_COUNTED` passes, stays as written."""
+    a loop of other bounds, or of more than :data:`MAX_LOOP_PASSES` passes, stays as written."""
     if "((" not in text:
         return text
 
@@ -528,7 +529,7 @@ def plain_run_counted_loops(text: str) -> str:
         if low is None or high is None:
             return found.group(0)
         stop = high + 1 if found.group(4) == "<=" else high
-        if not 1 < stop - low <= MAX_COUNTED:
+        if not 1 < stop - low <= MAX_LOOP_PASSES:
             return found.group(0)
         values = " ".join(str(n) for n in range(low, stop))
         return f"{found.group(1)}for {found.group(2)} in {values}"

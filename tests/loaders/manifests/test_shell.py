@@ -625,3 +625,13 @@ def test_a_template_field_is_a_value_not_yet_filled_in() -> None:
     assert "template's field" in token.unresolved.reason
     (json_word,) = expand_words([Word('{"a": 1}', 3)], Env({}, k8s=False))
     assert json_word.text == '{"a": 1}'  # JSON is no template field
+
+
+def test_the_text_an_unresolved_value_shows_is_bounded() -> None:
+    """Names that each refer to another many times over (generated here): each is worked
+    out once, and a text that would grow past the expansion bound stays as written."""
+    env = Env({"B": "$C" * 30_000, "C": "x" * 1_000}, k8s=False).with_values(
+        {}, shown={"A": "$B" * 30_000})
+    found = env.expand("$A$(cmd)")
+    assert isinstance(found, Unresolved)
+    assert len(found.text or "") <= 70_000
