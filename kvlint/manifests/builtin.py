@@ -48,6 +48,7 @@ PARSERS: tuple[tuple[str, str], ...] = (
     ("trtllm-disagg", "kvlint.manifests.trtllm_configs:TrtllmDisaggParser"),
     ("ray-serve", "kvlint.manifests.ray_serve:RayServeParser"),
     ("github-actions", "kvlint.manifests.github_actions:GithubActionsParser"),
+    ("llama-swap", "kvlint.manifests.llama_swap:LlamaSwapParser"),
     ("helm-values-keys", "kvlint.manifests.helm_keys:GenericValuesParser"),
 )
 """Format name -> ``module:Class``, in detection order: Kubernetes objects first (they are

@@ -564,7 +564,7 @@ def _called(calls: Calls, line: int | None) -> list[str]:
 
 
 HOST_KINDS = frozenset({"shell-script", "systemd-unit", "batch-file", "makefile",
-                        "supervisor-program"})
+                        "supervisor-program", "llama-swap"})
 """Files whose commands run on the host, from the project's environment (a Dockerfile's run in
 the image it builds)."""
 

@@ -14,7 +14,8 @@ MODULES = ("kvlint.manifests.kubernetes", "kvlint.manifests.kubernetes_crds",
            "kvlint.manifests.launchers", "kvlint.manifests.container_tasks",
            "kvlint.manifests.flat_configs",
            "kvlint.manifests.trtllm_configs", "kvlint.manifests.ray_serve",
-           "kvlint.manifests.github_actions", "kvlint.manifests.helm_keys")
+           "kvlint.manifests.github_actions", "kvlint.manifests.llama_swap",
+           "kvlint.manifests.helm_keys")
 
 
 def test_lazy_table_lists_every_parser_class_in_detection_order() -> None:
