@@ -22,12 +22,15 @@ from typing import Any
 from kvlint.manifests.accelerators import image_family, no_gpu_source, runtime_family
 from kvlint.manifests.base import (
     DocumentContext,
+    Documents,
     Located,
     ManifestParser,
+    ManifestProblem,
     ServedModel,
     Unresolved,
 )
 from kvlint.manifests.compose_builds import built_stage, moved
+from kvlint.manifests.compose_words import SPLITTER, compose_words, explained
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import (
     VISIBLE_DEVICE_VARIABLES,
@@ -70,7 +73,6 @@ from kvlint.manifests.yaml_values import (
     plain_map,
     to_int,
     value_line,
-    words_of,
 )
 from kvlint.model.engine_args import EngineArgProblem
 
@@ -200,6 +202,19 @@ def interpolate_default(text: str, missing: list[str], depth: int = 0) -> str:
         missing.append(out.text)
         return text
     return out
+
+
+def _refused_string(name: str, key: str, why: str, service: dict[str, Any],
+                    ctx: DocumentContext) -> None:
+    """Report a ``command``/``entrypoint`` string Compose cannot split: it refuses the file
+    (``invalid command line string``), so nothing in it starts (KV903)."""
+    if isinstance(ctx.documents, Documents):
+        ctx.documents.report(ManifestProblem(
+            path=ctx.path, line=key_line(service, key), kind="invalid-object",
+            message=f"Compose cannot split the {key} string of the service {name}: {why}; "
+                    f"{SPLITTER} refuses it ('invalid command line string'), so `docker "
+                    "compose up` refuses the file and starts nothing; quote the "
+                    f"character or write the {key} as a list"))
 
 
 def _interp_words(words: list[Word]) -> list[Word]:
@@ -474,6 +489,7 @@ class ComposeParser(ManifestParser):
                 if isinstance(service, dict):
                     found = self._service(str(name), service, ctx)
                     if found is not None:
+                        found = explained(found)
                         of.append(service)
                         out.append(found if not values else replace(found, notes=(
                             *found.notes, "variables from the .env file beside the compose "
@@ -494,8 +510,17 @@ class ComposeParser(ManifestParser):
         notes: list[str] = []
         if service.get("env_file"):
             notes.append("env_file is not read: variables it sets are unknown")
-        entry = words_of(service.get("entrypoint"), value_line(service, "entrypoint"))
-        command = words_of(service.get("command"), value_line(service, "command"))
+        split_entry = compose_words(service.get("entrypoint"),
+                                    value_line(service, "entrypoint"))
+        split_command = compose_words(service.get("command"), value_line(service, "command"))
+        for key, split in (("entrypoint", split_entry), ("command", split_command)):
+            if split.invalid:
+                _refused_string(name, key, split.invalid, service, ctx)
+                return None
+            if split.dropped:
+                notes.append(f"the {key} string ends where {SPLITTER} stops, before "
+                             f"{split.dropped[:60]!r}: Compose passes none of that")
+        entry, command = split_entry.words, split_command.words
         # the Compose Specification: a null (absent) entrypoint/command keeps the image's,
         # an empty one ([] or "") drops it; a new entrypoint drops the image's CMD too
         own_entry = service.get("entrypoint") is not None

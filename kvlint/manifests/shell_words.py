@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 
 from kvlint.manifests.yaml_marks import LStr
 
-__all__ = ["Heredoc", "Word", "continued_lines", "split_env_prefix", "split_script"]
+__all__ = ["Heredoc", "ScalarLines", "Word", "continued_lines", "split_env_prefix",
+           "split_script"]
 
 
 # --- words and scripts ---------------------------------------------------------------------
@@ -166,7 +167,7 @@ def _dquote_end(text: str, start: int) -> int:
     return n
 
 
-class _Lines:
+class ScalarLines:
     """Maps an offset in a script to its 1-based line in the manifest."""
 
     def __init__(self, script: str, line: int | None, style: str | None,
@@ -241,12 +242,12 @@ def split_script(script: str, *, line: int | None = None,
             line = script.line or None
             style = script.style if style is None else style
         raw = script.raw
-    lines = _Lines(str(script), line, style, raw)
+    lines = ScalarLines(str(script), line, style, raw)
     return _Splitter(str(script), lines).run()
 
 
 class _Splitter:
-    def __init__(self, text: str, lines: _Lines) -> None:
+    def __init__(self, text: str, lines: ScalarLines) -> None:
         self.text = text
         self.lines = lines
         self.commands: list[list[Word]] = []

@@ -225,7 +225,8 @@ class ManifestUnparsable(Rule):
     no engine is an info (`template-placeholder`). An object its API refuses is an error too
     (`invalid-object`: a KAITO Workspace whose `resource` and `inference` sit under a `spec`
     the Workspace API does not have, which strict field validation refuses: nothing is
-    deployed).
+    deployed; a compose `command` string Compose cannot split, with a `(` outside quotes or
+    an unclosed quote: `docker compose up` refuses the file).
 
     ## Why is this bad?
     Nothing in the file was checked; a CI gate that silently skips it gives false comfort.
