@@ -1,6 +1,6 @@
 """Container task definitions that run an engine image outside Kubernetes: Amazon ECS task
-definitions (``containerDefinitions``) and Nosana job definitions (``ops`` of type
-``container/run``).
+definitions (``containerDefinitions``), Nosana job definitions (``ops`` of type
+``container/run``) and Baseten Truss configs of a custom server (``docker_server``).
 
 Both name an image and override its ENTRYPOINT and CMD. kvlint turns each container into the
 Kubernetes container it is equivalent to (ENTRYPOINT = ``command``, CMD = ``args``, the
@@ -20,10 +20,19 @@ and ``sh -c`` scripts are read as for a pod.
   container every GPU of the node (``nvidia.com/gpu=all``: no count), and without it the
   container gets none. ``meta.system_requirements.required_vram`` is the least GPU memory
   (GB) a node must have, not the GPU's memory, so it is only noted.
+* **Truss** (basetenlabs/truss ``truss/base/truss_config.py`` and
+  ``contexts/image_builder/serving_image_builder.py`` @0bee989b): ``base_image.image`` is
+  the image; ``docker_server.start_command`` runs as a supervisord program's ``command``
+  (split with ``shlex``, no shell: ``sh -c "..."`` is how a script is given), in place of the
+  image's entrypoint; ``resources.accelerator`` is ``TYPE`` or ``TYPE:COUNT`` (one GPU by
+  default, none without an accelerator unless ``use_gpu`` says so); ``model_name`` is the
+  deployment's display name, not a model.
 """
 
 from __future__ import annotations
 
+import shlex
+from dataclasses import replace
 from typing import Any
 
 from kvlint.manifests.accelerators import no_gpu_source
@@ -170,3 +179,60 @@ def _nosana_gpus(args: dict[str, Any]) -> Located[int] | None:
         return None
     return Located(0, key_line(args, "gpu") or key_line(args, "image"), None,
                    "no GPU reserved (no gpu: true in the operation's args)")
+
+
+class TrussConfigParser(ManifestParser):
+    """A Baseten Truss ``config.yaml`` of a custom server: its ``docker_server``'s start
+    command in its ``base_image`` (module doc)."""
+
+    name = "truss"
+
+    def detect(self, document: object, ctx: DocumentContext) -> bool:
+        if not plain_map(document) or not isinstance(document, dict):
+            return False
+        server = document.get("docker_server")
+        return isinstance(server, dict) and isinstance(server.get("start_command"), str)
+
+    def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
+        if not isinstance(document, dict):
+            return []
+        server = get_map(document, "docker_server") or {}
+        image = get_str(get_map(document, "base_image") or {}, "image")
+        command = get_str(server, "start_command") or ""
+        line = value_line(server, "start_command")
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return []
+        container: dict[str, Any] = {
+            "image": lstr(image or "", value_line(get_map(document, "base_image"), "image")),
+            "command": [lstr(word, line) for word in words],
+            "env": env_items(get_map(document, "environment_variables") or {})}
+        name = get_str(document, "model_name") or ""
+        origin = Origin(ctx, self.name, name=name, line=line)
+        gpus, kind = _truss_gpus(get_map(document, "resources") or {})
+        notes = [f"Truss model_name {name!r} is the deployment's name, not the model"] \
+            if name else []
+        return [replace(s, gpu_type=s.gpu_type or kind) if kind else s
+                for s in _serve(origin, container, gpus, notes)]
+
+
+def _truss_gpus(resources: dict[str, Any]
+                ) -> tuple[Located[int] | Unresolved | None, Located[str] | None]:
+    """The GPUs and their type ``resources.accelerator`` asks for (``H100:4``)."""
+    spec = resources.get("accelerator")
+    line = value_line(resources, "accelerator")
+    if isinstance(spec, dict):
+        spec = f"{spec.get('accelerator')}:{spec.get('count', 1)}"
+    if isinstance(spec, str) and spec.strip():
+        kind, _, count = spec.strip().partition(":")
+        number = to_int(count) if count else 1
+        if number is None:
+            return Unresolved(reason="resources.accelerator count is not a number",
+                              line=line, text=spec), None
+        return (Located(number, line, None, "resources.accelerator"),
+                Located(kind, line, None, "resources.accelerator"))
+    if resources.get("use_gpu") is True:
+        return None, None
+    return Located(0, key_line(resources, "cpu") or line, None,
+                   "no GPU requested (no resources.accelerator)"), None

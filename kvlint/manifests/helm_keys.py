@@ -68,7 +68,8 @@ from kvlint.manifests.yaml_values import (
 __all__ = ["GenericValuesParser", "gpu_map_count", "image_gpu_build", "values_model"]
 
 MODEL_KEYS = ("model", "modelName", "model_name", "modelId", "modelID", "model_id",
-              "hfModelName", "hfModel", "hf_model", "modelRepo", "modelPath")
+              "hfModelName", "hfModel", "hf_model", "modelRepo", "modelPath",
+              "modelReference")
 NAME_KEYS = ("name", "id", "repo", "repository", "path", "hfName", "repoId", "repo_id",
              "hfRepoId")
 ORG_KEYS = ("organization", "org", "owner", "namespace")
@@ -198,29 +199,51 @@ class _Found:
 def _image(scope: dict[str, Any]) -> tuple[Located[str] | None, str | None]:
     """The image a values scope names (``image`` as a string, or a map with ``repository``/
     ``name`` + ``tag``, or a full reference under ``version``/``image``), and a tag given
-    without a repository (the chart's own image)."""
+    without a repository (the chart's own image). Where the scope names several images (an
+    init job's beside the server's), the first an engine runs from wins."""
+    first: tuple[Located[str] | None, str | None] | None = None
     for _, node in _maps(scope, 2):
-        spec = node.get("image")
-        if isinstance(spec, str) and spec.strip():
-            return Located(spec.strip(), value_line(node, "image"), None, "image"), None
-        if not isinstance(spec, dict):
+        found = _image_at(node)
+        if found is None:
             continue
-        full = next((k for k in ("version", "image", "ref") if isinstance(spec.get(k), str)
-                     and "/" in str(spec.get(k))), None)
-        if full is not None:
-            return Located(str(spec[full]), value_line(spec, full), None, f"image.{full}"), None
-        repo = get_str(spec, "repository") or get_str(spec, "name")
-        tag = spec.get("tag")
-        tag_text = str(tag).strip() if tag is not None else ""
-        if repo:
-            key = "repository" if "repository" in spec else "name"
-            text = f"{repo}:{tag_text}" if tag_text and ":" not in repo.rsplit("/", 1)[-1] \
-                else repo
-            return Located(text, value_line(spec, key), None, f"image.{key}"), \
-                None if tag_text or ":" in repo.rsplit("/", 1)[-1] else ""
-        if tag_text:
-            return None, tag_text
-    return None, None
+        image = found[0]
+        if image is not None and engine_from_image(image.value)[0] is not None:
+            return found
+        first = first or found
+    return first or (None, None)
+
+
+def _image_at(node: dict[str, Any]) -> tuple[Located[str] | None, str | None] | None:
+    """The image one map's ``image`` key names (:func:`_image`), or ``None``."""
+    spec = node.get("image")
+    if isinstance(spec, str) and spec.strip():
+        return Located(spec.strip(), value_line(node, "image"), None, "image"), None
+    if not isinstance(spec, dict):
+        return None
+    full = next((k for k in ("version", "image", "ref") if isinstance(spec.get(k), str)
+                 and "/" in str(spec.get(k))), None)
+    if full is not None:
+        return Located(str(spec[full]), value_line(spec, full), None, f"image.{full}"), None
+    key = next((k for k in REPOSITORY_KEYS if get_str(spec, k)), "repository")
+    repo = get_str(spec, key)
+    registry = get_str(spec, "registry")
+    if repo and registry and not repo.startswith(registry.rstrip("/") + "/"):
+        repo = f"{registry.strip().rstrip('/')}/{repo.strip()}"
+    tag = spec.get("tag") if spec.get("tag") not in (None, "") else spec.get("version")
+    tag_text = str(tag).strip() if tag is not None else ""
+    if repo:
+        text = f"{repo}:{tag_text}" if tag_text and ":" not in repo.rsplit("/", 1)[-1] \
+            else repo
+        return Located(text, value_line(spec, key), None, f"image.{key}"), \
+            None if tag_text or ":" in repo.rsplit("/", 1)[-1] else ""
+    if tag_text:
+        return None, tag_text
+    return None
+
+
+REPOSITORY_KEYS = ("repository", "name", "containerImage", "imageName")
+"""Keys of an image map that name its repository (a ``registry`` key is put in front; a
+``version`` key stands for a missing ``tag``)."""
 
 
 def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
@@ -347,6 +370,53 @@ def _find(document: object) -> _Found | None:
                 continue
             key = model_key(holder, ".".join(p for p in (scope_name, path) if p)) or ""
             return _Found(engine[0], engine[1], key_line(holder, key), model, holder, scope)
+    return _found_by_args(scopes) or _found_beside(document, scopes)
+
+
+def _found_by_args(scopes: list[tuple[str, dict[str, Any]]]) -> _Found | None:
+    """A map whose argument list (:data:`ARG_KEYS`) names the model with the engine's own
+    option (``args: [--model, org/m]``) where the scope says which engine runs it."""
+    for scope_name, scope in scopes:
+        for path, holder in _maps(scope, 1):
+            key = next((k for k in ARG_KEYS if isinstance(holder.get(k), list | str)
+                        and holder.get(k)), None)
+            if key is None:
+                continue
+            image, _ = _image(scope)
+            engine = _engine_of(scope, scope_name, path, holder, image)
+            if engine is None:
+                continue
+            raw = holder[key]
+            words = words_of(raw) if isinstance(raw, list) else \
+                words_of(raw, value_line(holder, key))
+            if engine_args(engine[0], words, Env({}, k8s=False)).model is None:
+                continue
+            return _Found(engine[0], engine[1], value_line(holder, key), None, holder, scope)
+    return None
+
+
+def _found_beside(document: dict[str, Any], scopes: list[tuple[str, dict[str, Any]]]
+                  ) -> _Found | None:
+    """A model key in one top-level map (``huggingface: {model: org/m}``) served by the one
+    engine image another names (``api: {image: {repository: vllm/vllm-openai}}``): that
+    map is the scope its settings are read from."""
+    engines = []
+    for scope_name, scope in scopes[1:]:
+        image, _ = _image(scope)
+        engine = engine_from_image(image.value)[0] if image is not None else None
+        if engine is not None and image is not None:
+            engines.append((engine, f"image {image.value} (the values key {scope_name})",
+                            scope))
+    if len({e for e, _, _ in engines}) != 1:
+        return None
+    engine, why, where = engines[0]
+    for scope_name, scope in scopes[1:]:
+        for path, holder in _maps(scope, 1):
+            at = ".".join(p for p in (scope_name, path) if p)
+            found, model = values_model(holder, at)
+            if found and model is not None:
+                key = model_key(holder, at) or ""
+                return _Found(engine, why, key_line(holder, key), model, holder, where)
     return None
 
 
@@ -453,6 +523,18 @@ def _command_args(engine: str, scope: dict[str, Any], document: object,
                              f"{engine} server's command line: its options are read")
                 return launch.args
     return None
+
+
+def _one_gpu_request(document: dict[str, Any]) -> Located[int] | None:
+    """The GPUs of the file's ``resources`` blocks (three levels down) where they all ask for
+    the same number: a chart that puts the engine's pod settings under another key
+    (``inferenceService.predictor.resources``) than its arguments."""
+    counts = {}
+    for _, node in _maps(document, 3):
+        found = _gpus(node.get("resources"))
+        if isinstance(found, Located) and found.value > 0:
+            counts[found.value] = found
+    return next(iter(counts.values())) if len(counts) == 1 else None
 
 
 def nested_engine_map(document: object) -> bool:
@@ -566,6 +648,8 @@ class GenericValuesParser(ManifestParser):
         if gpus is None and visible is not None:
             gpus = engine_gpus(args, visible.line, f"the values key {visible.source}",
                                visible)
+        if gpus is None and isinstance(document, dict):
+            gpus = _one_gpu_request(document)
         gpus = _per_group(scope, gpus)
         overrides: dict[str, Any] = {}
         if args.model is None:

@@ -379,6 +379,9 @@ def pod_models(origin: Origin, pod: Any, *, pods: int = 1, pods_what: str = "",
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob",
                   "Pod", "ReplicationController", "Rollout")
+KNATIVE_KINDS = ("Service", "Configuration")
+"""Knative Serving objects (``serving.knative.dev/v1``) whose ``spec.template`` is a
+revision's pod template (its ``spec`` a pod spec), as a Deployment's is."""
 
 
 def _pod_template(document: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
@@ -393,13 +396,14 @@ def _pod_template(document: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]
 
 
 class KubernetesWorkloadParser(ManifestParser):
-    """Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod (and Argo Rollout):
-    the pod template's containers."""
+    """Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, Pod (and Argo Rollout,
+    and a Knative Service or Configuration): the pod template's containers."""
 
     name = "k8s"
 
     def detect(self, document: object, ctx: DocumentContext) -> bool:
-        return is_object(document, ("",), WORKLOAD_KINDS)
+        return is_object(document, ("",), WORKLOAD_KINDS) or \
+            is_object(document, ("serving.knative.dev/",), KNATIVE_KINDS)
 
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
         if not isinstance(document, dict):

@@ -9,7 +9,8 @@ from kvlint.manifests.builtin import LAZY_PARSERS, PARSERS, LazyParser
 
 MODULES = ("kvlint.manifests.kubernetes", "kvlint.manifests.kubernetes_crds",
            "kvlint.manifests.operators", "kvlint.manifests.platforms",
-           "kvlint.manifests.serving_packs",
+           "kvlint.manifests.serving_packs", "kvlint.manifests.helm_releases",
+           "kvlint.manifests.app_template",
            "kvlint.manifests.helm", "kvlint.manifests.compose",
            "kvlint.manifests.launchers", "kvlint.manifests.container_tasks",
            "kvlint.manifests.flat_configs",

@@ -112,3 +112,41 @@ def test_lint_an_ecs_task_definition(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert result.exit_code == 1 and kv206["severity"] == "error", result.output
     assert "reserves no GPU (no GPU entry in the container's resourceRequirements)" in \
         kv206["message"]
+
+
+TRUSS = ("""\
+base_image:
+  image: vllm/vllm-openai:v0.10.1.1
+model_metadata:
+  repo_id: Qwen/Qwen2.5-7B
+docker_server:
+  start_command: sh -c "HF_TOKEN=$(cat /secrets/hf_access_token) vllm serve"""
+         """ Qwen/Qwen2.5-7B --tensor-parallel-size 2 --port 8000"
+  server_port: 8000
+  predict_endpoint: /v1/completions
+  readiness_endpoint: /health
+  liveness_endpoint: /health
+resources:
+  accelerator: H100:2
+  use_gpu: true
+model_name: Qwen 2.5 7B vLLM
+""")
+
+
+def test_truss_docker_server() -> None:
+    """The start command (split as supervisord splits it, then the ``sh -c`` script) runs in
+    the base image; ``accelerator: TYPE:COUNT`` is the GPUs; ``model_name`` is a display
+    name, never the model."""
+    from kvlint.manifests.container_tasks import TrussConfigParser
+
+    (found,) = parse_with([TrussConfigParser()], TRUSS, "config.yaml")
+    assert (v(found.engine), v(found.model), v(found.tp), v(found.engine_version),
+            v(found.gpus), v(found.gpu_type), found.name) == (
+        "vllm", "Qwen/Qwen2.5-7B", 2, "0.10.1.1", 2, "H100", "Qwen 2.5 7B vLLM")
+    assert line(found.model) == 6
+    (one,) = parse_with([TrussConfigParser()], TRUSS.replace("H100:2", "A10G"), "c.yaml")
+    assert (v(one.gpus), v(one.gpu_type)) == (1, "A10G")
+    cpu = TRUSS.replace("  accelerator: H100:2\n  use_gpu: true\n", "  cpu: '4'\n")
+    (none,) = parse_with([TrussConfigParser()], cpu, "c.yaml")
+    assert v(none.gpus) == 0
+    assert parse_with([TrussConfigParser()], "model_name: x\nresources: {}\n", "c.yaml") == []
