@@ -72,7 +72,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     from kvlint.manifests.python_apps import is_python, python_models
     from kvlint.manifests.shell_scripts import is_script, script_models
     from kvlint.manifests.supervisor_programs import is_supervisor_config, supervisor_models
-    from kvlint.manifests.systemd_units import is_systemd_unit, systemd_models
+    from kvlint.manifests.systemd_units import is_systemd_unit, systemd_models, systemd_problems
     from kvlint.manifests.yaml_marks import load_documents  # not for cached files
 
     # a shell script, a Dockerfile or a Makefile: the commands it runs, not YAML documents
@@ -88,7 +88,9 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         found = Extracted(commands(text, str(path)))
         _beyond_keys(found, text)
         found.source = (str(path), text)
-        if not found:
+        if commands is systemd_models:
+            found.problems = tuple(systemd_problems(text, str(path)))
+        if not found and not found.problems:
             unread = engine_not_understood(text, str(path))
             found.problems = (unread,) if unread is not None else ()
         return found

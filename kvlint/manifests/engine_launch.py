@@ -36,6 +36,7 @@ from kvlint.manifests.images import (
     ROLLING_VERSIONS,
     engine_from_image,
     engine_from_pip,
+    engine_own_image,
     entrypoint_clash,
     fixed_build,
     official_vllm,
@@ -314,7 +315,9 @@ def engine_refusals(engine: Located[str], version: Located[str] | Unresolved | N
     engine image tag its repository never publishes (:func:`_unpublished_image`)."""
     built = tag_date(image.value) if image is not None and \
         not isinstance(version, Located) else None
-    problems = engine_problems(engine.value, version, args.uses, built)
+    custom = image is not None and not isinstance(version, Located) and \
+        not engine_own_image(image.value)
+    problems = engine_problems(engine.value, version, args.uses, built, custom=custom)
     cpu = _cpu_on_cuda_image(engine, image, args) \
         if isinstance(gpus, Located) and gpus.value == 0 else None
     pull = _unpublished_image(image)
@@ -597,4 +600,25 @@ def engine_gpus(args: EngineArgs, line: int | None, why: str,
     else its world (:func:`occupied_gpus`), the GPUs it takes of a host's."""
     if visible is not None:
         return visible
-    return occupied_gpus(args, line, why)
+    split = _split_gpus(args, why)
+    return split if split is not None else occupied_gpus(args, line, why)
+
+
+def _split_gpus(args: EngineArgs, why: str) -> Located[int] | None:
+    """llama.cpp's ``--tensor-split`` (``-ts``) spreads the model over one device per share
+    (``3,1``: three quarters on the first GPU; tools/server README, common/arg.cpp): the
+    GPUs it uses are the non-zero shares, where there are two or more."""
+    if args.engine != "llamacpp":
+        return None
+    split = args.options.get("--tensor-split")
+    if not isinstance(split, Located):
+        return None
+    shares = [part.strip() for part in re.split(r"[,/]", str(split.value))]
+    try:
+        used = sum(1 for part in shares if float(part) > 0)
+    except ValueError:
+        return None
+    if used < 2:
+        return None
+    return Located(used, split.line, None, f"{DERIVED_GPUS} (--tensor-split {split.value}: "
+                   f"one GPU per share; {why})")

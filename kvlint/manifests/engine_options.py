@@ -451,10 +451,13 @@ file) gets one more problem for the rest, unjudged."""
 
 
 def engine_problems(engine: str, version: Located[str] | Unresolved | None,
-                    uses: Sequence[OptionUse], built: date | None = None
-                    ) -> tuple[EngineArgProblem, ...]:
+                    uses: Sequence[OptionUse], built: date | None = None, *,
+                    custom: bool = False) -> tuple[EngineArgProblem, ...]:
     """What ``engine`` at ``version`` refuses in the options ``uses`` (in command order);
-    ``built``: the day the image was built, where its tag says and no version is known."""
+    ``built``: the day the image was built, where its tag says and no version is known;
+    ``custom``: the server runs in a team's or a fork's image of no known version, which may
+    hold a build newer than every release kvlint read (or patched): an option no release
+    has, unless a near spelling of a known one, is then a warning."""
     if engine not in _PARSER or not uses:
         return ()
     dated = _built_bracket(engine, VERSIONS.get(engine) or (), built) \
@@ -533,7 +536,7 @@ def engine_problems(engine: str, version: Located[str] | Unresolved | None,
     if engine == "sglang":
         problems.extend(_sglang_dp_attention_alone(uses, version, fields))
         problems.extend(_sglang_node_rank_outside(uses, fields))
-    if _past_the_newest(engine, version):
+    if custom or _past_the_newest(engine, version):
         # a floating tag (latest, server-cuda) or a release newer than every table kvlint
         # read: an option no known release has may be one a newer release added
         known = _options_at(engine, versions[-1]) if versions else frozenset()

@@ -164,6 +164,11 @@ def _sif_image(stem: str) -> tuple[str | None, str | None, str]:
     if version is None:
         return engine, None, (f"image file {stem}: its name gives no {engine} release (a "
                               "fixed build, not a pull of latest)")
+    if re.fullmatch(r"v?\d+\.\d+", version):
+        # the engines' releases have three parts (0.6.3, 3.3.6, 1.3.0rc18): two are a site's
+        # or a container registry's own numbering (an NGC release is YY.MM)
+        return engine, None, (f"image file {stem}: {version} is no {engine} release (they "
+                              "have three parts; YY.MM is an NGC container release): undated")
     return engine, version, f"{engine} {version} from the image file's name {stem}"
 
 
@@ -300,6 +305,11 @@ def engine_from_image(image: str) -> tuple[str | None, str | None, str]:
             # Gaudi software release) names its own release, not vLLM's
             return "vllm", None, (f"vendor vLLM build {last}: its tag {tag} is not a vLLM "
                                   "version (vLLM releases are 0.x)")
+        if not official and version is not None and re.fullmatch(r"\d+\.\d+", version):
+            # every vLLM release has three parts (0.4.3, 0.10.1.1): a team's own build
+            # numbered 0.1 or 1.2 names its own release
+            return "vllm", None, (f"{name}:{tag} is a build that is not vLLM's own image, and "
+                                  f"{tag} is no vLLM release (they are 0.x.y)")
         if not official and version in ROLLING_VERSIONS:
             # a vendor's or a team's own build: its newest build is not vLLM's newest release
             return "vllm", None, (f"{name}:{tag or 'latest'} is a rolling tag of a build "
@@ -464,6 +474,21 @@ def model_then_options(words: Sequence[str]) -> bool:
     return "/" in first and not first.startswith(("-", "/bin/", "/usr/")) and \
         not any(c in first for c in " ;&|$`") and \
         first.rsplit("/", 1)[-1] not in ("python", "python3", "bash", "sh", "vllm")
+
+
+_OWN_IMAGES = re.compile(
+    r"(^|/)(vllm/vllm-openai[\w.-]*|vllm/vllm-tpu|lmsysorg/sglang|huggingface/"
+    r"text-generation-inference|ggml-org/llama\.cpp|ggerganov/llama\.cpp|openmmlab/lmdeploy|"
+    r"nvidia/tensorrt-llm/[\w.-]+|nvidia/tritonserver|nvidia/vllm|nvidia/sglang|rocm/vllm|"
+    r"rocm/vllm-dev|rocm/sgl-dev|rocm/sglang)(:|@|$)")
+"""The engines' own images and their vendors' builds (NGC, ROCm), whose tags name what
+they hold; anything else running an engine is a team's or a fork's build."""
+
+
+def engine_own_image(image: str) -> bool:
+    """Whether ``image`` is an engine project's own image or a vendor's build of it
+    (:data:`_OWN_IMAGES`), rather than a team's or a fork's build."""
+    return _OWN_IMAGES.search(image.strip().lower()) is not None
 
 
 def official_vllm(image: str) -> bool:

@@ -10,7 +10,7 @@ import shlex
 
 from kvlint.manifests.shell_words import Word, split_script
 
-__all__ = ["unit_commands"]
+__all__ = ["unit_commands", "unit_refusal"]
 
 MAX_LINES = 20_000
 _SECTION = re.compile(r"^\s*\[([^\]]{1,60})\]\s*$")
@@ -73,3 +73,27 @@ def unit_commands(text: str, first_line: int = 1) -> list[list[Word]]:
                 commands.append([Word(item, at) for item in env] +
                                 [Word(word, at) for word in words])
     return commands
+
+
+def unit_refusal(text: str) -> tuple[int, str] | None:
+    """``(line, why)`` when systemd refuses to load the unit for a reason kvlint reads:
+    more than one ``ExecStart=`` (sections of one name merge; an empty ``ExecStart=``
+    resets the list) in a service whose ``Type=`` is not ``oneshot`` (``simple`` by
+    default): "Service has more than one ExecStart= setting, which is only allowed for
+    Type=oneshot services. Refusing." (src/core/service.c, ``service_verify``)."""
+    starts: list[int] = []
+    kind = "simple"
+    for section, key, value, line in _settings(text):
+        if section != "Service":
+            continue
+        if key == "Type" and value.strip():
+            kind = value.strip()
+        elif key == "ExecStart":
+            starts = [] if not value.strip() else [*starts, line]
+    if len(starts) > 1 and kind != "oneshot":
+        return starts[1], (f"the unit's [Service] has {len(starts)} ExecStart= settings "
+                           f"(lines {', '.join(map(str, starts[:4]))}) and Type={kind}: "
+                           "systemd allows more than one only for Type=oneshot and refuses "
+                           "the unit ('Service has more than one ExecStart= setting ... "
+                           "Refusing.'), so nothing in it starts; keep one ExecStart=")
+    return None

@@ -16,11 +16,11 @@ The commands then go the way a script's do
 
 from __future__ import annotations
 
-from kvlint.manifests.base import ServedModel
+from kvlint.manifests.base import ManifestProblem, ServedModel
 from kvlint.manifests.shell_scripts import command_models
-from kvlint.manifests.systemd_exec import unit_commands
+from kvlint.manifests.systemd_exec import unit_commands, unit_refusal
 
-__all__ = ["is_systemd_unit", "systemd_models"]
+__all__ = ["is_systemd_unit", "systemd_models", "systemd_problems"]
 
 
 def is_systemd_unit(path: str) -> bool:
@@ -30,3 +30,12 @@ def is_systemd_unit(path: str) -> bool:
 def systemd_models(text: str, path: str) -> list[ServedModel]:
     """Every served model a service unit's ``ExecStart=`` starts."""
     return command_models(unit_commands(text), text, path, kind="systemd-unit")
+
+
+def systemd_problems(text: str, path: str) -> list[ManifestProblem]:
+    """A unit systemd refuses to load (KV903): nothing it names starts."""
+    refused = unit_refusal(text)
+    if refused is None:
+        return []
+    line, why = refused
+    return [ManifestProblem(path=path, line=line, kind="invalid-object", message=why)]

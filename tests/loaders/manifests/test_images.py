@@ -240,6 +240,8 @@ def test_one_fixed_build_is_told_from_a_rolling_tag(image: str, fixed: bool) -> 
 @pytest.mark.parametrize(("image", "expected"), [
     ("/images/tensorrt-llm-release-1.3.0rc18.sif", ("trtllm", "1.3.0rc18")),
     ("vllm-openai_v0.8.5.sif", ("vllm", "0.8.5")),
+    ("/containers/vllm/vllm_25.09.sif", ("vllm", None)),  # a site's YY.MM, no release
+    ("myorg/vllm:0.1", ("vllm", None)),  # a team's own numbering
     ("./containers/sglang.sif", ("sglang", None)),  # one fixed build: not "latest"
     ("/x/ubuntu-22.04.sif", (None, None)),
 ])
