@@ -94,8 +94,9 @@ def is_gpu_label(key: str) -> bool:
     (``gpu.product``, ``gpu-name``, ``gpu.nvidia.com/model``, ``accelerator-type``)."""
     low = key.lower()
     head, _, tail = low.rpartition("/")
-    if tail == "model" and "gpu" in head:
-        return True  # NVIDIA DRA: gpu.nvidia.com/model
+    if tail in ("model", "class") and "gpu" in head:
+        # NVIDIA DRA: gpu.nvidia.com/model; CoreWeave: gpu.nvidia.com/class (RTX_A5000)
+        return True
     return bool(_LABEL.search(tail))
 
 

@@ -38,9 +38,10 @@ _MODELS = (
     r"Arc" + _SEP + r"(?:Pro" + _SEP + r")?[AB]\d{2,3}",
     r"Gaudi(?:" + _SEP + r"[123])?",
 )
-_GPU = re.compile(r"(?<![\w.])(?:(?:NVIDIA|AMD|Intel|Tesla|Instinct)" + _SEP + r")?(" +
-                  "|".join(f"(?:{m})" for m in _MODELS) + r")" + _MEMORY + r"(?![\w])",
-                  re.IGNORECASE)
+_GPU = re.compile(r"(?<![\w.])(?:\d{1,3}\s?[x\u00d7]\s?)?(?:(?:NVIDIA|AMD|Intel|Tesla|Instinct)"
+                  + _SEP + r")?(" + "|".join(f"(?:{m})" for m in _MODELS) + r")" + _MEMORY +
+                  r"(?P<plural>'?s)?(?![\w])", re.IGNORECASE)
+"""A GPU model, after a count (``8xH100s``, ``4 x A100``), in the plural or possessive."""
 _FAMILY = re.compile(r"[\s_-]+")
 
 
@@ -69,6 +70,11 @@ def comment_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _end(mention: re.Match[str]) -> int:
+    """Where a mention's name ends: before a plural or possessive ``s``."""
+    return mention.start("plural") if mention.group("plural") else mention.end()
+
+
 def comment_gpu(text: str) -> Located[str] | None:
     """The one GPU model the comments of ``text`` name (the table's name when it has one),
     with the line of its first mention; ``None`` when they name none or several."""
@@ -77,7 +83,7 @@ def comment_gpu(text: str) -> Located[str] | None:
         for mention in _GPU.finditer(comment):
             family = _FAMILY.sub("", mention.group(1)).lower()
             families.setdefault(family, []).append(
-                (number, " ".join(comment[mention.start(1):mention.end()].split()),
+                (number, " ".join(comment[mention.start(1):_end(mention)].split()),
                  " ".join(mention.group(1).split())))
             if len(families) > 1:
                 return None

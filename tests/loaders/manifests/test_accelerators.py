@@ -13,6 +13,7 @@ from tests.loaders.manifests.test_helm_keys import served, v
 
 @pytest.mark.parametrize(("key", "names_gpu"), [
     ("nvidia.com/gpu.product", True),
+    ("gpu.nvidia.com/class", True),  # CoreWeave: RTX_A5000, A100_PCIE_80GB
     ("gpu.nvidia.com/model", True),
     ("machine.cluster.vke.volcengine.com/gpu-name", True),
     ("ray.io/accelerator-type", True),

@@ -133,3 +133,14 @@ def test_the_comment_beside_a_services_gpu_count(tmp_path: Path) -> None:
             "              device_ids: ['0']  # RTX 4090\n              capabilities: [gpu]\n")
     assert comment_gpu(text) is None
     assert _lint(tmp_path, text)["gpu"] == "RTX-4090"
+
+
+def test_counts_plurals_and_possessives() -> None:
+    """``Tested on 8xH100s``, ``the RTX 3090's memory``: the GPU without its count or ``s``."""
+    from kvlint.manifests.comment_gpus import comment_gpu
+
+    found = comment_gpu("# Tested on 8xH100s\n")
+    assert found is not None and found.value == "H100-80GB"
+    found = comment_gpu("x: 1  # would exceed the RTX 3090's 24 GB\n")
+    assert found is not None and found.value == "RTX-3090"
+    assert comment_gpu("# 8x faster\n") is None
