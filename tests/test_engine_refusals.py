@@ -508,3 +508,22 @@ def test_a_trtllm_release_is_not_placed_against_the_one_source(tmp_path: Path, o
     assert served["serving"]["engine_version"] == "1.3.0rc18"
     found = [f for f in served["findings"] if f["code"] == "KV701"]
     assert [f["severity"] for f in found] == [severity], [f["message"] for f in found]
+
+
+def test_vllm_list_option_left_without_a_value(tmp_path: Path) -> None:
+    """``--api-key ${KEY:-}`` with the variable unset leaves ``--api-key`` followed by the
+    next option: vLLM's nargs="+" refuses it at start (KV702), in a script and in compose."""
+    script = tmp_path / "serve.sh"
+    script.write_text("vllm serve Qwen/Qwen3-8B --api-key --trust-remote-code\n",
+                      encoding="utf-8")
+    compose = tmp_path / "compose.yaml"
+    compose.write_text("services:\n  a:\n    image: vllm/vllm-openai:v0.10.1.1\n"
+                       "    command: --model Qwen/Qwen3-8B --api-key ${KEY:-} "
+                       "--trust-remote-code\n", encoding="utf-8")
+    for path in (script, compose):
+        result = CliRunner().invoke(main, ["lint", str(path), "--offline", "--no-plugins",
+                                           "--format", "json"])
+        found = [f for r in json.loads(result.stdout)["results"] for f in r["findings"]
+                 if f["code"] == "KV702"]
+        assert found and "expected at least one argument" in found[0]["message"], \
+            result.output

@@ -68,6 +68,7 @@ _REFUSAL = {
                  "positional": "unrecognized arguments: {name}",
                  "ambiguous": "ambiguous option: {name} could match {matches}",
                  "missing": "argument {name}: expected one argument",
+                 "missing_many": "argument {name}: expected at least one argument",
                  "integer": "argument {name}: invalid int value: {value!r}",
                  "number": "argument {name}: invalid float value: {value!r}",
                  "choice": "argument {name}: invalid choice: {value!r}"},
@@ -700,8 +701,13 @@ def _value(engine: str, use: OptionUse, canonical: str, key: str | None,
            texts: dict[str, str]) -> EngineArgProblem | None:
     shown = use.source or use.name
     data: dict[str, object] = {"engine": engine, "option": canonical}
-    if use.kind == "value" and not use.values:
-        refusal = texts["missing"].format(name=use.name)
+    if (use.kind == "value" or (use.kind == "many" and engine == "vllm")) and \
+            not use.values:
+        # vLLM's list-typed options take nargs="+" (EngineArgs._compute_kwargs and the
+        # frontend's --api-key, --served-model-name, --lora-modules): one value at least,
+        # and an option-like word or the end of the command leaves them none
+        refusal = texts["missing_many" if use.kind == "many" else "missing"].format(
+            name=use.name)
         return EngineArgProblem(
             "value", use.name, f"{shown} is given without a value: {label} refuses it "
             f"at start ({refusal})", use.line, use.column, {**data, "reason": "missing"})

@@ -92,10 +92,28 @@ def only_mentions(words: Sequence[str]) -> bool:
     start = 0
     while start < len(words) and start < 16 and words[start] in _RESERVED:
         start += 1
-    words = words[start:]
+    words = _after_sudo(words[start:])
     if len(words) >= 2 and words[0] == "command" and words[1] in ("-v", "-V"):
         return True
     return bool(words) and _base(words[0]) in _NOT_COMMANDS and list(words[:2]) != ["uv", "run"]
+
+
+_SUDO_VALUE_OPTIONS = frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U",
+                                 "--user", "--group", "--chdir", "--host", "--prompt"})
+"""sudo's options that take a value (sudo(8)); the others are switches."""
+
+
+def _after_sudo(words: Sequence[str]) -> Sequence[str]:
+    """The command ``sudo [options]`` (or ``doas``) runs: ``sudo pkill -9 llama-server``
+    only mentions the server, as ``pkill`` alone does."""
+    if not words or _base(words[0]) not in ("sudo", "doas"):
+        return words
+    i = 1
+    while i < len(words) and i < 24 and words[i].startswith("-") and words[i] != "--":
+        i += 2 if words[i] in _SUDO_VALUE_OPTIONS else 1
+    if i < len(words) and words[i] == "--":
+        i += 1
+    return words[i:]
 
 
 def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:

@@ -301,9 +301,10 @@ def _unknown_docker_option(word: Word) -> EngineArgProblem:
 
 HPC_RUNNERS = frozenset({"apptainer", "singularity"})
 LAUNCHERS = frozenset({"srun", "mpirun", "nohup", "setsid", "stdbuf", "nice", "ionice",
-                       "taskset", "numactl", "timeout", "env"})
-"""Programs that run the command after their own options (Slurm's ``srun``, ``nohup``...):
-a container runner after one is read as if it came first."""
+                       "taskset", "numactl", "timeout", "env", "dotenvx"})
+"""Programs that run the command after their own options (Slurm's ``srun``, ``nohup``,
+``dotenvx run --``, which loads a ``.env`` first...): a container runner after one is read
+as if it came first."""
 MAX_LAUNCHER_WORDS = 40
 """Words a launcher's options may take before the runner (a real command has a few)."""
 HPC_VALUE_OPTIONS = frozenset({

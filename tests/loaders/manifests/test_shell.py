@@ -253,6 +253,8 @@ def test_env_from_mapping_or_list() -> None:
     ("vllm serve m", ("vllm", 2)),
     ("command vllm serve m", ("vllm", 3)),   # bash's command runs the program after it
     ("pkill -f llama-server", None),
+    ("sudo pkill -9 llama-server", None),  # sudo runs pkill, which only names the server
+    ("sudo -u ai -E llama-server -m x", ("llamacpp", 5)),
     ("python3 -m vllm.entrypoints.openai.api_server --model m", ("vllm", 3)),
     ("python -u -m dynamo.vllm --model m", ("vllm", 4)),
     ("/usr/bin/python3.10 -m sglang.launch_server --model-path m", ("sglang", 3)),
