@@ -22,7 +22,7 @@ from kvlint.manifests.engine_command import EngineArgs, parse_engine_args
 from kvlint.manifests.engine_env import with_env
 from kvlint.manifests.engine_launch import Hardware, Origin, Pin, settle_version
 from kvlint.manifests.flat_configs import config_args
-from kvlint.manifests.images import engine_from_pip
+from kvlint.manifests.images import engine_from_image, engine_from_pip
 from kvlint.manifests.kubernetes import (
     build,
     gpu_type_of,
@@ -576,6 +576,10 @@ APP_ENV = (("model", ("MODEL_ID", "MODEL_NAME", "MODEL")),
            ("max_num_seqs", ("MAX_NUM_SEQS",)))
 
 
+_CLI_MODEL_KEYS = frozenset({"model", "model-path", "model_path", "model-id", "model_id"})
+"""Keys of a custom Serve app's ``args`` that name the model as an engine option does."""
+
+
 class RayServiceParser(ManifestParser):
     """KubeRay ``RayService``: ``serveConfigV2`` is a Ray Serve config in a string. An
     application serves an engine when ``runtime_env.pip`` installs one (the pin is its
@@ -676,9 +680,16 @@ class RayServiceParser(ManifestParser):
         line = pins[0].line if pins else None
         source = f"runtime_env.pip {pins[0].spec}" if pins else ""
         if engine_key is None and ("ray.serve.llm" in import_path or llm_configs or
-                                   re.search(r"\bvllm\b", import_path.replace(".", " "))):
+                                   re.search(r"(?<![a-z0-9])vllm(?![a-z0-9])",
+                                             import_path.lower())):
             engine_key, line = "vllm", key_line(app, "import_path")
             source = f"import_path {import_path} (vLLM)"
+        cli_args = _CLI_MODEL_KEYS & set(map(str, app_args))
+        if engine_key is None and image is not None and cli_args:
+            # a custom app (vLLM's Ray Serve example: build_app(cli_args) parses its args
+            # as the server's options) on an engine's image
+            engine_key = engine_from_image(image.value)[0]
+            line, source = key_line(app, "import_path"), f"the workers' image {image.value}"
         if engine_key is None:
             return None
         engine = Located(engine_key, line, None, source)
@@ -698,6 +709,11 @@ class RayServiceParser(ManifestParser):
                 break
         args = EngineArgs(engine=engine_key)
         app_notes = [*notes, *more]
+        if cli_args and not llm_configs:
+            # the app's args named as the engine's options (model, tensor-parallel-size...)
+            args = config_args(engine_key, app_args, "the app's args.")
+            app_notes.append("the app's args are read as the engine's options, as vLLM's "
+                             "Ray Serve example (build_app(cli_args)) passes them")
         if llm_configs:
             conf = llm_configs[0]
             loading = get_map(conf, "model_loading_config") or {}

@@ -72,7 +72,13 @@ class _Names:
     def __init__(self, tree: ast.AST) -> None:
         self.values: dict[str, ast.expr | None] = {}
         self.memo: dict[str, str] = {}
+        self.arguments: dict[str, ast.expr | None] = {}
+        """The program's own command-line options (``parser.add_argument("--model",
+        default="org/m")``) by ``dest``, with their defaults: ``args.model`` is the
+        default unless the program is started with the option."""
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                self._argument(node)
             targets: list[ast.expr] = []
             value: ast.expr | None = None
             if isinstance(node, ast.Assign):
@@ -92,6 +98,29 @@ class _Names:
                 self.values[target.id] = value if target.id not in self.values or same \
                     else None
 
+    def _argument(self, node: ast.Call) -> None:
+        """Record an argparse ``add_argument`` call's ``dest`` and default (argparse: the
+        ``dest`` keyword, else the first long option without ``--``, ``-`` as ``_``)."""
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+            return
+        options = [a.value for a in node.args if isinstance(a, ast.Constant)
+                   and isinstance(a.value, str)]
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        dest_node = keywords.get("dest")
+        if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+            dest = dest_node.value
+        else:
+            long = next((o for o in options if o.startswith("--")), None)
+            if long is None:
+                return
+            dest = long[2:].replace("-", "_")
+        if not dest.isidentifier():
+            return
+        default = keywords.get("default")
+        known = self.arguments.get(dest, default)
+        same = known is not None and default is not None and ast.dump(known) == ast.dump(default)
+        self.arguments[dest] = default if dest not in self.arguments or same else None
+
     def text(self, node: ast.expr | None, depth: int = 0) -> str:
         """The string ``node`` evaluates to, or a shell reference kvlint cannot resolve."""
         if node is None or depth > 20:
@@ -106,6 +135,14 @@ class _Names:
             # a class attribute read through the instance (``model_path = "org/m"`` in the
             # class body, ``self.model_path`` in a method): one value, or unknown
             return self._name(node.attr, depth)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.attr in self.arguments:
+            # the program's own option (``args.model``): its default, as a variable with a
+            # default (the program may be started with another value)
+            default = self.arguments[node.attr]
+            said = self.text(default, depth + 1) if default is not None else ""
+            return f"${{{node.attr}:-{said}}}" if said and "${" not in said \
+                else f"${{{node.attr}}}"
         if isinstance(node, ast.JoinedStr):
             return _bounded("".join(self.text(v.value if isinstance(v, ast.FormattedValue)
                                               else v, depth + 1) for v in node.values))

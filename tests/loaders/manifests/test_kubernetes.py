@@ -788,3 +788,44 @@ def test_isvc_runs_the_vllm_runtime_of_its_file_once() -> None:
     assert value(isvc.max_model_len) == 15344 and value(isvc.tp) == 2
     assert value(isvc.gpus) == 2 and isvc.document == 1
     assert any("ServingRuntime llama3" in n for n in isvc.notes)
+
+
+def test_ray_service_custom_app_args_as_engine_options() -> None:
+    """A custom Serve app on an engine's image whose args name the model as the engine's
+    options do (vLLM's Ray Serve example parses them as CLI args); an app module named
+    ``vllm_*`` is vLLM's too; without an engine image or such args nothing is guessed."""
+    text = textwrap.dedent("""\
+        apiVersion: ray.io/v1
+        kind: RayService
+        metadata: {name: llm}
+        spec:
+          serveConfigV2: |
+            applications:
+            - name: llm
+              import_path: main:build_app
+              args:
+                model: google/gemma-2b-it
+                tensor-parallel-size: 2
+          rayClusterConfig:
+            headGroupSpec:
+              template:
+                spec:
+                  containers: [{name: head, image: example/vllm-serve:ray}]
+            workerGroupSpecs:
+            - groupName: gpu
+              template:
+                spec:
+                  containers:
+                  - name: worker
+                    image: example/vllm-serve:ray
+                    resources: {limits: {nvidia.com/gpu: 2}}
+        """)
+    (model,) = extract_text(text)
+    assert [getattr(x, "value", None) for x in (model.engine, model.model, model.tp,
+                                                model.gpus)] == [
+        "vllm", "google/gemma-2b-it", 2, 2]
+    assert extract_text(text.replace("example/vllm-serve:ray", "example/app:ray")) == []
+    named = text.replace("main:build_app", "vllm_serve:deployment").replace(
+        "example/vllm-serve:ray", "example/app:ray")
+    (model,) = extract_text(named)
+    assert getattr(model.engine, "value", None) == "vllm"

@@ -271,3 +271,25 @@ def test_a_none_placeholder_set_later_is_not_a_value() -> None:
             '           "--port", str(PORT)]\n    subprocess.Popen(cmd)\n')
     (found,) = python_models(text, "handler.py")
     assert (value(found.engine), value(found.model)) == ("sglang", "org/m")
+
+
+def test_the_programs_own_argparse_defaults() -> None:
+    """A launcher that builds the engine command from its own argparse options: each
+    ``args.X`` is that option's default (``${X:-default}``: another value may be passed)."""
+    from kvlint.manifests.python_apps import python_models
+
+    text = ("import argparse, subprocess\n"
+            "def main():\n"
+            "    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--model', default='Qwen/Qwen2.5-1.5B-Instruct')\n"
+            "    parser.add_argument('--max-model-len', type=int, default=4096)\n"
+            "    parser.add_argument('--tp', dest='tensor_parallel', default=2)\n"
+            "    parser.add_argument('--port', type=int)\n"
+            "    args = parser.parse_args()\n"
+            "    cmd = ['vllm', 'serve', args.model, '--max-model-len',\n"
+            "           str(args.max_model_len), '--tensor-parallel-size',\n"
+            "           str(args.tensor_parallel), '--port', str(args.port)]\n"
+            "    subprocess.call(cmd)\n")
+    (found,) = python_models(text, "serve.py")
+    assert [getattr(x, "value", None) for x in (found.model, found.max_model_len, found.tp)] \
+        == ["Qwen/Qwen2.5-1.5B-Instruct", 4096, 2]
