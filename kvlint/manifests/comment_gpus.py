@@ -37,7 +37,11 @@ _MODELS = (
     r"MI\d{3}[XA]?",
     r"Arc" + _SEP + r"(?:Pro" + _SEP + r")?[AB]\d{2,3}",
     r"Gaudi(?:" + _SEP + r"[123])?",
+    r"DGX" + _SEP + r"Spark",
 )
+_PRODUCTS = {"dgxspark": "GB10"}
+"""Systems named for the one GPU they hold: NVIDIA's DGX Spark is a GB10 Grace Blackwell
+superchip (nvidia.com/en-us/products/workstations/dgx-spark)."""
 _GPU = re.compile(r"(?<![\w.])(?:\d{1,3}\s?[x\u00d7]\s?)?(?:(?:NVIDIA|AMD|Intel|Tesla|Instinct)"
                   + _SEP + r")?(" + "|".join(f"(?:{m})" for m in _MODELS) + r")" + _MEMORY +
                   r"(?P<plural>'?s)?(?![\w])", re.IGNORECASE)
@@ -98,8 +102,9 @@ def comment_gpu(text: str) -> Located[str] | None:
         (name,) = named
         line = next(n for n, said, _ in mentions if _table_name(said) == name)
         return Located(name, line, None, COMMENT_SOURCE)
-    line, said, _ = max(mentions, key=lambda m: len(m[1]))
-    return Located(said, line, None, COMMENT_SOURCE)
+    line, said, model = max(mentions, key=lambda m: len(m[1]))
+    product = _PRODUCTS.get(_FAMILY.sub("", model).lower())
+    return Located(product or said, line, None, COMMENT_SOURCE)
 
 
 _NAME_PARTS = re.compile(r"[\s_.,:+-]+|(?<=\d)x(?=\d)")

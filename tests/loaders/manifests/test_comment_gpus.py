@@ -144,3 +144,10 @@ def test_counts_plurals_and_possessives() -> None:
     found = comment_gpu("x: 1  # would exceed the RTX 3090's 24 GB\n")
     assert found is not None and found.value == "RTX-3090"
     assert comment_gpu("# 8x faster\n") is None
+
+
+def test_a_dgx_spark_is_its_gb10() -> None:
+    from kvlint.manifests.comment_gpus import comment_gpu
+
+    found = comment_gpu("# DGX Spark local model serving\n# NVIDIA DGX Spark Playbooks\n")
+    assert found is not None and found.value == "GB10"
