@@ -39,8 +39,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JUDGED_FORMATS", "QuantRefusal", "checkpoint_quant_method", "declared_quantization",
-           "quantization_refusal"]
+__all__ = ["JUDGED_FORMATS", "QuantRefusal", "bfloat16_only_refusal", "checkpoint_quant_method",
+           "declared_quantization", "quantization_refusal"]
 
 JUDGED_FORMATS = frozenset({"awq", "gptq", "fp8", "bitsandbytes", "compressed-tensors"})
 """Checkpoint formats, and ``--quantization`` values, between which no engine override
@@ -152,3 +152,27 @@ def half_only_refusal(engine: str, quantization: str | None, dtype: str | None) 
         return None
     return (f"torch.bfloat16 is not supported for quantization method {method}. Supported "
             "dtypes: [torch.float16]")
+
+
+BFLOAT16_ONLY_KERNELS = frozenset({"mxfp4"})
+"""vLLM's quantization methods whose kernels run bfloat16 activations only: MXFP4 (gpt-oss's
+checkpoint format; ``Mxfp4Config.get_supported_act_dtypes`` returns ``[torch.bfloat16]`` in
+vllm/model_executor/layers/quantization/mxfp4.py, read in the revision the code index stores,
+of late 2025; the class came with gpt-oss in 0.10.1). No other method claims an MXFP4
+checkpoint, so the checkpoint's own ``quant_method`` decides it as ``--quantization`` would.
+SGLang's Mxfp4Config also takes float16: not judged."""
+
+
+def bfloat16_only_refusal(engine: str, quantization: str | None, checkpoint: str | None,
+                          dtype: str | None) -> tuple[str, str] | None:
+    """``(method, vLLM's refusal)`` for ``--dtype float16`` (or ``half``/``float32``) with an
+    MXFP4 checkpoint or ``--quantization mxfp4``; ``None`` otherwise (``auto`` takes the
+    checkpoint's bfloat16)."""
+    method = (quantization or checkpoint or "").strip().lower()
+    asked = (dtype or "").strip().lower()
+    names = {"float16": "float16", "half": "float16", "fp16": "float16",
+             "float32": "float32", "float": "float32"}
+    if engine != "vllm" or method not in BFLOAT16_ONLY_KERNELS or asked not in names:
+        return None
+    return method, (f"torch.{names[asked]} is not supported for quantization method "
+                    f"{method}. Supported dtypes: [torch.bfloat16]")

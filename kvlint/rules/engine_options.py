@@ -113,7 +113,9 @@ class EngineOptionInvalidValue(_EngineRefusal):
     `enableServiceLinks: false` (vLLM reads `VLLM_PORT` as its own port number and exits:
     `vllm/envs.py`), or vLLM's CUDA image given another vendor's accelerator (`amd.com/gpu`,
     a Gaudi or Neuron device, `/dev/kfd`), or vLLM's `--dtype bfloat16` with `--quantization
-    awq` or `gptq`, whose kernels run float16 only (their `_marlin` forms run bfloat16 too).
+    awq` or `gptq`, whose kernels run float16 only (their `_marlin` forms run bfloat16 too),
+    or `--dtype float16` (or `float32`) for an MXFP4 checkpoint (gpt-oss) or `--quantization
+    mxfp4`, whose kernels run bfloat16 only.
     llama.cpp's `--flash-attn` given without a value
     is a warning: builds since late August 2025 take `on|off|auto` and read the next word as
     it (`unknown value for --flash-attn: '-c'`), older ones take a switch. A choice no release
@@ -184,7 +186,8 @@ class EngineOptionInvalidValue(_EngineRefusal):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         refused = [f for f in (self._float16(ctx), self._bfloat16(ctx),
-                               self._quantization(ctx), self._half_only(ctx)) if f is not None]
+                               self._quantization(ctx), self._half_only(ctx),
+                               self._bfloat16_only(ctx)) if f is not None]
         for finding in (*super().check(ctx), *refused):
             # a choice no release kvlint read has, on a server that may be newer (a floating
             # tag, a build from source): a warning, since a newer release or a fork may add it
@@ -248,6 +251,23 @@ class EngineOptionInvalidValue(_EngineRefusal):
             f"auto), or --quantization {method}_marlin, whose kernel also runs bfloat16 "
             "(compute capability 8.0 and up)", option="--dtype", about="dtype",
             reason="dtype-refused-by-quantization", quantization=method)
+
+    def _bfloat16_only(self, ctx: RuleContext) -> Finding | None:
+        """vLLM's refusal of float16 for its bfloat16-only MXFP4 kernels
+        (kvlint/engines/quant_refusals.py ``BFLOAT16_ONLY_KERNELS``)."""
+        from kvlint.engines.quant_refusals import bfloat16_only_refusal
+
+        found = bfloat16_only_refusal(ctx.plan.behaviour.engine, ctx.plan.quantization,
+                                      ctx.checkpoint_quant, ctx.plan.dtype)
+        if found is None:
+            return None
+        method, refusal = found
+        whose = "--quantization" if ctx.plan.quantization else "the checkpoint's"
+        return self.finding(
+            f"--dtype {ctx.plan.dtype} with {whose} {method}: vLLM's {method} kernels run "
+            f"bfloat16 only, and vLLM exits at start ('{refusal}'); drop --dtype (auto takes "
+            "the checkpoint's bfloat16) or use --dtype bfloat16", option="--dtype",
+            about="dtype", reason="dtype-refused-by-quantization", quantization=method)
 
     def _bfloat16(self, ctx: RuleContext) -> Finding | None:
         """vLLM's refusal of bfloat16 on a GPU below compute capability 8.0
