@@ -156,11 +156,12 @@ def half_only_refusal(engine: str, quantization: str | None, dtype: str | None) 
 
 BFLOAT16_ONLY_KERNELS = frozenset({"mxfp4"})
 """vLLM's quantization methods whose kernels run bfloat16 activations only: MXFP4 (gpt-oss's
-checkpoint format; ``Mxfp4Config.get_supported_act_dtypes`` returns ``[torch.bfloat16]`` in
-vllm/model_executor/layers/quantization/mxfp4.py, read in the revision the code index stores,
-of late 2025; the class came with gpt-oss in 0.10.1). No other method claims an MXFP4
-checkpoint, so the checkpoint's own ``quant_method`` decides it as ``--quantization`` would.
-SGLang's Mxfp4Config also takes float16: not judged."""
+checkpoint format; ``Mxfp4Config.get_supported_act_dtypes`` returns ``[torch.bfloat16]``:
+vllm/model_executor/layers/quantization/mxfp4.py@v0.11.0 line 129, wheel read, and the same
+in the later revision the code index stores; the class came with gpt-oss in 0.10.1). The
+model's quantization is the checkpoint's ``quant_method`` when no ``--quantization`` is given,
+and ``VllmConfig._get_quantization_config`` (config/__init__.py@v0.11.0 line 267) refuses a
+dtype outside that list. SGLang's Mxfp4Config also takes float16: not judged."""
 
 
 def bfloat16_only_refusal(engine: str, quantization: str | None, checkpoint: str | None,

@@ -119,14 +119,14 @@ def app_template_models(document: dict[str, Any], ctx: DocumentContext, fmt: str
                         notes: list[str] | None = None) -> list[ServedModel]:
     """Every served model the controllers of app-template values run."""
     defaults = get_map(document, "defaultPodOptions") or {}
+    merge = str(document.get("defaultPodOptionsStrategy") or "overwrite") == "merge"
     out: list[ServedModel] = []
     read = 0
     for controller_id, controller in (get_map(document, "controllers") or {}).items():
         if not isinstance(controller, dict) or controller.get("enabled") is False:
             continue
         pod_options = get_map(controller, "pod") or {}
-        strategy = str(document.get("defaultPodOptionsStrategy") or "overwrite")
-        pod: dict[str, Any] = {**defaults, **pod_options} if strategy != "merge" else \
+        pod: dict[str, Any] = {**defaults, **pod_options} if not merge else \
             {**defaults, **{k: ({**defaults[k], **v} if isinstance(defaults.get(k), dict)
                                 and isinstance(v, dict) else v)
                             for k, v in pod_options.items()}}

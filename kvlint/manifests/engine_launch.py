@@ -606,14 +606,17 @@ def engine_gpus(args: EngineArgs, line: int | None, why: str,
 
 def _split_gpus(args: EngineArgs, why: str) -> Located[int] | None:
     """llama.cpp's ``--tensor-split`` (``-ts``) spreads the model over one device per share
-    (``3,1``: three quarters on the first GPU; tools/server README, common/arg.cpp): the
-    GPUs it uses are the non-zero shares, where there are two or more."""
+    (``3,1``: three quarters on the first GPU): common/arg.cpp splits the value at the regex
+    ``[,/]+`` and reads each part with ``std::stof`` as one device's proportion (the same
+    handler from the 2024 ``llama_arg`` revisions to the 2025-26 ``common_arg`` ones, read
+    in the code index). The GPUs it uses are the non-zero shares, where there are two or
+    more."""
     if args.engine != "llamacpp":
         return None
     split = args.options.get("--tensor-split")
     if not isinstance(split, Located):
         return None
-    shares = [part.strip() for part in re.split(r"[,/]", str(split.value))]
+    shares = [part.strip() for part in re.split(r"[,/]+", str(split.value)) if part.strip()]
     try:
         used = sum(1 for part in shares if float(part) > 0)
     except ValueError:

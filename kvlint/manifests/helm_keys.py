@@ -377,12 +377,12 @@ def _found_by_args(scopes: list[tuple[str, dict[str, Any]]]) -> _Found | None:
     """A map whose argument list (:data:`ARG_KEYS`) names the model with the engine's own
     option (``args: [--model, org/m]``) where the scope says which engine runs it."""
     for scope_name, scope in scopes:
+        image, _ = _image(scope)
         for path, holder in _maps(scope, 1):
             key = next((k for k in ARG_KEYS if isinstance(holder.get(k), list | str)
                         and holder.get(k)), None)
             if key is None:
                 continue
-            image, _ = _image(scope)
             engine = _engine_of(scope, scope_name, path, holder, image)
             if engine is None:
                 continue

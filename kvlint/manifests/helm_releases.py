@@ -18,6 +18,7 @@ The values are then read as a values file of the same chart would be: bjw-s's ap
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kvlint.manifests.app_template import app_template_models, is_app_template
@@ -40,8 +41,6 @@ def values_models(values: dict[str, Any], ctx: DocumentContext, fmt: str,
             continue
         parser = cls()
         if parser.detect(values, ctx):
-            from dataclasses import replace
-
             return [replace(s, notes=(*notes, *s.notes)) for s in parser.parse(values, ctx)]
     return []
 

@@ -57,7 +57,8 @@ def _environment(value: str) -> list[str]:
 def unit_commands(text: str, first_line: int = 1) -> list[list[Word]]:
     """The ``[Service]`` section's ``ExecStart=`` commands, each word on its line (the
     unit's first line being ``first_line``), the ``Environment=`` items set before it as
-    assignments in front."""
+    assignments in front; an empty ``ExecStart=`` resets the list (systemd.service(5)), as
+    :func:`unit_refusal` counts them."""
     env: list[str] = []
     commands: list[list[Word]] = []
     for section, key, value, line in _settings(text):
@@ -66,7 +67,9 @@ def unit_commands(text: str, first_line: int = 1) -> list[list[Word]]:
         at = line + first_line - 1
         if key == "Environment":
             env.extend(_environment(value))
-        elif key == "ExecStart" and value.strip():
+        elif key == "ExecStart" and not value.strip():
+            commands = []
+        elif key == "ExecStart":
             command = value.strip().lstrip("-@+!:")
             words = [w.text for c in split_script(command) for w in c]
             if words:
@@ -80,7 +83,9 @@ def unit_refusal(text: str) -> tuple[int, str] | None:
     more than one ``ExecStart=`` (sections of one name merge; an empty ``ExecStart=``
     resets the list) in a service whose ``Type=`` is not ``oneshot`` (``simple`` by
     default): "Service has more than one ExecStart= setting, which is only allowed for
-    Type=oneshot services. Refusing." (src/core/service.c, ``service_verify``)."""
+    Type=oneshot services. Refusing." (src/core/service.c, ``service_verify``: ``s->type !=
+    SERVICE_ONESHOT && s->exec_command[SERVICE_EXEC_START]->command_next``, read in the
+    revision the code index stores; not pinned to a release)."""
     starts: list[int] = []
     kind = "simple"
     for section, key, value, line in _settings(text):

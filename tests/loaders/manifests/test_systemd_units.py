@@ -55,6 +55,8 @@ def test_two_exec_starts_make_systemd_refuse_the_unit() -> None:
     assert len(systemd_models(twice, "llm.service")) == 2
     reset = UNIT + "[Service]\nExecStart=\nExecStart=/usr/bin/llama-server -m /m/a.gguf\n"
     assert systemd_problems(reset, "llm.service") == []
+    (only,) = systemd_models(reset, "llm.service")  # the reset drops the first command
+    assert value(only.engine) == "llamacpp"
     oneshot = twice.replace("[Service]\n", "[Service]\nType=oneshot\n", 1)
     assert systemd_problems(oneshot, "llm.service") == []
     assert systemd_problems(UNIT, "llm.service") == []
@@ -71,3 +73,7 @@ def test_tensor_split_shares_are_gpus() -> None:
     assert value(found.gpus) == 2
     (found,) = systemd_models(text.replace("25,25,25,25", "1"), "llm.service")
     assert value(found.gpus) == 1
+    # arg.cpp splits at the regex [,/]+: "3/1" and "1,,1" are two shares
+    for shares in ("3/1", "1,,1"):
+        (found,) = systemd_models(text.replace("25,25,25,25", shares), "llm.service")
+        assert value(found.gpus) == 2
