@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -263,6 +264,32 @@ def test_a_kaito_workspace_with_a_spec_is_refused_by_its_api(tmp_path: Path) -> 
                                                   "--offline").stdout)["results"]
              for f in r["findings"]}
     assert "KV903" not in codes
+
+
+def test_a_kserve_predictor_container_is_refused_by_its_api(tmp_path: Path) -> None:
+    # v1beta1's PredictorSpec has containers (its inline PodSpec), not container
+    # (pkg/apis/serving/v1beta1/predictor.go); the container is linted as it was meant
+    head = ("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
+            "metadata: {name: s}\nspec:\n  predictor:\n")
+    container = ("image: vllm/vllm-openai:v0.10.1\n"
+                 "args: [--model, org/m, --tensor-parallel-size, '3']\n"
+                 "resources: {limits: {nvidia.com/gpu: '3'}}\n")
+    mapped = ("--model-map", f"org/m={CONFIGS / 'meta-llama--Meta-Llama-3-8B.json'}")
+
+    def errors(name: str, body: str) -> list[tuple[str, int]]:
+        path = tmp_path / name
+        path.write_text(head + body, encoding="utf-8")
+        result = lint(str(path), "--format", "json", "--offline", *mapped)
+        return sorted((f["code"], f["line"]) for r in json.loads(result.stdout)["results"]
+                      for f in r["findings"] if f["severity"] == "error")
+
+    single = errors("single.yaml", "    container:\n" + textwrap.indent(container, " " * 6))
+    assert ("KV903", 6) in single, single
+    assert any(code == "KV203" for code, _ in single)  # tp 3 against 8 KV heads, as meant
+    listed = errors("listed.yaml", "    containers:\n" + textwrap.indent(
+        "- " + container.replace("\n", "\n  ", 2), " " * 4))
+    assert "KV903" not in {code for code, _ in listed} and \
+        any(code == "KV203" for code, _ in listed)
 
 
 def _two_servers(tmp_path: Path, first: str, second: str, tag: str = "v0.10.1") -> list[str]:

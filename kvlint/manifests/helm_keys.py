@@ -421,62 +421,131 @@ def _found_beside(document: dict[str, Any], scopes: list[tuple[str, dict[str, An
 
 
 LIST_KEYS = ("models", "modelList", "model_list")
+LIST_MODEL_KEYS = (*MODEL_KEYS, *NAME_KEYS, "source", "modelSource", "hfModelId")
+"""Keys a listed model names its weights with (``models: [{name: qwen, source: org/m}]``):
+a Hub id only (``org/name``), the item's ``name`` being the deployment's otherwise."""
 GPU_KEYS = ("gpu", "gpuType", "gpu_type", "accelerator", "acceleratorType")
 _HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
 
-def _model_list(document: object) -> tuple[str, str, list[dict[str, Any]]] | None:
-    """``(engine, why, items)`` of values that list their models (``models: [{name:
-    org/model, resources: ...}, ...]``, one deployment per item) when the file says which
-    engine runs them (its image)."""
+@dataclass
+class _Listed:
+    """Models a values file lists (:func:`_model_list`): the items of one list, in the map
+    that holds it (the top of the file, or a map named after the engine)."""
+
+    scope: dict[str, Any]
+    where: str
+    items: list[tuple[str, str, dict[str, Any]]]
+    """``(engine, why, item)`` per listed model."""
+
+
+def _item_model_key(item: dict[str, Any]) -> str | None:
+    return next((k for k in LIST_MODEL_KEYS if isinstance(item.get(k), str)
+                 and _HUB_ID.fullmatch(str(item[k]).strip())), None)
+
+
+def _model_list(document: object) -> _Listed | None:
+    """Values that list their models (``models: [{name: org/model, resources: ...}, ...]``,
+    one deployment per item), at the top of the file or in a map named after an engine
+    (``vllm: {models: [...]}``, a subchart's values), when the file says which engine runs
+    each: the item's own ``engine`` key, the map's name, or the image."""
     if not plain_map(document) or not isinstance(document, dict):
         return None
-    for key in LIST_KEYS:
-        items = document.get(key)
-        if not isinstance(items, list):
-            continue
-        listed = [item for item in items if isinstance(item, dict) and any(
-            isinstance(item.get(k), str) and _HUB_ID.fullmatch(str(item[k]).strip())
-            for k in (*MODEL_KEYS, *NAME_KEYS))]
-        if not listed:
-            continue
-        image, _ = _image(document)
-        engine = engine_from_image(image.value)[0] if image is not None else None
-        if engine is None or image is None:
-            return None
-        return engine, f"image {image.value}", listed
+    scopes: list[tuple[str, dict[str, Any]]] = [("", document)]
+    scopes += [(str(k), v) for k, v in document.items() if isinstance(v, dict)
+               and str(k).lower() in ENGINE_KEYS and v.get("enabled") is not False]
+    for scope_name, scope in scopes:
+        for key in LIST_KEYS:
+            items = scope.get(key)
+            if not isinstance(items, list):
+                continue
+            where = f"{scope_name}.{key}" if scope_name else key
+            image, _ = _image(scope)
+            by_image = engine_from_image(image.value)[0] if image is not None else None
+            listed = []
+            for item in items:
+                if not isinstance(item, dict) or _item_model_key(item) is None:
+                    continue
+                own = item.get("engine")
+                if isinstance(own, str) and own.strip():
+                    engine = ENGINE_KEYS.get(own.strip().lower())
+                    if engine is not None:  # an item another server runs (engine: tei)
+                        listed.append((engine, f"the values key {where}[].engine", item))
+                elif scope_name:
+                    listed.append((ENGINE_KEYS[scope_name.lower()],
+                                   f"the values key {scope_name}", item))
+                elif by_image is not None and image is not None:
+                    listed.append((by_image, f"image {image.value}", item))
+            if listed:
+                return _Listed(scope, where, listed)
     return None
 
 
+def _item_words(item: dict[str, Any]) -> list[Word]:
+    """An item's engine arguments: a list or string under an argument key, or a map of
+    options (``engineArgs: {--max-model-len: "4096", --enforce-eager: ""}``: an empty or
+    true value is the flag alone)."""
+    words: list[Word] = []
+    for key in ARG_KEYS:
+        raw = item.get(key)
+        if isinstance(raw, list | str) and raw:
+            words += words_of(raw) if isinstance(raw, list) else \
+                words_of(raw, value_line(item, key))
+        elif isinstance(raw, dict):
+            for name, value in raw.items():
+                if value is False or value is None:
+                    continue
+                option = str(name) if str(name).startswith("-") else _option(str(name))
+                line = value_line(raw, name)
+                words.append(Word(option, line))
+                if value is not True and str(value).strip():
+                    words.append(Word(str(value).strip(), line))
+    return words
+
+
+def _item_gpus(item: dict[str, Any], where: str) -> Located[int] | Unresolved | None:
+    """An item's GPUs: its ``resources`` limits, or the chart's short ``resources.gpu``."""
+    resources = item.get("resources")
+    found = _gpus(resources)
+    if found is None and isinstance(resources, dict) and \
+            to_int(resources.get("gpu")) is not None:
+        found = loc_int(resources, "gpu", f"the values key {where}[].resources.gpu")
+    return found
+
+
 def _listed_models(document: dict[str, Any], ctx: DocumentContext, name: str,
-                   found: tuple[str, str, list[dict[str, Any]]]) -> list[ServedModel]:
-    """One served model per listed item: its model, GPUs (its ``resources``) and GPU type
-    (its ``gpu`` key, as written)."""
-    engine, why, items = found
-    image, _ = _image(document)
-    version: Located[str] | Unresolved | None = None
-    notes = [f"Helm values listing their models: each item is served by {engine} (from "
-             f"{why}); the chart's templates decide what reaches the pod"]
-    if image is not None:
-        version, more = settle_version(engine, image)
-        notes.extend(more)
+                   found: _Listed) -> list[ServedModel]:
+    """One served model per listed item: its model, arguments, GPUs (its ``resources``) and
+    GPU type (its ``gpu`` key, as written)."""
+    image, _ = _image(found.scope)
     out = []
-    for item in items:
-        key = next(k for k in (*MODEL_KEYS, *NAME_KEYS) if isinstance(item.get(k), str)
-                   and _HUB_ID.fullmatch(str(item[k]).strip()))
+    for engine, why, item in found.items:
+        notes = [f"Helm values listing their models ({found.where}): this item is served by "
+                 f"{engine} (from {why}); the chart's templates decide what reaches the pod"]
+        version: Located[str] | Unresolved | None = None
+        item_image = image if image is not None and \
+            engine_from_image(image.value)[0] in (engine, None) else None
+        if item_image is not None:
+            version, more = settle_version(engine, item_image)
+            notes.extend(more)
+        else:
+            notes.append(f"the values name no {engine} image: the chart's default decides "
+                         "the version")
+        key = _item_model_key(item) or ""
         line = value_line(item, key)
-        model = model_value(str(item[key]).strip(), line, f"models[].{key}",
+        model = model_value(str(item[key]).strip(), line, f"{found.where}[].{key}",
                             key_col(item, key))
         gpu_key = next((k for k in GPU_KEYS if isinstance(item.get(k), str)
                         and str(item[k]).strip()), None)
         gpu_type = Located(str(item[gpu_key]).strip(), value_line(item, gpu_key), None,
-                           f"models[].{gpu_key}") if gpu_key else gpu_type_of(document)
+                           f"{found.where}[].{gpu_key}") if gpu_key else gpu_type_of(document)
+        args = engine_args(engine, _item_words(item), Env({}, k8s=False))
+        overrides: dict[str, Any] = {"model": model} if args.model is None else {}
         out.append(served_model(
             Origin(ctx, name, line=line), engine=Located(engine, line, None, why),
-            args=engine_args(engine, words_of(item.get("args") or []), Env({}, k8s=False)),
-            image=image, version=version,
-            hardware=Hardware(gpus=_gpus(item.get("resources")), gpu_type=gpu_type),
-            notes=notes, model=model))
+            args=args, image=item_image, version=version,
+            hardware=Hardware(gpus=_item_gpus(item, found.where), gpu_type=gpu_type),
+            notes=notes, **overrides))
     return out
 
 

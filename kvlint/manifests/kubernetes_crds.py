@@ -12,8 +12,10 @@ from typing import Any
 
 from kvlint.manifests.base import (
     DocumentContext,
+    Documents,
     Located,
     ManifestParser,
+    ManifestProblem,
     ServedModel,
     Unresolved,
     named,
@@ -104,6 +106,12 @@ def storage_model(uri: str, line: int | None, column: int | None,
     return Unresolved(reason, line, column, text), notes
 
 
+PREDICTOR_IMPLEMENTATIONS = ("model", "sklearn", "xgboost", "tensorflow", "pytorch",
+                             "triton", "onnx", "huggingface", "pmml", "lightgbm", "paddle")
+"""The v1beta1 predictor's implementations besides a custom ``containers`` list
+(pkg/apis/serving/v1beta1/predictor.go@0217bdab, PredictorSpec)."""
+
+
 class KServeParser(ManifestParser):
     """KServe ``serving.kserve.io``: InferenceService (v1beta1 predictor ``model`` with the
     Hugging Face runtime's vLLM backend, or custom ``containers``), ServingRuntime and
@@ -137,7 +145,15 @@ class KServeParser(ManifestParser):
         notes = [f"predictor {k} {predictor[k]}" for k in ("minReplicas", "maxReplicas")
                  if predictor.get(k) is not None]
         out: list[ServedModel] = []
-        for container in get_list(predictor, "containers") or []:
+        containers = get_list(predictor, "containers") or []
+        single = get_map(predictor, "container")
+        if single is not None and not containers and not any(
+                k in predictor for k in PREDICTOR_IMPLEMENTATIONS):
+            self._refuse_single_container(document, predictor, ctx)
+            notes.append("linted as the custom predictor predictor.containers: [that "
+                         "container] would be")
+            containers = [single]
+        for container in containers:
             if not isinstance(container, dict):
                 continue
             run = container_run(container, ctx)
@@ -180,6 +196,24 @@ class KServeParser(ManifestParser):
                                         "predictor.model.storageUri")
             run.overrides["model"] = found
         return [self._finish(ctx, run, predictor, model, name, [*notes, *more])]
+
+    @staticmethod
+    def _refuse_single_container(document: dict[str, Any], predictor: dict[str, Any],
+                                 ctx: DocumentContext) -> None:
+        """KV903 for ``predictor.container``: v1beta1's PredictorSpec has no such field
+        (pkg/apis/serving/v1beta1/predictor.go@0217bdab: one implementation of ``model``,
+        the framework specs, or the inline PodSpec's ``containers`` list), so the API
+        server's strict field validation refuses the object and nothing is deployed."""
+        if not str(document.get("apiVersion", "")).endswith("/v1beta1") or \
+                not isinstance(ctx.documents, Documents):
+            return
+        ctx.documents.report(ManifestProblem(
+            path=ctx.path, line=key_line(predictor, "container"), kind="invalid-object",
+            message=f"InferenceService {object_name(document) or ''} puts its server under "
+                    "spec.predictor.container, but the v1beta1 predictor has no container "
+                    "field (a custom predictor is a containers list): kubectl's strict field "
+                    "validation refuses it (unknown field \"spec.predictor.container\") and "
+                    "nothing is deployed; write containers: [- name: kserve-container ...]"))
 
     def _finish(self, ctx: DocumentContext, run: Run, predictor: dict[str, Any],
                 container: dict[str, Any], name: str, notes: list[str]) -> ServedModel:

@@ -169,6 +169,47 @@ def test_a_model_list_without_an_engine_image_is_not_read() -> None:
         """) == []
 
 
+def test_a_subcharts_model_list_names_each_items_engine_and_its_option_map() -> None:
+    """An umbrella chart's ``vllm: {models: [...]}`` (one Deployment per item, the subchart's
+    templates supply the image): the item's ``engine`` key says which server runs it (an
+    embedding server's item is not an LLM engine's), ``source`` is the Hub id beside a
+    deployment ``name``, the ``engineArgs`` map is the engine's options (an empty value is the
+    flag alone), ``resources.gpu`` its GPUs; a gateway's list of the same models is not a
+    server, and a switched-off engine map is not read."""
+    found = served("""\
+        vllm:
+          enabled: true
+          models:
+            - name: qwen2-5-0-5b
+              source: Qwen/Qwen2.5-0.5B-Instruct
+              engine: vllm
+              resources:
+                gpu: 2
+              engineArgs:
+                --gpu-memory-utilization: "0.8"
+                --max-model-len: "4096"
+                --tensor-parallel-size: 2
+                --enforce-eager: ""
+            - name: embed
+              source: BAAI/bge-small-en-v1.5
+              engine: tei
+        sglang:
+          enabled: false
+          models:
+            - name: off
+              source: org/switched-off
+        litellm:
+          models:
+            - name: qwen2-5-0-5b
+              source: Qwen/Qwen2.5-0.5B-Instruct
+              engine: vllm
+        """)
+    assert [(v(m.model), v(m.engine), v(m.engine_version), v(m.gpus), v(m.tp),
+             v(m.max_model_len)) for m in found] == [
+        ("Qwen/Qwen2.5-0.5B-Instruct", "vllm", None, 2, 2, 4096)]
+    assert found[0].model is not None and found[0].model.line == 5
+
+
 def test_a_tensor_parallel_key_beside_the_model_becomes_the_engines_own_option() -> None:
     """A chart that keeps ``gpu.tensorParallelSize`` and ``gpu.cudaVisibleDevices`` apart from
     the model (as an airgapped TGI chart does): the degree is TGI's ``--num-shard``, and the
