@@ -127,16 +127,31 @@ def engine_config_kind(document: object, path: str) -> str | None:
     return None
 
 
-def config_words(document: Mapping[str, Any]) -> list[Word]:
+def _switches(engine: str) -> frozenset[str]:
+    """``engine``'s options that take no value (a bare flag, or one with a ``--no-`` form)."""
+    table = OPTION_TABLES.get(engine, {})
+    return frozenset(name for kind in ("flag", "negatable")
+                     for name in table.get(kind, "").split())
+
+
+def config_words(document: Mapping[str, Any], kwargs_of: str | None = None) -> list[Word]:
     """A flat ``--config`` YAML as the command-line words the engine turns it into (``true``
     becomes a bare flag, ``false`` sets nothing, lists repeat values, mappings become JSON),
-    as vLLM's and SGLang's config-file loaders do."""
+    as vLLM's and SGLang's config-file loaders do. With ``kwargs_of`` (an engine), the keys
+    are that engine's Python keyword arguments, which no parser reads: a switch given a
+    string or a number is on when Python finds the value true (``"true"``, ``"false"`` and
+    ``1`` alike), off when empty or zero."""
     words: list[Word] = []
+    switches = _switches(kwargs_of) if kwargs_of else frozenset()
     for key, value in document.items():
         if value is None:
             continue
         line = key_line(document, key)
         flag = "--" + _dash(key)
+        if kwargs_of and isinstance(value, str | int | float) and not isinstance(
+                value, bool) and (flag in switches or str(value).strip().lower() in
+                                  ("true", "false")):
+            value = bool(value)  # AsyncEngineArgs(flag="false") is on, as Python reads it
         if isinstance(value, bool):
             if value:
                 words.append(Word(flag, line))
@@ -154,10 +169,13 @@ def config_words(document: Mapping[str, Any]) -> list[Word]:
     return words
 
 
-def config_args(engine: str, document: Mapping[str, Any], where: str = "") -> EngineArgs:
+def config_args(engine: str, document: Mapping[str, Any], where: str = "",
+                kwargs: bool = False) -> EngineArgs:
     """``engine``'s arguments from a flat config mapping, each value's source named by the
-    key it was read from (``where`` + key)."""
-    args = parse_engine_args(engine, config_words(document), Env({}, k8s=False))
+    key it was read from (``where`` + key); with ``kwargs``, the mapping is the engine's
+    Python keyword arguments (:func:`config_words`)."""
+    words = config_words(document, engine if kwargs else None)
+    args = parse_engine_args(engine, words, Env({}, k8s=False))
     keys = {"--" + _dash(k): f"{where}{k}" for k in document}
     changes: dict[str, Any] = {}
     for name in MERGED:
@@ -165,6 +183,12 @@ def config_args(engine: str, document: Mapping[str, Any], where: str = "") -> En
         if isinstance(value, Located) and value.source in keys:
             changes[name] = replace(value, source=keys[value.source])
     return replace(args, **changes) if changes else args
+
+
+TRITON_VLLM_FILE = "model.json"
+"""The file of a Triton vLLM-backend model (``<repository>/<model>/1/model.json``): its keys
+are vLLM's engine arguments as Python keyword arguments (``AsyncEngineArgs(**config)``,
+triton-inference-server/vllm_backend src/model.py)."""
 
 
 class VllmConfigParser(ManifestParser):
@@ -180,8 +204,15 @@ class VllmConfigParser(ManifestParser):
     def parse(self, document: object, ctx: DocumentContext) -> list[ServedModel]:
         if not isinstance(document, dict):
             return []
-        args = config_args(self.engine, document)
+        kwargs = self.engine == "vllm" and \
+            ctx.path.replace("\\", "/").rsplit("/", 1)[-1] == TRITON_VLLM_FILE
+        args = config_args(self.engine, document, kwargs=kwargs)
         notes = []
+        if kwargs:
+            notes.append(f"{TRITON_VLLM_FILE}: Triton's vLLM backend passes its keys to "
+                         "AsyncEngineArgs as keyword arguments (vllm_backend src/model.py), "
+                         "so a switch's string value is Python's truth, not a word for "
+                         "vLLM's parser")
         if args.model is None:
             notes.append("the config names no model: it is given on the command line "
                          f"(`{'vllm serve MODEL' if self.engine == 'vllm' else 'sglang'} "

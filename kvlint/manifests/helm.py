@@ -56,7 +56,7 @@ from kvlint.manifests.yaml_values import (
 )
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
-                 "gpu.intel.com/xe", "google.com/tpu")
+                 "gpu.intel.com/xe", "nvidia.com/gpu.shared", "google.com/tpu")
 
 
 def gpus_from_resources(resources: Any, where: str,

@@ -260,7 +260,9 @@ def _engine_of(scope: dict[str, Any], scope_name: str, holder_path: str,
         if isinstance(value, dict) and str(key).lower() in ENGINE_KEYS:
             return ENGINE_KEYS[str(key).lower()], f"the values key {key}"
     for key, value in _option_items(holder):
-        if str(key) in MODEL_KEYS or isinstance(value, dict | list):
+        if str(key) in MODEL_KEYS or str(key) in NAME_KEYS or isinstance(value, dict | list):
+            # a model map's path or name is the model's, not an engine's option (--path is
+            # llama.cpp's only by accident)
             continue
         option = _option(str(key))
         engine = engine_of_options([option])

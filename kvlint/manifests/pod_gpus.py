@@ -12,14 +12,18 @@ from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.yaml_values import get_list, get_map, key_col, key_line, to_int
 from kvlint.model.hardware import mig_device
 
-__all__ = ["GPU_KEYS", "MIG_RESOURCE", "TPU_KEYS", "int_at", "mig_name", "mig_resources",
-           "pod_gpus"]
+__all__ = ["GPU_KEYS", "MIG_RESOURCE", "SHARED_GPU", "TPU_KEYS", "int_at", "mig_name",
+           "mig_resources", "pod_gpus"]
 
 GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
-            "gpu.intel.com/xe")
+            "gpu.intel.com/xe", "nvidia.com/gpu.shared")
 """Device-plugin resources of accelerators an engine counts as its GPUs (tp x pp of them):
 NVIDIA, AMD (ROCm/k8s-device-plugin), Intel Gaudi (habana-k8s-device-plugin) and Intel GPUs
-(intel-device-plugins-for-kubernetes), as the Helm values reader counts them."""
+(intel-device-plugins-for-kubernetes), as the Helm values reader counts them; and
+``nvidia.com/gpu.shared``, a time-sliced replica of an NVIDIA GPU (the device plugin's
+``sharing.timeSlicing`` with ``renameByDefault: true``, NVIDIA/k8s-device-plugin README):
+one device to the process, shared with the other pods given a replica of it."""
+SHARED_GPU = "nvidia.com/gpu.shared"
 TPU_KEYS = ("google.com/tpu",)
 
 
@@ -62,6 +66,9 @@ def pod_gpus(pod: Any, containers: Sequence[Any] | None = None,
                     total += found.value
                     keys.append(key)
                     first = first or found
+                    if key == SHARED_GPU:
+                        notes.append(f"{key}: time-sliced replicas of a GPU (line "
+                                     f"{found.line}); other pods may share the same card")
                 break
     if first is None:
         return None, notes

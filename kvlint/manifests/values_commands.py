@@ -44,7 +44,7 @@ _GROUP = re.compile(r"\$\{?LWS_\w+|multi-node-serving\.sh|--ray[_-]cluster[_-]si
 """Words of a command that runs one pod's part of a multi-node group (LeaderWorkerSet's
 variables, vLLM's multi-node Ray script, a Ray cluster, an engine's node count)."""
 DEVICES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i915",
-           "gpu.intel.com/xe", "google.com/tpu")
+           "gpu.intel.com/xe", "nvidia.com/gpu.shared", "google.com/tpu")
 
 
 @dataclass(frozen=True)

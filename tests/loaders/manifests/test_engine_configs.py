@@ -43,6 +43,19 @@ def test_vllm_config_without_model_fp8_kv_negated_flag() -> None:
     assert m.tp is None and m.max_num_seqs is None
 
 
+def test_a_triton_vllm_model_json_holds_keyword_arguments() -> None:
+    """Triton's vLLM backend passes model.json to ``AsyncEngineArgs(**config)``: a switch
+    given the string "true" (or "false", also true to Python) is on, not a stray word for
+    vLLM's parser; the same keys in a ``--config`` file are the parser's."""
+    text = ('{"model": "org/m", "disable_log_stats": "true", "enforce_eager": "false",\n'
+            ' "gpu_memory_utilization": 0.5}\n')
+    (m,) = extract_text(text, "repo/llama/1/model.json")
+    assert m.engine_problems == () and v(m.gpu_memory_utilization) == 0.5
+    assert any("keyword arguments" in n for n in m.notes)
+    (cli,) = extract_text(text, "vllm-config.json")
+    assert [p.option for p in cli.engine_problems] == ["true", "false"]
+
+
 def test_sglang_config() -> None:
     text = """model-path: Qwen/Qwen3-235B-A22B-FP8
 tp-size: 8

@@ -210,6 +210,18 @@ def test_a_subcharts_model_list_names_each_items_engine_and_its_option_map() -> 
     assert found[0].model is not None and found[0].model.line == 5
 
 
+def test_a_model_maps_path_is_not_an_engine_option() -> None:
+    """``model: {path: dsr1}`` names the model, not llama.cpp's ``--path`` (a benchmark
+    recipe's model alias): no engine follows from it."""
+    assert served("""\
+        model:
+          path: "dsr1"
+          container: "nvcr.io#nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post1"
+        resources:
+          gpus_per_node: 8
+        """) == []
+
+
 def test_a_tensor_parallel_key_beside_the_model_becomes_the_engines_own_option() -> None:
     """A chart that keeps ``gpu.tensorParallelSize`` and ``gpu.cudaVisibleDevices`` apart from
     the model (as an airgapped TGI chart does): the degree is TGI's ``--num-shard``, and the

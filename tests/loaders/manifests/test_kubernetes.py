@@ -227,6 +227,27 @@ def test_tpu_is_a_note_not_gpus() -> None:
     assert "google.com/tpu" in notes and "16 TPU chips per group" in notes
 
 
+def test_a_time_sliced_gpu_replica_is_one_gpu() -> None:
+    """``nvidia.com/gpu.shared`` (the device plugin's time-slicing, renamed): one device to
+    the engine, with a note that other pods may share the card."""
+    (model,) = extract_text(textwrap.dedent("""\
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: qwen}
+        spec:
+          template:
+            spec:
+              containers:
+                - image: vllm/vllm-openai:v0.10.1
+                  args: [--model, org/m, --gpu-memory-utilization, "0.3"]
+                  resources:
+                    requests: {nvidia.com/gpu.shared: 1}
+                    limits: {memory: 12Gi, nvidia.com/gpu.shared: 1}
+        """))
+    assert isinstance(model.gpus, Located) and model.gpus.value == 1
+    assert "time-sliced" in "\n".join(model.notes)
+
+
 def test_statefulset_spans_nnodes_pods() -> None:
     (model,) = extract("sglang/k8s-statefulset-2node-tp16-ep16-localpath.yaml")
     assert isinstance(model.gpus, Located) and "--nnodes" in model.gpus.source
