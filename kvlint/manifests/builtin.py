@@ -53,6 +53,7 @@ PARSERS: tuple[tuple[str, str], ...] = (
     ("ray-serve", "kvlint.manifests.ray_serve:RayServeParser"),
     ("github-actions", "kvlint.manifests.github_actions:GithubActionsParser"),
     ("llama-swap", "kvlint.manifests.llama_swap:LlamaSwapParser"),
+    ("srtctl-recipe", "kvlint.manifests.srtctl_recipes:SrtctlRecipeParser"),
     ("helm-values-keys", "kvlint.manifests.helm_keys:GenericValuesParser"),
 )
 """Format name -> ``module:Class``, in detection order: Kubernetes objects first (they are

@@ -16,6 +16,7 @@ MODULES = ("kvlint.manifests.kubernetes", "kvlint.manifests.kubernetes_crds",
            "kvlint.manifests.flat_configs",
            "kvlint.manifests.trtllm_configs", "kvlint.manifests.ray_serve",
            "kvlint.manifests.github_actions", "kvlint.manifests.llama_swap",
+           "kvlint.manifests.srtctl_recipes",
            "kvlint.manifests.helm_keys")
 
 
