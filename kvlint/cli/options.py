@@ -292,7 +292,7 @@ class KvBytes(_IntParam):
         if isinstance(value, int) and not isinstance(value, bool):
             number: int | None = value
         else:
-            from kvlint.manifests.engine_command import integer_value
+            from kvlint.manifests.engine_integers import integer_value
 
             number = integer_value("vllm", "kv_cache_memory_bytes", str(value).strip())
         from kvlint.model.serving import MAX_KV_CACHE_MEMORY_BYTES

@@ -11,7 +11,6 @@ following assignments. The highest of the shell modules: it builds on
 from __future__ import annotations
 
 import bisect
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,16 +23,14 @@ from kvlint.manifests.cli_options import (
     BOOL_FIELDS,
     FIELD_OPTIONS,
     GRAMMAR_RULES,
-    HUMAN_READABLE,
     INT_FIELDS,
     LLAMACPP_ENV,
     LMDEPLOY_QUANT_POLICY,
-    NO_AUTO_OR_TERA,
-    PLAIN_INT_AT,
     TABLE_FIELDS,
     TAKES_ANY_VALUE,
     TGI_ENV,
 )
+from kvlint.manifests.engine_integers import integer_value
 from kvlint.manifests.model_overrides import config_overrides
 from kvlint.manifests.shell_env import Env, Token, expand_words
 from kvlint.manifests.shell_words import Word
@@ -45,9 +42,9 @@ __all__ = [
     "env_args_llamacpp",
     "env_args_tgi",
     "field_of_option",
-    "integer_value",
     "judge_known_options_only",
     "parse_engine_args",
+    "router_mode",
 ]
 
 
@@ -396,7 +393,7 @@ def _convert(engine: str, key: str, spelling: str, canonical: str, values: list[
                           text=first.unresolved.text or first.raw)
     text = (first.text or "").strip()
     if key in INT_FIELDS:
-        number = _integer(engine, key, text)
+        number = integer_value(engine, key, text)
         if number is None:
             return Unresolved(reason=f"{spelling} {text!r} is not an integer the engine "
                               "accepts", line=line, text=text)
@@ -424,53 +421,6 @@ def field_of_option(engine: str) -> dict[str, str]:
     """Option spelling → the :class:`EngineArgs` field it sets (``--tensor-parallel-size``
     → ``tp``), for every spelling kvlint reads for ``engine``."""
     return {name: key for key, names in _field_options(engine).items() for name in names}
-
-
-def integer_value(engine: str, key: str, text: str, version: str | None = None) -> int | None:
-    """``text`` as ``engine``'s parser reads the integer option of field ``key`` (``None``
-    when it refuses it); ``version``: as that known vLLM version's parser reads it (one of
-    the option tables' versions; ``None``: as the newest does)."""
-    return _integer(engine, key, text, version)
-
-
-_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
-_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
-
-
-def _integer(engine: str, key: str, text: str, version: str | None = None) -> int | None:
-    """An integer as the engine's parser reads it. vLLM's ``--max-model-len`` takes
-    ``human_readable_int_or_auto`` (vllm/utils/argparse_utils.py@v0.33.0): ``k/m/g/t`` are
-    powers of 1000 (decimals allowed: ``25.6k`` = 25600), ``K/M/G/T`` powers of 1024
-    (integers only), and ``-1``/``auto`` mean "derive it" (returned as -1);
-    ``--max-num-batched-tokens`` and ``--kv-cache-memory-bytes`` take ``human_readable_int``
-    (the same without ``auto``: ``human_readable_int_args``, vllm/engine/arg_utils.py@v0.34.0
-    lines 396-408; ``human_readable_ints``, arg_utils.py@v0.11.0 lines 233-239)."""
-    if engine == "vllm" and key in HUMAN_READABLE and \
-            key not in PLAIN_INT_AT.get(version or "", ()):
-        old = version in NO_AUTO_OR_TERA
-        if key == "max_model_len" and text.lower() == "auto" and not old:
-            return -1
-        match = _HUMAN.fullmatch(text)
-        if match and not (old and match.group(2) in "tT"):
-            number, suffix = match.groups()
-            if len(number) > _MAX_DIGITS:
-                return None
-            if suffix.islower():
-                scaled = float(number) * _DECIMAL[suffix]
-                # vLLM computes int(float(...)): past the float range it fails to start
-                return int(scaled) if math.isfinite(scaled) else None
-            if "." in number:
-                return None
-            return int(number) * _BINARY[suffix]
-    if re.fullmatch(r"[-+]?\d+", text) and len(text) <= _MAX_DIGITS:
-        return int(text)
-    return None
-
-
-_MAX_DIGITS = 4300
-"""Python's int() refuses longer decimal strings (sys.int_info.default_max_str_digits), so an
-engine whose parser is Python's refuses such a value at start."""
 
 
 def command_arguments(engine: str, words: Sequence[Word], program: int, index: int
@@ -619,8 +569,35 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
     if engine == "tgi":
         return _fill(result, env_args_tgi(env))
     if engine == "llamacpp":
-        return _fill(result, env_args_llamacpp(env))
+        return router_mode(_fill(result, env_args_llamacpp(env)), env)
     return result
+
+
+ROUTER_OPTIONS = (("--models-dir", "LLAMA_ARG_MODELS_DIR"),
+                  ("--models-preset", "LLAMA_ARG_MODELS_PRESET"))
+"""llama-server's router mode (common/arg.cpp, tools/server/server-models.cpp): with no model
+given, it serves the GGUF files of ``--models-dir`` or the models of a ``--models-preset`` INI,
+each loaded on request in a child server."""
+
+
+def router_mode(args: EngineArgs, env: Env) -> EngineArgs:
+    """A llama-server with no model in router mode: its model is the directory or preset it
+    serves from, unresolved (no one model to check)."""
+    if args.model is not None:
+        return args
+    for option, variable in ROUTER_OPTIONS:
+        given = args.options.get(option)
+        if given is None:
+            given = _env_field(env, [variable], "model", "llamacpp")
+            option = f"env {variable}"
+        if given is None:
+            continue
+        text = str(given.value) if isinstance(given, Located) else given.text
+        return replace(args, model=Unresolved(
+            f"llama-server router mode ({option}): it serves the models of {text}, each "
+            "loaded on request in a child server; name one with [tool.kvlint.models] to "
+            "check it", given.line, given.column, text))
+    return args
 
 
 CONFIG_MAY_TRUST = "--config"

@@ -25,6 +25,7 @@ from kvlint.manifests.engine_command import (
     env_args_llamacpp,
     env_args_tgi,
     parse_engine_args,
+    router_mode,
 )
 from kvlint.manifests.engine_env import engine_invocations, with_env
 from kvlint.manifests.engine_options import engine_problems
@@ -183,7 +184,7 @@ def engine_args(engine: str, words: Sequence[Word], env: Env,
         if engine == "tgi":
             return merge_args(args, env_args_tgi(process)) or args
         if engine == "llamacpp":
-            return merge_args(args, env_args_llamacpp(process)) or args
+            return router_mode(merge_args(args, env_args_llamacpp(process)) or args, process)
     return args
 
 

@@ -28,7 +28,8 @@ from packaging.version import Version
 
 from kvlint.manifests.base import Located, Unresolved
 from kvlint.manifests.cli_option_tables import OPTION_TABLES
-from kvlint.manifests.engine_command import OptionUse, field_of_option, integer_value
+from kvlint.manifests.engine_command import OptionUse, field_of_option
+from kvlint.manifests.engine_integers import integer_value
 from kvlint.manifests.images import FIXED_BUILD, model_then_options
 from kvlint.manifests.option_spellings import (
     VLLM_UNDERSCORES_SINCE,

@@ -457,6 +457,21 @@ def test_llamacpp_compose_alias_is_not_the_model() -> None:
     assert value(fallback.max_model_len) == 2048
 
 
+def test_llamacpp_router_mode_serves_a_directory_or_a_preset() -> None:
+    """No model but ``--models-dir`` / ``--models-preset`` (or their LLAMA_ARG_ variables):
+    llama-server's router mode, whose models are those of the directory or preset, each in a
+    child server: unresolved, with the directory as its text; a model given wins."""
+    routed = parse_engine_args("llamacpp", words("--models-dir", "/srv/models",
+                                                 "--models-preset", "/p.ini"), Env({}))
+    assert isinstance(routed.model, Unresolved) and routed.model.text == "/srv/models"
+    assert "router mode (--models-dir)" in routed.model.reason
+    by_env = parse_engine_args("llamacpp", words("--port", "8080"),
+                               Env({"LLAMA_ARG_MODELS_PRESET": "/config/models.ini"}))
+    assert isinstance(by_env.model, Unresolved) and by_env.model.text == "/config/models.ini"
+    one = parse_engine_args("llamacpp", words("-m", "/m.gguf", "--models-dir", "/d"), Env({}))
+    assert value(one.model) == "/m.gguf"
+
+
 def test_lmdeploy_positional_model_and_quant_policy() -> None:
     doc = load("lmdeploy/k8s-internlm2-chat-7b-shell-string.yaml")
     container = next(d for d in doc if d["kind"] == "Deployment")["spec"]["template"][
