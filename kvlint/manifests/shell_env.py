@@ -133,9 +133,10 @@ _TEMPLATE_FIELD = re.compile(r"\{[A-Za-z_]\w{0,63}\}")
 recipe's ``{tensor_parallel}``): a value the rendering tool puts in, not one the engine
 gets as written (no shell brace expansion makes anything of a single name in braces)."""
 _PLAIN_REFERENCE = re.compile(r"\$\{([A-Za-z_]\w{0,63})\}|\$([A-Za-z_]\w{0,63})"
-                              r"|\$\{([A-Za-z_]\w{0,63})(:?)-((?:[^{}]|\{[^{}]*\})*)\}")
+                              r"|\$\{([A-Za-z_]\w{0,63}|[1-9])(:?)-((?:[^{}]|\{[^{}]*\})*)\}")
 """The references an unresolved value's text shows expanded: ``$NAME``, ``${NAME}``, and
-``${NAME:-default}`` (its default where NAME is unset)."""
+``${NAME:-default}`` (its default where NAME is unset; ``${1:-default}`` too, the script run
+without arguments, as :meth:`Env._positional` reads it)."""
 
 
 def _path_part(which: str, path: str) -> str:

@@ -190,6 +190,9 @@ def test_shell_parameters() -> None:
     assert env.expand("${2-8000}", k8s=False) == "8000"
     assert env.expand("${3:-$TP_SIZE}", k8s=False) == "1"
     assert env.expand("${1:+--flag}", k8s=False) == ""
+    # and an unresolved default shows as the default, not as the parameter
+    unknown_dir = env.expand("${1:-$ROOT_DIR/models/m.gguf}", k8s=False)
+    assert isinstance(unknown_dir, Unresolved) and unknown_dir.text == "$ROOT_DIR/models/m.gguf"
     assert env.expand("a $ b", k8s=False) == "a $ b"  # a lone $ is literal
     # the default word goes through quote removal, as sh does
     assert env.expand('${DTYPE:-"float16"}', k8s=False) == "float16"
