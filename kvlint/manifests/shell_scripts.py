@@ -240,6 +240,10 @@ def _container_run(words: list[Word], values: _PlainValues | None = None
             name, has, _ = value.text.partition("=")
             env.append(value if has else Word(f"{name}=${{{name}}}", value.line))
         elif option == "--gpus":
+            named = values.value(value.text) if values is not None and "$" in value.text \
+                else None
+            if named is not None:  # GPUS="device=0" ... docker run --gpus "$GPUS"
+                value = Word(named, value.line)
             gpus, devices = _gpus(value), _gpu_devices(value)
         elif option == "--entrypoint":
             entrypoint = value.text

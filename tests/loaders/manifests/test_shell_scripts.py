@@ -46,6 +46,15 @@ def test_a_device_list_with_a_space_after_the_comma_is_two_gpus() -> None:
     assert (found["engine"], found["tp"], found["gpus"]) == ("sglang", 2, 2)
 
 
+def test_the_gpus_of_a_script_variable() -> None:
+    """``GPUS="device=0"`` then ``--gpus "$GPUS"``: the variable's plain-run value."""
+    text = ('GPUS="device=0"\n'
+            'docker run -d --gpus "$GPUS" lmsysorg/sglang:latest python -m '
+            "sglang.launch_server --model-path org/m\n")
+    (found,) = served(text)
+    assert (found["engine"], found["gpus"]) == ("sglang", 1)
+
+
 def test_the_image_tag_from_a_script_variable() -> None:
     text = ("tgi_version=2.1.1\nnum_shard=\"4\"\n"
             "docker run --gpus all ghcr.io/huggingface/text-generation-inference:$tgi_version "
