@@ -226,6 +226,15 @@ class Documents(tuple[object, ...]):
         return self._by_name.get(name, ())
 
 
+def refuse_object(ctx: DocumentContext, line: int | None, message: str) -> None:
+    """Record (KV903, ``invalid-object``) that the API refuses the object ``ctx`` reads, so
+    nothing it describes is deployed (a field its schema does not have, which kubectl's
+    strict field validation refuses)."""
+    if isinstance(ctx.documents, Documents):
+        ctx.documents.report(ManifestProblem(path=ctx.path, line=line, kind="invalid-object",
+                                             message=message))
+
+
 def _name_of(document: object) -> str:
     meta = document.get("metadata") if isinstance(document, dict) else None
     name = meta.get("name") if isinstance(meta, dict) else None

@@ -12,13 +12,12 @@ from typing import Any
 
 from kvlint.manifests.base import (
     DocumentContext,
-    Documents,
     Located,
     ManifestParser,
-    ManifestProblem,
     ServedModel,
     Unresolved,
     named,
+    refuse_object,
 )
 from kvlint.manifests.engine_command import EngineArgs, parse_engine_args
 from kvlint.manifests.engine_env import with_env
@@ -204,16 +203,14 @@ class KServeParser(ManifestParser):
         (pkg/apis/serving/v1beta1/predictor.go@0217bdab: one implementation of ``model``,
         the framework specs, or the inline PodSpec's ``containers`` list), so the API
         server's strict field validation refuses the object and nothing is deployed."""
-        if not str(document.get("apiVersion", "")).endswith("/v1beta1") or \
-                not isinstance(ctx.documents, Documents):
-            return
-        ctx.documents.report(ManifestProblem(
-            path=ctx.path, line=key_line(predictor, "container"), kind="invalid-object",
-            message=f"InferenceService {object_name(document) or ''} puts its server under "
-                    "spec.predictor.container, but the v1beta1 predictor has no container "
-                    "field (a custom predictor is a containers list): kubectl's strict field "
-                    "validation refuses it (unknown field \"spec.predictor.container\") and "
-                    "nothing is deployed; write containers: [- name: kserve-container ...]"))
+        if str(document.get("apiVersion", "")).endswith("/v1beta1"):
+            refuse_object(
+                ctx, key_line(predictor, "container"),
+                f"InferenceService {object_name(document) or ''} puts its server under "
+                "spec.predictor.container, but the v1beta1 predictor has no container field "
+                "(a custom predictor is a containers list): kubectl's strict field "
+                "validation refuses it (unknown field \"spec.predictor.container\") and "
+                "nothing is deployed; write containers: [- name: kserve-container ...]")
 
     def _finish(self, ctx: DocumentContext, run: Run, predictor: dict[str, Any],
                 container: dict[str, Any], name: str, notes: list[str]) -> ServedModel:

@@ -19,13 +19,12 @@ from typing import Any
 
 from kvlint.manifests.base import (
     DocumentContext,
-    Documents,
     Located,
     ManifestParser,
-    ManifestProblem,
     ServedModel,
     Unresolved,
     named,
+    refuse_object,
 )
 from kvlint.manifests.engine_command import EngineArgs
 from kvlint.manifests.engine_launch import Hardware, Origin
@@ -626,18 +625,16 @@ class KaitoWorkspaceParser(ManifestParser):
         inference = get_map(document, "inference")
         spec = get_map(document, "spec")
         if inference is None and spec is not None and (
-                "inference" in spec or "resource" in spec) and \
-                isinstance(ctx.documents, Documents):
+                "inference" in spec or "resource" in spec):
             # the Workspace CRD has no spec (api/v1beta1/workspace_types.go: resource,
             # inference and tuning are top-level), and the API server's strict field
             # validation refuses an unknown field: nothing here is deployed
-            ctx.documents.report(ManifestProblem(
-                path=ctx.path, line=key_line(document, "spec"), kind="invalid-object",
-                message=f"KAITO Workspace {object_name(document) or ''} puts resource and "
-                        "inference under spec, but the Workspace API has no spec (they are "
-                        "top-level fields): kubectl's strict field validation refuses it "
-                        "(unknown field \"spec\") and no model is deployed; move them to "
-                        "the top level"))
+            refuse_object(ctx, key_line(document, "spec"),
+                          f"KAITO Workspace {object_name(document) or ''} puts resource and "
+                          "inference under spec, but the Workspace API has no spec (they are "
+                          "top-level fields): kubectl's strict field validation refuses it "
+                          "(unknown field \"spec\") and no model is deployed; move them to "
+                          "the top level")
             return []
         if inference is None:
             return []  # a tuning workspace
