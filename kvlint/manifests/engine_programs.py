@@ -164,6 +164,10 @@ def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:
             return "lmdeploy", i, i + 3
         if base == "trl" and nxt == "vllm-serve":  # TRL's launcher of a vLLM server
             return "vllm", i, i + 2
+        if _VARIABLE.fullmatch(word):
+            named = _named_program(word, nxt)
+            if named is not None:
+                return named[0], i, i + named[1]
         if _PYTHON.fullmatch(base) or (_VARIABLE.fullmatch(word) and nxt == "-m"):
             # `$PY -m vllm.entrypoints.openai.api_server`: an interpreter held in a variable
             # the script sets elsewhere runs the module all the same, also as the argument
@@ -171,6 +175,19 @@ def find_program(words: Sequence[str]) -> tuple[str, int, int] | None:
             module = _python_module(words, i + 1)
             if module is not None:
                 return module[0], i, module[1]
+    return None
+
+
+def _named_program(word: str, nxt: str | None) -> tuple[str, int] | None:
+    """``(engine, words it takes)`` of a program held in a variable the file never sets,
+    named for the engine's executable (``"$VLLM_BIN" serve``, ``$SGLANG serve``,
+    ``${LLAMA_SERVER_BIN} -m ...``): the engine's own subcommand must follow where it has
+    one, so ``$VLLM_HOME/bin/x`` or ``$VLLM_URL`` alone start nothing."""
+    name = word.strip("${}").upper()
+    if nxt == "serve" and ("VLLM" in name or "SGLANG" in name):
+        return ("vllm" if "VLLM" in name else "sglang"), 2
+    if re.fullmatch(r"LLAMA_?(CPP_?)?SERVER(_(BIN|EXE|PATH|CMD))?", name):
+        return "llamacpp", 1
     return None
 
 

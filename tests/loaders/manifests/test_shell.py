@@ -277,6 +277,11 @@ def test_env_from_mapping_or_list() -> None:
     ("start_with_pid_file $PID_FILE $PY -m sglang.launch_server --model-path m",
      ("sglang", 5)),
     ("run $X -m http.server", None),
+    # a program held in a variable set outside the file, named for the engine's executable
+    ("nohup $VLLM_BIN serve m --port 8000", ("vllm", 3)),
+    ("${SGLANG} serve m", ("sglang", 2)),
+    ("$LLAMA_SERVER_BIN -m x.gguf", ("llamacpp", 1)),
+    ("$VLLM_URL /v1/models", None),
     ("text-embeddings-router --model-id BAAI/bge", None),
     ("trtllm-serve disaggregated -c cfg.yaml", None),
     ("python3 -m dynamo.frontend --http-port 8000", None),
