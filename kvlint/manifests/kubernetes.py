@@ -198,6 +198,23 @@ def _gpu_word(key: str) -> bool:
     return "gpu" in low or "accelerator" in low
 
 
+def _tolerated_gpu(pod: Any) -> Located[str] | None:
+    """The GPU a toleration's value names, where its key speaks of GPUs: nodes tainted
+    ``nvidia.com/gpu=Tesla-T4-SHARED:NoSchedule`` (OpenShift AI's accelerator profiles) are
+    the only ones the pod may use besides untainted ones, so that is its GPU."""
+    from kvlint.manifests.comment_gpus import gpu_in_name
+
+    for toleration in get_list(pod, "tolerations") or []:
+        key, value = get_str(toleration, "key"), get_str(toleration, "value")
+        if key is None or value is None or not _gpu_word(key):
+            continue
+        named = gpu_in_name(value)
+        if named is not None:
+            return Located(named, key_line(toleration, "value"), None,
+                           f"toleration {key}={value} (the GPU nodes' taint)")
+    return None
+
+
 def gpu_type_of(pod: Any) -> Located[str] | None:
     """The GPU (or machine) type a pod is scheduled on, as written: a nodeSelector label, or
     a required node-affinity term on such a label (:func:`.accelerators.is_gpu_label`); else
@@ -244,6 +261,9 @@ def _gpu_type_of(pod: Any) -> Located[str] | None:
                     get_str(expr, "operator") == "In" and values:
                 return Located(" | ".join(values), key_line(expr, "values"), None,
                                f"node affinity {label} In")
+    tolerated = _tolerated_gpu(pod)
+    if tolerated is not None:
+        return tolerated
     containers = [c for key in ("containers", "initContainers")
                   for c in get_list(pod, key) or [] if isinstance(c, dict)]
     device = device_family(c.get("resources") for c in containers)
