@@ -73,6 +73,7 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
     from kvlint.manifests.shell_scripts import is_script, script_models
     from kvlint.manifests.supervisor_programs import is_supervisor_config, supervisor_models
     from kvlint.manifests.systemd_units import is_systemd_unit, systemd_models, systemd_problems
+    from kvlint.manifests.triton_configs import is_triton_config, triton_config_models
     from kvlint.manifests.yaml_marks import load_documents  # not for cached files
 
     # a shell script, a Dockerfile or a Makefile: the commands it runs, not YAML documents
@@ -93,6 +94,11 @@ def extract_text(text: str, path: Path, pm: pluggy.PluginManager,
         if not found and not found.problems:
             unread = engine_not_understood(text, str(path))
             found.problems = (unread,) if unread is not None else ()
+        return found
+    if is_triton_config(str(path)):  # protobuf text, never YAML
+        found = Extracted(triton_config_models(text, str(path)))
+        found.source = (str(path), text)
+        _beyond_keys(found, text)
         return found
     if _source_file(path):  # program source, prose or a build file: never YAML
         found = Extracted()
