@@ -58,13 +58,19 @@ _DEVICE_PLUGINS: tuple[tuple[str, str], ...] = (
 
 
 _DEVICE_VARIABLES = re.compile(
-    r"(?:^|[\s;&|\"'-]|name:\s*)(HIP|ROCR|HABANA)_VISIBLE_DEVICES\b(?:\s*[=:]|\s*$)",
+    r"(?:^|[\s;&|\"'-]|name:\s*)((?:HIP|ROCR|HABANA)_VISIBLE_DEVICES|ASCEND_RT_VISIBLE_DEVICES"
+    r"|PYTORCH_NPU_ALLOC_CONF|VLLM_ASCEND_[A-Z0-9_]{1,64})\b(?:\s*[=:]|\s*$)",
     re.MULTILINE)
 _CUDA_DEVICES = re.compile(r"(?:^|[\s;&|\"'-]|name:\s*)CUDA_VISIBLE_DEVICES\s*[=:]",
                            re.MULTILINE)
-_VARIABLE_FAMILIES = {"HIP": GENERIC_AMD, "ROCR": GENERIC_AMD, "HABANA": "Intel Gaudi (HPU)"}
+ASCEND = "Huawei Ascend (NPU)"
+_VARIABLE_FAMILIES = {"HIP": GENERIC_AMD, "ROCR": GENERIC_AMD, "HABANA": "Intel Gaudi (HPU)",
+                      "ASCEND": ASCEND, "PYTORCH": ASCEND, "VLLM": ASCEND}
 """The runtime's own device-visibility variable -> the family it selects devices of (ROCm's
-``HIP_VISIBLE_DEVICES``/``ROCR_VISIBLE_DEVICES``, Habana's ``HABANA_VISIBLE_DEVICES``)."""
+``HIP_VISIBLE_DEVICES``/``ROCR_VISIBLE_DEVICES``, Habana's ``HABANA_VISIBLE_DEVICES``,
+CANN's ``ASCEND_RT_VISIBLE_DEVICES``), and the settings only an Ascend NPU's stack reads
+(torch_npu's ``PYTORCH_NPU_ALLOC_CONF``, vllm-ascend's ``VLLM_ASCEND_*``), keyed by the
+variable's first word."""
 
 
 def variable_family(text: str) -> Located[str] | None:
@@ -77,7 +83,7 @@ def variable_family(text: str) -> Located[str] | None:
         start = text.rfind("\n", 0, match.start(1)) + 1
         if text[start:match.start(1)].lstrip().startswith("#"):
             continue  # a comment
-        family = _VARIABLE_FAMILIES[match.group(1)]
+        family = _VARIABLE_FAMILIES[match.group(1).split("_", 1)[0]]
         if family not in found:
             found[family] = text.count("\n", 0, match.start(1)) + 1
             if len(found) > 1:
@@ -85,6 +91,9 @@ def variable_family(text: str) -> Located[str] | None:
     if len(found) != 1 or _CUDA_DEVICES.search(text):
         return None  # two vendors, or a script that also lists CUDA devices: portable
     ((family, line),) = found.items()
+    if family == ASCEND:
+        return Located(family, line, None, "Ascend NPU settings (CANN, torch_npu, "
+                       "vllm-ascend variables)")
     name = "HABANA_VISIBLE_DEVICES" if "Gaudi" in family else "HIP_VISIBLE_DEVICES"
     return Located(family, line, None, f"{name} (the devices its runtime makes visible)")
 

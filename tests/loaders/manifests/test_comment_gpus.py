@@ -115,6 +115,11 @@ def test_the_one_release_the_comments_name_dates_an_undated_engine() -> None:
     ("# export HIP_VISIBLE_DEVICES=0\nvllm serve org/m\n", None),          # a comment
     ("HIP_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=0 vllm serve org/m\n", None),  # portable
     ("echo $HIP_VISIBLE_DEVICES\n", None),                                 # not set
+    # Ascend: CANN's device variable, or settings only torch_npu and vllm-ascend read
+    ("export ASCEND_RT_VISIBLE_DEVICES=0,1\nvllm serve org/m\n", "Huawei Ascend (NPU)"),
+    ("export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True\n"
+     "export VLLM_ASCEND_ENABLE_MLAPO=1\nexec vllm serve /m --tp 16\n", "Huawei Ascend (NPU)"),
+    ("export VLLM_ASCEND_ENABLE_MLAPO=1\nexport HIP_VISIBLE_DEVICES=0\n", None),  # two
 ])
 def test_a_runtimes_device_variable_names_the_family(text: str, family: str | None) -> None:
     from kvlint.manifests.accelerators import variable_family
