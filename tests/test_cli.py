@@ -223,8 +223,8 @@ def test_rules_lists_every_builtin() -> None:
         "KV101", "KV102", "KV201", "KV202", "KV203", "KV204", "KV205", "KV206", "KV207",
         "KV301", "KV302", "KV303", "KV304", "KV305", "KV306", "KV307", "KV308", "KV401", "KV402",
         "KV403", "KV404", "KV501", "KV502", "KV503", "KV504", "KV601", "KV602", "KV701", "KV702",
-        "KV703", "KV704", "KV705", "KV706", "KV707", "KV708", "KV900", "KV901", "KV902", "KV903",
-        "KV904"]
+        "KV703", "KV704", "KV705", "KV706", "KV707", "KV708", "KV709", "KV900", "KV901", "KV902",
+        "KV903", "KV904"]
     text = CliRunner().invoke(main, ["rules", "--no-plugins"]).stdout
     assert "KV204   mla-latent-replicated" in text
 

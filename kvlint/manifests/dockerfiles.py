@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from kvlint.manifests.base import Located, ServedModel
 from kvlint.manifests.engine_launch import Pin, pip_pins, settle_version
+from kvlint.manifests.image_pythons import python_refuses, stage_python
 from kvlint.manifests.runpod_workers import runpod_worker
 from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_scripts import command_models
@@ -72,7 +73,7 @@ def _form(argument: str, line: int) -> tuple[bool, list[list[Word]]] | None:
         # no shell: "${VAR}" reaches the program as written (the Dockerfile reference, "Exec
         # form": it "does not invoke a command shell" nor substitute variables)
         return True, [[Word(item, line, literal=True) for item in items]]
-    commands = [list(c) for c in split_script(argument, line=line - 1) if c]
+    commands = [list(c) for c in split_script(argument, line=line - 1, style="|") if c]
     return (False, commands) if commands else None
 
 
@@ -119,7 +120,7 @@ def _pip_installs(argument: str, line: int) -> list[list[Word]]:
     """The ``pip install`` commands of a ``RUN`` (engine pins: what the image runs)."""
     if argument.startswith("[") or not _PIP.search(argument):
         return []
-    return [list(c) for c in split_script(argument, line=line - 1) if c and any(
+    return [list(c) for c in split_script(argument, line=line - 1, style="|") if c and any(
         w.text.rsplit("/", 1)[-1].startswith("pip") for w in c[:3])]
 
 
@@ -265,10 +266,37 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
     pins = [pin for words in installs for pin in pip_pins(words, Env({}, k8s=False))]
     literal = {w.text for c in commands for w in c if w.literal and _VARIABLE.search(w.text)}
     cpu = _llamacpp_cpu_build(text, stage)
+    broken.extend(_python_refusals(stage, pins))
     out = [_unexpanded(_from_base(_on_cpu(served, cpu), image, pins), literal)
            for served in found]
     return [replace(served, engine_problems=(*served.engine_problems, *broken))
             for served in out] if broken else out
+
+
+def _python_refusals(stage: Stage, pins: list[Pin]) -> list[EngineArgProblem]:
+    """KV709: an exact engine pin whose release no file of pip can install on the stage's
+    Python (:mod:`.image_pythons`): the build stops at that ``pip install``."""
+    found = stage_python(stage.base, stage.runs)
+    if found is None:
+        return []
+    python, why = found
+    out = []
+    for pin in pins:
+        exact = re.search(r"===?\s*([\w.]+)\s*$", pin.spec)
+        if pin.version is None or exact is None or exact.group(1) != pin.version:
+            continue
+        spec = python_refuses(pin.engine, pin.version, python)
+        if spec is not None:
+            out.append(EngineArgProblem(
+                "install", pin.spec,
+                f"pip install {pin.spec} runs on Python {python} ({why}), but every file of "
+                f"{pin.engine} {pin.version} requires Python {spec} (PyPI's Requires-Python): "
+                "pip finds no version that satisfies the requirement, the image build stops "
+                "there and no server starts; pin a release this Python can install, or build "
+                "on a base image with a Python the release supports",
+                pin.line, None, {"reason": "python-unsupported", "python": python,
+                                 "requires_python": spec, "engine": pin.engine}))
+    return out
 
 
 def _built_servers(stage: Stage, text: str, path: str) -> list[ServedModel]:

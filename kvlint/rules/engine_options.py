@@ -421,6 +421,45 @@ class EngineImageTagUnpublished(_EngineRefusal):
     kind = "image"
 
 
+class EnginePinUninstallable(_EngineRefusal):
+    """## What it does
+    Flags a Dockerfile's `pip install` of an exact engine release (`vllm==0.9.2`,
+    `sglang==0.5.2`) that pip cannot install on the Python the image builds with: every file
+    of that release declares a `Requires-Python` the interpreter does not meet. kvlint reads
+    each release's `Requires-Python` from PyPI's simple index (what pip itself checks) and the
+    interpreter from the Dockerfile: a `python:3.X` base image, or the distribution's
+    `python3` installed with `apt-get` on an Ubuntu (18.04-24.04) or Debian (buster-trixie)
+    base. A stage that installs another Python (a versioned `python3.X` package, deadsnakes,
+    conda, pyenv, `uv python`) is not judged.
+
+    ## Why is this bad?
+    pip stops the build ("Could not find a version that satisfies the requirement
+    vllm==0.9.2", having ignored the releases that "require a different python version"), so
+    no image is built and no server starts. vLLM needs Python 3.9 from 0.6.4, is below 3.13
+    from 0.8.4 to 0.10.1, 3.10 from 0.11.1 and 3.11 from 0.32.0; SGLang needs 3.10 from 0.5.0.
+    Ubuntu 20.04's python3 is 3.8, 22.04's 3.10, 24.04's 3.12.
+
+    ## Example
+    ```dockerfile
+    FROM nvidia/cuda:12.1.0-base-ubuntu20.04
+    RUN apt-get update && apt-get install -y python3-pip
+    RUN pip install vllm==0.9.2
+    ```
+
+    ## Use instead
+    ```dockerfile
+    FROM nvidia/cuda:12.4.1-base-ubuntu22.04
+    RUN apt-get update && apt-get install -y python3-pip
+    RUN pip install vllm==0.9.2
+    ```
+    """
+
+    code = "KV709"
+    name = "engine-pin-uninstallable"
+    severity = Severity.ERROR
+    kind = "install"
+
+
 class EngineCommandSwallowed(_EngineRefusal):
     """## What it does
     Flags an engine command written into the command before it: nothing ends that command
@@ -523,4 +562,4 @@ class QuantizationKernelForced(Rule):
 def kvlint_rules() -> Sequence[type[Rule]]:
     return [EngineOptionUnknown, EngineOptionInvalidValue, EngineOptionsDetached,
             EnginePortNotPublished, EngineImageTagUnpublished, EngineCommandSwallowed,
-            QuantizationKernelForced]
+            QuantizationKernelForced, EnginePinUninstallable]

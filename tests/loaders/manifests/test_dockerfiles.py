@@ -259,3 +259,53 @@ def test_a_server_started_by_run_is_an_error_on_its_line() -> None:
     assert [p.data.get("reason") for p in m.engine_problems] == ["server-at-build"]
     # a RUN that installs or downloads only starts nothing
     assert served("FROM python:3.11\nRUN pip install vllm\n") == []
+
+
+# --- KV709: an engine pin pip cannot install on the image's Python -------------------------
+
+
+def _refusals(text: str) -> list[tuple[str, str | None, int | None]]:
+    return [(p.kind, p.data.get("python"), p.line) for m in served(textwrap.dedent(text))
+            for p in m.engine_problems if p.kind == "install"]
+
+
+def test_a_pin_the_images_python_cannot_install() -> None:
+    """Ubuntu 20.04's python3 is 3.8; vLLM 0.9.2 requires >=3.9,<3.13 (PyPI): the build
+    stops at the pin. 22.04's 3.10 installs it; python:3.13 does not."""
+    text = """\
+        FROM nvidia/cuda:12.1.0-base-ubuntu20.04
+        RUN apt-get update && apt-get install -y git python3-pip
+        RUN pip install vllm[openai]==0.9.2
+        CMD ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "org/m"]
+        """
+    assert _refusals(text) == [("install", "3.8", 3)]
+    assert _refusals(text.replace("ubuntu20.04", "ubuntu22.04")) == []
+    official = text.replace("nvidia/cuda:12.1.0-base-ubuntu20.04", "python:3.13-slim")
+    assert _refusals(official) == [("install", "3.13", 3)]
+    assert _refusals(official.replace("==0.9.2", ">=0.9.2")) == []  # pip picks a release
+
+
+def test_a_stage_that_brings_its_own_python_is_not_judged() -> None:
+    """A versioned python3.X package, deadsnakes, conda or uv's Python: the interpreter is
+    not the distribution's python3, and kvlint does not guess it."""
+    base = ("FROM ubuntu:20.04\nRUN apt-get update && apt-get install -y python3-pip{extra}\n"
+            "RUN pip install vllm==0.9.2\nCMD [\"vllm\", \"serve\", \"org/m\"]\n")
+    assert _refusals(base.format(extra="")) == [("install", "3.8", 3)]
+    for extra in (" python3.10 python3.10-venv", "\nRUN conda create -n v python=3.11",
+                  "\nRUN add-apt-repository ppa:deadsnakes/ppa",
+                  "\nRUN uv venv --python 3.12"):
+        assert _refusals(base.format(extra=extra)) == [], extra
+
+
+def test_requires_python_by_release() -> None:
+    """PyPI's Requires-Python per release range (image_pythons.REQUIRES_PYTHON)."""
+    from kvlint.manifests.image_pythons import python_refuses, requires_python
+
+    assert requires_python("vllm", "0.6.3") == ">=3.8"
+    assert requires_python("vllm", "0.6.4") == ">=3.9"
+    assert requires_python("vllm", "0.9.2") == ">=3.9,<3.13"
+    assert requires_python("vllm", "0.34.0") == ">=3.11,<3.15"
+    assert requires_python("sglang", "0.5.5.post3") == ">=3.10"
+    assert requires_python("lmdeploy", "0.7.3") is None
+    assert python_refuses("vllm", "0.11.0", "3.13") is None
+    assert python_refuses("vllm", "0.32.0", "3.10") == ">=3.11,<3.15"
