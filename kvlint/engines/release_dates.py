@@ -92,6 +92,11 @@ def newest_allowed(engine_key: str, specifier: str) -> str | None:
     return fitting[-1] if fitting else None
 
 
+def releases(engine_key: str) -> tuple[str, ...]:
+    """Every release of ``engine_key`` in the table, oldest first."""
+    return tuple(text for _, text, _ in _table().get(engine_key, ()))
+
+
 def newest(engine_key: str) -> str | None:
     """The newest release of ``engine_key`` in the table."""
     rows = _table().get(engine_key, ())

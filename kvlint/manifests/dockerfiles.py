@@ -17,9 +17,10 @@ import json
 import re
 from dataclasses import dataclass, replace
 
+from kvlint.engines.release_dates import newest
 from kvlint.manifests.base import Located, ServedModel
 from kvlint.manifests.engine_launch import Pin, pip_pins, settle_version
-from kvlint.manifests.image_pythons import python_refuses, stage_python
+from kvlint.manifests.image_pythons import newest_for_python, python_refuses, stage_python
 from kvlint.manifests.runpod_workers import runpod_worker
 from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_scripts import command_models
@@ -266,17 +267,19 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
     pins = [pin for words in installs for pin in pip_pins(words, Env({}, k8s=False))]
     literal = {w.text for c in commands for w in c if w.literal and _VARIABLE.search(w.text)}
     cpu = _llamacpp_cpu_build(text, stage)
-    broken.extend(_python_refusals(stage, pins))
-    out = [_unexpanded(_from_base(_on_cpu(served, cpu), image, pins), literal)
-           for served in found]
+    python = stage_python(stage.base, stage.runs)
+    broken.extend(_python_refusals(python, pins))
+    out = [_unexpanded(_on_python(_from_base(_on_cpu(served, cpu), image, pins), pins, python),
+                       literal) for served in found]
     return [replace(served, engine_problems=(*served.engine_problems, *broken))
             for served in out] if broken else out
 
 
-def _python_refusals(stage: Stage, pins: list[Pin]) -> list[EngineArgProblem]:
+def _python_refusals(found: tuple[str, str] | None, pins: list[Pin]
+                     ) -> list[EngineArgProblem]:
     """KV709: an exact engine pin whose release no file of pip can install on the stage's
-    Python (:mod:`.image_pythons`): the build stops at that ``pip install``."""
-    found = stage_python(stage.base, stage.runs)
+    Python (``found``: :func:`.image_pythons.stage_python`): the build stops at that
+    ``pip install``."""
     if found is None:
         return []
     python, why = found
@@ -297,6 +300,28 @@ def _python_refusals(stage: Stage, pins: list[Pin]) -> list[EngineArgProblem]:
                 pin.line, None, {"reason": "python-unsupported", "python": python,
                                  "requires_python": spec, "engine": pin.engine}))
     return out
+
+
+def _on_python(served: ServedModel, pins: list[Pin], found: tuple[str, str] | None
+               ) -> ServedModel:
+    """An unpinned (or ranged) ``pip install`` of the engine on a known Python installs the
+    newest release whose Requires-Python that Python meets, not the newest release
+    (``pip install vllm`` on Python 3.8 gets 0.6.3.post1)."""
+    version = served.engine_version
+    if found is None or served.engine is None or not isinstance(version, Located) or \
+            not version.source.startswith("pip "):
+        return served
+    pin = next((p for p in pins if p.engine == served.engine.value), None)
+    if pin is None or re.search(r"===?\s*[\w.]+\s*$", pin.spec):
+        return served
+    python, why = found
+    spec = re.sub(r"^[\w.-]+(?:\[[^\]]*\])?", "", pin.spec).strip()
+    release = newest_for_python(pin.engine, spec, python)
+    if release is None or release in (version.value, newest(pin.engine)):
+        return served  # the Python does not hold the install back
+    return replace(served, engine_version=Located(
+        release, pin.line, None, f"pip {pin.spec} on Python {python} ({why}): the newest "
+        "release whose Requires-Python it meets, which later releases leave behind"))
 
 
 def _built_servers(stage: Stage, text: str, path: str) -> list[ServedModel]:

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["REQUIRES_PYTHON", "python_refuses", "requires_python", "stage_python"]
+__all__ = ["REQUIRES_PYTHON", "newest_for_python", "python_refuses", "requires_python",
+           "stage_python"]
 
 _PYPI = "PyPI simple index (PEP 691 requires-python), {} files, read 2026-12-08"
 REQUIRES_PYTHON: dict[str, tuple[tuple[str, str], ...]] = {
@@ -85,6 +86,26 @@ def requires_python(engine: str, version: str) -> str | None:
         if wanted >= Version(first):
             found = spec
     return found
+
+
+def newest_for_python(engine: str, specifier: str, python: str) -> str | None:
+    """The release pip installs for an unpinned (or ranged) requirement on ``python``: the
+    newest final release the specifier allows whose Requires-Python ``python`` meets
+    (``None``: none in kvlint's release table)."""
+    from kvlint.engines.release_dates import releases
+
+    try:
+        allowed = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return None
+    for release in reversed(releases(engine)):
+        try:
+            if Version(release) in allowed and python_refuses(engine, release, python) is None \
+                    and requires_python(engine, release) is not None:
+                return release
+        except InvalidVersion:
+            continue
+    return None
 
 
 def python_refuses(engine: str, version: str, python: str) -> str | None:

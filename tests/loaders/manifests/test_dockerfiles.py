@@ -309,3 +309,19 @@ def test_requires_python_by_release() -> None:
     assert requires_python("lmdeploy", "0.7.3") is None
     assert python_refuses("vllm", "0.11.0", "3.13") is None
     assert python_refuses("vllm", "0.32.0", "3.10") == ">=3.11,<3.15"
+
+
+def test_an_unpinned_install_gets_the_newest_release_its_python_takes() -> None:
+    """``pip install vllm`` on Python 3.8 installs 0.6.3.post1 (0.6.4 requires 3.9), on
+    python:3.9 0.11.0 (0.11.1 requires 3.10); on a Python the newest release takes it stays
+    the unpinned newest."""
+    text = ("FROM {base}\nRUN apt-get update && apt-get install -y python3-pip\n"
+            "RUN pip install {req}\nCMD [\"vllm\", \"serve\", \"org/m\"]\n")
+    got = {(base, req): v(m.engine_version)
+           for base in ("ubuntu:20.04", "python:3.9-slim", "python:3.12")
+           for req in ("vllm", "'vllm>=0.6'")
+           for m in served(text.format(base=base, req=req))}
+    assert got[("ubuntu:20.04", "vllm")] == "0.6.3.post1"
+    assert got[("python:3.9-slim", "vllm")] == "0.11.0"
+    assert got[("python:3.9-slim", "'vllm>=0.6'")] == "0.11.0"
+    assert got[("python:3.12", "vllm")] == "latest"
