@@ -441,6 +441,10 @@ class _Listed:
     """``(engine, why, item)`` per listed model."""
 
 
+_DEPLOYED_KEYS = ("resources", "replicas", "replicaCount", *GPU_KEYS, *GPU_COUNT_KEYS)
+"""Keys of a listed model that a chart deploys (beside its arguments)."""
+
+
 def _item_model_key(item: dict[str, Any]) -> str | None:
     return next((k for k in LIST_MODEL_KEYS if isinstance(item.get(k), str)
                  and _HUB_ID.fullmatch(str(item[k]).strip())), None)
@@ -471,7 +475,11 @@ def _model_list(document: object) -> _Listed | None:
                 own = item.get("engine")
                 if isinstance(own, str) and own.strip():
                     engine = ENGINE_KEYS.get(own.strip().lower())
-                    if engine is not None:  # an item another server runs (engine: tei)
+                    # an item another server runs (engine: tei) is not one; at the top of a
+                    # file, only an item a deployment is made of (its resources, replicas or
+                    # arguments), not a gateway's route to a server (engine: vllm, url: ...)
+                    if engine is not None and (scope_name or any(
+                            k in item for k in (*_DEPLOYED_KEYS, *ARG_KEYS))):
                         listed.append((engine, f"the values key {where}[].engine", item))
                 elif scope_name:
                     listed.append((ENGINE_KEYS[scope_name.lower()],

@@ -210,6 +210,21 @@ def test_a_subcharts_model_list_names_each_items_engine_and_its_option_map() -> 
     assert found[0].model is not None and found[0].model.line == 5
 
 
+def test_a_gateways_top_level_route_list_is_not_served() -> None:
+    """Top-level ``models`` whose items name an engine but nothing deployed (a gateway's
+    routes to servers elsewhere) serve nothing; with resources they are deployments."""
+    routes = """\
+        models:
+          - name: Qwen/Qwen2.5-7B-Instruct
+            engine: vllm
+            url: http://vllm:8000/v1
+        """
+    assert served(routes) == []
+    (m,) = served(routes.replace("url: http://vllm:8000/v1",
+                                 "resources: {limits: {nvidia.com/gpu: 1}}"))
+    assert v(m.engine) == "vllm" and v(m.gpus) == 1
+
+
 def test_a_model_maps_path_is_not_an_engine_option() -> None:
     """``model: {path: dsr1}`` names the model, not llama.cpp's ``--path`` (a benchmark
     recipe's model alias): no engine follows from it."""
