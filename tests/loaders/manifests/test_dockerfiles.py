@@ -298,17 +298,17 @@ def test_a_stage_that_brings_its_own_python_is_not_judged() -> None:
 
 
 def test_requires_python_by_release() -> None:
-    """PyPI's Requires-Python per release range (image_pythons.REQUIRES_PYTHON)."""
+    """PyPI's Requires-Python per release range (engines/requires_python.json)."""
     from kvlint.manifests.image_pythons import python_refuses, requires_python
 
     assert requires_python("vllm", "0.6.3") == ">=3.8"
     assert requires_python("vllm", "0.6.4") == ">=3.9"
-    assert requires_python("vllm", "0.9.2") == ">=3.9,<3.13"
-    assert requires_python("vllm", "0.34.0") == ">=3.11,<3.15"
+    assert requires_python("vllm", "0.9.2") == "<3.13,>=3.9"
+    assert requires_python("vllm", "0.34.0") == "<3.15,>=3.11"
     assert requires_python("sglang", "0.5.5.post3") == ">=3.10"
     assert requires_python("lmdeploy", "0.7.3") is None
     assert python_refuses("vllm", "0.11.0", "3.13") is None
-    assert python_refuses("vllm", "0.32.0", "3.10") == ">=3.11,<3.15"
+    assert python_refuses("vllm", "0.32.0", "3.10") == "<3.15,>=3.11"
 
 
 def test_an_unpinned_install_gets_the_newest_release_its_python_takes() -> None:
@@ -325,3 +325,27 @@ def test_an_unpinned_install_gets_the_newest_release_its_python_takes() -> None:
     assert got[("python:3.9-slim", "vllm")] == "0.11.0"
     assert got[("python:3.9-slim", "'vllm>=0.6'")] == "0.11.0"
     assert got[("python:3.12", "vllm")] == "latest"
+
+
+def test_the_requires_python_table_is_generated_from_the_index(tmp_path: Path) -> None:
+    """The generator keeps a range per change of specifier, oldest first, from a PEP 691
+    page (files in any order; a release's wheel and sdist agree)."""
+    import json
+
+    from kvlint.generators.requires_python import main, ranges
+
+    page = {"files": [
+        {"filename": "vllm-0.6.4-cp38-abi3-manylinux1_x86_64.whl", "requires-python": ">=3.9"},
+        {"filename": "vllm-0.6.3.tar.gz", "requires-python": ">=3.8"},
+        {"filename": "vllm-0.6.4.tar.gz", "requires-python": ">=3.9"},
+        {"filename": "vllm-0.6.5.tar.gz", "requires-python": ">=3.9"},
+        {"filename": "vllm-0.8.4.tar.gz", "requires-python": "<3.13,>=3.9"},
+        {"filename": "vllm-notaversion.tar.gz"}]}
+    assert ranges(page, "vllm") == [["0.6.3", ">=3.8"], ["0.6.4", ">=3.9"],
+                                    ["0.8.4", "<3.13,>=3.9"]]
+    source, out = tmp_path / "vllm.json", tmp_path / "table.json"
+    source.write_text(json.dumps(page), encoding="utf-8")
+    assert main([f"vllm={source}", "-o", str(out), "--fetched", "2026-12-08"]) == 0
+    table = json.loads(out.read_text(encoding="utf-8"))
+    assert table["engines"]["vllm"]["ranges"][-1] == ["0.8.4", "<3.13,>=3.9"]
+    assert "2026-12-08" in table["source"]
