@@ -71,6 +71,11 @@ DEPLOYMENT = """\
      "nvidia.com/gpu", "H200"),
     ("nodeSelector: {nvidia.com/gpu.product: NVIDIA-L4}", "rocm/vllm:latest",
      "nvidia.com/gpu", "NVIDIA-L4"),  # a label the manifest names wins over the image
+    # the GPU a toleration of a GPU taint names (an accelerator profile: those nodes' GPU)
+    ("tolerations: [{key: nvidia.com/gpu, value: Tesla-T4-SHARED, effect: NoSchedule}]",
+     "vllm/vllm-openai:v0.11.0", "nvidia.com/gpu", "T4"),
+    ("tolerations: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]",
+     "vllm/vllm-openai:v0.11.0", "nvidia.com/gpu", None),
 ])
 def test_kubernetes_gpu_family(extra: str, image: str, resource: str,
                                expected: str | None) -> None:

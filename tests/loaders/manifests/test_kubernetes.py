@@ -248,33 +248,6 @@ def test_a_time_sliced_gpu_replica_is_one_gpu() -> None:
     assert "time-sliced" in "\n".join(model.notes)
 
 
-def test_a_gpu_taints_toleration_names_the_gpu() -> None:
-    """A toleration of ``nvidia.com/gpu=Tesla-T4-SHARED`` (an accelerator profile's taint):
-    the pod runs on those nodes, a T4; a toleration of no GPU's name says nothing."""
-    pod = textwrap.dedent("""\
-        apiVersion: apps/v1
-        kind: Deployment
-        metadata: {name: m}
-        spec:
-          template:
-            spec:
-              tolerations:
-                - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
-                - key: nvidia.com/gpu
-                  value: VALUE
-                  effect: NoSchedule
-              containers:
-                - image: vllm/vllm-openai:v0.10.1
-                  args: [--model, org/m]
-                  resources: {limits: {nvidia.com/gpu: 1}}
-        """)
-    (model,) = extract_text(pod.replace("VALUE", "Tesla-T4-SHARED"))
-    assert isinstance(model.gpu_type, Located) and model.gpu_type.value == "T4"
-    assert model.gpu_type.line == 10 and "toleration" in model.gpu_type.source
-    (other,) = extract_text(pod.replace("VALUE", "present"))
-    assert other.gpu_type is None
-
-
 def test_statefulset_spans_nnodes_pods() -> None:
     (model,) = extract("sglang/k8s-statefulset-2node-tp16-ep16-localpath.yaml")
     assert isinstance(model.gpus, Located) and "--nnodes" in model.gpus.source
