@@ -36,7 +36,14 @@ from dataclasses import replace
 from typing import Any
 
 from kvlint.manifests.accelerators import no_gpu_source
-from kvlint.manifests.base import DocumentContext, Located, ManifestParser, ServedModel, Unresolved
+from kvlint.manifests.base import (
+    DocumentContext,
+    Located,
+    ManifestParser,
+    ServedModel,
+    Unresolved,
+    refuse_object,
+)
 from kvlint.manifests.engine_launch import Hardware, Origin
 from kvlint.manifests.kubernetes import build
 from kvlint.manifests.kubernetes_containers import container_runs, follow_config
@@ -202,7 +209,13 @@ class TrussConfigParser(ManifestParser):
         line = value_line(server, "start_command")
         try:
             words = shlex.split(command)
-        except ValueError:
+        except ValueError as err:
+            # supervisord splits the program's command with shlex when it spawns it
+            # (supervisor/process.py get_execv_args: BadCommand "can't parse command"), so
+            # the program never runs
+            refuse_object(ctx, line, f"docker_server.start_command cannot be split as "
+                          f"supervisord splits it ({err}): supervisord refuses to spawn it "
+                          "(\"can't parse command\") and no server starts; close the quote")
             return []
         container: dict[str, Any] = {
             "image": lstr(image or "", value_line(get_map(document, "base_image"), "image")),

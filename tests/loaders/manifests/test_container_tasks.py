@@ -150,3 +150,15 @@ def test_truss_docker_server() -> None:
     (none,) = parse_with([TrussConfigParser()], cpu, "c.yaml")
     assert v(none.gpus) == 0
     assert parse_with([TrussConfigParser()], "model_name: x\nresources: {}\n", "c.yaml") == []
+
+
+def test_truss_start_command_with_an_unclosed_quote_is_refused(tmp_path: Path) -> None:
+    """supervisord splits the command with shlex when it spawns the program: an unclosed
+    quote is a command it cannot parse (KV903 on the start command's line), never KV904."""
+    path = tmp_path / "config.yaml"
+    path.write_text(TRUSS.replace('--port 8000"', "--port 8000"), encoding="utf-8")
+    result = CliRunner().invoke(main, ["lint", str(path), "--format", "json", "--offline",
+                                       "--no-cache", "--isolated"])
+    found = [(f["code"], f["severity"], f["line"]) for r in json.loads(result.stdout)["results"]
+             for f in r["findings"]]
+    assert found == [("KV903", "error", 6)], found
