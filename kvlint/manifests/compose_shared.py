@@ -9,6 +9,7 @@ daemon/nvidia_linux.go), and its ranks take the first tp x pp (x dp) of them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +25,9 @@ MAX_SERVICES = 64
 
 
 _VISIBLE = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+_DEFAULT = re.compile(r"\$\{\w{1,64}:?-([^${}]*)\}")
+"""A variable with a default (``${CUDA_VISIBLE_DEVICES:-0}``), read as the file runs with
+nothing set, as the other values of a compose file are."""
 
 
 def _visible(service: Mapping[str, Any]) -> str | None:
@@ -39,12 +43,15 @@ def _visible(service: Mapping[str, Any]) -> str | None:
 
 
 def _devices(service: Mapping[str, Any]) -> frozenset[str] | None:
-    """The GPUs a service is given: ``{"*"}`` for every GPU, the ids it names, or ``None``
-    (none, or not said in a way kvlint reads: a visible-devices variable a deployer sets,
-    ``NVIDIA_VISIBLE_DEVICES: ${MODEL_DEVICES:-all}``, narrows them to cards unknown here)."""
+    """The GPUs a service is given: ``{"*"}`` for every GPU, the ids it names (a variable's
+    default where it has one), or ``None`` (none, or not said in a way kvlint reads: a
+    visible-devices variable with no default narrows them to cards unknown here)."""
     visible = _visible(service)
     if visible is not None:
         text = visible.strip().strip("'\"")
+        default = _DEFAULT.fullmatch(text)
+        if default is not None:  # ${CUDA_VISIBLE_DEVICES:-0}: the plain run's value
+            text = default.group(1).strip()
         if "$" in text or text.lower() in ("void", "none"):
             return None
         if text and text.lower() != "all":

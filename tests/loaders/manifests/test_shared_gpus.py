@@ -123,6 +123,28 @@ def test_compose_services_of_count_one_share_the_first_gpu() -> None:
             for s in extract_text(bare, "docker-compose.yml")] == [[], ["shared-gpu"]]
 
 
+def test_compose_services_on_a_visible_devices_variables_default() -> None:
+    """``CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}`` in both services: the plain run's
+    GPU 0 for each (a default is read as the file's other values are); no default, or
+    different defaults, is not judged as one GPU."""
+    def service(name: str, devices: str) -> str:
+        return (f"  {name}:\n    image: vllm/vllm-openai:v0.10.1.1\n"
+                f'    command: ["--model", "org/{name}", "--gpu-memory-utilization", "0.6"]\n'
+                f"    environment:\n      - CUDA_VISIBLE_DEVICES={devices}\n"
+                "    deploy: {resources: {reservations: {devices: [{driver: nvidia, "
+                "count: all, capabilities: [gpu]}]}}}\n")
+
+    def reasons(a: str, b: str) -> list[list[object]]:
+        text = "services:\n" + service("a", a) + service("b", b)
+        return [[p.data.get("reason") for p in s.engine_problems]
+                for s in extract_text(text, "docker-compose.yml")]
+
+    same = "${CUDA_VISIBLE_DEVICES:-0}"
+    assert reasons(same, same) == [[], ["shared-gpu"]]
+    assert reasons(same, "${CUDA_VISIBLE_DEVICES:-1}") == [[], []]
+    assert reasons("${GPU_A}", "${GPU_A}") == [[], []]
+
+
 def test_used_devices() -> None:
     assert used_devices(None, 2) == frozenset({"0", "1"})
     assert used_devices(["3", "5"], 1) == frozenset({"3"})
