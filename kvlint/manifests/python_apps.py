@@ -676,4 +676,58 @@ def python_models(text: str, path: str) -> list[ServedModel]:
             found.append(replace(served, gpu_type=served.gpu_type or (
                 Located(kind, line, None, "RunPod gpu_type_id") if kind else None)))
     gpus = _modal_gpus(tree, names)
-    return _on_modal_gpus(found, gpus) if gpus else found
+    found = _on_modal_gpus(found, gpus) if gpus else found
+    python = _modal_python(tree, names)
+    return _python_refusals(found, pins, python) if python and pins else found
+
+
+_MODAL_PYTHON_CALLS = frozenset({"debian_slim", "micromamba", "from_registry", "from_dockerhub",
+                                 "from_aws_ecr", "from_gcp_artifact_registry"})
+"""Modal's image constructors that take the image's Python (``python_version=``, or
+``add_python=`` for a registry image; without it the deploying machine's own Python)."""
+
+
+def _modal_python(tree: ast.AST, names: _Names) -> tuple[str, int] | None:
+    """``(X.Y, line)``: the one Python the file's Modal images are built with, when it says."""
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or \
+                node.func.attr not in _MODAL_PYTHON_CALLS:
+            continue
+        for keyword in node.keywords:
+            if keyword.arg in ("python_version", "add_python"):
+                text = names.text(keyword.value).strip()
+                if re.fullmatch(r"3\.\d{1,2}", text):
+                    found.setdefault(text, keyword.value.lineno)
+    return next(iter(found.items())) if len(found) == 1 else None
+
+
+def _python_refusals(found: list[ServedModel], pins: list[Word], python: tuple[str, int]
+                     ) -> list[ServedModel]:
+    """KV709 on each served model of an engine whose exact pin the Modal image's Python
+    cannot install (:mod:`.image_pythons`)."""
+    from kvlint.manifests.engine_launch import pip_pins
+    from kvlint.manifests.image_pythons import python_refuses
+    from kvlint.manifests.shell_env import Env
+    from kvlint.model.engine_args import EngineArgProblem
+
+    version, line = python
+    out = list(found)
+    for pin in pip_pins(pins, Env({}, k8s=False)):
+        exact = re.search(r"===?\s*([\w.]+)\s*$", pin.spec)
+        spec = python_refuses(pin.engine, pin.version, version) \
+            if pin.version and exact and exact.group(1) == pin.version else None
+        if spec is None:
+            continue
+        problem = EngineArgProblem(
+            "install", pin.spec,
+            f"the Modal image pip-installs {pin.spec} on Python {version} (python_version, "
+            f"line {line}), but every file of {pin.engine} {pin.version} requires Python "
+            f"{spec} (PyPI's Requires-Python): the image build stops there and no server "
+            "starts; pin a release this Python can install, or build with a Python the "
+            "release supports", pin.line, None,
+            {"reason": "python-unsupported", "python": version, "requires_python": spec,
+             "engine": pin.engine})
+        out = [replace(s, engine_problems=(*s.engine_problems, problem))
+               if s.engine is not None and s.engine.value == pin.engine else s for s in out]
+    return out

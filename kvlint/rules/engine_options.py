@@ -423,14 +423,15 @@ class EngineImageTagUnpublished(_EngineRefusal):
 
 class EnginePinUninstallable(_EngineRefusal):
     """## What it does
-    Flags a Dockerfile's `pip install` of an exact engine release (`vllm==0.9.2`,
-    `sglang==0.5.2`) that pip cannot install on the Python the image builds with: every file
-    of that release declares a `Requires-Python` the interpreter does not meet. kvlint reads
-    each release's `Requires-Python` from PyPI's simple index (what pip itself checks) and the
-    interpreter from the Dockerfile: a `python:3.X` base image, or the distribution's
-    `python3` installed with `apt-get` on an Ubuntu (18.04-24.04) or Debian (buster-trixie)
-    base. A stage that installs another Python (a versioned `python3.X` package, deadsnakes,
-    conda, pyenv, `uv python`) is not judged.
+    Flags a Dockerfile's (or a Modal image's) `pip install` of an exact engine release
+    (`vllm==0.9.2`, `sglang==0.5.2`) that pip cannot install on the Python the image builds
+    with: every file of that release declares a `Requires-Python` the interpreter does not
+    meet. kvlint reads each release's `Requires-Python` from PyPI's simple index (what pip
+    itself checks) and the interpreter from the file: a `python:3.X` base image, the
+    distribution's `python3` installed with `apt-get` on an Ubuntu (18.04-24.04) or Debian
+    (buster-trixie) base, or a Modal image's `python_version=`/`add_python=`. A stage that
+    installs another Python (a versioned `python3.X` package, deadsnakes, conda, pyenv,
+    `uv python`) is not judged.
 
     ## Why is this bad?
     pip stops the build ("Could not find a version that satisfies the requirement

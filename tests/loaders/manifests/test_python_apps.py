@@ -49,6 +49,21 @@ def test_a_modal_app_with_pins_gpus_and_a_command_list() -> None:
     assert value(second.max_model_len) == 8192 and second.line == 16
 
 
+def test_a_modal_image_python_that_cannot_install_the_pin() -> None:
+    """``debian_slim(python_version="3.13")`` with ``vllm==0.10.1`` (Requires-Python <3.13):
+    KV709 on the pin's line; 3.12 installs it; no python_version (the deploying machine's
+    Python) is not judged."""
+    def install(app: str) -> list[tuple[object, ...]]:
+        return [(p.kind, p.data.get("python"), p.line) for m in python_models(app, "app.py")
+                for p in m.engine_problems if p.kind == "install"]
+
+    slim = 'modal.Image.debian_slim(python_version="{}")'
+    assert install(MODAL.replace("modal.Image.debian_slim()", slim.format("3.13"))) == [
+        ("install", "3.13", 6), ("install", "3.13", 6)]
+    assert install(MODAL.replace("modal.Image.debian_slim()", slim.format("3.12"))) == []
+    assert install(MODAL) == []
+
+
 def test_modal_gpu_strings_and_fallback_lists() -> None:
     """``H100!`` is an H100 kept from Modal's upgrade to H200, ``B200+`` a B200 or better;
     a list is fallbacks in order of preference (modal.com/docs/examples/gpu_fallbacks): the
