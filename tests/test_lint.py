@@ -133,6 +133,25 @@ def test_whole_corpus_runs_without_tracebacks() -> None:
     assert [r["target"]["ref"] for r in tgi_chart] == ["(unknown model)"]
 
 
+def test_a_triton_repository_is_read_by_default(tmp_path: Path) -> None:
+    """A directory's ``config.pbtxt`` files are read without ``--include`` (Triton's model
+    configs): the TensorRT-LLM one serves its engine; a Python backend's serves nothing and
+    says nothing."""
+    llm = tmp_path / "repo" / "tensorrt_llm"
+    post = tmp_path / "repo" / "postprocessing"
+    llm.mkdir(parents=True)
+    post.mkdir()
+    (llm / "config.pbtxt").write_text(
+        'name: "tensorrt_llm"\nbackend: "tensorrtllm"\nparameters: {\n  key: "gpt_model_path"'
+        '\n  value: { string_value: "/engines/llama" }\n}\n', encoding="utf-8")
+    (post / "config.pbtxt").write_text('name: "postprocessing"\nbackend: "python"\n',
+                                       encoding="utf-8")
+    result = lint(str(tmp_path / "repo"), "--format", "json", "--offline")
+    rows = json.loads(result.stdout)["results"]
+    assert [(r["target"]["ref"], r["serving"]["engine"]) for r in rows] == [
+        ("/engines/llama", "trtllm")], result.stdout
+
+
 def test_include_and_exclude(tmp_path: Path) -> None:
     shutil.copy(CASES / "vllm-phi3-medium-tp8.yaml", tmp_path / "a.yaml")
     shutil.copy(CASES / "vllm-phi3-medium-tp8.yaml", tmp_path / "b.manifest")

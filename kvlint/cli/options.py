@@ -210,7 +210,7 @@ def manifest_options(func: F) -> F:
     decorators = [
         click.option("--include", multiple=True, metavar="GLOB",
                      help="File names to read under directories (default *.yaml, *.yml, "
-                          "*.json)."),
+                          "*.json, config.pbtxt)."),
         click.option("--exclude", multiple=True, metavar="GLOB",
                      help="Paths or names to skip."),
         click.option("--model-map", multiple=True, metavar="NAME=REF",

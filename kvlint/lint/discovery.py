@@ -14,7 +14,8 @@ from kvlint.loaders.files import inside, tree_root
 from kvlint.loaders.paths import is_dir, is_file
 from kvlint.manifests.base import ManifestProblem
 
-DEFAULT_INCLUDE = ("*.yaml", "*.yml", "*.json")
+DEFAULT_INCLUDE = ("*.yaml", "*.yml", "*.json", "config.pbtxt")
+"""File names read under directories: YAML and JSON manifests, and Triton model configs."""
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__",
                           ".tox", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
 
