@@ -441,6 +441,8 @@ class _Listed:
     """``(engine, why, item)`` per listed model."""
 
 
+MAX_LISTED = 256
+"""Items of one model list read (a chart deploys one server per item)."""
 _DEPLOYED_KEYS = ("resources", "replicas", "replicaCount", *GPU_KEYS, *GPU_COUNT_KEYS)
 """Keys of a listed model that a chart deploys (beside its arguments)."""
 
@@ -469,7 +471,7 @@ def _model_list(document: object) -> _Listed | None:
             image, _ = _image(scope)
             by_image = engine_from_image(image.value)[0] if image is not None else None
             listed = []
-            for item in items:
+            for item in items[:MAX_LISTED]:
                 if not isinstance(item, dict) or _item_model_key(item) is None:
                     continue
                 own = item.get("engine")

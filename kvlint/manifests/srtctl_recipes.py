@@ -89,14 +89,14 @@ def _worker_gpus(resources: dict[str, Any], prefix: str
     per_node = loc_int(resources, "gpus_per_node", "resources.gpus_per_node")
     node_gpus = per_node.value if isinstance(per_node, Located) else DEFAULT_GPUS_PER_NODE
     workers = loc_int(resources, f"{prefix}_workers", f"resources.{prefix}_workers")
-    count = workers.value if isinstance(workers, Located) else 0
+    count = max(workers.value, 0) if isinstance(workers, Located) else 0
     explicit = loc_int(resources, f"gpus_per_{prefix}", f"resources.gpus_per_{prefix}")
     if explicit is not None:
         return explicit, count
     nodes = loc_int(resources, f"{prefix}_nodes", f"resources.{prefix}_nodes")
     if isinstance(per_node, Unresolved):
         return per_node, count
-    if isinstance(nodes, Located) and nodes.value and count:
+    if isinstance(nodes, Located) and nodes.value > 0 and count:
         return Located(nodes.value * node_gpus // count, nodes.line, None,
                        f"resources.{prefix}_nodes x gpus_per_node ({node_gpus}) // "
                        f"{prefix}_workers ({count})"), count

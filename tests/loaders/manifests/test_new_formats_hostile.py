@@ -45,3 +45,25 @@ def test_argo_values_string_with_an_alias_bomb_is_not_expanded() -> None:
             "spec:\n  source:\n    chart: c\n    helm:\n      values: |\n"
             + "".join("        " + row + "\n" for row in bomb.splitlines()))
     assert parse_with([ArgoApplicationParser()], text, "app.yaml") == []
+
+
+def test_values_listing_thousands_of_models_read_a_bounded_number() -> None:
+    from kvlint.manifests.helm_keys import MAX_LISTED, GenericValuesParser
+
+    item = {"source": "Qwen/Qwen2.5-7B", "engine": "vllm", "resources": {"gpu": 1}}
+    doc = {"vllm": {"models": [dict(item, name=f"m{i}") for i in range(MAX_LISTED * 4)]}}
+    found = parse_with([GenericValuesParser()], json.dumps(doc), "values.yaml")
+    assert len(found) == MAX_LISTED
+
+
+def test_an_srtctl_recipe_of_hostile_counts_is_read_without_a_traceback() -> None:
+    from kvlint.manifests.srtctl_recipes import SrtctlRecipeParser
+
+    for resources in ({"prefill_nodes": -3, "prefill_workers": -1, "decode_nodes": 0,
+                       "decode_workers": 2, "gpus_per_node": 10**30},
+                      {"agg_nodes": "x", "agg_workers": None, "gpus_per_node": "eight"}):
+        doc = {"model": {"path": "m"}, "resources": resources,
+               "backend": {"type": "sglang", "sglang_config": {"decode": {"tp-size": 8}}}}
+        for served in parse_with([SrtctlRecipeParser()], json.dumps(doc), "recipe.yaml"):
+            gpus = served.gpus
+            assert gpus is None or not hasattr(gpus, "value") or gpus.value >= 0
