@@ -100,6 +100,9 @@ def _worker_gpus(resources: dict[str, Any], prefix: str
         return Located(nodes.value * node_gpus // count, nodes.line, None,
                        f"resources.{prefix}_nodes x gpus_per_node ({node_gpus}) // "
                        f"{prefix}_workers ({count})"), count
+    if prefix == "decode" and isinstance(nodes, Located) and nodes.value == 0 and count:
+        # decode_nodes: 0 shares the prefill nodes, each worker as wide as a prefill one
+        return _worker_gpus(resources, "prefill")[0], count
     line = per_node.line if isinstance(per_node, Located) else None
     return Located(node_gpus, line, None, "resources.gpus_per_node" if line else
                    f"srtctl's default gpus_per_node ({DEFAULT_GPUS_PER_NODE})"), count

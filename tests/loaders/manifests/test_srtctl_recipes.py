@@ -91,3 +91,16 @@ def test_only_recipes_are_claimed() -> None:
                           "resources": {}})
     assert not is_recipe({"backend": {"type": "vllm"}, "model": {"path": "x"}})
     assert is_recipe({"backend": {"type": "vllm"}, "model": {"path": "x"}, "resources": {}})
+
+
+def test_decode_workers_on_the_prefill_nodes_are_as_wide_as_a_prefill_worker() -> None:
+    """``decode_nodes: 0`` with decode workers: they share the prefill nodes and take a
+    prefill worker's GPUs (ResourceConfig.gpus_per_decode)."""
+    found = recipe("""\
+        model: {path: "hf:org/m", container: "lmsysorg/sglang:v0.5.5.post3"}
+        resources: {gpu_type: h100, gpus_per_node: 8, prefill_nodes: 1, prefill_workers: 2,
+                    decode_nodes: 0, decode_workers: 2}
+        backend: {type: sglang, sglang_config: {prefill: {tp-size: 4}, decode: {tp-size: 4}}}
+        """)
+    assert [(m.role, v(m.gpus)) for m in found] == [  # type: ignore[attr-defined]
+        ("prefill", 4), ("decode", 4)]
