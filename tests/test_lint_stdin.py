@@ -91,7 +91,7 @@ def test_a_run_with_nothing_to_lint_says_so(tmp_path: Path) -> None:
     proc = kvlint("lint", "docs", cwd=tmp_path)
     assert proc.returncode == 0
     assert proc.stderr == ("kvlint: warning: no manifest files found under the given "
-                           "path(s) (include: *.yaml, *.yml, *.json)\n")
+                           "path(s) (include: *.yaml, *.yml, *.json, config.pbtxt)\n")
     proc = kvlint("lint", "docs", "--include", "*.md", "--format", "json", cwd=tmp_path)
     assert proc.stderr == ""  # a .md file was linted (it holds no served model)
     proc = kvlint("lint", "typo", cwd=tmp_path)

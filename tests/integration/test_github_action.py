@@ -231,7 +231,7 @@ def test_summary_counts_manifests_in_words(pull_request: dict[str, Any],
 @pytest.mark.parametrize(("paths", "message"), [
     ("typo.yaml", "--paths: typo.yaml: no such file or directory"),
     ("deploy/phi.yaml depoly", "--paths: depoly: no such file or directory"),
-    ("docs", "--paths docs: no manifest files (*.yaml, *.yml, *.json) to lint"),
+    ("docs", "--paths docs: no manifest files (*.yaml, *.yml, *.json, config.pbtxt) to lint"),
 ])
 def test_paths_that_match_nothing_fail_the_action(
         pull_request: dict[str, Any], paths: str, message: str) -> None:
