@@ -497,7 +497,7 @@ class ComposeParser(ManifestParser):
                             + ", ".join(sorted(values)[:12]))))
             from kvlint.manifests.compose_shared import shared_gpu_problems
 
-            return shared_gpu_problems(out, of)
+            return shared_gpu_problems(out, of, interpolate)
         finally:
             _DOTENV.reset(token)
 

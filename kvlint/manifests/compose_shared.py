@@ -9,11 +9,10 @@ daemon/nvidia_linux.go), and its ranks take the first tp x pp (x dp) of them.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kvlint.manifests.base import ServedModel
+from kvlint.manifests.base import ServedModel, Unresolved
 from kvlint.manifests.engine_launch import occupied_gpus
 from kvlint.manifests.shared_gpus import EVERY_GPU, Tenant, used_devices
 from kvlint.manifests.shared_gpus import shared_gpu_problems as judge
@@ -25,9 +24,6 @@ MAX_SERVICES = 64
 
 
 _VISIBLE = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
-_DEFAULT = re.compile(r"\$\{\w{1,64}:?-([^${}]*)\}")
-"""A variable with a default (``${CUDA_VISIBLE_DEVICES:-0}``), read as the file runs with
-nothing set, as the other values of a compose file are."""
 
 
 def _visible(service: Mapping[str, Any]) -> str | None:
@@ -42,16 +38,23 @@ def _visible(service: Mapping[str, Any]) -> str | None:
     return next((v for k, v in pairs if k.strip() in _VISIBLE), None)
 
 
-def _devices(service: Mapping[str, Any]) -> frozenset[str] | None:
-    """The GPUs a service is given: ``{"*"}`` for every GPU, the ids it names (a variable's
-    default where it has one), or ``None`` (none, or not said in a way kvlint reads: a
-    visible-devices variable with no default narrows them to cards unknown here)."""
+Interpolate = Callable[[str], "str | Unresolved"]
+"""Compose's interpolation of a value (:func:`kvlint.manifests.compose.interpolate`)."""
+
+
+def _devices(service: Mapping[str, Any], interpolate: Interpolate) -> frozenset[str] | None:
+    """The GPUs a service is given: ``{"*"}`` for every GPU, the ids it names (a variable
+    as Compose interpolates it: the ``.env`` beside, else its default), or ``None`` (none, or
+    not said in a way kvlint reads: a visible-devices variable neither sets narrows them to
+    cards unknown here)."""
     visible = _visible(service)
     if visible is not None:
-        text = visible.strip().strip("'\"")
-        default = _DEFAULT.fullmatch(text)
-        if default is not None:  # ${CUDA_VISIBLE_DEVICES:-0}: the plain run's value
-            text = default.group(1).strip()
+        # ${CUDA_VISIBLE_DEVICES:-0}: interpolated as Compose does (the .env beside, else the
+        # default); a variable set by neither stays unread
+        found = interpolate(visible.strip().strip("'\""))
+        if not isinstance(found, str):
+            return None
+        text = found.strip()
         if "$" in text or text.lower() in ("void", "none"):
             return None
         if text and text.lower() != "all":
@@ -87,8 +90,8 @@ def _profiles(service: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(str(p) for p in raw) if isinstance(raw, list) else frozenset()
 
 
-def shared_gpu_problems(models: list[ServedModel], services: Sequence[Mapping[str, Any]]
-                        ) -> list[ServedModel]:
+def shared_gpu_problems(models: list[ServedModel], services: Sequence[Mapping[str, Any]],
+                        interpolate: Interpolate) -> list[ServedModel]:
     """``models`` (one per service in ``services``), each later vLLM service that cannot
     start beside the earlier ones on a GPU they share given a KV702 problem
     (:func:`.shared_gpus.shared_gpu_problems`)."""
@@ -97,7 +100,7 @@ def shared_gpu_problems(models: list[ServedModel], services: Sequence[Mapping[st
     tenants: list[Tenant] = []
     for i, (served, service) in enumerate(zip(models[:MAX_SERVICES],
                                               services[:MAX_SERVICES], strict=True)):
-        given, world = _devices(service), occupied_gpus(served, None, "")
+        given, world = _devices(service, interpolate), occupied_gpus(served, None, "")
         if given is None or world is None:
             continue
         visible = None if EVERY_GPU in given else sorted(given, key=lambda d: (len(d), d))
