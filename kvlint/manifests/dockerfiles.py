@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from kvlint.engines.release_dates import newest
 from kvlint.manifests.base import Located, ServedModel
 from kvlint.manifests.engine_launch import Pin, pip_pins, settle_version
-from kvlint.manifests.image_pythons import newest_for_python, python_refuses, stage_python
+from kvlint.manifests.image_pythons import exact_pin, newest_for_python, pin_refusal, stage_python
 from kvlint.manifests.runpod_workers import runpod_worker
 from kvlint.manifests.shell_env import Env, bounded_sub
 from kvlint.manifests.shell_scripts import command_models
@@ -268,38 +268,12 @@ def dockerfile_models(text: str, path: str) -> list[ServedModel]:
     literal = {w.text for c in commands for w in c if w.literal and _VARIABLE.search(w.text)}
     cpu = _llamacpp_cpu_build(text, stage)
     python = stage_python(stage.base, stage.runs)
-    broken.extend(_python_refusals(python, pins))
+    if python is not None:
+        broken.extend(p for pin in pins if (p := pin_refusal(pin, *python)) is not None)
     out = [_unexpanded(_on_python(_from_base(_on_cpu(served, cpu), image, pins), pins, python),
                        literal) for served in found]
     return [replace(served, engine_problems=(*served.engine_problems, *broken))
             for served in out] if broken else out
-
-
-def _python_refusals(found: tuple[str, str] | None, pins: list[Pin]
-                     ) -> list[EngineArgProblem]:
-    """KV709: an exact engine pin whose release no file of pip can install on the stage's
-    Python (``found``: :func:`.image_pythons.stage_python`): the build stops at that
-    ``pip install``."""
-    if found is None:
-        return []
-    python, why = found
-    out = []
-    for pin in pins:
-        exact = re.search(r"===?\s*([\w.]+)\s*$", pin.spec)
-        if pin.version is None or exact is None or exact.group(1) != pin.version:
-            continue
-        spec = python_refuses(pin.engine, pin.version, python)
-        if spec is not None:
-            out.append(EngineArgProblem(
-                "install", pin.spec,
-                f"pip install {pin.spec} runs on Python {python} ({why}), but every file of "
-                f"{pin.engine} {pin.version} requires Python {spec} (PyPI's Requires-Python): "
-                "pip finds no version that satisfies the requirement, the image build stops "
-                "there and no server starts; pin a release this Python can install, or build "
-                "on a base image with a Python the release supports",
-                pin.line, None, {"reason": "python-unsupported", "python": python,
-                                 "requires_python": spec, "engine": pin.engine}))
-    return out
 
 
 def _on_python(served: ServedModel, pins: list[Pin], found: tuple[str, str] | None
@@ -312,7 +286,7 @@ def _on_python(served: ServedModel, pins: list[Pin], found: tuple[str, str] | No
             not version.source.startswith("pip "):
         return served
     pin = next((p for p in pins if p.engine == served.engine.value), None)
-    if pin is None or re.search(r"===?\s*[\w.]+\s*$", pin.spec):
+    if pin is None or exact_pin(pin):
         return served
     python, why = found
     spec = re.sub(r"^[\w.-]+(?:\[[^\]]*\])?", "", pin.spec).strip()

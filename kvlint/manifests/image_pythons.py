@@ -27,7 +27,12 @@ from importlib import resources
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-__all__ = ["newest_for_python", "python_refuses", "requires_python", "stage_python"]
+from kvlint.manifests.engine_launch import Pin
+from kvlint.model.engine_args import EngineArgProblem
+
+__all__ = ["exact_pin", "newest_for_python", "pin_refusal", "python_refuses",
+           "requires_python", "stage_python"]
+
 
 @functools.cache
 def _table() -> dict[str, tuple[tuple[Version, str | None], ...]]:
@@ -100,6 +105,32 @@ def requires_python(engine: str, version: str) -> str | None:
     return found
 
 
+_EXACT = re.compile(r"===?\s*([\w.]+)\s*$")
+
+
+def exact_pin(pin: Pin) -> bool:
+    """Whether the requirement pins one release (``vllm[openai]==0.9.2``), not a range."""
+    found = _EXACT.search(pin.spec)
+    return pin.version is not None and found is not None and found.group(1) == pin.version
+
+
+def pin_refusal(pin: Pin, python: str, where: str) -> EngineArgProblem | None:
+    """KV709: an exact engine pin whose release no file pip may install on ``python``
+    (``where`` says where that Python comes from): the build stops at that install."""
+    spec = python_refuses(pin.engine, str(pin.version), python) if exact_pin(pin) else None
+    if spec is None:
+        return None
+    return EngineArgProblem(
+        "install", pin.spec,
+        f"pip install {pin.spec} runs on Python {python} ({where}), but every file of "
+        f"{pin.engine} {pin.version} requires Python {spec} (PyPI's Requires-Python): pip "
+        "finds no version that satisfies the requirement, the image build stops there and no "
+        "server starts; pin a release this Python can install, or build with a Python the "
+        "release supports", pin.line, None,
+        {"reason": "python-unsupported", "python": python, "requires_python": spec,
+         "engine": pin.engine})
+
+
 def newest_for_python(engine: str, specifier: str, python: str) -> str | None:
     """The release pip installs for an unpinned (or ranged) requirement on ``python``: the
     newest final release the specifier allows whose Requires-Python ``python`` meets
@@ -111,12 +142,9 @@ def newest_for_python(engine: str, specifier: str, python: str) -> str | None:
     except InvalidSpecifier:
         return None
     for release in reversed(releases(engine)):
-        try:
-            if Version(release) in allowed and python_refuses(engine, release, python) is None \
-                    and requires_python(engine, release) is not None:
-                return release
-        except InvalidVersion:
-            continue
+        if Version(release) in allowed and requires_python(engine, release) is not None and \
+                python_refuses(engine, release, python) is None:
+            return release
     return None
 
 

@@ -705,29 +705,17 @@ def _modal_python(tree: ast.AST, names: _Names) -> tuple[str, int] | None:
 def _python_refusals(found: list[ServedModel], pins: list[Word], python: tuple[str, int]
                      ) -> list[ServedModel]:
     """KV709 on each served model of an engine whose exact pin the Modal image's Python
-    cannot install (:mod:`.image_pythons`)."""
+    cannot install (:func:`.image_pythons.pin_refusal`)."""
     from kvlint.manifests.engine_launch import pip_pins
-    from kvlint.manifests.image_pythons import python_refuses
+    from kvlint.manifests.image_pythons import pin_refusal
     from kvlint.manifests.shell_env import Env
-    from kvlint.model.engine_args import EngineArgProblem
 
     version, line = python
     out = list(found)
     for pin in pip_pins(pins, Env({}, k8s=False)):
-        exact = re.search(r"===?\s*([\w.]+)\s*$", pin.spec)
-        spec = python_refuses(pin.engine, pin.version, version) \
-            if pin.version and exact and exact.group(1) == pin.version else None
-        if spec is None:
-            continue
-        problem = EngineArgProblem(
-            "install", pin.spec,
-            f"the Modal image pip-installs {pin.spec} on Python {version} (python_version, "
-            f"line {line}), but every file of {pin.engine} {pin.version} requires Python "
-            f"{spec} (PyPI's Requires-Python): the image build stops there and no server "
-            "starts; pin a release this Python can install, or build with a Python the "
-            "release supports", pin.line, None,
-            {"reason": "python-unsupported", "python": version, "requires_python": spec,
-             "engine": pin.engine})
-        out = [replace(s, engine_problems=(*s.engine_problems, problem))
-               if s.engine is not None and s.engine.value == pin.engine else s for s in out]
+        problem = pin_refusal(pin, version, f"the Modal image's python_version, line {line}")
+        if problem is not None:
+            out = [replace(s, engine_problems=(*s.engine_problems, problem))
+                   if s.engine is not None and s.engine.value == pin.engine else s
+                   for s in out]
     return out
