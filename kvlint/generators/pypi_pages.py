@@ -29,5 +29,8 @@ def read_pages(prog: str, packages: Mapping[str, str], output: Path, what: str,
         if key not in packages or not file:
             parser.error(f"{source}: expected ENGINE=FILE with ENGINE one of "
                          f"{', '.join(packages)}")
-        pages[key] = json.loads(Path(file).read_text(encoding="utf-8"))
+        try:
+            pages[key] = json.loads(Path(file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            parser.error(f"{file}: not a saved JSON page ({err})")
     return args, pages

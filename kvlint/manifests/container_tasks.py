@@ -211,7 +211,8 @@ class TrussConfigParser(ManifestParser):
             words = shlex.split(command)
         except ValueError as err:
             # supervisord splits the program's command with shlex when it spawns it
-            # (supervisor/process.py get_execv_args: BadCommand "can't parse command"), so
+            # (supervisor/process.py@0137efe7 get_execv_args: BadCommand "can't parse
+            # command"), so
             # the program never runs
             refuse_object(ctx, line, f"docker_server.start_command cannot be split as "
                           f"supervisord splits it ({err}): supervisord refuses to spawn it "

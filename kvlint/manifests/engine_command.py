@@ -575,9 +575,10 @@ def parse_engine_args(engine: str, words: Sequence[Word], env: Env) -> EngineArg
 
 ROUTER_OPTIONS = (("--models-dir", "LLAMA_ARG_MODELS_DIR"),
                   ("--models-preset", "LLAMA_ARG_MODELS_PRESET"))
-"""llama-server's router mode (common/arg.cpp, tools/server/server-models.cpp): with no model
-given, it serves the GGUF files of ``--models-dir`` or the models of a ``--models-preset`` INI,
-each loaded on request in a child server."""
+"""llama-server's router mode (ggml-org/llama.cpp common/arg.cpp and
+tools/server/server-models.cpp@40103380): with no model given, it serves the GGUF files of
+``--models-dir`` or the models of a ``--models-preset`` INI, each loaded on request in a child
+server."""
 
 
 def router_mode(args: EngineArgs, env: Env) -> EngineArgs:

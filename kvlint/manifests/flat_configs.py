@@ -188,7 +188,7 @@ def config_args(engine: str, document: Mapping[str, Any], where: str = "",
 TRITON_VLLM_FILE = "model.json"
 """The file of a Triton vLLM-backend model (``<repository>/<model>/1/model.json``): its keys
 are vLLM's engine arguments as Python keyword arguments (``AsyncEngineArgs(**config)``,
-triton-inference-server/vllm_backend src/model.py)."""
+triton-inference-server/vllm_backend src/model.py@0b18982f)."""
 
 
 class VllmConfigParser(ManifestParser):

@@ -21,7 +21,8 @@ GPU_KEYS = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "gpu.intel.com/i
 NVIDIA, AMD (ROCm/k8s-device-plugin), Intel Gaudi (habana-k8s-device-plugin) and Intel GPUs
 (intel-device-plugins-for-kubernetes), as the Helm values reader counts them; and
 ``nvidia.com/gpu.shared``, a time-sliced replica of an NVIDIA GPU (the device plugin's
-``sharing.timeSlicing`` with ``renameByDefault: true``, NVIDIA/k8s-device-plugin README):
+``sharing.timeSlicing`` with ``renameByDefault: true``, NVIDIA/k8s-device-plugin
+README.md@cb6e45ec):
 one device to the process, shared with the other pods given a replica of it."""
 SHARED_GPU = "nvidia.com/gpu.shared"
 TPU_KEYS = ("google.com/tpu",)

@@ -2,7 +2,7 @@
 backend: the model Triton's ``tensorrtllm`` backend serves and the KV-cache settings it takes.
 
 Read from triton-inference-server/tensorrtllm_backend's ``all_models/inflight_batcher_llm/
-tensorrt_llm/config.pbtxt`` (its ``parameters`` as ``key``/``string_value`` pairs:
+tensorrt_llm/config.pbtxt``@afa76488 (its ``parameters`` as ``key``/``string_value`` pairs:
 ``gpt_model_path`` the engine directory, ``kv_cache_free_gpu_mem_fraction``,
 ``max_tokens_in_paged_kv_cache``, ``gpu_device_ids``; ``${name}`` placeholders are
 ``tools/fill_template.py``'s, filled before deployment). The engine's parallelism is built into
